@@ -1,0 +1,41 @@
+# yarnfed: YARN Federation control plane. `make help` lists the targets.
+GO ?= go
+PKGS ?= ./...
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
+
+build: ## Build the yarnfed and yarnfedctl binaries into ./bin.
+	$(GO) build -o bin/ ./cmd/...
+
+dev: ## Run the embedded federation on loopback (the main job).
+	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
+
+test: lint unit fuzz-smoke ## Lint, unit tests with -race, and a short smoke of every fuzz target.
+
+lint: ## gofmt and go vet.
+	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+unit: ## Unit and in-process integration tests with the race detector.
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 3s).
+	scripts/fuzz-smoke.sh
+
+fuzz: ## Fuzz one target for long: make fuzz FUZZ=FuzzReadFrame PKG=./internal/hadoopipc FUZZTIME=5m
+	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(or $(FUZZTIME),1m) $(PKG)
+
+generate: ## Regenerate protobuf Go code with the pinned tools.
+	scripts/genproto.sh
+
+verify-generate: ## Fail if generated code differs from the .proto files.
+	scripts/verify-genproto.sh
+
+bench: ## Go micro-benchmarks (ns/op, allocs/op).
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+.PHONY: help build dev test lint unit fuzz-smoke fuzz generate verify-generate bench

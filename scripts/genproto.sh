@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerates Go code from every .proto in the tree with the pinned tools:
+# protoc-gen-go and protoc-gen-go-grpc come from go.mod's tool directives, and
+# protoc must be the version named in PROTOC_VERSION (Debian bookworm's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROTOC_VERSION="3.21.12"
+have=$(protoc --version 2>/dev/null | awk '{print $2}') || true
+if [ "$have" != "$PROTOC_VERSION" ]; then
+  echo "genproto: need protoc $PROTOC_VERSION (apt-get install protobuf-compiler), have '${have:-none}'" >&2
+  exit 1
+fi
+
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
+go build -o "$bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
+
+# Each proto root is compiled with itself as the only include path, so import
+# lines and registered file names are relative to the root.
+for root in internal/yarnpb statestore/storepb; do
+  [ -d "$root" ] || continue
+  files=$(cd "$root" && find . -name '*.proto' | sed 's|^\./||' | sort)
+  [ -n "$files" ] || continue
+  find "$root" -name '*.pb.go' -delete
+  (cd "$root" && protoc -I . \
+    --plugin=protoc-gen-go="$bin/protoc-gen-go" \
+    --plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc" \
+    --go_out=. --go_opt=paths=source_relative \
+    --go-grpc_out=. --go-grpc_opt=paths=source_relative \
+    $files)
+done
