@@ -24,10 +24,12 @@ for root in internal/yarnpb statestore/storepb; do
   files=$(cd "$root" && find . -name '*.proto' | sed 's|^\./||' | sort)
   [ -n "$files" ] || continue
   find "$root" -name '*.pb.go' -delete
+  # Hadoop's services are Hadoop IPC, not gRPC: yarnpb keeps their descriptors
+  # (the router checks it serves every method) but gets no gRPC stubs.
+  grpc=(--plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc" --go-grpc_out=. --go-grpc_opt=paths=source_relative)
+  [ "$root" = internal/yarnpb ] && grpc=()
   (cd "$root" && protoc -I . \
     --plugin=protoc-gen-go="$bin/protoc-gen-go" \
-    --plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc" \
     --go_out=. --go_opt=paths=source_relative \
-    --go-grpc_out=. --go-grpc_opt=paths=source_relative \
-    $files)
+    "${grpc[@]}" $files)
 done
