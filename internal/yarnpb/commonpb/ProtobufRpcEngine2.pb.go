@@ -28,6 +28,7 @@ type RequestHeaderProto struct {
 	MethodName                 *string                `protobuf:"bytes,1,req,name=methodName" json:"methodName,omitempty"`
 	DeclaringClassProtocolName *string                `protobuf:"bytes,2,req,name=declaringClassProtocolName" json:"declaringClassProtocolName,omitempty"`
 	ClientProtocolVersion      *uint64                `protobuf:"varint,3,req,name=clientProtocolVersion" json:"clientProtocolVersion,omitempty"`
+	extensionFields            protoimpl.ExtensionFields
 	unknownFields              protoimpl.UnknownFields
 	sizeCache                  protoimpl.SizeCache
 }
@@ -87,13 +88,13 @@ var File_commonpb_ProtobufRpcEngine2_proto protoreflect.FileDescriptor
 
 const file_commonpb_ProtobufRpcEngine2_proto_rawDesc = "" +
 	"\n" +
-	"!commonpb/ProtobufRpcEngine2.proto\x12\rhadoop.common\"\xaa\x01\n" +
+	"!commonpb/ProtobufRpcEngine2.proto\x12\rhadoop.common\"\xb5\x01\n" +
 	"\x12RequestHeaderProto\x12\x1e\n" +
 	"\n" +
 	"methodName\x18\x01 \x02(\tR\n" +
 	"methodName\x12>\n" +
 	"\x1adeclaringClassProtocolName\x18\x02 \x02(\tR\x1adeclaringClassProtocolName\x124\n" +
-	"\x15clientProtocolVersion\x18\x03 \x02(\x04R\x15clientProtocolVersionB5Z3github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"\x15clientProtocolVersion\x18\x03 \x02(\x04R\x15clientProtocolVersion*\t\b\xe8\a\x10\x80\x80\x80\x80\x02B5Z3github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 
 var (
 	file_commonpb_ProtobufRpcEngine2_proto_rawDescOnce sync.Once
