@@ -1,0 +1,142 @@
+package org.yarnfed.e2e;
+
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+
+/**
+ * Starts an unmodified Hadoop MiniYARNCluster (1 RM, N NMs) on loopback ephemeral ports for the Go
+ * interop tests, writes the effective configuration to a yarn-site.xml, prints one line
+ * {@code READY {json}} and runs until stdin reaches EOF (the Go test closes the pipe) or the JVM
+ * is killed.
+ *
+ * <p>Flags: --conf-out PATH (required), --work-dir DIR, --cluster-id ID, --epoch N, --nms N,
+ * --nm-memory-mb MB, --nm-vcores N, --set key=value (repeatable).
+ */
+public final class MiniCluster {
+  private MiniCluster() {}
+
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable t) {
+      // Non-daemon Hadoop threads would keep a failed JVM alive; exit so the Go side sees it.
+      t.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
+    String confOut = null;
+    String workDir = null;
+    String clusterId = "yarnfed-e2e";
+    long epoch = 0;
+    int nms = 1;
+    int nmMemoryMb = 4096;
+    int nmVcores = 4;
+    Map<String, String> extra = new LinkedHashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      String v = i + 1 < args.length ? args[i + 1] : null;
+      switch (a) {
+        case "--conf-out": confOut = v; i++; break;
+        case "--work-dir": workDir = v; i++; break;
+        case "--cluster-id": clusterId = v; i++; break;
+        case "--epoch": epoch = Long.parseLong(v); i++; break;
+        case "--nms": nms = Integer.parseInt(v); i++; break;
+        case "--nm-memory-mb": nmMemoryMb = Integer.parseInt(v); i++; break;
+        case "--nm-vcores": nmVcores = Integer.parseInt(v); i++; break;
+        case "--set": {
+          int eq = v.indexOf('=');
+          if (eq <= 0) {
+            usage("bad --set " + v);
+          }
+          extra.put(v.substring(0, eq), v.substring(eq + 1));
+          i++;
+          break;
+        }
+        default: usage("unknown flag " + a);
+      }
+    }
+    if (confOut == null) {
+      usage("--conf-out is required");
+    }
+    if (workDir != null) {
+      // MiniYARNCluster puts its local/log dirs under target/<name> relative to the cwd unless
+      // test.build.data points elsewhere; keep everything inside the test's temp dir.
+      new File(workDir).mkdirs();
+      System.setProperty("test.build.data", workDir);
+      System.setProperty("hadoop.tmp.dir", workDir + "/tmp");
+    }
+
+    YarnConfiguration conf = new YarnConfiguration();
+    conf.set(YarnConfiguration.RM_CLUSTER_ID, clusterId);
+    // The RM takes its epoch from the state store only when work-preserving recovery is on;
+    // an in-memory store keeps that cheap. The epoch shows up in container ids (container_eN_...),
+    // which is what keeps ids distinct across federated sub-clusters sharing an ApplicationId.
+    conf.setBoolean(YarnConfiguration.RECOVERY_ENABLED, true);
+    conf.set(YarnConfiguration.RM_STORE,
+        "org.apache.hadoop.yarn.server.resourcemanager.recovery.MemoryRMStateStore");
+    conf.setLong(YarnConfiguration.RM_EPOCH, epoch);
+    conf.setInt(YarnConfiguration.NM_PMEM_MB, nmMemoryMb);
+    conf.setInt(YarnConfiguration.NM_VCORES, nmVcores);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
+    conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
+    conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    conf.setBoolean(YarnConfiguration.TIMELINE_SERVICE_ENABLED, false);
+    // Fast NM heartbeats so allocations reach the AM quickly in tests.
+    conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 100);
+    conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS + "", 100);
+    for (Map.Entry<String, String> e : extra.entrySet()) {
+      conf.set(e.getKey(), e.getValue());
+    }
+
+    MiniYARNCluster cluster = new MiniYARNCluster(clusterId, 1, nms, 1, 1);
+    cluster.init(conf);
+    cluster.start();
+    if (!cluster.waitForNodeManagersToConnect(60_000)) {
+      throw new IllegalStateException("node managers did not register within 60s");
+    }
+
+    Configuration eff = cluster.getResourceManager().getConfig();
+    File out = new File(confOut);
+    File tmp = new File(confOut + ".tmp");
+    try (OutputStream os = new FileOutputStream(tmp)) {
+      eff.writeXml(os);
+    }
+    Files.move(tmp.toPath(), out.toPath(), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+
+    Json j = new Json()
+        .put("clusterId", clusterId)
+        .put("epoch", cluster.getResourceManager().getRMContext().getEpoch())
+        .put("rm", eff.get(YarnConfiguration.RM_ADDRESS))
+        .put("scheduler", eff.get(YarnConfiguration.RM_SCHEDULER_ADDRESS))
+        .put("admin", eff.get(YarnConfiguration.RM_ADMIN_ADDRESS))
+        .put("tracker", eff.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS))
+        .put("web", eff.get(YarnConfiguration.RM_WEBAPP_ADDRESS))
+        .put("nms", nms)
+        .put("conf", out.getAbsolutePath());
+    System.out.println("READY " + j);
+    System.out.flush();
+
+    Runtime.getRuntime().addShutdownHook(new Thread(cluster::stop));
+    // Block until the parent closes our stdin: the Go test owns the lifetime.
+    while (System.in.read() >= 0) {
+      // discard
+    }
+    cluster.stop();
+    System.exit(0);
+  }
+
+  private static void usage(String msg) {
+    System.err.println("MiniCluster: " + msg);
+    System.exit(2);
+  }
+}
