@@ -1,0 +1,175 @@
+package org.yarnfed.e2e;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.ApplicationReport;
+import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
+import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.NodeReport;
+import org.apache.hadoop.yarn.api.records.Priority;
+import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.api.records.YarnClusterMetrics;
+import org.apache.hadoop.yarn.client.api.YarnClient;
+import org.apache.hadoop.yarn.client.api.YarnClientApplication;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.util.Records;
+
+/**
+ * Drives the real Hadoop {@link YarnClient} (ApplicationClientProtocol) against whatever
+ * yarn.resourcemanager.address the given yarn-site.xml names, one JSON line per operation.
+ *
+ * <p>Usage: YarnClientDriver --conf yarn-site.xml OP...; OPs: metrics, nodes, newapp, list,
+ * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), kill[:appId],
+ * labels (getNodeToLabels), queueacls (getQueueUserAcls). An operation's failure is printed and
+ * the next one still runs; the exit code is the number of failed operations (capped at 100).
+ */
+public final class YarnClientDriver {
+  private YarnClientDriver() {}
+
+  public static void main(String[] args) {
+    YarnConfiguration conf = new YarnConfiguration();
+    Drivers.fastFailures(conf);
+    List<String> ops = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--conf")) {
+        conf.addResource(new Path(args[++i]));
+      } else if (args[i].equals("--set")) {
+        String kv = args[++i];
+        int eq = kv.indexOf('=');
+        conf.set(kv.substring(0, eq), kv.substring(eq + 1));
+      } else {
+        ops.add(args[i]);
+      }
+    }
+    int failed = 0;
+    YarnClient yc = YarnClient.createYarnClient();
+    try {
+      yc.init(conf);
+      yc.start();
+      ApplicationId last = null;
+      for (String op : ops) {
+        String[] p = op.split(":", -1);
+        try {
+          switch (p[0]) {
+            case "metrics": {
+              YarnClusterMetrics m = yc.getYarnClusterMetrics();
+              Drivers.ok(op, new Json()
+                  .put("numNodeManagers", m.getNumNodeManagers())
+                  .put("numActiveNodeManagers", m.getNumActiveNodeManagers())
+                  .put("numDecommissionedNodeManagers", m.getNumDecommissionedNodeManagers())
+                  .put("numLostNodeManagers", m.getNumLostNodeManagers())
+                  .put("numUnhealthyNodeManagers", m.getNumUnhealthyNodeManagers())
+                  .put("numRebootedNodeManagers", m.getNumRebootedNodeManagers()));
+              break;
+            }
+            case "nodes": {
+              List<Object> ids = new ArrayList<>();
+              for (NodeReport n : yc.getNodeReports()) {
+                ids.add(new Json().put("id", n.getNodeId().toString())
+                    .put("state", n.getNodeState().toString())
+                    .put("memoryMB", n.getCapability().getMemorySize())
+                    .put("vcores", n.getCapability().getVirtualCores()));
+              }
+              Drivers.ok(op, new Json().put("nodes", ids));
+              break;
+            }
+            case "newapp": {
+              YarnClientApplication app = yc.createApplication();
+              Resource max = app.getNewApplicationResponse().getMaximumResourceCapability();
+              Drivers.ok(op, new Json()
+                  .put("applicationId", app.getNewApplicationResponse().getApplicationId().toString())
+                  .put("clusterTimestamp",
+                      app.getNewApplicationResponse().getApplicationId().getClusterTimestamp())
+                  .put("id", app.getNewApplicationResponse().getApplicationId().getId())
+                  .put("maxMemoryMB", max.getMemorySize())
+                  .put("maxVcores", max.getVirtualCores()));
+              break;
+            }
+            case "list": {
+              List<Object> apps = new ArrayList<>();
+              for (ApplicationReport r : yc.getApplications()) {
+                apps.add(report(r));
+              }
+              Drivers.ok(op, new Json().put("applications", apps));
+              break;
+            }
+            case "submit": {
+              YarnClientApplication app = yc.createApplication();
+              ApplicationSubmissionContext ctx = app.getApplicationSubmissionContext();
+              ctx.setApplicationName(p.length > 1 && !p[1].isEmpty() ? p[1] : "yarnfed-e2e");
+              ctx.setQueue(p.length > 2 && !p[2].isEmpty() ? p[2] : "default");
+              ctx.setUnmanagedAM(p.length > 3 && p[3].equals("unmanaged"));
+              ctx.setApplicationType("YARNFED-E2E");
+              ctx.setPriority(Priority.newInstance(0));
+              ctx.setResource(Resource.newInstance(256, 1));
+              ContainerLaunchContext clc = Records.newRecord(ContainerLaunchContext.class);
+              clc.setCommands(Collections.singletonList("/bin/true"));
+              ctx.setAMContainerSpec(clc);
+              last = yc.submitApplication(ctx);
+              Drivers.ok(op, new Json().put("applicationId", last.toString()));
+              break;
+            }
+            case "report": {
+              ApplicationId id = p.length > 1 ? ApplicationId.fromString(p[1]) : last;
+              Drivers.ok(op, report(yc.getApplicationReport(id)));
+              break;
+            }
+            case "kill": {
+              ApplicationId id = p.length > 1 ? ApplicationId.fromString(p[1]) : last;
+              yc.killApplication(id);
+              Drivers.ok(op, new Json().put("applicationId", id.toString()));
+              break;
+            }
+            case "labels": {
+              Drivers.ok(op, new Json().put("nodeToLabels", yc.getNodeToLabels().size()));
+              break;
+            }
+            case "queueacls": {
+              Drivers.ok(op, new Json().put("queues", yc.getQueueAclsInfo().size()));
+              break;
+            }
+            default:
+              throw new IllegalArgumentException("unknown op " + p[0]);
+          }
+        } catch (Throwable t) {
+          failed++;
+          Drivers.fail(op, t);
+        }
+      }
+    } catch (Throwable t) {
+      failed++;
+      Drivers.fail("start", t);
+    } finally {
+      yc.stop();
+    }
+    System.exit(Math.min(failed, 100));
+  }
+
+  private static Json report(ApplicationReport r) {
+    return new Json()
+        .put("applicationId", r.getApplicationId().toString())
+        .put("name", r.getName())
+        .put("queue", r.getQueue())
+        .put("user", r.getUser())
+        .put("state", r.getYarnApplicationState().toString())
+        .put("finalStatus", r.getFinalApplicationStatus().toString())
+        .put("unmanaged", r.isUnmanagedApp())
+        .put("hasAMRMToken", r.getAMRMToken() != null)
+        .put("amrmToken", r.getAMRMToken() == null ? null : new Json()
+            .put("identifier", b64(r.getAMRMToken().getIdentifier()))
+            .put("password", b64(r.getAMRMToken().getPassword()))
+            .put("kind", r.getAMRMToken().getKind())
+            .put("service", r.getAMRMToken().getService()));
+  }
+
+  private static String b64(java.nio.ByteBuffer b) {
+    java.nio.ByteBuffer d = b.duplicate();
+    byte[] a = new byte[d.remaining()];
+    d.get(a);
+    return java.util.Base64.getEncoder().encodeToString(a);
+  }
+}
