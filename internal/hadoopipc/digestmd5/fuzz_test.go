@@ -1,0 +1,130 @@
+package digestmd5
+
+import (
+	"errors"
+	"testing"
+)
+
+func FuzzParseDirectives(f *testing.F) {
+	for _, s := range []string{
+		`realm="default",nonce="abc",qop="auth",charset=utf-8,algorithm=md5-sess`,
+		`charset=utf-8,username="u\"x",realm="default",nonce="n",nc=00000001,cnonce="c",digest-uri="/default",maxbuf=65536,response=0123456789abcdef0123456789abcdef,qop=auth`,
+		`rspauth=0123456789abcdef0123456789abcdef`,
+		" , a = \"1\" ,, b=2 ",
+		`a="unterminated`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > MaxResponseSize {
+			return // callers check the size first
+		}
+		ds, err := parseDirectives(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		// Re-formatting and re-parsing must give the same directives.
+		again, err := parseDirectives(formatDirectives(ds))
+		if err != nil {
+			t.Fatalf("re-parse of %q: %v", formatDirectives(ds), err)
+		}
+		if len(again) != len(ds) {
+			t.Fatalf("round trip: %d directives, want %d", len(again), len(ds))
+		}
+		for i := range ds {
+			if again[i].name != ds[i].name || again[i].value != ds[i].value {
+				t.Fatalf("round trip %d: %+v, want %+v", i, again[i], ds[i])
+			}
+		}
+	})
+}
+
+// FuzzServerRespond feeds arbitrary digest-responses to a server whose
+// nonce is fixed, seeded with a valid response so the fuzzer explores
+// near-valid inputs.
+func FuzzServerRespond(f *testing.F) {
+	scfg, ccfg := hadoopConfigs([]QOP{QOPAuth, QOPAuthInt, QOPAuthConf}, nil)
+	const nonce = "fuzz-nonce"
+	s := NewServer(scfg)
+	s.nonce = nonce
+	ch, err := s.Challenge()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, q := range []QOP{QOPAuth, QOPAuthInt, QOPAuthConf} {
+		cc := ccfg
+		cc.QOPs = []QOP{q}
+		c := NewClient(cc)
+		c.cnonce = "fuzz-cnonce"
+		resp, err := c.Respond(ch)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(resp)
+	}
+	f.Add([]byte(`username="x",nonce="fuzz-nonce"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := NewServer(scfg)
+		s.nonce = nonce
+		if _, err := s.Challenge(); err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := s.Respond(b)
+		if err != nil {
+			if s.Complete() || s.SecurityLayer() != nil {
+				t.Fatal("failed exchange looks complete")
+			}
+			return
+		}
+		if !s.Complete() || len(rsp) != len("rspauth=")+32 {
+			t.Fatalf("success without completion: %q", rsp)
+		}
+		if q := s.NegotiatedQOP(); (q == QOPAuth) != (s.SecurityLayer() == nil) {
+			t.Fatalf("qop %q with layer %v", q, s.SecurityLayer())
+		}
+	})
+}
+
+// FuzzClientRespond feeds arbitrary challenges to a client.
+func FuzzClientRespond(f *testing.F) {
+	f.Add([]byte(`realm="default",nonce="abc",qop="auth",charset=utf-8,algorithm=md5-sess`))
+	f.Add([]byte(`realm="a",realm="b",nonce="abc",qop="auth-conf,auth-int",cipher="rc4,3des",maxbuf=1024,algorithm=md5-sess`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := NewClient(ClientConfig{Username: "u", Password: []byte("p"), ServerName: "default",
+			QOPs: []QOP{QOPAuthConf, QOPAuthInt, QOPAuth}})
+		resp, err := c.Respond(b)
+		if err != nil {
+			return
+		}
+		if len(resp) > MaxResponseSize {
+			t.Fatalf("response of %d bytes", len(resp))
+		}
+		if _, err := parseResponse(resp); err != nil {
+			t.Fatalf("client produced an unparsable response %q: %v", resp, err)
+		}
+	})
+}
+
+// FuzzUnwrap feeds arbitrary wrapped messages to each kind of layer.
+func FuzzUnwrap(f *testing.F) {
+	type pair struct{ c, s *SecurityLayer }
+	var ls []pair
+	for _, lc := range layerCases {
+		c, s := layers(f, lc.qop, lc.cipher)
+		w, _ := c.Wrap([]byte("seed message"))
+		f.Add(uint8(len(ls)), w)
+		ls = append(ls, pair{c, s})
+	}
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		// Fresh layers each time: Unwrap is stateful.
+		lc := layerCases[int(which)%len(layerCases)]
+		_, s := layers(t, lc.qop, lc.cipher)
+		msg, err := s.Unwrap(b)
+		if err == nil && len(msg) > len(b) {
+			t.Fatalf("unwrapped %d bytes from %d", len(msg), len(b))
+		}
+	})
+}
