@@ -628,4 +628,20 @@ func TestQOPFromHadoopProtection(t *testing.T) {
 	if _, err := QOPFromHadoopProtection("none"); !errors.Is(err, ErrConfig) {
 		t.Fatalf("err = %v", err)
 	}
+	lists := []struct {
+		in   string
+		want []QOP
+		err  error
+	}{
+		{"", []QOP{QOPAuth}, nil},
+		{"privacy, authentication", []QOP{QOPAuthConf, QOPAuth}, nil},
+		{"integrity,", []QOP{QOPAuthInt}, nil},
+		{"privacy,bogus", nil, ErrConfig},
+	}
+	for _, tc := range lists {
+		got, err := QOPsFromHadoopProtection(tc.in)
+		if !errors.Is(err, tc.err) || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Fatalf("QOPsFromHadoopProtection(%q) = %v, %v; want %v, %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
 }

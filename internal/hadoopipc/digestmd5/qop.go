@@ -37,6 +37,28 @@ func QOPFromHadoopProtection(s string) (QOP, error) {
 	return "", fmt.Errorf("%w: unknown hadoop.rpc.protection %q (want authentication, integrity or privacy)", ErrConfig, s)
 }
 
+// QOPsFromHadoopProtection maps a comma-separated hadoop.rpc.protection
+// list (Hadoop 3 accepts e.g. "privacy,authentication") to QOPs in the same
+// order, ready for ServerConfig.QOPs or ClientConfig.QOPs. Empty means
+// {QOPAuth}, Hadoop's default.
+func QOPsFromHadoopProtection(s string) ([]QOP, error) {
+	var out []QOP
+	for _, part := range strings.Split(s, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		q, err := QOPFromHadoopProtection(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	if len(out) == 0 {
+		out = []QOP{QOPAuth}
+	}
+	return out, nil
+}
+
 // Cipher is an auth-conf cipher token (RFC 2831 section 2.4).
 type Cipher string
 
