@@ -60,24 +60,35 @@ func TestRFC2831Example(t *testing.T) {
 			t.Fatalf("Complete=%v layer=%v", c.Complete(), c.SecurityLayer())
 		}
 	})
-	t.Run("server", func(t *testing.T) {
-		s := NewServer(ServerConfig{Protocol: "imap", ServerName: "elwood.innosoft.com",
-			LookupPassword: passwords(map[string]string{"chris": "secret"})})
-		s.nonce = "OA6MG9tEQGm2hh"
-		if _, err := s.Challenge(); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Respond([]byte(response))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != rspauth {
-			t.Fatalf("rspauth = %s, want %s", got, rspauth)
-		}
-		if s.Username() != "chris" || s.AuthzID() != "chris" || s.NegotiatedQOP() != QOPAuth {
-			t.Fatalf("user=%q authz=%q qop=%q", s.Username(), s.AuthzID(), s.NegotiatedQOP())
-		}
-	})
+	// The server must accept the same response however a client lays it out:
+	// other Go clients put ", " between directives and order them freely.
+	responses := map[string]string{
+		"rfc": response,
+		"reordered with spaces": `username="chris", realm="elwood.innosoft.com", nonce="OA6MG9tEQGm2hh", cnonce="OA6MHXh6VqTrRk", ` +
+			`nc=00000001, qop=auth, digest-uri="imap/elwood.innosoft.com", response=d388dad90d4bbd760a152321f2143af7, charset=utf-8`,
+		"quoted tokens and extensions": "x-ext=\"a, b\",\r\n qop=\"auth\" , charset=\"utf-8\",username=\"chris\",realm=\"elwood.innosoft.com\"," +
+			`nonce="OA6MG9tEQGm2hh",nc="00000001",cnonce="OA6MHXh6VqTrRk",digest-uri="imap/elwood.innosoft.com",response="d388dad90d4bbd760a152321f2143af7"`,
+	}
+	for name, resp := range responses {
+		t.Run("server/"+name, func(t *testing.T) {
+			s := NewServer(ServerConfig{Protocol: "imap", ServerName: "elwood.innosoft.com",
+				LookupPassword: passwords(map[string]string{"chris": "secret"})})
+			s.nonce = "OA6MG9tEQGm2hh"
+			if _, err := s.Challenge(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Respond([]byte(resp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != rspauth {
+				t.Fatalf("rspauth = %s, want %s", got, rspauth)
+			}
+			if s.Username() != "chris" || s.AuthzID() != "chris" || s.NegotiatedQOP() != QOPAuth {
+				t.Fatalf("user=%q authz=%q qop=%q", s.Username(), s.AuthzID(), s.NegotiatedQOP())
+			}
+		})
+	}
 }
 
 // Hadoop-shaped golden values, computed independently of this package with

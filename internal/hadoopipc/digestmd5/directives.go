@@ -105,23 +105,29 @@ func parseQuoted(b []byte) (string, int, error) {
 }
 
 func parseQuotedSlow(b []byte) (string, int, error) {
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for j := 1; j < len(b); j++ {
-		switch c := b[j]; c {
+	// First find the closing quote, so the value is allocated exactly once
+	// at its final size (never in proportion to the rest of the input).
+	end, escapes := -1, 0
+	for j := 1; j < len(b) && end < 0; j++ {
+		switch b[j] {
 		case '"':
-			return sb.String(), j + 1, nil
+			end = j
 		case '\\':
 			j++
-			if j == len(b) {
-				return "", 0, fmt.Errorf("unterminated escape in quoted string")
-			}
-			sb.WriteByte(b[j])
-		default:
-			sb.WriteByte(c)
+			escapes++
 		}
 	}
-	return "", 0, fmt.Errorf("unterminated quoted string")
+	if end < 0 {
+		return "", 0, fmt.Errorf("unterminated quoted string")
+	}
+	v := make([]byte, 0, end-1-escapes)
+	for j := 1; j < end; j++ {
+		if b[j] == '\\' {
+			j++
+		}
+		v = append(v, b[j])
+	}
+	return string(v), end + 1, nil
 }
 
 // isLWS reports linear white space. RFC 2831 LWS is [CRLF] 1*(SP|HT); like

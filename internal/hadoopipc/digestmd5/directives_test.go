@@ -1,8 +1,10 @@
 package digestmd5
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -81,6 +83,34 @@ func TestFormatDirectivesRoundTrip(t *testing.T) {
 	for i := range in {
 		if got[i].name != in[i].name || got[i].value != in[i].value {
 			t.Fatalf("round trip %d: got %+v, want %+v", i, got[i], in[i])
+		}
+	}
+}
+
+// TestParseBoundedAllocation: the worst inputs of the maximum size (every
+// value escaped, or the maximum number of directives) allocate a small
+// multiple of the input.
+func TestParseBoundedAllocation(t *testing.T) {
+	escaped := append([]byte(`a="`), bytes.Repeat([]byte(`\\x`), (MaxResponseSize-5)/3)...)
+	escaped = append(escaped, '"')
+	var many []byte
+	for len(many) < MaxResponseSize-8 {
+		many = append(many, `k="\\",`...)
+	}
+	for name, in := range map[string][]byte{"escaped": escaped, "many": many} {
+		if len(in) > MaxResponseSize {
+			t.Fatalf("%s: test input of %d bytes", name, len(in))
+		}
+		const runs = 50
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := 0; i < runs; i++ {
+			parseDirectives(in)
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 16*MaxResponseSize {
+			t.Fatalf("%s: %d bytes allocated per parse of %d bytes", name, per, len(in))
 		}
 	}
 }
