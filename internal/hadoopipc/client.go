@@ -1,0 +1,339 @@
+package hadoopipc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	Addresses   []string             // one or more "host:port"; >1 = RM HA failover list
+	Protocol    string               // e.g. ProtocolApplicationClient
+	Version     uint64               // default 1
+	User        string               // effective user for SIMPLE auth
+	Token       *commonpb.TokenProto // if set: SASL TOKEN / DIGEST-MD5 with this token
+	DialTimeout time.Duration
+	Logger      *slog.Logger
+
+	// Pool shares connections between clients; nil gives the client a
+	// private pool closed by Client.Close.
+	Pool *Pool
+	// MaxFrameBytes bounds one reply packet (default DefaultMaxFrameBytes).
+	MaxFrameBytes int
+	// IdleTimeout closes a pooled connection with no calls for this long
+	// (default 10 s, Hadoop's ipc.client.connection.maxidletime).
+	IdleTimeout time.Duration
+	// FailoverAttempts bounds tries of one call across Addresses on
+	// StandbyException, RetriableException or connection failure (default
+	// 2 per address, at least 2).
+	FailoverAttempts int
+	// FailoverBackoff is the pause after each full round over Addresses,
+	// doubled per round up to 2 s (default 100 ms).
+	FailoverBackoff time.Duration
+	// NoRetryAfterSend disables retrying a call whose connection broke after
+	// the request was written (it may have run). YARN's client and AM
+	// protocols are idempotent or deduplicated by (clientId, callId), so the
+	// default is to retry, keeping both and raising retryCount as Java does.
+	NoRetryAfterSend bool
+	// QOPs acceptable for TOKEN logins, most preferred first (default
+	// {"auth-int", "auth"} when integrity is available, else {"auth"}).
+	QOPs []string
+}
+
+// Client calls one protocol on one server or an HA set of servers. It is
+// safe for concurrent use; calls are multiplexed over pooled connections.
+type Client struct {
+	cfg        ClientConfig
+	log        *slog.Logger
+	pool       *Pool
+	ownPool    bool
+	authKey    string
+	active     atomic.Int32 // index into Addresses of the last server that worked
+	closed     atomic.Bool
+	clientConf connConfig
+}
+
+// NewClient validates cfg and returns a client. No connection is made until
+// the first call.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if len(cfg.Addresses) == 0 {
+		return nil, errors.New("hadoopipc: ClientConfig.Addresses is empty")
+	}
+	if cfg.Protocol == "" {
+		return nil, errors.New("hadoopipc: ClientConfig.Protocol is empty")
+	}
+	if cfg.Token == nil && cfg.User == "" {
+		return nil, errors.New("hadoopipc: ClientConfig needs a User (SIMPLE) or a Token")
+	}
+	if cfg.Token != nil && len(cfg.Token.GetIdentifier()) == 0 {
+		return nil, errors.New("hadoopipc: ClientConfig.Token has no identifier")
+	}
+	if cfg.Version == 0 {
+		cfg.Version = 1
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Second
+	}
+	if cfg.FailoverAttempts <= 0 {
+		cfg.FailoverAttempts = max(2, 2*len(cfg.Addresses))
+	}
+	if cfg.FailoverBackoff <= 0 {
+		cfg.FailoverBackoff = 100 * time.Millisecond
+	}
+	c := &Client{cfg: cfg, log: cfg.Logger, pool: cfg.Pool}
+	if c.pool == nil {
+		c.pool = NewPool()
+		c.ownPool = true
+	}
+	c.authKey = authMethodSimple
+	if cfg.Token != nil {
+		// Connections are shared only between identical credentials.
+		h := sha256.New()
+		for _, b := range [][]byte{cfg.Token.GetIdentifier(), cfg.Token.GetPassword(), []byte(cfg.Token.GetKind()), []byte(cfg.Token.GetService())} {
+			var l [4]byte
+			l[0], l[1], l[2], l[3] = byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b))
+			h.Write(l[:])
+			h.Write(b)
+		}
+		c.authKey = authMethodToken + ":" + hex.EncodeToString(h.Sum(nil))
+	}
+	c.clientConf = connConfig{
+		protocol:    cfg.Protocol,
+		user:        cfg.User,
+		token:       cfg.Token,
+		dialTimeout: cfg.DialTimeout,
+		maxFrame:    cfg.MaxFrameBytes,
+		idle:        cfg.IdleTimeout,
+		qops:        cfg.QOPs,
+		log:         cfg.Logger,
+	}
+	return c, nil
+}
+
+// Close closes the client; with a private pool its connections too.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.ownPool {
+		return c.pool.Close()
+	}
+	return nil
+}
+
+// Call invokes method with req and fills resp. Errors: *RemoteError for
+// error replies (errors.As), ErrDial / ErrConnectionClosed / ErrAuth (wrapped)
+// for transport failures, or ctx's error.
+func (c *Client) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	if c.closed.Load() {
+		return ErrClientClosed
+	}
+	// One call id and client id for every try, so a server retry cache can
+	// recognise a retried call (Hadoop raises only retryCount).
+	callID := c.pool.nextCallID()
+	n := len(c.cfg.Addresses)
+	start := int(c.active.Load())
+	var lastErr error
+	for attempt := 0; attempt < c.cfg.FailoverAttempts; attempt++ {
+		if attempt > 0 && attempt%n == 0 {
+			// A full round failed: back off before the next one.
+			round := attempt / n
+			d := min(c.cfg.FailoverBackoff<<(round-1), 2*time.Second)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+			case <-t.C:
+			}
+		}
+		idx := (start + attempt) % n
+		addr := c.cfg.Addresses[idx]
+		err := c.callOnce(ctx, addr, callID, int32(attempt), method, req, resp)
+		if err == nil {
+			if idx != start {
+				c.active.CompareAndSwap(int32(start), int32(idx))
+			}
+			return nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			return err
+		}
+		if !c.retryable(err) {
+			return err
+		}
+		c.log.Debug("ipc call failed; trying the next address", "addr", addr, "method", method, "attempt", attempt, "err", err)
+	}
+	return lastErr
+}
+
+func (c *Client) retryable(err error) bool {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Class == ClassStandby || re.Class == ClassRetriable
+	}
+	if errors.Is(err, ErrDial) {
+		return true
+	}
+	if errors.Is(err, ErrConnectionClosed) {
+		return !c.cfg.NoRetryAfterSend
+	}
+	return false
+}
+
+func (c *Client) callOnce(ctx context.Context, addr string, callID, retry int32, method string, req, resp proto.Message) error {
+	key := connKey{addr: addr, protocol: c.cfg.Protocol, user: c.cfg.User, auth: c.authKey}
+	cc, err := c.pool.get(ctx, key, c.clientConf)
+	if err != nil {
+		return err
+	}
+	return cc.call(ctx, callID, retry, c.cfg.Protocol, c.cfg.Version, method, req, resp)
+}
+
+// Pool holds client connections keyed by (address, protocol, user, auth).
+// Share one Pool between Clients to share connections, as Java's
+// ipc.Client does.
+type Pool struct {
+	clientID []byte
+	callID   atomic.Int32
+
+	mu     sync.Mutex
+	conns  map[connKey]*poolEntry
+	closed bool
+}
+
+type connKey struct {
+	addr, protocol, user, auth string
+}
+
+type poolEntry struct {
+	ready chan struct{}
+	conn  *clientConn
+	err   error
+}
+
+// NewPool returns an empty pool with its own 16-byte client id.
+func NewPool() *Pool {
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	// An RFC 4122 version 4 UUID, like Java's ClientId.
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return &Pool{clientID: id, conns: make(map[connKey]*poolEntry)}
+}
+
+func (p *Pool) nextCallID() int32 {
+	for {
+		id := p.callID.Add(1) - 1
+		if id >= 0 {
+			return id
+		}
+		// Wrapped past MaxInt32: restart at 0 (call ids are non-negative).
+		p.callID.CompareAndSwap(id+1, 0)
+	}
+}
+
+// get returns a live connection for key, dialling at most once per key at
+// a time.
+func (p *Pool) get(ctx context.Context, key connKey, cfg connConfig) (*clientConn, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClientClosed
+		}
+		e := p.conns[key]
+		if e == nil {
+			e = &poolEntry{ready: make(chan struct{})}
+			p.conns[key] = e
+			p.mu.Unlock()
+			e.conn, e.err = dialConn(ctx, p, key, cfg)
+			if e.err != nil {
+				p.remove(key, e)
+			}
+			close(e.ready)
+			if e.err == nil && p.isClosed() {
+				e.conn.close(ErrClientClosed)
+				return nil, ErrClientClosed
+			}
+			return e.conn, e.err
+		}
+		p.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if e.err == nil && !e.conn.isClosed() {
+			return e.conn, nil
+		}
+		// Failed dial (by another caller whose ctx may have ended) or a dead
+		// connection: drop it and try ourselves.
+		p.remove(key, e)
+		if e.err != nil && ctx.Err() == nil && !errors.Is(e.err, context.Canceled) && !errors.Is(e.err, context.DeadlineExceeded) {
+			return nil, e.err
+		}
+	}
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+func (p *Pool) remove(key connKey, e *poolEntry) {
+	p.mu.Lock()
+	if p.conns[key] == e {
+		delete(p.conns, key)
+	}
+	p.mu.Unlock()
+}
+
+// Close closes every pooled connection; pending calls fail with
+// ErrConnectionClosed.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	entries := make([]*poolEntry, 0, len(p.conns))
+	for _, e := range p.conns {
+		entries = append(entries, e)
+	}
+	p.conns = map[connKey]*poolEntry{}
+	p.mu.Unlock()
+	for _, e := range entries {
+		select {
+		case <-e.ready:
+			if e.conn != nil {
+				e.conn.close(ErrClientClosed)
+			}
+		default:
+			// Still dialling: get() closes it when it sees the pool closed.
+		}
+	}
+	return nil
+}

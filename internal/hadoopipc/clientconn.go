@@ -1,0 +1,540 @@
+package hadoopipc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// connConfig is what a client connection needs from its Client.
+type connConfig struct {
+	protocol    string
+	user        string
+	token       *commonpb.TokenProto
+	dialTimeout time.Duration
+	maxFrame    int
+	idle        time.Duration
+	qops        []string
+	log         *slog.Logger
+}
+
+// tokenClientMech is the client side of one DIGEST-MD5 login.
+type tokenClientMech interface {
+	// Respond answers the server's digest-challenge.
+	Respond(challenge []byte) ([]byte, error)
+	// Verify checks the server's rspauth; after it, Result is valid.
+	Verify(rspauth []byte) error
+	Result() (qop string, layer securityLayer)
+}
+
+// newTokenClientMech creates a DIGEST-MD5 client for a token; nil when no
+// implementation is linked in.
+var newTokenClientMech func(token *commonpb.TokenProto, protocol, serverID string, qops []string) (tokenClientMech, error)
+
+// callResult is what the reader hands to a waiting call.
+type callResult struct {
+	body []byte // the response message bytes (SUCCESS)
+	err  error  // *RemoteError or a connection error
+}
+
+// clientConn is one connection to a server: a reader goroutine matches
+// replies to pending calls by call id; writers share wmu.
+type clientConn struct {
+	pool *Pool
+	key  connKey
+	cfg  connConfig
+	nc   net.Conn
+
+	wmu   sync.Mutex
+	layer securityLayer // auth-int/auth-conf: wrap requests, unwrap replies
+	wbuf  []byte
+
+	mu      sync.Mutex
+	pending map[int32]chan callResult
+	closed  bool
+	err     error
+	idleT   *time.Timer
+
+	done chan struct{}
+}
+
+// dialConn connects, runs the preamble, SASL and the connection context,
+// then starts the reader.
+func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*clientConn, error) {
+	dctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", key.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDial, key.addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &clientConn{pool: pool, key: key, cfg: cfg, nc: nc, pending: make(map[int32]chan callResult), done: make(chan struct{})}
+	// The handshake is bounded by the dial deadline and by ctx.
+	if dl, ok := dctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(dctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	err = c.handshake()
+	stop()
+	if err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var re *RemoteError
+		if errors.As(err, &re) || errors.Is(err, ErrAuth) {
+			return nil, err
+		}
+		// The server went away mid-handshake: nothing was sent for any call.
+		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrDial, key.addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	go c.readLoop(bufio.NewReaderSize(nc, 16<<10))
+	c.armIdle()
+	return c, nil
+}
+
+// handshake, client side:
+//
+//	-> "hrpc" 0x09 0x00 0x00                      (SIMPLE)
+//	-> "hrpc" 0x09 0x00 0xDF  + SASL exchange      (TOKEN; see sasl())
+//	-> [-3] IpcConnectionContextProto{userInfo{effectiveUser}, protocol}
+func (c *clientConn) handshake() error {
+	auth := authProtocolNone
+	if c.cfg.token != nil {
+		auth = authProtocolSASL
+	}
+	pre := preamble{magic: rpcMagic, version: rpcVersion, authProtocol: auth}.bytes()
+	buf := append([]byte(nil), pre[:]...)
+	simple := auth == authProtocolNone
+	if !simple {
+		if _, err := c.nc.Write(buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		var err error
+		simple, err = c.sasl()
+		if err != nil {
+			return err
+		}
+	}
+	cc := &commonpb.IpcConnectionContextProto{Protocol: proto.String(c.cfg.protocol)}
+	if simple {
+		user := c.cfg.user
+		if user == "" {
+			return fmt.Errorf("%w: server offers only SIMPLE and no User is configured", ErrAuth)
+		}
+		cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: proto.String(user)}
+	}
+	// With a token the token names the user: Java sends no userInfo.
+	var err error
+	buf, err = appendFrame(buf, c.oobHeader(callIDConnectionContext, c.pool.clientID), cc)
+	if err != nil {
+		return err
+	}
+	return c.writePacket(buf)
+}
+
+func (c *clientConn) oobHeader(callID int32, clientID []byte) *commonpb.RpcRequestHeaderProto {
+	return &commonpb.RpcRequestHeaderProto{
+		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
+		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
+		CallId:     proto.Int32(callID),
+		ClientId:   clientID,
+		RetryCount: proto.Int32(invalidRetryCount),
+	}
+}
+
+// sasl runs the client side of the SASL exchange. It reports whether the
+// server told us to go on with SIMPLE.
+func (c *clientConn) sasl() (simple bool, err error) {
+	send := func(m *commonpb.RpcSaslProto) error {
+		b, err := appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), m)
+		if err != nil {
+			return err
+		}
+		_, err = c.nc.Write(b)
+		return err
+	}
+	br := bufio.NewReader(c.nc)
+	recv := func() (*commonpb.RpcSaslProto, error) {
+		frame, err := readFrame(br, c.cfg.maxFrame, nil)
+		if err != nil {
+			return nil, err
+		}
+		hdr := &commonpb.RpcResponseHeaderProto{}
+		rest, err := unmarshalDelimited(frame, hdr)
+		if err != nil {
+			return nil, err
+		}
+		if hdr.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+			return nil, remoteFromHeader(hdr)
+		}
+		if int32(hdr.GetCallId()) != callIDSASL {
+			return nil, fmt.Errorf("%w: reply to call %d during SASL", ErrMalformed, int32(hdr.GetCallId()))
+		}
+		m := &commonpb.RpcSaslProto{}
+		if _, err := unmarshalDelimited(rest, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}); err != nil {
+		return false, err
+	}
+	var mech tokenClientMech
+	for {
+		m, err := recv()
+		if err != nil {
+			return false, err
+		}
+		switch m.GetState() {
+		case commonpb.RpcSaslProto_NEGOTIATE:
+			if mech != nil {
+				return false, fmt.Errorf("%w: server negotiated twice", ErrAuth)
+			}
+			var tokenAuth, simpleAuth *commonpb.RpcSaslProto_SaslAuth
+			for _, a := range m.GetAuths() {
+				switch {
+				case a.GetMethod() == authMethodToken && a.GetMechanism() == mechDigestMD5 && tokenAuth == nil:
+					tokenAuth = a
+				case a.GetMethod() == authMethodSimple && simpleAuth == nil:
+					simpleAuth = a
+				}
+			}
+			if tokenAuth == nil {
+				if simpleAuth != nil {
+					// The server does not take tokens but accepts SIMPLE.
+					return true, send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{simpleAuth}})
+				}
+				return false, fmt.Errorf("%w: server offers no TOKEN/DIGEST-MD5 or SIMPLE auth", ErrAuth)
+			}
+			if newTokenClientMech == nil {
+				return false, fmt.Errorf("%w: DIGEST-MD5 is not available", ErrAuth)
+			}
+			mech, err = newTokenClientMech(c.cfg.token, tokenAuth.GetProtocol(), tokenAuth.GetServerId(), c.cfg.qops)
+			if err != nil {
+				return false, fmt.Errorf("%w: %v", ErrAuth, err)
+			}
+			var resp []byte
+			if tokenAuth.Challenge != nil {
+				if resp, err = mech.Respond(tokenAuth.GetChallenge()); err != nil {
+					return false, fmt.Errorf("%w: %v", ErrAuth, err)
+				}
+			}
+			// Echo the auth without its challenge: the server compares it
+			// with what it advertised.
+			echo := proto.Clone(tokenAuth).(*commonpb.RpcSaslProto_SaslAuth)
+			echo.Challenge = nil
+			if resp == nil {
+				resp = []byte{}
+			}
+			if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{echo}, Token: resp}); err != nil {
+				return false, err
+			}
+		case commonpb.RpcSaslProto_CHALLENGE:
+			if mech == nil {
+				return false, fmt.Errorf("%w: challenge before negotiation", ErrAuth)
+			}
+			resp, err := mech.Respond(m.GetToken())
+			if err != nil {
+				return false, fmt.Errorf("%w: %v", ErrAuth, err)
+			}
+			if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_RESPONSE.Enum(), Token: resp}); err != nil {
+				return false, err
+			}
+		case commonpb.RpcSaslProto_SUCCESS:
+			if mech == nil {
+				// SIMPLE-only server: carry on without SASL.
+				return true, nil
+			}
+			if err := mech.Verify(m.GetToken()); err != nil {
+				return false, fmt.Errorf("%w: server proof: %v", ErrAuth, err)
+			}
+			if qop, layer := mech.Result(); qop != "" && qop != "auth" && layer != nil {
+				c.layer = layer
+			}
+			if br.Buffered() > 0 {
+				return false, fmt.Errorf("%w: unexpected data after SASL success", ErrMalformed)
+			}
+			return false, nil
+		default:
+			return false, fmt.Errorf("%w: unexpected SASL state %v", ErrAuth, m.GetState())
+		}
+	}
+}
+
+// remoteFromHeader turns a non-SUCCESS reply header into a *RemoteError.
+func remoteFromHeader(h *commonpb.RpcResponseHeaderProto) *RemoteError {
+	return &RemoteError{
+		Class:   h.GetExceptionClassName(),
+		Message: h.GetErrorMsg(),
+		Code:    h.GetErrorDetail(),
+		Fatal:   h.GetStatus() == commonpb.RpcResponseHeaderProto_FATAL,
+	}
+}
+
+// writePacket writes one request packet, wrapping it when a security layer
+// is active:
+//
+//	+-------+------------------------------------------+---------------------------------+
+//	| N (4) | RpcRequestHeaderProto{callId: -33,       | RpcSaslProto{state: WRAP,       |
+//	|       |   retryCount: -1, clientId: ""}          |   token: wrap(inner packet)}    |
+//	+-------+------------------------------------------+---------------------------------+
+func (c *clientConn) writePacket(b []byte) error {
+	if c.layer != nil {
+		tok, err := c.layer.Wrap(b)
+		if err != nil {
+			return err
+		}
+		b, err = appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
+		if err != nil {
+			return err
+		}
+	}
+	_, err := c.nc.Write(b)
+	return err
+}
+
+func (c *clientConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// close fails every pending call with err and closes the socket.
+func (c *clientConn) close(err error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	if c.idleT != nil {
+		c.idleT.Stop()
+	}
+	c.mu.Unlock()
+	c.nc.Close()
+	for _, ch := range pending {
+		ch <- callResult{err: err}
+	}
+	c.pool.removeConn(c)
+}
+
+func (p *Pool) removeConn(c *clientConn) {
+	p.mu.Lock()
+	if e := p.conns[c.key]; e != nil && e.conn == c {
+		delete(p.conns, c.key)
+	}
+	p.mu.Unlock()
+}
+
+// armIdle (re)starts the idle timer when no call is pending. Called with
+// c.mu held or before the connection is shared.
+func (c *clientConn) armIdle() {
+	if c.idleT == nil {
+		c.idleT = time.AfterFunc(c.cfg.idle, c.idleFire)
+		return
+	}
+	c.idleT.Reset(c.cfg.idle)
+}
+
+func (c *clientConn) idleFire() {
+	c.mu.Lock()
+	idle := !c.closed && len(c.pending) == 0
+	c.mu.Unlock()
+	if idle {
+		c.close(fmt.Errorf("%w: idle", ErrConnectionClosed))
+	}
+}
+
+func (c *clientConn) readLoop(br *bufio.Reader) {
+	var rbuf []byte
+	for {
+		frame, err := readFrame(br, c.cfg.maxFrame, rbuf)
+		if err != nil {
+			c.close(fmt.Errorf("%w: %s: %v", ErrConnectionClosed, c.key.addr, err))
+			return
+		}
+		if cap(frame) <= 64<<10 {
+			rbuf = frame[:0]
+		}
+		if err := c.handleReply(frame); err != nil {
+			c.close(err)
+			return
+		}
+	}
+}
+
+// handleReply routes one reply packet. A returned error closes the
+// connection.
+func (c *clientConn) handleReply(frame []byte) error {
+	hdr := &commonpb.RpcResponseHeaderProto{}
+	rest, err := unmarshalDelimited(frame, hdr)
+	if err != nil {
+		return fmt.Errorf("%w: %s: bad reply header: %v", ErrConnectionClosed, c.key.addr, err)
+	}
+	callID := int32(hdr.GetCallId())
+	if callID == callIDSASL && hdr.GetStatus() == commonpb.RpcResponseHeaderProto_SUCCESS {
+		return c.handleWrapped(rest)
+	}
+	switch hdr.GetStatus() {
+	case commonpb.RpcResponseHeaderProto_FATAL:
+		// The server closes the connection: every pending call fails with
+		// this error.
+		re := remoteFromHeader(hdr)
+		return re
+	case commonpb.RpcResponseHeaderProto_ERROR:
+		c.deliver(callID, callResult{err: remoteFromHeader(hdr)})
+		return nil
+	}
+	body, _, err := nextDelimited(rest)
+	if err != nil {
+		c.deliver(callID, callResult{err: fmt.Errorf("%w: reply body: %v", ErrMalformed, err)})
+		return nil
+	}
+	c.deliver(callID, callResult{body: append([]byte(nil), body...)})
+	return nil
+}
+
+func (c *clientConn) handleWrapped(rest []byte) error {
+	if c.layer == nil {
+		return fmt.Errorf("%w: %s: unexpected SASL packet", ErrConnectionClosed, c.key.addr)
+	}
+	m := &commonpb.RpcSaslProto{}
+	if _, err := unmarshalDelimited(rest, m); err != nil || m.GetState() != commonpb.RpcSaslProto_WRAP {
+		return fmt.Errorf("%w: %s: bad WRAP packet", ErrConnectionClosed, c.key.addr)
+	}
+	plain, err := c.layer.Unwrap(m.GetToken())
+	if err != nil {
+		return fmt.Errorf("%w: %s: unwrap: %v", ErrConnectionClosed, c.key.addr, err)
+	}
+	// A Hadoop server wraps one whole reply packet per WRAP token.
+	for len(plain) > 0 {
+		inner, err := readFrame(bytesReader(plain), c.cfg.maxFrame, nil)
+		if err != nil {
+			return fmt.Errorf("%w: %s: wrapped reply: %v", ErrConnectionClosed, c.key.addr, err)
+		}
+		plain = plain[4+len(inner):]
+		if err := c.handleReply(inner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *clientConn) deliver(callID int32, r callResult) {
+	c.mu.Lock()
+	ch, ok := c.pending[callID]
+	if ok {
+		delete(c.pending, callID)
+		if len(c.pending) == 0 {
+			c.armIdle()
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		ch <- r // buffered: never blocks
+	}
+	// Replies for cancelled calls are dropped.
+}
+
+// call sends one request and waits for its reply or ctx.
+func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol string, version uint64, method string, req, resp proto.Message) error {
+	ch := make(chan callResult, 1)
+	c.mu.Lock()
+	if c.closed {
+		err := c.err
+		c.mu.Unlock()
+		// Nothing was sent on this connection for this call.
+		return fmt.Errorf("%w: %v", ErrDial, err)
+	}
+	c.pending[callID] = ch
+	if c.idleT != nil {
+		c.idleT.Stop()
+	}
+	c.mu.Unlock()
+
+	hdr := &commonpb.RpcRequestHeaderProto{
+		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
+		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
+		CallId:     proto.Int32(callID),
+		ClientId:   c.pool.clientID,
+		RetryCount: proto.Int32(retry),
+	}
+	rh := &commonpb.RequestHeaderProto{
+		MethodName:                 proto.String(method),
+		DeclaringClassProtocolName: proto.String(protocol),
+		ClientProtocolVersion:      proto.Uint64(version),
+	}
+	c.wmu.Lock()
+	buf, err := appendFrame(c.wbuf[:0], hdr, rh, req)
+	if err != nil {
+		c.wmu.Unlock()
+		c.forget(callID)
+		return fmt.Errorf("hadoopipc: encoding %s request: %w", method, err)
+	}
+	if cap(buf) <= 64<<10 {
+		c.wbuf = buf[:0]
+	}
+	if len(buf)-4 > c.cfg.maxFrame {
+		c.wmu.Unlock()
+		c.forget(callID)
+		return fmt.Errorf("%w: request of %d bytes", ErrFrameTooLarge, len(buf)-4)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		c.nc.SetWriteDeadline(dl)
+	} else {
+		c.nc.SetWriteDeadline(time.Time{})
+	}
+	err = c.writePacket(buf)
+	c.wmu.Unlock()
+	if err != nil {
+		// A partial write leaves the stream unusable.
+		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err))
+		<-ch
+		return fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err)
+	}
+
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.err
+		}
+		if err := proto.Unmarshal(r.body, resp); err != nil {
+			return fmt.Errorf("%w: %s response: %v", ErrMalformed, method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		// Forget the call; its reply, if any, is dropped and the
+		// connection stays usable for others.
+		c.forget(callID)
+		return ctx.Err()
+	}
+}
+
+func (c *clientConn) forget(callID int32) {
+	c.mu.Lock()
+	if c.pending != nil {
+		delete(c.pending, callID)
+		if len(c.pending) == 0 && !c.closed {
+			c.armIdle()
+		}
+	}
+	c.mu.Unlock()
+}

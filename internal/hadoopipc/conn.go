@@ -1,0 +1,507 @@
+package hadoopipc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+var errTooManyFiles = syscall.EMFILE
+
+// serverConn is one accepted connection. One goroutine (serve) reads and
+// decodes packets in order and owns the handshake state; each call then runs
+// in its own goroutine, and replies are written whole under wmu, so they
+// never interleave but may leave in any order.
+type serverConn struct {
+	srv    *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	remote net.Addr
+
+	ctx    context.Context // cancelled when the connection dies
+	cancel context.CancelFunc
+
+	sem      chan struct{} // in-flight call slots
+	calls    sync.WaitGroup
+	draining atomic.Bool
+	closed   atomic.Bool
+
+	wmu   sync.Mutex
+	layer securityLayer // non-nil after an auth-int/auth-conf login; guarded by wmu
+
+	// Handshake state, owned by the serve goroutine.
+	authProtocol   byte
+	sentNegotiate  bool
+	saslDone       bool
+	contextRead    bool
+	token          tokenMech
+	tokenMethod    *commonpb.RpcSaslProto_SaslAuth // the TOKEN auth we advertised
+	saslUser       *User                           // identity proven by SASL TOKEN
+	user           *User
+	userCtx        context.Context
+	unwrapPending  []byte // partial inner packet of auth-int wrapped data
+	connectionProt string
+	rbuf           []byte // reused packet buffer: decoding copies out of it
+}
+
+func newServerConn(s *Server, nc net.Conn) *serverConn {
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	return &serverConn{
+		srv:    s,
+		nc:     nc,
+		br:     bufio.NewReaderSize(nc, 16<<10),
+		remote: nc.RemoteAddr(),
+		ctx:    ctx,
+		cancel: cancel,
+		sem:    make(chan struct{}, s.cfg.MaxInFlightPerConn),
+	}
+}
+
+// drain asks the reader to stop at the next packet boundary; calls in flight
+// finish and reply before the socket closes.
+func (c *serverConn) drain() {
+	c.draining.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// abort closes the socket now.
+func (c *serverConn) abort() {
+	c.closed.Store(true)
+	c.cancel()
+	c.nc.Close()
+}
+
+func (c *serverConn) serve() {
+	graceful := false
+	defer func() {
+		if graceful {
+			c.calls.Wait()
+		}
+		c.cancel()
+		c.nc.Close()
+	}()
+	if err := c.handshake(); err != nil {
+		c.debug("ipc handshake ended", err)
+		return
+	}
+	idle := c.srv.cfg.IdleTimeout
+	for {
+		// Wait for the first byte of the next packet with the idle
+		// deadline; a timeout with calls in flight is not idleness.
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		if c.draining.Load() {
+			graceful = true
+			return
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			if isTimeout(err) && !c.draining.Load() && len(c.sem) > 0 {
+				continue
+			}
+			graceful = c.draining.Load()
+			if isTimeout(err) && !graceful {
+				c.srv.metrics.rejected.WithLabelValues("idle").Inc()
+			}
+			c.debug("ipc connection read ended", err)
+			return
+		}
+		// The packet itself must arrive within the idle timeout too.
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		frame, err := readFrame(c.br, c.srv.cfg.MaxFrameBytes, c.rbuf)
+		if err != nil {
+			if errors.Is(err, ErrFrameTooLarge) {
+				c.srv.metrics.rejected.WithLabelValues("frame_too_large").Inc()
+				c.sendFatal(callIDAuthFailed, invalidRetryCount, fatal(fatalInvalidRPCHeader, ClassRpcServerException, "%v", err))
+			}
+			c.debug("ipc connection read ended", err)
+			return
+		}
+		if cap(frame) <= 64<<10 {
+			c.rbuf = frame[:0]
+		}
+		if re := c.processPacket(frame); re != nil {
+			return
+		}
+	}
+}
+
+// handshake reads the preamble and answers the ways it can be wrong.
+func (c *serverConn) handshake() error {
+	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	var p [preambleLen]byte
+	if _, err := io.ReadFull(c.br, p[:4]); err != nil {
+		return err
+	}
+	if [4]byte(p[:4]) == httpGet {
+		c.srv.metrics.rejected.WithLabelValues("http").Inc()
+		c.writeRaw([]byte(httpOnIPCPortReply))
+		return errors.New("HTTP request on the IPC port")
+	}
+	if _, err := io.ReadFull(c.br, p[4:]); err != nil {
+		return err
+	}
+	version, auth := p[4], p[6]
+	if [4]byte(p[:4]) != rpcMagic || version != rpcVersion {
+		c.srv.metrics.rejected.WithLabelValues("version").Inc()
+		re := fatal(fatalVersionMismatch, ClassVersionMismatch,
+			"server IPC version %d cannot communicate with client version %d", rpcVersion, int8(version))
+		c.sendFatal(callIDAuthFailed, invalidRetryCount, re)
+		return re
+	}
+	switch auth {
+	case authProtocolNone:
+		if !c.srv.cfg.AllowSimple {
+			c.srv.metrics.rejected.WithLabelValues("auth").Inc()
+			re := fatal(fatalUnauthorized, ClassAccessControl, "SIMPLE authentication is not enabled. Available: %v", c.srv.authMethods())
+			c.sendFatal(callIDAuthFailed, invalidRetryCount, re)
+			return re
+		}
+	case authProtocolSASL:
+	default:
+		c.srv.metrics.rejected.WithLabelValues("auth").Inc()
+		re := fatal(fatalUnauthorized, ClassIpcException, "unknown auth protocol: %d", int8(auth))
+		c.sendFatal(callIDAuthFailed, invalidRetryCount, re)
+		return re
+	}
+	c.authProtocol = auth
+	return nil
+}
+
+// processPacket handles one packet. A non-nil result is a FATAL reply that
+// has been sent; the caller closes the connection.
+func (c *serverConn) processPacket(frame []byte) *RemoteError {
+	hdr := &commonpb.RpcRequestHeaderProto{}
+	rest, err := unmarshalDelimited(frame, hdr)
+	if err != nil {
+		re := fatal(fatalDeserializing, ClassRpcServerException, "error decoding RpcRequestHeaderProto: %v", err)
+		c.sendFatal(callIDAuthFailed, invalidRetryCount, re)
+		return re
+	}
+	callID, retry := hdr.GetCallId(), hdr.GetRetryCount()
+	re := c.dispatch(hdr, rest)
+	if re != nil {
+		c.srv.metrics.rejected.WithLabelValues("fatal").Inc()
+		c.sendFatal(callID, retry, re)
+	}
+	return re
+}
+
+// dispatch routes a decoded packet; it returns the FATAL error to send, if
+// any. Non-fatal errors are answered here.
+func (c *serverConn) dispatch(hdr *commonpb.RpcRequestHeaderProto, body []byte) *RemoteError {
+	if hdr.RpcOp == nil {
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server: no rpc op in RpcRequestHeaderProto")
+	}
+	if op := hdr.GetRpcOp(); op != commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET {
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server does not implement rpc header operation %v", op)
+	}
+	if hdr.RpcKind == nil {
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server: no rpc kind in RpcRequestHeaderProto")
+	}
+	callID := hdr.GetCallId()
+	switch {
+	case callID < 0:
+		return c.outOfBand(callID, body)
+	case !c.contextRead:
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "connection context not established")
+	case hdr.GetRpcKind() != commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER:
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "unknown rpc kind in rpc header: %v", hdr.GetRpcKind())
+	}
+	c.startCall(hdr, body)
+	return nil
+}
+
+func (c *serverConn) outOfBand(callID int32, body []byte) *RemoteError {
+	switch callID {
+	case callIDConnectionContext:
+		if c.authProtocol == authProtocolSASL && !c.saslDone {
+			return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "connection context sent during SASL negotiation")
+		}
+		return c.connectionContext(body)
+	case callIDSASL:
+		if c.authProtocol != authProtocolSASL {
+			return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "SASL protocol not requested by client")
+		}
+		return c.sasl(body)
+	case callIDPing:
+		return nil
+	}
+	return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "unknown out of band call #%d", callID)
+}
+
+func (c *serverConn) connectionContext(body []byte) *RemoteError {
+	if c.contextRead {
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "connection context already processed")
+	}
+	cc := &commonpb.IpcConnectionContextProto{}
+	if _, err := unmarshalDelimited(body, cc); err != nil {
+		return fatal(fatalDeserializing, ClassRpcServerException, "error decoding IpcConnectionContextProto: %v", err)
+	}
+	c.connectionProt = cc.GetProtocol()
+	effective, real := cc.GetUserInfo().GetEffectiveUser(), cc.GetUserInfo().GetRealUser()
+	// Some Go clients send only realUser: it is then the user.
+	claimed := effective
+	if claimed == "" {
+		claimed = real
+		real = ""
+	}
+	var u User
+	if c.saslUser != nil {
+		u = *c.saslUser
+		// With a token the token decides who the caller is; doAs is not
+		// allowed (as in Hadoop).
+		if claimed != "" && claimed != u.Name {
+			return fatal(fatalUnauthorized, ClassAccessControl,
+				"authenticated user (%s) doesn't match what the client claims to be (%s)", u.Name, claimed)
+		}
+	} else {
+		if claimed == "" {
+			return fatal(fatalUnauthorized, ClassAccessControl, "connection context names no user")
+		}
+		u = User{Name: claimed, RealUser: real, AuthMethod: authMethodSimple}
+	}
+	c.user = &u
+	c.userCtx = context.WithValue(c.ctx, userKey{}, c.user)
+	c.contextRead = true
+	return nil
+}
+
+// inboundCall is one decoded request on its way to a handler.
+type inboundCall struct {
+	info CallInfo
+	req  proto.Message
+}
+
+func (c *serverConn) startCall(hdr *commonpb.RpcRequestHeaderProto, body []byte) {
+	callID, retry, clientID := hdr.GetCallId(), hdr.GetRetryCount(), hdr.GetClientId()
+	rh := &commonpb.RequestHeaderProto{}
+	rest, err := unmarshalDelimited(body, rh)
+	if err != nil {
+		c.reply(callID, retry, clientID, ipcError(errApplication, ClassInvalidProtocolBuffer, "error decoding RequestHeaderProto: %v", err), nil)
+		return
+	}
+	m, lerr := c.srv.reg.Load().lookup(rh.GetDeclaringClassProtocolName(), rh.GetClientProtocolVersion(), rh.GetMethodName())
+	if lerr != nil {
+		c.srv.metrics.rejected.WithLabelValues(lookupReason(lerr)).Inc()
+		c.reply(callID, retry, clientID, lerr, nil)
+		return
+	}
+	req := m.newReq()
+	if _, err := unmarshalDelimited(rest, req); err != nil {
+		c.reply(callID, retry, clientID, ipcError(errApplication, ClassInvalidProtocolBuffer,
+			"error decoding %s request: %v", rh.GetMethodName(), err), nil)
+		return
+	}
+	call := &inboundCall{
+		info: CallInfo{
+			Protocol: rh.GetDeclaringClassProtocolName(), Version: rh.GetClientProtocolVersion(),
+			Method: rh.GetMethodName(), CallID: callID, ClientID: clientID, RetryCount: retry,
+			User: *c.user, Remote: c.remote, method: m,
+		},
+		req: req,
+	}
+	// Back-pressure: with every slot taken the reader waits here, so the
+	// peer's packets queue in TCP buffers rather than in our memory.
+	c.sem <- struct{}{}
+	c.calls.Add(1)
+	go c.runCall(call)
+}
+
+func lookupReason(re *RemoteError) string {
+	switch re.Code {
+	case errNoSuchProtocol:
+		return "no_such_protocol"
+	case errNoSuchMethod:
+		return "no_such_method"
+	case errVersionMismatch:
+		return "version_mismatch"
+	}
+	return "lookup"
+}
+
+func (c *serverConn) runCall(call *inboundCall) {
+	defer func() {
+		if p := recover(); p != nil {
+			// Last resort: the recovery interceptor normally catches
+			// handler panics; this guards the layer itself.
+			c.srv.log.Error("ipc call panicked outside the handler chain", "panic", fmt.Sprint(p))
+			c.reply(call.info.CallID, call.info.RetryCount, call.info.ClientID,
+				ipcError(errRPCServer, ClassRpcServerException, "internal error"), nil)
+		}
+		<-c.sem
+		c.calls.Done()
+	}()
+	resp, err := c.srv.invoke(c.userCtx, &call.info, call.req)
+	if err != nil {
+		c.reply(call.info.CallID, call.info.RetryCount, call.info.ClientID, toRemote(err), nil)
+		return
+	}
+	if resp == nil {
+		c.reply(call.info.CallID, call.info.RetryCount, call.info.ClientID,
+			ipcError(errSerializingResponse, ClassIOException, "handler for %s returned no response", call.info.Method), nil)
+		return
+	}
+	c.reply(call.info.CallID, call.info.RetryCount, call.info.ClientID, nil, resp)
+}
+
+// reply sends a SUCCESS (re == nil) or ERROR reply for a call.
+func (c *serverConn) reply(callID, retry int32, clientID []byte, re *RemoteError, resp proto.Message) {
+	hdr := &commonpb.RpcResponseHeaderProto{
+		CallId:              proto.Uint32(wireCallID(callID)),
+		Status:              commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
+		ServerIpcVersionNum: proto.Uint32(rpcVersion),
+		ClientId:            clientID,
+		RetryCount:          proto.Int32(retry),
+	}
+	if clientID == nil {
+		hdr.ClientId = []byte{}
+	}
+	var buf []byte
+	var err error
+	if re == nil {
+		buf, err = appendFrame(getBuf(), hdr, resp)
+		if err != nil {
+			// Typically a required field left unset by the handler.
+			c.srv.log.Warn("ipc response does not serialize", "callId", callID, "err", err)
+			re = ipcError(errSerializingResponse, ClassIOException, "error serializing response: %v", err)
+		}
+	}
+	if re != nil {
+		setError(hdr, re)
+		buf, err = appendFrame(getBuf(), hdr)
+		if err != nil {
+			c.srv.log.Error("ipc error reply does not serialize", "err", err)
+			return
+		}
+	}
+	c.writeFrame(buf)
+	putBuf(buf)
+}
+
+func setError(hdr *commonpb.RpcResponseHeaderProto, re *RemoteError) {
+	status := commonpb.RpcResponseHeaderProto_ERROR
+	if re.Fatal {
+		status = commonpb.RpcResponseHeaderProto_FATAL
+	}
+	hdr.Status = status.Enum()
+	hdr.ExceptionClassName = proto.String(re.Class)
+	hdr.ErrorMsg = proto.String(re.Message)
+	hdr.ErrorDetail = re.code().Enum()
+}
+
+// sendFatal writes a FATAL reply and marks the connection closed. Hadoop
+// sends these with an empty client id.
+func (c *serverConn) sendFatal(callID, retry int32, re *RemoteError) {
+	c.debug("ipc fatal reply", re)
+	hdr := &commonpb.RpcResponseHeaderProto{
+		CallId:              proto.Uint32(wireCallID(callID)),
+		ServerIpcVersionNum: proto.Uint32(rpcVersion),
+		ClientId:            []byte{},
+		RetryCount:          proto.Int32(retry),
+	}
+	setError(hdr, re)
+	buf, err := appendFrame(nil, hdr)
+	if err == nil {
+		c.writeFrame(buf)
+	}
+	c.closed.Store(true)
+	c.cancel()
+}
+
+// saslReply sends an RpcSaslProto as Hadoop does: call id -33, SUCCESS,
+// empty client id, retry count -1, and never wrapped.
+func (c *serverConn) saslReply(msg *commonpb.RpcSaslProto) {
+	hdr := &commonpb.RpcResponseHeaderProto{
+		CallId:              proto.Uint32(wireCallID(callIDSASL)),
+		Status:              commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
+		ServerIpcVersionNum: proto.Uint32(rpcVersion),
+		ClientId:            []byte{},
+		RetryCount:          proto.Int32(invalidRetryCount),
+	}
+	buf, err := appendFrame(nil, hdr, msg)
+	if err != nil {
+		c.srv.log.Error("ipc SASL reply does not serialize", "err", err)
+		return
+	}
+	c.writeRaw(buf)
+}
+
+// writeFrame writes one complete reply packet, wrapping it when a SASL
+// security layer is active.
+//
+// Wrapped reply (auth-int / auth-conf):
+//
+//	+-------+--------------------------------------+-------------------------------------+
+//	| N (4) | RpcResponseHeaderProto{callId: -33,  | RpcSaslProto{state: WRAP,           |
+//	|       |   status: SUCCESS} (delimited)       |   token: wrap(whole inner packet)}  |
+//	+-------+--------------------------------------+-------------------------------------+
+func (c *serverConn) writeFrame(frame []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.layer != nil {
+		tok, err := c.layer.Wrap(frame)
+		if err != nil {
+			c.srv.log.Error("ipc SASL wrap failed", "err", err)
+			c.nc.Close()
+			return
+		}
+		hdr := &commonpb.RpcResponseHeaderProto{
+			CallId: proto.Uint32(wireCallID(callIDSASL)),
+			Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
+		}
+		wrapped, err := appendFrame(nil, hdr, &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
+		if err != nil {
+			c.nc.Close()
+			return
+		}
+		frame = wrapped
+	}
+	c.writeLocked(frame)
+}
+
+func (c *serverConn) writeRaw(b []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.writeLocked(b)
+}
+
+func (c *serverConn) writeLocked(b []byte) {
+	// A peer that stops reading must not pin a handler forever.
+	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	if _, err := c.nc.Write(b); err != nil {
+		c.debug("ipc write failed", err)
+		c.nc.Close()
+	}
+}
+
+func (c *serverConn) debug(msg string, err error) {
+	if c.srv.log.Enabled(context.Background(), -4) {
+		c.srv.log.Debug(msg, "remote", c.remote, "err", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) > 64<<10 {
+		return // do not keep rare huge buffers alive
+	}
+	bufPool.Put(&b)
+}

@@ -1,0 +1,281 @@
+package hadoopipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+)
+
+// SecretManager verifies SASL TOKEN (DIGEST-MD5) logins. Given the token
+// identifier bytes (base64-decoded SASL username), return the password and
+// the user the token stands for, or an error (login fails with
+// FATAL_UNAUTHORIZED). Returning a *RemoteError chooses the Java class the
+// client sees (e.g. ClassStandby or ClassRetriable, as Hadoop tunnels them);
+// other errors are reported as SecretManager$InvalidToken.
+type SecretManager interface {
+	RetrievePassword(identifier []byte) (password []byte, user string, err error)
+}
+
+// ServerConfig configures a Server. Start from DefaultServerConfig.
+type ServerConfig struct {
+	Logger      *slog.Logger
+	Registerer  prometheus.Registerer // nil: no metrics
+	Secrets     SecretManager         // nil: TOKEN auth not offered
+	AllowSimple bool                  // SIMPLE auth allowed (default true via DefaultServerConfig)
+	// MaxFrameBytes bounds one packet; checked before allocating.
+	MaxFrameBytes int
+	// MaxInFlightPerConn bounds concurrently served calls per connection.
+	// When reached the server stops reading that connection (TCP
+	// back-pressure) until a call finishes.
+	MaxInFlightPerConn int
+	// IdleTimeout closes a connection with no calls in flight after this
+	// long without a packet. It also bounds the handshake and each packet.
+	IdleTimeout time.Duration
+	// MaxConns caps open connections; further ones are closed on accept.
+	MaxConns     int
+	Interceptors []Interceptor // extra middleware, outermost first (inside auth, outside recovery)
+
+	// Authorize is consulted by the auth interceptor for every call; nil
+	// allows every authenticated user.
+	Authorize Authorizer
+	// QOPs lists the SASL qualities of protection offered for TOKEN logins,
+	// most preferred first: "auth" and, when the DIGEST-MD5 implementation
+	// supports integrity, "auth-int". Empty means {"auth"}.
+	QOPs []string
+}
+
+// Defaults for ServerConfig fields left zero.
+const (
+	DefaultMaxInFlightPerConn = 256
+	DefaultIdleTimeout        = 2 * time.Minute
+	DefaultMaxConns           = 10000
+)
+
+// DefaultServerConfig returns a config with SIMPLE auth allowed and the
+// default limits.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		AllowSimple:        true,
+		MaxFrameBytes:      DefaultMaxFrameBytes,
+		MaxInFlightPerConn: DefaultMaxInFlightPerConn,
+		IdleTimeout:        DefaultIdleTimeout,
+		MaxConns:           DefaultMaxConns,
+		QOPs:               []string{"auth"},
+	}
+}
+
+// Server serves Hadoop IPC (RPC version 9, protobuf engine).
+type Server struct {
+	cfg     ServerConfig
+	log     *slog.Logger
+	metrics *Metrics
+	invoke  func(ctx context.Context, info *CallInfo, req proto.Message) (proto.Message, error)
+
+	reg atomic.Pointer[registry]
+
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	mu        sync.Mutex
+	closing   bool
+	listeners map[net.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	connWG    sync.WaitGroup
+}
+
+// NewServer builds a server; zero limits in cfg take the defaults.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.MaxInFlightPerConn <= 0 {
+		cfg.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if len(cfg.QOPs) == 0 {
+		cfg.QOPs = []string{"auth"}
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		metrics:   newMetrics(cfg.Registerer),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*serverConn]struct{}),
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.reg.Store(&registry{protocols: map[protoKey]map[string]Method{}, versions: map[string][]uint64{}})
+	// metrics -> logging -> auth -> (config) -> recovery innermost.
+	ics := []Interceptor{MetricsInterceptor(s.metrics), LoggingInterceptor(s.log), AuthInterceptor(cfg.Authorize)}
+	ics = append(ics, cfg.Interceptors...)
+	ics = append(ics, RecoveryInterceptor(WithRecoveryLogger(s.log)))
+	chain := Chain(ics...)
+	s.invoke = func(ctx context.Context, info *CallInfo, req proto.Message) (proto.Message, error) {
+		return chain(ctx, info, req, info.method.call)
+	}
+	return s
+}
+
+// Metrics returns the server's collectors (for tests and embedding).
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Register adds a protocol. It may be called while serving.
+func (s *Server) Register(p Protocol) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.reg.Load().clone()
+	if err := next.add(p); err != nil {
+		return err
+	}
+	s.reg.Store(next)
+	return nil
+}
+
+// Serve accepts connections on ln until Shutdown or Close; it then returns
+// ErrServerClosed. It may be called for several listeners.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				// Out of descriptors or a transient accept error: wait
+				// instead of spinning.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("ipc accept failed; retrying", "err", err, "backoff", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.baseCtx.Done():
+					return ErrServerClosed
+				}
+				continue
+			}
+			return fmt.Errorf("hadoopipc: accept: %w", err)
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.mu.Unlock()
+		// Hadoop drops such connections without a reply as well; the
+		// client sees EOF and retries elsewhere or later.
+		s.metrics.rejected.WithLabelValues("max_conns").Inc()
+		s.log.Warn("ipc connection cap reached; closing new connection", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConns)
+		nc.Close()
+		return
+	}
+	c := newServerConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	s.metrics.conns.Inc()
+	s.metrics.connsTotal.Inc()
+	go func() {
+		defer s.connWG.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.metrics.conns.Dec()
+	}()
+}
+
+// Shutdown stops accepting connections and reading new calls, waits for the
+// calls in flight to finish and their replies to be written, then closes the
+// connections. If ctx ends first, it closes everything (as Close) and
+// returns ctx.Err().
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancelBase()
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close stops the server at once: listeners and connections are closed and
+// the contexts of running handlers are cancelled.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancelBase()
+	for _, c := range conns {
+		c.abort()
+	}
+	s.connWG.Wait()
+	return nil
+}

@@ -1,0 +1,154 @@
+package hadoopipc
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+func testToken(id, pw string) *commonpb.TokenProto {
+	return &commonpb.TokenProto{Identifier: []byte(id), Password: []byte(pw), Kind: proto.String("YARN_AM_RM_TOKEN"), Service: proto.String("")}
+}
+
+func TestTokenAuth(t *testing.T) {
+	cases := []struct {
+		name       string
+		serverQOPs []string
+		clientQOPs []string
+		wantLayer  bool
+	}{
+		{"qop auth", []string{"auth"}, nil, false},
+		{"qop auth-int", []string{"auth-int"}, nil, true},
+		{"qop auth-conf", []string{"auth-conf"}, nil, true},
+		{"client prefers auth-int", []string{"auth", "auth-int"}, []string{"auth-int", "auth"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tokenConfig()
+			cfg.AllowSimple = false
+			cfg.QOPs = tc.serverQOPs
+			var seen User
+			ts := startServer(t, cfg, echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+				seen, _ = UserFromContext(ctx)
+			}))
+			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: testToken("id-amuser", "pw-amuser"), QOPs: tc.clientQOPs})
+			for i := 0; i < 3; i++ { // several packets through the layer
+				resp, err := echo(context.Background(), c, "x")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.GetToken().GetService() != "amuser" {
+					t.Errorf("handler saw user %q", resp.GetToken().GetService())
+				}
+			}
+			if seen.AuthMethod != "TOKEN" || string(seen.TokenID) != "id-amuser" || seen.Name != "amuser" {
+				t.Errorf("User in ctx = %+v", seen)
+			}
+			var conn *clientConn
+			c.pool.mu.Lock()
+			for _, e := range c.pool.conns {
+				conn = e.conn
+			}
+			c.pool.mu.Unlock()
+			if got := conn.layer != nil; got != tc.wantLayer {
+				t.Errorf("security layer active = %v, want %v", got, tc.wantLayer)
+			}
+		})
+	}
+}
+
+// TestTokenAuthFailures: a login that fails gets FATAL_UNAUTHORIZED with
+// the right class and the connection is closed.
+func TestTokenAuthFailures(t *testing.T) {
+	cases := []struct {
+		name      string
+		token     *commonpb.TokenProto
+		wantClass string
+	}{
+		{"wrong password", testToken("id-amuser", "not-the-password"), ClassSaslException},
+		{"unknown token", testToken("garbage", "x"), ClassInvalidToken},
+		{"secret manager standby", testToken("id-standby", "x"), ClassStandby},
+	}
+	cfg := tokenConfig()
+	cfg.AllowSimple = false
+	ts := startServer(t, cfg, echoProtocol(nil))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: tc.token, FailoverAttempts: 1})
+			_, err := echo(context.Background(), c, "x")
+			var re *RemoteError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want *RemoteError", err)
+			}
+			if !re.Fatal || re.Code != fatalUnauthorized || re.Class != tc.wantClass {
+				t.Errorf("got fatal=%v %v %s (%s), want FATAL_UNAUTHORIZED %s", re.Fatal, re.Code, re.Class, re.Message, tc.wantClass)
+			}
+		})
+	}
+	// The wire view: the FATAL reply, then the server closes.
+	r := dialRaw(t, ts.addr)
+	r.preamble(authProtocolSASL)
+	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+	h, rest := r.reply()
+	neg := &commonpb.RpcSaslProto{}
+	if _, err := unmarshalDelimited(rest, neg); err != nil || h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+		t.Fatalf("negotiate reply %v %v", h, err)
+	}
+	mech, err := newDigestClient(testToken("id-amuser", "wrong"), "", "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := mech.Respond(neg.GetAuths()[0].GetChallenge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := proto.Clone(neg.GetAuths()[0]).(*commonpb.RpcSaslProto_SaslAuth)
+	auth.Challenge = nil
+	m := saslMsg(commonpb.RpcSaslProto_INITIATE, auth)
+	m.Token = resp
+	r.packet(saslHeader(), m)
+	h, _ = r.reply()
+	if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetErrorDetail() != fatalUnauthorized || int32(h.GetCallId()) != callIDSASL {
+		t.Fatalf("wrong password reply %v", h)
+	}
+	r.expectClosed()
+}
+
+func TestTokenUserMismatchInContext(t *testing.T) {
+	ts := startServer(t, tokenConfig(), echoProtocol(nil))
+	r := dialRaw(t, ts.addr)
+	r.preamble(authProtocolSASL)
+	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+	_, rest := r.reply()
+	neg := &commonpb.RpcSaslProto{}
+	unmarshalDelimited(rest, neg)
+	mech, _ := newDigestClient(testToken("id-amuser", "pw-amuser"), "", "default", nil)
+	resp, err := mech.Respond(neg.GetAuths()[0].GetChallenge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := proto.Clone(neg.GetAuths()[0]).(*commonpb.RpcSaslProto_SaslAuth)
+	auth.Challenge = nil
+	m := saslMsg(commonpb.RpcSaslProto_INITIATE, auth)
+	m.Token = resp
+	r.packet(saslHeader(), m)
+	h, rest := r.reply()
+	ok := &commonpb.RpcSaslProto{}
+	unmarshalDelimited(rest, ok)
+	if ok.GetState() != commonpb.RpcSaslProto_SUCCESS {
+		t.Fatalf("login: %v %v", h, ok)
+	}
+	if err := mech.Verify(ok.GetToken()); err != nil {
+		t.Fatal(err)
+	}
+	r.context("mallory") // token says amuser
+	h, _ = r.reply()
+	if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetErrorDetail() != fatalUnauthorized || h.GetExceptionClassName() != ClassAccessControl {
+		t.Fatalf("reply %v", h)
+	}
+	r.expectClosed()
+}

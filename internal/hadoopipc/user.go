@@ -1,0 +1,29 @@
+package hadoopipc
+
+import "context"
+
+// User is the authenticated identity of a connection, in every handler's
+// context.
+type User struct {
+	Name       string // effective user (from the connection context; realUser if no effective user)
+	RealUser   string
+	AuthMethod string // "SIMPLE" or "TOKEN"
+	TokenID    []byte // the token identifier bytes when AuthMethod == "TOKEN"
+}
+
+type userKey struct{}
+
+// UserFromContext returns the caller's identity inside a handler.
+func UserFromContext(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(userKey{}).(*User)
+	if !ok || u == nil {
+		return User{}, false
+	}
+	return *u, true
+}
+
+// ContextWithUser returns ctx carrying u; for tests of handlers and for
+// in-process callers that bypass the wire.
+func ContextWithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, &u)
+}
