@@ -8,6 +8,7 @@ import (
 	"crypto/rc4"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"sync"
 )
 
@@ -62,7 +63,7 @@ type SecurityLayer struct {
 
 type layerDir struct {
 	mu     sync.Mutex
-	macKey [md5.Size]byte
+	mac    hash.Hash // HMAC-MD5 keyed with Kic or Kis, reused under mu
 	seq    uint32
 	stream cipher.Stream    // rc4*
 	block  cipher.BlockMode // des, 3des (CBC)
@@ -73,11 +74,11 @@ func newSecurityLayer(ha1 [md5.Size]byte, qop QOP, ciph Cipher, client bool, pee
 	l := &SecurityLayer{qop: qop, cipher: ciph}
 	kic, kis := deriveKey(ha1[:], magicKic), deriveKey(ha1[:], magicKis)
 	overhead := integrityOverhead
-	if client {
-		l.send.macKey, l.recv.macKey = kic, kis
-	} else {
-		l.send.macKey, l.recv.macKey = kis, kic
+	if !client {
+		kic, kis = kis, kic // the server sends with Kis and receives with Kic
 	}
+	l.send.mac = hmac.New(md5.New, kic[:])
+	l.recv.mac = hmac.New(md5.New, kis[:])
 	if qop == QOPAuthConf {
 		overhead = privacyOverhead
 		n := md5.Size // des, 3des, rc4 use all of H(A1)
@@ -184,8 +185,10 @@ func (l *SecurityLayer) Cipher() Cipher { return l.cipher }
 // ignores it and wraps whole responses, so Wrap does not enforce it.
 func (l *SecurityLayer) MaxWrapSize() int { return l.maxWrap }
 
-func mac(key *[md5.Size]byte, seq uint32, msg []byte) [10]byte {
-	h := hmac.New(md5.New, key[:])
+// sign computes HMAC(Ki, {seq, msg})[0:10]. Callers hold d.mu.
+func (d *layerDir) sign(seq uint32, msg []byte) [10]byte {
+	h := d.mac
+	h.Reset()
 	var s [4]byte
 	binary.BigEndian.PutUint32(s[:], seq)
 	h.Write(s[:])
@@ -207,7 +210,7 @@ func (l *SecurityLayer) Wrap(p []byte) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	seq := d.seq
-	m := mac(&d.macKey, seq, p)
+	m := d.sign(seq, p)
 	var out []byte
 	switch {
 	case d.block != nil:
@@ -294,7 +297,7 @@ func (l *SecurityLayer) Unwrap(p []byte) ([]byte, error) {
 		copy(got[:], body[len(body)-10:])
 		msg = append([]byte(nil), body[:len(body)-10]...)
 	}
-	want := mac(&d.macKey, seq, msg)
+	want := d.sign(seq, msg)
 	if !hmac.Equal(got[:], want[:]) {
 		// The cipher state has advanced past a message we reject; for the
 		// ciphers every later message would fail anyway, so say so.
