@@ -1,0 +1,245 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// mutating lists the calls that get an audit log line (Hadoop's
+// RouterAuditLogger covers the same set).
+var mutating = map[string]bool{
+	"getNewApplication": true, "submitApplication": true, "forceKillApplication": true,
+	"failApplicationAttempt": true, "moveApplicationAcrossQueues": true,
+	"updateApplicationPriority": true, "updateApplicationTimeouts": true, "signalToContainer": true,
+	"getNewReservation": true, "submitReservation": true, "updateReservation": true, "deleteReservation": true,
+	"getDelegationToken": true, "renewDelegationToken": true, "cancelDelegationToken": true,
+}
+
+// audit carries what a handler learned (target sub-cluster, app) to the
+// audit line written by the wrapper.
+type audit struct {
+	app string
+	sc  SubClusterID
+}
+
+type auditKey struct{}
+
+func auditOf(ctx context.Context) *audit {
+	a, _ := ctx.Value(auditKey{}).(*audit)
+	if a == nil {
+		return &audit{} // harmless sink when called outside the wrapper
+	}
+	return a
+}
+
+// handle wraps a routing function as an IPC method: metrics, audit line and
+// translation of router errors into Hadoop exception classes.
+func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, h func(context.Context, Req) (Resp, error)) hadoopipc.Method {
+	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
+		start := time.Now()
+		a := &audit{}
+		ctx = context.WithValue(ctx, auditKey{}, a)
+		resp, err := h(ctx, req)
+		r.metrics.observe(name, start, err)
+		if mutating[name] {
+			r.auditLog(ctx, name, a, err)
+		}
+		if err != nil {
+			var zero Resp
+			return zero, toRemote(err)
+		}
+		return resp, nil
+	})
+}
+
+func (r *Router) auditLog(ctx context.Context, op string, a *audit, err error) {
+	u, _ := hadoopipc.UserFromContext(ctx)
+	attrs := []any{"user", u.Name, "operation", op, "target", "RouterClientRMService"}
+	if a.app != "" {
+		attrs = append(attrs, "app", a.app)
+	}
+	if a.sc != "" {
+		attrs = append(attrs, "subcluster", string(a.sc))
+	}
+	if err != nil {
+		attrs = append(attrs, "result", "FAILURE", "err", err.Error())
+	} else {
+		attrs = append(attrs, "result", "SUCCESS")
+	}
+	r.log.Info("audit", attrs...)
+}
+
+// toRemote translates at the IPC edge. An RM's own exception keeps its
+// Java class (clients rebuild typed exceptions from it) with the sub-cluster
+// named in the message; router errors map to the closest Hadoop class.
+func toRemote(err error) *hadoopipc.RemoteError {
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		out := &hadoopipc.RemoteError{Class: re.Class, Message: re.Message, Code: re.Code}
+		var sce *SubClusterError
+		if errors.As(err, &sce) {
+			out.Message = fmt.Sprintf("sub-cluster %s: %s", sce.SubCluster, re.Message)
+		}
+		if re.Fatal {
+			// The RM closed its connection to us; our client's stays up.
+			out.Code = commonpb.RpcResponseHeaderProto_ERROR_APPLICATION
+		}
+		if out.Class == "" {
+			out.Class = hadoopipc.ClassYarnException
+		}
+		return out
+	}
+	class := hadoopipc.ClassYarnException
+	switch {
+	case errors.Is(err, ErrAppNotFound):
+		class = hadoopipc.ClassApplicationNotFound
+	case errors.Is(err, ErrUnsupported):
+		class = hadoopipc.ClassUnsupportedOperation
+	case errors.Is(err, errCrash), errors.Is(err, context.DeadlineExceeded):
+		class = hadoopipc.ClassIOException
+	}
+	return hadoopipc.Errorf(class, "%v", err)
+}
+
+// clientProtocol is ApplicationClientProtocol, every method
+// (TestEveryMethodServed checks it against the service descriptor).
+func (r *Router) clientProtocol() hadoopipc.Protocol {
+	return hadoopipc.Protocol{
+		Name:    hadoopipc.ProtocolApplicationClient,
+		Version: 1,
+		Methods: []hadoopipc.Method{
+			// Any sub-cluster.
+			handle(r, "getNewApplication", newMsg[yarnpb.GetNewApplicationRequestProto], r.getNewApplication),
+			handle(r, "getNewReservation", newMsg[yarnpb.GetNewReservationRequestProto], r.getNewReservation),
+			// Policy + home.
+			handle(r, "submitApplication", newMsg[yarnpb.SubmitApplicationRequestProto], r.submitApplication),
+			handle(r, "submitReservation", newMsg[yarnpb.ReservationSubmissionRequestProto], r.submitReservation),
+			// Home of the application.
+			handle(r, "getApplicationReport", newMsg[yarnpb.GetApplicationReportRequestProto], r.getApplicationReport),
+			homeCall(r, "forceKillApplication", newMsg[yarnpb.KillApplicationRequestProto], (*yarnpb.KillApplicationRequestProto).GetApplicationId, newMsg[yarnpb.KillApplicationResponseProto]),
+			homeCall(r, "failApplicationAttempt", newMsg[yarnpb.FailApplicationAttemptRequestProto], func(q *yarnpb.FailApplicationAttemptRequestProto) *yarnpb.ApplicationIdProto {
+				return q.GetApplicationAttemptId().GetApplicationId()
+			}, newMsg[yarnpb.FailApplicationAttemptResponseProto]),
+			homeCall(r, "moveApplicationAcrossQueues", newMsg[yarnpb.MoveApplicationAcrossQueuesRequestProto], (*yarnpb.MoveApplicationAcrossQueuesRequestProto).GetApplicationId, newMsg[yarnpb.MoveApplicationAcrossQueuesResponseProto]),
+			homeCall(r, "getApplicationAttemptReport", newMsg[yarnpb.GetApplicationAttemptReportRequestProto], func(q *yarnpb.GetApplicationAttemptReportRequestProto) *yarnpb.ApplicationIdProto {
+				return q.GetApplicationAttemptId().GetApplicationId()
+			}, newMsg[yarnpb.GetApplicationAttemptReportResponseProto]),
+			homeCall(r, "getApplicationAttempts", newMsg[yarnpb.GetApplicationAttemptsRequestProto], (*yarnpb.GetApplicationAttemptsRequestProto).GetApplicationId, newMsg[yarnpb.GetApplicationAttemptsResponseProto]),
+			homeCall(r, "getContainerReport", newMsg[yarnpb.GetContainerReportRequestProto], func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
+				return appOfContainer(q.GetContainerId())
+			}, newMsg[yarnpb.GetContainerReportResponseProto]),
+			homeCall(r, "getContainers", newMsg[yarnpb.GetContainersRequestProto], func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
+				return q.GetApplicationAttemptId().GetApplicationId()
+			}, newMsg[yarnpb.GetContainersResponseProto]),
+			homeCall(r, "updateApplicationPriority", newMsg[yarnpb.UpdateApplicationPriorityRequestProto], (*yarnpb.UpdateApplicationPriorityRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationPriorityResponseProto]),
+			homeCall(r, "signalToContainer", newMsg[yarnpb.SignalContainerRequestProto], func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
+				return appOfContainer(q.GetContainerId())
+			}, newMsg[yarnpb.SignalContainerResponseProto]),
+			homeCall(r, "updateApplicationTimeouts", newMsg[yarnpb.UpdateApplicationTimeoutsRequestProto], (*yarnpb.UpdateApplicationTimeoutsRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationTimeoutsResponseProto]),
+			// Home of the reservation.
+			handle(r, "updateReservation", newMsg[yarnpb.ReservationUpdateRequestProto], r.updateReservation),
+			handle(r, "deleteReservation", newMsg[yarnpb.ReservationDeleteRequestProto], r.deleteReservation),
+			// Fan-out and merge.
+			fanCall(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], newMsg[yarnpb.GetApplicationsResponseProto], r.mergeApplications),
+			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], mergeClusterMetrics),
+			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], mergeClusterNodes),
+			fanCall(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], newMsg[yarnpb.GetQueueInfoResponseProto], mergeQueueInfo),
+			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], mergeQueueUserAcls),
+			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], mergeReservations),
+			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], mergeNodesToLabels),
+			fanCall(r, "getLabelsToNodes", newMsg[yarnpb.GetLabelsToNodesRequestProto], newMsg[yarnpb.GetLabelsToNodesResponseProto], mergeLabelsToNodes),
+			fanCall(r, "getClusterNodeLabels", newMsg[yarnpb.GetClusterNodeLabelsRequestProto], newMsg[yarnpb.GetClusterNodeLabelsResponseProto], mergeClusterNodeLabels),
+			fanCall(r, "getResourceProfiles", newMsg[yarnpb.GetAllResourceProfilesRequestProto], newMsg[yarnpb.GetAllResourceProfilesResponseProto], mergeResourceProfiles),
+			fanCall(r, "getResourceProfile", newMsg[yarnpb.GetResourceProfileRequestProto], newMsg[yarnpb.GetResourceProfileResponseProto], mergeResourceProfile),
+			fanCall(r, "getResourceTypeInfo", newMsg[yarnpb.GetAllResourceTypeInfoRequestProto], newMsg[yarnpb.GetAllResourceTypeInfoResponseProto], mergeResourceTypeInfo),
+			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], mergeClusterNodeAttributes),
+			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], mergeAttributesToNodes),
+			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], mergeNodesToAttributes),
+			// Delegation tokens are RM-specific secrets: a token from one RM
+			// is worthless at another, so the router must issue its own
+			// (Hadoop's RouterDelegationTokenSecretManager); not built yet.
+			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken")),
+			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken")),
+			handle(r, "cancelDelegationToken", newMsg[commonpb.CancelDelegationTokenRequestProto], unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken")),
+		},
+	}
+}
+
+// newMsg returns a constructor for an empty message of type T.
+func newMsg[T any, PT interface {
+	*T
+	proto.Message
+}]() PT {
+	return PT(new(T))
+}
+
+func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, appOf func(Req) *yarnpb.ApplicationIdProto, newResp func() Resp) hadoopipc.Method {
+	return handle(r, name, newReq, func(ctx context.Context, req Req) (Resp, error) {
+		resp := newResp()
+		app := appOf(req)
+		if app != nil {
+			auditOf(ctx).app = AppIDString(app)
+		}
+		err := r.onHome(ctx, name, app, req, resp)
+		return resp, err
+	})
+}
+
+func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, newResp func() Resp, merge func([]scResult[Resp]) Resp) hadoopipc.Method {
+	return handle(r, name, newReq, func(ctx context.Context, req Req) (Resp, error) {
+		res, err := fanout(ctx, r, name, req, newResp, r.cfg.PartialResults)
+		if err != nil {
+			var zero Resp
+			return zero, err
+		}
+		return merge(res), nil
+	})
+}
+
+func unsupported[Req, Resp proto.Message](name string) func(context.Context, Req) (Resp, error) {
+	return func(context.Context, Req) (Resp, error) {
+		var zero Resp
+		return zero, fmt.Errorf("%s: %w: delegation tokens must be issued by the router itself, which yarnfed does not do yet", name, ErrUnsupported)
+	}
+}
+
+func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	var resp *yarnpb.GetNewApplicationResponseProto
+	err := r.onAny(ctx, "getNewApplication", func(sc SubClusterInfo) error {
+		resp = &yarnpb.GetNewApplicationResponseProto{}
+		if err := r.callSC(ctx, sc, "getNewApplication", req, resp); err != nil {
+			return err
+		}
+		auditOf(ctx).sc = sc.ID
+		auditOf(ctx).app = AppIDString(resp.GetApplicationId())
+		return nil
+	})
+	return resp, err
+}
+
+func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+	resp := &yarnpb.GetApplicationReportResponseProto{}
+	err := r.onHome(ctx, "getApplicationReport", req.GetApplicationId(), req, resp)
+	return resp, err
+}
+
+func (r *Router) getNewReservation(ctx context.Context, req *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
+	var resp *yarnpb.GetNewReservationResponseProto
+	err := r.onAny(ctx, "getNewReservation", func(sc SubClusterInfo) error {
+		resp = &yarnpb.GetNewReservationResponseProto{}
+		if err := r.callSC(ctx, sc, "getNewReservation", req, resp); err != nil {
+			return err
+		}
+		auditOf(ctx).sc = sc.ID
+		return nil
+	})
+	return resp, err
+}

@@ -1,0 +1,174 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Hadoop's default router ports (yarn.router.clientrm.address,
+// yarn.router.webapp.address).
+const (
+	DefaultClientRMAddress = "0.0.0.0:8050"
+	DefaultWebAddress      = "0.0.0.0:8089"
+)
+
+// BreakerConfig tunes the per-sub-cluster circuit breakers.
+type BreakerConfig struct {
+	// ConsecutiveFailures of "RM down" kind that open the breaker.
+	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+	// OpenFor is how long an open breaker keeps the sub-cluster out of
+	// routing before one probe call is let through.
+	OpenFor Duration `json:"open_for"`
+	// Interval clears closed-state counts periodically (0 = never).
+	Interval Duration `json:"interval"`
+}
+
+// Config is everything a Router needs. Build it with DefaultConfig, then a
+// file (LoadConfigFile), then flags, then call Validate.
+type Config struct {
+	// ClientRMAddress is where ApplicationClientProtocol is served
+	// (Hadoop yarn.router.clientrm.address). Ignored if ClientListener is set.
+	ClientRMAddress string `json:"clientrm_address"`
+	// WebAddress serves the RM REST API, /metrics, /healthz, /readyz
+	// (yarn.router.webapp.address). Empty disables it. Ignored if
+	// WebListener is set.
+	WebAddress string `json:"web_address"`
+	// SubmitRetries bounds getNewApplication/submitApplication tries on
+	// distinct sub-clusters (yarn.router.submit.retry).
+	SubmitRetries int `json:"submit_retries"`
+	// RetryInterval is the pause between those tries (Hadoop: 10 ms).
+	RetryInterval Duration `json:"retry_interval"`
+	// PartialResults lets fan-out calls skip failing sub-clusters
+	// (yarn.router.clientrm.partial-results.enabled); off = any failure fails.
+	PartialResults bool `json:"partial_results"`
+	// FailoverWait is how long a call waits for a routable sub-cluster
+	// (RM failover, breaker reopen) before failing, instead of failing at once.
+	FailoverWait Duration `json:"failover_wait"`
+	// MembershipRefresh is the membership poll period (a store watch, if
+	// available, refreshes sooner).
+	MembershipRefresh Duration `json:"membership_refresh"`
+	// CallTimeout bounds one call to one RM.
+	CallTimeout Duration `json:"call_timeout"`
+	// DialTimeout bounds connecting to an RM.
+	DialTimeout Duration `json:"dial_timeout"`
+	// HomeCacheTTL caches app-home lookups; a stale entry is detected by
+	// ApplicationNotFound from the RM and re-read. 0 disables the cache.
+	HomeCacheTTL Duration `json:"home_cache_ttl"`
+	// HomeCacheSize caps cached app homes.
+	HomeCacheSize int `json:"home_cache_size"`
+	// DefaultPolicy is used when neither the queue nor "*" has a stored
+	// policy (yarn.federation.policy-manager).
+	DefaultPolicy string        `json:"default_policy"`
+	Breaker       BreakerConfig `json:"breaker"`
+
+	// In-process wiring (not from files).
+	ClientListener net.Listener          `json:"-"`
+	WebListener    net.Listener          `json:"-"`
+	Store          StateStore            `json:"-"`
+	Policies       PolicyFactory         `json:"-"` // nil: built-in policies
+	Dial           DialFunc              `json:"-"` // nil: hadoopipc
+	Logger         *slog.Logger          `json:"-"`
+	Registerer     prometheus.Registerer `json:"-"` // nil: no metrics
+}
+
+// DefaultConfig returns Hadoop's defaults where Hadoop has one.
+func DefaultConfig() Config {
+	return Config{
+		ClientRMAddress:   DefaultClientRMAddress,
+		WebAddress:        DefaultWebAddress,
+		SubmitRetries:     3,
+		RetryInterval:     Duration(10 * time.Millisecond),
+		FailoverWait:      Duration(30 * time.Second),
+		MembershipRefresh: Duration(time.Second),
+		CallTimeout:       Duration(30 * time.Second),
+		DialTimeout:       Duration(5 * time.Second),
+		HomeCacheTTL:      Duration(60 * time.Second),
+		HomeCacheSize:     100_000,
+		DefaultPolicy:     PolicyUniformBroadcast,
+		Breaker: BreakerConfig{
+			ConsecutiveFailures: 3,
+			OpenFor:             Duration(5 * time.Second),
+		},
+	}
+}
+
+// LoadConfigFile overlays a JSON config file onto cfg. Unknown keys are
+// errors, so a typo does not silently fall back to a default.
+func LoadConfigFile(path string, cfg *Config) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("router config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("router config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ClientListener == nil && c.ClientRMAddress == "" {
+		errs = append(errs, errors.New("clientrm_address: required"))
+	}
+	if c.Store == nil {
+		errs = append(errs, errors.New("store: required"))
+	}
+	if c.SubmitRetries < 1 {
+		errs = append(errs, fmt.Errorf("submit_retries: %d, must be >= 1", c.SubmitRetries))
+	}
+	for name, d := range map[string]Duration{
+		"retry_interval": c.RetryInterval, "failover_wait": c.FailoverWait,
+		"home_cache_ttl": c.HomeCacheTTL, "breaker.interval": c.Breaker.Interval,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %v, must be >= 0", name, time.Duration(d)))
+		}
+	}
+	for name, d := range map[string]Duration{
+		"membership_refresh": c.MembershipRefresh, "call_timeout": c.CallTimeout,
+		"dial_timeout": c.DialTimeout, "breaker.open_for": c.Breaker.OpenFor,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))
+		}
+	}
+	if c.Breaker.ConsecutiveFailures < 1 {
+		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
+	}
+	if c.HomeCacheTTL > 0 && c.HomeCacheSize < 1 {
+		errs = append(errs, errors.New("home_cache_size: must be >= 1 when home_cache_ttl > 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// Duration is a time.Duration that reads "10ms"-style strings from JSON.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"10ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,467 @@
+package router
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// uamName is the name Hadoop gives the unmanaged AM a federated app runs in
+// each secondary sub-cluster (UnmanagedApplicationManager.APP_NAME).
+const uamName = "UnmanagedAM"
+
+// partialName marks an app reported only by its UAMs (its home did not
+// answer) when partial results are on.
+const partialName = "Partial Report "
+
+func isUAMReport(a *yarnpb.ApplicationReportProto) bool {
+	return a.GetUnmanagedApplication() && strings.HasPrefix(a.GetName(), uamName)
+}
+
+func (r *Router) mergeApplications(res []scResult[*yarnpb.GetApplicationsResponseProto]) *yarnpb.GetApplicationsResponseProto {
+	lists := make([][]*yarnpb.ApplicationReportProto, len(res))
+	for i, x := range res {
+		lists[i] = x.resp.GetApplications()
+	}
+	return &yarnpb.GetApplicationsResponseProto{Applications: MergeApplications(lists, r.cfg.PartialResults)}
+}
+
+// MergeApplications merges per-sub-cluster application lists: one report per
+// application id; the UAM copies of a federated app (same id, other
+// sub-clusters) are folded into the home report (usage summed, tags
+// joined). An app seen only through UAMs is dropped unless partial results
+// are on, then it is shown as "Partial Report <id>". Order: first seen.
+func MergeApplications(lists [][]*yarnpb.ApplicationReportProto, partial bool) []*yarnpb.ApplicationReportProto {
+	type group struct {
+		home *yarnpb.ApplicationReportProto
+		uams []*yarnpb.ApplicationReportProto
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, l := range lists {
+		for _, a := range l {
+			k := AppIDString(a.GetApplicationId())
+			g, ok := groups[k]
+			if !ok {
+				g = &group{}
+				groups[k] = g
+				order = append(order, k)
+			}
+			if g.home == nil && !isUAMReport(a) {
+				g.home = a
+			} else if isUAMReport(a) {
+				g.uams = append(g.uams, a)
+			}
+			// A second managed report of one id would be a duplicate
+			// submission; keep the first rather than sum two real apps.
+		}
+	}
+	out := make([]*yarnpb.ApplicationReportProto, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		if g.home == nil {
+			if !partial {
+				continue
+			}
+			g.home = proto.Clone(g.uams[0]).(*yarnpb.ApplicationReportProto)
+			g.home.Name = proto.String(partialName + k)
+			g.uams = g.uams[1:]
+		} else if len(g.uams) > 0 {
+			g.home = proto.Clone(g.home).(*yarnpb.ApplicationReportProto)
+		}
+		for _, u := range g.uams {
+			foldUAM(g.home, u)
+		}
+		out = append(out, g.home)
+	}
+	return out
+}
+
+func foldUAM(home, uam *yarnpb.ApplicationReportProto) {
+	if uam.GetAppResource_Usage() != nil {
+		if home.AppResource_Usage == nil {
+			home.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{}
+		}
+		sumNumeric(home.AppResource_Usage.ProtoReflect(), uam.GetAppResource_Usage().ProtoReflect())
+	}
+	seen := map[string]bool{}
+	for _, t := range home.GetApplicationTags() {
+		seen[t] = true
+	}
+	for _, t := range uam.GetApplicationTags() {
+		if !seen[t] {
+			seen[t] = true
+			home.ApplicationTags = append(home.ApplicationTags, t)
+		}
+	}
+}
+
+// sumNumeric adds every numeric field of src into dst, recursing into
+// singular messages and summing repeated key/value resource entries by key
+// (ResourceProto.resource_value_map, StringLongMapProto lists). It is the
+// "metrics summed" rule for any YARN counter message.
+func sumNumeric(dst, src protoreflect.Message) {
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			sumKeyed(dst, fd, v.List())
+		case fd.IsList() || fd.IsMap():
+		case fd.Message() != nil:
+			sumNumeric(dst.Mutable(fd).Message(), v.Message())
+		default:
+			cur := dst.Get(fd)
+			switch fd.Kind() {
+			case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+				protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+				dst.Set(fd, intValue(fd, cur.Int()+v.Int()))
+			case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+				dst.Set(fd, uintValue(fd, cur.Uint()+v.Uint()))
+			case protoreflect.FloatKind:
+				dst.Set(fd, protoreflect.ValueOfFloat32(float32(cur.Float()+v.Float())))
+			case protoreflect.DoubleKind:
+				dst.Set(fd, protoreflect.ValueOfFloat64(cur.Float()+v.Float()))
+			}
+		}
+		return true
+	})
+}
+
+func intValue(fd protoreflect.FieldDescriptor, n int64) protoreflect.Value {
+	if fd.Kind() == protoreflect.Int32Kind || fd.Kind() == protoreflect.Sint32Kind || fd.Kind() == protoreflect.Sfixed32Kind {
+		return protoreflect.ValueOfInt32(int32(n))
+	}
+	return protoreflect.ValueOfInt64(n)
+}
+
+func uintValue(fd protoreflect.FieldDescriptor, n uint64) protoreflect.Value {
+	if fd.Kind() == protoreflect.Uint32Kind || fd.Kind() == protoreflect.Fixed32Kind {
+		return protoreflect.ValueOfUint32(uint32(n))
+	}
+	return protoreflect.ValueOfUint64(n)
+}
+
+// sumKeyed merges repeated messages that have a string "key" field, summing
+// the rest by key; other repeated messages are left alone.
+func sumKeyed(dst protoreflect.Message, fd protoreflect.FieldDescriptor, src protoreflect.List) {
+	keyFd := fd.Message().Fields().ByName("key")
+	if keyFd == nil || keyFd.Kind() != protoreflect.StringKind {
+		return
+	}
+	dl := dst.Mutable(fd).List()
+	idx := map[string]protoreflect.Message{}
+	for i := 0; i < dl.Len(); i++ {
+		m := dl.Get(i).Message()
+		idx[m.Get(keyFd).String()] = m
+	}
+	for i := 0; i < src.Len(); i++ {
+		sm := src.Get(i).Message()
+		k := sm.Get(keyFd).String()
+		if dm, ok := idx[k]; ok {
+			sumNumeric(dm, sm)
+			dm.Set(keyFd, protoreflect.ValueOfString(k)) // sumNumeric skips strings; keep key
+			continue
+		}
+		nm := proto.Clone(sm.Interface()).ProtoReflect()
+		dl.Append(protoreflect.ValueOfMessage(nm))
+		idx[k] = nm
+	}
+}
+
+func mergeClusterMetrics(res []scResult[*yarnpb.GetClusterMetricsResponseProto]) *yarnpb.GetClusterMetricsResponseProto {
+	out := &yarnpb.YarnClusterMetricsProto{NumNodeManagers: proto.Int32(0)}
+	for _, x := range res {
+		if m := x.resp.GetClusterMetrics(); m != nil {
+			sumNumeric(out.ProtoReflect(), m.ProtoReflect())
+		}
+	}
+	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: out}
+}
+
+func mergeClusterNodes(res []scResult[*yarnpb.GetClusterNodesResponseProto]) *yarnpb.GetClusterNodesResponseProto {
+	out := &yarnpb.GetClusterNodesResponseProto{}
+	for _, x := range res {
+		out.NodeReports = append(out.NodeReports, x.resp.GetNodeReports()...)
+	}
+	return out
+}
+
+// mergeQueueInfo merges one queue seen in every sub-cluster: capacities are
+// averaged (each RM reports fractions of its own cluster, so the mean is the
+// federation-wide fraction for equal-sized sub-clusters), statistics summed,
+// applications and labels joined, children merged by name.
+func mergeQueueInfo(res []scResult[*yarnpb.GetQueueInfoResponseProto]) *yarnpb.GetQueueInfoResponseProto {
+	var qs []*yarnpb.QueueInfoProto
+	for _, x := range res {
+		if q := x.resp.GetQueueInfo(); q != nil {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return &yarnpb.GetQueueInfoResponseProto{}
+	}
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: mergeQueues(qs)}
+}
+
+func mergeQueues(qs []*yarnpb.QueueInfoProto) *yarnpb.QueueInfoProto {
+	out := proto.Clone(qs[0]).(*yarnpb.QueueInfoProto)
+	out.SubClusterId = nil
+	if len(qs) == 1 {
+		return out
+	}
+	n := float32(len(qs))
+	var capSum, maxSum, curSum float32
+	labels := map[string]bool{}
+	for _, l := range out.AccessibleNodeLabels {
+		labels[l] = true
+	}
+	children := map[string][]*yarnpb.QueueInfoProto{}
+	var childOrder []string
+	addChildren := func(q *yarnpb.QueueInfoProto) {
+		for _, c := range q.GetChildQueues() {
+			if _, ok := children[c.GetQueueName()]; !ok {
+				childOrder = append(childOrder, c.GetQueueName())
+			}
+			children[c.GetQueueName()] = append(children[c.GetQueueName()], c)
+		}
+	}
+	addChildren(qs[0])
+	for i, q := range qs {
+		capSum += q.GetCapacity()
+		maxSum += q.GetMaximumCapacity()
+		curSum += q.GetCurrentCapacity()
+		if i == 0 {
+			continue
+		}
+		if q.GetState() == yarnpb.QueueStateProto_Q_RUNNING {
+			out.State = q.State
+		}
+		out.Applications = append(out.Applications, q.GetApplications()...)
+		for _, l := range q.GetAccessibleNodeLabels() {
+			if !labels[l] {
+				labels[l] = true
+				out.AccessibleNodeLabels = append(out.AccessibleNodeLabels, l)
+			}
+		}
+		if q.GetQueueStatistics() != nil {
+			if out.QueueStatistics == nil {
+				out.QueueStatistics = &yarnpb.QueueStatisticsProto{}
+			}
+			sumNumeric(out.QueueStatistics.ProtoReflect(), q.GetQueueStatistics().ProtoReflect())
+		}
+		addChildren(q)
+	}
+	out.Capacity, out.MaximumCapacity, out.CurrentCapacity = proto.Float32(capSum/n), proto.Float32(maxSum/n), proto.Float32(curSum/n)
+	out.ChildQueues = nil
+	for _, name := range childOrder {
+		out.ChildQueues = append(out.ChildQueues, mergeQueues(children[name]))
+	}
+	return out
+}
+
+func mergeQueueUserAcls(res []scResult[*yarnpb.GetQueueUserAclsInfoResponseProto]) *yarnpb.GetQueueUserAclsInfoResponseProto {
+	out := &yarnpb.GetQueueUserAclsInfoResponseProto{}
+	idx := map[string]*yarnpb.QueueUserACLInfoProto{}
+	for _, x := range res {
+		for _, a := range x.resp.GetQueueUserAcls() {
+			cur, ok := idx[a.GetQueueName()]
+			if !ok {
+				cur = &yarnpb.QueueUserACLInfoProto{QueueName: a.QueueName}
+				idx[a.GetQueueName()] = cur
+				out.QueueUserAcls = append(out.QueueUserAcls, cur)
+			}
+			for _, acl := range a.GetUserAcls() {
+				if !containsACL(cur.UserAcls, acl) {
+					cur.UserAcls = append(cur.UserAcls, acl)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func containsACL(l []yarnpb.QueueACLProto, a yarnpb.QueueACLProto) bool {
+	for _, x := range l {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func mergeReservations(res []scResult[*yarnpb.ReservationListResponseProto]) *yarnpb.ReservationListResponseProto {
+	out := &yarnpb.ReservationListResponseProto{}
+	for _, x := range res {
+		out.Reservations = append(out.Reservations, x.resp.GetReservations()...)
+	}
+	return out
+}
+
+func nodeKey(n *yarnpb.NodeIdProto) string { return fmt.Sprintf("%s:%d", n.GetHost(), n.GetPort()) }
+
+func mergeNodesToLabels(res []scResult[*yarnpb.GetNodesToLabelsResponseProto]) *yarnpb.GetNodesToLabelsResponseProto {
+	out := &yarnpb.GetNodesToLabelsResponseProto{}
+	idx := map[string]*yarnpb.NodeIdToLabelsProto{}
+	for _, x := range res {
+		for _, e := range x.resp.GetNodeToLabels() {
+			k := nodeKey(e.GetNodeId())
+			cur, ok := idx[k]
+			if !ok {
+				cur = &yarnpb.NodeIdToLabelsProto{NodeId: e.NodeId}
+				idx[k] = cur
+				out.NodeToLabels = append(out.NodeToLabels, cur)
+			}
+			cur.NodeLabels = unionStrings(cur.NodeLabels, e.GetNodeLabels())
+		}
+	}
+	return out
+}
+
+func mergeLabelsToNodes(res []scResult[*yarnpb.GetLabelsToNodesResponseProto]) *yarnpb.GetLabelsToNodesResponseProto {
+	out := &yarnpb.GetLabelsToNodesResponseProto{}
+	idx := map[string]*yarnpb.LabelsToNodeIdsProto{}
+	seen := map[string]bool{}
+	for _, x := range res {
+		for _, e := range x.resp.GetLabelsToNodes() {
+			cur, ok := idx[e.GetNodeLabels()]
+			if !ok {
+				cur = &yarnpb.LabelsToNodeIdsProto{NodeLabels: e.NodeLabels}
+				idx[e.GetNodeLabels()] = cur
+				out.LabelsToNodes = append(out.LabelsToNodes, cur)
+			}
+			for _, n := range e.GetNodeId() {
+				k := e.GetNodeLabels() + "\x00" + nodeKey(n)
+				if !seen[k] {
+					seen[k] = true
+					cur.NodeId = append(cur.NodeId, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func mergeClusterNodeLabels(res []scResult[*yarnpb.GetClusterNodeLabelsResponseProto]) *yarnpb.GetClusterNodeLabelsResponseProto {
+	out := &yarnpb.GetClusterNodeLabelsResponseProto{}
+	seen := map[string]bool{}
+	for _, x := range res {
+		out.DeprecatedNodeLabels = unionStrings(out.DeprecatedNodeLabels, x.resp.GetDeprecatedNodeLabels())
+		for _, l := range x.resp.GetNodeLabels() {
+			if !seen[l.GetName()] {
+				seen[l.GetName()] = true
+				out.NodeLabels = append(out.NodeLabels, l)
+			}
+		}
+	}
+	return out
+}
+
+func mergeResourceProfiles(res []scResult[*yarnpb.GetAllResourceProfilesResponseProto]) *yarnpb.GetAllResourceProfilesResponseProto {
+	out := &yarnpb.GetAllResourceProfilesResponseProto{ResourceProfiles: &yarnpb.ResourceProfilesProto{}}
+	seen := map[string]bool{}
+	for _, x := range res {
+		for _, e := range x.resp.GetResourceProfiles().GetResourceProfilesMap() {
+			if !seen[e.GetName()] {
+				seen[e.GetName()] = true
+				out.ResourceProfiles.ResourceProfilesMap = append(out.ResourceProfiles.ResourceProfilesMap, e)
+			}
+		}
+	}
+	return out
+}
+
+// mergeResourceProfile answers from the first sub-cluster that has the
+// profile (profiles are configured alike across a federation).
+func mergeResourceProfile(res []scResult[*yarnpb.GetResourceProfileResponseProto]) *yarnpb.GetResourceProfileResponseProto {
+	for _, x := range res {
+		if x.resp.GetResources() != nil {
+			return x.resp
+		}
+	}
+	return &yarnpb.GetResourceProfileResponseProto{Resources: &yarnpb.ResourceProto{}}
+}
+
+func mergeResourceTypeInfo(res []scResult[*yarnpb.GetAllResourceTypeInfoResponseProto]) *yarnpb.GetAllResourceTypeInfoResponseProto {
+	out := &yarnpb.GetAllResourceTypeInfoResponseProto{}
+	seen := map[string]bool{}
+	for _, x := range res {
+		for _, t := range x.resp.GetResourceTypeInfo() {
+			if !seen[t.GetName()] {
+				seen[t.GetName()] = true
+				out.ResourceTypeInfo = append(out.ResourceTypeInfo, t)
+			}
+		}
+	}
+	return out
+}
+
+func attrKey(k *yarnpb.NodeAttributeKeyProto) string {
+	return k.GetAttributePrefix() + "/" + k.GetAttributeName()
+}
+
+func mergeClusterNodeAttributes(res []scResult[*yarnpb.GetClusterNodeAttributesResponseProto]) *yarnpb.GetClusterNodeAttributesResponseProto {
+	out := &yarnpb.GetClusterNodeAttributesResponseProto{}
+	seen := map[string]bool{}
+	for _, x := range res {
+		for _, a := range x.resp.GetNodeAttributes() {
+			k := attrKey(a.GetAttributeKey())
+			if !seen[k] {
+				seen[k] = true
+				out.NodeAttributes = append(out.NodeAttributes, a)
+			}
+		}
+	}
+	return out
+}
+
+func mergeAttributesToNodes(res []scResult[*yarnpb.GetAttributesToNodesResponseProto]) *yarnpb.GetAttributesToNodesResponseProto {
+	out := &yarnpb.GetAttributesToNodesResponseProto{}
+	idx := map[string]*yarnpb.AttributeToNodesProto{}
+	for _, x := range res {
+		for _, a := range x.resp.GetAttributesToNodes() {
+			k := attrKey(a.GetNodeAttribute())
+			cur, ok := idx[k]
+			if !ok {
+				cur = &yarnpb.AttributeToNodesProto{NodeAttribute: a.NodeAttribute}
+				idx[k] = cur
+				out.AttributesToNodes = append(out.AttributesToNodes, cur)
+			}
+			cur.NodeValueMap = append(cur.NodeValueMap, a.GetNodeValueMap()...)
+		}
+	}
+	return out
+}
+
+func mergeNodesToAttributes(res []scResult[*yarnpb.GetNodesToAttributesResponseProto]) *yarnpb.GetNodesToAttributesResponseProto {
+	out := &yarnpb.GetNodesToAttributesResponseProto{}
+	idx := map[string]*yarnpb.NodeToAttributesProto{}
+	for _, x := range res {
+		for _, n := range x.resp.GetNodesToAttributes() {
+			cur, ok := idx[n.GetNode()]
+			if !ok {
+				cur = &yarnpb.NodeToAttributesProto{Node: n.Node}
+				idx[n.GetNode()] = cur
+				out.NodesToAttributes = append(out.NodesToAttributes, cur)
+			}
+			cur.NodeAttributes = append(cur.NodeAttributes, n.GetNodeAttributes()...)
+		}
+	}
+	return out
+}
+
+func unionStrings(dst, src []string) []string {
+	seen := make(map[string]bool, len(dst))
+	for _, s := range dst {
+		seen[s] = true
+	}
+	for _, s := range src {
+		if !seen[s] {
+			seen[s] = true
+			dst = append(dst, s)
+		}
+	}
+	return dst
+}

@@ -1,0 +1,85 @@
+package router
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
+)
+
+// metrics are per client method and per sub-cluster. A nil Registerer gets
+// working collectors that are simply not exported.
+type metrics struct {
+	requests   *prometheus.CounterVec   // method, outcome
+	latency    *prometheus.HistogramVec // method
+	scCalls    *prometheus.CounterVec   // subcluster, method, outcome
+	scLatency  *prometheus.HistogramVec // subcluster
+	breaker    *prometheus.GaugeVec     // subcluster
+	retries    *prometheus.CounterVec   // method
+	routable   prometheus.Gauge
+	homeLookup *prometheus.CounterVec // source: cache, store, fanout
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	buckets := []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_requests_total",
+			Help: "Client requests served by the router, by protocol method and outcome (ok, error).",
+		}, []string{"method", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "yarnfed_router_request_seconds",
+			Help:    "Latency of client requests through the router, by method.",
+			Buckets: buckets,
+		}, []string{"method"}),
+		scCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_subcluster_calls_total",
+			Help: "Calls from the router to sub-cluster RMs, by sub-cluster, method and outcome (ok, app_error, down, circuit_open).",
+		}, []string{"subcluster", "method", "outcome"}),
+		scLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "yarnfed_router_subcluster_call_seconds",
+			Help:    "Latency of router calls to sub-cluster RMs, by sub-cluster.",
+			Buckets: buckets,
+		}, []string{"subcluster"}),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "yarnfed_router_breaker_state",
+			Help: "Circuit breaker state per sub-cluster: 0 closed, 1 half-open, 2 open (out of routing).",
+		}, []string{"subcluster"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_retries_total",
+			Help: "Tries on another sub-cluster after a failure, by method.",
+		}, []string{"method"}),
+		routable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "yarnfed_router_routable_subclusters",
+			Help: "Sub-clusters that are RUNNING with a closed breaker, as of the last membership refresh.",
+		}),
+		homeLookup: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_home_lookups_total",
+			Help: "Application home lookups by source (cache, store, fanout).",
+		}, []string{"source"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup)
+	}
+	return m
+}
+
+func (m *metrics) observe(method string, start time.Time, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.requests.WithLabelValues(method, outcome).Inc()
+	m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) breakerState(sc SubClusterID, s gobreaker.State) {
+	v := 0.0
+	switch s {
+	case gobreaker.StateHalfOpen:
+		v = 1
+	case gobreaker.StateOpen:
+		v = 2
+	}
+	m.breaker.WithLabelValues(string(sc)).Set(v)
+}

@@ -1,0 +1,5 @@
+package router
+
+import "net/http"
+
+func (r *Router) restRoutes(mux *http.ServeMux) {}

@@ -1,0 +1,230 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+)
+
+// RMClient is one connection (or HA connection set) to a sub-cluster RM's
+// ApplicationClientProtocol. *hadoopipc.Client satisfies it.
+type RMClient interface {
+	Call(ctx context.Context, method string, req, resp proto.Message) error
+	Close() error
+}
+
+// DialFunc opens an RMClient to sc acting for user. The default dials
+// hadoopipc with sc.ClientRMServiceAddress (comma-separated = HA list).
+type DialFunc func(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error)
+
+// HadoopDialer returns the production DialFunc. All clients share one
+// connection pool (connections are per server and credentials).
+func HadoopDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	shared := hadoopipc.NewPool()
+	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
+		if user == "" {
+			user = "yarnfed" // in-process callers without an IPC identity
+		}
+		addrs := splitAddrs(sc.ClientRMServiceAddress)
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("sub-cluster %s has no client RM address", sc.ID)
+		}
+		return hadoopipc.NewClient(hadoopipc.ClientConfig{
+			Addresses:   addrs,
+			Protocol:    hadoopipc.ProtocolApplicationClient,
+			Version:     1,
+			User:        user,
+			DialTimeout: dialTimeout,
+			Logger:      log,
+			Pool:        shared,
+		})
+	}
+}
+
+// RMCaller is the client-side interceptor contract: what a call to a
+// sub-cluster looks like to the routing code.
+type RMCaller func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error
+
+// pool keeps one RMClient per (sub-cluster, RM address, user): the router
+// forwards as the calling user, like Hadoop's per-user proxies. A changed
+// address (RM HA failover reported by the agent) gets a fresh client.
+type pool struct {
+	dial DialFunc
+	mu   sync.Mutex
+	m    map[poolKey]RMClient
+}
+
+type poolKey struct {
+	sc   SubClusterID
+	addr string
+	user string
+}
+
+func newPool(dial DialFunc) *pool { return &pool{dial: dial, m: map[poolKey]RMClient{}} }
+
+func (p *pool) get(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error) {
+	k := poolKey{sc.ID, sc.ClientRMServiceAddress, user}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.m[k]; ok {
+		return c, nil
+	}
+	c, err := p.dial(ctx, sc, user)
+	if err != nil {
+		return nil, err
+	}
+	p.m[k] = c
+	return c, nil
+}
+
+// retain closes clients whose sub-cluster vanished or moved address.
+func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, c := range p.m {
+		if sc, ok := current[k.sc]; !ok || sc.ClientRMServiceAddress != k.addr {
+			_ = c.Close()
+			delete(p.m, k)
+		}
+	}
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, c := range p.m {
+		_ = c.Close()
+		delete(p.m, k)
+	}
+}
+
+func (p *pool) call(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
+	c, err := p.get(ctx, sc, user)
+	if err != nil {
+		return fmt.Errorf("%w: dial %s: %w", errNotSent, sc.ClientRMServiceAddress, err)
+	}
+	return c.Call(ctx, method, req, resp)
+}
+
+// breakers holds one gobreaker per sub-cluster. A breaker counts only
+// failures that say the RM is unreachable or not serving; an application
+// error (ApplicationNotFound, AccessControl, ...) proves the RM is alive.
+type breakers struct {
+	settings func(name string) gobreaker.Settings
+	onChange func(sc SubClusterID, to gobreaker.State)
+	mu       sync.Mutex
+	m        map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]
+}
+
+func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)) *breakers {
+	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, onChange: onChange}
+	b.settings = func(name string) gobreaker.Settings {
+		return gobreaker.Settings{
+			Name:        name,
+			MaxRequests: 1, // one probe in half-open: a dead RM costs one more timeout, not N
+			Interval:    cfg.Interval.D(),
+			Timeout:     cfg.OpenFor.D(),
+			ReadyToTrip: func(c gobreaker.Counts) bool {
+				return c.ConsecutiveFailures >= cfg.ConsecutiveFailures
+			},
+			IsExcluded: func(err error) bool {
+				// The caller gave up: says nothing about the RM.
+				return errors.Is(err, context.Canceled)
+			},
+			IsSuccessful: func(err error) bool { return err == nil || !rmDown(err) },
+			OnStateChange: func(name string, _, to gobreaker.State) {
+				if b.onChange != nil {
+					b.onChange(SubClusterID(name), to)
+				}
+			},
+		}
+	}
+	return b
+}
+
+func (b *breakers) get(id SubClusterID) *gobreaker.CircuitBreaker[struct{}] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cb, ok := b.m[id]
+	if !ok {
+		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(id)))
+		b.m[id] = cb
+	}
+	return cb
+}
+
+// open reports whether routing must skip id. Half-open counts as routable so
+// that a probe can close the breaker again.
+func (b *breakers) open(id SubClusterID) bool {
+	b.mu.Lock()
+	cb, ok := b.m[id]
+	b.mu.Unlock()
+	return ok && cb.State() == gobreaker.StateOpen
+}
+
+// intercept wraps next with the per-sub-cluster breaker and maps its refusals
+// to ErrSubClusterUnavailable.
+func (b *breakers) intercept(next RMCaller) RMCaller {
+	return func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
+		_, err := b.get(sc.ID).Execute(func() (struct{}, error) {
+			return struct{}{}, next(ctx, sc, user, method, req, resp)
+		})
+		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			return fmt.Errorf("%w: %w", ErrSubClusterUnavailable, err)
+		}
+		return err
+	}
+}
+
+// rmDown classifies a call error: true when the RM did not serve the call
+// (connection refused/reset, timeout, standby, fatal protocol reply).
+func rmDown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		if re.Fatal {
+			return true
+		}
+		switch re.Class {
+		case hadoopipc.ClassStandby, hadoopipc.ClassRetriable:
+			return true
+		}
+		return false
+	}
+	return !errors.Is(err, context.Canceled)
+}
+
+// definitive reports whether err proves the RM did not act on the request
+// (a reply came back, or nothing was sent), as opposed to an ambiguous
+// failure where the RM may have applied it before the reply was lost.
+func definitive(err error) bool {
+	if answered(err) {
+		return true
+	}
+	// A refused connection never carried the request.
+	return errors.Is(err, ErrSubClusterUnavailable) || errors.Is(err, errNotSent) ||
+		errors.Is(err, hadoopipc.ErrDial) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// answered reports whether the RM itself replied with an application error
+// (so it is alive and refused this call). Standby and retriable replies say
+// nothing about the application.
+func answered(err error) bool {
+	var re *hadoopipc.RemoteError
+	return errors.As(err, &re) && !re.Fatal && re.Class != hadoopipc.ClassStandby && re.Class != hadoopipc.ClassRetriable
+}
+
+// errNotSent marks failures that happened before the request left the
+// router (dial errors).
+var errNotSent = errors.New("request not sent")

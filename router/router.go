@@ -1,0 +1,250 @@
+// Package router is the YARN Federation Router: it serves
+// ApplicationClientProtocol (Hadoop IPC) and the RM REST API to unmodified
+// YARN clients and routes every call to the right sub-cluster RM(s).
+// DESIGN.md explains the decisions.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+)
+
+// Router is one stateless router instance; run any number side by side.
+type Router struct {
+	cfg      Config
+	log      *slog.Logger
+	store    StateStore
+	members  *membership
+	homes    *homeCache
+	policies *policies
+	pool     *pool
+	brk      *breakers
+	metrics  *metrics
+	call     RMCaller // breaker -> metrics -> pool
+
+	ipc      *hadoopipc.Server
+	clientLn net.Listener
+	web      *http.Server
+	webLn    net.Listener
+	ready    chan struct{}
+
+	closeOnce sync.Once
+
+	// crashAt, when set (tests), aborts a submission at the named step to
+	// model a router dying between steps.
+	crashAt func(step string) bool
+}
+
+// Submission steps at which a test may inject a crash.
+const (
+	stepPolicy = "after-policy"      // home chosen, nothing stored
+	stepHome   = "after-home-stored" // home stored, RM not called
+	stepSubmit = "after-submit"      // RM accepted, client not answered
+)
+
+// New validates cfg, binds the listeners (so addresses are known before Run)
+// and wires the router. Close releases what New opened if Run never runs.
+func New(cfg Config) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("router config: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{})}
+	r.metrics = newMetrics(cfg.Registerer)
+	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
+		r.metrics.breakerState(sc, to)
+		r.log.Warn("sub-cluster circuit breaker changed", "subcluster", sc, "state", to.String())
+	})
+	r.members = newMembership(cfg.Store, r.brk, log)
+	dial := cfg.Dial
+	if dial == nil {
+		dial = HadoopDialer(cfg.DialTimeout.D(), log)
+	}
+	r.pool = newPool(dial)
+	r.members.onFetch = func(rows map[SubClusterID]SubClusterInfo) {
+		r.pool.retain(rows)
+		n := 0
+		for _, sc := range rows {
+			if r.members.routable(sc) {
+				n++
+			}
+		}
+		r.metrics.routable.Set(float64(n))
+	}
+	r.homes = newHomeCache(cfg.HomeCacheTTL.D(), cfg.HomeCacheSize)
+	factory := cfg.Policies
+	if factory == nil {
+		factory = builtinPolicies{}
+	}
+	r.policies = &policies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy,
+		ttl: 10 * time.Second, cache: map[string]policyEntry{}}
+	r.call = r.brk.intercept(r.measure(r.pool.call))
+
+	ipcCfg := hadoopipc.DefaultServerConfig()
+	ipcCfg.Logger = log
+	ipcCfg.Registerer = cfg.Registerer
+	r.ipc = hadoopipc.NewServer(ipcCfg)
+	if err := r.ipc.Register(r.clientProtocol()); err != nil {
+		return nil, err
+	}
+
+	var err error
+	if r.clientLn = cfg.ClientListener; r.clientLn == nil {
+		if r.clientLn, err = net.Listen("tcp", cfg.ClientRMAddress); err != nil {
+			return nil, fmt.Errorf("router clientrm listen: %w", err)
+		}
+	}
+	if r.webLn = cfg.WebListener; r.webLn == nil && cfg.WebAddress != "" {
+		if r.webLn, err = net.Listen("tcp", cfg.WebAddress); err != nil {
+			_ = r.clientLn.Close()
+			return nil, fmt.Errorf("router web listen: %w", err)
+		}
+	}
+	if r.webLn != nil {
+		r.web = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	}
+	return r, nil
+}
+
+// ClientRMAddr is the bound ApplicationClientProtocol address.
+func (r *Router) ClientRMAddr() net.Addr { return r.clientLn.Addr() }
+
+// WebAddr is the bound REST address, or nil when REST is off.
+func (r *Router) WebAddr() net.Addr {
+	if r.webLn == nil {
+		return nil
+	}
+	return r.webLn.Addr()
+}
+
+// Run serves until ctx ends, then drains in-flight calls (up to 10 s).
+func (r *Router) Run(ctx context.Context) error {
+	if err := r.members.refresh(ctx); err != nil {
+		// Not fatal: the store may come up after the router.
+		r.log.Warn("initial membership read failed", "err", err)
+	}
+	close(r.ready)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.members.run(runCtx, r.cfg.MembershipRefresh.D())
+
+	errc := make(chan error, 2)
+	go func() { errc <- r.ipc.Serve(r.clientLn) }()
+	if r.web != nil {
+		go func() { errc <- r.web.Serve(r.webLn) }()
+	}
+	r.log.Info("router serving", "clientrm", r.ClientRMAddr().String(), "web", fmt.Sprint(r.WebAddr()))
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	_ = r.ipc.Shutdown(sctx)
+	if r.web != nil {
+		_ = r.web.Shutdown(sctx)
+	}
+	r.pool.close()
+	if errors.Is(err, hadoopipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close stops everything at once (Run's graceful path is preferred).
+func (r *Router) Close() error {
+	r.closeOnce.Do(func() {
+		_ = r.ipc.Close()
+		_ = r.clientLn.Close()
+		if r.web != nil {
+			_ = r.web.Close()
+		}
+		if r.webLn != nil {
+			_ = r.webLn.Close()
+		}
+		r.pool.close()
+	})
+	return nil
+}
+
+// measure records per-sub-cluster call metrics around next.
+func (r *Router) measure(next RMCaller) RMCaller {
+	return func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
+		start := time.Now()
+		err := next(ctx, sc, user, method, req, resp)
+		outcome := "ok"
+		switch {
+		case err == nil:
+		case rmDown(err):
+			outcome = "down"
+		default:
+			outcome = "app_error"
+		}
+		r.metrics.scCalls.WithLabelValues(string(sc.ID), method, outcome).Inc()
+		r.metrics.scLatency.WithLabelValues(string(sc.ID)).Observe(time.Since(start).Seconds())
+		return err
+	}
+}
+
+// callSC makes one call to one sub-cluster as the calling user, bounded by
+// CallTimeout, and names the sub-cluster in any error.
+func (r *Router) callSC(ctx context.Context, sc SubClusterInfo, method string, req, resp proto.Message) error {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+	defer cancel()
+	err := r.call(cctx, sc, userOf(ctx), method, req, resp)
+	if err != nil {
+		if errors.Is(err, ErrSubClusterUnavailable) {
+			r.metrics.scCalls.WithLabelValues(string(sc.ID), method, "circuit_open").Inc()
+		}
+		return &SubClusterError{SubCluster: sc.ID, Method: method, Err: err}
+	}
+	return nil
+}
+
+func userOf(ctx context.Context) string {
+	if u, ok := hadoopipc.UserFromContext(ctx); ok {
+		return u.Name
+	}
+	return ""
+}
+
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,87 @@
+package router_test
+
+import (
+	"google.golang.org/protobuf/proto"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+func TestSubmitAndReportThroughRouter(t *testing.T) {
+	f := newFed(t, 2, nil)
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	app := router.AppIDString(id)
+	home, ok := f.store.Homes()[app]
+	if !ok {
+		t.Fatalf("no home row for %s", app)
+	}
+	if got := f.holders(app); !slices.Equal(got, []router.SubClusterID{home}) {
+		t.Fatalf("app on %v, home row says %s", got, home)
+	}
+	rep, err := f.report(f.client, id)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if rep.GetRmClusterId() != string(home) {
+		t.Fatalf("report from %s, want home %s", rep.GetRmClusterId(), home)
+	}
+}
+
+func TestEveryMethodServed(t *testing.T) {
+	f := newFed(t, 1, nil)
+	sd := yarnpb.File_applicationclient_protocol_proto.Services().ByName("ApplicationClientProtocolService")
+	if sd == nil {
+		t.Fatal("no ApplicationClientProtocolService descriptor")
+	}
+	registered := map[string]int{}
+	for _, n := range f.router.MethodNames() {
+		registered[n]++
+	}
+	for i := 0; i < sd.Methods().Len(); i++ {
+		m := sd.Methods().Get(i)
+		name := string(m.Name())
+		if registered[name] != 1 {
+			t.Errorf("%s registered %d times, want 1", name, registered[name])
+		}
+		delete(registered, name)
+		// Over the wire: anything but "no such method" proves the router
+		// serves it (requests with required fields fail to marshal and
+		// are covered by the registration check above).
+		req, resp := newOf(m.Input()), newOf(m.Output())
+		if !proto.Equal(req, req) || proto.CheckInitialized(req) != nil {
+			continue
+		}
+		if err := f.client.Call(ctxT(t), name, req, resp); remoteClass(err) == hadoopipc.ClassNoSuchMethod {
+			t.Errorf("%s: not served: %v", name, err)
+		}
+	}
+	for n := range registered {
+		t.Errorf("%s registered but not in ApplicationClientProtocolService", n)
+	}
+}
+
+func TestErrorsNameSubClusterAndKeepClass(t *testing.T) {
+	f := newFed(t, 1, nil)
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	// A stored home for an app the RM never saw: the RM's own exception
+	// reaches the client with its class, and the message names the SC.
+	ghost := &yarnpb.ApplicationIdProto{Id: id.Id, ClusterTimestamp: new(int64(42))}
+	f.store.AddApplicationHome(ctxT(t), router.AppIDString(ghost), "SC-1")
+	_, err := f.report(f.client, ghost)
+	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
+		t.Fatalf("class = %q (%v), want ApplicationNotFoundException", remoteClass(err), err)
+	}
+	if !strings.Contains(err.Error(), "SC-1") {
+		t.Fatalf("error %q does not name the sub-cluster", err)
+	}
+}

@@ -1,0 +1,257 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// The four routing patterns of Hadoop's FederationClientInterceptor:
+// onAny (new ids), submit (policy + home row, submit.go), onHome (per-app
+// calls) and fanout (list and cluster-wide calls, merged by merge.go).
+
+// window is how long to wait for a routable sub-cluster after lastErr. An
+// application error means an RM answered and refused: waiting will not help.
+func (r *Router) window(lastErr error) time.Duration {
+	if lastErr == nil || rmDown(lastErr) {
+		return r.cfg.FailoverWait.D()
+	}
+	return 0
+}
+
+// onAny runs do on a random routable sub-cluster, retrying on others
+// (getNewApplication, getNewReservation): Hadoop's numSubmitRetries with a
+// per-request blacklist and RetryInterval pauses.
+func (r *Router) onAny(ctx context.Context, method string, do func(sc SubClusterInfo) error) error {
+	bl := blacklist{}
+	var lastErr error
+	for try := 0; try < r.cfg.SubmitRetries; try++ {
+		if try > 0 {
+			r.metrics.retries.WithLabelValues(method).Inc()
+			if err := sleep(ctx, r.cfg.RetryInterval.D()); err != nil {
+				return err
+			}
+		}
+		var cands []SubClusterInfo
+		err := r.members.waitFor(ctx, r.window(lastErr), func() bool {
+			cands = r.members.candidates(bl)
+			return len(cands) > 0
+		})
+		if err != nil {
+			return firstErr(lastErr, err)
+		}
+		sc := cands[rand.IntN(len(cands))]
+		if err := do(sc); err != nil {
+			r.log.Warn("call failed, trying another sub-cluster", "method", method, "subcluster", sc.ID, "try", try, "err", err)
+			lastErr = err
+			bl.add(sc)
+			continue
+		}
+		return nil
+	}
+	return lastErr
+}
+
+// homeOf returns the home of app: the cache, then the store, then asking
+// every routable sub-cluster (and re-inserting the row it finds).
+func (r *Router) homeOf(ctx context.Context, app *yarnpb.ApplicationIdProto) (SubClusterID, bool, error) {
+	key := AppIDString(app)
+	if sc, ok := r.homes.get(key); ok {
+		r.metrics.homeLookup.WithLabelValues("cache").Inc()
+		return sc, true, nil
+	}
+	sc, err := r.store.GetApplicationHome(ctx, key)
+	if err == nil {
+		r.metrics.homeLookup.WithLabelValues("store").Inc()
+		r.homes.put(key, sc)
+		return sc, false, nil
+	}
+	noRow := errors.Is(err, ErrNoHome)
+	if !noRow {
+		// The store is unreachable: asking the RMs still answers the client.
+		r.log.Warn("app home lookup failed, asking every sub-cluster", "app", key, "err", err)
+	}
+	r.metrics.homeLookup.WithLabelValues("fanout").Inc()
+	found, ferr := r.findApp(ctx, app)
+	if ferr != nil {
+		if noRow {
+			return "", false, ferr
+		}
+		return "", false, fmt.Errorf("%w; store: %w", ferr, err)
+	}
+	if noRow {
+		if stored, err := r.store.AddApplicationHome(ctx, key, found); err == nil {
+			found = stored
+		} else {
+			r.log.Warn("re-inserting app home failed", "app", key, "subcluster", found, "err", err)
+		}
+	}
+	r.homes.put(key, found)
+	return found, false, nil
+}
+
+// findApp asks every routable sub-cluster for app and returns the one that
+// runs its (managed) AM; UAM copies of a federated app exist elsewhere.
+func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (SubClusterID, error) {
+	req := &yarnpb.GetApplicationReportRequestProto{ApplicationId: app}
+	res, err := fanout(ctx, r, "getApplicationReport", req, func() *yarnpb.GetApplicationReportResponseProto {
+		return &yarnpb.GetApplicationReportResponseProto{}
+	}, true)
+	if err != nil && len(res) == 0 {
+		var re *hadoopipc.RemoteError
+		if errors.As(err, &re) && re.Class == hadoopipc.ClassApplicationNotFound {
+			return "", fmt.Errorf("%w: %s", ErrAppNotFound, AppIDString(app))
+		}
+		return "", err
+	}
+	if len(res) == 0 {
+		return "", fmt.Errorf("%w: %s", ErrAppNotFound, AppIDString(app))
+	}
+	best := res[0]
+	for _, x := range res {
+		if !isUAMReport(x.resp.GetApplicationReport()) {
+			best = x
+			break
+		}
+	}
+	return best.sc, nil
+}
+
+// onHome forwards a per-application call to the app's home sub-cluster. A
+// cached home that the RM does not know is re-read once; an RM that is down
+// is waited for (failover window) and retried once it proves liveness.
+func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.ApplicationIdProto, req, resp proto.Message) error {
+	if app == nil {
+		return hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "%s: missing ApplicationId", method)
+	}
+	bl := blacklist{}
+	var lastErr error
+	for attempt := 0; attempt < 1+r.cfg.SubmitRetries; attempt++ {
+		id, cached, err := r.homeOf(ctx, app)
+		if err != nil {
+			return err
+		}
+		var sc SubClusterInfo
+		err = r.members.waitFor(ctx, r.window(lastErr), func() bool {
+			var ok bool
+			sc, ok = r.members.get(id)
+			return ok && r.members.routable(sc) && !bl.excludes(sc)
+		})
+		if err != nil {
+			if lastErr != nil {
+				return lastErr
+			}
+			state := "not registered"
+			if cur, ok := r.members.get(id); ok {
+				state = cur.State.String()
+				if r.brk.open(id) {
+					state += ", circuit open"
+				}
+			}
+			return fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err)
+		}
+		auditOf(ctx).sc = sc.ID
+		err = r.callSC(ctx, sc, method, req, resp)
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		switch {
+		case cached && isClass(err, hadoopipc.ClassApplicationNotFound):
+			r.homes.drop(AppIDString(app)) // stale cache: re-read the store
+		case rmDown(err):
+			bl.add(sc)
+		default:
+			return err
+		}
+	}
+	return lastErr
+}
+
+type scResult[Resp any] struct {
+	sc   SubClusterID
+	resp Resp
+}
+
+// fanout calls every routable sub-cluster concurrently. With partial
+// results off, any failure fails the call (Hadoop's default); with them on,
+// failures are skipped unless all fail. Sub-clusters out of routing (store
+// state, open breaker) are not asked, so one dead RM does not fail lists.
+func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, req proto.Message, newResp func() Resp, partial bool) ([]scResult[Resp], error) {
+	var cands []SubClusterInfo
+	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
+		cands = r.members.candidates(nil)
+		return len(cands) > 0
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]scResult[Resp], len(cands))
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
+	for i, sc := range cands {
+		wg.Go(func() {
+			resp := newResp()
+			if err := r.callSC(ctx, sc, method, req, resp); err != nil {
+				errs[i] = err
+				return
+			}
+			out[i] = scResult[Resp]{sc: sc.ID, resp: resp}
+		})
+	}
+	wg.Wait()
+	var ok []scResult[Resp]
+	var failed []error
+	for i := range cands {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+		} else {
+			ok = append(ok, out[i])
+		}
+	}
+	if len(failed) > 0 && (!partial || len(ok) == 0) {
+		return ok, joinSC(failed)
+	}
+	return ok, nil
+}
+
+// joinSC keeps the first error's Java class (errors.As finds it) while the
+// message names every failing sub-cluster.
+func joinSC(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &multiError{first: errs[0], msg: strings.Join(msgs, "; ")}
+}
+
+type multiError struct {
+	first error
+	msg   string
+}
+
+func (m *multiError) Error() string { return m.msg }
+func (m *multiError) Unwrap() error { return m.first }
+
+func isClass(err error, class string) bool {
+	var re *hadoopipc.RemoteError
+	return errors.As(err, &re) && re.Class == class
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,386 @@
+package router_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+// pickPolicy always chooses the first candidate in a fixed preference order.
+type pickPolicy struct{ pref []router.SubClusterID }
+
+func (p pickPolicy) SelectHome(_ context.Context, _ router.AppSubmission, c []router.SubClusterInfo) (router.SubClusterID, error) {
+	for _, want := range p.pref {
+		for _, sc := range c {
+			if sc.ID == want {
+				return sc.ID, nil
+			}
+		}
+	}
+	if len(c) == 0 {
+		return "", router.ErrNoActiveSubCluster
+	}
+	return c[0].ID, nil
+}
+
+type fixedFactory struct{ p router.RouterPolicy }
+
+func (f fixedFactory) RouterPolicy(router.PolicyConfiguration) (router.RouterPolicy, error) {
+	return f.p, nil
+}
+
+func prefer(ids ...router.SubClusterID) func(*router.Config) {
+	return func(c *router.Config) { c.Policies = fixedFactory{pickPolicy{ids}} }
+}
+
+func down() error { return fmt.Errorf("%w: connection refused", hadoopipc.ErrDial) }
+
+func TestGetNewApplicationRetriesAnotherSubCluster(t *testing.T) {
+	f := newFed(t, 2, nil)
+	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	for range 5 {
+		id := f.newApp(f.client)
+		if id.GetClusterTimestamp() != f.rms["SC-2"].ClusterTimestamp {
+			t.Fatalf("new app id %v not from SC-2", id)
+		}
+	}
+}
+
+func TestSubmitRetryBlacklistsAndUpdatesHome(t *testing.T) {
+	tests := []struct {
+		name string
+		fail func(string) (error, bool)
+	}{
+		{"rm refuses", func(m string) (error, bool) {
+			if m == "submitApplication" {
+				return hadoopipc.Errorf(hadoopipc.ClassYarnException, "queue full"), false
+			}
+			return nil, false
+		}},
+		{"rm unreachable", func(m string) (error, bool) {
+			if m == "submitApplication" {
+				return down(), false
+			}
+			return nil, false
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFed(t, 2, prefer("SC-1", "SC-2"))
+			id := f.newApp(f.client)
+			f.rms["SC-1"].Intercept = tc.fail
+			if err := f.submit(f.client, id); err != nil {
+				t.Fatalf("submit: %v", err)
+			}
+			app := router.AppIDString(id)
+			if got := f.holders(app); !slices.Equal(got, []router.SubClusterID{"SC-2"}) {
+				t.Fatalf("app on %v, want only SC-2", got)
+			}
+			if h := f.store.Homes()[app]; h != "SC-2" {
+				t.Fatalf("home row %s, want SC-2 (updated after the failed try)", h)
+			}
+		})
+	}
+}
+
+func TestSubmitAllFailReturnsNamedError(t *testing.T) {
+	f := newFed(t, 2, func(c *router.Config) { c.FailoverWait = 0 })
+	id := f.newApp(f.client)
+	for _, rm := range f.rms {
+		rm.Intercept = func(m string) (error, bool) {
+			if m == "submitApplication" {
+				return hadoopipc.Errorf(hadoopipc.ClassAccessControl, "user alice cannot submit"), false
+			}
+			return nil, false
+		}
+	}
+	err := f.submit(f.client, id)
+	if remoteClass(err) != hadoopipc.ClassAccessControl || !strings.Contains(err.Error(), "sub-cluster SC-") {
+		t.Fatalf("err = %v, want AccessControlException naming the sub-cluster", err)
+	}
+}
+
+// TestSubmitCrashAtEachStep kills the router between the steps of a
+// submission, then a fresh router gets the client's retry: the app must end
+// up on exactly one RM, the one the home row names.
+func TestSubmitCrashAtEachStep(t *testing.T) {
+	for _, step := range []string{router.StepPolicy, router.StepHome, router.StepSubmit} {
+		t.Run(step, func(t *testing.T) {
+			// The second router's policy prefers the other SC, so a retry
+			// that ignored the stored home would duplicate the app.
+			f := newFed(t, 2, prefer("SC-1"))
+			f.router.SetCrashAt(func(s string) bool { return s == step })
+			id := f.newApp(f.client)
+			if err := f.submit(f.client, id); err == nil {
+				t.Fatal("crashed submission reported success")
+			}
+			r2 := f.newRouter(prefer("SC-2"))
+			c2 := f.dial(r2)
+			if err := f.submit(c2, id); err != nil {
+				t.Fatalf("retry through a new router: %v", err)
+			}
+			if err := f.submit(c2, id); err != nil { // and once more: still one copy
+				t.Fatalf("second retry: %v", err)
+			}
+			app := router.AppIDString(id)
+			got := f.holders(app)
+			if len(got) != 1 {
+				t.Fatalf("app on %v, want exactly one RM", got)
+			}
+			if h := f.store.Homes()[app]; h != got[0] {
+				t.Fatalf("home row %s but app on %s", h, got[0])
+			}
+			if step != router.StepPolicy && got[0] != "SC-1" {
+				t.Fatalf("app moved to %s although its home was stored as SC-1", got[0])
+			}
+			if _, err := f.report(c2, id); err != nil {
+				t.Fatalf("report: %v", err)
+			}
+		})
+	}
+}
+
+func TestSubmitAmbiguousFailure(t *testing.T) {
+	t.Run("rm accepted, reply lost: confirmed, not duplicated", func(t *testing.T) {
+		f := newFed(t, 2, prefer("SC-1", "SC-2"))
+		id := f.newApp(f.client)
+		f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+			if m == "submitApplication" {
+				return hadoopipc.ErrConnectionClosed, true
+			}
+			return nil, false
+		}
+		if err := f.submit(f.client, id); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+			t.Fatalf("app on %v, want only SC-1", got)
+		}
+	})
+	t.Run("rm unreachable after an ambiguous failure: retriable error, no copy elsewhere", func(t *testing.T) {
+		f := newFed(t, 2, func(c *router.Config) {
+			prefer("SC-1", "SC-2")(c)
+			c.FailoverWait = router.Duration(50 * time.Millisecond)
+		})
+		id := f.newApp(f.client)
+		f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+			if m == "submitApplication" {
+				return context.DeadlineExceeded, true
+			}
+			return down(), false
+		}
+		err := f.submit(f.client, id)
+		if remoteClass(err) != hadoopipc.ClassRetriable {
+			t.Fatalf("err = %v, want RetriableException", err)
+		}
+		if n := len(f.rms["SC-2"].Apps()); n != 0 {
+			t.Fatalf("SC-2 got %d apps: a possible duplicate", n)
+		}
+	})
+}
+
+func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
+	f := newFed(t, 3, prefer("SC-3"))
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	app := router.AppIDString(id)
+	f.store.DeleteApplicationHome(app)
+	r2 := f.newRouter(nil) // fresh cache
+	c2 := f.dial(r2)
+	rep, err := f.report(c2, id)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if rep.GetRmClusterId() != "SC-3" {
+		t.Fatalf("report from %s", rep.GetRmClusterId())
+	}
+	if h := f.store.Homes()[app]; h != "SC-3" {
+		t.Fatalf("home row not re-inserted: %q", h)
+	}
+	// Unknown everywhere: ApplicationNotFoundException, as from an RM.
+	_, err = f.report(c2, &yarnpb.ApplicationIdProto{Id: new(int32(99)), ClusterTimestamp: new(int64(7))})
+	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
+		t.Fatalf("err = %v, want ApplicationNotFoundException", err)
+	}
+}
+
+func TestKillGoesToHome(t *testing.T) {
+	f := newFed(t, 2, prefer("SC-2"))
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	resp := &yarnpb.KillApplicationResponseProto{}
+	if err := f.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, resp); err != nil {
+		t.Fatal(err)
+	}
+	if f.rms["SC-2"].Calls("forceKillApplication") != 1 || f.rms["SC-1"].Calls("forceKillApplication") != 0 {
+		t.Fatal("kill not sent to the home only")
+	}
+	rep, _ := f.report(f.client, id)
+	if rep.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
+		t.Fatalf("state %v", rep.GetYarnApplicationState())
+	}
+}
+
+func TestFanoutPartialResults(t *testing.T) {
+	tests := []struct {
+		name    string
+		partial bool
+		wantErr bool
+	}{
+		{"partial off: one failing sub-cluster fails the call", false, true},
+		{"partial on: failing sub-cluster skipped", true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFed(t, 3, func(c *router.Config) {
+				c.PartialResults = tc.partial
+				c.Breaker.ConsecutiveFailures = 100 // keep SC-2 in routing
+			})
+			f.rms["SC-2"].Intercept = func(string) (error, bool) {
+				return hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom"), false
+			}
+			resp := &yarnpb.GetClusterMetricsResponseProto{}
+			err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "SC-2") {
+					t.Fatalf("err = %v, want a failure naming SC-2", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := resp.GetClusterMetrics().GetNumNodeManagers(); n != 2 {
+				t.Fatalf("NMs = %d, want 2 (SC-1 + SC-3)", n)
+			}
+		})
+	}
+}
+
+func TestBreakerTakesDeadSubClusterOutOfRouting(t *testing.T) {
+	f := newFed(t, 2, func(c *router.Config) {
+		c.Breaker.ConsecutiveFailures = 2
+		c.Breaker.OpenFor = router.Duration(time.Hour)
+	})
+	var dead atomic.Bool
+	dead.Store(true)
+	f.rms["SC-1"].Intercept = func(string) (error, bool) {
+		if dead.Load() {
+			return down(), false
+		}
+		return nil, false
+	}
+	call := func() (*yarnpb.GetClusterMetricsResponseProto, error) {
+		resp := &yarnpb.GetClusterMetricsResponseProto{}
+		err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
+		return resp, err
+	}
+	for range 2 {
+		_, _ = call() // partial results off: these fail, and trip the breaker
+	}
+	if !f.router.BreakerOpen("SC-1") {
+		t.Fatal("breaker did not open after 2 failures")
+	}
+	before := f.rms["SC-1"].Calls("getClusterMetrics")
+	for range 10 {
+		resp, err := call()
+		if err != nil {
+			t.Fatalf("with SC-1 out of routing the call must succeed: %v", err)
+		}
+		if resp.GetClusterMetrics().GetNumNodeManagers() != 1 {
+			t.Fatal("want SC-2 only")
+		}
+	}
+	if got := f.rms["SC-1"].Calls("getClusterMetrics"); got != before {
+		t.Fatalf("open breaker still let %d calls through", got-before)
+	}
+	// New applications avoid it too.
+	for range 5 {
+		if id := f.newApp(f.client); id.GetClusterTimestamp() != f.rms["SC-2"].ClusterTimestamp {
+			t.Fatal("new app from the dead sub-cluster")
+		}
+	}
+}
+
+func TestBreakerRecoversAfterOpenPeriod(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) {
+		c.Breaker.ConsecutiveFailures = 1
+		c.Breaker.OpenFor = router.Duration(30 * time.Millisecond)
+	})
+	var dead atomic.Bool
+	dead.Store(true)
+	f.rms["SC-1"].Intercept = func(string) (error, bool) {
+		if dead.Load() {
+			return down(), false
+		}
+		return nil, false
+	}
+	_ = f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if !f.router.BreakerOpen("SC-1") {
+		t.Fatal("breaker not open")
+	}
+	dead.Store(false)
+	// The only sub-cluster is out of routing: the call waits out the open
+	// period (failover window) instead of failing.
+	if err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+		t.Fatalf("call after recovery: %v", err)
+	}
+	if f.router.BreakerOpen("SC-1") {
+		t.Fatal("breaker still open after a successful probe")
+	}
+}
+
+// TestSubmitRidesThroughFailover: the only sub-cluster is between RMs
+// (UNHEALTHY in the store) when the client submits; once its agent reports
+// it RUNNING again the submission goes through instead of failing with
+// "no active sub-cluster".
+func TestSubmitRidesThroughFailover(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(10 * time.Second) })
+	id := f.newApp(f.client)
+	f.store.SetState("SC-1", router.StateUnhealthy)
+	poll(t, "router sees SC-1 unhealthy", func() bool {
+		resp := &yarnpb.GetClusterMetricsResponseProto{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		return f.client.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp) != nil
+	})
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { err = f.submit(f.client, id) })
+	poll(t, "submission waiting", func() bool { return f.store.Ops("GetSubClusters") > 0 })
+	f.store.SetState("SC-1", router.StateRunning)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("submit during failover: %v", err)
+	}
+	if got := f.holders(router.AppIDString(id)); len(got) != 1 {
+		t.Fatalf("app on %v", got)
+	}
+}
+
+func TestNoSubClusterFailsAfterWindow(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(30 * time.Millisecond) })
+	f.store.SetState("SC-1", router.StateLost)
+	poll(t, "SC-1 out", func() bool {
+		return f.client.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}) != nil
+	})
+	err := f.client.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+	if !strings.Contains(fmt.Sprint(err), "no active sub-cluster") {
+		t.Fatalf("err = %v", err)
+	}
+	_ = errors.New
+}

@@ -1,0 +1,96 @@
+package router
+
+import (
+	"context"
+	"time"
+)
+
+// SubClusterID names a sub-cluster (one RM or RM HA pair), e.g. "SC-1".
+type SubClusterID string
+
+// SubClusterState uses Hadoop's proto numbering (SubClusterStateProto).
+type SubClusterState int
+
+// Sub-cluster states, numbered as in yarn_server_federation_protos.proto.
+const (
+	StateNew             SubClusterState = 1
+	StateRunning         SubClusterState = 2
+	StateUnhealthy       SubClusterState = 3
+	StateDecommissioning SubClusterState = 4
+	StateLost            SubClusterState = 5
+	StateUnregistered    SubClusterState = 6
+	StateDecommissioned  SubClusterState = 7
+)
+
+var stateNames = map[SubClusterState]string{
+	StateNew: "SC_NEW", StateRunning: "SC_RUNNING", StateUnhealthy: "SC_UNHEALTHY",
+	StateDecommissioning: "SC_DECOMMISSIONING", StateLost: "SC_LOST",
+	StateUnregistered: "SC_UNREGISTERED", StateDecommissioned: "SC_DECOMMISSIONED",
+}
+
+func (s SubClusterState) String() string {
+	if n, ok := stateNames[s]; ok {
+		return n
+	}
+	return "SC_UNKNOWN"
+}
+
+// Active reports whether the router may route to a sub-cluster in this state.
+// Hadoop routes only to RUNNING sub-clusters; NEW ones have not proven health.
+func (s SubClusterState) Active() bool { return s == StateRunning }
+
+// SubClusterInfo is the membership row the router needs (Hadoop SubClusterInfo).
+type SubClusterInfo struct {
+	ID                     SubClusterID
+	AMRMServiceAddress     string
+	ClientRMServiceAddress string // may hold a comma-separated RM HA list
+	RMAdminServiceAddress  string
+	RMWebServiceAddress    string // host:port of the RM REST API (may be a comma-separated HA list)
+	State                  SubClusterState
+	LastHeartbeat          time.Time
+	LastStartTime          time.Time
+	Capability             string // JSON of the RM's clusterMetrics object
+}
+
+// PolicyConfiguration is the stored per-queue policy (Hadoop
+// SubClusterPolicyConfiguration): the manager type and its opaque params.
+type PolicyConfiguration struct {
+	Queue  string
+	Type   string
+	Params []byte
+}
+
+// StateStore is what the router needs from the federation state store. The
+// real implementation adapts statestore/client; routertest.Store is an
+// in-memory fake for tests.
+//
+// Error contract: GetApplicationHome returns an error wrapping ErrNoHome when
+// the store has no row; GetPolicyConfiguration returns one wrapping
+// ErrNoPolicy when the queue has no entry.
+type StateStore interface {
+	// GetSubClusters lists membership; activeOnly keeps RUNNING rows only.
+	GetSubClusters(ctx context.Context, activeOnly bool) ([]SubClusterInfo, error)
+	// AddApplicationHome inserts app -> sc unless a row exists, and returns
+	// the home now stored (the existing one on a resubmission).
+	AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (SubClusterID, error)
+	// UpdateApplicationHome overwrites the home of app.
+	UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error
+	GetApplicationHome(ctx context.Context, app string) (SubClusterID, error)
+	GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error)
+}
+
+// ReservationStore is optionally implemented by a StateStore that keeps
+// reservation homes; without it reservation calls that need a home fan out.
+type ReservationStore interface {
+	AddReservationHome(ctx context.Context, reservation string, sc SubClusterID) (SubClusterID, error)
+	GetReservationHome(ctx context.Context, reservation string) (SubClusterID, error)
+}
+
+// MembershipWatcher is optionally implemented by a StateStore that can push
+// membership changes; the router then refreshes at once instead of waiting
+// for its poll tick (so an RM failover is routable within milliseconds).
+type MembershipWatcher interface {
+	// WatchSubClusters sends a value whenever membership may have changed
+	// and closes the channel when ctx ends or the watch breaks.
+	WatchSubClusters(ctx context.Context) (<-chan struct{}, error)
+}

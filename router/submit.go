@@ -1,0 +1,184 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// submitApplication: per try, the queue's policy picks a home among routable,
+// non-blacklisted sub-clusters; the first try inserts the home row only if
+// absent (a resubmission after a router crash finds the stored home and
+// goes there), later tries update it; then the RM gets the submission.
+//
+// Never lost, never duplicated:
+//   - The row is written before the RM is called, so a crash after the RM
+//     accepted leaves a row pointing at the RM that has the app; the client's
+//     retry finds it and resubmits there, which the RM acknowledges as
+//     already submitted.
+//   - The router moves an app to another sub-cluster only when the failed RM
+//     certainly does not have it: the RM answered with an error (an RM that
+//     has the app acknowledges a resubmission), or nothing was sent (dial
+//     failure, open breaker) and no earlier submission can have reached it
+//     (no pre-existing home row). Otherwise (timeout, connection lost
+//     mid-call, a pre-existing home that is down) it asks that RM for the
+//     app first; if the RM cannot be asked, the client gets a retriable
+//     error instead of a possible duplicate elsewhere.
+func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+	asc := req.GetApplicationSubmissionContext()
+	if asc == nil || asc.GetApplicationId() == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided,
+			"submitApplication: missing ApplicationSubmissionContext or ApplicationId")
+	}
+	app := AppIDString(asc.GetApplicationId())
+	auditOf(ctx).app = app
+	sub := submissionOf(asc)
+	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
+	if err != nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
+	}
+
+	bl := blacklist{}
+	var lastErr error
+	for try := 0; try < r.cfg.SubmitRetries; try++ {
+		if try > 0 {
+			r.metrics.retries.WithLabelValues("submitApplication").Inc()
+			if err := sleep(ctx, r.cfg.RetryInterval.D()); err != nil {
+				return nil, err
+			}
+		}
+		var cands []SubClusterInfo
+		if err := r.members.waitFor(ctx, r.window(lastErr), func() bool {
+			cands = r.members.candidates(bl)
+			return len(cands) > 0
+		}); err != nil {
+			return nil, firstErr(lastErr, fmt.Errorf("submitApplication %s: %w", app, err))
+		}
+		chosen, err := pol.SelectHome(ctx, sub, cands)
+		if err != nil {
+			return nil, fmt.Errorf("submitApplication %s: policy: %w", app, err)
+		}
+		if r.crash(stepPolicy) {
+			return nil, errCrash
+		}
+
+		home := chosen
+		mayHave := false // could an earlier submission of this app have reached home?
+		if try == 0 {
+			// Read first: AddApplicationHome cannot say whether it inserted,
+			// and a pre-existing row means an earlier router may have
+			// submitted there already.
+			prev, gerr := r.store.GetApplicationHome(ctx, app)
+			if gerr != nil && !errors.Is(gerr, ErrNoHome) {
+				return nil, fmt.Errorf("submitApplication %s: read home: %w", app, gerr)
+			}
+			stored, err := r.store.AddApplicationHome(ctx, app, chosen)
+			if err != nil {
+				return nil, fmt.Errorf("submitApplication %s: store home: %w", app, err)
+			}
+			home = stored
+			mayHave = gerr == nil || stored != chosen
+			if stored != chosen {
+				r.log.Info("resubmission: using the stored home", "app", app, "home", stored, "policy_choice", chosen, "previous", prev)
+			}
+		} else if err := r.store.UpdateApplicationHome(ctx, app, chosen); err != nil {
+			return nil, fmt.Errorf("submitApplication %s: update home: %w", app, err)
+		}
+		r.homes.put(app, home)
+		if r.crash(stepHome) {
+			return nil, errCrash
+		}
+
+		sc, ok := r.members.get(home)
+		if !ok {
+			// A stored home this router does not know yet: let the next
+			// try pick (and record) another one.
+			lastErr = fmt.Errorf("submitApplication %s: home %s is not a registered sub-cluster", app, home)
+			bl.add(SubClusterInfo{ID: home})
+			continue
+		}
+		resp := &yarnpb.SubmitApplicationResponseProto{}
+		err = r.callSC(ctx, sc, "submitApplication", req, resp)
+		if err == nil {
+			if r.crash(stepSubmit) {
+				return nil, errCrash
+			}
+			auditOf(ctx).sc = home
+			r.log.Info("application submitted", "app", app, "subcluster", home, "queue", asc.GetQueue(), "try", try)
+			return resp, nil
+		}
+		lastErr = err
+		if !answered(err) && (mayHave || !definitive(err)) {
+			accepted, verr := r.acceptedBy(ctx, sc, asc.GetApplicationId())
+			switch {
+			case verr != nil:
+				return nil, hadoopipc.Errorf(hadoopipc.ClassRetriable,
+					"submitApplication %s: sub-cluster %s may have accepted the application (%v) and cannot be asked (%v); retry the submission",
+					app, home, err, verr)
+			case accepted:
+				auditOf(ctx).sc = home
+				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
+				return resp, nil
+			}
+		}
+		r.log.Warn("submission failed, trying another sub-cluster", "app", app, "subcluster", home, "try", try, "err", err)
+		bl.add(sc)
+	}
+	return nil, lastErr
+}
+
+// acceptedBy asks sc whether it knows app. If the RM is down it waits out
+// the failover window for the sub-cluster to prove liveness again (a new
+// heartbeat or address from its agent) and asks once more.
+func (r *Router) acceptedBy(ctx context.Context, sc SubClusterInfo, app *yarnpb.ApplicationIdProto) (bool, error) {
+	ask := func(sc SubClusterInfo) (bool, error) {
+		resp := &yarnpb.GetApplicationReportResponseProto{}
+		err := r.callSC(ctx, sc, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: app}, resp)
+		switch {
+		case err == nil:
+			return true, nil
+		case isClass(err, hadoopipc.ClassApplicationNotFound):
+			return false, nil
+		default:
+			return false, err
+		}
+	}
+	ok, err := ask(sc)
+	if err == nil || !rmDown(err) {
+		return ok, err
+	}
+	bl := blacklist{}
+	bl.add(sc)
+	if werr := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
+		cur, found := r.members.get(sc.ID)
+		if found && r.members.routable(cur) && !bl.excludes(cur) {
+			sc = cur
+			return true
+		}
+		return false
+	}); werr != nil {
+		return false, err
+	}
+	return ask(sc)
+}
+
+func (r *Router) crash(step string) bool { return r.crashAt != nil && r.crashAt(step) }
+
+func submissionOf(asc *yarnpb.ApplicationSubmissionContextProto) AppSubmission {
+	s := AppSubmission{AppID: AppIDString(asc.GetApplicationId()), Queue: asc.GetQueue()}
+	if rid := asc.GetReservationId(); rid != nil {
+		s.ReservationID = ReservationIDString(rid)
+	}
+	for _, rr := range asc.GetAmContainerResourceRequest() {
+		s.AMResourceRequests = append(s.AMResourceRequests, ResourceRequest{
+			ResourceName:        rr.GetResourceName(),
+			NumContainers:       rr.GetNumContainers(),
+			RelaxLocality:       rr.GetRelaxLocality(),
+			AllocationRequestID: rr.GetAllocationRequestId(),
+		})
+	}
+	return s
+}
