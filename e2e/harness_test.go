@@ -1,0 +1,383 @@
+//go:build interop
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// requiredEnv makes a missing Java or Maven a failure instead of a skip; CI
+// sets it so the interop suite can never pass by not running.
+const requiredEnv = "YARNFED_INTEROP_REQUIRED"
+
+// javaEnv is the built Java side: the java binary and the classpath holding
+// Hadoop's jars and our drivers.
+type javaEnv struct {
+	java      string
+	classpath string
+	jvmArgs   []string
+}
+
+var (
+	javaOnce sync.Once
+	javaErr  error
+	javaSkip string
+	theJava  *javaEnv
+)
+
+// needJava returns the built Java side, skipping the test (with the reason)
+// when java or mvn is not installed, and failing it when the build fails.
+func needJava(t testing.TB) *javaEnv {
+	t.Helper()
+	javaOnce.Do(func() { theJava, javaSkip, javaErr = buildJava() })
+	if javaSkip != "" {
+		if os.Getenv(requiredEnv) != "" {
+			t.Fatalf("interop: %s (and %s is set)", javaSkip, requiredEnv)
+		}
+		t.Skipf("interop: %s", javaSkip)
+	}
+	if javaErr != nil {
+		t.Fatalf("interop: building the Java side: %v", javaErr)
+	}
+	return theJava
+}
+
+func buildJava() (*javaEnv, string, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, "java not found in PATH (install a JDK 17, e.g. apt-get install openjdk-17-jdk-headless)", nil
+	}
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		return nil, "", err
+	}
+	cpFile := filepath.Join(dir, "target", "classpath.txt")
+	if stale(dir, cpFile) {
+		mvn, err := exec.LookPath("mvn")
+		if err != nil {
+			return nil, "mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)", nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", filepath.Join(dir, "pom.xml"), "package")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return nil, "", fmt.Errorf("mvn package: %w\n%s", err, tail(out.String(), 4000))
+		}
+	}
+	cp, err := os.ReadFile(cpFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the Maven classpath: %w", err)
+	}
+	opts, err := os.ReadFile(filepath.Join(dir, "jvm.options"))
+	if err != nil {
+		return nil, "", err
+	}
+	return &javaEnv{
+		java:      java,
+		classpath: filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp)),
+		jvmArgs:   strings.Fields(string(opts)),
+	}, "", nil
+}
+
+// stale reports whether the Maven output is older than the pom or any Java
+// source or resource, so a warm checkout skips Maven entirely.
+func stale(dir, cpFile string) bool {
+	st, err := os.Stat(cpFile)
+	if err != nil {
+		return true
+	}
+	built := st.ModTime()
+	newer := false
+	check := func(p string) {
+		if s, err := os.Stat(p); err == nil && s.ModTime().After(built) {
+			newer = true
+		}
+	}
+	check(filepath.Join(dir, "pom.xml"))
+	_ = filepath.WalkDir(filepath.Join(dir, "src"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			check(p)
+		}
+		return nil
+	})
+	return newer
+}
+
+// driverLine is one JSON line printed by a Java driver.
+type driverLine struct {
+	Op          string          `json:"op"`
+	OK          bool            `json:"ok"`
+	Result      json.RawMessage `json:"result"`
+	Exception   string          `json:"exception"`
+	RemoteClass string          `json:"remoteClass"`
+	Message     string          `json:"message"`
+	Causes      []string        `json:"causes"`
+}
+
+func (l driverLine) decode(t testing.TB, v any) {
+	t.Helper()
+	if !l.OK {
+		t.Fatalf("op %s failed in Java: %s: %s", l.Op, l.Exception, l.Message)
+	}
+	if err := json.Unmarshal(l.Result, v); err != nil {
+		t.Fatalf("op %s: decoding %s: %v", l.Op, l.Result, err)
+	}
+}
+
+// driverRun is what a driver JVM printed.
+type driverRun struct {
+	lines  []driverLine
+	stderr string
+}
+
+// op returns the line printed for op, failing the test if there is none.
+func (r driverRun) op(t testing.TB, op string) driverLine {
+	t.Helper()
+	for _, l := range r.lines {
+		if l.Op == op {
+			return l
+		}
+	}
+	t.Fatalf("the driver printed no line for %q; stderr:\n%s", op, tail(r.stderr, 3000))
+	return driverLine{}
+}
+
+// runDriver runs a Java main class to completion and parses its JSON lines.
+// A non-zero exit is expected when an operation fails on purpose, so only
+// the lines are checked by callers.
+func (j *javaEnv) runDriver(t testing.TB, class string, args ...string) driverRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e."+class)
+	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("java %s %s: %v in %s", class, strings.Join(args, " "), exitText(err), time.Since(start).Round(time.Millisecond))
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("running java %s: %v", class, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("java %s timed out; stderr:\n%s", class, tail(stderr.String(), 3000))
+	}
+	run := driverRun{stderr: stderr.String()}
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var l driverLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("java %s printed a bad JSON line %q: %v", class, line, err)
+		}
+		run.lines = append(run.lines, l)
+	}
+	return run
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// clusterInfo is the READY line of the MiniCluster launcher.
+type clusterInfo struct {
+	ClusterID string `json:"clusterId"`
+	Epoch     int64  `json:"epoch"`
+	RM        string `json:"rm"`
+	Scheduler string `json:"scheduler"`
+	Admin     string `json:"admin"`
+	Tracker   string `json:"tracker"`
+	Web       string `json:"web"`
+	NMs       int    `json:"nms"`
+	Conf      string `json:"conf"`
+}
+
+// miniCluster is a running MiniYARNCluster JVM; closing its stdin stops it.
+type miniCluster struct {
+	info    clusterInfo
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	logPath string
+	done    chan error
+}
+
+type clusterOptions struct {
+	clusterID string
+	epoch     int64
+	nms       int
+}
+
+// startMiniCluster starts a real RM with NMs on loopback and waits for READY.
+func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluster, error) {
+	logPath := filepath.Join(dir, "minicluster.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.MiniCluster",
+		"--conf-out", filepath.Join(dir, "yarn-site.xml"),
+		"--work-dir", filepath.Join(dir, "work"),
+		"--cluster-id", opts.clusterID,
+		"--epoch", fmt.Sprint(opts.epoch),
+		"--nms", fmt.Sprint(opts.nms))
+	cmd := exec.Command(j.java, argv...)
+	cmd.Dir = dir
+	cmd.Stderr = logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	mc := &miniCluster{cmd: cmd, stdin: stdin, logPath: logPath, done: make(chan error, 1)}
+	ready := make(chan clusterInfo, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !sent && strings.HasPrefix(line, "READY ") {
+				var info clusterInfo
+				if json.Unmarshal([]byte(strings.TrimPrefix(line, "READY ")), &info) == nil {
+					ready <- info
+					sent = true
+				}
+			}
+		}
+		mc.done <- cmd.Wait()
+		logf.Close()
+	}()
+	select {
+	case info := <-ready:
+		mc.info = info
+		return mc, nil
+	case err := <-mc.done:
+		mc.done <- err
+		b, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("minicluster exited before READY (%v):\n%s", err, tail(string(b), 4000))
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		b, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("minicluster not READY within 3m:\n%s", tail(string(b), 4000))
+	}
+}
+
+// stop closes stdin (the launcher then stops the cluster) and waits, killing
+// the JVM if it does not exit promptly.
+func (mc *miniCluster) stop() {
+	_ = mc.stdin.Close()
+	select {
+	case <-mc.done:
+	case <-time.After(30 * time.Second):
+		_ = mc.cmd.Process.Kill()
+		<-mc.done
+	}
+}
+
+// loopback rewrites Hadoop's "localhost:port" into an IPv4 address: the JVMs
+// run with preferIPv4Stack, and Go may try ::1 first.
+func loopback(addr string) string {
+	return strings.Replace(addr, "localhost:", "127.0.0.1:", 1)
+}
+
+var (
+	clusterMu     sync.Mutex
+	sharedCluster *miniCluster
+	clusterErr    error
+	clusterDir    string
+)
+
+// needCluster returns the one MiniYARNCluster shared by every scenario of the
+// test binary (starting it takes seconds; scenarios use distinct apps).
+func needCluster(t testing.TB) *miniCluster {
+	t.Helper()
+	j := needJava(t)
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	if sharedCluster == nil && clusterErr == nil {
+		clusterDir, clusterErr = os.MkdirTemp("", "yarnfed-e2e-cluster-")
+		if clusterErr == nil {
+			start := time.Now()
+			sharedCluster, clusterErr = j.startMiniCluster(clusterOptions{clusterID: "e2e-sc1", epoch: 7, nms: 2}, clusterDir)
+			t.Logf("MiniYARNCluster started in %s: %+v", time.Since(start).Round(time.Millisecond), sharedCluster.infoOrZero())
+		}
+	}
+	if clusterErr != nil {
+		t.Fatalf("interop: starting MiniYARNCluster: %v", clusterErr)
+	}
+	return sharedCluster
+}
+
+func (mc *miniCluster) infoOrZero() clusterInfo {
+	if mc == nil {
+		return clusterInfo{}
+	}
+	return mc.info
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	clusterMu.Lock()
+	if sharedCluster != nil {
+		sharedCluster.stop()
+	}
+	if clusterDir != "" && code == 0 {
+		_ = os.RemoveAll(clusterDir)
+	} else if clusterDir != "" {
+		fmt.Fprintf(os.Stderr, "interop: MiniYARNCluster files kept in %s\n", clusterDir)
+	}
+	clusterMu.Unlock()
+	os.Exit(code)
+}
+
+// writeYarnSite writes a minimal yarn-site.xml for a Java client.
+func writeYarnSite(t testing.TB, props map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+	for k, v := range props {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", k, v)
+	}
+	b.WriteString("</configuration>\n")
+	p := filepath.Join(t.TempDir(), "yarn-site.xml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
