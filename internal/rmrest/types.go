@@ -1,0 +1,307 @@
+// Package rmrest holds Go types for the ResourceManager REST API
+// (/ws/v1/cluster/...) as Hadoop 3.4 serves it, in JSON and XML, plus a
+// small client. Field names and element names follow the RM webapp DAO
+// classes (org.apache.hadoop.yarn.server.resourcemanager.webapp.dao), which
+// is what Hadoop's Jersey/JAXB layer renders: JSON objects are wrapped in
+// their root element name ({"clusterInfo":{...}}), XML documents use it as
+// the root element.
+package rmrest
+
+import "encoding/xml"
+
+// ResourceInfo is a resource amount (memory in MB, vCores).
+type ResourceInfo struct {
+	Memory int64 `json:"memory" xml:"memory"`
+	VCores int32 `json:"vCores" xml:"vCores"`
+}
+
+// ClusterInfo is /ws/v1/cluster/info.
+type ClusterInfo struct {
+	XMLName                       xml.Name `json:"-" xml:"clusterInfo"`
+	ID                            int64    `json:"id" xml:"id"`
+	StartedOn                     int64    `json:"startedOn" xml:"startedOn"`
+	State                         string   `json:"state" xml:"state"`
+	HAState                       string   `json:"haState" xml:"haState"`
+	RMStateStoreName              string   `json:"rmStateStoreName" xml:"rmStateStoreName"`
+	ResourceManagerVersion        string   `json:"resourceManagerVersion" xml:"resourceManagerVersion"`
+	ResourceManagerBuildVersion   string   `json:"resourceManagerBuildVersion" xml:"resourceManagerBuildVersion"`
+	ResourceManagerVersionBuiltOn string   `json:"resourceManagerVersionBuiltOn" xml:"resourceManagerVersionBuiltOn"`
+	HadoopVersion                 string   `json:"hadoopVersion" xml:"hadoopVersion"`
+	HadoopBuildVersion            string   `json:"hadoopBuildVersion" xml:"hadoopBuildVersion"`
+	HadoopVersionBuiltOn          string   `json:"hadoopVersionBuiltOn" xml:"hadoopVersionBuiltOn"`
+	HAZooKeeperConnectionState    string   `json:"haZooKeeperConnectionState" xml:"haZooKeeperConnectionState"`
+}
+
+// ClusterInfoResponse is the JSON envelope of ClusterInfo.
+type ClusterInfoResponse struct {
+	ClusterInfo ClusterInfo `json:"clusterInfo"`
+}
+
+// ClusterMetrics is /ws/v1/cluster/metrics (ClusterMetricsInfo).
+type ClusterMetrics struct {
+	XMLName               xml.Name `json:"-" xml:"clusterMetrics"`
+	AppsSubmitted         int32    `json:"appsSubmitted" xml:"appsSubmitted"`
+	AppsCompleted         int32    `json:"appsCompleted" xml:"appsCompleted"`
+	AppsPending           int32    `json:"appsPending" xml:"appsPending"`
+	AppsRunning           int32    `json:"appsRunning" xml:"appsRunning"`
+	AppsFailed            int32    `json:"appsFailed" xml:"appsFailed"`
+	AppsKilled            int32    `json:"appsKilled" xml:"appsKilled"`
+	ReservedMB            int64    `json:"reservedMB" xml:"reservedMB"`
+	AvailableMB           int64    `json:"availableMB" xml:"availableMB"`
+	AllocatedMB           int64    `json:"allocatedMB" xml:"allocatedMB"`
+	PendingMB             int64    `json:"pendingMB" xml:"pendingMB"`
+	ReservedVirtualCores  int64    `json:"reservedVirtualCores" xml:"reservedVirtualCores"`
+	AvailableVirtualCores int64    `json:"availableVirtualCores" xml:"availableVirtualCores"`
+	AllocatedVirtualCores int64    `json:"allocatedVirtualCores" xml:"allocatedVirtualCores"`
+	PendingVirtualCores   int64    `json:"pendingVirtualCores" xml:"pendingVirtualCores"`
+	ContainersAllocated   int32    `json:"containersAllocated" xml:"containersAllocated"`
+	ContainersReserved    int32    `json:"containersReserved" xml:"containersReserved"`
+	ContainersPending     int32    `json:"containersPending" xml:"containersPending"`
+	TotalMB               int64    `json:"totalMB" xml:"totalMB"`
+	TotalVirtualCores     int64    `json:"totalVirtualCores" xml:"totalVirtualCores"`
+	TotalNodes            int32    `json:"totalNodes" xml:"totalNodes"`
+	LostNodes             int32    `json:"lostNodes" xml:"lostNodes"`
+	UnhealthyNodes        int32    `json:"unhealthyNodes" xml:"unhealthyNodes"`
+	DecommissioningNodes  int32    `json:"decommissioningNodes" xml:"decommissioningNodes"`
+	DecommissionedNodes   int32    `json:"decommissionedNodes" xml:"decommissionedNodes"`
+	RebootedNodes         int32    `json:"rebootedNodes" xml:"rebootedNodes"`
+	ActiveNodes           int32    `json:"activeNodes" xml:"activeNodes"`
+	ShutdownNodes         int32    `json:"shutdownNodes" xml:"shutdownNodes"`
+
+	TotalUsedResourcesAcrossPartition       *ResourceInfo `json:"totalUsedResourcesAcrossPartition,omitempty" xml:"totalUsedResourcesAcrossPartition,omitempty"`
+	TotalClusterResourcesAcrossPartition    *ResourceInfo `json:"totalClusterResourcesAcrossPartition,omitempty" xml:"totalClusterResourcesAcrossPartition,omitempty"`
+	TotalReservedResourcesAcrossPartition   *ResourceInfo `json:"totalReservedResourcesAcrossPartition,omitempty" xml:"totalReservedResourcesAcrossPartition,omitempty"`
+	TotalAllocatedContainersAcrossPartition int32         `json:"totalAllocatedContainersAcrossPartition" xml:"totalAllocatedContainersAcrossPartition"`
+	CrossPartitionMetricsAvailable          bool          `json:"crossPartitionMetricsAvailable" xml:"crossPartitionMetricsAvailable"`
+}
+
+// ClusterMetricsResponse is the JSON envelope of ClusterMetrics.
+type ClusterMetricsResponse struct {
+	ClusterMetrics ClusterMetrics `json:"clusterMetrics"`
+}
+
+// App is one application (AppInfo).
+type App struct {
+	XMLName                    xml.Name `json:"-" xml:"app"`
+	ID                         string   `json:"id" xml:"id"`
+	User                       string   `json:"user" xml:"user"`
+	Name                       string   `json:"name" xml:"name"`
+	Queue                      string   `json:"queue" xml:"queue"`
+	State                      string   `json:"state" xml:"state"`
+	FinalStatus                string   `json:"finalStatus" xml:"finalStatus"`
+	Progress                   float32  `json:"progress" xml:"progress"`
+	TrackingUI                 string   `json:"trackingUI" xml:"trackingUI"`
+	TrackingURL                string   `json:"trackingUrl,omitempty" xml:"trackingUrl,omitempty"`
+	Diagnostics                string   `json:"diagnostics" xml:"diagnostics"`
+	ClusterID                  int64    `json:"clusterId" xml:"clusterId"`
+	ApplicationType            string   `json:"applicationType" xml:"applicationType"`
+	ApplicationTags            string   `json:"applicationTags" xml:"applicationTags"`
+	Priority                   int32    `json:"priority" xml:"priority"`
+	StartedTime                int64    `json:"startedTime" xml:"startedTime"`
+	LaunchTime                 int64    `json:"launchTime" xml:"launchTime"`
+	FinishedTime               int64    `json:"finishedTime" xml:"finishedTime"`
+	ElapsedTime                int64    `json:"elapsedTime" xml:"elapsedTime"`
+	AMContainerLogs            string   `json:"amContainerLogs,omitempty" xml:"amContainerLogs,omitempty"`
+	AMHostHTTPAddress          string   `json:"amHostHttpAddress,omitempty" xml:"amHostHttpAddress,omitempty"`
+	AMRPCAddress               string   `json:"amRPCAddress,omitempty" xml:"amRPCAddress,omitempty"`
+	MasterNodeID               string   `json:"masterNodeId,omitempty" xml:"masterNodeId,omitempty"`
+	AllocatedMB                int64    `json:"allocatedMB" xml:"allocatedMB"`
+	AllocatedVCores            int64    `json:"allocatedVCores" xml:"allocatedVCores"`
+	ReservedMB                 int64    `json:"reservedMB" xml:"reservedMB"`
+	ReservedVCores             int64    `json:"reservedVCores" xml:"reservedVCores"`
+	RunningContainers          int32    `json:"runningContainers" xml:"runningContainers"`
+	MemorySeconds              int64    `json:"memorySeconds" xml:"memorySeconds"`
+	VCoreSeconds               int64    `json:"vcoreSeconds" xml:"vcoreSeconds"`
+	QueueUsagePercentage       float32  `json:"queueUsagePercentage" xml:"queueUsagePercentage"`
+	ClusterUsagePercentage     float32  `json:"clusterUsagePercentage" xml:"clusterUsagePercentage"`
+	PreemptedResourceMB        int64    `json:"preemptedResourceMB" xml:"preemptedResourceMB"`
+	PreemptedResourceVCores    int64    `json:"preemptedResourceVCores" xml:"preemptedResourceVCores"`
+	NumNonAMContainerPreempted int32    `json:"numNonAMContainerPreempted" xml:"numNonAMContainerPreempted"`
+	NumAMContainerPreempted    int32    `json:"numAMContainerPreempted" xml:"numAMContainerPreempted"`
+	PreemptedMemorySeconds     int64    `json:"preemptedMemorySeconds" xml:"preemptedMemorySeconds"`
+	PreemptedVcoreSeconds      int64    `json:"preemptedVcoreSeconds" xml:"preemptedVcoreSeconds"`
+	LogAggregationStatus       string   `json:"logAggregationStatus" xml:"logAggregationStatus"`
+	UnmanagedApplication       bool     `json:"unmanagedApplication" xml:"unmanagedApplication"`
+	AppNodeLabelExpression     string   `json:"appNodeLabelExpression,omitempty" xml:"appNodeLabelExpression,omitempty"`
+	AMNodeLabelExpression      string   `json:"amNodeLabelExpression,omitempty" xml:"amNodeLabelExpression,omitempty"`
+}
+
+// Apps is the collection of /ws/v1/cluster/apps. An empty list renders as
+// {"apps":{}} (JAXB omits the empty element), which decodes to a nil App.
+type Apps struct {
+	XMLName xml.Name `json:"-" xml:"apps"`
+	App     []App    `json:"app,omitempty" xml:"app"`
+}
+
+// AppsResponse is the JSON envelope of Apps.
+type AppsResponse struct {
+	Apps Apps `json:"apps"`
+}
+
+// AppResponse is the JSON envelope of one App (/apps/{appid}).
+type AppResponse struct {
+	App App `json:"app"`
+}
+
+// AppAttempt is one application attempt (AppAttemptInfo).
+type AppAttempt struct {
+	XMLName                  xml.Name `json:"-" xml:"appAttempt"`
+	ID                       int32    `json:"id" xml:"id"`
+	StartTime                int64    `json:"startTime" xml:"startTime"`
+	FinishedTime             int64    `json:"finishedTime" xml:"finishedTime"`
+	ContainerID              string   `json:"containerId" xml:"containerId"`
+	NodeHTTPAddress          string   `json:"nodeHttpAddress" xml:"nodeHttpAddress"`
+	NodeID                   string   `json:"nodeId" xml:"nodeId"`
+	LogsLink                 string   `json:"logsLink" xml:"logsLink"`
+	BlacklistedNodes         string   `json:"blacklistedNodes" xml:"blacklistedNodes"`
+	NodesBlacklistedBySystem string   `json:"nodesBlacklistedBySystem" xml:"nodesBlacklistedBySystem"`
+	AppAttemptID             string   `json:"appAttemptId" xml:"appAttemptId"`
+	AppAttemptState          string   `json:"appAttemptState" xml:"appAttemptState"`
+}
+
+// AppAttempts is /apps/{appid}/appattempts.
+type AppAttempts struct {
+	XMLName    xml.Name     `json:"-" xml:"appAttempts"`
+	AppAttempt []AppAttempt `json:"appAttempt,omitempty" xml:"appAttempt"`
+}
+
+// AppAttemptsResponse is the JSON envelope of AppAttempts.
+type AppAttemptsResponse struct {
+	AppAttempts AppAttempts `json:"appAttempts"`
+}
+
+// Node is one NodeManager (NodeInfo).
+type Node struct {
+	XMLName               xml.Name     `json:"-" xml:"node"`
+	Rack                  string       `json:"rack" xml:"rack"`
+	State                 string       `json:"state" xml:"state"`
+	ID                    string       `json:"id" xml:"id"`
+	NodeHostName          string       `json:"nodeHostName" xml:"nodeHostName"`
+	NodeHTTPAddress       string       `json:"nodeHTTPAddress" xml:"nodeHTTPAddress"`
+	LastHealthUpdate      int64        `json:"lastHealthUpdate" xml:"lastHealthUpdate"`
+	Version               string       `json:"version" xml:"version"`
+	HealthReport          string       `json:"healthReport" xml:"healthReport"`
+	NumContainers         int32        `json:"numContainers" xml:"numContainers"`
+	UsedMemoryMB          int64        `json:"usedMemoryMB" xml:"usedMemoryMB"`
+	AvailMemoryMB         int64        `json:"availMemoryMB" xml:"availMemoryMB"`
+	UsedVirtualCores      int64        `json:"usedVirtualCores" xml:"usedVirtualCores"`
+	AvailableVirtualCores int64        `json:"availableVirtualCores" xml:"availableVirtualCores"`
+	UsedResource          ResourceInfo `json:"usedResource" xml:"usedResource"`
+	AvailableResource     ResourceInfo `json:"availableResource" xml:"availableResource"`
+	TotalResource         ResourceInfo `json:"totalResource" xml:"totalResource"`
+}
+
+// Nodes is /ws/v1/cluster/nodes.
+type Nodes struct {
+	XMLName xml.Name `json:"-" xml:"nodes"`
+	Node    []Node   `json:"node,omitempty" xml:"node"`
+}
+
+// NodesResponse is the JSON envelope of Nodes.
+type NodesResponse struct {
+	Nodes Nodes `json:"nodes"`
+}
+
+// NodeResponse is the JSON envelope of one Node (/nodes/{nodeid}).
+type NodeResponse struct {
+	Node Node `json:"node"`
+}
+
+// Scheduler is /ws/v1/cluster/scheduler with the capacity scheduler's
+// shape (CapacitySchedulerInfo).
+type Scheduler struct {
+	XMLName       xml.Name      `json:"-" xml:"scheduler"`
+	SchedulerInfo SchedulerInfo `json:"schedulerInfo" xml:"schedulerInfo"`
+}
+
+// SchedulerResponse is the JSON envelope of Scheduler.
+type SchedulerResponse struct {
+	Scheduler Scheduler `json:"scheduler"`
+}
+
+// XSINamespace is the XML Schema instance namespace JAXB uses for xsi:type.
+const XSINamespace = "http://www.w3.org/2001/XMLSchema-instance"
+
+// SchedulerInfo is the root queue of the capacity scheduler. Type is
+// "capacityScheduler" (JSON "type", XML xsi:type).
+type SchedulerInfo struct {
+	XSI          string     `json:"-" xml:"xmlns:xsi,attr,omitempty"`
+	XSIType      string     `json:"-" xml:"xsi:type,attr,omitempty"`
+	Type         string     `json:"type" xml:"-"`
+	Capacity     float32    `json:"capacity" xml:"capacity"`
+	UsedCapacity float32    `json:"usedCapacity" xml:"usedCapacity"`
+	MaxCapacity  float32    `json:"maxCapacity" xml:"maxCapacity"`
+	QueueName    string     `json:"queueName" xml:"queueName"`
+	Queues       *QueueList `json:"queues,omitempty" xml:"queues,omitempty"`
+}
+
+// QueueList wraps child queues ({"queue":[...]}).
+type QueueList struct {
+	Queue []Queue `json:"queue" xml:"queue"`
+}
+
+// Queue is a capacity scheduler queue (CapacitySchedulerQueueInfo, and for
+// leaves CapacitySchedulerLeafQueueInfo with Type
+// "capacitySchedulerLeafQueueInfo").
+type Queue struct {
+	XSIType              string       `json:"-" xml:"xsi:type,attr,omitempty"`
+	Type                 string       `json:"type,omitempty" xml:"-"`
+	Capacity             float32      `json:"capacity" xml:"capacity"`
+	UsedCapacity         float32      `json:"usedCapacity" xml:"usedCapacity"`
+	MaxCapacity          float32      `json:"maxCapacity" xml:"maxCapacity"`
+	AbsoluteCapacity     float32      `json:"absoluteCapacity" xml:"absoluteCapacity"`
+	AbsoluteMaxCapacity  float32      `json:"absoluteMaxCapacity" xml:"absoluteMaxCapacity"`
+	AbsoluteUsedCapacity float32      `json:"absoluteUsedCapacity" xml:"absoluteUsedCapacity"`
+	NumApplications      int32        `json:"numApplications" xml:"numApplications"`
+	UsedResources        string       `json:"usedResources" xml:"usedResources"`
+	QueueName            string       `json:"queueName" xml:"queueName"`
+	QueuePath            string       `json:"queuePath" xml:"queuePath"`
+	State                string       `json:"state" xml:"state"`
+	Queues               *QueueList   `json:"queues,omitempty" xml:"queues,omitempty"`
+	ResourcesUsed        ResourceInfo `json:"resourcesUsed" xml:"resourcesUsed"`
+	// Leaf-only fields.
+	NumActiveApplications  int32   `json:"numActiveApplications" xml:"numActiveApplications"`
+	NumPendingApplications int32   `json:"numPendingApplications" xml:"numPendingApplications"`
+	NumContainers          int32   `json:"numContainers" xml:"numContainers"`
+	MaxApplications        int32   `json:"maxApplications" xml:"maxApplications"`
+	MaxApplicationsPerUser int32   `json:"maxApplicationsPerUser" xml:"maxApplicationsPerUser"`
+	UserLimit              float32 `json:"userLimit" xml:"userLimit"`
+	UserLimitFactor        float32 `json:"userLimitFactor" xml:"userLimitFactor"`
+}
+
+// NewApplication is the answer of POST /apps/new-application.
+type NewApplication struct {
+	XMLName                   xml.Name     `json:"-" xml:"NewApplication"`
+	ApplicationID             string       `json:"application-id" xml:"application-id"`
+	MaximumResourceCapability ResourceInfo `json:"maximum-resource-capability" xml:"maximum-resource-capability"`
+}
+
+// AppState is GET/PUT /apps/{appid}/state (no JSON envelope; XML root
+// <appstate>).
+type AppState struct {
+	XMLName xml.Name `json:"-" xml:"appstate"`
+	State   string   `json:"state" xml:"state"`
+}
+
+// RemoteException is the error body Hadoop's web services send:
+// {"RemoteException":{"exception":..,"message":..,"javaClassName":..}}.
+type RemoteException struct {
+	XMLName       xml.Name `json:"-" xml:"RemoteException"`
+	Exception     string   `json:"exception" xml:"exception"`
+	Message       string   `json:"message" xml:"message"`
+	JavaClassName string   `json:"javaClassName" xml:"javaClassName"`
+}
+
+// RemoteExceptionResponse is the JSON envelope of RemoteException.
+type RemoteExceptionResponse struct {
+	RemoteException RemoteException `json:"RemoteException"`
+}
+
+// Java class names of the web services' exceptions.
+const (
+	ClassNotFound      = "org.apache.hadoop.yarn.webapp.NotFoundException"
+	ClassBadRequest    = "org.apache.hadoop.yarn.webapp.BadRequestException"
+	ClassForbidden     = "org.apache.hadoop.yarn.webapp.ForbiddenException"
+	ClassWebApp        = "org.apache.hadoop.yarn.webapp.WebApplicationException"
+	ClassStandbyWebApp = "org.apache.hadoop.ipc.StandbyException"
+)

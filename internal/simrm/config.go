@@ -1,0 +1,275 @@
+package simrm
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Resource is memory in MB and virtual cores, as Hadoop's ResourceProto.
+type Resource struct {
+	MemoryMB int64
+	VCores   int32
+}
+
+// String renders Hadoop's "<memory:M, vCores:V>".
+func (r Resource) String() string { return fmt.Sprintf("<memory:%d, vCores:%d>", r.MemoryMB, r.VCores) }
+
+func (r Resource) add(o Resource) Resource {
+	return Resource{MemoryMB: r.MemoryMB + o.MemoryMB, VCores: r.VCores + o.VCores}
+}
+
+func (r Resource) sub(o Resource) Resource {
+	return Resource{MemoryMB: r.MemoryMB - o.MemoryMB, VCores: r.VCores - o.VCores}
+}
+
+// fits reports whether o fits inside r in every dimension.
+func (r Resource) fits(o Resource) bool { return o.MemoryMB <= r.MemoryMB && o.VCores <= r.VCores }
+
+func (r Resource) atLeast(o Resource) bool { return r.MemoryMB >= o.MemoryMB && r.VCores >= o.VCores }
+
+func (r Resource) clampZero() Resource {
+	if r.MemoryMB < 0 {
+		r.MemoryMB = 0
+	}
+	if r.VCores < 0 {
+		r.VCores = 0
+	}
+	return r
+}
+
+func minRes(a, b Resource) Resource {
+	if b.MemoryMB < a.MemoryMB {
+		a.MemoryMB = b.MemoryMB
+	}
+	if b.VCores < a.VCores {
+		a.VCores = b.VCores
+	}
+	return a
+}
+
+// QueueConfig is one leaf queue under root. Capacities are percentages of
+// the cluster, as the capacity scheduler configures them.
+type QueueConfig struct {
+	Name        string
+	Capacity    float32 // guaranteed share, percent
+	MaxCapacity float32 // elastic limit, percent (0 means 100)
+}
+
+// SimAMConfig shapes the built-in ApplicationMaster that simrm runs for
+// managed applications, so a federation shows container traffic without a JVM.
+type SimAMConfig struct {
+	Containers       int           // containers asked for once registered
+	Resource         Resource      // size of each container
+	ContainerRuntime time.Duration // how long each container "runs"
+	Heartbeat        time.Duration // allocate interval
+}
+
+// FaultConfig injects failures into every RPC and REST call.
+type FaultConfig struct {
+	Latency   time.Duration // added to every call
+	ErrorRate float64       // fraction [0,1] of calls failing with a RetriableException-like error
+	Stalled   bool          // calls block until unstalled or their context ends
+}
+
+// Config configures one simulated ResourceManager.
+type Config struct {
+	// ClusterID names the RM (yarn.resourcemanager.cluster-id); in a
+	// federation it is usually the sub-cluster id.
+	ClusterID string
+	// ClusterTimestamp is the RM start time in ms, the first part of every
+	// application id. 0 means now.
+	ClusterTimestamp int64
+	// Epoch is carried in the high bits of every container id. -1 derives a
+	// stable non-zero value from ClusterID, so sub-clusters of one
+	// federation get distinct epochs without configuration.
+	Epoch int64
+
+	Nodes        int
+	NodeMemoryMB int64
+	NodeVCores   int32
+	Racks        int
+	// HostPrefix names the simulated NodeManagers: <prefix><n>.
+	HostPrefix string
+
+	Queues        []QueueConfig
+	MinAllocation Resource // requests are rounded up to multiples of this
+	MaxAllocation Resource // larger requests are rejected
+	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts.
+	MaxAppAttempts int32
+	// AMLivenessTimeout fails an attempt whose AM stopped heartbeating.
+	AMLivenessTimeout time.Duration
+	// ContainerRuntime ends containers of external (real) AMs after this
+	// long with exit status 0, as if their task finished; 0 keeps them until
+	// released or the application ends.
+	ContainerRuntime time.Duration
+	SimAM            SimAMConfig
+	// TickInterval is the simulated NodeManager heartbeat: the scheduler
+	// runs a pass per tick (and when kicked by new asks).
+	TickInterval time.Duration
+
+	// Listen addresses (host:port; port 0 picks a free port).
+	ClientAddr    string // ApplicationClientProtocol, Hadoop 8032
+	SchedulerAddr string // ApplicationMasterProtocol, Hadoop 8030
+	AdminAddr     string // ResourceManagerAdministrationProtocol, Hadoop 8033
+	WebAddr       string // REST, Hadoop 8088
+
+	// Standby starts the RM as the standby of an HA pair: every RPC answers
+	// org.apache.hadoop.ipc.StandbyException until Transition(Active).
+	Standby bool
+	Faults  FaultConfig
+
+	// MasterKey signs AMRMTokens (HMAC-SHA1). Empty: random per process.
+	MasterKey []byte
+
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig listens where a Hadoop RM does, with 8 nodes of 8 GiB/8
+// vcores and one default queue.
+func DefaultConfig() Config {
+	return Config{
+		ClusterID:         "simrm",
+		Epoch:             -1,
+		Nodes:             8,
+		NodeMemoryMB:      8192,
+		NodeVCores:        8,
+		Racks:             2,
+		HostPrefix:        "simnode-",
+		Queues:            []QueueConfig{{Name: "default", Capacity: 100, MaxCapacity: 100}},
+		MinAllocation:     Resource{MemoryMB: 1024, VCores: 1},
+		MaxAllocation:     Resource{MemoryMB: 8192, VCores: 4},
+		MaxAppAttempts:    2,
+		AMLivenessTimeout: 10 * time.Minute,
+		SimAM: SimAMConfig{
+			Containers:       2,
+			Resource:         Resource{MemoryMB: 1024, VCores: 1},
+			ContainerRuntime: 10 * time.Second,
+			Heartbeat:        time.Second,
+		},
+		TickInterval:  100 * time.Millisecond,
+		ClientAddr:    "0.0.0.0:8032",
+		SchedulerAddr: "0.0.0.0:8030",
+		AdminAddr:     "0.0.0.0:8033",
+		WebAddr:       "0.0.0.0:8088",
+	}
+}
+
+// TestConfig is DefaultConfig on loopback port 0 with fast ticks: for
+// tests and the embedded dev federation.
+func TestConfig() Config {
+	c := DefaultConfig()
+	c.ClientAddr, c.SchedulerAddr, c.AdminAddr, c.WebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	c.TickInterval = 10 * time.Millisecond
+	c.SimAM.ContainerRuntime = 50 * time.Millisecond
+	c.SimAM.Heartbeat = 10 * time.Millisecond
+	return c
+}
+
+// Validate checks the configuration and fills derived defaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ClusterID == "" {
+		errs = append(errs, errors.New("cluster id must not be empty"))
+	}
+	if c.Nodes < 0 {
+		errs = append(errs, fmt.Errorf("nodes must be >= 0, got %d", c.Nodes))
+	}
+	if c.NodeMemoryMB <= 0 || c.NodeVCores <= 0 {
+		errs = append(errs, fmt.Errorf("node resources must be positive, got %dMB/%d vcores", c.NodeMemoryMB, c.NodeVCores))
+	}
+	if c.Racks <= 0 {
+		errs = append(errs, fmt.Errorf("racks must be >= 1, got %d", c.Racks))
+	}
+	if c.MinAllocation.MemoryMB <= 0 || c.MinAllocation.VCores <= 0 {
+		errs = append(errs, fmt.Errorf("minimum allocation must be positive, got %v", c.MinAllocation))
+	}
+	if !c.MaxAllocation.atLeast(c.MinAllocation) {
+		errs = append(errs, fmt.Errorf("maximum allocation %v is below the minimum %v", c.MaxAllocation, c.MinAllocation))
+	}
+	if c.MaxAppAttempts <= 0 {
+		errs = append(errs, fmt.Errorf("max app attempts must be >= 1, got %d", c.MaxAppAttempts))
+	}
+	if len(c.Queues) == 0 {
+		errs = append(errs, errors.New("at least one queue is required"))
+	}
+	var sum float64
+	seen := map[string]bool{}
+	for i, q := range c.Queues {
+		if q.Name == "" || q.Name == "root" {
+			errs = append(errs, fmt.Errorf("queue %d: invalid name %q", i, q.Name))
+		}
+		if seen[q.Name] {
+			errs = append(errs, fmt.Errorf("queue %q defined twice", q.Name))
+		}
+		seen[q.Name] = true
+		if q.Capacity < 0 || q.Capacity > 100 || q.MaxCapacity < 0 || q.MaxCapacity > 100 {
+			errs = append(errs, fmt.Errorf("queue %q: capacities must be within [0,100]", q.Name))
+		}
+		if q.MaxCapacity != 0 && q.MaxCapacity < q.Capacity {
+			errs = append(errs, fmt.Errorf("queue %q: max capacity %.1f below capacity %.1f", q.Name, q.MaxCapacity, q.Capacity))
+		}
+		sum += float64(q.Capacity)
+	}
+	if len(c.Queues) > 0 && math.Abs(sum-100) > 0.01 {
+		errs = append(errs, fmt.Errorf("queue capacities must sum to 100, got %.2f", sum))
+	}
+	if c.SimAM.Containers < 0 {
+		errs = append(errs, fmt.Errorf("simulated AM containers must be >= 0, got %d", c.SimAM.Containers))
+	}
+	if c.SimAM.Heartbeat <= 0 {
+		errs = append(errs, errors.New("simulated AM heartbeat must be positive"))
+	}
+	if c.TickInterval <= 0 {
+		errs = append(errs, errors.New("tick interval must be positive"))
+	}
+	if c.Faults.ErrorRate < 0 || c.Faults.ErrorRate > 1 {
+		errs = append(errs, fmt.Errorf("error rate must be within [0,1], got %v", c.Faults.ErrorRate))
+	}
+	for name, a := range map[string]string{"client": c.ClientAddr, "scheduler": c.SchedulerAddr, "admin": c.AdminAddr, "web": c.WebAddr} {
+		if a == "" {
+			continue // that endpoint is disabled
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("%s address %q: %v", name, a, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("simrm config: %w", err)
+	}
+	if c.Epoch < 0 {
+		c.Epoch = DeriveEpoch(c.ClusterID)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ClusterTimestamp == 0 {
+		c.ClusterTimestamp = c.Now().UnixMilli()
+	}
+	if c.HostPrefix == "" {
+		c.HostPrefix = "simnode-"
+	}
+	return nil
+}
+
+// DeriveEpoch maps a cluster id to a stable epoch in [1, 4096). Distinct
+// sub-clusters must not mint equal container ids for the same application
+// (a federated application's UAMs share its application id), and the epoch
+// is the part of the id that tells them apart.
+func DeriveEpoch(clusterID string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(clusterID))
+	return int64(h.Sum32()%4095) + 1
+}

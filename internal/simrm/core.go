@@ -1,0 +1,931 @@
+package simrm
+
+import (
+	"container/heap"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// core is the simulated RM's state machine: nodes, queues, applications,
+// attempts, containers and the scheduler, behind one mutex. Every exported
+// operation is O(size of its request) except the scheduling pass (once per
+// tick) and the listing calls, so AM heartbeats and metrics stay cheap at
+// 10,000 nodes and 1,000 running applications.
+type core struct {
+	cfg Config
+
+	mu        sync.Mutex
+	epoch     int64
+	clusterTS int64
+	startedOn int64
+
+	nodes      []*node
+	hosts      map[string]*node
+	racks      map[string][]*node
+	rackNames  []string
+	rackCursor map[string]int
+	cursor     int
+	total      Resource
+	used       Resource
+
+	queues      []*queue
+	queueByName map[string]*queue
+
+	apps      map[AppID]*app
+	appOrder  []*app // submission order
+	nextAppID int32
+
+	expiry expiryHeap // containers that end by themselves
+
+	// Metric counters (cluster-wide, Hadoop's root queue metrics).
+	appsSubmitted, appsCompleted, appsFailed, appsKilled int32
+	containersAllocated                                  int32
+	pendingContainers                                    int32
+	pendingResource                                      Resource
+
+	keys *secrets // AMRMToken, NM token and container token keys
+
+	kick chan struct{}
+	now  func() time.Time
+}
+
+type node struct {
+	id       NodeID
+	httpAddr string
+	rack     string
+	total    Resource
+	used     Resource
+	nconts   int32
+}
+
+func (n *node) free() Resource { return n.total.sub(n.used) }
+
+type queue struct {
+	cfg    QueueConfig
+	used   Resource
+	nconts int32
+	apps   []*app // live (non-final) applications, FIFO order
+}
+
+type app struct {
+	id          AppID
+	name, user  string
+	queue       string
+	appType     string
+	tags        []string
+	priority    int32
+	unmanaged   bool
+	amResource  Resource
+	maxAttempts int32
+	keep        bool
+	amNodeLabel string
+
+	state       AppState
+	finalStatus FinalStatus
+	diagnostics string
+	progress    float32
+
+	submitted, started, launched, finished int64
+
+	attempts    []*attempt
+	memSeconds  int64
+	vcoreSecond int64
+
+	sim *simAM // the built-in AM of a managed application
+}
+
+func (a *app) current() *attempt {
+	if len(a.attempts) == 0 {
+		return nil
+	}
+	return a.attempts[len(a.attempts)-1]
+}
+
+type schedKey struct {
+	priority   int32
+	allocReqID int64
+}
+
+type askSet struct {
+	key        schedKey
+	capability Resource
+	byName     map[string]int32
+	relax      map[string]bool
+}
+
+func (s *askSet) any() int32 { return s.byName[AnyResource] }
+
+type attempt struct {
+	id    AttemptID
+	app   *app
+	state AttemptState
+
+	amContainer *container
+	needsAM     bool // waiting for the scheduler to place the AM container
+
+	// last is the AllocateResponseLock of Hadoop's ApplicationMasterService:
+	// nil once the attempt left the cache, ResponseID -1 before register.
+	last *AllocateResponse
+
+	host        string
+	rpcPort     int32
+	trackingURL string
+	diagnostics string
+	finalStatus FinalStatus
+	started     int64
+	finished    int64
+	lastBeat    time.Time
+
+	asks      map[schedKey]*askSet
+	askKeys   []schedKey // sorted: priority, then allocation request id
+	blacklist map[string]bool
+
+	newly     []*container // allocated, not yet handed to the AM
+	completed []ContainerStatus
+	live      map[int64]*container
+	all       []*container // every container of the attempt, for reports
+	nmTokens  map[string]bool
+	nextSeq   int64
+}
+
+type container struct {
+	id          ContainerID
+	at          *attempt
+	node        *node
+	res         Resource
+	priority    int32
+	allocReqID  int64
+	state       ContainerState
+	exitStatus  int32
+	diagnostics string
+	created     int64
+	finished    int64
+	am          bool
+	expiresAt   int64 // ms; 0 = never
+	heapIndex   int
+}
+
+func newCore(cfg Config) *core {
+	c := &core{
+		cfg:         cfg,
+		epoch:       cfg.Epoch,
+		clusterTS:   cfg.ClusterTimestamp,
+		hosts:       make(map[string]*node, cfg.Nodes),
+		racks:       map[string][]*node{},
+		rackCursor:  map[string]int{},
+		queueByName: map[string]*queue{},
+		apps:        map[AppID]*app{},
+		nextAppID:   1,
+		kick:        make(chan struct{}, 1),
+		now:         cfg.Now,
+	}
+	c.startedOn = c.now().UnixMilli()
+	key := cfg.MasterKey
+	if len(key) == 0 {
+		key = make([]byte, 20)
+		_, _ = rand.Read(key)
+	}
+	c.keys = newSecrets(key, int32(c.epoch))
+	for i := 0; i < cfg.Nodes; i++ {
+		rack := "/rack-" + itoa(int64(i%cfg.Racks))
+		host := cfg.HostPrefix + pad(int64(i), 5)
+		n := &node{
+			id:       NodeID{Host: host, Port: 8041},
+			httpAddr: host + ":8042",
+			rack:     rack,
+			total:    Resource{MemoryMB: cfg.NodeMemoryMB, VCores: cfg.NodeVCores},
+		}
+		c.nodes = append(c.nodes, n)
+		c.hosts[host] = n
+		if _, ok := c.racks[rack]; !ok {
+			c.rackNames = append(c.rackNames, rack)
+		}
+		c.racks[rack] = append(c.racks[rack], n)
+		c.total = c.total.add(n.total)
+	}
+	for _, qc := range cfg.Queues {
+		if qc.MaxCapacity == 0 {
+			qc.MaxCapacity = 100
+		}
+		q := &queue{cfg: qc}
+		c.queues = append(c.queues, q)
+		c.queueByName[qc.Name] = q
+	}
+	return c
+}
+
+func (c *core) nowMS() int64 { return c.now().UnixMilli() }
+
+// kickScheduler asks the run loop for a scheduling pass soon, without
+// blocking: new asks should not wait a whole tick.
+func (c *core) kickScheduler() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ---- ApplicationClientProtocol ----
+
+// NewApplication hands out the next application id and the largest
+// container the cluster can grant.
+func (c *core) NewApplication() (AppID, Resource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := AppID{ClusterTimestamp: c.clusterTS, ID: c.nextAppID}
+	c.nextAppID++
+	return id, c.cfg.MaxAllocation
+}
+
+// normalize rounds a request up to a multiple of the minimum allocation, as
+// the capacity scheduler's resource calculator does.
+func (c *core) normalize(r Resource) Resource {
+	minA := c.cfg.MinAllocation
+	if r.MemoryMB < minA.MemoryMB {
+		r.MemoryMB = minA.MemoryMB
+	}
+	if r.VCores < minA.VCores {
+		r.VCores = minA.VCores
+	}
+	if rem := r.MemoryMB % minA.MemoryMB; rem != 0 {
+		r.MemoryMB += minA.MemoryMB - rem
+	}
+	return r
+}
+
+func (c *core) validateResource(r Resource) error {
+	if r.MemoryMB < 0 || r.VCores < 0 {
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request, requested resource type=[memory-mb] < 0 or greater than maximum allowed allocation. Requested resource=%v, maximum allowed allocation=%v", r, c.cfg.MaxAllocation)
+	}
+	if !c.cfg.MaxAllocation.fits(r) {
+		dim := "memory-mb"
+		if r.MemoryMB <= c.cfg.MaxAllocation.MemoryMB {
+			dim = "vcores"
+		}
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%v, maximum allowed allocation=%v, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%v", dim, r, c.cfg.MaxAllocation, c.cfg.MaxAllocation)
+	}
+	return nil
+}
+
+// Submit accepts an application. Resubmitting a known id succeeds without
+// effect, as ClientRMService does (clients retry submissions).
+func (c *core) Submit(req SubmitRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.apps[req.ID]; ok {
+		return nil
+	}
+	if req.ID.ID <= 0 {
+		return errorf(ErrInvalidRequest, "Invalid application id %s", req.ID)
+	}
+	if !req.Unmanaged {
+		if err := c.validateResource(req.AMResource); err != nil {
+			return err
+		}
+	}
+	now := c.nowMS()
+	a := &app{
+		id:          req.ID,
+		name:        req.Name,
+		user:        req.User,
+		queue:       req.Queue,
+		appType:     req.Type,
+		priority:    req.Priority,
+		unmanaged:   req.Unmanaged,
+		amResource:  c.normalize(req.AMResource),
+		maxAttempts: req.MaxAttempts,
+		keep:        req.KeepContainers,
+		amNodeLabel: req.AMNodeLabel,
+		submitted:   now,
+		started:     now,
+		state:       AppNew,
+	}
+	if a.name == "" {
+		a.name = "N/A"
+	}
+	if a.appType == "" {
+		a.appType = "YARN"
+	}
+	if a.queue == "" {
+		a.queue = "default"
+	}
+	a.queue = strings.TrimPrefix(a.queue, "root.")
+	if a.maxAttempts <= 0 || a.maxAttempts > c.cfg.MaxAppAttempts {
+		a.maxAttempts = c.cfg.MaxAppAttempts
+	}
+	for _, t := range req.Tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t != "" && !slices.Contains(a.tags, t) {
+			a.tags = append(a.tags, t)
+		}
+	}
+	if req.ID.ClusterTimestamp == c.clusterTS && req.ID.ID >= c.nextAppID {
+		c.nextAppID = req.ID.ID + 1
+	}
+	c.apps[a.id] = a
+	c.appOrder = append(c.appOrder, a)
+	c.appsSubmitted++
+
+	// NEW -> NEW_SAVING -> SUBMITTED happen at once: the state store is memory.
+	q, ok := c.queueByName[a.queue]
+	if !ok {
+		a.state = AppFailed
+		a.finalStatus = FinalFailed
+		a.finished = now
+		a.diagnostics = fmt.Sprintf("Application %s submitted by user %s to unknown queue: %s", a.id, a.user, a.queue)
+		c.appsFailed++
+		return nil
+	}
+	a.state = AppAccepted
+	q.apps = append(q.apps, a)
+	c.sortQueue(q)
+	c.newAttempt(a, now)
+	if !a.unmanaged {
+		a.sim = &simAM{}
+	}
+	c.kickScheduler()
+	return nil
+}
+
+// sortQueue keeps FIFO order with application priority first, as the
+// capacity scheduler's FIFO ordering policy does.
+func (c *core) sortQueue(q *queue) {
+	sort.SliceStable(q.apps, func(i, j int) bool {
+		if q.apps[i].priority != q.apps[j].priority {
+			return q.apps[i].priority > q.apps[j].priority
+		}
+		return q.apps[i].submitted < q.apps[j].submitted
+	})
+}
+
+func (c *core) newAttempt(a *app, now int64) *attempt {
+	at := &attempt{
+		id:        AttemptID{App: a.id, Attempt: int32(len(a.attempts) + 1)},
+		app:       a,
+		state:     AttemptScheduled,
+		last:      &AllocateResponse{ResponseID: -1},
+		started:   now,
+		asks:      map[schedKey]*askSet{},
+		blacklist: map[string]bool{},
+		live:      map[int64]*container{},
+		nmTokens:  map[string]bool{},
+		lastBeat:  c.now(),
+	}
+	if prev := a.current(); prev != nil && a.keep {
+		at.nextSeq = prev.nextSeq
+	}
+	a.attempts = append(a.attempts, at)
+	if a.unmanaged {
+		// An unmanaged AM needs no container: the attempt is launched at
+		// once and its AMRMToken shows in the application report.
+		at.state = AttemptLaunched
+		a.launched = now
+	} else {
+		at.needsAM = true
+	}
+	return at
+}
+
+func (c *core) lookup(id AppID) (*app, error) {
+	a, ok := c.apps[id]
+	if !ok {
+		return nil, appNotFound(id)
+	}
+	return a, nil
+}
+
+// AppReport returns one application's report.
+func (c *core) AppReport(id AppID) (AppReport, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.lookup(id)
+	if err != nil {
+		return AppReport{}, err
+	}
+	return c.report(a), nil
+}
+
+func (c *core) report(a *app) AppReport {
+	r := AppReport{
+		ID: a.id, User: a.user, Queue: a.queue, Name: a.name, Type: a.appType,
+		Host: "N/A", RPCPort: -1, Diagnostics: a.diagnostics, State: a.state,
+		FinalStatus: a.finalStatus, Progress: a.progress, Tags: a.tags, Priority: a.priority,
+		Unmanaged: a.unmanaged, Submitted: a.submitted, Started: a.started, Launched: a.launched,
+		Finished: a.finished, MemorySeconds: a.memSeconds, VCoreSeconds: a.vcoreSecond,
+		ClusterTimestamp: c.clusterTS, AMNodeLabel: a.amNodeLabel,
+	}
+	if a.state == AppFinished {
+		r.Progress = 1
+	}
+	at := a.current()
+	if at == nil {
+		return r
+	}
+	id := at.id
+	r.CurrentAttempt = &id
+	if at.state == AttemptRunning || at.state == AttemptFinished {
+		r.Host, r.RPCPort, r.TrackingURL = at.host, at.rpcPort, at.trackingURL
+		if r.Host == "" {
+			r.Host = "N/A"
+		}
+	}
+	if at.amContainer != nil {
+		ci := c.containerInfo(at.amContainer)
+		r.AMContainer = &ci
+	}
+	var used Resource
+	var running int32
+	for _, ct := range at.live {
+		used = used.add(ct.res)
+		running++
+	}
+	r.UsedResources, r.RunningContainer = used, running
+	for _, s := range at.asks {
+		n := s.any()
+		r.NeededResources = r.NeededResources.add(Resource{MemoryMB: s.capability.MemoryMB * int64(n), VCores: s.capability.VCores * n})
+	}
+	r.NeededResources = r.NeededResources.add(used)
+	if c.total.MemoryMB > 0 {
+		r.ClusterUsagePct = float32(used.MemoryMB) * 100 / float32(c.total.MemoryMB)
+		if q := c.queueByName[a.queue]; q != nil && q.cfg.Capacity > 0 {
+			r.QueueUsagePct = r.ClusterUsagePct * 100 / q.cfg.Capacity
+		}
+	}
+	if a.unmanaged && at.last != nil && !a.state.Final() {
+		t := c.keys.amrmToken(at.id, c.cfg.SchedulerAddr)
+		r.AMRMToken = &t
+	}
+	return r
+}
+
+// Apps lists applications matching f, in submission order.
+func (c *core) Apps(f AppFilter) []AppReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []AppReport
+	for _, a := range c.appOrder {
+		if f.Limit > 0 && int64(len(out)) >= f.Limit {
+			break
+		}
+		if f.matches(a) {
+			out = append(out, c.report(a))
+		}
+	}
+	return out
+}
+
+func (f *AppFilter) matches(a *app) bool {
+	if len(f.Types) > 0 && !slices.ContainsFunc(f.Types, func(t string) bool { return equalFold(t, a.appType) }) {
+		return false
+	}
+	if len(f.States) > 0 && !slices.Contains(f.States, a.state) {
+		return false
+	}
+	if len(f.Users) > 0 && !slices.Contains(f.Users, a.user) {
+		return false
+	}
+	if f.OwnUser != "" && a.user != f.OwnUser {
+		return false
+	}
+	if len(f.Queues) > 0 && !slices.ContainsFunc(f.Queues, func(q string) bool { return strings.TrimPrefix(q, "root.") == a.queue }) {
+		return false
+	}
+	if len(f.Tags) > 0 && !slices.ContainsFunc(f.Tags, func(t string) bool { return slices.Contains(a.tags, strings.ToLower(t)) }) {
+		return false
+	}
+	if f.Name != "" && f.Name != a.name {
+		return false
+	}
+	if a.started < f.StartBegin || (f.StartEnd > 0 && a.started > f.StartEnd) {
+		return false
+	}
+	if f.FinishBegin > 0 || f.FinishEnd > 0 {
+		if a.finished == 0 || a.finished < f.FinishBegin || (f.FinishEnd > 0 && a.finished > f.FinishEnd) {
+			return false
+		}
+	}
+	return true
+}
+
+// Kill ends an application. It reports whether the kill is complete; it
+// always is here, since the state store is memory.
+func (c *core) Kill(id AppID, user, diagnostics string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.lookup(id)
+	if err != nil {
+		return false, err
+	}
+	if a.state.Final() {
+		return true, nil
+	}
+	if diagnostics == "" {
+		diagnostics = "Application killed by user."
+		if user != "" {
+			diagnostics = fmt.Sprintf("Application %s was killed by user %s", a.id, user)
+		}
+	}
+	c.endApp(a, AppKilled, FinalKilled, AttemptKilled, diagnostics, ExitKilledByRM)
+	return true, nil
+}
+
+// endApp moves an application to a final state and releases everything it
+// holds.
+func (c *core) endApp(a *app, st AppState, fs FinalStatus, ast AttemptState, diag string, exit int32) {
+	now := c.nowMS()
+	if at := a.current(); at != nil && !at.state.final() {
+		c.endAttempt(at, ast, diag, exit, now)
+	}
+	a.state, a.finalStatus, a.diagnostics, a.finished = st, fs, diag, now
+	if st == AppFinished {
+		a.progress = 1
+	}
+	switch st {
+	case AppFinished:
+		c.appsCompleted++
+	case AppFailed:
+		c.appsFailed++
+	case AppKilled:
+		c.appsKilled++
+	}
+	if q := c.queueByName[a.queue]; q != nil {
+		q.apps = slices.DeleteFunc(q.apps, func(x *app) bool { return x == a })
+	}
+	a.sim = nil
+}
+
+// endAttempt finishes an attempt: drops it from the AMS cache, clears its
+// asks and completes its containers.
+func (c *core) endAttempt(at *attempt, st AttemptState, diag string, exit int32, now int64) {
+	at.state = st
+	at.finished = now
+	if at.diagnostics == "" {
+		at.diagnostics = diag
+	}
+	at.last = nil
+	at.needsAM = false
+	c.clearAsks(at)
+	for _, ct := range at.live {
+		d := "Container killed by the ApplicationMaster's end: " + diag
+		if ct.am {
+			d = diag
+		}
+		c.completeContainer(ct, exit, d, now)
+	}
+}
+
+func (c *core) clearAsks(at *attempt) {
+	for _, s := range at.asks {
+		c.adjustPending(s, -s.any())
+	}
+	clear(at.asks)
+	at.askKeys = at.askKeys[:0]
+}
+
+// Move moves an application to another queue.
+func (c *core) Move(id AppID, target string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.lookup(id)
+	if err != nil {
+		return err
+	}
+	target = strings.TrimPrefix(target, "root.")
+	if a.state.Final() {
+		return errorf(ErrInvalidRequest, "App in %s state cannot be moved.", a.state)
+	}
+	dst, ok := c.queueByName[target]
+	if !ok {
+		return errorf(ErrInvalidRequest, "Failed to move %s to queue %s: queue does not exist", a.id, target)
+	}
+	if a.queue == target {
+		return nil
+	}
+	src := c.queueByName[a.queue]
+	var used Resource
+	var n int32
+	if at := a.current(); at != nil {
+		for _, ct := range at.live {
+			used = used.add(ct.res)
+			n++
+		}
+	}
+	if src != nil {
+		src.apps = slices.DeleteFunc(src.apps, func(x *app) bool { return x == a })
+		src.used = src.used.sub(used)
+		src.nconts -= n
+	}
+	dst.apps = append(dst.apps, a)
+	dst.used = dst.used.add(used)
+	dst.nconts += n
+	c.sortQueue(dst)
+	a.queue = target
+	return nil
+}
+
+// UpdatePriority sets the application priority, capped at the cluster
+// maximum (Hadoop's yarn.cluster.max-application-priority, default 0 —
+// simrm allows 0..10) and returns the priority in effect.
+func (c *core) UpdatePriority(id AppID, prio int32) (int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.lookup(id)
+	if err != nil {
+		return 0, err
+	}
+	if a.state.Final() {
+		return 0, errorf(ErrInvalidRequest, "Application in %s state cannot update priority.", a.state)
+	}
+	const maxPriority = 10
+	if prio > maxPriority {
+		prio = maxPriority
+	}
+	if prio < 0 {
+		prio = 0
+	}
+	a.priority = prio
+	if q := c.queueByName[a.queue]; q != nil {
+		c.sortQueue(q)
+	}
+	return prio, nil
+}
+
+// Attempts lists the attempts of an application.
+func (c *core) Attempts(id AppID) ([]AttemptReport, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AttemptReport, 0, len(a.attempts))
+	for _, at := range a.attempts {
+		out = append(out, c.attemptReport(at))
+	}
+	return out, nil
+}
+
+// Attempt reports one attempt.
+func (c *core) Attempt(id AttemptID) (AttemptReport, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, err := c.findAttempt(id)
+	if err != nil {
+		return AttemptReport{}, err
+	}
+	return c.attemptReport(at), nil
+}
+
+func (c *core) findAttempt(id AttemptID) (*attempt, error) {
+	a, err := c.lookup(id.App)
+	if err != nil {
+		return nil, err
+	}
+	if id.Attempt < 1 || int(id.Attempt) > len(a.attempts) {
+		return nil, errorf(ErrAttemptNotFound, "ApplicationAttempt with id '%s' doesn't exist in RM.", id)
+	}
+	return a.attempts[id.Attempt-1], nil
+}
+
+func (c *core) attemptReport(at *attempt) AttemptReport {
+	r := AttemptReport{
+		ID: at.id, State: at.state, Host: at.host, RPCPort: at.rpcPort, TrackingURL: at.trackingURL,
+		Diagnostics: at.diagnostics, FinalStatus: at.finalStatus, Started: at.started, Finish: at.finished,
+	}
+	if r.Host == "" {
+		r.Host, r.RPCPort = "N/A", -1
+	}
+	if at.amContainer != nil {
+		id := at.amContainer.id
+		r.AMContainer = &id
+		r.AMNode = at.amContainer.node.id
+		r.AMNodeHTTP = at.amContainer.node.httpAddr
+	}
+	return r
+}
+
+// Containers lists the containers of an attempt (live and completed).
+func (c *core) Containers(id AttemptID) ([]ContainerInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, err := c.findAttempt(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ContainerInfo, 0, len(at.all))
+	for _, ct := range at.all {
+		out = append(out, c.containerInfo(ct))
+	}
+	return out, nil
+}
+
+// Container reports one container.
+func (c *core) Container(id ContainerID) (ContainerInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, err := c.findAttempt(id.Attempt)
+	if err != nil {
+		return ContainerInfo{}, err
+	}
+	for _, ct := range at.all {
+		if ct.id == id {
+			return c.containerInfo(ct), nil
+		}
+	}
+	return ContainerInfo{}, errorf(ErrContainerNotFound, "Container with id '%s' doesn't exist in RM.", id)
+}
+
+func (c *core) containerInfo(ct *container) ContainerInfo {
+	return ContainerInfo{
+		ID: ct.id, Node: ct.node.id, NodeHTTPAddress: ct.node.httpAddr, Resource: ct.res,
+		Priority: ct.priority, AllocationRequestID: ct.allocReqID, State: ct.state,
+		ExitStatus: ct.exitStatus, Diagnostics: ct.diagnostics, Created: ct.created,
+		Finished: ct.finished, AM: ct.am, User: ct.at.app.user,
+	}
+}
+
+// Nodes reports every simulated node. They are all RUNNING: simrm does not
+// simulate node failures (see DESIGN.md).
+func (c *core) Nodes() []NodeReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.nowMS()
+	out := make([]NodeReport, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		out = append(out, NodeReport{
+			ID: n.id, HTTPAddress: n.httpAddr, Rack: n.rack, State: "RUNNING", Total: n.total,
+			Used: n.used, NumContainers: n.nconts, HealthReport: "", LastHealthUpdate: now,
+		})
+	}
+	return out
+}
+
+// NodeCount is what getClusterMetrics needs: O(1).
+func (c *core) NodeCount() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int32(len(c.nodes))
+}
+
+// Metrics summarizes the cluster for /ws/v1/cluster/metrics.
+func (c *core) Metrics() ClusterMetrics {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := ClusterMetrics{
+		AppsSubmitted: c.appsSubmitted, AppsCompleted: c.appsCompleted, AppsFailed: c.appsFailed,
+		AppsKilled: c.appsKilled, Total: c.total, Allocated: c.used, Available: c.total.sub(c.used),
+		Pending: c.pendingResource, ContainersAllocated: c.containersAllocated,
+		ContainersPending: c.pendingContainers, TotalNodes: int32(len(c.nodes)), ActiveNodes: int32(len(c.nodes)),
+	}
+	for _, q := range c.queues {
+		for _, a := range q.apps {
+			if a.state == AppRunning {
+				m.AppsRunning++
+			} else {
+				m.AppsPending++
+			}
+		}
+	}
+	return m
+}
+
+// Queues reports root and its leaf queues.
+func (c *core) Queues() QueueReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	root := QueueReport{Name: "root", Capacity: 1, MaxCapacity: 1, State: "RUNNING", Used: c.used}
+	if c.total.MemoryMB > 0 {
+		root.CurrentCapacity = float32(c.used.MemoryMB) / float32(c.total.MemoryMB)
+		root.AbsoluteUsed = root.CurrentCapacity
+	}
+	for _, q := range c.queues {
+		qr := c.queueReport(q, true)
+		root.NumApps += qr.NumApps
+		root.NumContainers += qr.NumContainers
+		root.PendingContainers += qr.PendingContainers
+		root.Children = append(root.Children, qr)
+	}
+	return root
+}
+
+// Queue reports one queue by name ("root" included).
+func (c *core) Queue(name string, withApps bool) (QueueReport, error) {
+	if name == "root" || name == "" {
+		r := c.Queues()
+		if !withApps {
+			for i := range r.Children {
+				r.Children[i].Apps = nil
+			}
+		}
+		return r, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.queueByName[strings.TrimPrefix(name, "root.")]
+	if !ok {
+		return QueueReport{}, errorf(ErrQueueNotFound, "Unknown queue: %s", name)
+	}
+	return c.queueReport(q, withApps), nil
+}
+
+func (c *core) queueReport(q *queue, withApps bool) QueueReport {
+	r := QueueReport{
+		Name: q.cfg.Name, Capacity: q.cfg.Capacity / 100, MaxCapacity: q.cfg.MaxCapacity / 100,
+		State: "RUNNING", Used: q.used, NumApps: int32(len(q.apps)), NumContainers: q.nconts,
+	}
+	guaranteed := float32(c.total.MemoryMB) * q.cfg.Capacity / 100
+	if guaranteed > 0 {
+		r.CurrentCapacity = float32(q.used.MemoryMB) / guaranteed
+	}
+	if c.total.MemoryMB > 0 {
+		r.AbsoluteUsed = float32(q.used.MemoryMB) / float32(c.total.MemoryMB)
+	}
+	for _, a := range q.apps {
+		if a.state == AppRunning {
+			r.NumActive++
+		} else {
+			r.NumPending++
+		}
+		if at := a.current(); at != nil {
+			for _, s := range at.asks {
+				r.PendingContainers += s.any()
+			}
+		}
+		if withApps {
+			r.Apps = append(r.Apps, a.id)
+		}
+	}
+	return r
+}
+
+// QueueNames lists the leaf queues.
+func (c *core) QueueNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.queues))
+	for _, q := range c.queues {
+		out = append(out, q.cfg.Name)
+	}
+	return out
+}
+
+// ---- containers ----
+
+func (c *core) completeContainer(ct *container, exit int32, diag string, now int64) {
+	if ct.state == ContainerComplete {
+		return
+	}
+	ct.state = ContainerComplete
+	ct.exitStatus = exit
+	ct.diagnostics = diag
+	ct.finished = now
+	if ct.heapIndex >= 0 && ct.expiresAt > 0 {
+		heap.Remove(&c.expiry, ct.heapIndex)
+	}
+	at := ct.at
+	delete(at.live, ct.id.ID)
+	ct.node.used = ct.node.used.sub(ct.res)
+	ct.node.nconts--
+	c.used = c.used.sub(ct.res)
+	if q := c.queueByName[at.app.queue]; q != nil {
+		q.used = q.used.sub(ct.res)
+		q.nconts--
+	}
+	secs := (now - ct.created) / 1000
+	at.app.memSeconds += ct.res.MemoryMB * secs
+	at.app.vcoreSecond += int64(ct.res.VCores) * secs
+	if !ct.am && at.last != nil {
+		at.completed = append(at.completed, ContainerStatus{
+			ID: ct.id, State: ContainerComplete, ExitStatus: exit, Diagnostics: diag, Resource: ct.res,
+		})
+	}
+}
+
+// expiryHeap orders containers by the time they end by themselves.
+type expiryHeap []*container
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expiresAt < h[j].expiresAt }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex = i
+	h[j].heapIndex = j
+}
+func (h *expiryHeap) Push(x any) {
+	ct := x.(*container)
+	ct.heapIndex = len(*h)
+	*h = append(*h, ct)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	ct := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	ct.heapIndex = -1
+	return ct
+}

@@ -1,0 +1,655 @@
+package simrm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// The Hadoop IPC binding: ApplicationClientProtocol and
+// ApplicationMasterProtocol handlers that translate yarnpb messages to the
+// core's types and the core's sentinel errors to Java exception classes.
+
+// remote translates a core error into the reply a Hadoop RM sends. This is
+// the one place sentinel errors become Java class names.
+func remote(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		return err
+	}
+	class := hadoopipc.ClassYarnException
+	switch {
+	case errors.Is(err, ErrApplicationNotFound):
+		class = hadoopipc.ClassApplicationNotFound
+	case errors.Is(err, ErrAttemptNotFound):
+		class = hadoopipc.ClassApplicationAttemptNotFound
+	case errors.Is(err, ErrContainerNotFound):
+		class = hadoopipc.ClassContainerNotFound
+	case errors.Is(err, ErrInvalidAMRequest):
+		class = hadoopipc.ClassInvalidApplicationMasterRequest
+	case errors.Is(err, ErrAMNotRegistered):
+		class = hadoopipc.ClassApplicationMasterNotRegistered
+	case errors.Is(err, ErrInvalidResourceRequest):
+		class = hadoopipc.ClassInvalidResourceRequest
+	case errors.Is(err, ErrInvalidContainerRelease):
+		class = hadoopipc.ClassInvalidContainerRelease
+	case errors.Is(err, ErrAccessDenied):
+		class = hadoopipc.ClassAccessControl
+	case errors.Is(err, ErrStandby):
+		class = hadoopipc.ClassStandby
+	case errors.Is(err, ErrInjected):
+		class = hadoopipc.ClassIOException
+	}
+	return hadoopipc.Errorf(class, "%s", err.Error())
+}
+
+// method binds a handler whose errors pass through remote().
+func method[Req, Resp proto.Message](name string, newReq func() Req, h func(context.Context, Req) (Resp, error)) hadoopipc.Method {
+	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
+		resp, err := h(ctx, req)
+		if err != nil {
+			var zero Resp
+			return zero, remote(err)
+		}
+		return resp, nil
+	})
+}
+
+// unsupported answers a method simrm does not simulate. A Hadoop RM answers
+// disabled features (reservations without a reservation system, resource
+// profiles when off) with a YarnException, which Java callers handle as a
+// checked exception; java.lang.UnsupportedOperationException would surface
+// as an unchecked RuntimeException in the client instead.
+func unsupported[Req, Resp proto.Message](name string, newReq func() Req) hadoopipc.Method {
+	return hadoopipc.NewMethod(name, newReq, func(context.Context, Req) (Resp, error) {
+		var zero Resp
+		return zero, hadoopipc.Errorf(hadoopipc.ClassYarnException,
+			"%s is not supported by simrm, a ResourceManager simulator", name)
+	})
+}
+
+func newOf[T any]() func() *T { return func() *T { return new(T) } }
+
+func (r *RM) clientProtocol() hadoopipc.Protocol {
+	return hadoopipc.Protocol{
+		Name:    hadoopipc.ProtocolApplicationClient,
+		Version: 1,
+		Methods: []hadoopipc.Method{
+			method("getNewApplication", newOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
+			method("submitApplication", newOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
+			method("getApplicationReport", newOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
+			method("getApplications", newOf[yarnpb.GetApplicationsRequestProto](), r.getApplications),
+			method("forceKillApplication", newOf[yarnpb.KillApplicationRequestProto](), r.forceKillApplication),
+			method("failApplicationAttempt", newOf[yarnpb.FailApplicationAttemptRequestProto](), r.failApplicationAttempt),
+			method("getClusterMetrics", newOf[yarnpb.GetClusterMetricsRequestProto](), r.getClusterMetrics),
+			method("getClusterNodes", newOf[yarnpb.GetClusterNodesRequestProto](), r.getClusterNodes),
+			method("getQueueInfo", newOf[yarnpb.GetQueueInfoRequestProto](), r.getQueueInfo),
+			method("getQueueUserAcls", newOf[yarnpb.GetQueueUserAclsInfoRequestProto](), r.getQueueUserAcls),
+			method("moveApplicationAcrossQueues", newOf[yarnpb.MoveApplicationAcrossQueuesRequestProto](), r.moveApplication),
+			method("updateApplicationPriority", newOf[yarnpb.UpdateApplicationPriorityRequestProto](), r.updatePriority),
+			method("getApplicationAttemptReport", newOf[yarnpb.GetApplicationAttemptReportRequestProto](), r.getAttemptReport),
+			method("getApplicationAttempts", newOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
+			method("getContainerReport", newOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
+			method("getContainers", newOf[yarnpb.GetContainersRequestProto](), r.getContainers),
+			// Labels are disabled in simrm, which Hadoop answers with empty maps.
+			method("getNodeToLabels", newOf[yarnpb.GetNodesToLabelsRequestProto](), func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+				return &yarnpb.GetNodesToLabelsResponseProto{}, nil
+			}),
+			method("getLabelsToNodes", newOf[yarnpb.GetLabelsToNodesRequestProto](), func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+				return &yarnpb.GetLabelsToNodesResponseProto{}, nil
+			}),
+			method("getClusterNodeLabels", newOf[yarnpb.GetClusterNodeLabelsRequestProto](), func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+				return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
+			}),
+			method("getResourceTypeInfo", newOf[yarnpb.GetAllResourceTypeInfoRequestProto](), r.getResourceTypeInfo),
+			unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken", newOf[commonpb.GetDelegationTokenRequestProto]()),
+			unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken", newOf[commonpb.RenewDelegationTokenRequestProto]()),
+			unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken", newOf[commonpb.CancelDelegationTokenRequestProto]()),
+			unsupported[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto]("getNewReservation", newOf[yarnpb.GetNewReservationRequestProto]()),
+			unsupported[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto]("submitReservation", newOf[yarnpb.ReservationSubmissionRequestProto]()),
+			unsupported[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto]("updateReservation", newOf[yarnpb.ReservationUpdateRequestProto]()),
+			unsupported[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto]("deleteReservation", newOf[yarnpb.ReservationDeleteRequestProto]()),
+			unsupported[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", newOf[yarnpb.ReservationListRequestProto]()),
+			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", newOf[yarnpb.SignalContainerRequestProto]()),
+			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", newOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
+			unsupported[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", newOf[yarnpb.GetAllResourceProfilesRequestProto]()),
+			unsupported[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", newOf[yarnpb.GetResourceProfileRequestProto]()),
+			unsupported[*yarnpb.GetClusterNodeAttributesRequestProto, *yarnpb.GetClusterNodeAttributesResponseProto]("getClusterNodeAttributes", newOf[yarnpb.GetClusterNodeAttributesRequestProto]()),
+			unsupported[*yarnpb.GetAttributesToNodesRequestProto, *yarnpb.GetAttributesToNodesResponseProto]("getAttributesToNodes", newOf[yarnpb.GetAttributesToNodesRequestProto]()),
+			unsupported[*yarnpb.GetNodesToAttributesRequestProto, *yarnpb.GetNodesToAttributesResponseProto]("getNodesToAttributes", newOf[yarnpb.GetNodesToAttributesRequestProto]()),
+		},
+	}
+}
+
+func (r *RM) masterProtocol() hadoopipc.Protocol {
+	return hadoopipc.Protocol{
+		Name:    hadoopipc.ProtocolApplicationMaster,
+		Version: 1,
+		Methods: []hadoopipc.Method{
+			method("registerApplicationMaster", newOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
+			method("allocate", newOf[yarnpb.AllocateRequestProto](), r.allocate),
+			method("finishApplicationMaster", newOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
+		},
+	}
+}
+
+func callerName(ctx context.Context) string {
+	if u, ok := hadoopipc.UserFromContext(ctx); ok {
+		return u.Name
+	}
+	return ""
+}
+
+func needApp(p *yarnpb.ApplicationIdProto) (AppID, error) {
+	if p == nil {
+		return AppID{}, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
+	}
+	return appFromPB(p), nil
+}
+
+// ---- ApplicationClientProtocol ----
+
+func (r *RM) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	id, maxCap := r.core().NewApplication()
+	return &yarnpb.GetNewApplicationResponseProto{ApplicationId: appPB(id), MaximumCapability: resourcePB(maxCap)}, nil
+}
+
+func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+	sc := req.GetApplicationSubmissionContext()
+	if sc == nil || sc.ApplicationId == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
+	}
+	sub := SubmitRequest{
+		ID: appFromPB(sc.ApplicationId), Name: sc.GetApplicationName(), Queue: sc.GetQueue(),
+		Type: sc.GetApplicationType(), Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(),
+		Unmanaged: sc.GetUnmanagedAm(), AMResource: resourceFromPB(sc.GetResource()),
+		MaxAttempts: sc.GetMaxAppAttempts(), KeepContainers: sc.GetKeepContainersAcrossApplicationAttempts(),
+		User: callerName(ctx), AMNodeLabel: sc.GetNodeLabelExpression(),
+	}
+	// Hadoop 3 clients send the AM resource as am_container_resource_request
+	// (the ANY request); the legacy resource field may be absent.
+	for _, rr := range sc.GetAmContainerResourceRequest() {
+		if rr.GetResourceName() == AnyResource || rr.GetResourceName() == "" {
+			sub.AMResource = resourceFromPB(rr.GetCapability())
+			if rr.GetNodeLabelExpression() != "" {
+				sub.AMNodeLabel = rr.GetNodeLabelExpression()
+			}
+		}
+	}
+	if sc.GetResource() == nil && len(sc.GetAmContainerResourceRequest()) == 0 && !sub.Unmanaged {
+		sub.AMResource = r.cfg.MinAllocation
+	}
+	if err := r.core().Submit(sub); err != nil {
+		return nil, err
+	}
+	return &yarnpb.SubmitApplicationResponseProto{}, nil
+}
+
+func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+	id, err := needApp(req.ApplicationId)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.core().AppReport(id)
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep)}, nil
+}
+
+func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
+	f := AppFilter{
+		Types: req.GetApplicationTypes(), Users: req.GetUsers(), Queues: req.GetQueues(),
+		Tags: req.GetApplicationTags(), Name: req.GetName(), Limit: req.GetLimit(),
+		StartBegin: req.GetStartBegin(), StartEnd: req.GetStartEnd(),
+		FinishBegin: req.GetFinishBegin(), FinishEnd: req.GetFinishEnd(),
+	}
+	// Java sends Long.MAX_VALUE for "no bound"; that is what 0 means here.
+	if f.StartEnd == maxInt64 {
+		f.StartEnd = 0
+	}
+	if f.FinishEnd == maxInt64 {
+		f.FinishEnd = 0
+	}
+	if f.Limit == maxInt64 {
+		f.Limit = 0
+	}
+	for _, s := range req.GetApplicationStates() {
+		f.States = append(f.States, AppState(s))
+	}
+	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
+		f.OwnUser = callerName(ctx)
+	}
+	reps := r.core().Apps(f)
+	out := &yarnpb.GetApplicationsResponseProto{Applications: make([]*yarnpb.ApplicationReportProto, 0, len(reps))}
+	for i := range reps {
+		out.Applications = append(out.Applications, r.appReportPB(&reps[i]))
+	}
+	return out, nil
+}
+
+const maxInt64 = int64(^uint64(0) >> 1)
+
+func (r *RM) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+	id, err := needApp(req.ApplicationId)
+	if err != nil {
+		return nil, err
+	}
+	done, err := r.core().Kill(id, callerName(ctx), req.GetDiagnostics())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(done)}, nil
+}
+
+func (r *RM) failApplicationAttempt(ctx context.Context, req *yarnpb.FailApplicationAttemptRequestProto) (*yarnpb.FailApplicationAttemptResponseProto, error) {
+	if req.ApplicationAttemptId == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationAttemptId is not provided")
+	}
+	id := attemptFromPB(req.ApplicationAttemptId)
+	if err := r.core().FailAttempt(id, fmt.Sprintf("Attempt failed by user %s", callerName(ctx))); err != nil {
+		return nil, err
+	}
+	return &yarnpb.FailApplicationAttemptResponseProto{}, nil
+}
+
+func (r *RM) getClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
+	n := r.core().NodeCount()
+	zero := proto.Int32(0)
+	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
+		NumNodeManagers: proto.Int32(n), NumActiveNms: proto.Int32(n), NumDecommissionedNms: zero,
+		NumLostNms: zero, NumUnhealthyNms: zero, NumRebootedNms: zero, NumDecommissioningNms: zero, NumShutdownNms: zero,
+	}}, nil
+}
+
+func (r *RM) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
+	// Every simulated node is RUNNING: a filter without NS_RUNNING matches none.
+	if st := req.GetNodeStates(); len(st) > 0 {
+		running := false
+		for _, s := range st {
+			running = running || s == yarnpb.NodeStateProto_NS_RUNNING
+		}
+		if !running {
+			return &yarnpb.GetClusterNodesResponseProto{}, nil
+		}
+	}
+	nodes := r.core().Nodes()
+	out := &yarnpb.GetClusterNodesResponseProto{NodeReports: make([]*yarnpb.NodeReportProto, 0, len(nodes))}
+	for i := range nodes {
+		out.NodeReports = append(out.NodeReports, nodeReportPB(&nodes[i]))
+	}
+	return out, nil
+}
+
+func nodeReportPB(n *NodeReport) *yarnpb.NodeReportProto {
+	return &yarnpb.NodeReportProto{
+		NodeId: nodePB(n.ID), HttpAddress: proto.String(n.HTTPAddress), RackName: proto.String(n.Rack),
+		Used: resourcePB(n.Used), Capability: resourcePB(n.Total), NumContainers: proto.Int32(n.NumContainers),
+		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum(), HealthReport: proto.String(n.HealthReport),
+		LastHealthReportTime: proto.Int64(n.LastHealthUpdate),
+	}
+}
+
+func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
+	q, err := r.core().Queue(req.GetQueueName(), req.GetIncludeApplications())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications())}, nil
+}
+
+func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool) *yarnpb.QueueInfoProto {
+	path := "root"
+	if q.Name != "root" {
+		path = "root." + q.Name
+	}
+	out := &yarnpb.QueueInfoProto{
+		QueueName: proto.String(q.Name), QueuePath: proto.String(path), Capacity: proto.Float32(q.Capacity),
+		MaximumCapacity: proto.Float32(q.MaxCapacity), CurrentCapacity: proto.Float32(q.CurrentCapacity),
+		State: yarnpb.QueueStateProto_Q_RUNNING.Enum(), SchedulerType: proto.String("CapacityScheduler"),
+		Weight: proto.Float32(-1), MaxParallelApps: proto.Int32(int32(^uint32(0) >> 1)),
+		QueueStatistics: &yarnpb.QueueStatisticsProto{
+			NumAppsSubmitted: proto.Int64(int64(q.NumApps)), NumAppsRunning: proto.Int64(int64(q.NumActive)),
+			NumAppsPending: proto.Int64(int64(q.NumPending)), AllocatedMemoryMB: proto.Int64(q.Used.MemoryMB),
+			AllocatedVCores: proto.Int64(int64(q.Used.VCores)), AllocatedContainers: proto.Int64(int64(q.NumContainers)),
+			PendingContainers: proto.Int64(int64(q.PendingContainers)),
+		},
+		SubClusterId: proto.String(r.cfg.ClusterID),
+	}
+	if apps {
+		for _, id := range q.Apps {
+			if rep, err := r.core().AppReport(id); err == nil {
+				out.Applications = append(out.Applications, r.appReportPB(&rep))
+			}
+		}
+	}
+	if children {
+		for i := range q.Children {
+			out.ChildQueues = append(out.ChildQueues, r.queueInfoPB(&q.Children[i], recursive, recursive, apps))
+		}
+	}
+	return out
+}
+
+func (r *RM) getQueueUserAcls(ctx context.Context, _ *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
+	// ACLs are off (yarn.acl.enable=false, Hadoop's default): everyone may
+	// submit to and administer every queue.
+	acls := []yarnpb.QueueACLProto{yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS, yarnpb.QueueACLProto_QACL_ADMINISTER_QUEUE}
+	out := &yarnpb.GetQueueUserAclsInfoResponseProto{}
+	for _, name := range append([]string{"root"}, r.core().QueueNames()...) {
+		out.QueueUserAcls = append(out.QueueUserAcls, &yarnpb.QueueUserACLInfoProto{QueueName: proto.String(name), UserAcls: acls})
+	}
+	return out, nil
+}
+
+func (r *RM) moveApplication(ctx context.Context, req *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
+	id, err := needApp(req.ApplicationId)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.core().Move(id, req.GetTargetQueue()); err != nil {
+		return nil, err
+	}
+	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil
+}
+
+func (r *RM) updatePriority(ctx context.Context, req *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
+	id, err := needApp(req.ApplicationId)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.core().UpdatePriority(id, req.GetApplicationPriority().GetPriority())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(p)}}, nil
+}
+
+func (r *RM) getAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
+	if req.ApplicationAttemptId == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationAttemptId is not provided")
+	}
+	rep, err := r.core().Attempt(attemptFromPB(req.ApplicationAttemptId))
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetApplicationAttemptReportResponseProto{ApplicationAttemptReport: attemptReportPB(&rep)}, nil
+}
+
+func (r *RM) getAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
+	id, err := needApp(req.ApplicationId)
+	if err != nil {
+		return nil, err
+	}
+	reps, err := r.core().Attempts(id)
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetApplicationAttemptsResponseProto{}
+	for i := range reps {
+		out.ApplicationAttempts = append(out.ApplicationAttempts, attemptReportPB(&reps[i]))
+	}
+	return out, nil
+}
+
+func attemptReportPB(a *AttemptReport) *yarnpb.ApplicationAttemptReportProto {
+	out := &yarnpb.ApplicationAttemptReportProto{
+		ApplicationAttemptId: attemptPB(a.ID), Host: proto.String(a.Host), RpcPort: proto.Int32(a.RPCPort),
+		TrackingUrl: proto.String(a.TrackingURL), OriginalTrackingUrl: proto.String(a.TrackingURL),
+		Diagnostics:                 proto.String(a.Diagnostics),
+		YarnApplicationAttemptState: yarnpb.YarnApplicationAttemptStateProto(a.State).Enum(),
+		StartTime:                   proto.Int64(a.Started), FinishTime: proto.Int64(a.Finish),
+	}
+	if a.AMContainer != nil {
+		out.AmContainerId = containerPB(*a.AMContainer)
+	}
+	return out
+}
+
+func (r *RM) getContainerReport(ctx context.Context, req *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
+	if req.ContainerId == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ContainerId is not provided")
+	}
+	ci, err := r.core().Container(containerFromPB(req.ContainerId))
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetContainerReportResponseProto{ContainerReport: containerReportPB(&ci)}, nil
+}
+
+func (r *RM) getContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+	if req.ApplicationAttemptId == nil {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationAttemptId is not provided")
+	}
+	cis, err := r.core().Containers(attemptFromPB(req.ApplicationAttemptId))
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.GetContainersResponseProto{}
+	for i := range cis {
+		out.Containers = append(out.Containers, containerReportPB(&cis[i]))
+	}
+	return out, nil
+}
+
+func containerReportPB(c *ContainerInfo) *yarnpb.ContainerReportProto {
+	return &yarnpb.ContainerReportProto{
+		ContainerId: containerPB(c.ID), Resource: resourcePB(c.Resource), NodeId: nodePB(c.Node),
+		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)}, CreationTime: proto.Int64(c.Created),
+		FinishTime: proto.Int64(c.Finished), DiagnosticsInfo: proto.String(c.Diagnostics),
+		LogUrl:              proto.String("http://" + c.NodeHTTPAddress + "/node/containerlogs/" + c.ID.String() + "/" + c.User),
+		ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: yarnpb.ContainerStateProto(c.State).Enum(),
+		NodeHttpAddress: proto.String("http://" + c.NodeHTTPAddress),
+	}
+}
+
+func (r *RM) getResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
+	countable := yarnpb.ResourceTypesProto_COUNTABLE
+	return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{
+		{Name: proto.String("memory-mb"), Units: proto.String("Mi"), Type: countable.Enum()},
+		{Name: proto.String("vcores"), Units: proto.String(""), Type: countable.Enum()},
+	}}, nil
+}
+
+func (r *RM) appReportPB(a *AppReport) *yarnpb.ApplicationReportProto {
+	tracking, orig := "N/A", "N/A"
+	if a.TrackingURL != "" {
+		orig = a.TrackingURL
+	}
+	if a.CurrentAttempt != nil && r.webAddr != "" {
+		// The RM hands out its web proxy address, not the AM's own URL.
+		tracking = "http://" + r.webAddr + "/proxy/" + a.ID.String() + "/"
+	}
+	out := &yarnpb.ApplicationReportProto{
+		ApplicationId: appPB(a.ID), User: proto.String(a.User), Queue: proto.String(a.Queue),
+		Name: proto.String(a.Name), Host: proto.String(a.Host), RpcPort: proto.Int32(a.RPCPort),
+		YarnApplicationState: yarnpb.YarnApplicationStateProto(a.State).Enum(),
+		TrackingUrl:          proto.String(tracking), OriginalTrackingUrl: proto.String(orig),
+		Diagnostics: proto.String(a.Diagnostics), StartTime: proto.Int64(a.Started),
+		FinishTime: proto.Int64(a.Finished), LaunchTime: proto.Int64(a.Launched), SubmitTime: proto.Int64(a.Submitted),
+		FinalApplicationStatus: yarnpb.FinalApplicationStatusProto(a.FinalStatus).Enum(),
+		Progress:               proto.Float32(a.Progress), ApplicationType: proto.String(a.Type),
+		ApplicationTags: a.Tags, UnmanagedApplication: proto.Bool(a.Unmanaged),
+		Priority:    &yarnpb.PriorityProto{Priority: proto.Int32(a.Priority)},
+		RmClusterId: proto.String(r.cfg.ClusterID),
+		AppResource_Usage: &yarnpb.ApplicationResourceUsageReportProto{
+			NumUsedContainers: proto.Int32(a.RunningContainer), NumReservedContainers: proto.Int32(0),
+			UsedResources: resourcePB(a.UsedResources), ReservedResources: resourcePB(Resource{}),
+			NeededResources: resourcePB(a.NeededResources), MemorySeconds: proto.Int64(a.MemorySeconds),
+			VcoreSeconds: proto.Int64(a.VCoreSeconds), QueueUsagePercentage: proto.Float32(a.QueueUsagePct),
+			ClusterUsagePercentage: proto.Float32(a.ClusterUsagePct),
+			PreemptedMemorySeconds: proto.Int64(0), PreemptedVcoreSeconds: proto.Int64(0),
+		},
+	}
+	if a.CurrentAttempt != nil {
+		out.CurrentApplicationAttemptId = attemptPB(*a.CurrentAttempt)
+	}
+	if a.AMNodeLabel != "" {
+		out.AmNodeLabelExpression = proto.String(a.AMNodeLabel)
+	}
+	if a.AMRMToken != nil {
+		out.AmRmToken = tokenPB(a.AMRMToken)
+	}
+	return out
+}
+
+func tokenPB(t *Token) *commonpb.TokenProto {
+	return &commonpb.TokenProto{Identifier: t.Identifier, Password: t.Password, Kind: proto.String(t.Kind), Service: proto.String(t.Service)}
+}
+
+// ---- ApplicationMasterProtocol ----
+
+// amAttempt authorizes an AM call as YarnServerSecurityUtils.authorizeRequest
+// does: the caller must have logged in with an AMRMToken, which names the
+// attempt.
+func (r *RM) amAttempt(ctx context.Context) (AttemptID, error) {
+	u, ok := hadoopipc.UserFromContext(ctx)
+	if !ok || u.AuthMethod != "TOKEN" || len(u.TokenID) == 0 {
+		name := ""
+		if ok {
+			name = u.Name
+		}
+		return AttemptID{}, hadoopipc.Errorf(hadoopipc.ClassAccessControl, "SIMPLE authentication is not enabled.  Available:[TOKEN]; no AMRMToken found for user %s", name)
+	}
+	id, _, err := r.core().keys.checkAMRM(u.TokenID)
+	if err != nil {
+		return AttemptID{}, hadoopipc.Errorf(hadoopipc.ClassAccessControl, "%v", err)
+	}
+	return id, nil
+}
+
+func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	id, err := r.amAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.core().Register(id, RegisterRequest{Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl()})
+	if err != nil {
+		return nil, err
+	}
+	out := &yarnpb.RegisterApplicationMasterResponseProto{
+		MaximumCapability: resourcePB(resp.MaxCapability), Queue: proto.String(resp.Queue),
+		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
+	}
+	for i := range resp.ContainersFromPrevious {
+		out.ContainersFromPreviousAttempts = append(out.ContainersFromPreviousAttempts, r.containerPB(&resp.ContainersFromPrevious[i]))
+	}
+	return out, nil
+}
+
+func (r *RM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	id, err := r.amAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	creq := AllocateRequest{ResponseID: req.GetResponseId(), Progress: req.GetProgress()}
+	if len(req.Ask) > 0 {
+		creq.Asks = make([]ResourceRequest, 0, len(req.Ask))
+		for _, a := range req.Ask {
+			creq.Asks = append(creq.Asks, ResourceRequest{
+				Priority: a.GetPriority().GetPriority(), ResourceName: a.GetResourceName(),
+				Capability: resourceFromPB(a.GetCapability()), NumContainers: a.GetNumContainers(),
+				RelaxLocality: a.GetRelaxLocality(), AllocationRequestID: a.GetAllocationRequestId(),
+				NodeLabel: a.GetNodeLabelExpression(),
+			})
+		}
+	}
+	for _, c := range req.Release {
+		creq.Releases = append(creq.Releases, containerFromPB(c))
+	}
+	if bl := req.GetBlacklistRequest(); bl != nil {
+		creq.BlacklistAdd, creq.BlacklistRemove = bl.GetBlacklistAdditions(), bl.GetBlacklistRemovals()
+	}
+	resp, err := r.core().Allocate(id, creq)
+	if err != nil {
+		return nil, err
+	}
+	return r.allocateResponsePB(resp), nil
+}
+
+// allocateResponsePB converts deterministically (token identifiers carry no
+// wall-clock time of their own), so a resent response is byte-identical.
+func (r *RM) allocateResponsePB(resp *AllocateResponse) *yarnpb.AllocateResponseProto {
+	out := &yarnpb.AllocateResponseProto{
+		ResponseId: proto.Int32(resp.ResponseID), Limit: resourcePB(resp.Available),
+		NumClusterNodes:     proto.Int32(resp.NumClusterNodes),
+		ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(resp.Priority)},
+	}
+	if resp.Command != AMCommandNone {
+		out.AMCommand = yarnpb.AMCommandProto(resp.Command).Enum()
+	}
+	for i := range resp.Allocated {
+		out.AllocatedContainers = append(out.AllocatedContainers, r.containerPB(&resp.Allocated[i]))
+	}
+	for _, s := range resp.Completed {
+		out.CompletedContainerStatuses = append(out.CompletedContainerStatuses, &yarnpb.ContainerStatusProto{
+			ContainerId: containerPB(s.ID), State: yarnpb.ContainerStateProto(s.State).Enum(),
+			Diagnostics: proto.String(s.Diagnostics), ExitStatus: proto.Int32(s.ExitStatus),
+			Capability: resourcePB(s.Resource),
+		})
+	}
+	for _, n := range resp.NMTokenNodes {
+		t := r.core().keys.nmToken(resp.Attempt, n, resp.User)
+		out.NmTokens = append(out.NmTokens, &yarnpb.NMTokenProto{NodeId: nodePB(n), Token: tokenPB(&t)})
+	}
+	return out
+}
+
+// containerTokenLifetime is yarn.resourcemanager.rm.container-allocation.expiry-interval-ms.
+const containerTokenLifetime = 10 * 60 * 1000
+
+func (r *RM) containerPB(c *ContainerInfo) *yarnpb.ContainerProto {
+	t := r.core().keys.containerToken(c, r.cfg.ClusterTimestamp, c.Created+containerTokenLifetime)
+	return &yarnpb.ContainerProto{
+		Id: containerPB(c.ID), NodeId: nodePB(c.Node), NodeHttpAddress: proto.String(c.NodeHTTPAddress),
+		Resource: resourcePB(c.Resource), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
+		ContainerToken: tokenPB(&t), ExecutionType: yarnpb.ExecutionTypeProto_GUARANTEED.Enum(),
+		AllocationRequestId: proto.Int64(c.AllocationRequestID),
+	}
+}
+
+func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+	id, err := r.amAttempt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	done, err := r.core().Finish(id, FinishRequest{
+		FinalStatus: FinalStatus(req.GetFinalApplicationStatus()), Diagnostics: req.GetDiagnostics(), TrackingURL: req.GetTrackingUrl(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(done)}, nil
+}
+
+// amrmSecrets is the scheduler port's hadoopipc.SecretManager: AMRMTokens
+// of attempts the AMS knows (Hadoop's AMRMTokenSecretManager refuses tokens
+// of attempts it has forgotten).
+type amrmSecrets struct{ r *RM }
+
+func (s amrmSecrets) RetrievePassword(identifier []byte) ([]byte, string, error) {
+	if s.r.Standby() {
+		return nil, "", hadoopipc.Errorf(hadoopipc.ClassStandby, "Operation category READ is not supported in state standby")
+	}
+	c := s.r.core()
+	id, pw, err := c.keys.checkAMRM(identifier)
+	if err != nil {
+		return nil, "", err
+	}
+	c.mu.Lock()
+	at, _ := c.cached(id)
+	c.mu.Unlock()
+	if at == nil {
+		return nil, "", fmt.Errorf("%w: Password not found for ApplicationAttempt %s", ErrInvalidToken, id)
+	}
+	return pw, id.String(), nil
+}

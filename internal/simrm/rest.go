@@ -1,0 +1,403 @@
+package simrm
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+)
+
+// The REST subset of RMWebServices the federation needs, with Hadoop's
+// JSON and XML shapes (internal/rmrest). JSON is the default; XML when the
+// Accept header prefers application/xml, as Jersey negotiates.
+
+// simVersion is what /info reports: the Hadoop line simrm imitates, marked
+// as a simulator so nobody mistakes it for a real RM.
+const simVersion = "3.4.1-simrm"
+
+func (r *RM) restHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws/v1/cluster", r.restInfo)
+	mux.HandleFunc("GET /ws/v1/cluster/info", r.restInfo)
+	mux.HandleFunc("GET /ws/v1/cluster/metrics", r.restMetrics)
+	mux.HandleFunc("GET /ws/v1/cluster/scheduler", r.restScheduler)
+	mux.HandleFunc("GET /ws/v1/cluster/apps", r.restApps)
+	mux.HandleFunc("POST /ws/v1/cluster/apps/new-application", r.restNewApp)
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}", r.restApp)
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts", r.restAttempts)
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/state", r.restAppState)
+	mux.HandleFunc("PUT /ws/v1/cluster/apps/{appid}/state", r.restPutAppState)
+	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
+	mux.HandleFunc("GET /ws/v1/cluster/nodes/{nodeid}", r.restNode)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if err := r.inject(req.Context(), "rest"); err != nil {
+			switch {
+			case errors.Is(err, ErrStandby):
+				// Hadoop's standby RM web app answers 503 when it cannot
+				// redirect to an active RM.
+				restError(w, req, http.StatusServiceUnavailable, "StandbyException", rmrest.ClassStandbyWebApp, "This is standby RM. "+err.Error())
+			default:
+				restError(w, req, http.StatusInternalServerError, "WebApplicationException", rmrest.ClassWebApp, err.Error())
+			}
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
+}
+
+func wantsXML(req *http.Request) bool {
+	a := req.Header.Get("Accept")
+	x := strings.Index(a, "application/xml")
+	if x < 0 {
+		return false
+	}
+	j := strings.Index(a, "application/json")
+	return j < 0 || x < j
+}
+
+// writeREST renders v as JSON inside its envelope, or xmlV as XML.
+func writeREST(w http.ResponseWriter, req *http.Request, status int, jsonV, xmlV any) {
+	if wantsXML(req) {
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		w.WriteHeader(status)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>`)
+		xml.NewEncoder(w).Encode(xmlV)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(jsonV)
+}
+
+func restError(w http.ResponseWriter, req *http.Request, status int, exception, class, msg string) {
+	re := rmrest.RemoteException{Exception: exception, Message: msg, JavaClassName: class}
+	writeREST(w, req, status, rmrest.RemoteExceptionResponse{RemoteException: re}, re)
+}
+
+func badRequest(w http.ResponseWriter, req *http.Request, msg string) {
+	restError(w, req, http.StatusBadRequest, "BadRequestException", rmrest.ClassBadRequest, msg)
+}
+
+func notFound(w http.ResponseWriter, req *http.Request, msg string) {
+	restError(w, req, http.StatusNotFound, "NotFoundException", rmrest.ClassNotFound, msg)
+}
+
+func (r *RM) restInfo(w http.ResponseWriter, req *http.Request) {
+	c := r.core()
+	ha := "ACTIVE"
+	if r.Standby() {
+		ha = "STANDBY"
+	}
+	info := rmrest.ClusterInfo{
+		ID: c.clusterTS, StartedOn: c.startedOn, State: "STARTED", HAState: ha,
+		RMStateStoreName:              "org.apache.hadoop.yarn.server.resourcemanager.recovery.MemoryRMStateStore",
+		ResourceManagerVersion:        simVersion,
+		ResourceManagerBuildVersion:   simVersion + " from yarnfed simrm (a simulator)",
+		ResourceManagerVersionBuiltOn: "simrm", HadoopVersion: simVersion,
+		HadoopBuildVersion: simVersion + " from yarnfed simrm (a simulator)", HadoopVersionBuiltOn: "simrm",
+		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
+	}
+	writeREST(w, req, http.StatusOK, rmrest.ClusterInfoResponse{ClusterInfo: info}, info)
+}
+
+func (r *RM) restMetrics(w http.ResponseWriter, req *http.Request) {
+	m := r.core().Metrics()
+	out := rmrest.ClusterMetrics{
+		AppsSubmitted: m.AppsSubmitted, AppsCompleted: m.AppsCompleted, AppsPending: m.AppsPending,
+		AppsRunning: m.AppsRunning, AppsFailed: m.AppsFailed, AppsKilled: m.AppsKilled,
+		AvailableMB: m.Available.MemoryMB, AllocatedMB: m.Allocated.MemoryMB, PendingMB: m.Pending.MemoryMB,
+		AvailableVirtualCores: int64(m.Available.VCores), AllocatedVirtualCores: int64(m.Allocated.VCores),
+		PendingVirtualCores: int64(m.Pending.VCores), ContainersAllocated: m.ContainersAllocated,
+		ContainersPending: m.ContainersPending, TotalMB: m.Total.MemoryMB, TotalVirtualCores: int64(m.Total.VCores),
+		TotalNodes: m.TotalNodes, ActiveNodes: m.ActiveNodes,
+		TotalUsedResourcesAcrossPartition:       &rmrest.ResourceInfo{Memory: m.Allocated.MemoryMB, VCores: m.Allocated.VCores},
+		TotalClusterResourcesAcrossPartition:    &rmrest.ResourceInfo{Memory: m.Total.MemoryMB, VCores: m.Total.VCores},
+		TotalReservedResourcesAcrossPartition:   &rmrest.ResourceInfo{},
+		TotalAllocatedContainersAcrossPartition: m.ContainersAllocated, CrossPartitionMetricsAvailable: true,
+	}
+	writeREST(w, req, http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: out}, out)
+}
+
+func (r *RM) restScheduler(w http.ResponseWriter, req *http.Request) {
+	root := r.core().Queues()
+	info := rmrest.SchedulerInfo{
+		XSI: rmrest.XSINamespace, XSIType: "capacityScheduler", Type: "capacityScheduler",
+		Capacity: 100, MaxCapacity: 100, UsedCapacity: root.CurrentCapacity * 100, QueueName: "root",
+	}
+	if len(root.Children) > 0 {
+		info.Queues = &rmrest.QueueList{}
+		for _, q := range root.Children {
+			info.Queues.Queue = append(info.Queues.Queue, rmrest.Queue{
+				XSIType: "capacitySchedulerLeafQueueInfo", Type: "capacitySchedulerLeafQueueInfo",
+				Capacity: q.Capacity * 100, UsedCapacity: q.CurrentCapacity * 100, MaxCapacity: q.MaxCapacity * 100,
+				AbsoluteCapacity: q.Capacity * 100, AbsoluteMaxCapacity: q.MaxCapacity * 100,
+				AbsoluteUsedCapacity: q.AbsoluteUsed * 100, NumApplications: q.NumApps,
+				UsedResources: q.Used.String(), QueueName: q.Name, QueuePath: "root." + q.Name, State: q.State,
+				ResourcesUsed:         rmrest.ResourceInfo{Memory: q.Used.MemoryMB, VCores: q.Used.VCores},
+				NumActiveApplications: q.NumActive, NumPendingApplications: q.NumPending,
+				NumContainers: q.NumContainers, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
+				UserLimit: 100, UserLimitFactor: 1,
+			})
+		}
+	}
+	s := rmrest.Scheduler{SchedulerInfo: info}
+	writeREST(w, req, http.StatusOK, rmrest.SchedulerResponse{Scheduler: s}, s)
+}
+
+func (r *RM) restApps(w http.ResponseWriter, req *http.Request) {
+	q, err := rmrest.ParseAppsQuery(req.URL.Query())
+	if err != nil {
+		badRequest(w, req, strings.TrimPrefix(err.Error(), rmrest.ErrBadQuery.Error()+": "))
+		return
+	}
+	f := AppFilter{
+		Types: q.ApplicationTypes, Tags: q.ApplicationTags, Name: q.Name, Limit: q.Limit,
+		StartBegin: q.StartedTimeBegin, StartEnd: q.StartedTimeEnd,
+		FinishBegin: q.FinishedTimeBegin, FinishEnd: q.FinishedTimeEnd,
+	}
+	if q.User != "" {
+		f.Users = []string{q.User}
+	}
+	if q.Queue != "" {
+		f.Queues = []string{q.Queue}
+	}
+	for _, s := range q.States {
+		st, _ := ParseAppState(s)
+		f.States = append(f.States, st)
+	}
+	if q.FinalStatus != "" {
+		f.Limit = 0 // the final status filter runs after the core's
+	}
+	reps := r.core().Apps(f)
+	out := rmrest.Apps{}
+	for i := range reps {
+		if q.FinalStatus != "" && reps[i].FinalStatus.String() != q.FinalStatus {
+			continue
+		}
+		if q.Limit > 0 && int64(len(out.App)) >= q.Limit {
+			break
+		}
+		out.App = append(out.App, r.restApp1(&reps[i]))
+	}
+	writeREST(w, req, http.StatusOK, rmrest.AppsResponse{Apps: out}, out)
+}
+
+func (r *RM) restApp1(a *AppReport) rmrest.App {
+	c := r.core()
+	out := rmrest.App{
+		ID: a.ID.String(), User: a.User, Name: a.Name, Queue: a.Queue, State: a.State.String(),
+		FinalStatus: a.FinalStatus.String(), Progress: a.Progress * 100, Diagnostics: a.Diagnostics,
+		ClusterID: a.ClusterTimestamp, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","),
+		Priority: a.Priority, StartedTime: a.Started, LaunchTime: a.Launched, FinishedTime: a.Finished,
+		AllocatedMB: a.UsedResources.MemoryMB, AllocatedVCores: int64(a.UsedResources.VCores),
+		RunningContainers: a.RunningContainer, MemorySeconds: a.MemorySeconds, VCoreSeconds: a.VCoreSeconds,
+		QueueUsagePercentage: a.QueueUsagePct, ClusterUsagePercentage: a.ClusterUsagePct,
+		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.Unmanaged, AMNodeLabelExpression: a.AMNodeLabel,
+	}
+	switch {
+	case a.State <= AppAccepted:
+		out.TrackingUI = "UNASSIGNED"
+	case a.Finished == 0:
+		out.TrackingUI = "ApplicationMaster"
+	default:
+		out.TrackingUI = "History"
+	}
+	if out.TrackingUI != "UNASSIGNED" && r.webAddr != "" {
+		out.TrackingURL = "http://" + r.webAddr + "/proxy/" + out.ID + "/"
+	}
+	if a.Finished > 0 {
+		out.ElapsedTime = a.Finished - a.Started
+	} else {
+		out.ElapsedTime = c.nowMS() - a.Started
+	}
+	if a.AMContainer != nil {
+		out.AMHostHTTPAddress = a.AMContainer.NodeHTTPAddress
+		out.AMContainerLogs = "http://" + a.AMContainer.NodeHTTPAddress + "/node/containerlogs/" + a.AMContainer.ID.String() + "/" + a.User
+		out.MasterNodeID = a.AMContainer.Node.String()
+	}
+	if a.Host != "N/A" && a.RPCPort != -1 {
+		out.AMRPCAddress = fmt.Sprintf("%s:%d", a.Host, a.RPCPort)
+	}
+	return out
+}
+
+func (r *RM) appParam(w http.ResponseWriter, req *http.Request) (AppID, bool) {
+	s := req.PathValue("appid")
+	id, err := ParseAppID(s)
+	if err != nil {
+		badRequest(w, req, "Invalid ApplicationId: "+s)
+		return AppID{}, false
+	}
+	return id, true
+}
+
+func (r *RM) restApp(w http.ResponseWriter, req *http.Request) {
+	id, ok := r.appParam(w, req)
+	if !ok {
+		return
+	}
+	rep, err := r.core().AppReport(id)
+	if err != nil {
+		notFound(w, req, "app with id: "+id.String()+" not found")
+		return
+	}
+	app := r.restApp1(&rep)
+	writeREST(w, req, http.StatusOK, rmrest.AppResponse{App: app}, app)
+}
+
+func (r *RM) restAttempts(w http.ResponseWriter, req *http.Request) {
+	id, ok := r.appParam(w, req)
+	if !ok {
+		return
+	}
+	reps, err := r.core().Attempts(id)
+	if err != nil {
+		notFound(w, req, "app with id: "+id.String()+" not found")
+		return
+	}
+	user := ""
+	if a, err := r.core().AppReport(id); err == nil {
+		user = a.User
+	}
+	out := rmrest.AppAttempts{}
+	for _, a := range reps {
+		at := rmrest.AppAttempt{
+			ID: a.ID.Attempt, StartTime: a.Started, FinishedTime: a.Finish, AppAttemptID: a.ID.String(),
+			AppAttemptState: a.State.String(),
+		}
+		if a.AMContainer != nil {
+			at.ContainerID = a.AMContainer.String()
+			at.NodeID = a.AMNode.String()
+			at.NodeHTTPAddress = a.AMNodeHTTP
+			at.LogsLink = "http://" + a.AMNodeHTTP + "/node/containerlogs/" + at.ContainerID + "/" + user
+		}
+		out.AppAttempt = append(out.AppAttempt, at)
+	}
+	writeREST(w, req, http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out)
+}
+
+func (r *RM) restAppState(w http.ResponseWriter, req *http.Request) {
+	id, ok := r.appParam(w, req)
+	if !ok {
+		return
+	}
+	rep, err := r.core().AppReport(id)
+	if err != nil {
+		notFound(w, req, "app with id: "+id.String()+" not found")
+		return
+	}
+	st := rmrest.AppState{State: rep.State.String()}
+	writeREST(w, req, http.StatusOK, st, st)
+}
+
+// maxBodyBytes bounds request bodies (an app state is a few bytes).
+const maxBodyBytes = 1 << 20
+
+func (r *RM) restPutAppState(w http.ResponseWriter, req *http.Request) {
+	id, ok := r.appParam(w, req)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes))
+	if err != nil {
+		badRequest(w, req, "cannot read request body: "+err.Error())
+		return
+	}
+	var want rmrest.AppState
+	if strings.Contains(req.Header.Get("Content-Type"), "xml") {
+		err = xml.Unmarshal(body, &want)
+	} else {
+		err = json.Unmarshal(body, &want)
+	}
+	if err != nil {
+		badRequest(w, req, "cannot parse application state: "+err.Error())
+		return
+	}
+	if !strings.EqualFold(want.State, "KILLED") {
+		badRequest(w, req, "Only 'KILLED' is allowed as a target state.")
+		return
+	}
+	if _, err := r.core().Kill(id, req.URL.Query().Get("user.name"), "Application killed by a REST request"); err != nil {
+		notFound(w, req, "app with id: "+id.String()+" not found")
+		return
+	}
+	st := rmrest.AppState{State: "KILLED"}
+	writeREST(w, req, http.StatusOK, st, st)
+}
+
+func (r *RM) restNewApp(w http.ResponseWriter, req *http.Request) {
+	id, maxCap := r.core().NewApplication()
+	out := rmrest.NewApplication{
+		ApplicationID:             id.String(),
+		MaximumResourceCapability: rmrest.ResourceInfo{Memory: maxCap.MemoryMB, VCores: maxCap.VCores},
+	}
+	writeREST(w, req, http.StatusOK, out, out)
+}
+
+func restNode(n *NodeReport) rmrest.Node {
+	free := n.Total.sub(n.Used)
+	return rmrest.Node{
+		Rack: n.Rack, State: n.State, ID: n.ID.String(), NodeHostName: n.ID.Host, NodeHTTPAddress: n.HTTPAddress,
+		LastHealthUpdate: n.LastHealthUpdate, Version: simVersion, HealthReport: n.HealthReport,
+		NumContainers: n.NumContainers, UsedMemoryMB: n.Used.MemoryMB, AvailMemoryMB: free.MemoryMB,
+		UsedVirtualCores: int64(n.Used.VCores), AvailableVirtualCores: int64(free.VCores),
+		UsedResource:      rmrest.ResourceInfo{Memory: n.Used.MemoryMB, VCores: n.Used.VCores},
+		AvailableResource: rmrest.ResourceInfo{Memory: free.MemoryMB, VCores: free.VCores},
+		TotalResource:     rmrest.ResourceInfo{Memory: n.Total.MemoryMB, VCores: n.Total.VCores},
+	}
+}
+
+func (r *RM) restNodes(w http.ResponseWriter, req *http.Request) {
+	out := rmrest.Nodes{}
+	// Every simulated node is RUNNING; a states filter without it matches
+	// none. Hadoop rejects unknown state names with 400.
+	match := true
+	for _, raw := range append(req.URL.Query()["states"], req.URL.Query()["state"]...) {
+		match = false
+		for _, s := range strings.Split(raw, ",") {
+			s = strings.ToUpper(strings.TrimSpace(s))
+			switch s {
+			case "RUNNING":
+				match = true
+			case "NEW", "UNHEALTHY", "DECOMMISSIONED", "LOST", "REBOOTED", "DECOMMISSIONING", "SHUTDOWN", "":
+			default:
+				badRequest(w, req, "Invalid node state "+s)
+				return
+			}
+		}
+	}
+	if match {
+		nodes := r.core().Nodes()
+		out.Node = make([]rmrest.Node, 0, len(nodes))
+		for i := range nodes {
+			out.Node = append(out.Node, restNode(&nodes[i]))
+		}
+	}
+	writeREST(w, req, http.StatusOK, rmrest.NodesResponse{Nodes: out}, out)
+}
+
+func (r *RM) restNode(w http.ResponseWriter, req *http.Request) {
+	want := req.PathValue("nodeid")
+	c := r.core()
+	c.mu.Lock()
+	n, ok := c.hosts[strings.Split(want, ":")[0]]
+	var rep NodeReport
+	if ok && (n.id.String() == want || n.id.Host == want) {
+		rep = NodeReport{ID: n.id, HTTPAddress: n.httpAddr, Rack: n.rack, State: "RUNNING", Total: n.total,
+			Used: n.used, NumContainers: n.nconts, LastHealthUpdate: c.nowMS()}
+	} else {
+		ok = false
+	}
+	c.mu.Unlock()
+	if !ok {
+		notFound(w, req, "nodeId, "+want+", is not found")
+		return
+	}
+	node := restNode(&rep)
+	writeREST(w, req, http.StatusOK, rmrest.NodeResponse{Node: node}, node)
+}
