@@ -18,7 +18,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * is killed.
  *
  * <p>Flags: --conf-out PATH (required), --work-dir DIR, --cluster-id ID, --epoch N, --nms N,
- * --nm-memory-mb MB, --nm-vcores N, --set key=value (repeatable).
+ * --nm-memory-mb MB, --nm-vcores N, --nm-web (NM web apps; breaks the RM's REST API in one JVM),
+ * --set key=value (repeatable).
  */
 public final class MiniCluster {
   private MiniCluster() {}
@@ -39,6 +40,7 @@ public final class MiniCluster {
     String clusterId = "yarnfed-e2e";
     long epoch = 0;
     int nms = 1;
+    boolean nmWeb = false;
     int nmMemoryMb = 4096;
     int nmVcores = 4;
     Map<String, String> extra = new LinkedHashMap<>();
@@ -51,6 +53,7 @@ public final class MiniCluster {
         case "--cluster-id": clusterId = v; i++; break;
         case "--epoch": epoch = Long.parseLong(v); i++; break;
         case "--nms": nms = Integer.parseInt(v); i++; break;
+        case "--nm-web": nmWeb = true; break;
         case "--nm-memory-mb": nmMemoryMb = Integer.parseInt(v); i++; break;
         case "--nm-vcores": nmVcores = Integer.parseInt(v); i++; break;
         case "--set": {
@@ -93,12 +96,13 @@ public final class MiniCluster {
     conf.setBoolean(YarnConfiguration.TIMELINE_SERVICE_ENABLED, false);
     // Fast NM heartbeats so allocations reach the AM quickly in tests.
     conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 100);
-    conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS + "", 100);
     for (Map.Entry<String, String> e : extra.entrySet()) {
       conf.set(e.getKey(), e.getValue());
     }
 
-    MiniYARNCluster cluster = new MiniYARNCluster(clusterId, 1, nms, 1, 1);
+    // NM web apps stay off: Guice's servlet filter is process-wide, so the last web app started
+    // (an NM's) would answer the RM's /ws/v1/cluster/* with 404s.
+    MiniYARNCluster cluster = new MiniYARNCluster(clusterId, nms, 1, 1, nmWeb);
     cluster.init(conf);
     cluster.start();
     if (!cluster.waitForNodeManagersToConnect(60_000)) {
