@@ -214,12 +214,12 @@ func ParseBatchXML(r io.Reader) ([]QueuePolicy, error) {
 	for i, q := range queues {
 		where := fmt.Sprintf("batch xml: queue[%d]", i)
 		if q.Name == nil || strings.TrimSpace(*q.Name) == "" {
-			return nil, fmt.Errorf("%w: %s: missing <name>", ErrInvalidConfig, where)
+			return nil, fmt.Errorf("%s: %w: missing <name>", where, ErrInvalidConfig)
 		}
 		name := strings.TrimSpace(*q.Name)
 		where = fmt.Sprintf("batch xml: queue %q", name)
 		if seen[name] {
-			return nil, fmt.Errorf("%w: %s: defined twice", ErrInvalidConfig, where)
+			return nil, fmt.Errorf("%s: %w: queue defined twice", where, ErrInvalidConfig)
 		}
 		seen[name] = true
 		router, err := xmlWeightList(q.RouterPolicyWeights, "routerPolicyWeights")
@@ -231,7 +231,7 @@ func ParseBatchXML(r io.Reader) ([]QueuePolicy, error) {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if q.HeadroomAlpha == nil {
-			return nil, fmt.Errorf("%w: %s: missing <headroomAlpha>", ErrInvalidConfig, where)
+			return nil, fmt.Errorf("%s: %w: missing <headroomAlpha>", where, ErrInvalidConfig)
 		}
 		alpha, err := parseHeadroomAlpha(*q.HeadroomAlpha)
 		if err != nil {

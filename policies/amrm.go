@@ -208,8 +208,8 @@ func (emptyResolver) SubClustersForRack(string) []SubClusterID      { return nil
 //     among those node asks' sub-clusters in proportion to their counts;
 //   - any other ANY ask is split by alpha*headroomShare +
 //     (1-alpha)*weightShare over the enabled sub-clusters;
-//   - an ANY ask for zero containers (a cancel) goes to every sub-cluster
-//     that ever answered;
+//   - an ANY ask for zero containers (a cancel) goes to every active
+//     sub-cluster that ever answered, timed out or not;
 //   - only active sub-clusters with a positive AMRM weight are enabled;
 //     timed-out ones are skipped unless all enabled ones timed out;
 //   - rack asks are dropped from sub-clusters that got no node or ANY ask of
@@ -344,7 +344,15 @@ func (l *localityMulticast) SplitResourceRequests(_ context.Context, snap *Snaps
 		}
 	}
 
-	seen := slices.Sorted(maps.Keys(headroom))
+	// Cancels go to every sub-cluster that ever answered (it may hold an
+	// earlier ask), as in Hadoop, but not to ones that left the federation.
+	var seen []SubClusterID
+	for sc := range headroom {
+		if snap.IsActive(sc) {
+			seen = append(seen, sc)
+		}
+	}
+	slices.Sort(seen)
 	for _, i := range anys {
 		if err := l.splitAny(cfg, b, asks[i], headroom, seen); err != nil {
 			return nil, err

@@ -1,0 +1,244 @@
+package policies
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the *.golden.* files under testdata")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n got: %s\nwant: %s", name, got, want)
+	}
+}
+
+func TestJavaFloatString(t *testing.T) {
+	tests := []struct {
+		name string
+		in   float32
+		want string
+	}{
+		{"zero", 0, "0.0"},
+		{"negative zero", float32(math.Copysign(0, -1)), "-0.0"},
+		{"one", 1, "1.0"},
+		{"tenths", 0.7, "0.7"},
+		{"third", 1.0 / 3, "0.33333334"},
+		{"lower bound of plain form", 0.001, "0.001"},
+		{"below plain form", 0.0001, "1.0E-4"},
+		{"small mantissa", 1.5e-5, "1.5E-5"},
+		{"large", 1e7, "1.0E7"},
+		{"just below large", 9999999, "9999999.0"},
+		{"negative", -0.25, "-0.25"},
+		{"NaN", float32(math.NaN()), "NaN"},
+		{"inf", float32(math.Inf(1)), "Infinity"},
+		{"-inf", float32(math.Inf(-1)), "-Infinity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := JavaFloatString(tt.in); got != tt.want {
+				t.Errorf("JavaFloatString(%v) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJavaStringHash(t *testing.T) {
+	// Values of java.lang.String.hashCode().
+	tests := map[string]int32{
+		"default": 1544803905, "SC-1": 2538484, "root.a": -925313451,
+		"queue-with-a-long-name-0123456789": -1416117939, "é": 233, "😀x": 54959989, "": 0,
+	}
+	for s, want := range tests {
+		if got := javaStringHash(s); got != want {
+			t.Errorf("javaStringHash(%q) = %d, want %d", s, got, want)
+		}
+		if got := javaStringHashNoAlloc(s); got != want {
+			t.Errorf("javaStringHashNoAlloc(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestHadoopOrderMatchesDocumentation(t *testing.T) {
+	// Federation.md shows Hadoop writing SC-2 before SC-1: HashMap order of
+	// SubClusterIdInfo keys, not insertion or alphabetical order.
+	got := HadoopOrder([]Weight{{"SC-1", 0.7}, {"SC-2", 0.3}})
+	if got[0].ID != "SC-2" || got[1].ID != "SC-1" {
+		t.Fatalf("order = %v, want SC-2, SC-1", got)
+	}
+	// Order must not depend on insertion order when buckets differ.
+	got = HadoopOrder([]Weight{{"SC-2", 0.3}, {"SC-1", 0.7}})
+	if got[0].ID != "SC-2" {
+		t.Fatalf("order = %v, want SC-2 first", got)
+	}
+}
+
+func TestGoldenPolicyParamsFromDocs(t *testing.T) {
+	doc, err := os.ReadFile("testdata/policy-manager-params.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := ParseWeightedPolicyInfo(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := info.RouterWeight("SC-1"); w != 0.7 {
+		t.Errorf("router SC-1 = %v", w)
+	}
+	if w, _ := info.AMRMWeight("SC-2"); w != 0.4 {
+		t.Errorf("amrm SC-2 = %v", w)
+	}
+	if info.HeadroomAlpha != 1 {
+		t.Errorf("alpha = %v", info.HeadroomAlpha)
+	}
+	if got := info.MarshalHadoopJSON(); !bytes.Equal(got, doc) {
+		t.Errorf("re-encoding differs:\n got %s\nwant %s", got, doc)
+	}
+	// The admin string of the same example must produce the same bytes
+	// Hadoop's router stores.
+	q, err := ParsePolicySaveString("root.a;SC-1:0.7,SC-2:0.3;SC-1:0.6,SC-2:0.4;1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Info.MarshalHadoopJSON(); !bytes.Equal(got, doc) {
+		t.Errorf("-s example encodes to\n %s\nwant %s", got, doc)
+	}
+}
+
+func TestGoldenSingleEntryParams(t *testing.T) {
+	info := &WeightedPolicyInfo{RouterWeights: []Weight{{"SC-1", 1}}, AMRMWeights: []Weight{{"SC-1", 1}}, HeadroomAlpha: 0.5}
+	got := info.MarshalHadoopJSON()
+	golden(t, "policy-params-single.golden.json", got)
+	back, err := ParseWeightedPolicyInfo(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(info) {
+		t.Errorf("round trip = %+v, want %+v", back, info)
+	}
+}
+
+func TestParseWeightedPolicyInfo(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // substring; empty means success
+		check   func(*testing.T, *WeightedPolicyInfo)
+	}{
+		{name: "bare numbers", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"a"},"value":0.5},{"key":{"id":"b"},"value":0.5}]},"headroomAlpha":0.25}`,
+			check: func(t *testing.T, i *WeightedPolicyInfo) {
+				if len(i.RouterWeights) != 2 || i.HeadroomAlpha != 0.25 || len(i.AMRMWeights) != 0 {
+					t.Errorf("got %+v", i)
+				}
+			}},
+		{name: "single entry object", in: `{"routerPolicyWeights":{"entry":{"key":{"id":""},"value":"1.0"}},"amrmPolicyWeights":{"entry":{"key":{"id":""},"value":"1.0"}},"headroomAlpha":"0.0"}`,
+			check: func(t *testing.T, i *WeightedPolicyInfo) {
+				if len(i.RouterWeights) != 1 || i.RouterWeights[0].ID != "" {
+					t.Errorf("got %+v", i)
+				}
+			}},
+		{name: "empty maps", in: `{"routerPolicyWeights":"","amrmPolicyWeights":null,"headroomAlpha":"1.0"}`},
+		{name: "java suffix and spaces", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"a"},"value":" 1.0f "}]}}`},
+		{name: "empty input", in: ``, wantErr: "empty"},
+		{name: "not an object", in: `[1]`, wantErr: "expected a JSON object"},
+		{name: "malformed", in: `{"routerPolicyWeights":`, wantErr: "malformed JSON"},
+		{name: "negative", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"-0.5"}]}}`, wantErr: "routerPolicyWeights[SC-1]: weight -0.5 is negative"},
+		{name: "NaN", in: `{"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"NaN"}]}}`, wantErr: "amrmPolicyWeights[SC-1]: weight is NaN"},
+		{name: "infinite", in: `{"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"Infinity"}]}}`, wantErr: "infinite"},
+		{name: "not a number", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"lots"}]}}`, wantErr: `routerPolicyWeights[SC-1]: "lots" is not a number`},
+		{name: "missing key", in: `{"routerPolicyWeights":{"entry":[{"value":"1"}]}}`, wantErr: "routerPolicyWeights.entry[0]: missing key.id"},
+		{name: "missing value", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"x"}}]}}`, wantErr: "routerPolicyWeights[x]: missing value"},
+		{name: "duplicate id", in: `{"routerPolicyWeights":{"entry":[{"key":{"id":"x"},"value":"1"},{"key":{"id":"x"},"value":"1"}]}}`, wantErr: "duplicate sub-cluster id"},
+		{name: "alpha out of range", in: `{"headroomAlpha":"1.5"}`, wantErr: "headroomAlpha: 1.5 is not between 0 and 1"},
+		{name: "alpha garbage", in: `{"headroomAlpha":{}}`, wantErr: "headroomAlpha"},
+		{name: "wrong map member", in: `{"routerPolicyWeights":{"entries":[]}}`, wantErr: `unexpected member "entries"`},
+		{name: "entry scalar", in: `{"routerPolicyWeights":{"entry":5}}`, wantErr: "expected an array or an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := ParseWeightedPolicyInfo([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if !errors.Is(err, ErrInvalidConfig) {
+					t.Errorf("err %v does not wrap ErrInvalidConfig", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, info)
+			}
+		})
+	}
+}
+
+func TestParseCapability(t *testing.T) {
+	c, err := ParseCapability([]byte(`{"clusterMetrics":{"appsPending":3,"availableMB":"8192","availableVirtualCores":4,"totalMB":16384,"activeNodes":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Capability{AvailableMB: 8192, AvailableVCores: 4, TotalMB: 16384, AppsPending: 3, ActiveNodes: 2}
+	if c != want {
+		t.Errorf("got %+v, want %+v", c, want)
+	}
+	for name, in := range map[string]string{
+		"not json": `x`, "no metrics": `{}`, "fractional": `{"clusterMetrics":{"availableMB":1.5}}`,
+	} {
+		if _, err := ParseCapability([]byte(in)); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func FuzzParseWeightedPolicyInfo(f *testing.F) {
+	doc, _ := os.ReadFile("testdata/policy-manager-params.json")
+	f.Add(doc)
+	f.Add([]byte(`{"routerPolicyWeights":{"entry":{"key":{"id":""},"value":"1.0"}},"headroomAlpha":"0.0"}`))
+	f.Add([]byte(`{"amrmPolicyWeights":{"entry":[{"key":{"id":"a"},"value":1e-5}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		info, err := ParseWeightedPolicyInfo(b)
+		if err != nil {
+			return
+		}
+		// decode(encode(x)) == x, and encoding is a fixed point.
+		enc := info.MarshalHadoopJSON()
+		back, err := ParseWeightedPolicyInfo(enc)
+		if err != nil {
+			t.Fatalf("re-parse of %s: %v", enc, err)
+		}
+		if !back.Equal(info) {
+			t.Fatalf("round trip changed %+v to %+v", info, back)
+		}
+		if enc2 := back.MarshalHadoopJSON(); !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding not stable: %s vs %s", enc, enc2)
+		}
+	})
+}
+
+func FuzzParseCapability(f *testing.F) {
+	f.Add([]byte(`{"clusterMetrics":{"availableMB":8192,"appsPending":"2"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseCapability(b) // must not panic
+	})
+}
