@@ -1,5 +1,484 @@
 package router
 
-import "net/http"
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
 
-func (r *Router) restRoutes(mux *http.ServeMux) {}
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// The RM REST API through the router. Every endpoint runs the same routing
+// code as the IPC calls (routing.go), so homes, breakers, the failover
+// window and partial results behave identically; replies are rendered in
+// the RM's JSON or XML shapes (internal/rmrest).
+
+const maxRESTBody = 1 << 20 // a submission context is a few KiB; bound what we read
+
+func (r *Router) restRoutes(mux *http.ServeMux) {
+	const p = "/ws/v1/cluster"
+	for _, root := range []string{p, p + "/info"} {
+		mux.HandleFunc("GET "+root, r.rest("info", false, r.restInfo))
+	}
+	mux.HandleFunc("GET "+p+"/metrics", r.rest("metrics", false, r.restMetrics))
+	mux.HandleFunc("GET "+p+"/apps", r.rest("apps", false, r.restApps))
+	mux.HandleFunc("POST "+p+"/apps", r.rest("submit", true, r.restSubmit))
+	mux.HandleFunc("POST "+p+"/apps/new-application", r.rest("new-application", true, r.restNewApp))
+	mux.HandleFunc("GET "+p+"/apps/{appid}", r.rest("app", false, r.restApp))
+	mux.HandleFunc("GET "+p+"/apps/{appid}/state", r.rest("app-state", false, r.restAppState))
+	mux.HandleFunc("PUT "+p+"/apps/{appid}/state", r.rest("app-state-put", true, r.restPutAppState))
+	mux.HandleFunc("GET "+p+"/apps/{appid}/appattempts", r.rest("appattempts", false, r.restAttempts))
+	mux.HandleFunc("GET "+p+"/nodes", r.rest("nodes", false, r.restNodes))
+	mux.HandleFunc("GET "+p+"/nodes/{nodeid}", r.rest("node", false, r.restNode))
+}
+
+// restReply is what a REST handler produces: a status and the value to
+// render (a JSON envelope and the XML document may differ).
+type restReply struct {
+	status int
+	json   any
+	xml    any
+}
+
+// restError is an error with the HTTP status and the Java class Hadoop
+// would send in its RemoteException body.
+type restError struct {
+	status int
+	class  string
+	err    error
+}
+
+func (e *restError) Error() string { return e.err.Error() }
+func (e *restError) Unwrap() error { return e.err }
+
+func badRequest(format string, a ...any) error {
+	return &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)}
+}
+
+type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
+
+// rest wraps a handler: identity (user.name, Hadoop's pseudo auth; default
+// dr.who), metrics, audit for mutations, content negotiation and errors.
+func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
+	method := "REST " + name
+	return func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		user := req.URL.Query().Get("user.name")
+		if user == "" {
+			user = "dr.who"
+		}
+		a := &audit{}
+		ctx := hadoopipc.ContextWithUser(req.Context(), hadoopipc.User{Name: user, AuthMethod: "SIMPLE"})
+		ctx = context.WithValue(ctx, auditKey{}, a)
+		reply, err := h(ctx, req)
+		r.metrics.observe(method, start, err)
+		if mutating {
+			r.auditLog(ctx, method, a, err)
+		}
+		asXML := wantsXML(req)
+		if err != nil {
+			status, body := restFailure(err)
+			write(w, status, asXML, body, body.RemoteException)
+			return
+		}
+		write(w, reply.status, asXML, reply.json, reply.xml)
+	}
+}
+
+func wantsXML(req *http.Request) bool {
+	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		switch mt {
+		case "application/json":
+			return false
+		case "application/xml", "text/xml":
+			return true
+		}
+	}
+	return false // Hadoop's web services default to JSON
+}
+
+func write(w http.ResponseWriter, status int, asXML bool, j, x any) {
+	var b []byte
+	var err error
+	if asXML {
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		b, err = xml.Marshal(x)
+		b = append([]byte(xml.Header[:len(xml.Header)-1]), b...)
+	} else {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		b, err = json.Marshal(j)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// restFailure maps an error to Hadoop's RemoteException reply.
+func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
+	status, class := http.StatusInternalServerError, rmrest.ClassWebApp
+	var re *restError
+	var rpc *hadoopipc.RemoteError
+	switch {
+	case errors.As(err, &re):
+		status, class = re.status, re.class
+	case errors.Is(err, ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
+		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
+	case errors.Is(err, ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
+		status, class = http.StatusNotFound, rmrest.ClassNotFound
+	case isClass(err, hadoopipc.ClassAccessControl):
+		status, class = http.StatusForbidden, rmrest.ClassForbidden
+	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable):
+		status = http.StatusServiceUnavailable
+	case errors.As(err, &rpc):
+		class = rpc.Class
+	}
+	short := class[strings.LastIndex(class, ".")+1:]
+	return status, rmrest.RemoteExceptionResponse{RemoteException: rmrest.RemoteException{
+		Exception: short, Message: err.Error(), JavaClassName: class,
+	}}
+}
+
+func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
+	info := rmrest.ClusterInfo{
+		ID: r.started.UnixMilli(), StartedOn: r.started.UnixMilli(), State: "STARTED", HAState: "ACTIVE",
+		RMStateStoreName:       "yarnfed federation state store",
+		ResourceManagerVersion: "yarnfed-router", HadoopVersion: "3.4.1",
+		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
+	}
+	return restReply{http.StatusOK, rmrest.ClusterInfoResponse{ClusterInfo: info}, info}, nil
+}
+
+func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, error) {
+	resp, err := r.getNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
+	if err != nil {
+		return restReply{}, err
+	}
+	mc := resp.GetMaximumCapability()
+	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
+		MaximumResourceCapability: rmrest.ResourceInfo{Memory: mc.GetMemory(), VCores: mc.GetVirtualCores()}}
+	return restReply{http.StatusOK, na, na}, nil
+}
+
+func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxRESTBody+1))
+	if err != nil {
+		return restReply{}, badRequest("read body: %v", err)
+	}
+	if len(body) > maxRESTBody {
+		return restReply{}, badRequest("submission context larger than %d bytes", maxRESTBody)
+	}
+	asc, err := DecodeSubmissionContext(req.Header.Get("Content-Type"), body)
+	if err != nil {
+		return restReply{}, err
+	}
+	if _, err := r.submitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}); err != nil {
+		return restReply{}, err
+	}
+	// Hadoop answers 202 Accepted with a Location header and no body.
+	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
+		XMLName xml.Name `xml:"accepted"`
+	}{}}, nil
+}
+
+func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
+	id, err := ParseAppID(req.PathValue("appid"))
+	if err != nil {
+		return nil, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: err}
+	}
+	return id, nil
+}
+
+func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.ApplicationReportProto, error) {
+	id, err := appIDParam(req)
+	if err != nil {
+		return nil, err
+	}
+	auditOf(ctx).app = AppIDString(id)
+	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetApplicationReport(), nil
+}
+
+func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
+	rep, err := r.report(ctx, req)
+	if err != nil {
+		return restReply{}, err
+	}
+	a := AppInfo(rep, time.Now())
+	return restReply{http.StatusOK, rmrest.AppResponse{App: a}, a}, nil
+}
+
+func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply, error) {
+	rep, err := r.report(ctx, req)
+	if err != nil {
+		return restReply{}, err
+	}
+	st := rmrest.AppState{State: rep.GetYarnApplicationState().String()}
+	return restReply{http.StatusOK, st, st}, nil
+}
+
+// restPutAppState kills an application: {"state":"KILLED"}. 202 while the
+// kill is in progress, 200 once the app is in a final state (Hadoop's
+// RMWebServices contract).
+func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restReply, error) {
+	id, err := appIDParam(req)
+	if err != nil {
+		return restReply{}, err
+	}
+	auditOf(ctx).app = AppIDString(id)
+	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+	if err != nil {
+		return restReply{}, badRequest("read body: %v", err)
+	}
+	want, err := DecodeAppState(req.Header.Get("Content-Type"), body)
+	if err != nil {
+		return restReply{}, err
+	}
+	if want != "KILLED" {
+		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
+	}
+	kr := &yarnpb.KillApplicationResponseProto{}
+	if err := r.onHome(ctx, "forceKillApplication", id, &yarnpb.KillApplicationRequestProto{ApplicationId: id}, kr); err != nil {
+		return restReply{}, err
+	}
+	if kr.GetIsKillCompleted() {
+		st := rmrest.AppState{State: "KILLED"}
+		return restReply{http.StatusOK, st, st}, nil
+	}
+	rep, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
+	if err != nil {
+		return restReply{}, err
+	}
+	st := rmrest.AppState{State: rep.GetApplicationReport().GetYarnApplicationState().String()}
+	return restReply{http.StatusAccepted, st, st}, nil
+}
+
+func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
+	id, err := appIDParam(req)
+	if err != nil {
+		return restReply{}, err
+	}
+	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
+	if err := r.onHome(ctx, "getApplicationAttempts", id, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, resp); err != nil {
+		return restReply{}, err
+	}
+	out := rmrest.AppAttempts{}
+	for _, a := range resp.GetApplicationAttempts() {
+		out.AppAttempt = append(out.AppAttempt, rmrest.AppAttempt{
+			ID: a.GetApplicationAttemptId().GetAttemptId(), StartTime: a.GetStartTime(), FinishedTime: a.GetFinishTime(),
+			ContainerID:     containerIDString(a.GetAmContainerId()),
+			AppAttemptID:    AttemptIDString(a.GetApplicationAttemptId()),
+			AppAttemptState: strings.TrimPrefix(a.GetYarnApplicationAttemptState().String(), "APP_ATTEMPT_"),
+		})
+	}
+	return restReply{http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out}, nil
+}
+
+func containerIDString(c *yarnpb.ContainerIdProto) string {
+	if c == nil {
+		return ""
+	}
+	a := appOfContainer(c)
+	epoch, seq := c.GetId()>>40, c.GetId()&(1<<40-1)
+	prefix := "container_"
+	if epoch > 0 {
+		prefix = fmt.Sprintf("container_e%02d_", epoch)
+	}
+	return fmt.Sprintf("%s%d_%04d_%02d_%06d", prefix, a.GetClusterTimestamp(), a.GetId(), c.GetAppAttemptId().GetAttemptId(), seq)
+}
+
+func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, error) {
+	q, err := rmrest.ParseAppsQuery(req.URL.Query())
+	if err != nil {
+		return restReply{}, err
+	}
+	preq := &yarnpb.GetApplicationsRequestProto{Users: nonEmpty(q.User), Queues: nonEmpty(q.Queue), ApplicationTypes: q.ApplicationTypes, ApplicationTags: q.ApplicationTags}
+	for _, s := range q.States {
+		if v, ok := yarnpb.YarnApplicationStateProto_value[s]; ok {
+			preq.ApplicationStates = append(preq.ApplicationStates, yarnpb.YarnApplicationStateProto(v))
+		}
+	}
+	if q.StartedTimeBegin > 0 || q.StartedTimeEnd > 0 {
+		preq.StartBegin, preq.StartEnd = proto.Int64(q.StartedTimeBegin), proto.Int64(endOr(q.StartedTimeEnd))
+	}
+	if q.FinishedTimeBegin > 0 || q.FinishedTimeEnd > 0 {
+		preq.FinishBegin, preq.FinishEnd = proto.Int64(q.FinishedTimeBegin), proto.Int64(endOr(q.FinishedTimeEnd))
+	}
+	if q.Name != "" {
+		preq.Name = proto.String(q.Name)
+	}
+	res, err := fanout(ctx, r, "getApplications", preq, newMsg[yarnpb.GetApplicationsResponseProto], r.cfg.PartialResults)
+	if err != nil {
+		return restReply{}, err
+	}
+	now := time.Now()
+	out := rmrest.Apps{}
+	for _, a := range r.mergeApplications(res).GetApplications() {
+		info := AppInfo(a, now)
+		if q.FinalStatus != "" && !strings.EqualFold(info.FinalStatus, q.FinalStatus) {
+			continue
+		}
+		if q.Limit > 0 && int64(len(out.App)) >= q.Limit {
+			break
+		}
+		out.App = append(out.App, info)
+	}
+	return restReply{http.StatusOK, rmrest.AppsResponse{Apps: out}, out}, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func endOr(v int64) int64 {
+	if v == 0 {
+		return 1<<63 - 1
+	}
+	return v
+}
+
+var nodeStates = func() []string {
+	var out []string
+	for i := int32(1); ; i++ {
+		n, ok := yarnpb.NodeStateProto_name[i]
+		if !ok {
+			return out
+		}
+		out = append(out, strings.TrimPrefix(n, "NS_"))
+	}
+}()
+
+func (r *Router) clusterNodes(ctx context.Context, states []string) ([]*yarnpb.NodeReportProto, error) {
+	preq := &yarnpb.GetClusterNodesRequestProto{}
+	for _, s := range states {
+		preq.NodeStates = append(preq.NodeStates, yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+s]))
+	}
+	res, err := fanout(ctx, r, "getClusterNodes", preq, newMsg[yarnpb.GetClusterNodesResponseProto], r.cfg.PartialResults)
+	if err != nil {
+		return nil, err
+	}
+	return mergeClusterNodes(res).GetNodeReports(), nil
+}
+
+func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
+	var states []string
+	for _, raw := range req.URL.Query()["states"] {
+		for _, s := range strings.Split(raw, ",") {
+			s = strings.ToUpper(strings.TrimSpace(s))
+			if s == "" {
+				continue
+			}
+			if !slices.Contains(nodeStates, s) {
+				return restReply{}, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+			}
+			states = append(states, s)
+		}
+	}
+	nodes, err := r.clusterNodes(ctx, states)
+	if err != nil {
+		return restReply{}, err
+	}
+	out := rmrest.Nodes{}
+	for _, n := range nodes {
+		out.Node = append(out.Node, NodeInfo(n))
+	}
+	return restReply{http.StatusOK, rmrest.NodesResponse{Nodes: out}, out}, nil
+}
+
+func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, error) {
+	want := req.PathValue("nodeid")
+	nodes, err := r.clusterNodes(ctx, nil)
+	if err != nil {
+		return restReply{}, err
+	}
+	for _, n := range nodes {
+		if nodeKey(n.GetNodeId()) == want {
+			info := NodeInfo(n)
+			return restReply{http.StatusOK, rmrest.NodeResponse{Node: info}, info}, nil
+		}
+	}
+	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
+		err: fmt.Errorf("nodeId, %s, is not found", want)}
+}
+
+// AppInfo renders an ApplicationReport as the RM's REST AppInfo.
+func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {
+	u := a.GetAppResource_Usage()
+	elapsed := int64(0)
+	if a.GetStartTime() > 0 {
+		end := a.GetFinishTime()
+		if end == 0 {
+			end = now.UnixMilli()
+		}
+		elapsed = end - a.GetStartTime()
+	}
+	trackingUI := "UNASSIGNED"
+	if a.GetTrackingUrl() != "" && a.GetTrackingUrl() != "N/A" {
+		trackingUI = "ApplicationMaster"
+		if a.GetFinishTime() > 0 {
+			trackingUI = "History"
+		}
+	}
+	out := rmrest.App{
+		ID: AppIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Queue: a.GetQueue(),
+		State:       a.GetYarnApplicationState().String(),
+		FinalStatus: strings.TrimPrefix(a.GetFinalApplicationStatus().String(), "APP_"),
+		Progress:    a.GetProgress() * 100, TrackingUI: trackingUI, TrackingURL: a.GetTrackingUrl(),
+		Diagnostics: a.GetDiagnostics(), ClusterID: a.GetApplicationId().GetClusterTimestamp(),
+		ApplicationType: a.GetApplicationType(), ApplicationTags: strings.Join(a.GetApplicationTags(), ","),
+		Priority: a.GetPriority().GetPriority(), StartedTime: a.GetStartTime(), LaunchTime: a.GetLaunchTime(),
+		FinishedTime: a.GetFinishTime(), ElapsedTime: elapsed,
+		AllocatedMB: u.GetUsedResources().GetMemory(), AllocatedVCores: int64(u.GetUsedResources().GetVirtualCores()),
+		ReservedMB: u.GetReservedResources().GetMemory(), ReservedVCores: int64(u.GetReservedResources().GetVirtualCores()),
+		RunningContainers: u.GetNumUsedContainers(), MemorySeconds: u.GetMemorySeconds(), VCoreSeconds: u.GetVcoreSeconds(),
+		QueueUsagePercentage: u.GetQueueUsagePercentage(), ClusterUsagePercentage: u.GetClusterUsagePercentage(),
+		PreemptedMemorySeconds: u.GetPreemptedMemorySeconds(), PreemptedVcoreSeconds: u.GetPreemptedVcoreSeconds(),
+		LogAggregationStatus:   strings.TrimPrefix(a.GetLogAggregationStatus().String(), "LOG_"),
+		UnmanagedApplication:   a.GetUnmanagedApplication(),
+		AppNodeLabelExpression: a.GetAppNodeLabelExpression(), AMNodeLabelExpression: a.GetAmNodeLabelExpression(),
+	}
+	if a.LogAggregationStatus == nil {
+		out.LogAggregationStatus = "DISABLED"
+	}
+	if a.GetHost() != "" && a.GetHost() != "N/A" && a.GetRpcPort() > 0 {
+		out.AMRPCAddress = fmt.Sprintf("%s:%d", a.GetHost(), a.GetRpcPort())
+	}
+	return out
+}
+
+// NodeInfo renders a NodeReport as the RM's REST NodeInfo.
+func NodeInfo(n *yarnpb.NodeReportProto) rmrest.Node {
+	used, capa := n.GetUsed(), n.GetCapability()
+	avail := rmrest.ResourceInfo{Memory: capa.GetMemory() - used.GetMemory(), VCores: capa.GetVirtualCores() - used.GetVirtualCores()}
+	return rmrest.Node{
+		Rack: n.GetRackName(), State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), ID: nodeKey(n.GetNodeId()),
+		NodeHostName: n.GetNodeId().GetHost(), NodeHTTPAddress: n.GetHttpAddress(), LastHealthUpdate: n.GetLastHealthReportTime(),
+		HealthReport: n.GetHealthReport(), NumContainers: n.GetNumContainers(),
+		UsedMemoryMB: used.GetMemory(), AvailMemoryMB: avail.Memory,
+		UsedVirtualCores: int64(used.GetVirtualCores()), AvailableVirtualCores: int64(avail.VCores),
+		UsedResource:      rmrest.ResourceInfo{Memory: used.GetMemory(), VCores: used.GetVirtualCores()},
+		AvailableResource: avail,
+		TotalResource:     rmrest.ResourceInfo{Memory: capa.GetMemory(), VCores: capa.GetVirtualCores()},
+	}
+}

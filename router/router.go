@@ -39,6 +39,8 @@ type Router struct {
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
+	started  time.Time
+	http     *http.Client // to RM REST APIs
 
 	closeOnce sync.Once
 
@@ -64,7 +66,8 @@ func New(cfg Config) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{})}
+	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{}), started: time.Now(),
+		http: &http.Client{Timeout: cfg.CallTimeout.D()}}
 	r.metrics = newMetrics(cfg.Registerer)
 	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
 		r.metrics.breakerState(sc, to)

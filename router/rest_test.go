@@ -1,0 +1,174 @@
+package router_test
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+func (f *fed) do(method, path, accept, ctype, body string) (int, []byte) {
+	f.t.Helper()
+	srv := httptest.NewServer(f.router.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(ctxT(f.t), method, srv.URL+path, strings.NewReader(body))
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestRESTSubmitLifecycle(t *testing.T) {
+	f := newFed(t, 2, prefer("SC-2"))
+	code, b := f.do("POST", "/ws/v1/cluster/apps/new-application", "", "", "")
+	if code != 200 {
+		t.Fatalf("new-application: %d %s", code, b)
+	}
+	var na rmrest.NewApplication
+	if err := json.Unmarshal(b, &na); err != nil || !strings.HasPrefix(na.ApplicationID, "application_") {
+		t.Fatalf("new-application body %s: %v", b, err)
+	}
+	body := `{"application-id":"` + na.ApplicationID + `","application-name":"rest-app","queue":"default",
+	  "am-container-spec":{"commands":{"command":"sleep 1"},
+	    "local-resources":{"entry":[{"key":"AppMaster.jar","value":{"resource":"hdfs://nn:9000/x/AppMaster.jar","type":"FILE","visibility":"APPLICATION","size":4,"timestamp":5}}]},
+	    "environment":{"entry":[{"key":"A","value":"1"}]}},
+	  "resource":{"memory":1024,"vCores":1},"application-type":"YARN","application-tags":{"tag":["t1","t2"]}}`
+	if code, b := f.do("POST", "/ws/v1/cluster/apps", "", "application/json", body); code != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	if h := f.store.Homes()[na.ApplicationID]; h != "SC-2" {
+		t.Fatalf("home %q, want SC-2", h)
+	}
+	code, b = f.do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID, "", "", "")
+	var ar rmrest.AppResponse
+	if code != 200 || json.Unmarshal(b, &ar) != nil || ar.App.Name != "rest-app" || ar.App.ApplicationTags != "t1,t2" {
+		t.Fatalf("get app: %d %s", code, b)
+	}
+	code, b = f.do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "application/xml", "", "")
+	if code != 200 || !strings.Contains(string(b), "<appstate><state>ACCEPTED</state></appstate>") {
+		t.Fatalf("state xml: %d %s", code, b)
+	}
+	code, b = f.do("PUT", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "", "application/xml", `<appstate><state>KILLED</state></appstate>`)
+	if code != 200 || !strings.Contains(string(b), `"KILLED"`) {
+		t.Fatalf("kill: %d %s", code, b)
+	}
+	if f.rms["SC-2"].Calls("forceKillApplication") != 1 {
+		t.Fatal("kill did not reach the home RM")
+	}
+}
+
+func TestRESTListsAndErrors(t *testing.T) {
+	f := newFed(t, 2, nil)
+	f.rms["SC-1"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n1"), Port: proto.Int32(8041)},
+		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum(), Capability: &yarnpb.ResourceProto{Memory: proto.Int64(8192), VirtualCores: proto.Int32(8)},
+		Used: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
+	f.rms["SC-2"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n2"), Port: proto.Int32(8041)},
+		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum()}}
+	for range 4 {
+		if err := f.submit(f.client, f.newApp(f.client)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, path, accept string
+		code               int
+		check              func(t *testing.T, b []byte)
+	}{
+		{"apps json", "/ws/v1/cluster/apps", "", 200, func(t *testing.T, b []byte) {
+			var r rmrest.AppsResponse
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Apps.App) != 4 {
+				t.Fatalf("%s %v", b, err)
+			}
+		}},
+		{"apps xml with limit", "/ws/v1/cluster/apps?limit=2", "application/xml", 200, func(t *testing.T, b []byte) {
+			var r rmrest.Apps
+			if err := xml.Unmarshal(b, &r); err != nil || len(r.App) != 2 {
+				t.Fatalf("%s %v", b, err)
+			}
+		}},
+		{"apps bad state", "/ws/v1/cluster/apps?states=BOGUS", "", 400, func(t *testing.T, b []byte) {
+			if !strings.Contains(string(b), "BadRequestException") {
+				t.Fatalf("%s", b)
+			}
+		}},
+		{"nodes", "/ws/v1/cluster/nodes", "", 200, func(t *testing.T, b []byte) {
+			var r rmrest.NodesResponse
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Nodes.Node) != 2 {
+				t.Fatalf("%s %v", b, err)
+			}
+		}},
+		{"one node", "/ws/v1/cluster/nodes/n1:8041", "", 200, func(t *testing.T, b []byte) {
+			var r rmrest.NodeResponse
+			if err := json.Unmarshal(b, &r); err != nil || r.Node.AvailMemoryMB != 7168 {
+				t.Fatalf("%s %v", b, err)
+			}
+		}},
+		{"unknown node", "/ws/v1/cluster/nodes/nope:1", "", 404, nil},
+		{"unknown app", "/ws/v1/cluster/apps/application_5_0005", "", 404, func(t *testing.T, b []byte) {
+			var r rmrest.RemoteExceptionResponse
+			if err := json.Unmarshal(b, &r); err != nil || r.RemoteException.JavaClassName != rmrest.ClassNotFound {
+				t.Fatalf("%s %v", b, err)
+			}
+		}},
+		{"bad app id", "/ws/v1/cluster/apps/job_1_1", "", 400, nil},
+		{"info", "/ws/v1/cluster/info", "", 200, func(t *testing.T, b []byte) {
+			if !strings.Contains(string(b), `"haState":"ACTIVE"`) {
+				t.Fatalf("%s", b)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, b := f.do("GET", tc.path, tc.accept, "", "")
+			if code != tc.code {
+				t.Fatalf("%s: %d %s, want %d", tc.path, code, b, tc.code)
+			}
+			if tc.check != nil {
+				tc.check(t, b)
+			}
+		})
+	}
+}
+
+func TestRESTMetricsSumsCapabilities(t *testing.T) {
+	f := newFed(t, 2, nil)
+	for i, id := range []router.SubClusterID{"SC-1", "SC-2"} {
+		f.store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: "x:1", State: router.StateRunning,
+			Capability: `{"clusterMetrics":{"appsSubmitted":` + string(rune('1'+i)) + `,"availableMB":1000,"totalNodes":2,"totalUsedResourcesAcrossPartition":{"memory":5,"vCores":1}}}`})
+	}
+	poll(t, "capabilities visible", func() bool {
+		code, b := f.do("GET", "/ws/v1/cluster/metrics", "", "", "")
+		var m rmrest.ClusterMetricsResponse
+		return code == 200 && json.Unmarshal(b, &m) == nil && m.ClusterMetrics.AppsSubmitted == 3 &&
+			m.ClusterMetrics.AvailableMB == 2000 && m.ClusterMetrics.TotalNodes == 4 &&
+			m.ClusterMetrics.TotalUsedResourcesAcrossPartition.Memory == 10
+	})
+}
+
+func TestHealthAndReady(t *testing.T) {
+	f := newFed(t, 1, nil)
+	poll(t, "ready", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 200 })
+	f.store.SetState("SC-1", router.StateLost)
+	poll(t, "not ready without a routable sub-cluster", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 503 })
+	if c, _ := f.do("GET", "/healthz", "", "", ""); c != 200 {
+		t.Fatal("healthz")
+	}
+}

@@ -1,0 +1,134 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sync"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+)
+
+// restMetrics sums every routable RM's /ws/v1/cluster/metrics. An RM whose
+// REST API does not answer is counted from the clusterMetrics its agent
+// last heartbeated into the store (the capability JSON), which is seconds
+// old; only if that is missing too does the sub-cluster count as failed.
+func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, error) {
+	var cands []SubClusterInfo
+	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
+		cands = r.members.candidates(nil)
+		return len(cands) > 0
+	}); err != nil {
+		return restReply{}, err
+	}
+	got := make([]*rmrest.ClusterMetrics, len(cands))
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
+	for i, sc := range cands {
+		wg.Go(func() {
+			m, err := r.fetchMetrics(ctx, sc)
+			if err != nil {
+				if cm, cerr := ParseCapability(sc.Capability); cerr == nil {
+					m, err = cm, nil
+				} else {
+					err = &SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
+				}
+			}
+			got[i], errs[i] = m, err
+		})
+	}
+	wg.Wait()
+	var sum rmrest.ClusterMetrics
+	var failed []error
+	ok := 0
+	for i := range cands {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+			continue
+		}
+		ok++
+		addMetrics(&sum, got[i])
+	}
+	if len(failed) > 0 && (!r.cfg.PartialResults || ok == 0) {
+		return restReply{}, joinSC(failed)
+	}
+	return restReply{http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum}, nil
+}
+
+func (r *Router) fetchMetrics(ctx context.Context, sc SubClusterInfo) (*rmrest.ClusterMetrics, error) {
+	addrs := splitAddrs(sc.RMWebServiceAddress)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no RM web address")
+	}
+	var lastErr error
+	for _, a := range addrs {
+		ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a+"/ws/v1/cluster/metrics", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := r.http.Do(req)
+		if err != nil {
+			cancel()
+			lastErr = err
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		cancel()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			lastErr = fmt.Errorf("%s: HTTP %d %v", a, resp.StatusCode, err)
+			continue // a standby RM redirects or refuses: try the next
+		}
+		var out rmrest.ClusterMetricsResponse
+		if err := json.Unmarshal(body, &out); err != nil {
+			lastErr = fmt.Errorf("%s: %w", a, err)
+			continue
+		}
+		return &out.ClusterMetrics, nil
+	}
+	return nil, lastErr
+}
+
+// ParseCapability reads a sub-cluster's capability JSON: the RM's
+// clusterMetrics object, bare or in its {"clusterMetrics":{...}} envelope.
+func ParseCapability(s string) (*rmrest.ClusterMetrics, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty capability")
+	}
+	var env rmrest.ClusterMetricsResponse
+	if err := json.Unmarshal([]byte(s), &env); err == nil && env.ClusterMetrics != (rmrest.ClusterMetrics{}) {
+		return &env.ClusterMetrics, nil
+	}
+	var bare rmrest.ClusterMetrics
+	if err := json.Unmarshal([]byte(s), &bare); err != nil {
+		return nil, fmt.Errorf("capability: %w", err)
+	}
+	return &bare, nil
+}
+
+// addMetrics adds every integer field (and the cross-partition resources)
+// of src to dst.
+func addMetrics(dst, src *rmrest.ClusterMetrics) {
+	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i := 0; i < dv.NumField(); i++ {
+		f := dv.Field(i)
+		switch f.Kind() {
+		case reflect.Int32, reflect.Int64:
+			f.SetInt(f.Int() + sv.Field(i).Int())
+		case reflect.Pointer:
+			s, ok := sv.Field(i).Interface().(*rmrest.ResourceInfo)
+			if !ok || s == nil {
+				continue
+			}
+			if f.IsNil() {
+				f.Set(reflect.ValueOf(&rmrest.ResourceInfo{}))
+			}
+			d := f.Interface().(*rmrest.ResourceInfo)
+			d.Memory += s.Memory
+			d.VCores += s.VCores
+		}
+	}
+	dst.CrossPartitionMetricsAvailable = dst.CrossPartitionMetricsAvailable || src.CrossPartitionMetricsAvailable
+}
