@@ -96,7 +96,7 @@ func TestLocalityMulticastSplit(t *testing.T) {
 		{
 			name: "free ANY split by headroom (alpha 1), unknown headroom gets 1/N",
 			amrm: equal, alpha: 1, headroom: map[SubClusterID]int64{"SC-1": 6000, "SC-2": 2000},
-			in:   asks(ask{2, ResourceAny, 12}),
+			in: asks(ask{2, ResourceAny, 12}),
 			// SC-1: 6000/8000*2/3 = 0.5, SC-2: 0.1667, SC-3: 1/3 -> 6, 2, 4.
 			want: map[SubClusterID][]ask{"SC-1": {{2, ResourceAny, 6}}, "SC-2": {{2, ResourceAny, 2}}, "SC-3": {{2, ResourceAny, 4}}},
 		},
@@ -118,7 +118,7 @@ func TestLocalityMulticastSplit(t *testing.T) {
 		{
 			name: "cancel goes to every active sub-cluster seen",
 			amrm: equal, headroom: map[SubClusterID]int64{"SC-2": 1, "SC-4": 1, "SC-5": 1},
-			in:   asks(ask{9, ResourceAny, 0}),
+			in: asks(ask{9, ResourceAny, 0}),
 			// SC-5 answered once but is lost now; SC-4 has weight 0 but may hold an old ask.
 			want: map[SubClusterID][]ask{"SC-2": {{9, ResourceAny, 0}}, "SC-4": {{9, ResourceAny, 0}}},
 		},
