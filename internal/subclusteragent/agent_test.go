@@ -78,7 +78,7 @@ func TestAgentFollowsFailover(t *testing.T) {
 	acfg := subclusteragent.DefaultConfig()
 	acfg.SubClusterID, acfg.Store = "SC-1", st
 	acfg.RMs = []subclusteragent.RMEndpoint{endpoint(rm1), endpoint(rm0)} // standby listed first on purpose
-	acfg.HeartbeatInterval = time.Hour                                   // only changes write
+	acfg.HeartbeatInterval = time.Hour                                    // only changes write
 	a, err := subclusteragent.New(acfg)
 	if err != nil {
 		t.Fatal(err)
