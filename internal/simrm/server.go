@@ -217,11 +217,12 @@ func (r *RM) startLocked(ctx context.Context, client, sched, admin, web string) 
 	serve(schedLn, amrmSecrets{r}, false, r.masterProtocol())
 	serve(adminLn, nil, true, r.adminProtocol())
 	if webLn != nil {
-		r.web = &http.Server{Handler: r.restHandler(), ReadHeaderTimeout: 10 * time.Second}
+		web := &http.Server{Handler: r.restHandler(), ReadHeaderTimeout: 10 * time.Second}
+		r.web = web
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			if err := r.web.Serve(webLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := web.Serve(webLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				r.cfg.Logger.Error("simrm: REST server stopped", "err", err)
 			}
 		}()

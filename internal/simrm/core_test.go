@@ -1,0 +1,624 @@
+package simrm
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a manual clock: tests advance time explicitly, never sleep.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func testCore(t testing.TB, mutate func(*Config)) (*core, *clock) {
+	t.Helper()
+	clk := newClock()
+	cfg := TestConfig()
+	cfg.ClusterID = "sc-test"
+	cfg.Now = clk.Now
+	cfg.Nodes = 4
+	cfg.NodeMemoryMB = 8192
+	cfg.NodeVCores = 8
+	cfg.SimAM.ContainerRuntime = time.Second
+	cfg.SimAM.Heartbeat = 100 * time.Millisecond
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return newCore(cfg), clk
+}
+
+func submit(t testing.TB, c *core, mutate func(*SubmitRequest)) AppID {
+	t.Helper()
+	id, _ := c.NewApplication()
+	req := SubmitRequest{ID: id, Name: "app", User: "alice", AMResource: Resource{MemoryMB: 1024, VCores: 1}}
+	if mutate != nil {
+		mutate(&req)
+	}
+	if err := c.Submit(req); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return id
+}
+
+func report(t testing.TB, c *core, id AppID) AppReport {
+	t.Helper()
+	r, err := c.AppReport(id)
+	if err != nil {
+		t.Fatalf("report %s: %v", id, err)
+	}
+	return r
+}
+
+// runUntil ticks the simulation, advancing the clock, until cond holds.
+func runUntil(t testing.TB, c *core, clk *clock, step time.Duration, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 10000; i++ {
+		if cond() {
+			return
+		}
+		clk.Advance(step)
+		c.tick()
+	}
+	t.Fatal("condition not reached after 10000 ticks")
+}
+
+func TestIDStrings(t *testing.T) {
+	app := AppID{ClusterTimestamp: 1700000000000, ID: 7}
+	at := AttemptID{App: app, Attempt: 1}
+	cases := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"application", app.String(), "application_1700000000000_0007"},
+		{"application wide id", AppID{ClusterTimestamp: 1, ID: 123456}.String(), "application_1_123456"},
+		{"attempt", at.String(), "appattempt_1700000000000_0007_000001"},
+		{"container no epoch", NewContainerID(at, 0, 5).String(), "container_1700000000000_0007_01_000005"},
+		{"container epoch", NewContainerID(at, 17, 5).String(), "container_e17_1700000000000_0007_01_000005"},
+		{"container small epoch", NewContainerID(at, 3, 1234567).String(), "container_e03_1700000000000_0007_01_1234567"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Fatalf("got %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+	cid := NewContainerID(at, 17, 5)
+	if cid.ID != 17<<40|5 {
+		t.Fatalf("raw container id %d, want epoch<<40|seq", cid.ID)
+	}
+	back, err := ParseContainerID(cid.String())
+	if err != nil || back != cid {
+		t.Fatalf("round trip %v: %v %v", cid, back, err)
+	}
+	if _, err := ParseAppID("application_x_1"); !errors.Is(err, ErrBadID) {
+		t.Fatalf("bad id: %v", err)
+	}
+	if a, err := ParseAttemptID(at.String()); err != nil || a != at {
+		t.Fatalf("attempt round trip: %v %v", a, err)
+	}
+}
+
+func TestManagedAppRunsToFinished(t *testing.T) {
+	c, clk := testCore(t, func(cfg *Config) { cfg.SimAM.Containers = 3 })
+	id := submit(t, c, nil)
+	if st := report(t, c, id).State; st != AppAccepted {
+		t.Fatalf("state after submit %v, want ACCEPTED", st)
+	}
+	var sawRunning bool
+	runUntil(t, c, clk, 50*time.Millisecond, func() bool {
+		r := report(t, c, id)
+		sawRunning = sawRunning || r.State == AppRunning
+		return r.State.Final()
+	})
+	r := report(t, c, id)
+	if !sawRunning || r.State != AppFinished || r.FinalStatus != FinalSucceeded {
+		t.Fatalf("sawRunning=%v state=%v final=%v diag=%q", sawRunning, r.State, r.FinalStatus, r.Diagnostics)
+	}
+	cs, err := c.Containers(*r.CurrentAttempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 4 { // AM + 3 workers
+		t.Fatalf("%d containers, want 4", len(cs))
+	}
+	for _, ct := range cs {
+		if ct.State != ContainerComplete {
+			t.Errorf("container %s still %v", ct.ID, ct.State)
+		}
+		if ct.ID.Epoch() != c.epoch {
+			t.Errorf("container %s epoch %d, want %d", ct.ID, ct.ID.Epoch(), c.epoch)
+		}
+	}
+	if m := c.Metrics(); m.AppsCompleted != 1 || m.Allocated != (Resource{}) || m.ContainersAllocated != 4 {
+		t.Fatalf("metrics after finish: %+v", m)
+	}
+}
+
+func TestUnmanagedAppReportCarriesAMRMToken(t *testing.T) {
+	c, _ := testCore(t, nil)
+	id := submit(t, c, func(r *SubmitRequest) { r.Unmanaged = true })
+	r := report(t, c, id)
+	if r.State != AppAccepted || r.AMRMToken == nil {
+		t.Fatalf("state %v token %v", r.State, r.AMRMToken)
+	}
+	if r.AMRMToken.Kind != KindAMRMToken {
+		t.Fatalf("kind %q", r.AMRMToken.Kind)
+	}
+	at, pw, err := c.keys.checkAMRM(r.AMRMToken.Identifier)
+	if err != nil || at != *r.CurrentAttempt || string(pw) != string(r.AMRMToken.Password) {
+		t.Fatalf("token does not verify: %v %v", at, err)
+	}
+	if _, err := c.Register(at, RegisterRequest{Host: "uam", RPCPort: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if st := report(t, c, id).State; st != AppRunning {
+		t.Fatalf("state after register %v", st)
+	}
+	if ok, err := c.Finish(at, FinishRequest{FinalStatus: FinalSucceeded}); !ok || err != nil {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	r = report(t, c, id)
+	if r.State != AppFinished || r.AMRMToken != nil {
+		t.Fatalf("after finish: state %v token %v", r.State, r.AMRMToken)
+	}
+	// A managed app's report never carries the token.
+	mid := submit(t, c, nil)
+	if report(t, c, mid).AMRMToken != nil {
+		t.Fatal("managed app report carries an AMRMToken")
+	}
+}
+
+func unmanagedAttempt(t testing.TB, c *core, mutate func(*SubmitRequest)) AttemptID {
+	t.Helper()
+	id := submit(t, c, func(r *SubmitRequest) {
+		r.Unmanaged = true
+		if mutate != nil {
+			mutate(r)
+		}
+	})
+	return *report(t, c, id).CurrentAttempt
+}
+
+func TestResponseIDSemantics(t *testing.T) {
+	c, _ := testCore(t, nil)
+	at := unmanagedAttempt(t, c, nil)
+
+	_, err := c.Allocate(at, AllocateRequest{ResponseID: 0})
+	if !errors.Is(err, ErrAMNotRegistered) {
+		t.Fatalf("allocate before register: %v", err)
+	}
+	if _, err := c.Finish(at, FinishRequest{}); !errors.Is(err, ErrAMNotRegistered) ||
+		!strings.Contains(err.Error(), "trying to unregister before registering") {
+		t.Fatalf("finish before register: %v", err)
+	}
+	if _, err := c.Register(at, RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Register(at, RegisterRequest{})
+	if !errors.Is(err, ErrInvalidAMRequest) || !strings.Contains(err.Error(), "Application Master is already registered : "+at.App.String()) {
+		t.Fatalf("second register: %v", err)
+	}
+	r1, err := c.Allocate(at, AllocateRequest{ResponseID: 0})
+	if err != nil || r1.ResponseID != 1 {
+		t.Fatalf("first allocate: %+v %v", r1, err)
+	}
+	dup, err := c.Allocate(at, AllocateRequest{ResponseID: 0, Asks: []ResourceRequest{{ResourceName: "*", NumContainers: 5, Capability: Resource{MemoryMB: 1024, VCores: 1}}}})
+	if err != nil || dup != r1 {
+		t.Fatalf("duplicate heartbeat must resend the last response: %p vs %p, %v", dup, r1, err)
+	}
+	if c.pendingContainers != 0 {
+		t.Fatal("a duplicate heartbeat's asks must be ignored")
+	}
+	cases := []struct {
+		name string
+		id   int32
+	}{{"ahead", 5}, {"two behind", -1}, {"far behind", -100}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Allocate(at, AllocateRequest{ResponseID: tc.id})
+			want := "expect responseId to be 1, but get "
+			if !errors.Is(err, ErrInvalidAMRequest) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("responseId %d: %v", tc.id, err)
+			}
+		})
+	}
+	r2, err := c.Allocate(at, AllocateRequest{ResponseID: 1})
+	if err != nil || r2.ResponseID != 2 {
+		t.Fatalf("second allocate: %+v %v", r2, err)
+	}
+	// Wrap from MaxInt32 to 0, as Hadoop's getNextResponseId does.
+	c.mu.Lock()
+	a, _ := c.cached(at)
+	a.last = &AllocateResponse{ResponseID: math.MaxInt32, Attempt: at}
+	c.mu.Unlock()
+	r3, err := c.Allocate(at, AllocateRequest{ResponseID: math.MaxInt32})
+	if err != nil || r3.ResponseID != 0 {
+		t.Fatalf("wrap: %+v %v", r3, err)
+	}
+	if dup, err := c.Allocate(at, AllocateRequest{ResponseID: math.MaxInt32}); err != nil || dup != r3 {
+		t.Fatalf("duplicate across the wrap: %v", err)
+	}
+	if ok, err := c.Finish(at, FinishRequest{FinalStatus: FinalSucceeded}); !ok || err != nil {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	if ok, err := c.Finish(at, FinishRequest{FinalStatus: FinalSucceeded}); !ok || err != nil {
+		t.Fatalf("a retried finish after success must answer true: %v %v", ok, err)
+	}
+	if _, err := c.Allocate(at, AllocateRequest{ResponseID: 0}); !errors.Is(err, ErrAttemptNotFound) {
+		t.Fatalf("allocate after finish: %v", err)
+	}
+}
+
+// registered returns a registered unmanaged attempt and its next responseId.
+func registered(t testing.TB, c *core, mutate func(*SubmitRequest)) AttemptID {
+	t.Helper()
+	at := unmanagedAttempt(t, c, mutate)
+	if _, err := c.Register(at, RegisterRequest{Host: "am", RPCPort: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+type amDriver struct {
+	t    testing.TB
+	c    *core
+	at   AttemptID
+	next int32
+}
+
+func (d *amDriver) allocate(req AllocateRequest) *AllocateResponse {
+	d.t.Helper()
+	req.ResponseID = d.next
+	resp, err := d.c.Allocate(d.at, req)
+	if err != nil {
+		d.t.Fatalf("allocate: %v", err)
+	}
+	d.next = resp.ResponseID
+	return resp
+}
+
+func anyAsk(n int32, mb int64) ResourceRequest {
+	return ResourceRequest{Priority: 1, ResourceName: AnyResource, NumContainers: n, Capability: Resource{MemoryMB: mb, VCores: 1}, RelaxLocality: true}
+}
+
+func TestAllocateAsksReleasesAndCompleted(t *testing.T) {
+	c, clk := testCore(t, nil)
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	resp := d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(3, 1000)}})
+	if len(resp.Allocated) != 0 {
+		t.Fatal("containers must arrive on a later heartbeat, after a scheduling pass")
+	}
+	if resp.Available != (Resource{MemoryMB: 4 * 8192, VCores: 32}) {
+		t.Fatalf("headroom %v", resp.Available)
+	}
+	c.tick()
+	resp = d.allocate(AllocateRequest{})
+	if len(resp.Allocated) != 3 {
+		t.Fatalf("allocated %d, want 3", len(resp.Allocated))
+	}
+	for _, ct := range resp.Allocated {
+		if ct.Resource != (Resource{MemoryMB: 1024, VCores: 1}) {
+			t.Errorf("container not normalized to the minimum allocation: %v", ct.Resource)
+		}
+	}
+	if len(resp.NMTokenNodes) == 0 {
+		t.Fatal("no NM tokens for the new containers' nodes")
+	}
+	if resp.Available != (Resource{MemoryMB: 4*8192 - 3*1024, VCores: 32 - 3}) {
+		t.Fatalf("headroom after allocation %v", resp.Available)
+	}
+	rel := resp.Allocated[0].ID
+	// Hadoop reports a released container on this or a later heartbeat.
+	completed := d.allocate(AllocateRequest{Releases: []ContainerID{rel}}).Completed
+	completed = append(completed, d.allocate(AllocateRequest{}).Completed...)
+	resp.Completed = completed
+	if len(resp.Completed) != 1 || resp.Completed[0].ID != rel || resp.Completed[0].ExitStatus != ExitAborted {
+		t.Fatalf("released container not reported completed: %+v", resp.Completed)
+	}
+	// A container of another application cannot be released.
+	other := registered(t, c, nil)
+	bad := NewContainerID(other, c.epoch, 1)
+	_, err := c.Allocate(d.at, AllocateRequest{ResponseID: d.next, Releases: []ContainerID{bad}})
+	if !errors.Is(err, ErrInvalidContainerRelease) {
+		t.Fatalf("foreign release: %v", err)
+	}
+	// Asks above the maximum allocation are rejected.
+	_, err = c.Allocate(d.at, AllocateRequest{ResponseID: d.next, Asks: []ResourceRequest{anyAsk(1, 100000)}})
+	if !errors.Is(err, ErrInvalidResourceRequest) {
+		t.Fatalf("oversized ask: %v", err)
+	}
+	// Containers of external AMs end by themselves when configured.
+	c.cfg.ContainerRuntime = time.Second
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}})
+	c.tick()
+	resp = d.allocate(AllocateRequest{})
+	if len(resp.Allocated) != 1 {
+		t.Fatalf("allocated %d", len(resp.Allocated))
+	}
+	clk.Advance(2 * time.Second)
+	c.tick()
+	resp = d.allocate(AllocateRequest{})
+	if len(resp.Completed) != 1 || resp.Completed[0].ExitStatus != ExitSuccess {
+		t.Fatalf("expired container: %+v", resp.Completed)
+	}
+}
+
+func TestPlacementLocalityAndBlacklist(t *testing.T) {
+	c, _ := testCore(t, nil)
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	host := c.nodes[2].id.Host
+	cases := []struct {
+		name   string
+		req    AllocateRequest
+		check  func(ContainerInfo) bool
+		expect string
+	}{
+		{
+			name: "node local",
+			req: AllocateRequest{Asks: []ResourceRequest{
+				{Priority: 1, ResourceName: host, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: true},
+				{Priority: 1, ResourceName: "/rack-0", NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: true},
+				anyAsk(1, 1024),
+			}},
+			check:  func(ci ContainerInfo) bool { return ci.Node.Host == host },
+			expect: "on " + host,
+		},
+		{
+			name: "blacklisted node avoided",
+			req: AllocateRequest{
+				Asks:         []ResourceRequest{{Priority: 2, ResourceName: AnyResource, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: true}},
+				BlacklistAdd: []string{c.nodes[0].id.Host, c.nodes[1].id.Host, c.nodes[3].id.Host},
+			},
+			check:  func(ci ContainerInfo) bool { return ci.Node.Host == host },
+			expect: "only on the one node left",
+		},
+		{
+			name: "strict locality waits",
+			req: AllocateRequest{
+				Asks: []ResourceRequest{
+					{Priority: 3, ResourceName: c.nodes[0].id.Host, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: true},
+					{Priority: 3, ResourceName: AnyResource, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: false},
+				},
+			},
+			check:  nil, // node 0 is blacklisted: nothing may be allocated
+			expect: "no container",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d.allocate(tc.req)
+			c.tick()
+			resp := d.allocate(AllocateRequest{})
+			if tc.check == nil {
+				if len(resp.Allocated) != 0 {
+					t.Fatalf("want %s, got %+v", tc.expect, resp.Allocated)
+				}
+				return
+			}
+			if len(resp.Allocated) != 1 || !tc.check(resp.Allocated[0]) {
+				t.Fatalf("want one container %s, got %+v", tc.expect, resp.Allocated)
+			}
+		})
+	}
+}
+
+func TestQueueCapacityAndFIFO(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) {
+		cfg.Nodes = 2 // 16 GiB, 16 vcores
+		cfg.Queues = []QueueConfig{{Name: "a", Capacity: 50, MaxCapacity: 50}, {Name: "b", Capacity: 50, MaxCapacity: 100}}
+	})
+	a1 := &amDriver{t: t, c: c, at: registered(t, c, func(r *SubmitRequest) { r.Queue = "a" })}
+	a2 := &amDriver{t: t, c: c, at: registered(t, c, func(r *SubmitRequest) { r.Queue = "a" })}
+	b1 := &amDriver{t: t, c: c, at: registered(t, c, func(r *SubmitRequest) { r.Queue = "root.b" })}
+	// Queue a may hold 8 GiB: a1 (first in FIFO) gets 6, a2 the last 2.
+	a1.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(6, 1024)}})
+	a2.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(6, 1024)}})
+	c.tick()
+	if n := len(a1.allocate(AllocateRequest{}).Allocated); n != 6 {
+		t.Fatalf("a1 got %d, want 6", n)
+	}
+	r := a2.allocate(AllocateRequest{})
+	if n := len(r.Allocated); n != 2 {
+		t.Fatalf("a2 got %d, want 2 (queue a at its 50%% maximum)", n)
+	}
+	if r.Available != (Resource{}) {
+		t.Fatalf("a2 headroom %v, want zero at the queue limit", r.Available)
+	}
+	// Queue b is elastic up to 100%: it takes the other 8 GiB.
+	b1.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(10, 1024)}})
+	c.tick()
+	if n := len(b1.allocate(AllocateRequest{}).Allocated); n != 8 {
+		t.Fatalf("b1 got %d, want 8", n)
+	}
+	qa, _ := c.Queue("a", true)
+	if qa.Used.MemoryMB != 8192 || qa.NumApps != 2 || qa.PendingContainers != 4 {
+		t.Fatalf("queue a report %+v", qa)
+	}
+	// Higher application priority jumps the FIFO line.
+	if _, err := c.UpdatePriority(a2.at.App, 5); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	first := c.queueByName["a"].apps[0].id
+	c.mu.Unlock()
+	if first != a2.at.App {
+		t.Fatalf("priority did not reorder the queue: first is %s", first)
+	}
+}
+
+func TestKillMoveAndFailures(t *testing.T) {
+	c, clk := testCore(t, func(cfg *Config) {
+		cfg.Queues = []QueueConfig{{Name: "default", Capacity: 50}, {Name: "other", Capacity: 50}}
+		cfg.AMLivenessTimeout = time.Minute
+	})
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(2, 1024)}})
+	c.tick()
+	d.allocate(AllocateRequest{})
+	if err := c.Move(d.at.App, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := c.Queue("other", false); q.Used.MemoryMB != 2048 {
+		t.Fatalf("usage did not follow the move: %+v", q)
+	}
+	if err := c.Move(d.at.App, "nope"); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("move to unknown queue: %v", err)
+	}
+	done, err := c.Kill(d.at.App, "bob", "")
+	if !done || err != nil {
+		t.Fatalf("kill: %v %v", done, err)
+	}
+	r := report(t, c, d.at.App)
+	if r.State != AppKilled || r.FinalStatus != FinalKilled || !strings.Contains(r.Diagnostics, "bob") {
+		t.Fatalf("after kill: %+v", r)
+	}
+	if m := c.Metrics(); m.Allocated != (Resource{}) || m.AppsKilled != 1 {
+		t.Fatalf("kill did not free resources: %+v", m)
+	}
+	if _, err := c.Kill(AppID{ClusterTimestamp: 1, ID: 99}, "", ""); !errors.Is(err, ErrApplicationNotFound) ||
+		!strings.Contains(err.Error(), "doesn't exist in RM") {
+		t.Fatalf("kill unknown: %v", err)
+	}
+	// Unknown queue: accepted by the call, FAILED at once (capacity scheduler).
+	bad := submit(t, c, func(r *SubmitRequest) { r.Queue = "nope" })
+	if r := report(t, c, bad); r.State != AppFailed || !strings.Contains(r.Diagnostics, "unknown queue: nope") {
+		t.Fatalf("unknown queue: %+v", r)
+	}
+	// A silent unmanaged AM times out and, never retried, fails the app.
+	quiet := registered(t, c, nil)
+	clk.Advance(2 * time.Minute)
+	c.tick()
+	if r := report(t, c, quiet.App); r.State != AppFailed {
+		t.Fatalf("liveness: %v", r.State)
+	}
+	// A managed app whose attempt fails gets a second attempt.
+	m := submit(t, c, nil)
+	runUntil(t, c, clk, 50*time.Millisecond, func() bool { return report(t, c, m).State == AppRunning })
+	if err := c.FailAttempt(*report(t, c, m).CurrentAttempt, "chaos"); err != nil {
+		t.Fatal(err)
+	}
+	if r := report(t, c, m); r.CurrentAttempt.Attempt != 2 || r.State != AppAccepted {
+		t.Fatalf("after attempt failure: attempt %v state %v", r.CurrentAttempt, r.State)
+	}
+	runUntil(t, c, clk, 50*time.Millisecond, func() bool { return report(t, c, m).State.Final() })
+	if r := report(t, c, m); r.State != AppFinished {
+		t.Fatalf("second attempt: %v %q", r.State, r.Diagnostics)
+	}
+}
+
+func TestAppFilters(t *testing.T) {
+	c, clk := testCore(t, func(cfg *Config) {
+		cfg.Queues = []QueueConfig{{Name: "default", Capacity: 50}, {Name: "q2", Capacity: 50}}
+	})
+	a := submit(t, c, func(r *SubmitRequest) { r.Type = "MAPREDUCE"; r.Tags = []string{"Nightly", "etl"}; r.Name = "wc" })
+	clk.Advance(time.Second)
+	b := submit(t, c, func(r *SubmitRequest) { r.User = "bob"; r.Queue = "q2"; r.Unmanaged = true })
+	clk.Advance(time.Second)
+	k := submit(t, c, func(r *SubmitRequest) { r.Type = "SPARK" })
+	if _, err := c.Kill(k, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	t0 := report(t, c, a).Started
+	ids := func(rs []AppReport) []AppID {
+		var out []AppID
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		f    AppFilter
+		want []AppID
+	}{
+		{"all", AppFilter{}, []AppID{a, b, k}},
+		{"type case-insensitive", AppFilter{Types: []string{"mapreduce"}}, []AppID{a}},
+		{"state", AppFilter{States: []AppState{AppKilled}}, []AppID{k}},
+		{"user", AppFilter{Users: []string{"bob"}}, []AppID{b}},
+		{"own", AppFilter{OwnUser: "alice"}, []AppID{a, k}},
+		{"queue", AppFilter{Queues: []string{"root.q2"}}, []AppID{b}},
+		{"tag any, lower-cased", AppFilter{Tags: []string{"NIGHTLY", "zzz"}}, []AppID{a}},
+		{"name", AppFilter{Name: "wc"}, []AppID{a}},
+		{"limit", AppFilter{Limit: 2}, []AppID{a, b}},
+		{"start range", AppFilter{StartBegin: t0 + 500, StartEnd: t0 + 1500}, []AppID{b}},
+		{"finish range", AppFilter{FinishBegin: 1}, []AppID{k}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ids(c.Apps(tc.f))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSubmitValidationAndIdempotence(t *testing.T) {
+	c, _ := testCore(t, nil)
+	id := submit(t, c, nil)
+	if err := c.Submit(SubmitRequest{ID: id, Name: "again", User: "x"}); err != nil {
+		t.Fatalf("resubmit: %v", err)
+	}
+	if r := report(t, c, id); r.Name != "app" {
+		t.Fatal("resubmission changed the application")
+	}
+	nid, _ := c.NewApplication()
+	err := c.Submit(SubmitRequest{ID: nid, AMResource: Resource{MemoryMB: 1 << 20, VCores: 1}})
+	if !errors.Is(err, ErrInvalidResourceRequest) {
+		t.Fatalf("oversized AM: %v", err)
+	}
+	// A foreign id with this RM's timestamp moves the id counter past it.
+	foreign := AppID{ClusterTimestamp: c.clusterTS, ID: 50}
+	if err := c.Submit(SubmitRequest{ID: foreign, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := c.NewApplication(); next.ID != 51 {
+		t.Fatalf("next id %v, want 51", next)
+	}
+}
+
+func TestRestartForgetsRegistrations(t *testing.T) {
+	c, _ := testCore(t, nil)
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	d.allocate(AllocateRequest{})
+	before := c.epoch
+	c.ForgetRegistrations()
+	if c.epoch != before+1 {
+		t.Fatalf("epoch %d, want %d", c.epoch, before+1)
+	}
+	if _, err := c.Allocate(d.at, AllocateRequest{ResponseID: d.next}); !errors.Is(err, ErrAMNotRegistered) {
+		t.Fatalf("allocate after restart: %v", err)
+	}
+	if _, err := c.Register(d.at, RegisterRequest{}); err != nil {
+		t.Fatalf("re-register: %v", err)
+	}
+}

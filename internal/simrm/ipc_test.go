@@ -1,0 +1,374 @@
+package simrm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+func startRM(t *testing.T, mutate func(*Config)) *RM {
+	t.Helper()
+	cfg := TestConfig()
+	cfg.ClusterID = "sc1"
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rm, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rm.Close() })
+	return rm
+}
+
+func ipcClient(t *testing.T, addr, protocol, user string, token *commonpb.TokenProto) *hadoopipc.Client {
+	t.Helper()
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
+		Addresses: []string{addr}, Protocol: protocol, User: user, Token: token, DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func remoteClass(err error) string {
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		return re.Class
+	}
+	return ""
+}
+
+// poll waits for cond without sleeping a fixed time into the test's logic.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	acp := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+
+	var na yarnpb.GetNewApplicationResponseProto
+	if err := acp.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &na); err != nil {
+		t.Fatal(err)
+	}
+	if na.GetMaximumCapability().GetMemory() != 8192 {
+		t.Fatalf("max capability %v", na.GetMaximumCapability())
+	}
+	sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: na.ApplicationId, ApplicationName: proto.String("uam"), UnmanagedAm: proto.Bool(true),
+		ApplicationTags: []string{"T1"},
+	}}
+	if err := acp.Call(ctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	var rep yarnpb.GetApplicationReportResponseProto
+	if err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.ApplicationId}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	ar := rep.GetApplicationReport()
+	if ar.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED || ar.GetUser() != "alice" ||
+		ar.GetAmRmToken() == nil || ar.GetRmClusterId() != "sc1" || ar.GetApplicationTags()[0] != "t1" {
+		t.Fatalf("report: %v", ar)
+	}
+
+	// The AM logs in to the scheduler port with the AMRMToken from the report.
+	amp := ipcClient(t, rm.Addrs().Scheduler, hadoopipc.ProtocolApplicationMaster, "", ar.GetAmRmToken())
+	var reg yarnpb.RegisterApplicationMasterResponseProto
+	if err := amp.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1)}, &reg); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if reg.GetQueue() != "default" {
+		t.Fatalf("register response %v", &reg)
+	}
+	ask := &yarnpb.ResourceRequestProto{
+		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(2),
+	}
+	var resp yarnpb.AllocateResponseProto
+	if err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask}}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	next := resp.GetResponseId()
+	var got []*yarnpb.ContainerProto
+	poll(t, "containers", func() bool {
+		var r yarnpb.AllocateResponseProto
+		if err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next)}, &r); err != nil {
+			t.Fatal(err)
+		}
+		next = r.GetResponseId()
+		got = append(got, r.AllocatedContainers...)
+		if len(r.AllocatedContainers) > 0 && len(r.NmTokens) == 0 {
+			t.Error("containers without NM tokens")
+		}
+		return len(got) >= 2
+	})
+	if got[0].GetContainerToken().GetKind() != KindContainerToken || got[0].GetId().GetId()>>40 != rm.Epoch() {
+		t.Fatalf("container %v", got[0])
+	}
+	// Out-of-order responseId: InvalidApplicationMasterRequestException.
+	err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next + 3)}, &yarnpb.AllocateResponseProto{})
+	if remoteClass(err) != hadoopipc.ClassInvalidApplicationMasterRequest {
+		t.Fatalf("bad responseId: %v", err)
+	}
+	var fin yarnpb.FinishApplicationMasterResponseProto
+	if err := amp.Call(ctx, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{
+		FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum(),
+	}, &fin); err != nil || !fin.GetIsUnregistered() {
+		t.Fatalf("finish: %v %v", fin.GetIsUnregistered(), err)
+	}
+	if err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.ApplicationId}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if st := rep.GetApplicationReport().GetYarnApplicationState(); st != yarnpb.YarnApplicationStateProto_FINISHED {
+		t.Fatalf("state after finish %v", st)
+	}
+}
+
+func TestIPCManagedAppKillAndQueries(t *testing.T) {
+	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = time.Hour })
+	ctx := context.Background()
+	acp := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "bob", nil)
+	var na yarnpb.GetNewApplicationResponseProto
+	if err := acp.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &na); err != nil {
+		t.Fatal(err)
+	}
+	sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+		ApplicationId: na.ApplicationId, ApplicationType: proto.String("MAPREDUCE"),
+		AmContainerResourceRequest: []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"),
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(2048), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1)}},
+	}}
+	if err := acp.Call(ctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	report := func() *yarnpb.ApplicationReportProto {
+		var rep yarnpb.GetApplicationReportResponseProto
+		if err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.ApplicationId}, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep.ApplicationReport
+	}
+	poll(t, "RUNNING", func() bool { return report().GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_RUNNING })
+	if r := report(); r.GetAmRmToken() != nil || r.GetAppResource_Usage().GetUsedResources().GetMemory() < 2048 {
+		t.Fatalf("managed report: %v", r)
+	}
+
+	var apps yarnpb.GetApplicationsResponseProto
+	if err := acp.Call(ctx, "getApplications", &yarnpb.GetApplicationsRequestProto{
+		ApplicationTypes: []string{"mapreduce"}, ApplicationStates: []yarnpb.YarnApplicationStateProto{yarnpb.YarnApplicationStateProto_RUNNING},
+	}, &apps); err != nil || len(apps.Applications) != 1 {
+		t.Fatalf("getApplications: %d %v", len(apps.Applications), err)
+	}
+	var att yarnpb.GetApplicationAttemptsResponseProto
+	if err := acp.Call(ctx, "getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: na.ApplicationId}, &att); err != nil || len(att.ApplicationAttempts) != 1 {
+		t.Fatalf("attempts: %v %v", &att, err)
+	}
+	var conts yarnpb.GetContainersResponseProto
+	if err := acp.Call(ctx, "getContainers", &yarnpb.GetContainersRequestProto{ApplicationAttemptId: att.ApplicationAttempts[0].ApplicationAttemptId}, &conts); err != nil || len(conts.Containers) == 0 {
+		t.Fatalf("containers: %v %v", &conts, err)
+	}
+	var cr yarnpb.GetContainerReportResponseProto
+	if err := acp.Call(ctx, "getContainerReport", &yarnpb.GetContainerReportRequestProto{ContainerId: conts.Containers[0].ContainerId}, &cr); err != nil {
+		t.Fatal(err)
+	}
+	var cm yarnpb.GetClusterMetricsResponseProto
+	if err := acp.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &cm); err != nil || cm.GetClusterMetrics().GetNumNodeManagers() != 8 {
+		t.Fatalf("metrics %v %v", &cm, err)
+	}
+	var nodes yarnpb.GetClusterNodesResponseProto
+	if err := acp.Call(ctx, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, &nodes); err != nil || len(nodes.NodeReports) != 8 {
+		t.Fatalf("nodes %d %v", len(nodes.NodeReports), err)
+	}
+	var qi yarnpb.GetQueueInfoResponseProto
+	if err := acp.Call(ctx, "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default"), IncludeApplications: proto.Bool(true)}, &qi); err != nil ||
+		qi.GetQueueInfo().GetCapacity() != 1 || len(qi.GetQueueInfo().Applications) != 1 {
+		t.Fatalf("queue info %v %v", &qi, err)
+	}
+	var acls yarnpb.GetQueueUserAclsInfoResponseProto
+	if err := acp.Call(ctx, "getQueueUserAcls", &yarnpb.GetQueueUserAclsInfoRequestProto{}, &acls); err != nil || len(acls.QueueUserAcls) != 2 {
+		t.Fatalf("acls %v %v", &acls, err)
+	}
+	var prio yarnpb.UpdateApplicationPriorityResponseProto
+	if err := acp.Call(ctx, "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{
+		ApplicationId: na.ApplicationId, ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(3)},
+	}, &prio); err != nil || prio.GetApplicationPriority().GetPriority() != 3 {
+		t.Fatalf("priority %v %v", &prio, err)
+	}
+	err := acp.Call(ctx, "moveApplicationAcrossQueues", &yarnpb.MoveApplicationAcrossQueuesRequestProto{ApplicationId: na.ApplicationId, TargetQueue: proto.String("nowhere")}, &yarnpb.MoveApplicationAcrossQueuesResponseProto{})
+	if remoteClass(err) != hadoopipc.ClassYarnException {
+		t.Fatalf("move to unknown queue: %v", err)
+	}
+	var kill yarnpb.KillApplicationResponseProto
+	if err := acp.Call(ctx, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: na.ApplicationId}, &kill); err != nil || !kill.GetIsKillCompleted() {
+		t.Fatalf("kill %v %v", &kill, err)
+	}
+	if st := report().GetYarnApplicationState(); st != yarnpb.YarnApplicationStateProto_KILLED {
+		t.Fatalf("state after kill %v", st)
+	}
+
+	cases := []struct {
+		name   string
+		method string
+		req    proto.Message
+		resp   proto.Message
+		class  string
+	}{
+		{"unknown app", "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(999), ClusterTimestamp: proto.Int64(1)}},
+			&yarnpb.GetApplicationReportResponseProto{}, hadoopipc.ClassApplicationNotFound},
+		{"no app id", "forceKillApplication", &yarnpb.KillApplicationRequestProto{}, &yarnpb.KillApplicationResponseProto{}, hadoopipc.ClassApplicationIDNotProvided},
+		{"unknown attempt", "getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: na.ApplicationId, AttemptId: proto.Int32(9)}},
+			&yarnpb.GetApplicationAttemptReportResponseProto{}, hadoopipc.ClassApplicationAttemptNotFound},
+		{"reservations unsupported", "getNewReservation", &yarnpb.GetNewReservationRequestProto{}, &yarnpb.GetNewReservationResponseProto{}, hadoopipc.ClassYarnException},
+		{"delegation tokens unsupported", "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{}, hadoopipc.ClassYarnException},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := acp.Call(ctx, tc.method, tc.req, tc.resp)
+			if remoteClass(err) != tc.class {
+				t.Fatalf("%s: got %v, want class %s", tc.method, err, tc.class)
+			}
+		})
+	}
+}
+
+func TestIPCSchedulerRequiresToken(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	// SIMPLE is refused on the scheduler port.
+	amp := ipcClient(t, rm.Addrs().Scheduler, hadoopipc.ProtocolApplicationMaster, "mallory", nil)
+	err := amp.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{})
+	if err == nil {
+		t.Fatal("SIMPLE login to the scheduler port succeeded")
+	}
+	// A token with a wrong password is refused too.
+	id, _ := rm.core().NewApplication()
+	if err := rm.core().Submit(SubmitRequest{ID: id, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := rm.core().AppReport(id)
+	tok := tokenPB(rep.AMRMToken)
+	tok.Password = []byte("wrong")
+	bad := ipcClient(t, rm.Addrs().Scheduler, hadoopipc.ProtocolApplicationMaster, "", tok)
+	if err := bad.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{}); err == nil {
+		t.Fatal("forged token accepted")
+	}
+}
+
+func TestIPCFaultsAndStandby(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	acp := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+	call := func() error {
+		return acp.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	}
+	rm.SetFaults(FaultConfig{ErrorRate: 1})
+	if err := call(); remoteClass(err) != hadoopipc.ClassIOException || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("error rate 1: %v", err)
+	}
+	rm.SetFaults(FaultConfig{Stalled: true})
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := acp.Call(sctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	cancel()
+	if err == nil {
+		t.Fatal("stalled RM answered")
+	}
+	rm.SetFaults(FaultConfig{})
+	if err := call(); err != nil {
+		t.Fatalf("after unstall: %v", err)
+	}
+	// HA pair: the standby shares state and answers StandbyException.
+	scfg := TestConfig()
+	sb, err := NewStandby(rm, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	sbc := ipcClient(t, sb.Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+	err = sbc.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if remoteClass(err) != hadoopipc.ClassStandby {
+		t.Fatalf("standby: %v", err)
+	}
+	// A client with both addresses fails over to the active one.
+	ha, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{sb.Addrs().Client, rm.Addrs().Client},
+		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice", DialTimeout: 5 * time.Second, FailoverBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ha.Close()
+	if err := ha.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+		t.Fatalf("failover client: %v", err)
+	}
+	// Fail over: the old standby now serves the same applications.
+	id, _ := rm.core().NewApplication()
+	if err := rm.core().Submit(SubmitRequest{ID: id, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	epoch := rm.Epoch()
+	rm.TransitionToStandby()
+	sb.TransitionToActive()
+	var rep yarnpb.GetApplicationReportResponseProto
+	if err := sbc.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: appPB(id)}, &rep); err != nil {
+		t.Fatalf("report from new active: %v", err)
+	}
+	if sb.Epoch() != epoch+1 {
+		t.Fatalf("epoch after failover %d, want %d", sb.Epoch(), epoch+1)
+	}
+}
+
+func TestRestartKeepsAddressesAndRaisesEpoch(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	addrs, epoch := rm.Addrs(), rm.Epoch()
+	id, _ := rm.core().NewApplication()
+	if err := rm.core().Submit(SubmitRequest{ID: id, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	acp := ipcClient(t, addrs.Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+	if err := acp.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err == nil {
+		t.Fatal("crashed RM answered")
+	}
+	if err := rm.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if rm.Addrs() != addrs || rm.Epoch() != epoch+1 {
+		t.Fatalf("restart: addrs %v vs %v, epoch %d", rm.Addrs(), addrs, rm.Epoch())
+	}
+	var rep yarnpb.GetApplicationReportResponseProto
+	if err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: appPB(id)}, &rep); err != nil {
+		t.Fatalf("work-preserving restart lost the app: %v", err)
+	}
+	if err := rm.Restart(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: appPB(id)}, &rep)
+	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
+		t.Fatalf("restart without state: %v", err)
+	}
+}
