@@ -54,18 +54,10 @@ func (UniformPolicy) SelectHome(_ context.Context, _ AppSubmission, c []SubClust
 	return c[rand.IntN(len(c))].ID, nil
 }
 
-// builtinPolicies serves when no PolicyFactory is wired: every manager
-// routes uniformly. Real deployments wire the policies package.
-type builtinPolicies struct{}
-
-func (builtinPolicies) RouterPolicy(PolicyConfiguration) (RouterPolicy, error) {
-	return UniformPolicy{}, nil
-}
-
-// policies resolves a queue to its router policy: store entry for the queue,
+// queuePolicies resolves a queue to its router policy: store entry for the queue,
 // then "*", then the configured default (Hadoop's lookup order), cached for a
 // short TTL so a submission does not cost extra store reads.
-type policies struct {
+type queuePolicies struct {
 	store   StateStore
 	factory PolicyFactory
 	def     string
@@ -80,7 +72,7 @@ type policyEntry struct {
 	exp time.Time
 }
 
-func (p *policies) forQueue(ctx context.Context, queue string) (RouterPolicy, error) {
+func (p *queuePolicies) forQueue(ctx context.Context, queue string) (RouterPolicy, error) {
 	if queue == "" {
 		queue = "default"
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/policies"
 )
 
 // Router is one stateless router instance; run any number side by side.
@@ -28,7 +29,7 @@ type Router struct {
 	store    StateStore
 	members  *membership
 	homes    *homeCache
-	policies *policies
+	policies *queuePolicies
 	pool     *pool
 	brk      *breakers
 	metrics  *metrics
@@ -92,9 +93,9 @@ func New(cfg Config) (*Router, error) {
 	r.homes = newHomeCache(cfg.HomeCacheTTL.D(), cfg.HomeCacheSize)
 	factory := cfg.Policies
 	if factory == nil {
-		factory = builtinPolicies{}
+		factory = NewPoliciesFactory(policies.Env{})
 	}
-	r.policies = &policies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy,
+	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy,
 		ttl: 10 * time.Second, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))
 

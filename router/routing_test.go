@@ -384,3 +384,19 @@ func TestNoSubClusterFailsAfterWindow(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+func TestQueuePolicyFromStore(t *testing.T) {
+	f := newFed(t, 2, nil) // the real policies package
+	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
+			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)})
+	for range 10 {
+		id := f.newApp(f.client)
+		if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
+		if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-2" {
+			t.Fatalf("app went to %s, the queue's weights say SC-2 only", h)
+		}
+	}
+}

@@ -296,8 +296,9 @@ func (p *RESTProber) Probe(ctx context.Context, rm RMEndpoint) (ProbeResult, err
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("probe %s metrics: %w", rm.Web, err)
 	}
-	// Hadoop's capability is the bare clusterMetrics JSON object.
-	b, err := json.Marshal(m)
+	// Hadoop's heartbeat writes the object with its root element
+	// ({"clusterMetrics":{...}}, JAXB rootUnwrapping(false)).
+	b, err := json.Marshal(rmrest.ClusterMetricsResponse{ClusterMetrics: *m})
 	if err != nil {
 		return ProbeResult{}, err
 	}

@@ -90,8 +90,8 @@ func TestAgentFollowsFailover(t *testing.T) {
 	if n != 1 || reg.ClientRMServiceAddress != rm0.Addrs().Client || reg.State != subclusteragent.StateRunning {
 		t.Fatalf("first step: %d registrations, last %+v; want the active rm0", n, reg)
 	}
-	var cm rmrest.ClusterMetrics
-	if err := json.Unmarshal([]byte(reg.Capability), &cm); err != nil || cm.TotalNodes == 0 {
+	var cm rmrest.ClusterMetricsResponse
+	if err := json.Unmarshal([]byte(reg.Capability), &cm); err != nil || cm.ClusterMetrics.TotalNodes == 0 {
 		t.Fatalf("capability %q is not the RM's clusterMetrics: %v", reg.Capability, err)
 	}
 
