@@ -23,9 +23,15 @@ import (
 // getREST fetches path from the real RM's webapp in the given media type.
 func getREST(t testing.TB, mc *miniCluster, path, accept string) []byte {
 	t.Helper()
+	return getRESTAt(t, loopback(mc.info.Web), path, accept)
+}
+
+// getRESTAt fetches path from the web server at addr in the given media type.
+func getRESTAt(t testing.TB, addr, path, accept string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback(mc.info.Web)+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

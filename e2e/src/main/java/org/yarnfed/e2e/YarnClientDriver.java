@@ -23,7 +23,8 @@ import org.apache.hadoop.yarn.util.Records;
  * yarn.resourcemanager.address the given yarn-site.xml names, one JSON line per operation.
  *
  * <p>Usage: YarnClientDriver --conf yarn-site.xml OP...; OPs: metrics, nodes, newapp, list,
- * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), kill[:appId],
+ * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), waittoken[:appId]
+ * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), kill[:appId],
  * labels (getNodeToLabels), queueacls (getQueueUserAcls). An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
@@ -116,6 +117,22 @@ public final class YarnClientDriver {
             case "report": {
               ApplicationId id = p.length > 1 ? ApplicationId.fromString(p[1]) : last;
               Drivers.ok(op, report(yc.getApplicationReport(id)));
+              break;
+            }
+            case "waittoken": {
+              // An unmanaged AM's token appears once the RM launched the attempt, which can
+              // be a moment after submitApplication returned ACCEPTED.
+              ApplicationId id = p.length > 1 && !p[1].isEmpty() ? ApplicationId.fromString(p[1]) : last;
+              long deadline = System.currentTimeMillis() + 30_000;
+              ApplicationReport r = yc.getApplicationReport(id);
+              while (r.getAMRMToken() == null && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+                r = yc.getApplicationReport(id);
+              }
+              if (r.getAMRMToken() == null) {
+                throw new java.util.concurrent.TimeoutException("no AMRMToken for " + id + " after 30s");
+              }
+              Drivers.ok(op, report(r));
               break;
             }
             case "kill": {
