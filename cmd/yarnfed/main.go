@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 	})
 	// Role subcommands: one file per role in this directory, one line each here.
 	// roles:begin
+	root.AddCommand(newSimrmCmd())
 	// roles:end
 	return root
 }

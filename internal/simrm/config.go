@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,6 +132,9 @@ type Config struct {
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// Gatherer, if set, is served in Prometheus text format at /prom on
+	// the web port (Hadoop 3.4's Prometheus endpoint path).
+	Gatherer prometheus.Gatherer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -272,4 +277,39 @@ func DeriveEpoch(clusterID string) int64 {
 	h := fnv.New32a()
 	h.Write([]byte(clusterID))
 	return int64(h.Sum32()%4095) + 1
+}
+
+// ParseQueues decodes a queue list flag: comma-separated
+// name:capacity[:maxCapacity] items, capacities in percent, e.g.
+// "default:70,batch:30:100".
+func ParseQueues(s string) ([]QueueConfig, error) {
+	var out []QueueConfig
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("queue list is empty")
+	}
+	items := strings.Split(s, ",")
+	if len(items) > 1000 {
+		return nil, fmt.Errorf("%d queues: at most 1000", len(items))
+	}
+	for _, item := range items {
+		parts := strings.Split(strings.TrimSpace(item), ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+			return nil, fmt.Errorf("queue %q: want name:capacity[:maxCapacity]", item)
+		}
+		q := QueueConfig{Name: parts[0]}
+		c, err := strconv.ParseFloat(parts[1], 32)
+		if err != nil || math.IsNaN(c) {
+			return nil, fmt.Errorf("queue %q: capacity %q is not a number", item, parts[1])
+		}
+		q.Capacity = float32(c)
+		if len(parts) == 3 {
+			m, err := strconv.ParseFloat(parts[2], 32)
+			if err != nil || math.IsNaN(m) {
+				return nil, fmt.Errorf("queue %q: max capacity %q is not a number", item, parts[2])
+			}
+			q.MaxCapacity = float32(m)
+		}
+		out = append(out, q)
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package simrm
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -54,6 +55,67 @@ func FuzzAMRMTokenIdentifier(f *testing.F) {
 		}
 		if id.String() == "" {
 			t.Fatal("empty attempt id")
+		}
+	})
+}
+
+func TestParseQueues(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		want    []QueueConfig
+		wantErr bool
+	}{
+		{name: "one", in: "default:100", want: []QueueConfig{{Name: "default", Capacity: 100}}},
+		{name: "max", in: "a:70, b:30:100", want: []QueueConfig{{Name: "a", Capacity: 70}, {Name: "b", Capacity: 30, MaxCapacity: 100}}},
+		{name: "empty", in: " ", wantErr: true},
+		{name: "no capacity", in: "a", wantErr: true},
+		{name: "junk", in: "a:x", wantErr: true},
+		{name: "nan", in: "a:NaN", wantErr: true},
+		{name: "too many parts", in: "a:1:2:3", wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseQueues(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v", err)
+			}
+			if !tc.wantErr && fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseQueues: no panic; accepted lists validate or fail with a message.
+func FuzzParseQueues(f *testing.F) {
+	f.Add("default:100")
+	f.Add("a:50:100,b:50")
+	f.Add("::,")
+	f.Fuzz(func(t *testing.T, s string) {
+		qs, err := ParseQueues(s)
+		if err != nil {
+			return
+		}
+		cfg := TestConfig()
+		cfg.Queues = qs
+		_ = cfg.Validate() // must not panic on any accepted list
+	})
+}
+
+// FuzzParseFaults: the control API decoder never panics and only accepts
+// settings within range.
+func FuzzParseFaults(f *testing.F) {
+	f.Add([]byte(`{"latency":"200ms","errorRate":0.1,"stalled":true}`))
+	f.Add([]byte(`{"errorRate":2}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fc, err := ParseFaults(b)
+		if err != nil {
+			return
+		}
+		if fc.ErrorRate < 0 || fc.ErrorRate > 1 || fc.Latency < 0 {
+			t.Fatalf("accepted out-of-range faults %+v", fc)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package simrm
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -8,6 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
@@ -34,7 +38,21 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("PUT /ws/v1/cluster/apps/{appid}/state", r.restPutAppState)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes/{nodeid}", r.restNode)
+	// simrm's own control API and Prometheus endpoint bypass fault
+	// injection: chaos runs must be able to lift a stall they set.
+	control := http.NewServeMux()
+	control.HandleFunc("GET /simrm/v1/faults", r.getFaults)
+	control.HandleFunc("PUT /simrm/v1/faults", r.putFaults)
+	control.HandleFunc("POST /simrm/v1/restart", r.postRestart)
+	control.HandleFunc("POST /simrm/v1/transition", r.postTransition)
+	if r.cfg.Gatherer != nil {
+		control.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/simrm/") || req.URL.Path == "/prom" {
+			control.ServeHTTP(w, req)
+			return
+		}
 		if err := r.inject(req.Context(), "rest"); err != nil {
 			switch {
 			case errors.Is(err, ErrStandby):
@@ -400,4 +418,98 @@ func (r *RM) restNode(w http.ResponseWriter, req *http.Request) {
 	}
 	node := restNode(&rep)
 	writeREST(w, req, http.StatusOK, rmrest.NodeResponse{Node: node}, node)
+}
+
+// ---- simrm control API (not part of Hadoop's) ----
+
+// faultsJSON is the wire form of FaultConfig in the control API.
+type faultsJSON struct {
+	Latency   string  `json:"latency"` // Go duration, e.g. "250ms"
+	ErrorRate float64 `json:"errorRate"`
+	Stalled   bool    `json:"stalled"`
+}
+
+// ParseFaults decodes and validates the control API's fault settings.
+func ParseFaults(b []byte) (FaultConfig, error) {
+	var fj faultsJSON
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fj); err != nil {
+		return FaultConfig{}, fmt.Errorf("faults: %w", err)
+	}
+	var f FaultConfig
+	if fj.Latency != "" {
+		d, err := time.ParseDuration(fj.Latency)
+		if err != nil || d < 0 {
+			return FaultConfig{}, fmt.Errorf("faults: latency %q is not a non-negative duration", fj.Latency)
+		}
+		f.Latency = d
+	}
+	if !(fj.ErrorRate >= 0 && fj.ErrorRate <= 1) {
+		return FaultConfig{}, fmt.Errorf("faults: errorRate %v is not within [0,1]", fj.ErrorRate)
+	}
+	f.ErrorRate, f.Stalled = fj.ErrorRate, fj.Stalled
+	return f, nil
+}
+
+func (r *RM) getFaults(w http.ResponseWriter, req *http.Request) {
+	f := r.Faults()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(faultsJSON{Latency: f.Latency.String(), ErrorRate: f.ErrorRate, Stalled: f.Stalled})
+}
+
+func (r *RM) putFaults(w http.ResponseWriter, req *http.Request) {
+	b, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes))
+	if err != nil {
+		badRequest(w, req, err.Error())
+		return
+	}
+	f, err := ParseFaults(b)
+	if err != nil {
+		badRequest(w, req, err.Error())
+		return
+	}
+	r.SetFaults(f)
+	r.getFaults(w, req)
+}
+
+// postRestart crashes the RM and brings it back after downFor (default 0):
+// ?keepState=false restarts empty, &downFor=2s keeps it down meanwhile. The
+// reply is sent before the crash.
+func (r *RM) postRestart(w http.ResponseWriter, req *http.Request) {
+	keep := req.URL.Query().Get("keepState") != "false"
+	var down time.Duration
+	if s := req.URL.Query().Get("downFor"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > time.Hour {
+			badRequest(w, req, "downFor must be a duration within [0,1h]")
+			return
+		}
+		down = d
+	}
+	w.WriteHeader(http.StatusAccepted)
+	go func() {
+		// Let the reply leave before the listeners close.
+		time.Sleep(50 * time.Millisecond)
+		if err := r.Crash(); err != nil {
+			r.cfg.Logger.Error("simrm: crash", "err", err)
+		}
+		time.Sleep(down)
+		if err := r.Restart(context.Background(), keep); err != nil {
+			r.cfg.Logger.Error("simrm: restart", "err", err)
+		}
+	}()
+}
+
+func (r *RM) postTransition(w http.ResponseWriter, req *http.Request) {
+	switch req.URL.Query().Get("to") {
+	case "active":
+		r.TransitionToActive()
+	case "standby":
+		r.TransitionToStandby()
+	default:
+		badRequest(w, req, "to must be active or standby")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

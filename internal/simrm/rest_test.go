@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
@@ -166,4 +167,54 @@ func TestRESTShapes(t *testing.T) {
 	if code, body := httpGet(t, base+"/info", ""); code != 503 || !strings.Contains(body, "StandbyException") {
 		t.Errorf("standby: %d %s", code, body)
 	}
+}
+
+func TestControlAPI(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	base := "http://" + rm.Addrs().Web
+	put := func(path, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, base+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := put("/simrm/v1/faults", `{"stalled":true}`); code != 200 || !strings.Contains(body, `"stalled":true`) {
+		t.Fatalf("stall: %d %s", code, body)
+	}
+	// The REST API is stalled, the control API is not.
+	cl := rmrest.NewClient(rm.Addrs().Web)
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if _, err := cl.GetClusterInfo(sctx); err == nil {
+		t.Fatal("stalled REST answered")
+	}
+	cancel()
+	if code, _ := put("/simrm/v1/faults", `{"latency":"-1s"}`); code != 400 {
+		t.Fatalf("bad faults accepted: %d", code)
+	}
+	if code, _ := put("/simrm/v1/faults", `{}`); code != 200 {
+		t.Fatal("unstall failed")
+	}
+	if _, err := cl.GetClusterInfo(ctx); err != nil {
+		t.Fatalf("after unstall: %v", err)
+	}
+	epoch := rm.Epoch()
+	resp, err := http.Post(base+"/simrm/v1/restart?keepState=true", "", nil)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("restart: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	poll(t, "restart", func() bool {
+		_, err := cl.GetClusterInfo(ctx)
+		return err == nil && rm.Epoch() == epoch+1
+	})
+	resp, err = http.Post(base+"/simrm/v1/transition?to=standby", "", nil)
+	if err != nil || resp.StatusCode != http.StatusNoContent || !rm.Standby() {
+		t.Fatalf("transition: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }
