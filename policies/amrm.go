@@ -435,11 +435,13 @@ func (l *localityMulticast) splitAny(cfg *lmConfig, b *bookkeeper, rr ResourceRe
 // at random by weight. The counts always add up to total.
 func splitInteger(rnd Source, total int32, weights []float64) ([]int32, error) {
 	out := make([]int32, len(weights))
+	cum := make([]float64, len(weights))
 	sum := 0.0
-	for _, w := range weights {
+	for i, w := range weights {
 		if w > 0 {
 			sum += w
 		}
+		cum[i] = sum
 	}
 	if sum <= 0 {
 		return nil, fmt.Errorf("%w: no positive weight to split %d containers over", ErrNoActiveSubCluster, total)
@@ -452,8 +454,26 @@ func splitInteger(rnd Source, total int32, weights []float64) ([]int32, error) {
 			residue -= base
 		}
 	}
+	// Each leftover container goes to a bin drawn by weight: a binary
+	// search over the running sums, so a split over many sub-clusters stays
+	// O(n + r log n) rather than O(n*r). Bins with weight <= 0 have an
+	// empty interval and are never drawn.
 	for ; residue > 0; residue-- {
-		out[weightedIndex(rnd, weights)]++
+		x := float64From(rnd) * sum
+		lo, hi := 0, len(cum)-1
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if cum[mid] > x {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		if cum[lo] <= x { // x rounded up to sum: take the last positive bin
+			for lo = len(weights) - 1; weights[lo] <= 0; lo-- {
+			}
+		}
+		out[lo]++
 	}
 	return out, nil
 }

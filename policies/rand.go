@@ -54,33 +54,3 @@ func float64From(s Source) float64 {
 func intnFrom(s Source, n int) int {
 	return int(s.Uint64() % uint64(n))
 }
-
-// weightedIndex samples an index with probability proportional to the
-// positive entries of w (non-positive entries are never picked), or -1 when
-// no entry is positive. Same contract as Hadoop's
-// FederationPolicyUtils.getWeightedRandom.
-func weightedIndex(s Source, w []float64) int {
-	total := 0.0
-	for _, x := range w {
-		if x > 0 {
-			total += x
-		}
-	}
-	if total <= 0 {
-		return -1
-	}
-	p := float64From(s) * total
-	last := -1
-	for i, x := range w {
-		if x <= 0 {
-			continue
-		}
-		if p < x {
-			return i
-		}
-		p -= x
-		last = i
-	}
-	// Only reachable through floating-point rounding at the top end.
-	return last
-}

@@ -384,7 +384,12 @@ func RegisterDefaults(r *Registry) error {
 				return nil, err
 			}
 			wr := &weightedRandom{weights: ws, rnd: sourceOrDefault(env.Rand)}
-			return &localityRouter{routerBase: routerBase{typ: "Locality", reservations: env.Reservations, c: wr}, resolver: env.Resolver, wr: wr}, nil
+			enabled := map[SubClusterID]bool{}
+			for _, w := range ws {
+				enabled[w.ID] = w.Value > 0
+			}
+			return &localityRouter{routerBase: routerBase{typ: "Locality", reservations: env.Reservations, c: wr},
+				resolver: env.Resolver, wr: wr, enabled: enabled}, nil
 		}},
 		{"Reject", func(_ *PolicyParams, env Env) (RouterPolicy, error) {
 			return &rejectRouter{routerBase{typ: "Reject", reservations: env.Reservations, c: reject{}}}, nil

@@ -159,17 +159,19 @@ type weightedTable struct {
 	ids   []SubClusterID
 	w     []float64
 	cum   []float64
+	index map[SubClusterID]int
 	total float64
 }
 
-func buildWeightedTable(ws []Weight, snap *Snapshot) weightedTable {
-	var t weightedTable
+func buildWeightedTable(ws []Weight, snap *Snapshot) *weightedTable {
+	t := &weightedTable{index: map[SubClusterID]int{}}
 	// Sorted by id: equal configurations give equal decisions whatever the
 	// order of their JSON entries.
 	sorted := slices.Clone(ws)
 	slices.SortFunc(sorted, func(a, b Weight) int { return compareIDs(a.ID, b.ID) })
 	for _, x := range sorted {
 		if x.Value > 0 && snap.IsActive(x.ID) {
+			t.index[x.ID] = len(t.ids)
 			t.ids = append(t.ids, x.ID)
 			t.w = append(t.w, float64(x.Value))
 			t.total += float64(x.Value)
@@ -181,24 +183,47 @@ func buildWeightedTable(ws []Weight, snap *Snapshot) weightedTable {
 
 var errNoPositiveWeight = fmt.Errorf("%w: no active sub-cluster has a positive router weight", ErrNoActiveSubCluster)
 
+// search returns the first index whose running sum exceeds x: O(log n).
+func (t *weightedTable) search(x float64) int {
+	lo, hi := 0, len(t.cum)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if t.cum[mid] > x {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// maxRejections bounds rejection sampling; past it we scan.
+const maxRejections = 32
+
 // pick samples the table, skipping blacklisted ids.
 func (t *weightedTable) pick(rnd Source, blacklist []SubClusterID) (SubClusterID, error) {
 	if t.total <= 0 {
 		return "", errNoPositiveWeight
 	}
-	if !t.anyBlacklisted(blacklist) {
-		x := float64From(rnd) * t.total
-		// First running sum above x: O(log n), no allocation.
-		lo, hi := 0, len(t.cum)-1
-		for lo < hi {
-			mid := int(uint(lo+hi) >> 1)
-			if t.cum[mid] > x {
-				hi = mid
-			} else {
-				lo = mid + 1
+	blocked := 0.0
+	for _, b := range blacklist {
+		if i, ok := t.index[b]; ok {
+			blocked += t.w[i]
+		}
+	}
+	if blocked == 0 {
+		return t.ids[t.search(float64From(rnd)*t.total)], nil
+	}
+	// Few blacklisted by weight: draw from the whole table and redraw on a
+	// blacklisted pick. Conditioning on "not blacklisted" keeps the draw
+	// exactly proportional to the remaining weights, in O(log n) expected.
+	if blocked < t.total/2 {
+		for i := 0; i < maxRejections; i++ {
+			id := t.ids[t.search(float64From(rnd)*t.total)]
+			if !slices.Contains(blacklist, id) {
+				return id, nil
 			}
 		}
-		return t.ids[lo], nil
 	}
 	total := 0.0
 	for i, id := range t.ids {
@@ -224,26 +249,17 @@ func (t *weightedTable) pick(rnd Source, blacklist []SubClusterID) (SubClusterID
 	return t.ids[last], nil
 }
 
-func (t *weightedTable) anyBlacklisted(blacklist []SubClusterID) bool {
-	for _, b := range blacklist {
-		if slices.Contains(t.ids, b) {
-			return true
-		}
-	}
-	return false
-}
-
 // weightedRandom samples active, non-blacklisted sub-clusters in proportion
 // to their router weights; weight 0 and unlisted sub-clusters never get
 // applications (Hadoop WeightedRandomRouterPolicy).
 type weightedRandom struct {
 	weights []Weight
 	rnd     Source
-	cache   snapCache[weightedTable]
+	cache   snapCache[*weightedTable]
 }
 
-func (w *weightedRandom) table(snap *Snapshot) weightedTable {
-	return w.cache.get(snap, func(s *Snapshot) weightedTable { return buildWeightedTable(w.weights, s) })
+func (w *weightedRandom) table(snap *Snapshot) *weightedTable {
+	return w.cache.get(snap, func(s *Snapshot) *weightedTable { return buildWeightedTable(w.weights, s) })
 }
 
 func (w *weightedRandom) choose(snap *Snapshot, _ string, blacklist []SubClusterID) (SubClusterID, error) {
@@ -318,6 +334,9 @@ func (hashBased) choose(snap *Snapshot, queue string, blacklist []SubClusterID) 
 	if pos < 0 {
 		pos = -pos
 	}
+	if len(blacklist) == 0 {
+		return ids[pos], nil
+	}
 	for _, id := range ids {
 		if len(blacklist) > 0 && slices.Contains(blacklist, id) {
 			continue
@@ -361,36 +380,45 @@ func javaStringHashNoAlloc(s string) int32 {
 // LoadBasedRouterPolicy). Weights must be 0 or 1.
 type loadBased struct {
 	weights []Weight
-	cache   snapCache[[]int]
+	cache   snapCache[[]SubClusterID]
 }
 
 var errNoEnabled = fmt.Errorf("%w: no active sub-cluster is enabled (weight 1) in this policy", ErrNoActiveSubCluster)
 
 func (l *loadBased) choose(snap *Snapshot, _ string, blacklist []SubClusterID) (SubClusterID, error) {
-	enabled := l.cache.get(snap, func(s *Snapshot) []int {
+	// Capabilities are part of the snapshot, so the ranking is too: the
+	// decision is the first enabled sub-cluster that is not blacklisted.
+	order := l.cache.get(snap, func(s *Snapshot) []SubClusterID {
 		var idx []int
 		for i, sc := range s.all {
 			if w, ok := lookupWeight(l.weights, sc.ID); ok && w > 0 && sc.State.Active() {
 				idx = append(idx, i)
 			}
 		}
-		return idx
+		// Most available memory first; ties keep id order (Hadoop keeps the
+		// first one it sees).
+		slices.SortStableFunc(idx, func(a, b int) int {
+			ma, mb := s.all[a].Capability.AvailableMB, s.all[b].Capability.AvailableMB
+			switch {
+			case ma > mb:
+				return -1
+			case ma < mb:
+				return 1
+			}
+			return 0
+		})
+		ids := make([]SubClusterID, len(idx))
+		for i, x := range idx {
+			ids[i] = s.all[x].ID
+		}
+		return ids
 	})
-	best := -1
-	var bestMB int64 = -1
-	for _, i := range enabled {
-		sc := &snap.all[i]
-		if slices.Contains(blacklist, sc.ID) {
-			continue
-		}
-		if sc.Capability.AvailableMB > bestMB {
-			best, bestMB = i, sc.Capability.AvailableMB
+	for _, id := range order {
+		if !slices.Contains(blacklist, id) {
+			return id, nil
 		}
 	}
-	if best < 0 {
-		return "", errNoEnabled
-	}
-	return snap.all[best].ID, nil
+	return "", errNoEnabled
 }
 
 // ---- Reject ---------------------------------------------------------------
@@ -430,6 +458,7 @@ type localityRouter struct {
 	routerBase
 	resolver SubClusterResolver
 	wr       *weightedRandom
+	enabled  map[SubClusterID]bool // router weight > 0
 }
 
 func (l *localityRouter) HomeSubCluster(ctx context.Context, snap *Snapshot, app *AppSubmission, blacklist []SubClusterID) (SubClusterID, error) {
@@ -464,7 +493,7 @@ func (l *localityRouter) HomeSubCluster(ctx context.Context, snap *Snapshot, app
 		}
 	}
 	if haveNode && haveRack && haveAny && snap.IsActive(target) && !slices.Contains(blacklist, target) {
-		if w, ok := lookupWeight(l.wr.weights, target); ok && w > 0 {
+		if l.enabled[target] {
 			return target, nil
 		}
 	}
