@@ -236,6 +236,7 @@ type clusterOptions struct {
 	clusterID string
 	epoch     int64
 	nms       int
+	set       []string // extra key=value configuration
 }
 
 // startMiniCluster starts a real RM with NMs on loopback and waits for READY.
@@ -251,6 +252,9 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 		"--cluster-id", opts.clusterID,
 		"--epoch", fmt.Sprint(opts.epoch),
 		"--nms", fmt.Sprint(opts.nms))
+	for _, kv := range opts.set {
+		argv = append(argv, "--set", kv)
+	}
 	cmd := exec.Command(j.java, argv...)
 	cmd.Dir = dir
 	cmd.Stderr = logf
@@ -334,7 +338,12 @@ func needCluster(t testing.TB) *miniCluster {
 		clusterDir, clusterErr = os.MkdirTemp("", "yarnfed-e2e-cluster-")
 		if clusterErr == nil {
 			start := time.Now()
-			sharedCluster, clusterErr = j.startMiniCluster(clusterOptions{clusterID: "e2e-sc1", epoch: 7, nms: 2}, clusterDir)
+			sharedCluster, clusterErr = j.startMiniCluster(clusterOptions{
+				clusterID: "e2e-sc1", epoch: 7, nms: 2,
+				// Offer every SASL quality of protection, so each client
+				// picks by its own preference (Java's default: auth).
+				set: []string{"hadoop.rpc.protection=authentication,integrity,privacy"},
+			}, clusterDir)
 			t.Logf("MiniYARNCluster started in %s: %+v", time.Since(start).Round(time.Millisecond), sharedCluster.infoOrZero())
 		}
 	}

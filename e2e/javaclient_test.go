@@ -121,6 +121,7 @@ func TestJavaAMRMClientAgainstGoServer(t *testing.T) {
 	cfg := hadoopipc.DefaultServerConfig()
 	cfg.Secrets = am.secrets
 	cfg.AllowSimple = false
+	cfg.QOPs = []string{"auth-conf", "auth-int", "auth"}
 	addr := serveIPC(t, cfg, am.protocol())
 
 	ident := amrmIdentifier(t, 1700000000000, 7)
@@ -150,6 +151,19 @@ func TestJavaAMRMClientAgainstGoServer(t *testing.T) {
 		}
 		run.op(t, "finish:SUCCEEDED:done").decode(t, &struct{}{})
 	})
+
+	// Hadoop's client picks the protection from hadoop.rpc.protection; with
+	// integrity or privacy every packet after the login is wrapped (auth-int,
+	// auth-conf with the cipher the JDK prefers).
+	for _, protection := range []string{"integrity", "privacy"} {
+		t.Run("protection "+protection, func(t *testing.T) {
+			run := j.runDriver(t, "AMRMDriver", "--scheduler", addr, "--token-id", b64(ident), "--token-password", good,
+				"--set", "hadoop.rpc.protection="+protection, "register", "ask:1:512:1", "await:1:20000", "finish")
+			for _, op := range []string{"register", "await:1:20000", "finish"} {
+				run.op(t, op).decode(t, &struct{}{})
+			}
+		})
+	}
 
 	// What a real RM answers to the same mistakes, measured in
 	// TestGoClientAgainstRealRM's reference run and pinned here.

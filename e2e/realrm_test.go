@@ -37,9 +37,10 @@ func rmClient(t testing.TB, mc *miniCluster) *hadoopipc.Client {
 	return c
 }
 
-func amClient(t testing.TB, mc *miniCluster, tok *commonpb.TokenProto) *hadoopipc.Client {
+func amClient(t testing.TB, mc *miniCluster, tok *commonpb.TokenProto, qops ...string) *hadoopipc.Client {
 	t.Helper()
 	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
+		QOPs:             qops,
 		Addresses:        []string{loopback(mc.info.Scheduler)},
 		Protocol:         hadoopipc.ProtocolApplicationMaster,
 		Version:          1,
@@ -260,6 +261,38 @@ func TestGoClientAgainstRealRM(t *testing.T) {
 				r.GetFinalApplicationStatus() == yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED
 		})
 	})
+
+	// The same AM conversation under each SASL quality of protection: with
+	// auth-int and auth-conf every packet after the login is wrapped.
+	for _, tc := range []struct{ name, qop string }{
+		{"qop auth", "auth"}, {"qop auth-int", "auth-int"}, {"qop auth-conf", "auth-conf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := submitUnmanaged(t, c, "interop-s3-"+tc.qop)
+			am := amClient(t, mc, waitAMRMToken(t, c, id), tc.qop)
+			call(t, am, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
+				Host: proto.String("127.0.0.1"), RpcPort: proto.Int32(0), TrackingUrl: proto.String(""),
+			}, &yarnpb.RegisterApplicationMasterResponseProto{})
+			ask := []*yarnpb.ResourceRequestProto{{
+				Priority:      &yarnpb.PriorityProto{Priority: proto.Int32(1)},
+				ResourceName:  proto.String("*"),
+				Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(128), VirtualCores: proto.Int32(1)},
+				NumContainers: proto.Int32(1),
+			}}
+			responseID, got := int32(0), 0
+			poll(t, 60*time.Second, "a container", func() bool {
+				resp := call(t, am, "allocate", &yarnpb.AllocateRequestProto{Ask: ask, ResponseId: proto.Int32(responseID)}, &yarnpb.AllocateResponseProto{})
+				ask, responseID = nil, resp.GetResponseId()
+				got += len(resp.GetAllocatedContainers())
+				return got >= 1
+			})
+			poll(t, 30*time.Second, "finishApplicationMaster to unregister", func() bool {
+				return call(t, am, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{
+					FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum(),
+				}, &yarnpb.FinishApplicationMasterResponseProto{}).GetIsUnregistered()
+			})
+		})
+	}
 
 	t.Run("wrong AMRMToken", func(t *testing.T) {
 		id := submitUnmanaged(t, c, "interop-s3-badtoken")

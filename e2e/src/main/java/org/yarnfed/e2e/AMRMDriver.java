@@ -27,7 +27,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * authenticates with SASL TOKEN / DIGEST-MD5 exactly as a launched AM does.
  *
  * <p>Usage: AMRMDriver --scheduler host:port --token-id B64 --token-password B64
- * [--token-kind YARN_AM_RM_TOKEN] [--token-service host:port] [--user U] OP...;
+ * [--token-kind YARN_AM_RM_TOKEN] [--token-service host:port] [--user U] [--set key=value]... OP...;
+ * e.g. --set hadoop.rpc.protection=privacy makes the SASL layer auth-conf;
  * OPs: register, ask:N:memMB:vcores, allocate (one heartbeat), await:N:timeoutMs (heartbeat until
  * N containers arrived in total), finish[:STATUS[:message]].
  */
@@ -52,6 +53,12 @@ public final class AMRMDriver {
         case "--token-kind": kind = args[++i]; break;
         case "--token-service": service = args[++i]; break;
         case "--user": user = args[++i]; break;
+        case "--set": {
+          String kv = args[++i];
+          int eq = kv.indexOf('=');
+          conf.set(kv.substring(0, eq), kv.substring(eq + 1));
+          break;
+        }
         default: ops.add(args[i]);
       }
     }
