@@ -189,6 +189,36 @@ func TestSubmitAmbiguousFailure(t *testing.T) {
 	})
 }
 
+func TestResubmitToDeadHomeDoesNotDuplicate(t *testing.T) {
+	f := newFed(t, 2, func(c *router.Config) {
+		prefer("SC-1", "SC-2")(c)
+		c.FailoverWait = router.Duration(50 * time.Millisecond)
+		c.Breaker.OpenFor = router.Duration(20 * time.Millisecond)
+	})
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	// The home dies (nothing can even connect) and the client, which never
+	// saw the first reply, resubmits: the app exists on SC-1, so moving it
+	// would run it twice.
+	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	err := f.submit(f.client, id)
+	if remoteClass(err) != hadoopipc.ClassRetriable {
+		t.Fatalf("err = %v, want RetriableException", err)
+	}
+	if n := len(f.rms["SC-2"].Apps()); n != 0 {
+		t.Fatal("resubmission duplicated the app on SC-2")
+	}
+	// Once the home is back the retry succeeds in place.
+	f.rms["SC-1"].Intercept = nil
+	f.store.SetState("SC-1", router.StateRunning) // agent heartbeat after recovery
+	poll(t, "resubmission succeeds", func() bool { return f.submit(f.client, id) == nil })
+	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+		t.Fatalf("app on %v", got)
+	}
+}
+
 func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
 	f := newFed(t, 3, prefer("SC-3"))
 	id := f.newApp(f.client)

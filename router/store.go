@@ -71,8 +71,9 @@ type StateStore interface {
 	// GetSubClusters lists membership; activeOnly keeps RUNNING rows only.
 	GetSubClusters(ctx context.Context, activeOnly bool) ([]SubClusterInfo, error)
 	// AddApplicationHome inserts app -> sc unless a row exists, and returns
-	// the home now stored (the existing one on a resubmission).
-	AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (SubClusterID, error)
+	// the home now stored (the existing one on a resubmission) and whether
+	// this call inserted it.
+	AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (stored SubClusterID, inserted bool, err error)
 	// UpdateApplicationHome overwrites the home of app.
 	UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error
 	GetApplicationHome(ctx context.Context, app string) (SubClusterID, error)

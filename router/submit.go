@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
@@ -23,7 +22,7 @@ import (
 //     certainly does not have it: the RM answered with an error (an RM that
 //     has the app acknowledges a resubmission), or nothing was sent (dial
 //     failure, open breaker) and no earlier submission can have reached it
-//     (no pre-existing home row). Otherwise (timeout, connection lost
+//     (this request inserted the home row). Otherwise (timeout, connection lost
 //     mid-call, a pre-existing home that is down) it asks that RM for the
 //     app first; if the RM cannot be asked, the client gets a retriable
 //     error instead of a possible duplicate elsewhere.
@@ -68,21 +67,15 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		home := chosen
 		mayHave := false // could an earlier submission of this app have reached home?
 		if try == 0 {
-			// Read first: AddApplicationHome cannot say whether it inserted,
-			// and a pre-existing row means an earlier router may have
+			// A row that already existed means an earlier router may have
 			// submitted there already.
-			prev, gerr := r.store.GetApplicationHome(ctx, app)
-			if gerr != nil && !errors.Is(gerr, ErrNoHome) {
-				return nil, fmt.Errorf("submitApplication %s: read home: %w", app, gerr)
-			}
-			stored, err := r.store.AddApplicationHome(ctx, app, chosen)
+			stored, inserted, err := r.store.AddApplicationHome(ctx, app, chosen)
 			if err != nil {
 				return nil, fmt.Errorf("submitApplication %s: store home: %w", app, err)
 			}
-			home = stored
-			mayHave = gerr == nil || stored != chosen
-			if stored != chosen {
-				r.log.Info("resubmission: using the stored home", "app", app, "home", stored, "policy_choice", chosen, "previous", prev)
+			home, mayHave = stored, !inserted
+			if !inserted {
+				r.log.Info("resubmission: using the stored home", "app", app, "home", stored, "policy_choice", chosen)
 			}
 		} else if err := r.store.UpdateApplicationHome(ctx, app, chosen); err != nil {
 			return nil, fmt.Errorf("submitApplication %s: update home: %w", app, err)

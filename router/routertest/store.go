@@ -106,17 +106,17 @@ func (s *Store) GetSubClusters(_ context.Context, activeOnly bool) ([]router.Sub
 	return out, nil
 }
 
-func (s *Store) AddApplicationHome(_ context.Context, app string, sc router.SubClusterID) (router.SubClusterID, error) {
+func (s *Store) AddApplicationHome(_ context.Context, app string, sc router.SubClusterID) (router.SubClusterID, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.enter("AddApplicationHome"); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if cur, ok := s.homes[app]; ok {
-		return cur, nil
+		return cur, false, nil
 	}
 	s.homes[app] = sc
-	return sc, nil
+	return sc, true, nil
 }
 
 func (s *Store) UpdateApplicationHome(_ context.Context, app string, sc router.SubClusterID) error {
