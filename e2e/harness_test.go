@@ -353,6 +353,24 @@ func needCluster(t testing.TB) *miniCluster {
 	return sharedCluster
 }
 
+// newCluster starts a MiniYARNCluster private to one test (e.g. a second
+// sub-cluster with its own cluster id and epoch) and stops it at cleanup.
+// Prefer needCluster when the shared one will do: each JVM costs seconds
+// and a few hundred MB.
+func newCluster(t testing.TB, opts clusterOptions) *miniCluster {
+	t.Helper()
+	j := needJava(t)
+	dir := t.TempDir()
+	start := time.Now()
+	mc, err := j.startMiniCluster(opts, dir)
+	if err != nil {
+		t.Fatalf("interop: starting MiniYARNCluster %s: %v", opts.clusterID, err)
+	}
+	t.Logf("MiniYARNCluster %s started in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(mc.stop)
+	return mc
+}
+
 func (mc *miniCluster) infoOrZero() clusterInfo {
 	if mc == nil {
 		return clusterInfo{}
