@@ -1,0 +1,546 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// Peer is a Raft voter named at bootstrap.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config configures a Store. Zero durations take Raft's defaults.
+type Config struct {
+	// NodeID is this replica's stable Raft server id.
+	NodeID string
+	// Dir holds raft.db (log and stable store), fsm.db and snapshots/.
+	Dir string
+	// RaftAddr is the TCP address Raft binds; RaftAdvertise the one peers
+	// dial (defaults to RaftAddr). Ignored when Transport is set.
+	RaftAddr      string
+	RaftAdvertise string
+	// Transport overrides the TCP transport (tests use raft's in-memory
+	// transport to cut links).
+	Transport raft.Transport
+	// GRPCAddr is the address other replicas forward requests to; the
+	// leader records it in the FSM.
+	GRPCAddr string
+
+	// Bootstrap forms a new cluster of Peers (this node must be one of
+	// them; a single-node cluster lists only itself) unless Dir already
+	// has Raft state. Every initial member bootstraps with the same list.
+	Bootstrap bool
+	Peers     []Peer
+
+	// NoSync skips fsync of the Raft log. Unsafe: acknowledged writes can
+	// be lost on power failure. For benchmarks that say so.
+	NoSync bool
+	// FSMSync fsyncs the FSM database on every batch. Without it the FSM
+	// file is trusted only after a clean shutdown and is rebuilt from the
+	// snapshot and the (always durable) Raft log after a crash.
+	FSMSync bool
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotInterval   time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+	// ApplyTimeout bounds one proposal when the context has no deadline.
+	ApplyTimeout time.Duration
+
+	Limits     Limits
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Store is one replica of the state store.
+type Store struct {
+	cfg    Config
+	logger *slog.Logger
+	raft   *raft.Raft
+	fsm    *fsm
+	logs   *raftboltdb.BoltStore
+	trans  raft.Transport
+	snaps  *raft.FileSnapshotStore
+
+	notifyCh chan bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	ri struct {
+		sync.Mutex
+		waiting []chan readIndexResult
+		running bool
+	}
+
+	applySeconds prometheus.Histogram
+	collectors   []prometheus.Collector
+	closeOnce    sync.Once
+}
+
+// Open starts a replica. It returns once Raft is running; a leader may not
+// be elected yet (see WaitLeader).
+func Open(cfg Config) (*Store, error) {
+	if cfg.NodeID == "" || cfg.Dir == "" {
+		return nil, errors.New("statestore: NodeID and Dir are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits()
+	}
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), done: make(chan struct{})}
+	var err error
+	cleanup := func() {
+		if s.fsm != nil {
+			s.fsm.close()
+		}
+		if s.logs != nil {
+			s.logs.Close()
+		}
+		if c, ok := s.trans.(raft.WithClose); ok && cfg.Transport == nil {
+			c.Close()
+		}
+	}
+	var trusted bool
+	if s.fsm, trusted, err = openFSM(filepath.Join(cfg.Dir, "fsm.db"), !cfg.FSMSync, s.logger); err != nil {
+		return nil, err
+	}
+	if s.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync}); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	hlog := hclog.FromStandardLogger(slog.NewLogLogger(s.logger.Handler(), slog.LevelInfo), &hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
+	if s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog); err != nil {
+		cleanup()
+		return nil, err
+	}
+	s.trans = cfg.Transport
+	if s.trans == nil {
+		adv := cfg.RaftAdvertise
+		if adv == "" {
+			adv = cfg.RaftAddr
+		}
+		advAddr, err := net.ResolveTCPAddr("tcp", adv)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("raft advertise address %q: %w", adv, err)
+		}
+		if s.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 8, 10*time.Second, hlog); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("raft transport: %w", err)
+		}
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.NotifyCh = s.notifyCh
+	// Batching is what makes the store fast: the leader takes up to
+	// MaxAppendEntries proposals from its queue at once, writes them to
+	// the log in one fsync, ships them in one AppendEntries, and the FSM
+	// applies them in one bbolt transaction.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 1024
+	// The FSM file already holds everything up to its applied index; only
+	// restore the snapshot when the file is missing or older.
+	if trusted {
+		if snaps, err := s.snaps.List(); err == nil && len(snaps) > 0 && snaps[0].Index > s.fsm.appliedIndex() {
+			trusted = false
+		}
+	}
+	rc.NoSnapshotRestoreOnStart = trusted
+	setDur(&rc.HeartbeatTimeout, cfg.HeartbeatTimeout)
+	setDur(&rc.ElectionTimeout, cfg.ElectionTimeout)
+	setDur(&rc.LeaderLeaseTimeout, cfg.LeaderLeaseTimeout)
+	setDur(&rc.CommitTimeout, cfg.CommitTimeout)
+	setDur(&rc.SnapshotInterval, cfg.SnapshotInterval)
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	cache, err := raft.NewLogCache(4096, s.logs)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(cache, s.logs, s.snaps)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		if !has {
+			conf := raft.Configuration{}
+			self := false
+			for _, p := range cfg.Peers {
+				conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+				self = self || p.ID == cfg.NodeID
+			}
+			if !self {
+				conf.Servers = append(conf.Servers, raft.Server{ID: rc.LocalID, Address: s.trans.LocalAddr(), Suffrage: raft.Voter})
+			}
+			if err := raft.BootstrapCluster(rc, cache, s.logs, s.snaps, s.trans, conf); err != nil {
+				cleanup()
+				return nil, fmt.Errorf("bootstrap: %w", err)
+			}
+		}
+	}
+	if s.raft, err = raft.NewRaft(rc, s.fsm, cache, s.logs, s.snaps, s.trans); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	s.initMetrics()
+	s.wg.Add(1)
+	go s.watchLeadership()
+	return s, nil
+}
+
+func setDur(dst *time.Duration, v time.Duration) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func (s *Store) initMetrics() {
+	s.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "yarnfed_statestore_apply_seconds",
+		Help:    "Time from proposing a command on the leader to its FSM result.",
+		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
+	})
+	s.collectors = []prometheus.Collector{
+		s.applySeconds,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_batches_total", Help: "Batches applied to the FSM (one bbolt transaction each)."},
+			func() float64 { return float64(s.fsm.batches.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_entries_total", Help: "Raft log entries applied to the FSM."},
+			func() float64 { return float64(s.fsm.commands.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "yarnfed_statestore_applied_index", Help: "Raft index applied to the FSM."},
+			func() float64 { return float64(s.fsm.appliedIndex()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "yarnfed_statestore_leader", Help: "1 if this replica is the Raft leader."},
+			func() float64 {
+				if s.IsLeader() {
+					return 1
+				}
+				return 0
+			}),
+	}
+	if s.cfg.Registerer != nil {
+		for _, c := range s.collectors {
+			if err := s.cfg.Registerer.Register(c); err != nil {
+				s.logger.Warn("statestore: register metric", "error", err)
+			}
+		}
+	}
+}
+
+// watchLeadership records this node's gRPC address in the FSM whenever it
+// becomes leader, so followers can find where to forward.
+func (s *Store) watchLeadership() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case isLeader := <-s.notifyCh:
+			if !isLeader || s.cfg.GRPCAddr == "" {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := s.Propose(ctx, CmdSetNodeAddress, &pb.SetNodeAddressCommand{NodeId: s.cfg.NodeID, GrpcAddress: s.cfg.GRPCAddr})
+			cancel()
+			if err != nil {
+				s.logger.Warn("statestore: record leader address", "error", err)
+			}
+		}
+	}
+}
+
+// Close stops Raft and closes the files. It is safe to call twice.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		err = s.raft.Shutdown().Error()
+		s.wg.Wait()
+		if s.cfg.Transport == nil {
+			if c, ok := s.trans.(raft.WithClose); ok {
+				err = errors.Join(err, c.Close())
+			}
+		}
+		err = errors.Join(err, s.logs.Close(), s.fsm.close())
+		if s.cfg.Registerer != nil {
+			for _, c := range s.collectors {
+				s.cfg.Registerer.Unregister(c)
+			}
+		}
+	})
+	return err
+}
+
+// NodeID returns this replica's id.
+func (s *Store) NodeID() string { return s.cfg.NodeID }
+
+// Limits returns the input limits in force.
+func (s *Store) Limits() Limits { return s.cfg.Limits }
+
+// IsLeader reports whether this replica is the Raft leader.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the leader's id and recorded gRPC address ("" if unknown).
+func (s *Store) Leader() (id, grpcAddr string) {
+	_, lid := s.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	addrs, err := s.fsm.nodeAddresses()
+	if err != nil {
+		return string(lid), ""
+	}
+	return string(lid), addrs[string(lid)]
+}
+
+// WaitLeader blocks until some leader is known.
+func (s *Store) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, id := s.raft.LeaderWithID(); id != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: no leader: %w", ErrUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// AppliedIndex returns the index applied to the local FSM.
+func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+
+func mapRaftError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	case errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrAbortedByRestore):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Propose replicates one command and returns the FSM's answer. Only the
+// leader may propose; the caller must have validated and stamped it.
+func (s *Store) Propose(ctx context.Context, t CommandType, m proto.Message) (proto.Message, error) {
+	data, err := EncodeCommand(t, m)
+	if err != nil {
+		return nil, err
+	}
+	timeout := s.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, ctx.Err()
+		}
+	}
+	start := time.Now()
+	f := s.raft.Apply(data, timeout)
+	// Raft does not answer futures still queued when it shuts down, so
+	// never wait on one past Close or the caller's context.
+	errCh := make(chan error, 1)
+	go func() { errCh <- f.Error() }()
+	select {
+	case err := <-errCh:
+		if err != nil {
+			return nil, mapRaftError(err)
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+	case <-s.done:
+		return nil, ErrUnavailable
+	}
+	s.applySeconds.Observe(time.Since(start).Seconds())
+	r, ok := f.Response().(*result)
+	if !ok || r == nil {
+		return nil, fmt.Errorf("%w: no FSM result for index %d", ErrUnknownOutcome, f.Index())
+	}
+	return r.resp, r.err
+}
+
+type readIndexResult struct {
+	index uint64
+	err   error
+}
+
+// ReadBarrier makes the next local read linearizable: it confirms this
+// replica is still leader after the call began (one heartbeat round shared
+// by every read waiting at that moment) and waits until the FSM has
+// applied everything the leader had in its log then.
+func (s *Store) ReadBarrier(ctx context.Context) error {
+	ch := make(chan readIndexResult, 1)
+	s.ri.Lock()
+	s.ri.waiting = append(s.ri.waiting, ch)
+	if !s.ri.running {
+		s.ri.running = true
+		go s.readIndexLoop()
+	}
+	s.ri.Unlock()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.err
+		}
+		return s.WaitApplied(ctx, r.index)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) readIndexLoop() {
+	for {
+		s.ri.Lock()
+		batch := s.ri.waiting
+		s.ri.waiting = nil
+		if len(batch) == 0 {
+			s.ri.running = false
+			s.ri.Unlock()
+			return
+		}
+		s.ri.Unlock()
+		// Captured after every waiter in batch arrived. LastIndex covers
+		// entries a new leader inherited but has not committed yet.
+		idx := s.raft.LastIndex()
+		err := mapRaftError(s.raft.VerifyLeader().Error())
+		for _, ch := range batch {
+			ch <- readIndexResult{idx, err}
+		}
+	}
+}
+
+// WaitApplied blocks until the local FSM has applied index.
+func (s *Store) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := s.fsm.appliedNotify()
+		if s.fsm.appliedIndex() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return ErrUnavailable
+		}
+	}
+}
+
+// Watch subscribes to changes applied on this replica after index (0: only
+// new ones).
+func (s *Store) Watch(after uint64) *Subscription { return s.fsm.hub.subscribe(after) }
+
+// Snapshot forces a Raft snapshot (tests, admin).
+func (s *Store) Snapshot() error { return s.raft.Snapshot().Error() }
+
+// Join adds a node to the cluster (leader only).
+func (s *Store) Join(ctx context.Context, req *pb.JoinRequest) error {
+	if err := s.cfg.Limits.id("node id", req.GetNodeId()); err != nil {
+		return err
+	}
+	if err := s.cfg.Limits.address("raft address", req.GetRaftAddress()); err != nil {
+		return err
+	}
+	id, addr := raft.ServerID(req.GetNodeId()), raft.ServerAddress(req.GetRaftAddress())
+	var f raft.IndexFuture
+	if req.GetNonVoter() {
+		f = s.raft.AddNonvoter(id, addr, 0, s.cfg.ApplyTimeout)
+	} else {
+		f = s.raft.AddVoter(id, addr, 0, s.cfg.ApplyTimeout)
+	}
+	if err := f.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	if req.GetGrpcAddress() == "" {
+		return nil
+	}
+	_, err := s.Propose(ctx, CmdSetNodeAddress, &pb.SetNodeAddressCommand{NodeId: req.GetNodeId(), GrpcAddress: req.GetGrpcAddress()})
+	return err
+}
+
+// Remove takes a node out of the cluster (leader only).
+func (s *Store) Remove(ctx context.Context, nodeID string) error {
+	if err := s.cfg.Limits.id("node id", nodeID); err != nil {
+		return err
+	}
+	if err := s.raft.RemoveServer(raft.ServerID(nodeID), 0, s.cfg.ApplyTimeout).Error(); err != nil {
+		return mapRaftError(err)
+	}
+	_, err := s.Propose(ctx, CmdRemoveNodeAddress, &pb.RemoveNodeAddressCommand{NodeId: nodeID})
+	return err
+}
+
+// Status describes this replica's view of the cluster.
+func (s *Store) Status() (*pb.StatusResponse, error) {
+	out := &pb.StatusResponse{
+		NodeId:       s.cfg.NodeID,
+		RaftState:    s.raft.State().String(),
+		AppliedIndex: s.fsm.appliedIndex(),
+		LastIndex:    s.raft.LastIndex(),
+		Term:         s.raft.CurrentTerm(),
+	}
+	out.LeaderId, out.LeaderGrpcAddress = s.Leader()
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, mapRaftError(err)
+	}
+	addrs, err := s.fsm.nodeAddresses()
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range cf.Configuration().Servers {
+		out.Nodes = append(out.Nodes, &pb.Node{
+			NodeId:      string(srv.ID),
+			RaftAddress: string(srv.Address),
+			GrpcAddress: addrs[string(srv.ID)],
+			Voter:       srv.Suffrage == raft.Voter,
+			Leader:      string(srv.ID) == out.LeaderId,
+		})
+	}
+	return out, nil
+}
+
+// Counts returns rows per table of the local FSM (tests, status pages).
+func (s *Store) Counts() (map[string]int, error) { return s.fsm.counts() }
+
+var _ raft.BatchingFSM = (*fsm)(nil)

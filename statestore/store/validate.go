@@ -1,0 +1,267 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"unicode/utf8"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// Limits bound what a request may carry. They are checked on the server
+// before a command is proposed, so bad input never reaches the log.
+type Limits struct {
+	// MaxContextBytes caps a trimmed application submission context.
+	// Hadoop's ZooKeeper store failed at 1 MB; a Raft entry this size is
+	// replicated to every node, so keep it well below.
+	MaxContextBytes int
+	// MaxPolicyParamsBytes caps a policy's serialized parameters.
+	MaxPolicyParamsBytes int
+	// MaxIDBytes caps ids, queue names and addresses.
+	MaxIDBytes int
+	// MaxTokenBytes caps token identifiers, token info and key bytes.
+	MaxTokenBytes int
+	// MaxListLimit caps one page of ListApplicationHomes (Hadoop's
+	// yarn.federation.state-store.max-applications, default 1000).
+	MaxListLimit int
+}
+
+// DefaultLimits returns the limits used when a Config leaves them zero.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxContextBytes:      256 << 10,
+		MaxPolicyParamsBytes: 64 << 10,
+		MaxIDBytes:           512,
+		MaxTokenBytes:        64 << 10,
+		MaxListLimit:         1000,
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+func (l Limits) id(what, v string) error {
+	switch {
+	case v == "":
+		return invalid("%s is empty", what)
+	case len(v) > l.MaxIDBytes:
+		return invalid("%s is %d bytes, limit %d", what, len(v), l.MaxIDBytes)
+	case !utf8.ValidString(v):
+		return invalid("%s is not valid UTF-8", what)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return invalid("%s contains a control character", what)
+		}
+	}
+	return nil
+}
+
+func validState(s pb.SubClusterState) error {
+	if s < pb.SubClusterState_SC_NEW || s > pb.SubClusterState_SC_DECOMMISSIONED {
+		return invalid("unknown sub-cluster state %d", int32(s))
+	}
+	return nil
+}
+
+func (l Limits) address(what, v string) error {
+	if v == "" {
+		return invalid("%s is empty", what)
+	}
+	if len(v) > l.MaxIDBytes {
+		return invalid("%s is %d bytes, limit %d", what, len(v), l.MaxIDBytes)
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return invalid("%s %q is not host:port", what, v)
+	}
+	return nil
+}
+
+func capability(v string) error {
+	if v != "" && !json.Valid([]byte(v)) {
+		return invalid("capability is not valid JSON")
+	}
+	return nil
+}
+
+// ValidateSubClusterInfo checks a registration (Hadoop requires the four RM
+// addresses as host:port and a known state).
+func (l Limits) ValidateSubClusterInfo(in *pb.SubClusterInfo) error {
+	if in == nil {
+		return invalid("sub-cluster info is missing")
+	}
+	if err := l.id("sub-cluster id", in.GetSubClusterId()); err != nil {
+		return err
+	}
+	for _, a := range []struct{ what, v string }{
+		{"AMRM service address", in.GetAmrmServiceAddress()},
+		{"client RM service address", in.GetClientRmServiceAddress()},
+		{"RM admin service address", in.GetRmAdminServiceAddress()},
+		{"RM web service address", in.GetRmWebServiceAddress()},
+	} {
+		if err := l.address(a.what, a.v); err != nil {
+			return err
+		}
+	}
+	if err := validState(in.GetState()); err != nil {
+		return err
+	}
+	return capability(in.GetCapability())
+}
+
+// ValidateHeartbeat checks a heartbeat.
+func (l Limits) ValidateHeartbeat(in *pb.HeartbeatRequest) error {
+	if err := l.id("sub-cluster id", in.GetSubClusterId()); err != nil {
+		return err
+	}
+	if err := validState(in.GetState()); err != nil {
+		return err
+	}
+	return capability(in.GetCapability())
+}
+
+// ValidateDeregister checks a deregistration.
+func (l Limits) ValidateDeregister(in *pb.DeregisterSubClusterRequest) error {
+	if err := l.id("sub-cluster id", in.GetSubClusterId()); err != nil {
+		return err
+	}
+	return validState(in.GetState())
+}
+
+// ValidateApplicationHome checks an application home for add or update.
+func (l Limits) ValidateApplicationHome(in *pb.ApplicationHome) error {
+	if in == nil {
+		return invalid("application home is missing")
+	}
+	if err := l.id("application id", in.GetApplicationId()); err != nil {
+		return err
+	}
+	if err := l.id("home sub-cluster id", in.GetHomeSubClusterId()); err != nil {
+		return err
+	}
+	if n := len(in.GetSubmissionContext()); n > l.MaxContextBytes {
+		return invalid("submission context is %d bytes, limit %d", n, l.MaxContextBytes)
+	}
+	return nil
+}
+
+// ValidatePolicy checks a policy configuration. Params must be empty or a
+// JSON document (every Hadoop policy manager serializes WeightedPolicyInfo
+// as UTF-8 JSON), so a truncated or binary blob is refused here rather
+// than breaking every router that reads it.
+func (l Limits) ValidatePolicy(in *pb.PolicyConfiguration) error {
+	if in == nil {
+		return invalid("policy configuration is missing")
+	}
+	if err := l.id("queue", in.GetQueue()); err != nil {
+		return err
+	}
+	if err := l.id("policy type", in.GetType()); err != nil {
+		return err
+	}
+	p := in.GetParams()
+	if len(p) > l.MaxPolicyParamsBytes {
+		return invalid("policy params are %d bytes, limit %d", len(p), l.MaxPolicyParamsBytes)
+	}
+	if len(p) > 0 && !json.Valid(p) {
+		return invalid("policy params for queue %q are not valid JSON", in.GetQueue())
+	}
+	return nil
+}
+
+// ValidateDeletePolicies checks a policy deletion.
+func (l Limits) ValidateDeletePolicies(in *pb.DeletePoliciesRequest) error {
+	if in.GetAll() {
+		if len(in.GetQueues()) > 0 {
+			return invalid("delete all with a queue list")
+		}
+		return nil
+	}
+	if len(in.GetQueues()) == 0 {
+		return invalid("no queues to delete")
+	}
+	for _, q := range in.GetQueues() {
+		if err := l.id("queue", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateReservationHome checks a reservation home.
+func (l Limits) ValidateReservationHome(in *pb.ReservationHome) error {
+	if in == nil {
+		return invalid("reservation home is missing")
+	}
+	if err := l.id("reservation id", in.GetReservationId()); err != nil {
+		return err
+	}
+	return l.id("home sub-cluster id", in.GetHomeSubClusterId())
+}
+
+// ValidateMasterKey checks a master key.
+func (l Limits) ValidateMasterKey(in *pb.MasterKey) error {
+	if in == nil {
+		return invalid("master key is missing")
+	}
+	if len(in.GetKeyBytes()) == 0 {
+		return invalid("master key %d has no key bytes", in.GetKeyId())
+	}
+	if len(in.GetKeyBytes()) > l.MaxTokenBytes {
+		return invalid("master key is %d bytes, limit %d", len(in.GetKeyBytes()), l.MaxTokenBytes)
+	}
+	return nil
+}
+
+// ValidateToken checks a delegation token.
+func (l Limits) ValidateToken(in *pb.DelegationToken) error {
+	if in == nil {
+		return invalid("token is missing")
+	}
+	return l.tokenID(in.GetIdentifier(), len(in.GetTokenInfo()))
+}
+
+func (l Limits) tokenID(id []byte, infoLen int) error {
+	if len(id) == 0 {
+		return invalid("token identifier is empty")
+	}
+	if len(id) > l.MaxTokenBytes || infoLen > l.MaxTokenBytes {
+		return invalid("token is larger than %d bytes", l.MaxTokenBytes)
+	}
+	return nil
+}
+
+// ValidateCounter checks a counter name.
+func ValidateCounter(c pb.Counter) error {
+	if c != pb.Counter_COUNTER_TOKEN_SEQUENCE && c != pb.Counter_COUNTER_MASTER_KEY_ID {
+		return invalid("unknown counter %d", int32(c))
+	}
+	return nil
+}
+
+// MaxReserve caps one ReserveRange call.
+const MaxReserve = 1 << 20
+
+// ValidateReserveRange checks a range reservation.
+func ValidateReserveRange(in *pb.ReserveRangeRequest) error {
+	if err := ValidateCounter(in.GetCounter()); err != nil {
+		return err
+	}
+	if in.GetCount() < 1 || in.GetCount() > MaxReserve {
+		return invalid("reserve count %d outside 1..%d", in.GetCount(), MaxReserve)
+	}
+	return nil
+}
+
+// ValidateSetCounter checks a counter assignment.
+func ValidateSetCounter(in *pb.SetCounterRequest) error {
+	if err := ValidateCounter(in.GetCounter()); err != nil {
+		return err
+	}
+	if in.GetValue() < 0 {
+		return invalid("counter value %d is negative", in.GetValue())
+	}
+	return nil
+}
