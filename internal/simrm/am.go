@@ -53,7 +53,7 @@ func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterRespon
 	at.lastBeat = c.now()
 	a := at.app
 	a.state = AppRunning
-	resp := RegisterResponse{MaxCapability: c.cfg.MaxAllocation, Queue: a.queue, SchedulerResourceTypes: []string{"MEMORY", "CPU"}}
+	resp := RegisterResponse{MaxCapability: c.maxAlloc, Queue: queuePath(a.queue), SchedulerResourceTypes: []string{"MEMORY", "CPU"}}
 	if a.keep {
 		for _, prev := range a.attempts[:len(a.attempts)-1] {
 			for _, ct := range prev.live {

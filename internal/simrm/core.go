@@ -32,6 +32,10 @@ type core struct {
 	cursor     int
 	total      Resource
 	used       Resource
+	// maxAlloc is the configured maximum allocation capped at the largest
+	// node, as ClusterNodeTracker.getMaxAllowedAllocation reports it once
+	// nodes have registered (all simulated nodes register at start).
+	maxAlloc Resource
 
 	queues      []*queue
 	queueByName map[string]*queue
@@ -208,6 +212,10 @@ func newCore(cfg Config) *core {
 		c.racks[rack] = append(c.racks[rack], n)
 		c.total = c.total.add(n.total)
 	}
+	c.maxAlloc = cfg.MaxAllocation
+	if cfg.Nodes > 0 {
+		c.maxAlloc = minRes(cfg.MaxAllocation, Resource{MemoryMB: cfg.NodeMemoryMB, VCores: cfg.NodeVCores})
+	}
 	for _, qc := range cfg.Queues {
 		if qc.MaxCapacity == 0 {
 			qc.MaxCapacity = 100
@@ -239,7 +247,7 @@ func (c *core) NewApplication() (AppID, Resource) {
 	defer c.mu.Unlock()
 	id := AppID{ClusterTimestamp: c.clusterTS, ID: c.nextAppID}
 	c.nextAppID++
-	return id, c.cfg.MaxAllocation
+	return id, c.maxAlloc
 }
 
 // normalize rounds a request up to a multiple of the minimum allocation, as
@@ -260,14 +268,14 @@ func (c *core) normalize(r Resource) Resource {
 
 func (c *core) validateResource(r Resource) error {
 	if r.MemoryMB < 0 || r.VCores < 0 {
-		return errorf(ErrInvalidResourceRequest, "Invalid resource request, requested resource type=[memory-mb] < 0 or greater than maximum allowed allocation. Requested resource=%v, maximum allowed allocation=%v", r, c.cfg.MaxAllocation)
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request, requested resource type=[memory-mb] < 0 or greater than maximum allowed allocation. Requested resource=%v, maximum allowed allocation=%v", r, c.maxAlloc)
 	}
-	if !c.cfg.MaxAllocation.fits(r) {
+	if !c.maxAlloc.fits(r) {
 		dim := "memory-mb"
-		if r.MemoryMB <= c.cfg.MaxAllocation.MemoryMB {
+		if r.MemoryMB <= c.maxAlloc.MemoryMB {
 			dim = "vcores"
 		}
-		return errorf(ErrInvalidResourceRequest, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%v, maximum allowed allocation=%v, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%v", dim, r, c.cfg.MaxAllocation, c.cfg.MaxAllocation)
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%v, maximum allowed allocation=%v, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%v", dim, r, c.maxAlloc, c.cfg.MaxAllocation)
 	}
 	return nil
 }
@@ -412,7 +420,7 @@ func (c *core) AppReport(id AppID) (AppReport, error) {
 
 func (c *core) report(a *app) AppReport {
 	r := AppReport{
-		ID: a.id, User: a.user, Queue: a.queue, Name: a.name, Type: a.appType,
+		ID: a.id, User: a.user, Queue: queuePath(a.queue), Name: a.name, Type: a.appType,
 		Host: "N/A", RPCPort: -1, Diagnostics: a.diagnostics, State: a.state,
 		FinalStatus: a.finalStatus, Progress: a.progress, Tags: a.tags, Priority: a.priority,
 		Unmanaged: a.unmanaged, Submitted: a.submitted, Started: a.started, Launched: a.launched,
@@ -928,4 +936,13 @@ func (h *expiryHeap) Pop() any {
 	*h = old[:len(old)-1]
 	ct.heapIndex = -1
 	return ct
+}
+
+// queuePath is the full queue path the capacity scheduler reports for a
+// leaf queue (Hadoop 3.4 reports "root.default", not "default").
+func queuePath(leaf string) string {
+	if leaf == "" || leaf == "root" || strings.HasPrefix(leaf, "root.") {
+		return leaf
+	}
+	return "root." + leaf
 }

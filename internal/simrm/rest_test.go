@@ -30,7 +30,8 @@ func httpGet(t *testing.T, url, accept string) (int, string) {
 }
 
 func TestRESTClientEndpoints(t *testing.T) {
-	rm := startRM(t, nil)
+	// The app must stay RUNNING while the test looks at it.
+	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = time.Hour })
 	ctx := context.Background()
 	cl := rmrest.NewClient(rm.Addrs().Web)
 
