@@ -244,20 +244,22 @@ type bookkeeper struct {
 	totHR      float64
 	knownHR    int
 	answer     map[SubClusterID][]ResourceRequest
-	mask       map[SubClusterID]map[int64]bool // non-rack asks per SC
+	mask       map[maskKey]struct{} // (SC, allocation id) with a non-rack ask
+	hasMask    map[SubClusterID]bool
 	perSC      map[int64]map[SubClusterID]int64
 	perID      map[int64]int64
 	unresolved map[int64]SubClusterID
 }
 
+type maskKey struct {
+	sc SubClusterID
+	id int64
+}
+
 func (b *bookkeeper) add(sc SubClusterID, rr ResourceRequest, rack bool) {
 	if !rack {
-		m := b.mask[sc]
-		if m == nil {
-			m = map[int64]bool{}
-			b.mask[sc] = m
-		}
-		m[rr.AllocationRequestID] = true
+		b.mask[maskKey{sc, rr.AllocationRequestID}] = struct{}{}
+		b.hasMask[sc] = true
 	}
 	b.answer[sc] = append(b.answer[sc], rr)
 }
@@ -282,11 +284,6 @@ func (l *localityMulticast) SplitResourceRequests(_ context.Context, snap *Snaps
 	headroom := maps.Clone(l.headroom)
 	l.mu.Unlock()
 
-	b := &bookkeeper{
-		isEnabled: map[SubClusterID]bool{}, answer: map[SubClusterID][]ResourceRequest{},
-		mask: map[SubClusterID]map[int64]bool{}, perSC: map[int64]map[SubClusterID]int64{},
-		perID: map[int64]int64{}, unresolved: map[int64]SubClusterID{},
-	}
 	var enabled []SubClusterID
 	if snap != nil {
 		for _, id := range snap.active {
@@ -294,6 +291,11 @@ func (l *localityMulticast) SplitResourceRequests(_ context.Context, snap *Snaps
 				enabled = append(enabled, id)
 			}
 		}
+	}
+	b := &bookkeeper{
+		isEnabled: make(map[SubClusterID]bool, len(enabled)), answer: make(map[SubClusterID][]ResourceRequest, len(enabled)),
+		mask: make(map[maskKey]struct{}, len(enabled)+len(asks)), hasMask: make(map[SubClusterID]bool, len(enabled)),
+		perSC: map[int64]map[SubClusterID]int64{}, perID: map[int64]int64{}, unresolved: map[int64]SubClusterID{},
 	}
 	if len(enabled) == 0 {
 		return nil, errNoEnabledAMRM
@@ -360,14 +362,13 @@ func (l *localityMulticast) SplitResourceRequests(_ context.Context, snap *Snaps
 	}
 
 	for sc, rrs := range b.answer {
-		m := b.mask[sc]
-		if m == nil {
+		if !b.hasMask[sc] {
 			delete(b.answer, sc) // only rack asks: useless without node/ANY asks
 			continue
 		}
 		kept := rrs[:0]
 		for _, rr := range rrs {
-			if m[rr.AllocationRequestID] {
+			if _, ok := b.mask[maskKey{sc, rr.AllocationRequestID}]; ok {
 				kept = append(kept, rr)
 			}
 		}

@@ -313,3 +313,45 @@ func ExampleRegistry_NewManager() {
 	// org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager
 	// SC-1
 }
+
+func TestWeightedRandomBlacklistPaths(t *testing.T) {
+	snap := NewSnapshot(running("SC-1", "SC-2", "SC-3", "SC-4"))
+	p := newRouter(t, "WeightedRandom", weightsJSON("SC-1:0.1,SC-2:0.2,SC-3:0.3,SC-4:0.4", "", 0), Env{})
+	tests := []struct {
+		name string
+		bl   []SubClusterID
+		want map[SubClusterID]float64 // expected shares
+	}{
+		// SC-1 carries 10% of the weight: rejection sampling.
+		{"light blacklist", []SubClusterID{"SC-1"}, map[SubClusterID]float64{"SC-2": 2.0 / 9, "SC-3": 3.0 / 9, "SC-4": 4.0 / 9}},
+		// 70% blacklisted: linear scan.
+		{"heavy blacklist", []SubClusterID{"SC-3", "SC-4"}, map[SubClusterID]float64{"SC-1": 1.0 / 3, "SC-2": 2.0 / 3}},
+		{"unknown ids in blacklist", []SubClusterID{"SC-9", "SC-9"}, map[SubClusterID]float64{"SC-1": .1, "SC-2": .2, "SC-3": .3, "SC-4": .4}},
+	}
+	for _, tt := range tests {
+		const n = 20000
+		got := countPicks(t, p, snap, AppSubmission{}, tt.bl, n)
+		for sc, share := range tt.want {
+			if f := float64(got[sc]) / n; f < share-0.02 || f > share+0.02 {
+				t.Errorf("%s: %s share %.3f, want %.3f (%v)", tt.name, sc, f, share, got)
+			}
+		}
+		for _, b := range tt.bl {
+			if got[b] != 0 {
+				t.Errorf("%s: blacklisted %s picked", tt.name, b)
+			}
+		}
+	}
+}
+
+func TestCheckKnown(t *testing.T) {
+	q, err := ParsePolicySaveString("root.a;SC-1:0.5,SC-2:0.5;SC-1:0.5,SC-9:0.5;1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := NewSnapshot(running("SC-1", "SC-2"))
+	err = q.Info.CheckKnown(func(id SubClusterID) bool { _, ok := snap.Get(id); return ok })
+	if !errors.Is(err, ErrUnknownSubCluster) || err.Error() != `policies: unknown sub-cluster: amrmPolicyWeights: sub-cluster "SC-9"` {
+		t.Errorf("err = %v", err)
+	}
+}
