@@ -1,0 +1,178 @@
+package router_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
+)
+
+// agentStore lets sub-cluster agents write into the fake store.
+type agentStore struct{ s *routertest.Store }
+
+func (a agentStore) RegisterSubCluster(_ context.Context, r subclusteragent.Registration) error {
+	a.s.Put(router.SubClusterInfo{ID: router.SubClusterID(r.SubClusterID), ClientRMServiceAddress: r.ClientRMServiceAddress,
+		AMRMServiceAddress: r.AMRMServiceAddress, RMAdminServiceAddress: r.RMAdminServiceAddress,
+		RMWebServiceAddress: r.RMWebServiceAddress, State: router.SubClusterState(r.State), LastStartTime: r.LastStartTime,
+		Capability: r.Capability, LastHeartbeat: time.Now()})
+	return nil
+}
+
+func (a agentStore) SubClusterHeartbeat(_ context.Context, id string, st subclusteragent.State, capa string) error {
+	scs, _ := a.s.GetSubClusters(context.Background(), false)
+	for _, sc := range scs {
+		if string(sc.ID) == id {
+			sc.State, sc.LastHeartbeat = router.SubClusterState(st), time.Now()
+			if capa != "" {
+				sc.Capability = capa
+			}
+			a.s.Put(sc)
+		}
+	}
+	return nil
+}
+
+func startSim(t *testing.T, id string, ts int64) *simrm.RM {
+	t.Helper()
+	cfg := simrm.TestConfig()
+	cfg.ClusterID, cfg.ClusterTimestamp = id, ts // distinct timestamps: app ids must not collide across SCs
+	cfg.SimAM.ContainerRuntime = time.Hour        // apps stay running until killed
+	rm, err := simrm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rm.Close() })
+	return rm
+}
+
+func ep(rm *simrm.RM) subclusteragent.RMEndpoint {
+	a := rm.Addrs()
+	return subclusteragent.RMEndpoint{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}
+}
+
+// TestIntegrationSimRMs: two simulated sub-clusters (SC-1 an HA pair) with
+// their agents, the router, and a YARN client over Hadoop IPC. Apps land,
+// are listed, reported and killed through the router, and SC-1's failover
+// is followed without failed calls.
+func TestIntegrationSimRMs(t *testing.T) {
+	sc1a := startSim(t, "SC-1", 1_700_000_000_000)
+	standbyCfg := simrm.TestConfig()
+	sc1b, err := simrm.NewStandby(sc1a, standbyCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc1b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc1b.Close() })
+	sc2 := startSim(t, "SC-2", 1_700_000_000_001)
+
+	store := routertest.NewStore()
+	var agents []*subclusteragent.Agent
+	for id, rms := range map[string][]subclusteragent.RMEndpoint{"SC-1": {ep(sc1a), ep(sc1b)}, "SC-2": {ep(sc2)}} {
+		cfg := subclusteragent.DefaultConfig()
+		cfg.SubClusterID, cfg.RMs, cfg.Store = id, rms, agentStore{store}
+		a, err := subclusteragent.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Step(context.Background())
+		agents = append(agents, a)
+	}
+
+	cfg := router.DefaultConfig()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Logger = ln, "", store, testLogger(t)
+	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
+	rt, err := router.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()},
+		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := &fed{t: t, store: store}
+
+	submitN := func(n int) []*yarnpb.ApplicationIdProto {
+		var ids []*yarnpb.ApplicationIdProto
+		for range n {
+			id := f.newApp(c)
+			if err := f.submit(c, id); err != nil {
+				t.Fatalf("submit: %v", err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	ids := submitN(12)
+	homes := map[router.SubClusterID]int{}
+	for _, id := range ids {
+		rep, err := f.report(c, id)
+		if err != nil {
+			t.Fatalf("report: %v", err)
+		}
+		home := store.Homes()[router.AppIDString(id)]
+		homes[home]++
+		if rep.GetApplicationId().GetClusterTimestamp() != id.GetClusterTimestamp() {
+			t.Fatal("report of another app")
+		}
+	}
+	if len(homes) != 2 {
+		t.Fatalf("uniform policy used only %v", homes)
+	}
+	list := &yarnpb.GetApplicationsResponseProto{}
+	if err := c.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, list); err != nil || len(list.GetApplications()) != 12 {
+		t.Fatalf("getApplications: %d apps, %v", len(list.GetApplications()), err)
+	}
+	m := &yarnpb.GetClusterMetricsResponseProto{}
+	if err := c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil ||
+		m.GetClusterMetrics().GetNumNodeManagers() != int32(2*simrm.TestConfig().Nodes) {
+		t.Fatalf("metrics %v %v", m, err)
+	}
+
+	// SC-1 fails over; its agent notices in one probe round.
+	sc1a.TransitionToStandby()
+	sc1b.TransitionToActive()
+	for _, a := range agents {
+		a.Step(context.Background())
+	}
+	poll(t, "router follows SC-1's new RM", func() bool {
+		scs, _ := store.GetSubClusters(context.Background(), true)
+		return slices.ContainsFunc(scs, func(sc router.SubClusterInfo) bool {
+			return sc.ID == "SC-1" && sc.ClientRMServiceAddress == sc1b.Addrs().Client
+		})
+	})
+	for _, id := range ids {
+		if _, err := f.report(c, id); err != nil {
+			t.Fatalf("report after failover: %v", err)
+		}
+	}
+	submitN(6)
+	kill := &yarnpb.KillApplicationResponseProto{}
+	if err := c.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: ids[0]}, kill); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	poll(t, "killed", func() bool {
+		rep, err := f.report(c, ids[0])
+		return err == nil && rep.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_KILLED
+	})
+}
