@@ -44,7 +44,7 @@ func startSim(t *testing.T, id string, ts int64) *simrm.RM {
 	t.Helper()
 	cfg := simrm.TestConfig()
 	cfg.ClusterID, cfg.ClusterTimestamp = id, ts // distinct timestamps: app ids must not collide across SCs
-	cfg.SimAM.ContainerRuntime = time.Hour        // apps stay running until killed
+	cfg.SimAM.ContainerRuntime = time.Hour       // apps stay running until killed
 	rm, err := simrm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
