@@ -24,7 +24,8 @@ import org.apache.hadoop.yarn.util.Records;
  *
  * <p>Usage: YarnClientDriver --conf yarn-site.xml OP...; OPs: metrics, nodes, newapp, list,
  * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), waittoken[:appId]
- * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), kill[:appId],
+ * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), waitstate:STATE[:appId]
+ * (report once the app is in STATE, up to 30 s), kill[:appId],
  * labels (getNodeToLabels), queueacls (getQueueUserAcls). An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
@@ -131,6 +132,25 @@ public final class YarnClientDriver {
               }
               if (r.getAMRMToken() == null) {
                 throw new java.util.concurrent.TimeoutException("no AMRMToken for " + id + " after 30s");
+              }
+              Drivers.ok(op, report(r));
+              break;
+            }
+            case "waitstate": {
+              // Kill of an unmanaged app answers "completed" at once (so unmanaged AMs do not
+              // retry) while the state change is asynchronous: poll for it.
+              String want = p[1];
+              ApplicationId id = p.length > 2 && !p[2].isEmpty() ? ApplicationId.fromString(p[2]) : last;
+              long deadline = System.currentTimeMillis() + 30_000;
+              ApplicationReport r = yc.getApplicationReport(id);
+              while (!r.getYarnApplicationState().toString().equals(want)
+                  && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+                r = yc.getApplicationReport(id);
+              }
+              if (!r.getYarnApplicationState().toString().equals(want)) {
+                throw new java.util.concurrent.TimeoutException(
+                    id + " is " + r.getYarnApplicationState() + " after 30s, want " + want);
               }
               Drivers.ok(op, report(r));
               break;

@@ -1,0 +1,178 @@
+//go:build interop
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
+)
+
+// subCluster turns a running MiniYARNCluster into a membership row.
+func subCluster(id string, mc *miniCluster) router.SubClusterInfo {
+	return router.SubClusterInfo{
+		ID:                     router.SubClusterID(id),
+		AMRMServiceAddress:     loopback(mc.info.Scheduler),
+		ClientRMServiceAddress: loopback(mc.info.RM),
+		RMAdminServiceAddress:  loopback(mc.info.Admin),
+		RMWebServiceAddress:    loopback(mc.info.Web),
+		State:                  router.StateRunning,
+		LastStartTime:          time.Now(),
+	}
+}
+
+// startRouter runs our Router in-process over an in-memory store holding
+// the given sub-clusters.
+func startRouter(t testing.TB, scs ...router.SubClusterInfo) *router.Router {
+	t.Helper()
+	store := routertest.NewStore()
+	for _, sc := range scs {
+		store.Put(sc)
+	}
+	cln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := router.DefaultConfig()
+	cfg.ClientListener, cfg.WebListener, cfg.Store = cln, wln, store
+	r, err := router.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return r
+}
+
+// Federation: Hadoop's YarnClient, configured with nothing but the Router's
+// address, runs against two real RMs (distinct cluster ids and epochs)
+// behind our Router; the AMRMToken it gets through the Router works on the
+// home RM's real scheduler port.
+func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
+	sc1 := needCluster(t)
+	sc2 := newCluster(t, clusterOptions{clusterID: "e2e-sc2", epoch: 8, nms: 1})
+	j := needJava(t)
+	r := startRouter(t, subCluster("SC-1", sc1), subCluster("SC-2", sc2))
+	conf := writeYarnSite(t, map[string]string{"yarn.resourcemanager.address": r.ClientRMAddr().String()})
+
+	ops := []string{"metrics", "nodes"}
+	const apps = 6 // enough that a uniform policy very likely uses both homes
+	for i := 0; i < apps; i++ {
+		ops = append(ops, "submit:fed:default:unmanaged", "waittoken")
+	}
+	ops = append(ops, "list", "kill", "waitstate:KILLED", "report:application_1_9999")
+	run := j.runDriver(t, "YarnClientDriver", append([]string{"--conf", conf}, ops...)...)
+
+	var m struct {
+		NumNodeManagers       int `json:"numNodeManagers"`
+		NumActiveNodeManagers int `json:"numActiveNodeManagers"`
+	}
+	run.op(t, "metrics").decode(t, &m)
+	want := sc1.info.NMs + sc2.info.NMs
+	if m.NumNodeManagers != want || m.NumActiveNodeManagers != want {
+		t.Errorf("federated metrics %+v, want %d NMs (sum of both RMs)", m, want)
+	}
+	var nodes struct {
+		Nodes []struct{ ID string } `json:"nodes"`
+	}
+	run.op(t, "nodes").decode(t, &nodes)
+	if len(nodes.Nodes) != want {
+		t.Errorf("federated nodes: %d, want %d", len(nodes.Nodes), want)
+	}
+
+	type tokenReport struct {
+		ApplicationID string `json:"applicationId"`
+		State         string `json:"state"`
+		AMRMToken     *struct {
+			Identifier string `json:"identifier"`
+			Password   string `json:"password"`
+		} `json:"amrmToken"`
+	}
+	var reports []tokenReport
+	for _, l := range run.lines {
+		if l.Op == "waittoken" {
+			var tr tokenReport
+			l.decode(t, &tr)
+			reports = append(reports, tr)
+		}
+	}
+	if len(reports) != apps {
+		t.Fatalf("got %d token reports, want %d", len(reports), apps)
+	}
+
+	var list struct {
+		Applications []struct {
+			ApplicationID string `json:"applicationId"`
+		} `json:"applications"`
+	}
+	run.op(t, "list").decode(t, &list)
+	listed := map[string]bool{}
+	for _, a := range list.Applications {
+		listed[a.ApplicationID] = true
+	}
+	for _, rep := range reports {
+		if !listed[rep.ApplicationID] {
+			t.Errorf("%s missing from the federated application list", rep.ApplicationID)
+		}
+	}
+	var killed tokenReport
+	run.op(t, "waitstate:KILLED").decode(t, &killed)
+	if killed.ApplicationID != reports[apps-1].ApplicationID || killed.State != "KILLED" {
+		t.Errorf("after kill through the router: %+v", killed)
+	}
+	if l := run.op(t, "report:application_1_9999"); l.OK || l.Exception != hadoopipc.ClassApplicationNotFound {
+		t.Errorf("unknown app through the router: ok=%v %s %q", l.OK, l.Exception, l.Message)
+	}
+
+	// Each token is only valid at its home RM: find it by trying the homes,
+	// and run one AM on each home seen.
+	homes := map[string]bool{}
+	for _, rep := range reports[:apps-1] {
+		for name, mc := range map[string]*miniCluster{"SC-1": sc1, "SC-2": sc2} {
+			if homes[name] {
+				continue
+			}
+			am := j.runDriver(t, "AMRMDriver", "--scheduler", loopback(mc.info.Scheduler),
+				"--token-id", rep.AMRMToken.Identifier, "--token-password", rep.AMRMToken.Password,
+				"register", "ask:1:128:1", "await:1:30000", "finish")
+			if l := am.op(t, "register"); !l.OK {
+				continue // not this app's home
+			}
+			homes[name] = true
+			for _, op := range []string{"await:1:30000", "finish"} {
+				am.op(t, op).decode(t, &struct{}{})
+			}
+		}
+	}
+	t.Logf("AMs ran on homes %v", homes)
+	if len(homes) == 0 {
+		t.Error("no AMRMToken obtained through the router worked at either RM")
+	}
+
+	t.Run("federated REST metrics", func(t *testing.T) {
+		var mr rmrest.ClusterMetricsResponse
+		body := getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/metrics", "application/json")
+		if err := json.Unmarshal(body, &mr); err != nil {
+			t.Fatal(err)
+		}
+		if int(mr.ClusterMetrics.TotalNodes) != want || mr.ClusterMetrics.TotalMB != int64(4096*want) {
+			t.Errorf("router REST metrics %+v, want %d nodes and %d MB", mr.ClusterMetrics, want, 4096*want)
+		}
+	})
+}
