@@ -72,6 +72,25 @@ func DefaultServerConfig() ServerConfig {
 	}
 }
 
+// Validate reports configuration mistakes; NewServer applies defaults but
+// does not fail, so call Validate first.
+func (c ServerConfig) Validate() error {
+	var errs []error
+	if c.MaxFrameBytes < 0 || c.MaxInFlightPerConn < 0 || c.MaxConns < 0 || c.IdleTimeout < 0 {
+		errs = append(errs, errors.New("hadoopipc: negative limit in ServerConfig"))
+	}
+	if c.MaxFrameBytes > 1<<31-1 {
+		errs = append(errs, fmt.Errorf("hadoopipc: MaxFrameBytes %d exceeds what the wire's signed length can carry", c.MaxFrameBytes))
+	}
+	if !c.AllowSimple && c.Secrets == nil {
+		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and Secrets is nil)"))
+	}
+	if _, err := toQOPs(c.QOPs); err != nil {
+		errs = append(errs, fmt.Errorf("hadoopipc: QOPs: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // Server serves Hadoop IPC (RPC version 9, protobuf engine).
 type Server struct {
 	cfg     ServerConfig
