@@ -10,6 +10,52 @@ import (
 	"strings"
 )
 
+// QueueWeight is a stored policy in the string form of Hadoop's
+// FederationQueueWeight record, as `routeradmin -policy -l` lists it.
+type QueueWeight struct {
+	Queue                  string
+	RouterWeight           string // "SC-2:0.3,SC-1:0.7" in Hadoop's map order
+	AmrmWeight             string
+	HeadRoomAlpha          string // String.valueOf(float)
+	PolicyManagerClassName string
+}
+
+// QueueWeightOf renders a stored weighted policy for listing, exactly as
+// Hadoop's router admin does.
+func QueueWeightOf(cfg PolicyConfig) (QueueWeight, error) {
+	info, err := ParseWeightedPolicyInfo(cfg.Params)
+	if err != nil {
+		return QueueWeight{}, fmt.Errorf("queue %q: %w", cfg.Queue, err)
+	}
+	return QueueWeight{
+		Queue:                  cfg.Queue,
+		RouterWeight:           FormatWeightString(HadoopOrder(info.RouterWeights)),
+		AmrmWeight:             FormatWeightString(HadoopOrder(info.AMRMWeights)),
+		HeadRoomAlpha:          JavaFloatString(info.HeadroomAlpha),
+		PolicyManagerClassName: cfg.Type,
+	}, nil
+}
+
+// QueuePolicyConfig turns weights saved through the router admin (-s or
+// -bs) into the configuration to store: managerType must be one of the
+// weighted managers (Hadoop: WeightedLocality, PriorityBroadcast,
+// WeightedHome), is stored under its Java class name, and the result must
+// build, so nothing unusable reaches the store.
+func (r *Registry) QueuePolicyConfig(q QueuePolicy, managerType string, env Env) (PolicyConfig, error) {
+	class, err := r.ManagerClass(managerType)
+	if err != nil {
+		return PolicyConfig{}, err
+	}
+	if !r.SupportsWeights(class) {
+		return PolicyConfig{}, fmt.Errorf("%w: policy manager %s does not support queue weights", ErrInvalidConfig, class)
+	}
+	cfg := q.Config(class)
+	if _, err := r.NewManager(cfg, env); err != nil {
+		return PolicyConfig{}, err
+	}
+	return cfg, nil
+}
+
 // QueuePolicy is one queue's weights as the router admin CLI carries them
 // (Hadoop FederationQueueWeight): what `routeradmin -policy -s` and the
 // batch XML file hold.
@@ -111,7 +157,7 @@ func ParseWeightString(field, s string) ([]Weight, error) {
 			return nil, fmt.Errorf("%w: %s: empty sub-cluster id in %q", ErrInvalidConfig, field, truncate(item, 64))
 		}
 		// Hadoop sums the ratios as doubles before storing floats.
-		d, err := strconv.ParseFloat(strings.TrimRight(strings.TrimSpace(kv[1]), "fFdD"), 64)
+		d, err := strconv.ParseFloat(stripJavaSuffix(kv[1]), 64)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s[%s]: %q is not a number", ErrInvalidConfig, field, id, truncate(kv[1], 32))
 		}
@@ -130,6 +176,16 @@ func ParseWeightString(field, s string) ([]Weight, error) {
 		return nil, fmt.Errorf("%w: %s: weights sum to %s, must sum to 1", ErrInvalidConfig, field, strconv.FormatFloat(sum, 'g', -1, 64))
 	}
 	return out, nil
+}
+
+// stripJavaSuffix trims whitespace and one Java type suffix (f, F, d, D),
+// which Double.valueOf and Float.parseFloat accept.
+func stripJavaSuffix(s string) string {
+	t := strings.TrimSpace(s)
+	if n := len(t); n > 1 && strings.IndexByte("fFdD", t[n-1]) >= 0 {
+		t = t[:n-1]
+	}
+	return t
 }
 
 // FormatWeightString writes ws as "SC-1:0.7,SC-2:0.3" in slice order with

@@ -179,3 +179,37 @@ func FuzzParseBatchXML(f *testing.F) {
 		}
 	})
 }
+
+func TestQueuePolicyConfigAndListing(t *testing.T) {
+	reg := NewDefaultRegistry()
+	q, err := ParsePolicySaveString("root.a;SC-1:0.7,SC-2:0.3;SC-1:0.6,SC-2:0.4;1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := reg.QueuePolicyConfig(q, "WeightedLocality", Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile("testdata/policy-manager-params.json")
+	if cfg.Type != javaManagerPkg+"WeightedLocalityPolicyManager" || cfg.Queue != "root.a" || !bytes.Equal(cfg.Params, doc) {
+		t.Errorf("config = %q %q %s", cfg.Queue, cfg.Type, cfg.Params)
+	}
+	qw, err := QueueWeightOf(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := QueueWeight{Queue: "root.a", RouterWeight: "SC-2:0.3,SC-1:0.7", AmrmWeight: "SC-2:0.4,SC-1:0.6",
+		HeadRoomAlpha: "1.0", PolicyManagerClassName: cfg.Type}
+	if qw != want {
+		t.Errorf("listing = %+v, want %+v", qw, want)
+	}
+	if _, err := reg.QueuePolicyConfig(q, "UniformBroadcast", Env{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("unweighted manager: err = %v", err)
+	}
+	if _, err := reg.QueuePolicyConfig(q, "Bogus", Env{}); !errors.Is(err, ErrUnknownPolicyType) {
+		t.Errorf("unknown manager: err = %v", err)
+	}
+	if _, err := QueueWeightOf(PolicyConfig{Queue: "x", Params: []byte("{")}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad stored params: err = %v", err)
+	}
+}
