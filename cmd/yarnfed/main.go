@@ -40,5 +40,6 @@ func newRootCmd() *cobra.Command {
 	// roles:begin
 	root.AddCommand(newSimrmCmd())
 	// roles:end
+	root.AddCommand(newBenchCmd())
 	return root
 }
