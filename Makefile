@@ -1,5 +1,6 @@
 # yarnfed: YARN Federation control plane. `make help` lists the targets.
 GO ?= go
+SHELL := /bin/bash
 PKGS ?= ./...
 
 .DEFAULT_GOAL := help
@@ -19,9 +20,14 @@ lint: ## gofmt and go vet.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags interop ./e2e/
 
 unit: ## Unit and in-process integration tests with the race detector.
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and our client against a real RM.
+	mvn -q -B -f e2e/pom.xml package
+	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b'; exit $${PIPESTATUS[0]}
 
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 3s).
 	scripts/fuzz-smoke.sh
@@ -38,4 +44,4 @@ verify-generate: ## Fail if generated code differs from the .proto files.
 bench: ## Go micro-benchmarks (ns/op, allocs/op).
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-.PHONY: help build dev test lint unit fuzz-smoke fuzz generate verify-generate bench
+.PHONY: help build dev test test-interop lint unit fuzz-smoke fuzz generate verify-generate bench
