@@ -46,6 +46,52 @@ type machineTable struct {
 	skipped int
 }
 
+// Machine is one machine-list entry.
+type Machine struct {
+	Node       string
+	SubCluster SubClusterID
+	Rack       string
+}
+
+// NewMachineList builds a resolver from entries (for example from
+// Kubernetes node labels instead of a file).
+func NewMachineList(entries []Machine) *MachineList {
+	m := &MachineList{}
+	m.Set(entries)
+	return m
+}
+
+// Set replaces the whole table atomically. Entries without a node or a
+// sub-cluster are skipped and counted.
+func (m *MachineList) Set(entries []Machine) {
+	t := &machineTable{nodes: map[string]SubClusterID{}, racks: map[string][]SubClusterID{}}
+	for _, e := range entries {
+		t.add(e.Node, e.SubCluster, e.Rack)
+	}
+	t.finish()
+	m.table.Store(t)
+}
+
+func (t *machineTable) add(node string, id SubClusterID, rack string) {
+	node = strings.ToLower(strings.TrimSpace(node))
+	id = SubClusterID(strings.TrimSpace(string(id)))
+	rack = strings.ToLower(strings.TrimSpace(rack))
+	if node == "" || id == "" {
+		t.skipped++
+		return
+	}
+	t.nodes[node] = id
+	if !slices.Contains(t.racks[rack], id) {
+		t.racks[rack] = append(t.racks[rack], id)
+	}
+}
+
+func (t *machineTable) finish() {
+	for _, ids := range t.racks {
+		slices.Sort(ids)
+	}
+}
+
 // maxMachineList bounds the machine-list file size.
 const maxMachineList = 64 << 20
 
@@ -98,24 +144,12 @@ func parseMachineTable(r io.Reader) (*machineTable, error) {
 			t.skipped++
 			continue
 		}
-		node := strings.ToLower(strings.TrimSpace(parts[0]))
-		id := SubClusterID(strings.TrimSpace(parts[1]))
-		rack := strings.ToLower(strings.TrimSpace(parts[2]))
-		if node == "" || id == "" {
-			t.skipped++
-			continue
-		}
-		t.nodes[node] = id
-		if !slices.Contains(t.racks[rack], id) {
-			t.racks[rack] = append(t.racks[rack], id)
-		}
+		t.add(parts[0], SubClusterID(parts[1]), parts[2])
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: machine list: %v", ErrInvalidConfig, err)
 	}
-	for _, ids := range t.racks {
-		slices.Sort(ids)
-	}
+	t.finish()
 	return t, nil
 }
 

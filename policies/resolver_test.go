@@ -111,3 +111,20 @@ func FuzzParseMachineList(f *testing.F) {
 		}
 	})
 }
+
+func TestMachineListSet(t *testing.T) {
+	m := NewMachineList([]Machine{{"Host-A", "SC-2", "r1"}, {"host-b", "SC-1", "R1"}, {"", "SC-3", "r9"}})
+	if id, ok := m.SubClusterForNode("host-a"); !ok || id != "SC-2" {
+		t.Errorf("host-a = %q, %v", id, ok)
+	}
+	if got := m.SubClustersForRack("r1"); !slices.Equal(got, []SubClusterID{"SC-1", "SC-2"}) {
+		t.Errorf("r1 = %v", got)
+	}
+	if m.Skipped() != 1 {
+		t.Errorf("skipped = %d", m.Skipped())
+	}
+	m.Set(nil)
+	if _, ok := m.SubClusterForNode("host-a"); ok {
+		t.Error("Set must replace the table")
+	}
+}
