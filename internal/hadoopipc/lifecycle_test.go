@@ -252,7 +252,6 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("failover call: %v", err)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if len(calls) != 2 || calls[0].callID != calls[1].callID || calls[0].clientID != calls[1].clientID ||
 		calls[0].retry != 1 || calls[1].retry != 2 {
 		t.Fatalf("server-side view of the tries: %+v", calls)
@@ -265,6 +264,7 @@ func TestFailover(t *testing.T) {
 	if len(calls) != 3 || calls[2].retry != 0 {
 		t.Fatalf("second call did not go straight to the active server: %+v", calls)
 	}
+	mu.Unlock()
 
 	// Nothing active: the StandbyException comes back after the attempts.
 	c2 := newTestClient(t, ClientConfig{Addresses: []string{standby.addr, dead}, FailoverAttempts: 4, FailoverBackoff: time.Millisecond})
