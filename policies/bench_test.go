@@ -154,3 +154,23 @@ func TestRouterDecisionsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFacadeHomeSubCluster is the router's whole policy path: queue
+// lookup in an in-memory store, cached manager, weighted decision.
+func BenchmarkFacadeHomeSubCluster(b *testing.B) {
+	snap, ml, params := benchFederation(100)
+	src := &memSource{cfgs: map[string]PolicyConfig{}}
+	src.set("root.a", PolicyConfig{Type: "WeightedLocalityPolicyManager", Params: params})
+	f, err := NewFacade(FacadeConfig{Source: src, Env: Env{Resolver: ml}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	app := &AppSubmission{Queue: "root.a"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.HomeSubCluster(ctx, snap, app, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
