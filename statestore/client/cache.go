@@ -1,0 +1,153 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// cache holds the membership list and the policy list. It serves them only
+// while the watch stream is live (after SYNCED): any change event empties
+// the affected list and the next read reloads it with a linearizable read.
+// A generation number stops a load that raced with an event from storing
+// what it read before the change. Cached reads are as fresh as the
+// watched replica, which is milliseconds behind the leader.
+type cache struct {
+	mu         sync.Mutex
+	synced     bool
+	membership entry[[]*pb.SubClusterInfo]
+	policies   entry[[]*pb.PolicyConfiguration]
+}
+
+type entry[T any] struct {
+	gen uint64
+	ok  bool
+	val T
+}
+
+func newCache() *cache { return &cache{} }
+
+func (e *entry[T]) invalidate() {
+	var zero T
+	e.gen++
+	e.ok, e.val = false, zero
+}
+
+func (e *entry[T]) load(ctx context.Context, c *cache, fetch func(context.Context) (T, error)) (T, error) {
+	c.mu.Lock()
+	if c.synced && e.ok {
+		v := e.val
+		c.mu.Unlock()
+		return v, nil
+	}
+	gen, synced := e.gen, c.synced
+	c.mu.Unlock()
+	v, err := fetch(ctx)
+	if err != nil || !synced {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.synced && e.gen == gen {
+		e.ok, e.val = true, v
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+func (c *cache) setSynced(s bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.synced = s
+	c.membership.invalidate()
+	c.policies.invalidate()
+}
+
+func (c *cache) apply(e *pb.WatchEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch e.GetKind() {
+	case pb.WatchEvent_SUB_CLUSTER_PUT, pb.WatchEvent_SUB_CLUSTER_DELETED:
+		c.membership.invalidate()
+	case pb.WatchEvent_POLICY_PUT, pb.WatchEvent_POLICY_DELETED:
+		c.policies.invalidate()
+	case pb.WatchEvent_RESET:
+		c.membership.invalidate()
+		c.policies.invalidate()
+	case pb.WatchEvent_SYNCED:
+		c.synced = true
+		c.membership.invalidate()
+		c.policies.invalidate()
+	}
+}
+
+// Synced reports whether the cache is currently backed by a live watch
+// (for health checks and tests).
+func (c *Client) Synced() bool {
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	return c.cache.synced
+}
+
+// watchLoop keeps a watch stream open to some replica, moving to the next
+// one on failure. While it is down the cache is bypassed.
+func (c *Client) watchLoop(ctx context.Context) {
+	defer c.wg.Done()
+	idx := 0
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		stream, err := c.reps[idx%len(c.reps)].Watch(ctx, &pb.WatchRequest{Membership: true, Policies: true})
+		if err == nil {
+			for {
+				var e *pb.WatchEvent
+				if e, err = stream.Recv(); err != nil {
+					break
+				}
+				backoff = 10 * time.Millisecond
+				c.cache.apply(e)
+			}
+		}
+		c.cache.setSynced(false)
+		if ctx.Err() != nil {
+			return
+		}
+		c.logger.Debug("statestore client: watch interrupted", "error", err)
+		idx++
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// WatchEvents opens a raw watch stream on the replica in use, for
+// components that keep their own view (for example of application homes).
+// The channel closes when ctx ends or the stream fails; on a RESET event
+// the receiver must reload its view.
+func (c *Client) WatchEvents(ctx context.Context, r *pb.WatchRequest) (<-chan *pb.WatchEvent, error) {
+	stream, err := c.Raw().Watch(ctx, r)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	ch := make(chan *pb.WatchEvent, 64)
+	go func() {
+		defer close(ch)
+		for {
+			e, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case ch <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}

@@ -1,0 +1,221 @@
+// Package client is how yarnfed components use the state store: typed
+// calls with Hadoop's FederationStateStore semantics, retries across
+// replicas and leader changes, sentinel errors, and a membership and policy
+// cache kept fresh by the store's watch stream.
+//
+// Any replica address works: replicas forward writes and linearizable reads
+// to the leader. The client moves to the next address when one is down.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// Sentinel errors; every error a call returns wraps one of these or a
+// context error.
+var (
+	ErrNotFound        = errors.New("statestore: not found")
+	ErrAlreadyExists   = errors.New("statestore: already exists")
+	ErrInvalidArgument = errors.New("statestore: invalid argument")
+	// ErrUnavailable: no replica could serve the call within RetryTimeout.
+	ErrUnavailable = errors.New("statestore: unavailable")
+	// ErrUnknownOutcome: a non-idempotent write may or may not have been
+	// applied (leadership was lost while it was in flight).
+	ErrUnknownOutcome = errors.New("statestore: outcome unknown")
+	// ErrIncompatibleVersion: the stored data has another major version.
+	ErrIncompatibleVersion = errors.New("statestore: incompatible data version")
+	// ErrInternal: anything else the server reported.
+	ErrInternal = errors.New("statestore: internal error")
+)
+
+// Config configures a Client.
+type Config struct {
+	// Addrs are replica gRPC addresses (host:port); at least one.
+	Addrs []string
+	// DialOptions default to insecure transport credentials.
+	DialOptions []grpc.DialOption
+	// CallTimeout bounds one attempt when ctx has no earlier deadline
+	// (default 5s).
+	CallTimeout time.Duration
+	// RetryTimeout bounds all attempts of one call across leader changes
+	// (default 15s; an election takes about a second).
+	RetryTimeout time.Duration
+	// DisableCache turns off the watch-backed membership and policy cache.
+	DisableCache bool
+	Logger       *slog.Logger
+}
+
+// Client is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	logger *slog.Logger
+	conns  []*grpc.ClientConn
+	reps   []replica
+	cur    atomic.Uint32
+
+	cache  *cache
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New connects lazily to cfg.Addrs and, unless disabled, starts the watch
+// that keeps the cache fresh. It does not wait for a replica to answer.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, fmt.Errorf("%w: no state store addresses", ErrInvalidArgument)
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 5 * time.Second
+	}
+	if cfg.RetryTimeout <= 0 {
+		cfg.RetryTimeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.DialOptions) == 0 {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	c := &Client{cfg: cfg, logger: cfg.Logger, cache: newCache()}
+	for _, a := range cfg.Addrs {
+		conn, err := grpc.NewClient(a, cfg.DialOptions...)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: state store address %q: %w", ErrInvalidArgument, a, err)
+		}
+		c.conns = append(c.conns, conn)
+		c.reps = append(c.reps, replica{pb.NewStateStoreClient(conn), pb.NewClusterClient(conn)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if !cfg.DisableCache {
+		c.wg.Add(1)
+		go c.watchLoop(ctx)
+	}
+	return c, nil
+}
+
+// Close stops the watch and closes connections.
+func (c *Client) Close() error {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+	var err error
+	for _, conn := range c.conns {
+		err = errors.Join(err, conn.Close())
+	}
+	return err
+}
+
+// Raw returns a generated stub for the replica currently in use (for tools
+// and tests that need a call this package does not wrap).
+func (c *Client) Raw() pb.StateStoreClient { return c.reps[int(c.cur.Load())%len(c.reps)] }
+
+// replica is one address's stubs.
+type replica struct {
+	pb.StateStoreClient
+	admin pb.ClusterClient
+}
+
+// fromStatus maps a gRPC status back to a sentinel.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var s error
+	switch st.Code() {
+	case codes.NotFound:
+		s = ErrNotFound
+	case codes.AlreadyExists:
+		s = ErrAlreadyExists
+	case codes.InvalidArgument:
+		s = ErrInvalidArgument
+	case codes.Unavailable:
+		s = ErrUnavailable
+	case codes.Aborted:
+		s = ErrUnknownOutcome
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())
+	case codes.Canceled:
+		return fmt.Errorf("%w: %s", context.Canceled, st.Message())
+	default:
+		s = ErrInternal
+	}
+	return fmt.Errorf("%w: %s", s, st.Message())
+}
+
+// call runs fn against replicas until it succeeds, fails for a reason a
+// retry cannot fix, or RetryTimeout passes. Unavailable (not applied) is
+// always retried on the next replica; an unknown outcome only when the
+// operation is idempotent.
+func call[T any](ctx context.Context, c *Client, idempotent bool, fn func(context.Context, replica) (T, error)) (T, error) {
+	var zero T
+	deadline := time.Now().Add(c.cfg.RetryTimeout)
+	backoff := 2 * time.Millisecond
+	var last error
+	for attempt := 0; ; attempt++ {
+		i := int(c.cur.Load()) % len(c.reps)
+		actx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+		out, err := fn(actx, c.reps[i])
+		cancel()
+		if err == nil {
+			return out, nil
+		}
+		err = fromStatus(err)
+		retry := errors.Is(err, ErrUnavailable) || (idempotent && errors.Is(err, ErrUnknownOutcome)) ||
+			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && idempotent)
+		if !retry {
+			return zero, err
+		}
+		last = err
+		// Another replica may be up (or be the leader); spread retries.
+		c.cur.CompareAndSwap(uint32(i), uint32((i+1)%len(c.reps)))
+		if time.Now().Add(backoff).After(deadline) {
+			return zero, fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, attempt+1, last)
+		}
+		select {
+		case <-ctx.Done():
+			return zero, errors.Join(ctx.Err(), last)
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// ReadOption tunes a read.
+type ReadOption func(*pb.ReadOptions)
+
+// Stale serves the read from whichever replica answers, without
+// confirming leadership: faster, may miss the newest writes.
+func Stale() ReadOption { return func(o *pb.ReadOptions) { o.Stale = true } }
+
+func readOpts(opts []ReadOption) *pb.ReadOptions {
+	if len(opts) == 0 {
+		return nil
+	}
+	o := &pb.ReadOptions{}
+	for _, f := range opts {
+		f(o)
+	}
+	return o
+}
