@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseAppsQuery(t *testing.T) {
@@ -148,4 +149,73 @@ func TestClientErrors(t *testing.T) {
 	if err != nil || len(apps) != 1 || apps[0].ID != "application_1_0002" {
 		t.Fatalf("apps %v %v", apps, err)
 	}
+}
+
+func TestLongMap(t *testing.T) {
+	const hadoop = `{"resourceSecondsMap":{"entry":{"key":"memory-mb","value":"12"},"entry":{"key":"vcores","value":"3"}}}`
+	var v struct {
+		M LongMap `json:"resourceSecondsMap"`
+	}
+	if err := json.Unmarshal([]byte(hadoop), &v); err != nil {
+		t.Fatal(err)
+	}
+	if mb, ok := v.M.Get("memory-mb"); !ok || mb != 12 || len(v.M) != 2 {
+		t.Fatalf("decoded %+v", v.M)
+	}
+	out, err := json.Marshal(v)
+	if err != nil || string(out) != hadoop {
+		t.Fatalf("encoded %s %v", out, err)
+	}
+	cases := []struct {
+		name, in string
+		n        int
+		wantErr  bool
+	}{
+		{"empty", `{}`, 0, false},
+		{"null", `null`, 0, false},
+		{"array form", `{"entry":[{"key":"a","value":"1"},{"key":"b","value":"2"}]}`, 2, false},
+		{"other members ignored", `{"x":1,"entry":{"key":"a","value":"1"}}`, 1, false},
+		{"not an object", `[1]`, 0, true},
+		{"bad entry", `{"entry":5}`, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var m LongMap
+			err := json.Unmarshal([]byte(tc.in), &m)
+			if (err != nil) != tc.wantErr || (!tc.wantErr && len(m) != tc.n) {
+				t.Fatalf("got %v %v", m, err)
+			}
+		})
+	}
+}
+
+// FuzzLongMap: decoding never panics, stays bounded, and what decodes
+// re-encodes to an equal map.
+func FuzzLongMap(f *testing.F) {
+	f.Add([]byte(`{"entry":{"key":"memory-mb","value":"0"},"entry":{"key":"vcores","value":"0"}}`))
+	f.Add([]byte(`{"entry":[{"key":"a","value":"1"}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m LongMap
+		if err := m.UnmarshalJSON(b); err != nil {
+			return
+		}
+		if len(m) > maxMapEntries {
+			t.Fatal("unbounded map")
+		}
+		enc, err := m.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back LongMap
+		if err := back.UnmarshalJSON(enc); err != nil || len(back) != len(m) {
+			t.Fatalf("round trip %s: %v", enc, err)
+		}
+		for i := range m {
+			// encoding/json replaces invalid UTF-8; only valid strings survive as they are.
+			if utf8.ValidString(m[i].Key) && utf8.ValidString(m[i].Value) && back[i] != m[i] {
+				t.Fatalf("round trip entry %d: %+v != %+v", i, back[i], m[i])
+			}
+		}
+	})
 }

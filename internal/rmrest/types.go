@@ -9,10 +9,40 @@ package rmrest
 
 import "encoding/xml"
 
-// ResourceInfo is a resource amount (memory in MB, vCores).
+// ResourceInfo is a resource amount (memory in MB, vCores) with Hadoop
+// 3's per-type breakdown.
 type ResourceInfo struct {
-	Memory int64 `json:"memory" xml:"memory"`
-	VCores int32 `json:"vCores" xml:"vCores"`
+	Memory               int64                 `json:"memory" xml:"memory"`
+	VCores               int32                 `json:"vCores" xml:"vCores"`
+	ResourceInformations *ResourceInformations `json:"resourceInformations,omitempty" xml:"resourceInformations,omitempty"`
+}
+
+// ResourceInformations lists the resource types of a ResourceInfo.
+type ResourceInformations struct {
+	ResourceInformation []ResourceInformation `json:"resourceInformation" xml:"resourceInformation"`
+}
+
+// ResourceInformation is one resource type's amount.
+type ResourceInformation struct {
+	Attributes        struct{} `json:"attributes" xml:"attributes"`
+	MaximumAllocation int64    `json:"maximumAllocation" xml:"maximumAllocation"`
+	MinimumAllocation int64    `json:"minimumAllocation" xml:"minimumAllocation"`
+	Name              string   `json:"name" xml:"name"`
+	ResourceType      string   `json:"resourceType" xml:"resourceType"`
+	Units             string   `json:"units" xml:"units"`
+	Value             int64    `json:"value" xml:"value"`
+}
+
+// NewResourceInfo fills a ResourceInfo the way the RM renders one: memory
+// and vCores plus the memory-mb and vcores resource informations.
+func NewResourceInfo(memoryMB int64, vcores int32) ResourceInfo {
+	const unbounded = int64(^uint64(0) >> 1)
+	return ResourceInfo{Memory: memoryMB, VCores: vcores, ResourceInformations: &ResourceInformations{
+		ResourceInformation: []ResourceInformation{
+			{MaximumAllocation: unbounded, Name: "memory-mb", ResourceType: "COUNTABLE", Units: "Mi", Value: memoryMB},
+			{MaximumAllocation: unbounded, Name: "vcores", ResourceType: "COUNTABLE", Units: "", Value: int64(vcores)},
+		},
+	}}
 }
 
 // ClusterInfo is /ws/v1/cluster/info.
@@ -58,7 +88,12 @@ type ClusterMetrics struct {
 	ContainersReserved    int32    `json:"containersReserved" xml:"containersReserved"`
 	ContainersPending     int32    `json:"containersPending" xml:"containersPending"`
 	TotalMB               int64    `json:"totalMB" xml:"totalMB"`
+	UtilizedMB            int64    `json:"utilizedMB" xml:"utilizedMB"`
 	TotalVirtualCores     int64    `json:"totalVirtualCores" xml:"totalVirtualCores"`
+	UtilizedVirtualCores  int64    `json:"utilizedVirtualCores" xml:"utilizedVirtualCores"`
+	UtilizedMBPercent     int32    `json:"utilizedMBPercent" xml:"utilizedMBPercent"`
+	UtilizedVCoresPercent int32    `json:"utilizedVirtualCoresPercent" xml:"utilizedVirtualCoresPercent"`
+	RMSchedulerBusyPct    int32    `json:"rmSchedulerBusyPercent" xml:"rmSchedulerBusyPercent"`
 	TotalNodes            int32    `json:"totalNodes" xml:"totalNodes"`
 	LostNodes             int32    `json:"lostNodes" xml:"lostNodes"`
 	UnhealthyNodes        int32    `json:"unhealthyNodes" xml:"unhealthyNodes"`
@@ -67,12 +102,15 @@ type ClusterMetrics struct {
 	RebootedNodes         int32    `json:"rebootedNodes" xml:"rebootedNodes"`
 	ActiveNodes           int32    `json:"activeNodes" xml:"activeNodes"`
 	ShutdownNodes         int32    `json:"shutdownNodes" xml:"shutdownNodes"`
+	ContainerAssignedPerS int32    `json:"containerAssignedPerSecond" xml:"containerAssignedPerSecond"`
 
 	TotalUsedResourcesAcrossPartition       *ResourceInfo `json:"totalUsedResourcesAcrossPartition,omitempty" xml:"totalUsedResourcesAcrossPartition,omitempty"`
 	TotalClusterResourcesAcrossPartition    *ResourceInfo `json:"totalClusterResourcesAcrossPartition,omitempty" xml:"totalClusterResourcesAcrossPartition,omitempty"`
 	TotalReservedResourcesAcrossPartition   *ResourceInfo `json:"totalReservedResourcesAcrossPartition,omitempty" xml:"totalReservedResourcesAcrossPartition,omitempty"`
 	TotalAllocatedContainersAcrossPartition int32         `json:"totalAllocatedContainersAcrossPartition" xml:"totalAllocatedContainersAcrossPartition"`
 	CrossPartitionMetricsAvailable          bool          `json:"crossPartitionMetricsAvailable" xml:"crossPartitionMetricsAvailable"`
+	RMEventQueueSize                        int32         `json:"rmEventQueueSize" xml:"rmEventQueueSize"`
+	SchedulerEventQueueSize                 int32         `json:"schedulerEventQueueSize" xml:"schedulerEventQueueSize"`
 }
 
 // ClusterMetricsResponse is the JSON envelope of ClusterMetrics.
@@ -82,48 +120,83 @@ type ClusterMetricsResponse struct {
 
 // App is one application (AppInfo).
 type App struct {
-	XMLName                    xml.Name `json:"-" xml:"app"`
-	ID                         string   `json:"id" xml:"id"`
-	User                       string   `json:"user" xml:"user"`
-	Name                       string   `json:"name" xml:"name"`
-	Queue                      string   `json:"queue" xml:"queue"`
-	State                      string   `json:"state" xml:"state"`
-	FinalStatus                string   `json:"finalStatus" xml:"finalStatus"`
-	Progress                   float32  `json:"progress" xml:"progress"`
-	TrackingUI                 string   `json:"trackingUI" xml:"trackingUI"`
-	TrackingURL                string   `json:"trackingUrl,omitempty" xml:"trackingUrl,omitempty"`
-	Diagnostics                string   `json:"diagnostics" xml:"diagnostics"`
-	ClusterID                  int64    `json:"clusterId" xml:"clusterId"`
-	ApplicationType            string   `json:"applicationType" xml:"applicationType"`
-	ApplicationTags            string   `json:"applicationTags" xml:"applicationTags"`
-	Priority                   int32    `json:"priority" xml:"priority"`
-	StartedTime                int64    `json:"startedTime" xml:"startedTime"`
-	LaunchTime                 int64    `json:"launchTime" xml:"launchTime"`
-	FinishedTime               int64    `json:"finishedTime" xml:"finishedTime"`
-	ElapsedTime                int64    `json:"elapsedTime" xml:"elapsedTime"`
-	AMContainerLogs            string   `json:"amContainerLogs,omitempty" xml:"amContainerLogs,omitempty"`
-	AMHostHTTPAddress          string   `json:"amHostHttpAddress,omitempty" xml:"amHostHttpAddress,omitempty"`
-	AMRPCAddress               string   `json:"amRPCAddress,omitempty" xml:"amRPCAddress,omitempty"`
-	MasterNodeID               string   `json:"masterNodeId,omitempty" xml:"masterNodeId,omitempty"`
-	AllocatedMB                int64    `json:"allocatedMB" xml:"allocatedMB"`
-	AllocatedVCores            int64    `json:"allocatedVCores" xml:"allocatedVCores"`
-	ReservedMB                 int64    `json:"reservedMB" xml:"reservedMB"`
-	ReservedVCores             int64    `json:"reservedVCores" xml:"reservedVCores"`
-	RunningContainers          int32    `json:"runningContainers" xml:"runningContainers"`
-	MemorySeconds              int64    `json:"memorySeconds" xml:"memorySeconds"`
-	VCoreSeconds               int64    `json:"vcoreSeconds" xml:"vcoreSeconds"`
-	QueueUsagePercentage       float32  `json:"queueUsagePercentage" xml:"queueUsagePercentage"`
-	ClusterUsagePercentage     float32  `json:"clusterUsagePercentage" xml:"clusterUsagePercentage"`
-	PreemptedResourceMB        int64    `json:"preemptedResourceMB" xml:"preemptedResourceMB"`
-	PreemptedResourceVCores    int64    `json:"preemptedResourceVCores" xml:"preemptedResourceVCores"`
-	NumNonAMContainerPreempted int32    `json:"numNonAMContainerPreempted" xml:"numNonAMContainerPreempted"`
-	NumAMContainerPreempted    int32    `json:"numAMContainerPreempted" xml:"numAMContainerPreempted"`
-	PreemptedMemorySeconds     int64    `json:"preemptedMemorySeconds" xml:"preemptedMemorySeconds"`
-	PreemptedVcoreSeconds      int64    `json:"preemptedVcoreSeconds" xml:"preemptedVcoreSeconds"`
-	LogAggregationStatus       string   `json:"logAggregationStatus" xml:"logAggregationStatus"`
-	UnmanagedApplication       bool     `json:"unmanagedApplication" xml:"unmanagedApplication"`
-	AppNodeLabelExpression     string   `json:"appNodeLabelExpression,omitempty" xml:"appNodeLabelExpression,omitempty"`
-	AMNodeLabelExpression      string   `json:"amNodeLabelExpression,omitempty" xml:"amNodeLabelExpression,omitempty"`
+	XMLName                    xml.Name         `json:"-" xml:"app"`
+	ID                         string           `json:"id" xml:"id"`
+	User                       string           `json:"user" xml:"user"`
+	Name                       string           `json:"name" xml:"name"`
+	Queue                      string           `json:"queue" xml:"queue"`
+	State                      string           `json:"state" xml:"state"`
+	FinalStatus                string           `json:"finalStatus" xml:"finalStatus"`
+	Progress                   float32          `json:"progress" xml:"progress"`
+	TrackingUI                 string           `json:"trackingUI" xml:"trackingUI"`
+	TrackingURL                string           `json:"trackingUrl,omitempty" xml:"trackingUrl,omitempty"`
+	Diagnostics                string           `json:"diagnostics" xml:"diagnostics"`
+	ClusterID                  int64            `json:"clusterId" xml:"clusterId"`
+	RMClusterID                string           `json:"rmClusterId" xml:"rmClusterId"`
+	ApplicationType            string           `json:"applicationType" xml:"applicationType"`
+	ApplicationTags            string           `json:"applicationTags" xml:"applicationTags"`
+	Priority                   int32            `json:"priority" xml:"priority"`
+	StartedTime                int64            `json:"startedTime" xml:"startedTime"`
+	LaunchTime                 int64            `json:"launchTime" xml:"launchTime"`
+	FinishedTime               int64            `json:"finishedTime" xml:"finishedTime"`
+	ElapsedTime                int64            `json:"elapsedTime" xml:"elapsedTime"`
+	AMContainerLogs            string           `json:"amContainerLogs,omitempty" xml:"amContainerLogs,omitempty"`
+	AMHostHTTPAddress          string           `json:"amHostHttpAddress,omitempty" xml:"amHostHttpAddress,omitempty"`
+	AMRPCAddress               string           `json:"amRPCAddress,omitempty" xml:"amRPCAddress,omitempty"`
+	MasterNodeID               string           `json:"masterNodeId" xml:"masterNodeId"`
+	AllocatedMB                int64            `json:"allocatedMB" xml:"allocatedMB"`
+	AllocatedVCores            int64            `json:"allocatedVCores" xml:"allocatedVCores"`
+	ReservedMB                 int64            `json:"reservedMB" xml:"reservedMB"`
+	ReservedVCores             int64            `json:"reservedVCores" xml:"reservedVCores"`
+	RunningContainers          int32            `json:"runningContainers" xml:"runningContainers"`
+	MemorySeconds              int64            `json:"memorySeconds" xml:"memorySeconds"`
+	VCoreSeconds               int64            `json:"vcoreSeconds" xml:"vcoreSeconds"`
+	QueueUsagePercentage       float32          `json:"queueUsagePercentage" xml:"queueUsagePercentage"`
+	ClusterUsagePercentage     float32          `json:"clusterUsagePercentage" xml:"clusterUsagePercentage"`
+	ResourceSecondsMap         LongMap          `json:"resourceSecondsMap" xml:"resourceSecondsMap>entry"`
+	PreemptedResourceMB        int64            `json:"preemptedResourceMB" xml:"preemptedResourceMB"`
+	PreemptedResourceVCores    int64            `json:"preemptedResourceVCores" xml:"preemptedResourceVCores"`
+	NumNonAMContainerPreempted int32            `json:"numNonAMContainerPreempted" xml:"numNonAMContainerPreempted"`
+	NumAMContainerPreempted    int32            `json:"numAMContainerPreempted" xml:"numAMContainerPreempted"`
+	PreemptedMemorySeconds     int64            `json:"preemptedMemorySeconds" xml:"preemptedMemorySeconds"`
+	PreemptedVcoreSeconds      int64            `json:"preemptedVcoreSeconds" xml:"preemptedVcoreSeconds"`
+	PreemptedResourceSecsMap   LongMap          `json:"preemptedResourceSecondsMap" xml:"preemptedResourceSecondsMap>entry"`
+	LogAggregationStatus       string           `json:"logAggregationStatus" xml:"logAggregationStatus"`
+	UnmanagedApplication       bool             `json:"unmanagedApplication" xml:"unmanagedApplication"`
+	AppNodeLabelExpression     string           `json:"appNodeLabelExpression,omitempty" xml:"appNodeLabelExpression,omitempty"`
+	AMNodeLabelExpression      string           `json:"amNodeLabelExpression,omitempty" xml:"amNodeLabelExpression,omitempty"`
+	ResourceInfo               *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
+	Timeouts                   *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
+}
+
+// AppResourceInfo is an application's usage per node partition (the
+// capacity scheduler's ResourcesInfo).
+type AppResourceInfo struct {
+	ResourceUsagesByPartition []PartitionUsage `json:"resourceUsagesByPartition" xml:"resourceUsagesByPartition"`
+}
+
+// PartitionUsage is one partition's usage ("" is the default partition).
+type PartitionUsage struct {
+	PartitionName string       `json:"partitionName" xml:"partitionName"`
+	Used          ResourceInfo `json:"used" xml:"used"`
+	Reserved      ResourceInfo `json:"reserved" xml:"reserved"`
+	Pending       ResourceInfo `json:"pending" xml:"pending"`
+	AMUsed        ResourceInfo `json:"amUsed" xml:"amUsed"`
+	AMLimit       ResourceInfo `json:"amLimit" xml:"amLimit"`
+	UserAMLimit   ResourceInfo `json:"userAmLimit" xml:"userAmLimit"`
+}
+
+// Timeouts are an application's timeouts (AppTimeoutsInfo).
+type Timeouts struct {
+	Timeout []Timeout `json:"timeout" xml:"timeout"`
+}
+
+// Timeout is one application timeout; an application without one reports
+// LIFETIME, "UNLIMITED", -1.
+type Timeout struct {
+	Type                   string `json:"type" xml:"type"`
+	ExpiryTime             string `json:"expiryTime" xml:"expiryTime"`
+	RemainingTimeInSeconds int64  `json:"remainingTimeInSeconds" xml:"remainingTimeInSeconds"`
 }
 
 // Apps is the collection of /ws/v1/cluster/apps. An empty list renders as
@@ -145,18 +218,18 @@ type AppResponse struct {
 
 // AppAttempt is one application attempt (AppAttemptInfo).
 type AppAttempt struct {
-	XMLName                  xml.Name `json:"-" xml:"appAttempt"`
-	ID                       int32    `json:"id" xml:"id"`
-	StartTime                int64    `json:"startTime" xml:"startTime"`
-	FinishedTime             int64    `json:"finishedTime" xml:"finishedTime"`
-	ContainerID              string   `json:"containerId" xml:"containerId"`
-	NodeHTTPAddress          string   `json:"nodeHttpAddress" xml:"nodeHttpAddress"`
-	NodeID                   string   `json:"nodeId" xml:"nodeId"`
-	LogsLink                 string   `json:"logsLink" xml:"logsLink"`
-	BlacklistedNodes         string   `json:"blacklistedNodes" xml:"blacklistedNodes"`
-	NodesBlacklistedBySystem string   `json:"nodesBlacklistedBySystem" xml:"nodesBlacklistedBySystem"`
-	AppAttemptID             string   `json:"appAttemptId" xml:"appAttemptId"`
-	AppAttemptState          string   `json:"appAttemptState" xml:"appAttemptState"`
+	XMLName          xml.Name `json:"-" xml:"appAttempt"`
+	ID               int32    `json:"id" xml:"id"`
+	StartTime        int64    `json:"startTime" xml:"startTime"`
+	FinishedTime     int64    `json:"finishedTime" xml:"finishedTime"`
+	ContainerID      string   `json:"containerId" xml:"containerId"`
+	NodeHTTPAddress  string   `json:"nodeHttpAddress" xml:"nodeHttpAddress"`
+	NodeID           string   `json:"nodeId" xml:"nodeId"`
+	LogsLink         string   `json:"logsLink" xml:"logsLink"`
+	BlacklistedNodes string   `json:"blacklistedNodes" xml:"blacklistedNodes"`
+	AppAttemptID     string   `json:"appAttemptId" xml:"appAttemptId"`
+	ExportPorts      string   `json:"exportPorts" xml:"exportPorts"`
+	AppAttemptState  string   `json:"appAttemptState" xml:"appAttemptState"`
 }
 
 // AppAttempts is /apps/{appid}/appattempts.
@@ -186,9 +259,28 @@ type Node struct {
 	AvailMemoryMB         int64        `json:"availMemoryMB" xml:"availMemoryMB"`
 	UsedVirtualCores      int64        `json:"usedVirtualCores" xml:"usedVirtualCores"`
 	AvailableVirtualCores int64        `json:"availableVirtualCores" xml:"availableVirtualCores"`
+	MemUtilization        float32      `json:"memUtilization" xml:"memUtilization"`
+	CPUUtilization        float32      `json:"cpuUtilization" xml:"cpuUtilization"`
+	NumRunningOpportConts int32        `json:"numRunningOpportContainers" xml:"numRunningOpportContainers"`
+	UsedMemoryOpportGB    int64        `json:"usedMemoryOpportGB" xml:"usedMemoryOpportGB"`
+	UsedVCoresOpport      int32        `json:"usedVirtualCoresOpport" xml:"usedVirtualCoresOpport"`
+	NumQueuedContainers   int32        `json:"numQueuedContainers" xml:"numQueuedContainers"`
+	AllocationTags        struct{}     `json:"allocationTags" xml:"allocationTags"`
+	ResourceUtilization   NodeUtil     `json:"resourceUtilization" xml:"resourceUtilization"`
 	UsedResource          ResourceInfo `json:"usedResource" xml:"usedResource"`
 	AvailableResource     ResourceInfo `json:"availableResource" xml:"availableResource"`
+	NodeAttributesInfo    struct{}     `json:"nodeAttributesInfo" xml:"nodeAttributesInfo"`
 	TotalResource         ResourceInfo `json:"totalResource" xml:"totalResource"`
+}
+
+// NodeUtil is a node's measured utilization (ResourceUtilizationInfo).
+type NodeUtil struct {
+	NodePhysicalMemoryMB                 int64   `json:"nodePhysicalMemoryMB" xml:"nodePhysicalMemoryMB"`
+	NodeVirtualMemoryMB                  int64   `json:"nodeVirtualMemoryMB" xml:"nodeVirtualMemoryMB"`
+	NodeCPUUsage                         float32 `json:"nodeCPUUsage" xml:"nodeCPUUsage"`
+	AggregatedContainersPhysicalMemoryMB int64   `json:"aggregatedContainersPhysicalMemoryMB" xml:"aggregatedContainersPhysicalMemoryMB"`
+	AggregatedContainersVirtualMemoryMB  int64   `json:"aggregatedContainersVirtualMemoryMB" xml:"aggregatedContainersVirtualMemoryMB"`
+	ContainersCPUUsage                   float32 `json:"containersCPUUsage" xml:"containersCPUUsage"`
 }
 
 // Nodes is /ws/v1/cluster/nodes.
@@ -223,16 +315,29 @@ type SchedulerResponse struct {
 const XSINamespace = "http://www.w3.org/2001/XMLSchema-instance"
 
 // SchedulerInfo is the root queue of the capacity scheduler. Type is
-// "capacityScheduler" (JSON "type", XML xsi:type).
+// "capacityScheduler" (JSON "type", XML xsi:type). Hadoop 3.4 sends many
+// more fields (capacity vectors, partitions, health); these are the ones a
+// federation reads.
 type SchedulerInfo struct {
-	XSI          string     `json:"-" xml:"xmlns:xsi,attr,omitempty"`
-	XSIType      string     `json:"-" xml:"xsi:type,attr,omitempty"`
-	Type         string     `json:"type" xml:"-"`
-	Capacity     float32    `json:"capacity" xml:"capacity"`
-	UsedCapacity float32    `json:"usedCapacity" xml:"usedCapacity"`
-	MaxCapacity  float32    `json:"maxCapacity" xml:"maxCapacity"`
-	QueueName    string     `json:"queueName" xml:"queueName"`
-	Queues       *QueueList `json:"queues,omitempty" xml:"queues,omitempty"`
+	XSI                string        `json:"-" xml:"xmlns:xsi,attr,omitempty"`
+	XSIType            string        `json:"-" xml:"xsi:type,attr,omitempty"`
+	Type               string        `json:"type" xml:"-"`
+	Capacity           float32       `json:"capacity" xml:"capacity"`
+	UsedCapacity       float32       `json:"usedCapacity" xml:"usedCapacity"`
+	MaxCapacity        float32       `json:"maxCapacity" xml:"maxCapacity"`
+	Weight             float32       `json:"weight" xml:"weight"`
+	NormalizedWeight   float32       `json:"normalizedWeight" xml:"normalizedWeight"`
+	QueueName          string        `json:"queueName" xml:"queueName"`
+	QueuePath          string        `json:"queuePath" xml:"queuePath"`
+	MaxParallelApps    int32         `json:"maxParallelApps" xml:"maxParallelApps"`
+	IsAbsoluteResource bool          `json:"isAbsoluteResource" xml:"isAbsoluteResource"`
+	Queues             *QueueList    `json:"queues,omitempty" xml:"queues,omitempty"`
+	MaximumAllocation  *ResourceInfo `json:"maximumAllocation,omitempty" xml:"maximumAllocation,omitempty"`
+	QueuePriority      int32         `json:"queuePriority" xml:"queuePriority"`
+	OrderingPolicyInfo string        `json:"orderingPolicyInfo" xml:"orderingPolicyInfo"`
+	Mode               string        `json:"mode" xml:"mode"`
+	QueueType          string        `json:"queueType" xml:"queueType"`
+	CreationMethod     string        `json:"creationMethod" xml:"creationMethod"`
 }
 
 // QueueList wraps child queues ({"queue":[...]}).
@@ -244,21 +349,34 @@ type QueueList struct {
 // leaves CapacitySchedulerLeafQueueInfo with Type
 // "capacitySchedulerLeafQueueInfo").
 type Queue struct {
-	XSIType              string       `json:"-" xml:"xsi:type,attr,omitempty"`
-	Type                 string       `json:"type,omitempty" xml:"-"`
-	Capacity             float32      `json:"capacity" xml:"capacity"`
-	UsedCapacity         float32      `json:"usedCapacity" xml:"usedCapacity"`
-	MaxCapacity          float32      `json:"maxCapacity" xml:"maxCapacity"`
-	AbsoluteCapacity     float32      `json:"absoluteCapacity" xml:"absoluteCapacity"`
-	AbsoluteMaxCapacity  float32      `json:"absoluteMaxCapacity" xml:"absoluteMaxCapacity"`
-	AbsoluteUsedCapacity float32      `json:"absoluteUsedCapacity" xml:"absoluteUsedCapacity"`
-	NumApplications      int32        `json:"numApplications" xml:"numApplications"`
-	UsedResources        string       `json:"usedResources" xml:"usedResources"`
-	QueueName            string       `json:"queueName" xml:"queueName"`
-	QueuePath            string       `json:"queuePath" xml:"queuePath"`
-	State                string       `json:"state" xml:"state"`
-	Queues               *QueueList   `json:"queues,omitempty" xml:"queues,omitempty"`
-	ResourcesUsed        ResourceInfo `json:"resourcesUsed" xml:"resourcesUsed"`
+	XSIType              string        `json:"-" xml:"xsi:type,attr,omitempty"`
+	Type                 string        `json:"type,omitempty" xml:"-"`
+	QueuePath            string        `json:"queuePath" xml:"queuePath"`
+	Capacity             float32       `json:"capacity" xml:"capacity"`
+	UsedCapacity         float32       `json:"usedCapacity" xml:"usedCapacity"`
+	MaxCapacity          float32       `json:"maxCapacity" xml:"maxCapacity"`
+	AbsoluteCapacity     float32       `json:"absoluteCapacity" xml:"absoluteCapacity"`
+	AbsoluteMaxCapacity  float32       `json:"absoluteMaxCapacity" xml:"absoluteMaxCapacity"`
+	AbsoluteUsedCapacity float32       `json:"absoluteUsedCapacity" xml:"absoluteUsedCapacity"`
+	Weight               float32       `json:"weight" xml:"weight"`
+	NormalizedWeight     float32       `json:"normalizedWeight" xml:"normalizedWeight"`
+	NumApplications      int32         `json:"numApplications" xml:"numApplications"`
+	MaxParallelApps      int32         `json:"maxParallelApps" xml:"maxParallelApps"`
+	QueueName            string        `json:"queueName" xml:"queueName"`
+	IsAbsoluteResource   bool          `json:"isAbsoluteResource" xml:"isAbsoluteResource"`
+	State                string        `json:"state" xml:"state"`
+	Queues               *QueueList    `json:"queues,omitempty" xml:"queues,omitempty"`
+	ResourcesUsed        ResourceInfo  `json:"resourcesUsed" xml:"resourcesUsed"`
+	NodeLabels           []string      `json:"nodeLabels" xml:"nodeLabels"`
+	AllocatedContainers  int32         `json:"allocatedContainers" xml:"allocatedContainers"`
+	ReservedContainers   int32         `json:"reservedContainers" xml:"reservedContainers"`
+	PendingContainers    int32         `json:"pendingContainers" xml:"pendingContainers"`
+	MaximumAllocation    *ResourceInfo `json:"maximumAllocation,omitempty" xml:"maximumAllocation,omitempty"`
+	QueuePriority        int32         `json:"queuePriority" xml:"queuePriority"`
+	OrderingPolicyInfo   string        `json:"orderingPolicyInfo" xml:"orderingPolicyInfo"`
+	Mode                 string        `json:"mode" xml:"mode"`
+	QueueType            string        `json:"queueType" xml:"queueType"`
+	CreationMethod       string        `json:"creationMethod" xml:"creationMethod"`
 	// Leaf-only fields.
 	NumActiveApplications  int32   `json:"numActiveApplications" xml:"numActiveApplications"`
 	NumPendingApplications int32   `json:"numPendingApplications" xml:"numPendingApplications"`
@@ -267,6 +385,9 @@ type Queue struct {
 	MaxApplicationsPerUser int32   `json:"maxApplicationsPerUser" xml:"maxApplicationsPerUser"`
 	UserLimit              float32 `json:"userLimit" xml:"userLimit"`
 	UserLimitFactor        float32 `json:"userLimitFactor" xml:"userLimitFactor"`
+	ConfiguredMaxAMLimit   float32 `json:"configuredMaxAMResourceLimit" xml:"configuredMaxAMResourceLimit"`
+	PreemptionDisabled     bool    `json:"preemptionDisabled" xml:"preemptionDisabled"`
+	DefaultPriority        int32   `json:"defaultPriority" xml:"defaultPriority"`
 }
 
 // NewApplication is the answer of POST /apps/new-application.

@@ -53,7 +53,11 @@ func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterRespon
 	at.lastBeat = c.now()
 	a := at.app
 	a.state = AppRunning
-	resp := RegisterResponse{MaxCapability: c.maxAlloc, Queue: queuePath(a.queue), SchedulerResourceTypes: []string{"MEMORY", "CPU"}}
+	a.diagnostics = ""
+	if a.launched == 0 {
+		a.launched = c.nowMS()
+	}
+	resp := RegisterResponse{MaxCapability: c.maxAlloc(), Queue: queuePath(a.queue), SchedulerResourceTypes: []string{"MEMORY", "CPU"}}
 	if a.keep {
 		for _, prev := range a.attempts[:len(a.attempts)-1] {
 			for _, ct := range prev.live {

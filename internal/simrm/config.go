@@ -103,6 +103,10 @@ type Config struct {
 	Queues        []QueueConfig
 	MinAllocation Resource // requests are rounded up to multiples of this
 	MaxAllocation Resource // larger requests are rejected
+	// MaxAllocationWait is how long after start MaxAllocation is reported
+	// as configured; afterwards it is capped at the largest node, as Hadoop
+	// does after yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms.
+	MaxAllocationWait time.Duration
 	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts.
 	MaxAppAttempts int32
 	// AMLivenessTimeout fails an attempt whose AM stopped heartbeating.
@@ -153,6 +157,7 @@ func DefaultConfig() Config {
 		Queues:            []QueueConfig{{Name: "default", Capacity: 100, MaxCapacity: 100}},
 		MinAllocation:     Resource{MemoryMB: 1024, VCores: 1},
 		MaxAllocation:     Resource{MemoryMB: 8192, VCores: 4},
+		MaxAllocationWait: 10 * time.Second,
 		MaxAppAttempts:    2,
 		AMLivenessTimeout: 10 * time.Minute,
 		SimAM: SimAMConfig{

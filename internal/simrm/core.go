@@ -32,10 +32,9 @@ type core struct {
 	cursor     int
 	total      Resource
 	used       Resource
-	// maxAlloc is the configured maximum allocation capped at the largest
-	// node, as ClusterNodeTracker.getMaxAllowedAllocation reports it once
-	// nodes have registered (all simulated nodes register at start).
-	maxAlloc Resource
+	// nodeMaxAlloc is the configured maximum allocation capped at the
+	// largest node (all simulated nodes register at start).
+	nodeMaxAlloc Resource
 
 	queues      []*queue
 	queueByName map[string]*queue
@@ -212,9 +211,9 @@ func newCore(cfg Config) *core {
 		c.racks[rack] = append(c.racks[rack], n)
 		c.total = c.total.add(n.total)
 	}
-	c.maxAlloc = cfg.MaxAllocation
+	c.nodeMaxAlloc = cfg.MaxAllocation
 	if cfg.Nodes > 0 {
-		c.maxAlloc = minRes(cfg.MaxAllocation, Resource{MemoryMB: cfg.NodeMemoryMB, VCores: cfg.NodeVCores})
+		c.nodeMaxAlloc = minRes(cfg.MaxAllocation, Resource{MemoryMB: cfg.NodeMemoryMB, VCores: cfg.NodeVCores})
 	}
 	for _, qc := range cfg.Queues {
 		if qc.MaxCapacity == 0 {
@@ -247,7 +246,18 @@ func (c *core) NewApplication() (AppID, Resource) {
 	defer c.mu.Unlock()
 	id := AppID{ClusterTimestamp: c.clusterTS, ID: c.nextAppID}
 	c.nextAppID++
-	return id, c.maxAlloc
+	return id, c.maxAlloc()
+}
+
+// maxAlloc is the largest container the scheduler grants, as
+// ClusterNodeTracker.getMaxAllowedAllocation answers: the configured
+// maximum until MaxAllocationWait after start (nodes may still be
+// registering), then capped at the largest node.
+func (c *core) maxAlloc() Resource {
+	if c.now().UnixMilli()-c.startedOn < c.cfg.MaxAllocationWait.Milliseconds() {
+		return c.cfg.MaxAllocation
+	}
+	return c.nodeMaxAlloc
 }
 
 // normalize rounds a request up to a multiple of the minimum allocation, as
@@ -267,15 +277,16 @@ func (c *core) normalize(r Resource) Resource {
 }
 
 func (c *core) validateResource(r Resource) error {
+	maxA := c.maxAlloc()
 	if r.MemoryMB < 0 || r.VCores < 0 {
-		return errorf(ErrInvalidResourceRequest, "Invalid resource request, requested resource type=[memory-mb] < 0 or greater than maximum allowed allocation. Requested resource=%v, maximum allowed allocation=%v", r, c.maxAlloc)
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request, requested resource type=[memory-mb] < 0 or greater than maximum allowed allocation. Requested resource=%v, maximum allowed allocation=%v", r, maxA)
 	}
-	if !c.maxAlloc.fits(r) {
+	if !maxA.fits(r) {
 		dim := "memory-mb"
-		if r.MemoryMB <= c.maxAlloc.MemoryMB {
+		if r.MemoryMB <= maxA.MemoryMB {
 			dim = "vcores"
 		}
-		return errorf(ErrInvalidResourceRequest, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%v, maximum allowed allocation=%v, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%v", dim, r, c.maxAlloc, c.cfg.MaxAllocation)
+		return errorf(ErrInvalidResourceRequest, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[%s], Requested resource=%v, maximum allowed allocation=%v, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=%v", dim, r, maxA, c.cfg.MaxAllocation)
 	}
 	return nil
 }
@@ -392,12 +403,19 @@ func (c *core) newAttempt(a *app, now int64) *attempt {
 		// An unmanaged AM needs no container: the attempt is launched at
 		// once and its AMRMToken shows in the application report.
 		at.state = AttemptLaunched
-		a.launched = now
+		a.diagnostics = diagLaunched
 	} else {
 		at.needsAM = true
+		a.diagnostics = diagWaitingForAM
 	}
 	return at
 }
+
+// Diagnostics an ACCEPTED application shows, in Hadoop's words.
+const (
+	diagWaitingForAM = "Application is Activated, waiting for resources to be assigned for AM."
+	diagLaunched     = "AM container is launched, waiting for AM container to Register with RM"
+)
 
 func (c *core) lookup(id AppID) (*app, error) {
 	a, ok := c.apps[id]

@@ -622,3 +622,18 @@ func TestRestartForgetsRegistrations(t *testing.T) {
 		t.Fatalf("re-register: %v", err)
 	}
 }
+
+func TestMaxAllocationCappedAfterWait(t *testing.T) {
+	c, clk := testCore(t, func(cfg *Config) { cfg.NodeMemoryMB = 4096; cfg.MaxAllocationWait = 10 * time.Second })
+	if _, m := c.NewApplication(); m.MemoryMB != 8192 {
+		t.Fatalf("right after start: %v, want the configured 8192", m)
+	}
+	clk.Advance(11 * time.Second)
+	if _, m := c.NewApplication(); m.MemoryMB != 4096 {
+		t.Fatalf("after the wait: %v, want the largest node's 4096", m)
+	}
+	id, _ := c.NewApplication()
+	if err := c.Submit(SubmitRequest{ID: id, AMResource: Resource{MemoryMB: 6000, VCores: 1}}); !errors.Is(err, ErrInvalidResourceRequest) {
+		t.Fatalf("AM larger than any node: %v", err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,33 +135,51 @@ func (r *RM) restMetrics(w http.ResponseWriter, req *http.Request) {
 		PendingVirtualCores: int64(m.Pending.VCores), ContainersAllocated: m.ContainersAllocated,
 		ContainersPending: m.ContainersPending, TotalMB: m.Total.MemoryMB, TotalVirtualCores: int64(m.Total.VCores),
 		TotalNodes: m.TotalNodes, ActiveNodes: m.ActiveNodes,
-		TotalUsedResourcesAcrossPartition:       &rmrest.ResourceInfo{Memory: m.Allocated.MemoryMB, VCores: m.Allocated.VCores},
-		TotalClusterResourcesAcrossPartition:    &rmrest.ResourceInfo{Memory: m.Total.MemoryMB, VCores: m.Total.VCores},
-		TotalReservedResourcesAcrossPartition:   &rmrest.ResourceInfo{},
+		TotalUsedResourcesAcrossPartition: ptr(rmrest.NewResourceInfo(m.Allocated.MemoryMB, m.Allocated.VCores)),
+		UtilizedMB:                        m.Allocated.MemoryMB, UtilizedVirtualCores: int64(m.Allocated.VCores),
+		UtilizedMBPercent:                       percent(m.Allocated.MemoryMB, m.Total.MemoryMB),
+		UtilizedVCoresPercent:                   percent(int64(m.Allocated.VCores), int64(m.Total.VCores)),
+		TotalClusterResourcesAcrossPartition:    ptr(rmrest.NewResourceInfo(m.Total.MemoryMB, m.Total.VCores)),
+		TotalReservedResourcesAcrossPartition:   ptr(rmrest.NewResourceInfo(0, 0)),
 		TotalAllocatedContainersAcrossPartition: m.ContainersAllocated, CrossPartitionMetricsAvailable: true,
 	}
 	writeREST(w, req, http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: out}, out)
 }
 
+func percent(part, whole int64) int32 {
+	if whole <= 0 {
+		return 0
+	}
+	return int32(part * 100 / whole)
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func (r *RM) restScheduler(w http.ResponseWriter, req *http.Request) {
-	root := r.core().Queues()
+	c := r.core()
+	root := c.Queues()
+	maxA := rmrest.NewResourceInfo(c.maxAlloc().MemoryMB, c.maxAlloc().VCores)
 	info := rmrest.SchedulerInfo{
 		XSI: rmrest.XSINamespace, XSIType: "capacityScheduler", Type: "capacityScheduler",
-		Capacity: 100, MaxCapacity: 100, UsedCapacity: root.CurrentCapacity * 100, QueueName: "root",
+		Capacity: 100, MaxCapacity: 100, UsedCapacity: root.CurrentCapacity * 100, Weight: -1,
+		QueueName: "root", QueuePath: "root", MaxParallelApps: math.MaxInt32, MaximumAllocation: &maxA,
+		OrderingPolicyInfo: "utilization", Mode: "percentage", QueueType: "parent", CreationMethod: "static",
 	}
 	if len(root.Children) > 0 {
 		info.Queues = &rmrest.QueueList{}
 		for _, q := range root.Children {
 			info.Queues.Queue = append(info.Queues.Queue, rmrest.Queue{
 				XSIType: "capacitySchedulerLeafQueueInfo", Type: "capacitySchedulerLeafQueueInfo",
-				Capacity: q.Capacity * 100, UsedCapacity: q.CurrentCapacity * 100, MaxCapacity: q.MaxCapacity * 100,
-				AbsoluteCapacity: q.Capacity * 100, AbsoluteMaxCapacity: q.MaxCapacity * 100,
-				AbsoluteUsedCapacity: q.AbsoluteUsed * 100, NumApplications: q.NumApps,
-				UsedResources: q.Used.String(), QueueName: q.Name, QueuePath: "root." + q.Name, State: q.State,
-				ResourcesUsed:         rmrest.ResourceInfo{Memory: q.Used.MemoryMB, VCores: q.Used.VCores},
+				QueuePath: "root." + q.Name, Capacity: q.Capacity * 100, UsedCapacity: q.CurrentCapacity * 100,
+				MaxCapacity: q.MaxCapacity * 100, AbsoluteCapacity: q.Capacity * 100, AbsoluteMaxCapacity: q.MaxCapacity * 100,
+				AbsoluteUsedCapacity: q.AbsoluteUsed * 100, Weight: -1, NumApplications: q.NumApps,
+				MaxParallelApps: math.MaxInt32, QueueName: q.Name, State: q.State,
+				ResourcesUsed: rmrest.NewResourceInfo(q.Used.MemoryMB, q.Used.VCores), NodeLabels: []string{"*"},
+				AllocatedContainers: q.NumContainers, PendingContainers: q.PendingContainers, MaximumAllocation: &maxA,
+				OrderingPolicyInfo: "fifo", Mode: "percentage", QueueType: "leaf", CreationMethod: "static",
 				NumActiveApplications: q.NumActive, NumPendingApplications: q.NumPending,
 				NumContainers: q.NumContainers, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
-				UserLimit: 100, UserLimitFactor: 1,
+				UserLimit: 100, UserLimitFactor: 1, ConfiguredMaxAMLimit: 0.1, PreemptionDisabled: true,
 			})
 		}
 	}
@@ -210,12 +230,34 @@ func (r *RM) restApp1(a *AppReport) rmrest.App {
 	out := rmrest.App{
 		ID: a.ID.String(), User: a.User, Name: a.Name, Queue: a.Queue, State: a.State.String(),
 		FinalStatus: a.FinalStatus.String(), Progress: a.Progress * 100, Diagnostics: a.Diagnostics,
-		ClusterID: a.ClusterTimestamp, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","),
+		ClusterID: a.ClusterTimestamp, RMClusterID: r.cfg.ClusterID, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","),
 		Priority: a.Priority, StartedTime: a.Started, LaunchTime: a.Launched, FinishedTime: a.Finished,
 		AllocatedMB: a.UsedResources.MemoryMB, AllocatedVCores: int64(a.UsedResources.VCores),
 		RunningContainers: a.RunningContainer, MemorySeconds: a.MemorySeconds, VCoreSeconds: a.VCoreSeconds,
 		QueueUsagePercentage: a.QueueUsagePct, ClusterUsagePercentage: a.ClusterUsagePct,
 		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.Unmanaged, AMNodeLabelExpression: a.AMNodeLabel,
+		ResourceSecondsMap: rmrest.LongMap{
+			{Key: "memory-mb", Value: strconv.FormatInt(a.MemorySeconds, 10)},
+			{Key: "vcores", Value: strconv.FormatInt(a.VCoreSeconds, 10)},
+		},
+		PreemptedResourceSecsMap: rmrest.LongMap{},
+		Timeouts:                 &rmrest.Timeouts{Timeout: []rmrest.Timeout{{Type: "LIFETIME", ExpiryTime: "UNLIMITED", RemainingTimeInSeconds: -1}}},
+	}
+	if out.LaunchTime == 0 {
+		out.LaunchTime = -1 // Hadoop's "not launched yet"
+	}
+	if !a.State.Final() {
+		var am Resource
+		if a.AMContainer != nil {
+			am = a.AMContainer.Resource
+		}
+		pending := a.NeededResources.sub(a.UsedResources).clampZero()
+		zero := rmrest.NewResourceInfo(0, 0)
+		out.ResourceInfo = &rmrest.AppResourceInfo{ResourceUsagesByPartition: []rmrest.PartitionUsage{{
+			Used: rmrest.NewResourceInfo(a.UsedResources.MemoryMB, a.UsedResources.VCores), Reserved: zero,
+			Pending: rmrest.NewResourceInfo(pending.MemoryMB, pending.VCores), AMUsed: rmrest.NewResourceInfo(am.MemoryMB, am.VCores),
+			AMLimit: zero, UserAMLimit: zero,
+		}}}
 	}
 	switch {
 	case a.State <= AppAccepted:
@@ -364,9 +406,9 @@ func restNode(n *NodeReport) rmrest.Node {
 		LastHealthUpdate: n.LastHealthUpdate, Version: simVersion, HealthReport: n.HealthReport,
 		NumContainers: n.NumContainers, UsedMemoryMB: n.Used.MemoryMB, AvailMemoryMB: free.MemoryMB,
 		UsedVirtualCores: int64(n.Used.VCores), AvailableVirtualCores: int64(free.VCores),
-		UsedResource:      rmrest.ResourceInfo{Memory: n.Used.MemoryMB, VCores: n.Used.VCores},
-		AvailableResource: rmrest.ResourceInfo{Memory: free.MemoryMB, VCores: free.VCores},
-		TotalResource:     rmrest.ResourceInfo{Memory: n.Total.MemoryMB, VCores: n.Total.VCores},
+		UsedResource:      rmrest.NewResourceInfo(n.Used.MemoryMB, n.Used.VCores),
+		AvailableResource: rmrest.NewResourceInfo(free.MemoryMB, free.VCores),
+		TotalResource:     rmrest.NewResourceInfo(n.Total.MemoryMB, n.Total.VCores),
 	}
 }
 

@@ -53,6 +53,7 @@ func (c *core) schedule() {
 				// starts the AM container immediately.
 				at.state = AttemptLaunched
 				a.launched = now
+				a.diagnostics = diagLaunched
 				if a.sim != nil {
 					a.sim.launchedAt = now
 				}
