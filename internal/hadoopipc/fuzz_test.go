@@ -1,0 +1,202 @@
+package hadoopipc
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// FuzzReadFrame: the frame reader never panics, never returns more than the
+// limit, and never allocates on the strength of a length prefix alone.
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 3, 1, 2, 3})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 0, 0x10, 0x01, 0})
+	f.Add([]byte{0, 0, 0, 0})
+	const limit = 4096
+	f.Fuzz(func(t *testing.T, in []byte) {
+		frame, err := readFrame(bytes.NewReader(in), limit, nil)
+		if err != nil {
+			if len(in) >= 4 && errors.Is(err, ErrFrameTooLarge) == (int(uint32(in[0])<<24|uint32(in[1])<<16|uint32(in[2])<<8|uint32(in[3])) <= limit) {
+				t.Fatalf("ErrFrameTooLarge mismatch for prefix %x: %v", in[:4], err)
+			}
+			return
+		}
+		if len(frame) > limit || len(frame) > len(in)-4 {
+			t.Fatalf("frame of %d bytes from %d input bytes", len(frame), len(in))
+		}
+		// Delimited splitting stays within the frame.
+		for rest := frame; len(rest) > 0; {
+			msg, r, err := nextDelimited(rest)
+			if err != nil {
+				break
+			}
+			if len(msg) > len(rest) || len(r) >= len(rest) {
+				t.Fatalf("nextDelimited grew: msg %d rest %d of %d", len(msg), len(r), len(rest))
+			}
+			rest = r
+		}
+		// Round trip: re-framing the payload gives back the input prefix.
+		out := append([]byte{0, 0, 0, 0}, frame...)
+		out[0], out[1], out[2], out[3] = in[0], in[1], in[2], in[3]
+		if !bytes.Equal(out, in[:4+len(frame)]) {
+			t.Fatal("frame does not round-trip")
+		}
+	})
+}
+
+// nopConn is a net.Conn that swallows writes, for driving a serverConn
+// without sockets.
+type nopConn struct{ written int }
+
+func (c *nopConn) Read([]byte) (int, error)         { return 0, net.ErrClosed }
+func (c *nopConn) Write(p []byte) (int, error)      { c.written += len(p); return len(p), nil }
+func (c *nopConn) Close() error                     { return nil }
+func (c *nopConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (c *nopConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (c *nopConn) SetDeadline(time.Time) error      { return nil }
+func (c *nopConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *nopConn) SetWriteDeadline(time.Time) error { return nil }
+
+var fuzzServer = func() *Server {
+	cfg := tokenConfig()
+	s := NewServer(cfg)
+	if err := s.Register(echoProtocol(nil)); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+func fuzzConn(auth byte, contextRead bool) *serverConn {
+	c := newServerConn(fuzzServer, &nopConn{})
+	c.authProtocol = auth
+	if contextRead {
+		c.contextRead = true
+		c.user = &User{Name: "fuzz", AuthMethod: authMethodSimple}
+		c.userCtx = c.ctx
+	}
+	return c
+}
+
+// splitPackets cuts fuzz input into packets: one length byte, then that
+// many bytes.
+func splitPackets(in []byte) [][]byte {
+	var out [][]byte
+	for len(in) > 0 {
+		n := int(in[0])
+		in = in[1:]
+		n = min(n, len(in))
+		out = append(out, in[:n])
+		in = in[n:]
+	}
+	return out
+}
+
+func joinPackets(pkts ...[]byte) []byte {
+	var out []byte
+	for _, p := range pkts {
+		out = append(out, byte(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
+
+func mustPacket(msgs ...proto.Message) []byte {
+	b, err := appendFrame(nil, msgs...)
+	if err != nil {
+		panic(err)
+	}
+	return b[4:]
+}
+
+// FuzzServerPackets: request decoding and dispatch never panic, whatever the
+// packets and connection state; a FATAL stops processing as on the wire.
+func FuzzServerPackets(f *testing.F) {
+	call := mustPacket(reqHeader(1), &commonpb.RequestHeaderProto{
+		MethodName: proto.String("echo"), DeclaringClassProtocolName: proto.String(testProtocol), ClientProtocolVersion: proto.Uint64(1),
+	}, &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("r")})
+	ctx := mustPacket(reqHeader(-3), &commonpb.IpcConnectionContextProto{UserInfo: &commonpb.UserInformationProto{EffectiveUser: proto.String("u")}})
+	f.Add(byte(0), joinPackets(ctx, call))
+	f.Add(byte(1), joinPackets(call, call))
+	f.Add(byte(1), joinPackets(mustPacket(reqHeader(-4)), []byte{0x1a, 0x00}))
+	f.Add(byte(2), joinPackets(mustPacket(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE)), ctx))
+	f.Fuzz(func(t *testing.T, mode byte, in []byte) {
+		auth := authProtocolNone
+		if mode&2 != 0 {
+			auth = authProtocolSASL
+		}
+		c := fuzzConn(auth, mode&1 != 0)
+		for _, p := range splitPackets(in) {
+			if re := c.processPacket(p); re != nil {
+				if !re.Fatal || re.Class == "" {
+					t.Fatalf("bad fatal reply %+v", re)
+				}
+				break
+			}
+		}
+		c.calls.Wait()
+	})
+}
+
+// FuzzSASLExchange: the server's SASL state machine, fed arbitrary
+// RpcSaslProto bytes after a valid start, never panics and only ends with
+// FATAL replies of the SASL error classes.
+func FuzzSASLExchange(f *testing.F) {
+	neg := mustPacket(saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+	auth := &commonpb.RpcSaslProto_SaslAuth{Method: proto.String("TOKEN"), Mechanism: proto.String("DIGEST-MD5"), Protocol: proto.String(""), ServerId: proto.String("default")}
+	ini := &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{auth},
+		Token: []byte(`charset=utf-8,username="aWQtdQ==",realm="default",nonce="x",nc=00000001,cnonce="y",digest-uri="/default",maxbuf=65536,response=0123456789abcdef0123456789abcdef,qop=auth`)}
+	f.Add(joinPackets(neg, mustPacket(ini)))
+	f.Add(joinPackets(mustPacket(saslMsg(commonpb.RpcSaslProto_INITIATE, &commonpb.RpcSaslProto_SaslAuth{Method: proto.String("SIMPLE"), Mechanism: proto.String("")}))))
+	f.Add(joinPackets(neg, mustPacket(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: []byte("abc")})))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c := fuzzConn(authProtocolSASL, false)
+		hdr := mustPacket(saslHeader())
+		for _, p := range splitPackets(in) {
+			pkt := append(append([]byte{byte(len(hdr))}, hdr...), append(protoLen(len(p)), p...)...)
+			if re := c.processPacket(pkt); re != nil {
+				switch re.Class {
+				case ClassSaslException, ClassAccessControl, ClassInvalidToken, ClassRpcServerException, ClassStandby:
+				default:
+					t.Fatalf("unexpected class in %+v", re)
+				}
+				break
+			}
+		}
+		c.calls.Wait()
+	})
+}
+
+func protoLen(n int) []byte {
+	var b []byte
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(b, byte(n))
+}
+
+// FuzzClientReply: the client's reply decoder never panics on what a server
+// sends, and fails pending calls rather than hanging them.
+func FuzzClientReply(f *testing.F) {
+	ok := mustPacket(&commonpb.RpcResponseHeaderProto{CallId: proto.Uint32(1), Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum()},
+		&commonpb.GetDelegationTokenResponseProto{})
+	f.Add(ok)
+	f.Add(mustPacket(&commonpb.RpcResponseHeaderProto{CallId: proto.Uint32(1), Status: commonpb.RpcResponseHeaderProto_FATAL.Enum(),
+		ExceptionClassName: proto.String("x"), ErrorDetail: fatalUnknown.Enum()}))
+	f.Add(mustPacket(&commonpb.RpcResponseHeaderProto{CallId: proto.Uint32(wireCallID(-33)), Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum()}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c := &clientConn{pool: NewPool(), nc: &nopConn{}, pending: map[int32]chan callResult{}, cfg: connConfig{maxFrame: 1 << 16, idle: time.Hour}}
+		ch := make(chan callResult, 1)
+		c.pending[1] = ch
+		if err := c.handleReply(in); err != nil {
+			c.close(err)
+		}
+	})
+}
