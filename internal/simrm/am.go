@@ -108,6 +108,9 @@ func (c *core) allocateLocked(id AttemptID, req AllocateRequest) (*AllocateRespo
 	if p := req.Progress; !math.IsNaN(float64(p)) {
 		a.progress = float32(math.Max(0, math.Min(1, float64(p))))
 	}
+	if req.TrackingURL != "" {
+		at.trackingURL = req.TrackingURL
+	}
 	for _, h := range req.BlacklistAdd {
 		at.blacklist[h] = true
 	}

@@ -107,6 +107,10 @@ type Config struct {
 	// as configured; afterwards it is capped at the largest node, as Hadoop
 	// does after yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms.
 	MaxAllocationWait time.Duration
+	// MaxCompletedApps is how many finished applications the RM remembers
+	// (yarn.resourcemanager.max-completed-applications); older ones are
+	// forgotten, so a long dev run does not grow without bound.
+	MaxCompletedApps int
 	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts.
 	MaxAppAttempts int32
 	// AMLivenessTimeout fails an attempt whose AM stopped heartbeating.
@@ -159,6 +163,7 @@ func DefaultConfig() Config {
 		MaxAllocation:     Resource{MemoryMB: 8192, VCores: 4},
 		MaxAllocationWait: 10 * time.Second,
 		MaxAppAttempts:    2,
+		MaxCompletedApps:  1000,
 		AMLivenessTimeout: 10 * time.Minute,
 		SimAM: SimAMConfig{
 			Containers:       2,
@@ -205,6 +210,9 @@ func (c *Config) Validate() error {
 	}
 	if !c.MaxAllocation.atLeast(c.MinAllocation) {
 		errs = append(errs, fmt.Errorf("maximum allocation %v is below the minimum %v", c.MaxAllocation, c.MinAllocation))
+	}
+	if c.MaxCompletedApps < 0 {
+		errs = append(errs, fmt.Errorf("max completed apps must be >= 0, got %d", c.MaxCompletedApps))
 	}
 	if c.MaxAppAttempts <= 0 {
 		errs = append(errs, fmt.Errorf("max app attempts must be >= 1, got %d", c.MaxAppAttempts))

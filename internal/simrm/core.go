@@ -40,7 +40,9 @@ type core struct {
 	queueByName map[string]*queue
 
 	apps      map[AppID]*app
-	appOrder  []*app // submission order
+	appOrder  []*app // submission order; may hold forgotten apps until compacted
+	completed []*app // finished applications, oldest first
+	forgotten int    // forgotten apps still in appOrder
 	nextAppID int32
 
 	expiry expiryHeap // containers that end by themselves
@@ -358,6 +360,7 @@ func (c *core) Submit(req SubmitRequest) error {
 		a.finished = now
 		a.diagnostics = fmt.Sprintf("Application %s submitted by user %s to unknown queue: %s", a.id, a.user, a.queue)
 		c.appsFailed++
+		c.retire(a)
 		return nil
 	}
 	a.state = AppAccepted
@@ -498,6 +501,9 @@ func (c *core) Apps(f AppFilter) []AppReport {
 		if f.Limit > 0 && int64(len(out)) >= f.Limit {
 			break
 		}
+		if c.forgotten > 0 && c.apps[a.id] != a {
+			continue
+		}
 		if f.matches(a) {
 			out = append(out, c.report(a))
 		}
@@ -583,6 +589,24 @@ func (c *core) endApp(a *app, st AppState, fs FinalStatus, ast AttemptState, dia
 		q.apps = slices.DeleteFunc(q.apps, func(x *app) bool { return x == a })
 	}
 	a.sim = nil
+	c.retire(a)
+}
+
+// retire remembers a finished application and forgets the oldest ones
+// beyond MaxCompletedApps, as the RMAppManager does.
+func (c *core) retire(a *app) {
+	c.completed = append(c.completed, a)
+	for len(c.completed) > c.cfg.MaxCompletedApps {
+		old := c.completed[0]
+		c.completed[0] = nil
+		c.completed = c.completed[1:]
+		delete(c.apps, old.id)
+		c.forgotten++
+	}
+	if c.forgotten > 0 && c.forgotten >= len(c.appOrder)/2 {
+		c.appOrder = slices.DeleteFunc(c.appOrder, func(x *app) bool { return c.apps[x.id] != x })
+		c.forgotten = 0
+	}
 }
 
 // endAttempt finishes an attempt: drops it from the AMS cache, clears its

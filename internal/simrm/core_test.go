@@ -637,3 +637,27 @@ func TestMaxAllocationCappedAfterWait(t *testing.T) {
 		t.Fatalf("AM larger than any node: %v", err)
 	}
 }
+
+func TestCompletedAppsAreForgottenBeyondTheLimit(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) { cfg.MaxCompletedApps = 2 })
+	var ids []AppID
+	for i := 0; i < 6; i++ {
+		id := submit(t, c, func(r *SubmitRequest) { r.Unmanaged = true })
+		ids = append(ids, id)
+		if i < 5 {
+			if _, err := c.Kill(id, "", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := c.Apps(AppFilter{})
+	if len(got) != 3 || got[0].ID != ids[3] || got[1].ID != ids[4] || got[2].ID != ids[5] {
+		t.Fatalf("remembered %v", got)
+	}
+	if _, err := c.AppReport(ids[0]); !errors.Is(err, ErrApplicationNotFound) {
+		t.Fatalf("oldest finished app still known: %v", err)
+	}
+	if m := c.Metrics(); m.AppsKilled != 5 || m.AppsSubmitted != 6 {
+		t.Fatalf("counters must survive forgetting: %+v", m)
+	}
+}

@@ -551,7 +551,7 @@ func (r *RM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*y
 	if err != nil {
 		return nil, err
 	}
-	creq := AllocateRequest{ResponseID: req.GetResponseId(), Progress: req.GetProgress()}
+	creq := AllocateRequest{ResponseID: req.GetResponseId(), Progress: req.GetProgress(), TrackingURL: req.GetTrackingUrl()}
 	if len(req.Ask) > 0 {
 		creq.Asks = make([]ResourceRequest, 0, len(req.Ask))
 		for _, a := range req.Ask {

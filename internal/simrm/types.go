@@ -272,6 +272,7 @@ type AllocateRequest struct {
 	Releases        []ContainerID
 	BlacklistAdd    []string
 	BlacklistRemove []string
+	TrackingURL     string // an AM may move its tracking URL on any heartbeat
 }
 
 // AMCommand is AMCommandProto.
