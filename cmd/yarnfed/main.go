@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 	// Role subcommands: one file per role in this directory, one line each here.
 	// roles:begin
 	root.AddCommand(newSimrmCmd())
+	root.AddCommand(newStatestoreCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	return root

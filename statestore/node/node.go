@@ -1,0 +1,330 @@
+// Package node runs one state store replica as a process would: the Raft
+// store, the gRPC server, and an HTTP listener for /metrics, /healthz and
+// /readyz. `yarnfed statestore` and `yarnfed bench statestore` use it.
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/server"
+	"github.com/yarnfed/yarnfed/statestore/store"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// Duration is a time.Duration written as "1.5s" in config files.
+type Duration time.Duration
+
+// UnmarshalJSON accepts a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"500ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Config configures a replica process.
+type Config struct {
+	// NodeID is the replica's stable Raft id.
+	NodeID string `json:"node_id"`
+	// DataDir holds the Raft log, the FSM database and snapshots.
+	DataDir string `json:"data_dir"`
+	// GRPCAddress is where clients and other replicas connect;
+	// GRPCAdvertise is what the others are told (default GRPCAddress).
+	GRPCAddress   string `json:"grpc_address"`
+	GRPCAdvertise string `json:"grpc_advertise"`
+	// RaftAddress is the Raft TCP transport's listen address;
+	// RaftAdvertise what peers dial (default RaftAddress).
+	RaftAddress   string `json:"raft_address"`
+	RaftAdvertise string `json:"raft_advertise"`
+	// HTTPAddress serves /metrics, /healthz, /readyz; empty disables.
+	HTTPAddress string `json:"http_address"`
+
+	// Bootstrap forms a new cluster unless DataDir has state: alone, or
+	// with Peers ("id=raft-host:port", the same list on every initial
+	// member, this node included).
+	Bootstrap bool     `json:"bootstrap"`
+	Peers     []string `json:"peers"`
+	// Join lists gRPC addresses of existing replicas to ask for admission
+	// (any replica: the request is forwarded to the leader).
+	Join     []string `json:"join"`
+	NonVoter bool     `json:"non_voter"`
+
+	// FSMSync fsyncs the FSM database per batch (see store.Config).
+	FSMSync bool `json:"fsm_sync"`
+	// NoSync skips fsync of the Raft log: unsafe, benchmarks only.
+	NoSync bool `json:"unsafe_no_sync"`
+
+	HeartbeatTimeout  Duration `json:"heartbeat_timeout"`
+	ElectionTimeout   Duration `json:"election_timeout"`
+	SnapshotInterval  Duration `json:"snapshot_interval"`
+	SnapshotThreshold uint64   `json:"snapshot_threshold"`
+	// MaxContextBytes caps a stored application submission context.
+	MaxContextBytes int `json:"max_context_bytes"`
+	// MaxListApplications caps one page of application homes
+	// (yarn.federation.state-store.max-applications).
+	MaxListApplications int `json:"max_list_applications"`
+
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"`
+	Gatherer   prometheus.Gatherer   `json:"-"`
+}
+
+// DefaultConfig returns a single-replica configuration on loopback.
+func DefaultConfig() Config {
+	l := store.DefaultLimits()
+	return Config{
+		NodeID:              "statestore-0",
+		DataDir:             "statestore-data",
+		GRPCAddress:         "127.0.0.1:9090",
+		RaftAddress:         "127.0.0.1:9091",
+		HTTPAddress:         "127.0.0.1:9092",
+		HeartbeatTimeout:    Duration(time.Second),
+		ElectionTimeout:     Duration(time.Second),
+		SnapshotInterval:    Duration(2 * time.Minute),
+		SnapshotThreshold:   8192,
+		MaxContextBytes:     l.MaxContextBytes,
+		MaxListApplications: l.MaxListLimit,
+	}
+}
+
+// LoadConfigFile overlays a JSON file on cfg. Unknown keys are errors: a
+// misspelt option must not be silently ignored.
+func LoadConfigFile(path string, cfg *Config) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// ParsePeers parses "id=host:port" entries.
+func ParsePeers(list []string) ([]store.Peer, error) {
+	var out []store.Peer
+	seen := map[string]bool{}
+	for _, p := range list {
+		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peer %q: want id=host:port", p)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer %q: %w", p, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("peer id %q listed twice", id)
+		}
+		seen[id] = true
+		out = append(out, store.Peer{ID: id, RaftAddr: addr})
+	}
+	return out, nil
+}
+
+// Validate reports the first problem with cfg.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("node_id is required")
+	case c.DataDir == "":
+		return errors.New("data_dir is required")
+	case c.GRPCAddress == "":
+		return errors.New("grpc_address is required")
+	case c.RaftAddress == "":
+		return errors.New("raft_address is required")
+	case c.Bootstrap && len(c.Join) > 0:
+		return errors.New("bootstrap and join are exclusive: bootstrap forms a new cluster, join enters an existing one")
+	case c.MaxContextBytes <= 0 || c.MaxContextBytes > 4<<20:
+		return fmt.Errorf("max_context_bytes %d outside 1..4MiB (gRPC messages are capped at 4 MiB)", c.MaxContextBytes)
+	case c.MaxListApplications <= 0:
+		return fmt.Errorf("max_list_applications %d must be positive", c.MaxListApplications)
+	case c.HeartbeatTimeout < Duration(5*time.Millisecond) || c.ElectionTimeout < Duration(5*time.Millisecond):
+		return errors.New("heartbeat_timeout and election_timeout must be at least 5ms")
+	}
+	for _, a := range []struct{ name, v string }{{"grpc_address", c.GRPCAddress}, {"raft_address", c.RaftAddress}, {"http_address", c.HTTPAddress}, {"grpc_advertise", c.GRPCAdvertise}, {"raft_advertise", c.RaftAdvertise}} {
+		if a.v == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return fmt.Errorf("%s %q: %w", a.name, a.v, err)
+		}
+	}
+	if c.Bootstrap && len(c.Peers) > 0 {
+		peers, err := ParsePeers(c.Peers)
+		if err != nil {
+			return err
+		}
+		if n := len(peers); n%2 == 0 {
+			return fmt.Errorf("bootstrap with %d voters: use an odd number (1, 3, 5) so a majority survives a failure", n)
+		}
+		self := false
+		for _, p := range peers {
+			self = self || p.ID == c.NodeID
+		}
+		if !self {
+			return fmt.Errorf("peers must include this node (%s)", c.NodeID)
+		}
+	}
+	return nil
+}
+
+// Node is a running replica.
+type Node struct {
+	cfg   Config
+	Store *store.Store
+	srv   *server.Server
+	grpc  *grpc.Server
+	lis   net.Listener
+	http  *http.Server
+	hlis  net.Listener
+}
+
+// Start opens the store and starts serving. The caller runs Wait or Close.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	peers, err := ParsePeers(cfg.Peers)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg}
+	if n.lis, err = net.Listen("tcp", cfg.GRPCAddress); err != nil {
+		return nil, err
+	}
+	adv := cfg.GRPCAdvertise
+	if adv == "" {
+		adv = n.lis.Addr().String()
+	}
+	limits := store.DefaultLimits()
+	limits.MaxContextBytes = cfg.MaxContextBytes
+	limits.MaxListLimit = cfg.MaxListApplications
+	n.Store, err = store.Open(store.Config{
+		NodeID: cfg.NodeID, Dir: cfg.DataDir, RaftAddr: cfg.RaftAddress, RaftAdvertise: cfg.RaftAdvertise, GRPCAddr: adv,
+		Bootstrap: cfg.Bootstrap, Peers: peers, NoSync: cfg.NoSync, FSMSync: cfg.FSMSync,
+		HeartbeatTimeout: time.Duration(cfg.HeartbeatTimeout), ElectionTimeout: time.Duration(cfg.ElectionTimeout),
+		LeaderLeaseTimeout: time.Duration(cfg.HeartbeatTimeout) / 2,
+		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold,
+		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		n.lis.Close()
+		return nil, err
+	}
+	n.srv = server.New(server.Config{Store: n.Store, Logger: cfg.Logger})
+	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxContextBytes + 1<<20))
+	n.srv.Register(n.grpc)
+	go n.grpc.Serve(n.lis)
+	if cfg.HTTPAddress != "" {
+		if n.hlis, err = net.Listen("tcp", cfg.HTTPAddress); err != nil {
+			n.Close()
+			return nil, err
+		}
+		n.http = &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second}
+		go n.http.Serve(n.hlis)
+	}
+	if len(cfg.Join) > 0 {
+		if err := n.join(ctx, adv); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	cfg.Logger.Info("statestore replica started", "node", cfg.NodeID, "grpc", adv, "raft", cfg.RaftAddress, "http", cfg.HTTPAddress)
+	return n, nil
+}
+
+// join asks the existing cluster to admit this node, retrying until the
+// cluster has a leader or ctx ends.
+func (n *Node) join(ctx context.Context, grpcAdv string) error {
+	c, err := client.New(client.Config{Addrs: n.cfg.Join, DisableCache: true, RetryTimeout: time.Minute, Logger: n.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	raftAdv := n.cfg.RaftAdvertise
+	if raftAdv == "" {
+		raftAdv = n.cfg.RaftAddress
+	}
+	if err := c.Join(ctx, &pb.JoinRequest{NodeId: n.cfg.NodeID, RaftAddress: raftAdv, GrpcAddress: grpcAdv, NonVoter: n.cfg.NonVoter}); err != nil {
+		return fmt.Errorf("join via %v: %w", n.cfg.Join, err)
+	}
+	return nil
+}
+
+// GRPCAddr returns the bound gRPC address.
+func (n *Node) GRPCAddr() string { return n.lis.Addr().String() }
+
+// HTTPAddr returns the bound HTTP address ("" if disabled).
+func (n *Node) HTTPAddr() string {
+	if n.hlis == nil {
+		return ""
+	}
+	return n.hlis.Addr().String()
+}
+
+func (n *Node) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	// Ready when this replica knows a leader (it can then serve or
+	// forward every call).
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		id, addr := n.Store.Leader()
+		if id == "" || addr == "" {
+			http.Error(w, "no leader known", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ok leader=%s applied=%d\n", id, n.Store.AppliedIndex())
+	})
+	if n.cfg.Gatherer != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(n.cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	return mux
+}
+
+// Close stops serving and closes the store.
+func (n *Node) Close() error {
+	if n.http != nil {
+		n.http.Close()
+	}
+	if n.grpc != nil {
+		// GracefulStop would wait for watch streams forever.
+		n.grpc.Stop()
+	}
+	var err error
+	if n.srv != nil {
+		err = n.srv.Close()
+	}
+	if n.Store != nil {
+		err = errors.Join(err, n.Store.Close())
+	}
+	return err
+}

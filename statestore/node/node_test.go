@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/statestore/client"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func testConfig(t *testing.T, id string) Config {
+	cfg := DefaultConfig()
+	cfg.NodeID = id
+	cfg.DataDir = filepath.Join(t.TempDir(), id)
+	cfg.GRPCAddress = "127.0.0.1:0"
+	cfg.RaftAddress = freeAddr(t)
+	cfg.HTTPAddress = "127.0.0.1:0"
+	cfg.HeartbeatTimeout = Duration(100 * time.Millisecond)
+	cfg.ElectionTimeout = Duration(100 * time.Millisecond)
+	return cfg
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestBootstrapJoinOverTCP: one replica bootstraps, two join through it,
+// over the real TCP transport, and serve through HTTP endpoints.
+func TestBootstrapJoinOverTCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := testConfig(t, "a")
+	first.Bootstrap = true
+	reg := prometheus.NewRegistry()
+	first.Registerer, first.Gatherer = reg, reg
+	n0, err := Start(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	storetest.Poll(t, 20*time.Second, func() bool { code, _ := httpGet(t, "http://"+n0.HTTPAddr()+"/readyz"); return code == 200 })
+	nodes := []*Node{n0}
+	for _, id := range []string{"b", "c"} {
+		cfg := testConfig(t, id)
+		cfg.Join = []string{n0.GRPCAddr()}
+		n, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	cl, err := client.New(client.Config{Addrs: []string{nodes[2].GRPCAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: "*", Type: "UniformBroadcastPolicyManager"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.Status(ctx)
+	if err != nil || len(st.GetNodes()) != 3 {
+		t.Fatalf("status: %v %v", st, err)
+	}
+	if code, body := httpGet(t, "http://"+n0.HTTPAddr()+"/metrics"); code != 200 || !strings.Contains(body, "yarnfed_statestore_fsm_batches_total") {
+		t.Fatalf("metrics: %d", code)
+	}
+	if code, _ := httpGet(t, "http://"+n0.HTTPAddr()+"/healthz"); code != 200 {
+		t.Fatalf("healthz: %d", code)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"no node id", func(c *Config) { c.NodeID = "" }, "node_id"},
+		{"bootstrap and join", func(c *Config) { c.Bootstrap = true; c.Join = []string{"h:1"} }, "exclusive"},
+		{"even voters", func(c *Config) { c.Bootstrap = true; c.Peers = []string{"statestore-0=h:1", "b=h:2"} }, "odd"},
+		{"self not in peers", func(c *Config) { c.Bootstrap = true; c.Peers = []string{"x=h:1"} }, "include this node"},
+		{"malformed peer", func(c *Config) { c.Bootstrap = true; c.Peers = []string{"statestore-0"} }, "id=host:port"},
+		{"bad address", func(c *Config) { c.RaftAddress = "nope" }, "raft_address"},
+		{"huge context", func(c *Config) { c.MaxContextBytes = 64 << 20 }, "max_context_bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ss.json")
+	os.WriteFile(p, []byte(`{"node_id":"x","election_timeout":"250ms","peers":["x=h:1"]}`), 0o600)
+	c := DefaultConfig()
+	if err := LoadConfigFile(p, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != "x" || time.Duration(c.ElectionTimeout) != 250*time.Millisecond || c.GRPCAddress != DefaultConfig().GRPCAddress {
+		t.Fatalf("loaded %+v", c)
+	}
+	os.WriteFile(p, []byte(`{"node_idd":"x"}`), 0o600)
+	if err := LoadConfigFile(p, &c); err == nil {
+		t.Fatal("unknown key accepted")
+	}
+}
