@@ -43,12 +43,20 @@ func auditOf(ctx context.Context) *audit {
 // handle wraps a routing function as an IPC method: metrics, audit line and
 // translation of router errors into Hadoop exception classes.
 func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, h func(context.Context, Req) (Resp, error)) hadoopipc.Method {
+	// Resolve the labelled series once, not per call.
+	ok, fail := r.metrics.requests.WithLabelValues(name, "ok"), r.metrics.requests.WithLabelValues(name, "error")
+	lat := r.metrics.latency.WithLabelValues(name)
 	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
 		start := time.Now()
 		a := &audit{}
 		ctx = context.WithValue(ctx, auditKey{}, a)
 		resp, err := h(ctx, req)
-		r.metrics.observe(name, start, err)
+		lat.Observe(time.Since(start).Seconds())
+		if err != nil {
+			fail.Inc()
+		} else {
+			ok.Inc()
+		}
 		if mutating[name] {
 			r.auditLog(ctx, name, a, err)
 		}

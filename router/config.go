@@ -77,6 +77,7 @@ type Config struct {
 	Dial           DialFunc              `json:"-"` // nil: hadoopipc
 	Logger         *slog.Logger          `json:"-"`
 	Registerer     prometheus.Registerer `json:"-"` // nil: no metrics
+	Gatherer       prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
 }
 
 // DefaultConfig returns Hadoop's defaults where Hadoop has one.

@@ -20,7 +20,7 @@ import (
 
 // fed is a router in front of fake RMs and a fake store.
 type fed struct {
-	t      *testing.T
+	t      testing.TB
 	store  *routertest.Store
 	rms    map[router.SubClusterID]*routertest.RM
 	router *router.Router
@@ -28,7 +28,7 @@ type fed struct {
 	reg    *prometheus.Registry
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("ROUTER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -36,7 +36,7 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // newFed starts a router over n fake RMs SC-1..SC-n (all RUNNING).
-func newFed(t *testing.T, n int, mod func(*router.Config)) *fed {
+func newFed(t testing.TB, n int, mod func(*router.Config)) *fed {
 	t.Helper()
 	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}, reg: prometheus.NewRegistry()}
 	var rms []*routertest.RM
@@ -106,7 +106,7 @@ func (f *fed) dial(r *router.Router) *hadoopipc.Client {
 	return c
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -159,7 +159,7 @@ func remoteClass(err error) string {
 }
 
 // poll waits for cond (no sleeps in assertions; bounded by the test ctx).
-func poll(t *testing.T, what string, cond func() bool) {
+func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

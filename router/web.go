@@ -2,6 +2,8 @@ package router
 
 import (
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Handler serves the router's HTTP endpoints: health, readiness and the
@@ -26,6 +28,12 @@ func (r *Router) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	if r.cfg.Gatherer != nil {
+		// /prom, as Hadoop 3.3+ daemons name their Prometheus endpoint
+		// (/metrics is taken by nothing here, but /ws/v1/cluster/metrics
+		// is the RM's and the names would confuse).
+		mux.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
 	r.restRoutes(mux)
 	return mux
 }

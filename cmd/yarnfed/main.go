@@ -39,6 +39,8 @@ func newRootCmd() *cobra.Command {
 	// Role subcommands: one file per role in this directory, one line each here.
 	// roles:begin
 	root.AddCommand(newSimrmCmd())
+	root.AddCommand(newRouterCmd())
+	root.AddCommand(newSubclusterAgentCmd())
 	root.AddCommand(newStatestoreCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())

@@ -64,12 +64,17 @@ type Registration struct {
 	Capability             string
 }
 
+// ErrNotRegistered is what a Store returns for a heartbeat of a row it does
+// not have; the agent then registers again.
+var ErrNotRegistered = errors.New("sub-cluster not registered")
+
 // Store is what the agent needs from the federation state store.
 type Store interface {
 	// RegisterSubCluster writes the whole row (addresses, state,
 	// capability) and stamps the heartbeat time.
 	RegisterSubCluster(ctx context.Context, r Registration) error
-	// SubClusterHeartbeat updates state and capability of a registered row.
+	// SubClusterHeartbeat updates state and capability of a registered row
+	// (both are overwritten), or returns an error wrapping ErrNotRegistered.
 	SubClusterHeartbeat(ctx context.Context, id string, state State, capability string) error
 }
 
@@ -147,10 +152,10 @@ type Agent struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu         sync.Mutex
-	status     Status
-	lastBeat   time.Time
-	lastSentSt State
+	mu       sync.Mutex
+	status   Status
+	lastBeat time.Time
+	lastCap  string // last capability seen, kept through an outage
 }
 
 // New validates cfg and returns an agent; Run starts it.
@@ -216,6 +221,10 @@ func (a *Agent) Step(ctx context.Context) {
 	a.mu.Lock()
 	prev := a.status
 	due := time.Since(a.lastBeat) >= a.cfg.HeartbeatInterval
+	if active >= 0 && results[active].Capability != "" {
+		a.lastCap = results[active].Capability
+	}
+	lastCap := a.lastCap
 	a.mu.Unlock()
 
 	var err error
@@ -243,14 +252,23 @@ func (a *Agent) Step(ctx context.Context) {
 		a.record(err, prev.Registered, active, StateRunning)
 	case active < 0 && prev.Registered && (due || prev.State != StateUnhealthy):
 		// No RM is active (down, or mid-failover): say so at once so
-		// routers stop sending work here. Keep the last capability.
-		err = a.cfg.Store.SubClusterHeartbeat(ctx, a.cfg.SubClusterID, StateUnhealthy, "")
+		// routers stop sending work here. The store overwrites the
+		// capability, so resend the last one seen.
+		err = a.cfg.Store.SubClusterHeartbeat(ctx, a.cfg.SubClusterID, StateUnhealthy, lastCap)
 		if prev.State != StateUnhealthy {
 			a.log.Warn("no active RM: sub-cluster marked unhealthy", "probe_errors", errors.Join(errs...))
 		}
 		a.record(err, true, -1, StateUnhealthy)
 	case active < 0:
-		a.record(errors.Join(errs...), prev.Registered, -1, prev.State)
+		// Never registered and nothing active yet: nothing to write.
+		a.mu.Lock()
+		a.status.LastError = fmt.Sprint(errors.Join(errs...))
+		a.mu.Unlock()
+	}
+	if errors.Is(err, ErrNotRegistered) {
+		a.mu.Lock()
+		a.status.Registered = false // register afresh next round
+		a.mu.Unlock()
 	}
 	if err != nil && ctx.Err() == nil {
 		a.log.Warn("state store write failed; retrying next probe", "err", err)

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/statestore/client"
+)
+
+// newRouterCmd is `yarnfed router`: the YARN Federation Router.
+func newRouterCmd() *cobra.Command {
+	cfg := router.DefaultConfig()
+	var (
+		configFile string
+		storeAddrs = "127.0.0.1:9090"
+		logLevel   = "info"
+	)
+	cmd := &cobra.Command{
+		Use:   "router",
+		Short: "Run the YARN Federation Router (ApplicationClientProtocol on 8050, RM REST API on 8089)",
+		Long: `The router serves unmodified YARN clients: point yarn.resourcemanager.address at its client
+RPC address (Hadoop's yarn.router.clientrm.address, default 8050) and the RM web address at its REST
+address (yarn.router.webapp.address, default 8089). It keeps no state: sub-clusters, application
+homes and queue policies live in the state store, so any number of routers can run side by side.
+
+Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
+Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Prometheus).`,
+		Example: `  yarnfed router --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090
+  yarnfed router --config router.json --partial-results`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			if configFile != "" {
+				// The file sits under the flags: re-apply flags the user set.
+				fileCfg := router.DefaultConfig()
+				if err := router.LoadConfigFile(configFile, &fileCfg); err != nil {
+					return err
+				}
+				overlayChangedFlags(cmd, &fileCfg, &cfg)
+				cfg = fileCfg
+			}
+			sc, err := newStoreClient(storeAddrs, log)
+			if err != nil {
+				return err
+			}
+			defer sc.Close()
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg.Store = router.NewClientStore(sc)
+			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
+			r, err := router.New(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), storeAddrs)
+			return r.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "JSON config file (see router.Config's json tags)")
+	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
+	f.StringVar(&cfg.ClientRMAddress, "clientrm-address", cfg.ClientRMAddress, "ApplicationClientProtocol listen address (yarn.router.clientrm.address)")
+	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "REST listen address (yarn.router.webapp.address); empty disables")
+	f.IntVar(&cfg.SubmitRetries, "submit-retries", cfg.SubmitRetries, "sub-clusters tried per submission (yarn.router.submit.retry)")
+	f.BoolVar(&cfg.PartialResults, "partial-results", cfg.PartialResults, "list calls skip failing sub-clusters (yarn.router.clientrm.partial-results.enabled)")
+	f.Var(durationFlag{&cfg.FailoverWait}, "failover-wait", "how long a call waits for a routable sub-cluster before failing")
+	f.Var(durationFlag{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
+	f.Var(durationFlag{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
+	return cmd
+}
+
+// overlayChangedFlags copies the values of explicitly set flags from
+// flagCfg onto fileCfg, so precedence is defaults < file < flags.
+func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
+	set := map[string]func(){
+		"clientrm-address":   func() { fileCfg.ClientRMAddress = flagCfg.ClientRMAddress },
+		"web-address":        func() { fileCfg.WebAddress = flagCfg.WebAddress },
+		"submit-retries":     func() { fileCfg.SubmitRetries = flagCfg.SubmitRetries },
+		"partial-results":    func() { fileCfg.PartialResults = flagCfg.PartialResults },
+		"failover-wait":      func() { fileCfg.FailoverWait = flagCfg.FailoverWait },
+		"call-timeout":       func() { fileCfg.CallTimeout = flagCfg.CallTimeout },
+		"membership-refresh": func() { fileCfg.MembershipRefresh = flagCfg.MembershipRefresh },
+	}
+	for name, apply := range set {
+		if cmd.Flags().Changed(name) {
+			apply()
+		}
+	}
+}
+
+// durationFlag lets a router.Duration be a flag.
+type durationFlag struct{ d *router.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.D().String()
+}
+
+func (f durationFlag) Set(s string) error { return f.d.UnmarshalJSON([]byte(`"` + s + `"`)) }
+func (f durationFlag) Type() string       { return "duration" }
+
+func newLogger(level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// newStoreClient connects to the state store replicas (any replica works;
+// the client moves on when one is down).
+func newStoreClient(addrs string, log *slog.Logger) (*client.Client, error) {
+	var list []string
+	for _, a := range strings.Split(addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			list = append(list, a)
+		}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("--store: no address")
+	}
+	c, err := client.New(client.Config{Addrs: list, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", addrs, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/statestore/storepb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
+)
+
+// TestRouterWithRealStore wires what `yarnfed router` and
+// `yarnfed subcluster-agent` wire, in process: a 3-replica Raft state
+// store, two simrm sub-clusters with agents, and two routers side by side.
+// A YARN client submits through one router and reads through the other;
+// the store's queue policy decides the home.
+func TestRouterWithRealStore(t *testing.T) {
+	cl := storetest.NewCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	for i, id := range []string{"SC-1", "SC-2"} {
+		cfg := simrm.TestConfig()
+		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
+		cfg.SimAM.ContainerRuntime = time.Hour
+		rm, err := simrm.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rm.Close() })
+		a := rm.Addrs()
+		acfg := subclusteragent.DefaultConfig()
+		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
+		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
+		acfg.ProbeInterval = 50 * time.Millisecond
+		agent, err := subclusteragent.New(acfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = agent.Run(ctx) }()
+	}
+	if err := cl.Client().SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: "root.b",
+		Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0"},{"key":{"id":"SC-2"},"value":"1"}]},` +
+			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"1"}]},"headroomAlpha":"1.0"}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	var routers []*router.Router
+	for i := range 2 {
+		cfg := router.DefaultConfig()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ClientListener, cfg.WebAddress = ln, ""
+		cfg.Store = router.NewClientStore(cl.Client(i))
+		cfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
+		r, err := router.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = r.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		routers = append(routers, r)
+	}
+	client := func(r *router.Router) *hadoopipc.Client {
+		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{r.ClientRMAddr().String()},
+			Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	c0, c1 := client(routers[0]), client(routers[1])
+	call := func(c *hadoopipc.Client, m string, req, resp proto.Message) error {
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		defer ccancel()
+		return c.Call(cctx, m, req, resp)
+	}
+	storetest.Poll(t, 20*time.Second, func() bool { // agents registered, routers see both
+		m := &yarnpb.GetClusterMetricsResponseProto{}
+		return call(c0, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m) == nil &&
+			m.GetClusterMetrics().GetNumNodeManagers() == int32(2*simrm.TestConfig().Nodes)
+	})
+
+	for range 5 {
+		na := &yarnpb.GetNewApplicationResponseProto{}
+		if err := call(c0, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+			t.Fatal(err)
+		}
+		sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+			ApplicationId: na.GetApplicationId(), Queue: proto.String("root.b"), ApplicationName: proto.String("it"),
+			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
+		if err := call(c0, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
+		home, err := cl.Client().GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
+		if err != nil || home.GetHomeSubClusterId() != "SC-2" {
+			t.Fatalf("home %v, %v; queue root.b routes to SC-2 only", home, err)
+		}
+		// The other router finds it through the store.
+		rep := &yarnpb.GetApplicationReportResponseProto{}
+		if err := call(c1, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.GetApplicationId()}, rep); err != nil {
+			t.Fatalf("report via router 2: %v", err)
+		}
+		// Resubmission through the other router is acknowledged, not duplicated.
+		if err := call(c1, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+			t.Fatalf("resubmit via router 2: %v", err)
+		}
+	}
+	apps := &yarnpb.GetApplicationsResponseProto{}
+	if err := call(c1, "getApplications", &yarnpb.GetApplicationsRequestProto{}, apps); err != nil || len(apps.GetApplications()) != 5 {
+		t.Fatalf("getApplications: %d, %v", len(apps.GetApplications()), err)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+)
+
+// newSubclusterAgentCmd is `yarnfed subcluster-agent`: keeps a stock RM (or
+// RM HA pair) registered and heartbeating in the state store.
+func newSubclusterAgentCmd() *cobra.Command {
+	cfg := subclusteragent.DefaultConfig()
+	var (
+		rms         []string
+		storeAddrs  = "127.0.0.1:9090"
+		logLevel    = "info"
+		metricsAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "subcluster-agent",
+		Short: "Register a stock ResourceManager (or HA pair) as a federation sub-cluster and heartbeat it",
+		Long: `Stock RMs do not write to the yarnfed state store. Run one agent per sub-cluster, beside its
+RM(s): it probes each RM's REST API (/ws/v1/cluster/info for the HA state, /ws/v1/cluster/metrics
+for the capability), registers the active RM's addresses, heartbeats, re-registers at once on an
+HA failover, and marks the sub-cluster SC_UNHEALTHY while no RM is active.
+
+--rm takes a bare host (Hadoop's default ports 8032/8030/8033/8088) or
+clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for each RM of an HA pair.`,
+		Example: `  yarnfed subcluster-agent --subcluster-id SC-1 --rm rm1.example.com --rm rm2.example.com --store 10.0.0.1:9090`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			for _, s := range rms {
+				ep, err := subclusteragent.ParseRMEndpoint(s)
+				if err != nil {
+					return fmt.Errorf("--rm: %w", err)
+				}
+				cfg.RMs = append(cfg.RMs, ep)
+			}
+			sc, err := newStoreClient(storeAddrs, log)
+			if err != nil {
+				return err
+			}
+			defer sc.Close()
+			cfg.Store = subclusteragent.NewClientStore(sc)
+			reg := prometheus.NewRegistry()
+			cfg.Logger, cfg.Registerer = log, reg
+			if metricsAddr != "" {
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("--metrics-address: %w", err)
+				}
+				mux := http.NewServeMux()
+				mux.Handle("GET /prom", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+			}
+			a, err := subclusteragent.New(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), storeAddrs)
+			return a.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.SubClusterID, "subcluster-id", "", "sub-cluster id (required), e.g. SC-1")
+	f.StringArrayVar(&rms, "rm", nil, "an RM of the sub-cluster (repeat for HA)")
+	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
+	f.StringVar(&metricsAddr, "metrics-address", "", "serve /prom and /healthz here (empty: off)")
+	f.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often each RM is probed (failover detection time)")
+	f.DurationVar(&cfg.ProbeTimeout, "probe-timeout", cfg.ProbeTimeout, "timeout of one probe")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "re-send an unchanged state this often")
+	return cmd
+}

@@ -1,0 +1,129 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// ClientStore adapts statestore/client (retries across replicas and leader
+// changes, a watch-fed membership and policy cache) to StateStore,
+// ReservationStore and MembershipWatcher. This is the production store.
+type ClientStore struct {
+	c *client.Client
+}
+
+// NewClientStore wraps a state store client.
+func NewClientStore(c *client.Client) *ClientStore { return &ClientStore{c: c} }
+
+func (s *ClientStore) GetSubClusters(ctx context.Context, activeOnly bool) ([]SubClusterInfo, error) {
+	list, err := s.c.ListSubClusters(ctx, activeOnly)
+	if err != nil {
+		return nil, fmt.Errorf("list sub-clusters: %w", err)
+	}
+	out := make([]SubClusterInfo, 0, len(list))
+	for _, sc := range list {
+		out = append(out, fromPB(sc))
+	}
+	return out, nil
+}
+
+func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
+	return SubClusterInfo{
+		ID: SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
+		ClientRMServiceAddress: sc.GetClientRmServiceAddress(), RMAdminServiceAddress: sc.GetRmAdminServiceAddress(),
+		RMWebServiceAddress: sc.GetRmWebServiceAddress(), State: SubClusterState(sc.GetState()),
+		LastHeartbeat: time.UnixMilli(sc.GetLastHeartbeatMs()), LastStartTime: time.UnixMilli(sc.GetLastStartTimeMs()),
+		Capability: sc.GetCapability(),
+	}
+}
+
+// AddApplicationHome is insert-if-absent. The client retries it across a
+// leader change; a retried insert may report inserted=false, which only
+// makes the router verify before moving an app.
+func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (SubClusterID, bool, error) {
+	stored, inserted, err := s.c.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc)})
+	if err != nil {
+		return "", false, fmt.Errorf("add home of %s: %w", app, err)
+	}
+	return SubClusterID(stored.GetHomeSubClusterId()), inserted, nil
+}
+
+func (s *ClientStore) UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error {
+	err := s.c.UpdateApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc)})
+	return mapNotFound(err, ErrNoHome, "update home of "+app)
+}
+
+// GetApplicationHome is linearizable: a home written through another
+// router is seen at once.
+func (s *ClientStore) GetApplicationHome(ctx context.Context, app string) (SubClusterID, error) {
+	h, err := s.c.GetApplicationHome(ctx, app, false)
+	if err != nil {
+		return "", mapNotFound(err, ErrNoHome, "home of "+app)
+	}
+	return SubClusterID(h.GetHomeSubClusterId()), nil
+}
+
+// GetPolicyConfiguration returns the queue's own entry (cached by the
+// client); the router falls back to "*" and its default itself.
+func (s *ClientStore) GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error) {
+	p, err := s.c.GetPolicy(ctx, queue)
+	if err != nil {
+		return PolicyConfiguration{}, mapNotFound(err, ErrNoPolicy, "policy of queue "+queue)
+	}
+	return PolicyConfiguration{Queue: p.GetQueue(), Type: p.GetType(), Params: p.GetParams()}, nil
+}
+
+func (s *ClientStore) AddReservationHome(ctx context.Context, id string, sc SubClusterID) (SubClusterID, error) {
+	stored, _, err := s.c.AddReservationHome(ctx, &storepb.ReservationHome{ReservationId: id, HomeSubClusterId: string(sc)})
+	if err != nil {
+		return "", fmt.Errorf("add reservation home of %s: %w", id, err)
+	}
+	return SubClusterID(stored.GetHomeSubClusterId()), nil
+}
+
+func (s *ClientStore) GetReservationHome(ctx context.Context, id string) (SubClusterID, error) {
+	h, err := s.c.GetReservationHome(ctx, id)
+	if err != nil {
+		return "", mapNotFound(err, ErrNoHome, "reservation home of "+id)
+	}
+	return SubClusterID(h.GetHomeSubClusterId()), nil
+}
+
+// WatchSubClusters follows membership events, reopening the stream after
+// a failure; every event and every reopen is one notification.
+func (s *ClientStore) WatchSubClusters(ctx context.Context) (<-chan struct{}, error) {
+	out := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			if ch, err := s.c.WatchEvents(ctx, &storepb.WatchRequest{Membership: true}); err == nil {
+				notify()
+				for range ch {
+					notify()
+				}
+			}
+			_ = sleep(ctx, 500*time.Millisecond)
+		}
+	}()
+	return out, nil
+}
+
+func mapNotFound(err, sentinel error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, sentinel)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
