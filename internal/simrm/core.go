@@ -47,6 +47,11 @@ type core struct {
 
 	expiry expiryHeap // containers that end by themselves
 
+	// Scheduler memo: sizes no node could take, valid while freeGen (bumped
+	// whenever a container ends) equals failedGen.
+	failed             []Resource
+	freeGen, failedGen int64
+
 	// Metric counters (cluster-wide, Hadoop's root queue metrics).
 	appsSubmitted, appsCompleted, appsFailed, appsKilled int32
 	containersAllocated                                  int32
@@ -939,6 +944,7 @@ func (c *core) completeContainer(ct *container, exit int32, diag string, now int
 	}
 	at := ct.at
 	delete(at.live, ct.id.ID)
+	c.freeGen++
 	ct.node.used = ct.node.used.sub(ct.res)
 	ct.node.nconts--
 	c.used = c.used.sub(ct.res)

@@ -661,3 +661,25 @@ func TestCompletedAppsAreForgottenBeyondTheLimit(t *testing.T) {
 		t.Fatalf("counters must survive forgetting: %+v", m)
 	}
 }
+
+// One attempt's blacklist must not stop another's same-sized ask.
+func TestBlacklistDoesNotPoisonOthers(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 2 })
+	a := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	b := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	a.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}, BlacklistAdd: []string{c.nodes[0].id.Host, c.nodes[1].id.Host}})
+	b.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}})
+	c.tick()
+	if n := len(a.allocate(AllocateRequest{}).Allocated); n != 0 {
+		t.Fatalf("blacklisted attempt got %d containers", n)
+	}
+	if n := len(b.allocate(AllocateRequest{}).Allocated); n != 1 {
+		t.Fatalf("other attempt got %d containers, want 1", n)
+	}
+	// Lifting the blacklist lets the first one through on the next pass.
+	a.allocate(AllocateRequest{BlacklistRemove: []string{c.nodes[0].id.Host, c.nodes[1].id.Host}})
+	c.tick()
+	if n := len(a.allocate(AllocateRequest{}).Allocated); n != 1 {
+		t.Fatalf("after removing the blacklist: %d containers", n)
+	}
+}

@@ -23,10 +23,13 @@ func (c *core) schedule() {
 		return
 	}
 	now := c.nowMS()
-	// failed remembers sizes that found no node in this pass: a larger ask
-	// cannot fit either, so a full cluster costs one scan per size, not one
-	// per application.
-	var failed []Resource
+	// failed remembers sizes that found no node: a larger ask cannot fit
+	// either, so a full cluster costs one scan per size, not one per
+	// application. It stays valid across passes until resources are freed.
+	if c.freeGen != c.failedGen {
+		c.failed, c.failedGen = c.failed[:0], c.freeGen
+	}
+	failed := &c.failed
 	order := make([]*queue, len(c.queues))
 	copy(order, c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
@@ -42,7 +45,7 @@ func (c *core) schedule() {
 				if !limit.fits(q.used.add(res)) {
 					continue
 				}
-				n := c.placeAny(at, res, &failed)
+				n := c.placeAny(at, res, failed)
 				if n == nil {
 					continue
 				}
@@ -65,7 +68,7 @@ func (c *core) schedule() {
 					if !limit.fits(q.used.add(s.capability)) {
 						break
 					}
-					n := c.place(at, s, &failed)
+					n := c.place(at, s, failed)
 					if n == nil {
 						break
 					}
@@ -159,7 +162,6 @@ func (c *core) placeAny(at *attempt, res Resource, failed *[]Resource) *node {
 		}
 	}
 	if !c.total.sub(c.used).fits(res) {
-		*failed = append(*failed, res)
 		return nil
 	}
 	nn := len(c.nodes)
@@ -170,7 +172,10 @@ func (c *core) placeAny(at *attempt, res Resource, failed *[]Resource) *node {
 			return n
 		}
 	}
-	*failed = append(*failed, res)
+	// A blacklist makes the failure this attempt's own, not the cluster's.
+	if len(at.blacklist) == 0 {
+		*failed = append(*failed, res)
+	}
 	return nil
 }
 
