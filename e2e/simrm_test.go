@@ -28,6 +28,7 @@ func startSimRM(t testing.TB, nodes int) *simrm.RM {
 	cfg.NodeVCores = 4
 	cfg.MinAllocation = simrm.Resource{MemoryMB: 128, VCores: 1}
 	cfg.MaxAllocation = simrm.Resource{MemoryMB: 8192, VCores: 4}
+	cfg.MaxAllocationWait = 0 // as the launcher sets scheduling-wait-ms on the real RM
 	rm, err := simrm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -174,18 +175,9 @@ func TestJavaDriversRealRMvsSimRM(t *testing.T) {
 // knownSimRMGaps are differences found by this test and reported to the
 // simrm owner, keyed by "op field"; they are logged instead of failing so the
 // suite stays green while they are fixed. Remove an entry once fixed.
-var knownSimRMGaps = map[string]string{
-	"client waittoken queue":           "CapacityScheduler reports the full queue path root.default",
-	"client report-after-finish queue": "CapacityScheduler reports the full queue path root.default",
-	// Hadoop caps the maximum allocation at the largest registered node once
-	// yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms (10 s)
-	// has passed since RM start (ClusterNodeTracker.getMaxAllowedAllocation);
-	// before that it reports the configured maximum. simrm always reports the
-	// configured maximum. Which one the real RM shows depends on test order.
-	"client newapp maxMemoryMB": "max allocation not capped at the largest node (8192 > 4096)",
-	"am register maxMemoryMB":   "max allocation not capped at the largest node (8192 > 4096)",
-	"am register queue":         "CapacityScheduler reports the full queue path root.default",
-}
+// Fixed so far (simrm ed7ec97): full queue paths (root.default) in reports
+// and register responses; maximum allocation capped at the largest node.
+var knownSimRMGaps = map[string]string{}
 
 type resultDiff struct {
 	field     string

@@ -94,6 +94,10 @@ public final class MiniCluster {
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.TIMELINE_SERVICE_ENABLED, false);
+    // Hadoop reports the configured maximum allocation for this long after RM start, then caps it
+    // at the largest node; 0 makes the capped value (what a long-running RM shows) immediate, so
+    // results do not depend on how long the shared cluster has been up.
+    conf.setLong(YarnConfiguration.RM_WORK_PRESERVING_RECOVERY_SCHEDULING_WAIT_MS, 0);
     // Fast NM heartbeats so allocations reach the AM quickly in tests.
     conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 100);
     for (Map.Entry<String, String> e : extra.entrySet()) {
