@@ -135,13 +135,16 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 	}
 	bl := blacklist{}
 	var lastErr error
+	// All waiting for the home to come back shares one failover window.
+	deadline := time.Now().Add(r.cfg.FailoverWait.D())
 	for attempt := 0; attempt < 1+r.cfg.SubmitRetries; attempt++ {
 		id, cached, err := r.homeOf(ctx, app)
 		if err != nil {
 			return err
 		}
 		var sc SubClusterInfo
-		err = r.members.waitFor(ctx, r.window(lastErr), func() bool {
+		window := min(r.window(lastErr), max(0, time.Until(deadline)))
+		err = r.members.waitFor(ctx, window, func() bool {
 			var ok bool
 			sc, ok = r.members.get(id)
 			return ok && r.members.routable(sc) && !bl.excludes(sc)

@@ -430,3 +430,35 @@ func TestQueuePolicyFromStore(t *testing.T) {
 		}
 	}
 }
+
+// TestPerAppCallRidesThroughHomeFailover: the home RM dies mid-session; a
+// report waits for the sub-cluster's agent to report the new active RM
+// and then succeeds, instead of failing.
+func TestPerAppCallRidesThroughHomeFailover(t *testing.T) {
+	f := newFed(t, 2, func(c *router.Config) {
+		prefer("SC-1")(c)
+		c.FailoverWait = router.Duration(10 * time.Second)
+	})
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	var dead atomic.Bool
+	dead.Store(true)
+	f.rms["SC-1"].Intercept = func(string) (error, bool) {
+		if dead.Load() {
+			return down(), false
+		}
+		return nil, false
+	}
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { _, err = f.report(f.client, id) })
+	poll(t, "first attempt failed", func() bool { return f.rms["SC-1"].Calls("getApplicationReport") > 0 })
+	dead.Store(false)
+	f.store.SetState("SC-1", router.StateRunning) // the agent's re-registration after failover
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("report across the home's failover: %v", err)
+	}
+}
