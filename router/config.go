@@ -78,6 +78,21 @@ type Config struct {
 	Logger         *slog.Logger          `json:"-"`
 	Registerer     prometheus.Registerer `json:"-"` // nil: no metrics
 	Gatherer       prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
+	// OnSubmitted, if set, is told about every successful submission (for
+	// `yarnfed dev`'s live view of where apps land and why). It must not block.
+	OnSubmitted func(SubmitEvent) `json:"-"`
+}
+
+// SubmitEvent describes one successful submission.
+type SubmitEvent struct {
+	App          string
+	Queue        string
+	Home         SubClusterID
+	Policy       string       // policy type that chose (e.g. "WeightedRandom")
+	PolicyChoice SubClusterID // what the policy chose on the last try
+	Resubmission bool         // the home was already stored (client retry)
+	Tries        int
+	Candidates   []SubClusterID // routable sub-clusters on the last try
 }
 
 // DefaultConfig returns Hadoop's defaults where Hadoop has one.

@@ -40,6 +40,9 @@ type policyAdapter struct {
 	snap *policies.Snapshot
 }
 
+// Type names the Hadoop policy (e.g. "WeightedRandom"), for logs.
+func (a *policyAdapter) Type() string { return a.p.Type() }
+
 func (a *policyAdapter) SelectHome(ctx context.Context, sub AppSubmission, cands []SubClusterInfo) (SubClusterID, error) {
 	var kb strings.Builder
 	for _, sc := range cands {

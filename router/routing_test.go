@@ -416,7 +416,11 @@ func TestNoSubClusterFailsAfterWindow(t *testing.T) {
 }
 
 func TestQueuePolicyFromStore(t *testing.T) {
-	f := newFed(t, 2, nil) // the real policies package
+	var mu sync.Mutex
+	var events []router.SubmitEvent
+	f := newFed(t, 2, func(c *router.Config) { // the real policies package
+		c.OnSubmitted = func(e router.SubmitEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	})
 	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
 		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
 			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)})
@@ -428,6 +432,11 @@ func TestQueuePolicyFromStore(t *testing.T) {
 		if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-2" {
 			t.Fatalf("app went to %s, the queue's weights say SC-2 only", h)
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 10 || events[0].Home != "SC-2" || events[0].Queue != "root.a" || events[0].Policy == "" || len(events[0].Candidates) != 2 {
+		t.Fatalf("submit events %+v", events)
 	}
 }
 

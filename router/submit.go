@@ -100,7 +100,16 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 				return nil, errCrash
 			}
 			auditOf(ctx).sc = home
-			r.log.Info("application submitted", "app", app, "subcluster", home, "queue", asc.GetQueue(), "try", try)
+			r.log.Info("application submitted", "app", app, "subcluster", home, "queue", asc.GetQueue(),
+				"policy", policyType(pol), "policy_choice", chosen, "resubmission", mayHave, "try", try)
+			if r.cfg.OnSubmitted != nil {
+				ids := make([]SubClusterID, len(cands))
+				for i, c := range cands {
+					ids[i] = c.ID
+				}
+				r.cfg.OnSubmitted(SubmitEvent{App: app, Queue: asc.GetQueue(), Home: home, Policy: policyType(pol),
+					PolicyChoice: chosen, Resubmission: mayHave, Tries: try + 1, Candidates: ids})
+			}
 			return resp, nil
 		}
 		lastErr = err
@@ -156,6 +165,13 @@ func (r *Router) acceptedBy(ctx context.Context, sc SubClusterInfo, app *yarnpb.
 		return false, err
 	}
 	return ask(sc)
+}
+
+func policyType(p RouterPolicy) string {
+	if t, ok := p.(interface{ Type() string }); ok {
+		return t.Type()
+	}
+	return fmt.Sprintf("%T", p)
 }
 
 func (r *Router) crash(step string) bool { return r.crashAt != nil && r.crashAt(step) }
