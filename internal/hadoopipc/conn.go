@@ -3,6 +3,7 @@ package hadoopipc
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -180,42 +181,39 @@ func (c *serverConn) handshake() error {
 // processPacket handles one packet. A non-nil result is a FATAL reply that
 // has been sent; the caller closes the connection.
 func (c *serverConn) processPacket(frame []byte) *RemoteError {
-	hdr := &commonpb.RpcRequestHeaderProto{}
-	rest, err := unmarshalDelimited(frame, hdr)
+	hdr, rest, err := decodeReqHeader(frame)
 	if err != nil {
 		re := fatal(fatalDeserializing, ClassRpcServerException, "error decoding RpcRequestHeaderProto: %v", err)
 		c.sendFatal(callIDAuthFailed, invalidRetryCount, re)
 		return re
 	}
-	callID, retry := hdr.GetCallId(), hdr.GetRetryCount()
-	re := c.dispatch(hdr, rest)
+	re := c.dispatch(&hdr, rest)
 	if re != nil {
 		c.srv.metrics.rejected.WithLabelValues("fatal").Inc()
-		c.sendFatal(callID, retry, re)
+		c.sendFatal(hdr.callID, hdr.retry, re)
 	}
 	return re
 }
 
 // dispatch routes a decoded packet; it returns the FATAL error to send, if
 // any. Non-fatal errors are answered here.
-func (c *serverConn) dispatch(hdr *commonpb.RpcRequestHeaderProto, body []byte) *RemoteError {
-	if hdr.RpcOp == nil {
+func (c *serverConn) dispatch(hdr *requestHeader, body []byte) *RemoteError {
+	if !hdr.hasOp {
 		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server: no rpc op in RpcRequestHeaderProto")
 	}
-	if op := hdr.GetRpcOp(); op != commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET {
+	if op := commonpb.RpcRequestHeaderProto_OperationProto(hdr.op); op != commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET {
 		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server does not implement rpc header operation %v", op)
 	}
-	if hdr.RpcKind == nil {
+	if !hdr.hasKind {
 		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "IPC server: no rpc kind in RpcRequestHeaderProto")
 	}
-	callID := hdr.GetCallId()
 	switch {
-	case callID < 0:
-		return c.outOfBand(callID, body)
+	case hdr.callID < 0:
+		return c.outOfBand(hdr.callID, body)
 	case !c.contextRead:
 		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "connection context not established")
-	case hdr.GetRpcKind() != commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER:
-		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "unknown rpc kind in rpc header: %v", hdr.GetRpcKind())
+	case commonpb.RpcKindProto(hdr.kind) != commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER:
+		return fatal(fatalInvalidRPCHeader, ClassRpcServerException, "unknown rpc kind in rpc header: %v", commonpb.RpcKindProto(hdr.kind))
 	}
 	c.startCall(hdr, body)
 	return nil
@@ -282,8 +280,8 @@ type inboundCall struct {
 	req  proto.Message
 }
 
-func (c *serverConn) startCall(hdr *commonpb.RpcRequestHeaderProto, body []byte) {
-	callID, retry, clientID := hdr.GetCallId(), hdr.GetRetryCount(), hdr.GetClientId()
+func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
+	callID, retry, clientID := hdr.callID, hdr.retry, hdr.clientID
 	rh := &commonpb.RequestHeaderProto{}
 	rest, err := unmarshalDelimited(body, rh)
 	if err != nil {
@@ -302,6 +300,8 @@ func (c *serverConn) startCall(hdr *commonpb.RpcRequestHeaderProto, body []byte)
 			"error decoding %s request: %v", rh.GetMethodName(), err), nil)
 		return
 	}
+	// The packet buffer is reused once we return: keep our own client id.
+	clientID = append([]byte(nil), clientID...)
 	call := &inboundCall{
 		info: CallInfo{
 			Protocol: rh.GetDeclaringClassProtocolName(), Version: rh.GetClientProtocolVersion(),
@@ -356,64 +356,36 @@ func (c *serverConn) runCall(call *inboundCall) {
 
 // reply sends a SUCCESS (re == nil) or ERROR reply for a call.
 func (c *serverConn) reply(callID, retry int32, clientID []byte, re *RemoteError, resp proto.Message) {
-	hdr := &commonpb.RpcResponseHeaderProto{
-		CallId:              proto.Uint32(wireCallID(callID)),
-		Status:              commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
-		ServerIpcVersionNum: proto.Uint32(rpcVersion),
-		ClientId:            clientID,
-		RetryCount:          proto.Int32(retry),
-	}
 	if clientID == nil {
-		hdr.ClientId = []byte{}
+		clientID = []byte{}
 	}
-	var buf []byte
-	var err error
+	buf := getBuf()
 	if re == nil {
-		buf, err = appendFrame(getBuf(), hdr, resp)
-		if err != nil {
+		var err error
+		buf = append(buf, 0, 0, 0, 0)
+		buf = appendRespHeader(buf, callID, nil, clientID, retry, true)
+		if buf, err = appendDelimited(buf, resp); err != nil {
 			// Typically a required field left unset by the handler.
 			c.srv.log.Warn("ipc response does not serialize", "callId", callID, "err", err)
 			re = ipcError(errSerializingResponse, ClassIOException, "error serializing response: %v", err)
 		}
 	}
 	if re != nil {
-		setError(hdr, re)
-		buf, err = appendFrame(getBuf(), hdr)
-		if err != nil {
-			c.srv.log.Error("ipc error reply does not serialize", "err", err)
-			return
-		}
+		buf = append(buf[:0], 0, 0, 0, 0)
+		buf = appendRespHeader(buf, callID, re, clientID, retry, true)
 	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	c.writeFrame(buf)
 	putBuf(buf)
-}
-
-func setError(hdr *commonpb.RpcResponseHeaderProto, re *RemoteError) {
-	status := commonpb.RpcResponseHeaderProto_ERROR
-	if re.Fatal {
-		status = commonpb.RpcResponseHeaderProto_FATAL
-	}
-	hdr.Status = status.Enum()
-	hdr.ExceptionClassName = proto.String(re.Class)
-	hdr.ErrorMsg = proto.String(re.Message)
-	hdr.ErrorDetail = re.code().Enum()
 }
 
 // sendFatal writes a FATAL reply and marks the connection closed. Hadoop
 // sends these with an empty client id.
 func (c *serverConn) sendFatal(callID, retry int32, re *RemoteError) {
 	c.debug("ipc fatal reply", re)
-	hdr := &commonpb.RpcResponseHeaderProto{
-		CallId:              proto.Uint32(wireCallID(callID)),
-		ServerIpcVersionNum: proto.Uint32(rpcVersion),
-		ClientId:            []byte{},
-		RetryCount:          proto.Int32(retry),
-	}
-	setError(hdr, re)
-	buf, err := appendFrame(nil, hdr)
-	if err == nil {
-		c.writeFrame(buf)
-	}
+	buf := appendRespHeader([]byte{0, 0, 0, 0}, callID, re, []byte{}, retry, true)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	c.writeFrame(buf)
 	c.closed.Store(true)
 	c.cancel()
 }
@@ -421,18 +393,13 @@ func (c *serverConn) sendFatal(callID, retry int32, re *RemoteError) {
 // saslReply sends an RpcSaslProto as Hadoop does: call id -33, SUCCESS,
 // empty client id, retry count -1, and never wrapped.
 func (c *serverConn) saslReply(msg *commonpb.RpcSaslProto) {
-	hdr := &commonpb.RpcResponseHeaderProto{
-		CallId:              proto.Uint32(wireCallID(callIDSASL)),
-		Status:              commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
-		ServerIpcVersionNum: proto.Uint32(rpcVersion),
-		ClientId:            []byte{},
-		RetryCount:          proto.Int32(invalidRetryCount),
-	}
-	buf, err := appendFrame(nil, hdr, msg)
+	buf := appendRespHeader([]byte{0, 0, 0, 0}, callIDSASL, nil, []byte{}, invalidRetryCount, true)
+	buf, err := appendDelimited(buf, msg)
 	if err != nil {
 		c.srv.log.Error("ipc SASL reply does not serialize", "err", err)
 		return
 	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	c.writeRaw(buf)
 }
 
@@ -455,15 +422,15 @@ func (c *serverConn) writeFrame(frame []byte) {
 			c.nc.Close()
 			return
 		}
-		hdr := &commonpb.RpcResponseHeaderProto{
-			CallId: proto.Uint32(wireCallID(callIDSASL)),
-			Status: commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
-		}
-		wrapped, err := appendFrame(nil, hdr, &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
+		// Hadoop's wrapped replies carry a bare header: no version, client
+		// id or retry count.
+		wrapped := appendRespHeader([]byte{0, 0, 0, 0}, callIDSASL, nil, nil, 0, false)
+		wrapped, err = appendDelimited(wrapped, &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
 		if err != nil {
 			c.nc.Close()
 			return
 		}
+		binary.BigEndian.PutUint32(wrapped, uint32(len(wrapped)-4))
 		frame = wrapped
 	}
 	c.writeLocked(frame)

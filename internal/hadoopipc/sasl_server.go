@@ -271,13 +271,12 @@ func (c *serverConn) unwrapPackets(token []byte) *RemoteError {
 // processInner handles one unwrapped packet; FATAL replies are sent by the
 // outer processPacket, with the outer (-33) call id as Hadoop does.
 func (c *serverConn) processInner(frame []byte) *RemoteError {
-	hdr := &commonpb.RpcRequestHeaderProto{}
-	rest, err := unmarshalDelimited(frame, hdr)
+	hdr, rest, err := decodeReqHeader(frame)
 	if err != nil {
 		return fatal(fatalDeserializing, ClassRpcServerException, "error decoding RpcRequestHeaderProto: %v", err)
 	}
-	if hdr.GetCallId() == callIDSASL {
+	if hdr.callID == callIDSASL {
 		return fatal(fatalInvalidRPCHeader, ClassSaslException, "SASL packet nested in a WRAP packet")
 	}
-	return c.dispatch(hdr, rest)
+	return c.dispatch(&hdr, rest)
 }
