@@ -490,7 +490,10 @@ func (c *core) report(a *app) AppReport {
 			r.QueueUsagePct = r.ClusterUsagePct * 100 / q.cfg.Capacity
 		}
 	}
-	if a.unmanaged && at.last != nil && !a.state.Final() {
+	// Hadoop hands the token out only while the attempt is LAUNCHED (the
+	// unmanaged AM has not registered yet), and only to the owner: the
+	// binding checks the caller.
+	if a.unmanaged && at.state == AttemptLaunched && at.last != nil {
 		t := c.keys.amrmToken(at.id, c.cfg.SchedulerAddr)
 		r.AMRMToken = &t
 	}

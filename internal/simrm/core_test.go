@@ -175,8 +175,8 @@ func TestUnmanagedAppReportCarriesAMRMToken(t *testing.T) {
 	if _, err := c.Register(at, RegisterRequest{Host: "uam", RPCPort: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if st := report(t, c, id).State; st != AppRunning {
-		t.Fatalf("state after register %v", st)
+	if r := report(t, c, id); r.State != AppRunning || r.AMRMToken != nil {
+		t.Fatalf("after register: state %v, token %v (Hadoop stops handing it out once the AM registered)", r.State, r.AMRMToken)
 	}
 	if ok, err := c.Finish(at, FinishRequest{FinalStatus: FinalSucceeded}); !ok || err != nil {
 		t.Fatalf("finish: %v %v", ok, err)

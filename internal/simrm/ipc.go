@@ -203,7 +203,7 @@ func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicatio
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep)}, nil
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep, callerName(ctx))}, nil
 }
 
 func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
@@ -232,7 +232,7 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 	reps := r.core().Apps(f)
 	out := &yarnpb.GetApplicationsResponseProto{Applications: make([]*yarnpb.ApplicationReportProto, 0, len(reps))}
 	for i := range reps {
-		out.Applications = append(out.Applications, r.appReportPB(&reps[i]))
+		out.Applications = append(out.Applications, r.appReportPB(&reps[i], callerName(ctx)))
 	}
 	return out, nil
 }
@@ -304,10 +304,10 @@ func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestPr
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications())}, nil
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications(), callerName(ctx))}, nil
 }
 
-func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool) *yarnpb.QueueInfoProto {
+func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool, caller string) *yarnpb.QueueInfoProto {
 	path := "root"
 	if q.Name != "root" {
 		path = "root." + q.Name
@@ -328,13 +328,13 @@ func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool) *yarnpb
 	if apps {
 		for _, id := range q.Apps {
 			if rep, err := r.core().AppReport(id); err == nil {
-				out.Applications = append(out.Applications, r.appReportPB(&rep))
+				out.Applications = append(out.Applications, r.appReportPB(&rep, caller))
 			}
 		}
 	}
 	if children {
 		for i := range q.Children {
-			out.ChildQueues = append(out.ChildQueues, r.queueInfoPB(&q.Children[i], recursive, recursive, apps))
+			out.ChildQueues = append(out.ChildQueues, r.queueInfoPB(&q.Children[i], recursive, recursive, apps, caller))
 		}
 	}
 	return out
@@ -460,7 +460,9 @@ func (r *RM) getResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfo
 	}}, nil
 }
 
-func (r *RM) appReportPB(a *AppReport) *yarnpb.ApplicationReportProto {
+// appReportPB converts a report for caller; the AMRMToken goes to the
+// application's owner only.
+func (r *RM) appReportPB(a *AppReport, caller string) *yarnpb.ApplicationReportProto {
 	tracking, orig := "N/A", "N/A"
 	if a.TrackingURL != "" {
 		orig = a.TrackingURL
@@ -496,7 +498,7 @@ func (r *RM) appReportPB(a *AppReport) *yarnpb.ApplicationReportProto {
 	if a.AMNodeLabel != "" {
 		out.AmNodeLabelExpression = proto.String(a.AMNodeLabel)
 	}
-	if a.AMRMToken != nil {
+	if a.AMRMToken != nil && caller == a.User {
 		out.AmRmToken = tokenPB(a.AMRMToken)
 	}
 	return out

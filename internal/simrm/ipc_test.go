@@ -95,6 +95,14 @@ func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
 		t.Fatalf("report: %v", ar)
 	}
 
+	// Only the owner sees the token.
+	other := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "bob", nil)
+	var orep yarnpb.GetApplicationReportResponseProto
+	if err := other.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.ApplicationId}, &orep); err != nil ||
+		orep.GetApplicationReport().GetAmRmToken() != nil {
+		t.Fatalf("another user's report: %v %v", orep.GetApplicationReport().GetAmRmToken(), err)
+	}
+
 	// The AM logs in to the scheduler port with the AMRMToken from the report.
 	amp := ipcClient(t, rm.Addrs().Scheduler, hadoopipc.ProtocolApplicationMaster, "", ar.GetAmRmToken())
 	var reg yarnpb.RegisterApplicationMasterResponseProto

@@ -207,9 +207,9 @@ type AppReport struct {
 	VCoreSeconds     int64
 	QueueUsagePct    float32
 	ClusterUsagePct  float32
-	// AMRMToken is set for unmanaged applications once the attempt is
-	// launched (Hadoop returns the token in the report so the client can
-	// start the AM itself).
+	// AMRMToken is set for unmanaged applications while the attempt is
+	// LAUNCHED (Hadoop returns the token in the report so the client can
+	// start the AM itself; only the owner may see it).
 	AMRMToken *Token
 	// ClusterTimestamp is the RM's, for REST clusterId.
 	ClusterTimestamp int64
