@@ -177,7 +177,16 @@ func TestJavaDriversRealRMvsSimRM(t *testing.T) {
 // suite stays green while they are fixed. Remove an entry once fixed.
 // Fixed so far (simrm ed7ec97): full queue paths (root.default) in reports
 // and register responses; maximum allocation capped at the largest node.
-var knownSimRMGaps = map[string]string{}
+var knownSimRMGaps = map[string]string{
+	"sweep getDelegationToken":        "simrm does not issue RM delegation tokens (the real RM does, even without Kerberos)",
+	"sweep getClusterNodeAttributes":  "node attributes not simulated (the real RM answers an empty set)",
+	"sweep getAttributesToNodes":      "node attributes not simulated (the real RM answers an empty map)",
+	"sweep getNodesToAttributes":      "node attributes not simulated (the real RM answers an empty map)",
+	"sweep updateApplicationTimeouts": "application lifetimes not simulated (the real RM accepts a LIFETIME update)",
+	"sweep signalToContainer":         "container signals not simulated (the real RM accepts and forwards to the NM)",
+	"sweep getResourceProfiles":       "real RM: org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException; simrm: YarnException",
+	"sweep getResourceProfile":        "real RM: org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException; simrm: YarnException",
+}
 
 type resultDiff struct {
 	field     string
