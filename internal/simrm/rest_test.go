@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -218,4 +220,19 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("transition: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+func TestPrometheusEndpoint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rm := startRM(t, func(c *Config) { c.Registerer, c.Gatherer = reg, reg })
+	id, _ := rm.core().NewApplication()
+	if err := rm.core().Submit(SubmitRequest{ID: id, Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := httpGet(t, "http://"+rm.Addrs().Web+"/prom", "")
+	for _, want := range []string{"yarnfed_simrm_apps_submitted_total 1", "yarnfed_simrm_apps_pending 1", "yarnfed_simrm_available_mb 65536"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/prom lacks %q (%d)", want, code)
+		}
+	}
 }

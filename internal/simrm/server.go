@@ -108,6 +108,7 @@ func (r *RM) init() {
 	}
 	if r.cfg.Registerer != nil {
 		r.cfg.Registerer.MustRegister(r.metrics.calls, r.metrics.faults)
+		r.cfg.Registerer.MustRegister(r.stateCollectors()...)
 	}
 }
 
@@ -430,4 +431,28 @@ func (r *RM) adminProtocol() hadoopipc.Protocol {
 
 func noop[Req, Resp proto.Message](name string, newReq func() Req, newResp func() Resp) hadoopipc.Method {
 	return hadoopipc.NewMethod(name, newReq, func(context.Context, Req) (Resp, error) { return newResp(), nil })
+}
+
+// stateCollectors export the simulated cluster's own figures (the ones
+// /ws/v1/cluster/metrics reports), read at scrape time.
+func (r *RM) stateCollectors() []prometheus.Collector {
+	m := func() ClusterMetrics { return r.core().Metrics() }
+	counter := func(name, help string, f func(ClusterMetrics) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(m()) })
+	}
+	gauge := func(name, help string, f func(ClusterMetrics) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(m()) })
+	}
+	return []prometheus.Collector{
+		counter("yarnfed_simrm_apps_submitted_total", "Applications submitted.", func(c ClusterMetrics) float64 { return float64(c.AppsSubmitted) }),
+		counter("yarnfed_simrm_apps_completed_total", "Applications FINISHED.", func(c ClusterMetrics) float64 { return float64(c.AppsCompleted) }),
+		counter("yarnfed_simrm_apps_failed_total", "Applications FAILED.", func(c ClusterMetrics) float64 { return float64(c.AppsFailed) }),
+		counter("yarnfed_simrm_apps_killed_total", "Applications KILLED.", func(c ClusterMetrics) float64 { return float64(c.AppsKilled) }),
+		counter("yarnfed_simrm_containers_allocated_total", "Containers allocated, AM containers included.", func(c ClusterMetrics) float64 { return float64(c.ContainersAllocated) }),
+		gauge("yarnfed_simrm_apps_running", "Applications RUNNING.", func(c ClusterMetrics) float64 { return float64(c.AppsRunning) }),
+		gauge("yarnfed_simrm_apps_pending", "Applications accepted but not running.", func(c ClusterMetrics) float64 { return float64(c.AppsPending) }),
+		gauge("yarnfed_simrm_containers_pending", "Containers asked for and not yet allocated.", func(c ClusterMetrics) float64 { return float64(c.ContainersPending) }),
+		gauge("yarnfed_simrm_allocated_mb", "Memory allocated to containers, MB.", func(c ClusterMetrics) float64 { return float64(c.Allocated.MemoryMB) }),
+		gauge("yarnfed_simrm_available_mb", "Memory free on the simulated nodes, MB.", func(c ClusterMetrics) float64 { return float64(c.Available.MemoryMB) }),
+	}
 }
