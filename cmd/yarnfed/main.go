@@ -44,5 +44,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newStatestoreCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newDevCmd())
 	return root
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/policies"
+)
+
+// TestDevDemo runs the embedded federation as `yarnfed dev --demo
+// --demo-apps 9` does and checks what a newcomer sees: every endpoint, a
+// client configuration pointing at the router, and nine distinct
+// applications routed by their queue's policy.
+func TestDevDemo(t *testing.T) {
+	cfg := defaultDevConfig()
+	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.Demo, cfg.DemoApps, cfg.DemoInterval = true, 9, time.Millisecond
+	cfg.LogLevel = "error"
+	var confDir, routerAddr string
+	cfg.ready = func(f *devFederation) { confDir, routerAddr = f.confDir, f.router.ClientRMAddr().String() }
+
+	var out syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := runDev(ctx, cfg, &out); err != nil {
+		t.Fatalf("runDev: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"state store", "sc1", "sc3   simrm (HA standby)", "router", "curl -s http://", "yarnfedctl --store"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+
+	xml, err := os.ReadFile(filepath.Join(confDir, "yarn-site.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(xml), "<value>"+routerAddr+"</value>") {
+		t.Errorf("yarn-site.xml does not point at the router %s:\n%s", routerAddr, xml)
+	}
+
+	// One line per application: id, queue, home.
+	line := regexp.MustCompile(`(?m)^\s+(application_\d+_\d+)\s+(default|analytics|etl)\s+(sc\d)\s`)
+	rows := line.FindAllStringSubmatch(text, -1)
+	if len(rows) != 9 {
+		t.Fatalf("want 9 application lines, got %d:\n%s", len(rows), text)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r[1]] {
+			t.Errorf("application id %s handed out twice", r[1])
+		}
+		seen[r[1]] = true
+		// etl is PriorityBroadcast with sc3 weighted highest.
+		if r[2] == "etl" && r[3] != "sc3" {
+			t.Errorf("etl application %s landed on %s, want sc3 (highest priority)", r[1], r[3])
+		}
+	}
+}
+
+// TestDevPoliciesAreValid builds every seeded policy through the policies
+// registry for each supported federation size, so `yarnfed dev` can never
+// start with a policy the router would refuse.
+func TestDevPoliciesAreValid(t *testing.T) {
+	for n := 2; n <= 9; n++ {
+		var ids []string
+		for i := 1; i <= n; i++ {
+			ids = append(ids, fmt.Sprintf("sc%d", i))
+		}
+		cfgs, err := devPolicyConfigs(ids)
+		if err != nil {
+			t.Fatalf("%d sub-clusters: %v", n, err)
+		}
+		if len(cfgs) != 2 {
+			t.Fatalf("%d sub-clusters: want 2 policies, got %d", n, len(cfgs))
+		}
+		reg := policies.NewDefaultRegistry()
+		for _, c := range cfgs {
+			if _, err := reg.NewManager(c, policies.Env{}); err != nil {
+				t.Errorf("%d sub-clusters: queue %s: %v", n, c.Queue, err)
+			}
+		}
+	}
+}
