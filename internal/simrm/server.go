@@ -75,8 +75,10 @@ func New(cfg Config) (*RM, error) {
 }
 
 // NewStandby builds the second RM of an HA pair: it shares active's state,
-// starts as standby, and answers StandbyException until Transition. cfg
-// supplies its own listen addresses; cluster identity comes from active.
+// starts as standby, and answers StandbyException until TransitionToActive.
+// cfg supplies its own listen addresses, logger and Registerer (which must
+// not be active's: the metric names are the same); cluster identity and
+// everything else come from active.
 func NewStandby(active *RM, cfg Config) (*RM, error) {
 	c := active.cfg
 	c.ClientAddr, c.SchedulerAddr, c.AdminAddr, c.WebAddr = cfg.ClientAddr, cfg.SchedulerAddr, cfg.AdminAddr, cfg.WebAddr
@@ -246,11 +248,17 @@ func (r *RM) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		c := r.core()
+		// A standby must not swallow kicks meant for the active RM it
+		// shares the core with.
+		kick := c.kick
+		if r.standby.Load() {
+			kick = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-c.kick:
+		case <-kick:
 		}
 		if !r.standby.Load() {
 			c.tick()
