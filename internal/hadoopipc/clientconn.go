@@ -3,6 +3,7 @@ package hadoopipc
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -384,23 +385,21 @@ func (c *clientConn) readLoop(br *bufio.Reader) {
 // handleReply routes one reply packet. A returned error closes the
 // connection.
 func (c *clientConn) handleReply(frame []byte) error {
-	hdr := &commonpb.RpcResponseHeaderProto{}
-	rest, err := unmarshalDelimited(frame, hdr)
+	hdr, rest, err := decodeRespHeader(frame)
 	if err != nil {
 		return fmt.Errorf("%w: %s: bad reply header: %v", ErrConnectionClosed, c.key.addr, err)
 	}
-	callID := int32(hdr.GetCallId())
-	if callID == callIDSASL && hdr.GetStatus() == commonpb.RpcResponseHeaderProto_SUCCESS {
+	callID := hdr.callID
+	if callID == callIDSASL && hdr.status == commonpb.RpcResponseHeaderProto_SUCCESS {
 		return c.handleWrapped(rest)
 	}
-	switch hdr.GetStatus() {
+	switch hdr.status {
 	case commonpb.RpcResponseHeaderProto_FATAL:
 		// The server closes the connection: every pending call fails with
 		// this error.
-		re := remoteFromHeader(hdr)
-		return re
+		return hdr.remote()
 	case commonpb.RpcResponseHeaderProto_ERROR:
-		c.deliver(callID, callResult{err: remoteFromHeader(hdr)})
+		c.deliver(callID, callResult{err: hdr.remote()})
 		return nil
 	}
 	body, _, err := nextDelimited(rest)
@@ -470,25 +469,17 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	}
 	c.mu.Unlock()
 
-	hdr := &commonpb.RpcRequestHeaderProto{
-		RpcKind:    commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
-		RpcOp:      commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
-		CallId:     proto.Int32(callID),
-		ClientId:   c.pool.clientID,
-		RetryCount: proto.Int32(retry),
-	}
-	rh := &commonpb.RequestHeaderProto{
-		MethodName:                 proto.String(method),
-		DeclaringClassProtocolName: proto.String(protocol),
-		ClientProtocolVersion:      proto.Uint64(version),
-	}
 	c.wmu.Lock()
-	buf, err := appendFrame(c.wbuf[:0], hdr, rh, req)
+	buf := append(c.wbuf[:0], 0, 0, 0, 0)
+	buf = appendReqHeader(buf, callID, c.pool.clientID, retry)
+	buf = appendRequestHeader(buf, method, protocol, version)
+	buf, err := appendDelimited(buf, req)
 	if err != nil {
 		c.wmu.Unlock()
 		c.forget(callID)
 		return fmt.Errorf("hadoopipc: encoding %s request: %w", method, err)
 	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	if cap(buf) <= 64<<10 {
 		c.wbuf = buf[:0]
 	}

@@ -148,3 +148,109 @@ func appendRespHeader(dst []byte, callID int32, re *RemoteError, clientID []byte
 	dst = protowire.AppendVarint(dst, uint64(len(m)))
 	return append(dst, m...)
 }
+
+// appendReqHeader appends a delimited RpcRequestHeaderProto as Java and
+// protobuf-go encode it: rpcKind PROTOCOL_BUFFER, rpcOp FINAL, callId and
+// retryCount as sint32, clientId.
+func appendReqHeader(dst []byte, callID int32, clientID []byte, retry int32) []byte {
+	var body [48]byte
+	m := body[:0]
+	m = append(m, 0x08, byte(commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER), 0x10, byte(commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET))
+	m = protowire.AppendTag(m, 3, protowire.VarintType)
+	m = protowire.AppendVarint(m, protowire.EncodeZigZag(int64(callID)))
+	m = protowire.AppendTag(m, 4, protowire.BytesType)
+	m = protowire.AppendBytes(m, clientID)
+	m = protowire.AppendTag(m, 5, protowire.VarintType)
+	m = protowire.AppendVarint(m, protowire.EncodeZigZag(int64(retry)))
+	dst = protowire.AppendVarint(dst, uint64(len(m)))
+	return append(dst, m...)
+}
+
+// appendRequestHeader appends a delimited RequestHeaderProto (methodName,
+// declaringClassProtocolName, clientProtocolVersion).
+func appendRequestHeader(dst []byte, method, protocol string, version uint64) []byte {
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(method)) +
+		protowire.SizeTag(2) + protowire.SizeBytes(len(protocol)) +
+		protowire.SizeTag(3) + protowire.SizeVarint(version)
+	dst = protowire.AppendVarint(dst, uint64(size))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendString(dst, method)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+	dst = protowire.AppendString(dst, protocol)
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	return protowire.AppendVarint(dst, version)
+}
+
+// respHeader is a decoded RpcResponseHeaderProto (the fields a client uses).
+type respHeader struct {
+	callID            int32
+	status            commonpb.RpcResponseHeaderProto_RpcStatusProto
+	class, msg        string
+	code              commonpb.RpcResponseHeaderProto_RpcErrorCodeProto
+	hasClass, hasCode bool
+}
+
+// decodeRespHeader decodes a delimited RpcResponseHeaderProto from the
+// front of b; callId and status are required.
+func decodeRespHeader(b []byte) (h respHeader, rest []byte, err error) {
+	msg, rest, err := nextDelimited(b)
+	if err != nil {
+		return h, nil, err
+	}
+	var hasCallID, hasStatus bool
+	bad := func(what string) error { return fmt.Errorf("%w: bad %s in RpcResponseHeaderProto", ErrMalformed, what) }
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 || !num.IsValid() {
+			return h, nil, bad("tag")
+		}
+		msg = msg[n:]
+		switch {
+		case (num == 1 || num == 2 || num == 6) && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(msg)
+			if n < 0 {
+				return h, nil, bad("varint")
+			}
+			msg = msg[n:]
+			switch num {
+			case 1:
+				hasCallID, h.callID = true, int32(uint32(v))
+			case 2:
+				// Closed proto2 enum: unknown values leave it unset.
+				if v <= 2 {
+					hasStatus, h.status = true, commonpb.RpcResponseHeaderProto_RpcStatusProto(v)
+				}
+			case 6:
+				if _, ok := commonpb.RpcResponseHeaderProto_RpcErrorCodeProto_name[int32(v)]; ok && v <= 15 {
+					h.hasCode, h.code = true, commonpb.RpcResponseHeaderProto_RpcErrorCodeProto(v)
+				}
+			}
+		case (num == 4 || num == 5) && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return h, nil, bad("string")
+			}
+			msg = msg[n:]
+			if num == 4 {
+				h.hasClass, h.class = true, string(v)
+			} else {
+				h.msg = string(v)
+			}
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, msg)
+			if n < 0 {
+				return h, nil, bad("field")
+			}
+			msg = msg[n:]
+		}
+	}
+	if !hasCallID || !hasStatus {
+		return h, nil, fmt.Errorf("%w: RpcResponseHeaderProto lacks required callId or status", ErrMalformed)
+	}
+	return h, rest, nil
+}
+
+// remote turns a non-SUCCESS header into a *RemoteError.
+func (h *respHeader) remote() *RemoteError {
+	return &RemoteError{Class: h.class, Message: h.msg, Code: h.code, Fatal: h.status == commonpb.RpcResponseHeaderProto_FATAL}
+}
