@@ -171,12 +171,10 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], mergeClusterNodeAttributes),
 			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], mergeAttributesToNodes),
 			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], mergeNodesToAttributes),
-			// Delegation tokens are RM-specific secrets: a token from one RM
-			// is worthless at another, so the router must issue its own
-			// (Hadoop's RouterDelegationTokenSecretManager); not built yet.
-			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken")),
-			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken")),
-			handle(r, "cancelDelegationToken", newMsg[commonpb.CancelDelegationTokenRequestProto], unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken")),
+			// Router-issued delegation tokens (dtoken.go).
+			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], r.getDelegationToken),
+			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], r.renewDelegationToken),
+			handle(r, "cancelDelegationToken", newMsg[commonpb.CancelDelegationTokenRequestProto], r.cancelDelegationToken),
 		},
 	}
 }
@@ -210,13 +208,6 @@ func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req,
 		}
 		return merge(res), nil
 	})
-}
-
-func unsupported[Req, Resp proto.Message](name string) func(context.Context, Req) (Resp, error) {
-	return func(context.Context, Req) (Resp, error) {
-		var zero Resp
-		return zero, fmt.Errorf("%s: %w: delegation tokens must be issued by the router itself, which yarnfed does not do yet", name, ErrUnsupported)
-	}
 }
 
 func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {

@@ -66,8 +66,12 @@ type Config struct {
 	HomeCacheSize int `json:"home_cache_size"`
 	// DefaultPolicy is used when neither the queue nor "*" has a stored
 	// policy (yarn.federation.policy-manager).
-	DefaultPolicy string        `json:"default_policy"`
-	Breaker       BreakerConfig `json:"breaker"`
+	DefaultPolicy string `json:"default_policy"`
+	// TokenService is the service field of router-issued delegation tokens
+	// (what clients match against the address they dial); default: the
+	// bound client RPC address.
+	TokenService string        `json:"token_service"`
+	Breaker      BreakerConfig `json:"breaker"`
 
 	// In-process wiring (not from files).
 	ClientListener net.Listener          `json:"-"`

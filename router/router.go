@@ -43,6 +43,8 @@ type Router struct {
 	started  time.Time
 	http     *http.Client // to RM REST APIs
 
+	tokens *tokens // nil: the store keeps no delegation tokens
+
 	closeOnce sync.Once
 
 	// crashAt, when set (tests), aborts a submission at the named step to
@@ -99,14 +101,6 @@ func New(cfg Config) (*Router, error) {
 		ttl: 10 * time.Second, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))
 
-	ipcCfg := hadoopipc.DefaultServerConfig()
-	ipcCfg.Logger = log
-	ipcCfg.Registerer = cfg.Registerer
-	r.ipc = hadoopipc.NewServer(ipcCfg)
-	if err := r.ipc.Register(r.clientProtocol()); err != nil {
-		return nil, err
-	}
-
 	var err error
 	if r.clientLn = cfg.ClientListener; r.clientLn == nil {
 		if r.clientLn, err = net.Listen("tcp", cfg.ClientRMAddress); err != nil {
@@ -118,6 +112,23 @@ func New(cfg Config) (*Router, error) {
 			_ = r.clientLn.Close()
 			return nil, fmt.Errorf("router web listen: %w", err)
 		}
+	}
+
+	ipcCfg := hadoopipc.DefaultServerConfig()
+	ipcCfg.Logger = log
+	ipcCfg.Registerer = cfg.Registerer
+	if ts, ok := cfg.Store.(TokenStore); ok {
+		service := cfg.TokenService
+		if service == "" {
+			service = r.clientLn.Addr().String()
+		}
+		r.tokens = newTokens(ts, service)
+		ipcCfg.Secrets = r.tokens // SASL TOKEN logins with router-issued tokens
+	}
+	r.ipc = hadoopipc.NewServer(ipcCfg)
+	if err := r.ipc.Register(r.clientProtocol()); err != nil {
+		r.Close()
+		return nil, err
 	}
 	if r.webLn != nil {
 		r.web = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -127,3 +127,48 @@ func mapNotFound(err, sentinel error, what string) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// Delegation-token state (TokenStore).
+
+func (s *ClientStore) StoreMasterKey(ctx context.Context, id int32, key []byte, expiry time.Time) error {
+	return s.c.StoreMasterKey(ctx, &storepb.MasterKey{KeyId: id, KeyBytes: key, ExpiryDateMs: expiry.UnixMilli()})
+}
+
+func (s *ClientStore) GetMasterKey(ctx context.Context, id int32) ([]byte, error) {
+	k, err := s.c.GetMasterKey(ctx, id)
+	if err != nil {
+		return nil, mapNotFound(err, ErrTokenNotFound, fmt.Sprintf("master key %d", id))
+	}
+	return k.GetKeyBytes(), nil
+}
+
+func (s *ClientStore) StoreToken(ctx context.Context, t StoredToken) error {
+	return s.c.StoreToken(ctx, &storepb.DelegationToken{Identifier: t.Identifier, RenewDateMs: t.RenewDate.UnixMilli(), TokenInfo: t.Password})
+}
+
+func (s *ClientStore) UpdateToken(ctx context.Context, t StoredToken) error {
+	err := s.c.UpdateToken(ctx, &storepb.DelegationToken{Identifier: t.Identifier, RenewDateMs: t.RenewDate.UnixMilli(), TokenInfo: t.Password})
+	return mapNotFound(err, ErrTokenNotFound, "update token")
+}
+
+func (s *ClientStore) RemoveToken(ctx context.Context, identifier []byte) error {
+	return mapNotFound(s.c.RemoveToken(ctx, identifier), ErrTokenNotFound, "remove token")
+}
+
+func (s *ClientStore) GetToken(ctx context.Context, identifier []byte) (StoredToken, error) {
+	t, err := s.c.GetToken(ctx, identifier)
+	if err != nil {
+		return StoredToken{}, mapNotFound(err, ErrTokenNotFound, "get token")
+	}
+	return StoredToken{Identifier: t.GetIdentifier(), Password: t.GetTokenInfo(), RenewDate: time.UnixMilli(t.GetRenewDateMs())}, nil
+}
+
+func (s *ClientStore) ReserveMasterKeyID(ctx context.Context) (int32, error) {
+	first, err := s.c.ReserveRange(ctx, storepb.Counter_COUNTER_MASTER_KEY_ID, 1)
+	return int32(first), err
+}
+
+func (s *ClientStore) ReserveTokenSequence(ctx context.Context, n int) (int32, error) {
+	first, err := s.c.ReserveRange(ctx, storepb.Counter_COUNTER_TOKEN_SEQUENCE, int64(n))
+	return int32(first), err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
@@ -122,6 +123,16 @@ func TestRouterWithRealStore(t *testing.T) {
 			t.Fatalf("resubmit via router 2: %v", err)
 		}
 	}
+	// A delegation token issued by one router is renewed through the other
+	// (master keys and tokens live in the store).
+	dt := &commonpb.GetDelegationTokenResponseProto{}
+	if err := call(c0, "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, dt); err != nil {
+		t.Fatalf("getDelegationToken: %v", err)
+	}
+	if err := call(c1, "renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: dt.GetToken()}, &commonpb.RenewDelegationTokenResponseProto{}); err != nil {
+		t.Fatalf("renew through the other router: %v", err)
+	}
+
 	apps := &yarnpb.GetApplicationsResponseProto{}
 	if err := call(c1, "getApplications", &yarnpb.GetApplicationsRequestProto{}, apps); err != nil || len(apps.GetApplications()) != 5 {
 		t.Fatalf("getApplications: %d, %v", len(apps.GetApplications()), err)

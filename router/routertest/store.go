@@ -24,6 +24,11 @@ type Store struct {
 	// Fail, if set, is asked before every operation; a non-nil error fails it.
 	Fail func(op string) error
 	ops  map[string]int
+
+	keys   map[int32][]byte
+	tokens map[string]router.StoredToken
+	keyIDs int32
+	seq    int32
 }
 
 // NewStore returns an empty store.
@@ -202,4 +207,84 @@ func (s *Store) WatchSubClusters(ctx context.Context) (<-chan struct{}, error) {
 		}
 	}()
 	return ch, nil
+}
+
+// Delegation-token state (router.TokenStore).
+
+func (s *Store) StoreMasterKey(_ context.Context, id int32, key []byte, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[int32][]byte{}
+	}
+	if _, ok := s.keys[id]; ok {
+		return fmt.Errorf("master key %d exists", id)
+	}
+	s.keys[id] = append([]byte(nil), key...)
+	return nil
+}
+
+func (s *Store) GetMasterKey(_ context.Context, id int32) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[id]
+	if !ok {
+		return nil, fmt.Errorf("master key %d: %w", id, router.ErrTokenNotFound)
+	}
+	return k, nil
+}
+
+func (s *Store) StoreToken(_ context.Context, t router.StoredToken) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens == nil {
+		s.tokens = map[string]router.StoredToken{}
+	}
+	s.tokens[string(t.Identifier)] = t
+	return nil
+}
+
+func (s *Store) UpdateToken(_ context.Context, t router.StoredToken) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[string(t.Identifier)]; !ok {
+		return fmt.Errorf("update token: %w", router.ErrTokenNotFound)
+	}
+	s.tokens[string(t.Identifier)] = t
+	return nil
+}
+
+func (s *Store) RemoveToken(_ context.Context, identifier []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[string(identifier)]; !ok {
+		return fmt.Errorf("remove token: %w", router.ErrTokenNotFound)
+	}
+	delete(s.tokens, string(identifier))
+	return nil
+}
+
+func (s *Store) GetToken(_ context.Context, identifier []byte) (router.StoredToken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[string(identifier)]
+	if !ok {
+		return router.StoredToken{}, fmt.Errorf("get token: %w", router.ErrTokenNotFound)
+	}
+	return t, nil
+}
+
+func (s *Store) ReserveMasterKeyID(context.Context) (int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keyIDs++
+	return s.keyIDs, nil
+}
+
+func (s *Store) ReserveTokenSequence(_ context.Context, n int) (int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := s.seq + 1
+	s.seq += int32(n)
+	return first, nil
 }
