@@ -153,8 +153,22 @@ func sweep(t *testing.T, tg sweepTarget) map[string]sweepOutcome {
 	}
 	out := map[string]sweepOutcome{}
 	for _, c := range calls {
+		out[c.method] = runCall(t, tg.client, c.method, c.req, c.resp)
+	}
+	return out
+}
+
+// runCall makes one call and classifies the answer; transport, decoding
+// and fatal failures fail the test (marked by an outcome with class "!").
+func runCall(t *testing.T, client *hadoopipc.Client, method string, req, resp proto.Message) sweepOutcome {
+	t.Helper()
+	{
+		c := struct {
+			method    string
+			req, resp proto.Message
+		}{method, req, resp}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := tg.client.Call(ctx, c.method, c.req, c.resp)
+		err := client.Call(ctx, c.method, c.req, c.resp)
 		cancel()
 		var o sweepOutcome
 		var re *hadoopipc.RemoteError
@@ -165,11 +179,10 @@ func sweep(t *testing.T, tg sweepTarget) map[string]sweepOutcome {
 			o = sweepOutcome{class: re.Class, msg: re.Message}
 		default:
 			t.Errorf("%s: %v (not an application error: transport, decoding or a fatal reply)", c.method, err)
-			continue
+			o = sweepOutcome{class: "!"}
 		}
-		out[c.method] = o
+		return o
 	}
-	return out
 }
 
 // The whole ApplicationClientProtocol, from our Go client, against the real
@@ -188,6 +201,13 @@ func TestGoClientProtocolSweep(t *testing.T) {
 	real := sweep(t, prepareSweep(t, rmClient(t, mc), loopback(mc.info.Scheduler)))
 	ours := sweep(t, prepareSweep(t, simClient, sim.Addrs().Scheduler))
 
+	compareSweeps(t, "ApplicationClientProtocol", real, ours)
+}
+
+// compareSweeps fails on unknown fields in real-RM responses and on
+// simrm outcomes that differ from the real RM's, and logs the table.
+func compareSweeps(t *testing.T, protocol string, real, ours map[string]sweepOutcome) {
+	t.Helper()
 	methods := make([]string, 0, len(real))
 	for m := range real {
 		methods = append(methods, m)
@@ -196,17 +216,70 @@ func TestGoClientProtocolSweep(t *testing.T) {
 	var table []string
 	for _, m := range methods {
 		r, s := real[m], ours[m]
-		table = append(table, fmt.Sprintf("%-28s real=%s simrm=%s", m, r, s))
+		table = append(table, fmt.Sprintf("%-36s real=%s simrm=%s", m, r, s))
 		if len(r.unknown) > 0 {
 			t.Errorf("%s: the real RM's response has fields our protos do not describe: %s", m, strings.Join(r.unknown, ", "))
 		}
 		if r.ok != s.ok || r.class != s.class {
 			if why, ok := knownSimRMGaps["sweep "+m]; ok {
-				t.Logf("KNOWN GAP sweep %s: real RM %s (%s), simrm %s (%s): %s", m, r, r.msg, s, s.msg, why)
+				t.Logf("KNOWN GAP sweep %s: real RM %s, simrm %s: %s", m, r, s, why)
 				continue
 			}
-			t.Errorf("%s: real RM %s %q, simrm %s %q", m, r, r.msg, s, s.msg)
+			t.Errorf("%s: real RM %s %q, simrm %s %q", m, r, firstLine(r.msg), s, firstLine(s.msg))
 		}
 	}
-	t.Logf("ApplicationClientProtocol outcomes:\n%s", strings.Join(table, "\n"))
+	t.Logf("%s outcomes:\n%s", protocol, strings.Join(table, "\n"))
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// The non-destructive ResourceManagerAdministrationProtocol calls (what
+// `yarn rmadmin` and a Router's admin fan-out send), against the real RM's
+// admin port and simrm's.
+func TestGoClientAdminSweep(t *testing.T) {
+	mc := needCluster(t)
+	sim := startSimRM(t, mc.info.NMs)
+	admin := func(addr string) *hadoopipc.Client {
+		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{addr},
+			Protocol: hadoopipc.ProtocolRMAdmin, Version: 1, User: e2eUser, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	type adminCall struct {
+		method    string
+		req, resp func() proto.Message
+	}
+	calls := []adminCall{
+		{"refreshQueues", func() proto.Message { return &yarnpb.RefreshQueuesRequestProto{} }, func() proto.Message { return &yarnpb.RefreshQueuesResponseProto{} }},
+		{"refreshNodes", func() proto.Message { return &yarnpb.RefreshNodesRequestProto{} }, func() proto.Message { return &yarnpb.RefreshNodesResponseProto{} }},
+		{"refreshSuperUserGroupsConfiguration", func() proto.Message { return &yarnpb.RefreshSuperUserGroupsConfigurationRequestProto{} },
+			func() proto.Message { return &yarnpb.RefreshSuperUserGroupsConfigurationResponseProto{} }},
+		{"refreshUserToGroupsMappings", func() proto.Message { return &yarnpb.RefreshUserToGroupsMappingsRequestProto{} },
+			func() proto.Message { return &yarnpb.RefreshUserToGroupsMappingsResponseProto{} }},
+		{"refreshAdminAcls", func() proto.Message { return &yarnpb.RefreshAdminAclsRequestProto{} }, func() proto.Message { return &yarnpb.RefreshAdminAclsResponseProto{} }},
+		{"refreshServiceAcls", func() proto.Message { return &yarnpb.RefreshServiceAclsRequestProto{} }, func() proto.Message { return &yarnpb.RefreshServiceAclsResponseProto{} }},
+		{"getGroupsForUser", func() proto.Message { return &yarnpb.GetGroupsForUserRequestProto{User: proto.String(e2eUser)} },
+			func() proto.Message { return &yarnpb.GetGroupsForUserResponseProto{} }},
+		{"checkForDecommissioningNodes", func() proto.Message { return &yarnpb.CheckForDecommissioningNodesRequestProto{} },
+			func() proto.Message { return &yarnpb.CheckForDecommissioningNodesResponseProto{} }},
+		{"refreshClusterMaxPriority", func() proto.Message { return &yarnpb.RefreshClusterMaxPriorityRequestProto{} },
+			func() proto.Message { return &yarnpb.RefreshClusterMaxPriorityResponseProto{} }},
+		{"refreshNodesResources", func() proto.Message { return &yarnpb.RefreshNodesResourcesRequestProto{} },
+			func() proto.Message { return &yarnpb.RefreshNodesResourcesResponseProto{} }},
+		{"getFederationSubClusters", func() proto.Message { return &yarnpb.GetSubClustersRequestProto{} }, func() proto.Message { return &yarnpb.GetSubClustersResponseProto{} }},
+	}
+	run := func(c *hadoopipc.Client) map[string]sweepOutcome {
+		out := map[string]sweepOutcome{}
+		for _, ac := range calls {
+			out[ac.method] = runCall(t, c, ac.method, ac.req(), ac.resp())
+		}
+		return out
+	}
+	compareSweeps(t, "ResourceManagerAdministrationProtocol", run(admin(loopback(mc.info.Admin))), run(admin(sim.Addrs().Admin)))
 }
