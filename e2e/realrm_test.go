@@ -179,6 +179,9 @@ func TestGoClientAgainstRealRM(t *testing.T) {
 			t.Errorf("token identifier names %v, want attempt 1 of %s", ident.GetAppAttemptId(), appString(id))
 		}
 		rep := appReport(t, c, id)
+		if u := unknownFields(rep.ProtoReflect(), "ApplicationReportProto"); len(u) > 0 {
+			t.Errorf("the real RM's application report has fields our protos do not describe: %v", u)
+		}
 		if rep.GetName() != "interop-s3" || rep.GetUser() != e2eUser || !rep.GetUnmanagedApplication() ||
 			rep.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
 			t.Errorf("report after submit: %v", rep)
@@ -188,6 +191,9 @@ func TestGoClientAgainstRealRM(t *testing.T) {
 		reg := call(t, am, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
 			Host: proto.String("127.0.0.1"), RpcPort: proto.Int32(0), TrackingUrl: proto.String(""),
 		}, &yarnpb.RegisterApplicationMasterResponseProto{})
+		if u := unknownFields(reg.ProtoReflect(), "RegisterApplicationMasterResponseProto"); len(u) > 0 {
+			t.Errorf("the real RM's register response has fields our protos do not describe: %v", u)
+		}
 		if reg.GetMaximumCapability().GetMemory() <= 0 || reg.GetQueue() != "default" && reg.GetQueue() != "root.default" {
 			t.Errorf("register response %v", reg)
 		}
@@ -221,6 +227,9 @@ func TestGoClientAgainstRealRM(t *testing.T) {
 				Ask: ask, ResponseId: proto.Int32(responseID), Progress: proto.Float32(0.1),
 			}, &yarnpb.AllocateResponseProto{})
 			heartbeats++
+			if u := unknownFields(resp.ProtoReflect(), "AllocateResponseProto"); len(u) > 0 {
+				t.Errorf("the real RM's allocate response has fields our protos do not describe: %v", u)
+			}
 			ask = nil // the ask table is sent once; later heartbeats carry only changes
 			responseID = resp.GetResponseId()
 			containers = append(containers, resp.GetAllocatedContainers()...)
