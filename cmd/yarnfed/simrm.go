@@ -42,6 +42,7 @@ Chaos control (not part of Hadoop's API), on the REST port:
   GET|PUT /simrm/v1/faults      {"latency":"200ms","errorRate":0.1,"stalled":false}
   POST    /simrm/v1/restart?keepState=true&downFor=2s
   POST    /simrm/v1/transition?to=standby|active
+  POST    /simrm/v1/nodes/{host}?state=LOST|RUNNING
 Prometheus metrics: GET /prom on the REST port.`,
 		Example: `  yarnfed simrm --cluster-id sc1
   yarnfed simrm --cluster-id sc2 --client-address 127.0.0.1:18032 --scheduler-address 127.0.0.1:18030 \

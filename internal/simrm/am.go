@@ -130,7 +130,7 @@ func (c *core) allocateLocked(id AttemptID, req AllocateRequest) (*AllocateRespo
 		Attempt:         id,
 		User:            a.user,
 		Priority:        a.priority,
-		NumClusterNodes: int32(len(c.nodes)),
+		NumClusterNodes: int32(len(c.nodes)) - c.lostNodes,
 		Available:       c.headroom(c.queueByName[a.queue]),
 	}
 	if len(at.newly) > 0 {
@@ -150,6 +150,10 @@ func (c *core) allocateLocked(id AttemptID, req AllocateRequest) (*AllocateRespo
 	if len(at.completed) > 0 {
 		resp.Completed = at.completed
 		at.completed = nil
+	}
+	if c.nodeSeq > at.nodeSeq {
+		resp.UpdatedNodes = c.updatedNodes(at.nodeSeq, now)
+		at.nodeSeq = c.nodeSeq
 	}
 	at.last = resp
 	if len(req.Asks) > 0 {

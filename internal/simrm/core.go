@@ -47,6 +47,13 @@ type core struct {
 
 	expiry expiryHeap // containers that end by themselves
 
+	// Node state changes: nodeSeq numbers them, changedNodes lists them in
+	// order, so each AM learns the nodes changed since its last heartbeat
+	// (AllocateResponse.updated_nodes).
+	nodeSeq      int64
+	changedNodes []nodeChange
+	lostNodes    int32
+
 	// Scheduler memo: sizes no node could take, valid while freeGen (bumped
 	// whenever a container ends) equals failedGen.
 	failed             []Resource
@@ -71,9 +78,16 @@ type node struct {
 	total    Resource
 	used     Resource
 	nconts   int32
+	lost     bool  // NodeManager LOST: no capacity, no placements
+	changed  int64 // nodeSeq of its last state change
 }
 
 func (n *node) free() Resource { return n.total.sub(n.used) }
+
+type nodeChange struct {
+	n   *node
+	seq int64
+}
 
 type queue struct {
 	cfg    QueueConfig
@@ -155,6 +169,7 @@ type attempt struct {
 	askKeys   []schedKey // sorted: priority, then allocation request id
 	blacklist map[string]bool
 
+	nodeSeq   int64        // node changes this AM has been told about
 	newly     []*container // allocated, not yet handed to the AM
 	completed []ContainerStatus
 	live      map[int64]*container
@@ -402,6 +417,7 @@ func (c *core) newAttempt(a *app, now int64) *attempt {
 		live:      map[int64]*container{},
 		nmTokens:  map[string]bool{},
 		lastBeat:  c.now(),
+		nodeSeq:   c.nodeSeq,
 	}
 	if prev := a.current(); prev != nil && a.keep {
 		at.nextSeq = prev.nextSeq
@@ -815,19 +831,90 @@ func (c *core) Nodes() []NodeReport {
 	now := c.nowMS()
 	out := make([]NodeReport, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		out = append(out, NodeReport{
-			ID: n.id, HTTPAddress: n.httpAddr, Rack: n.rack, State: "RUNNING", Total: n.total,
-			Used: n.used, NumContainers: n.nconts, HealthReport: "", LastHealthUpdate: now,
-		})
+		out = append(out, c.nodeReport(n, now))
 	}
 	return out
 }
 
-// NodeCount is what getClusterMetrics needs: O(1).
-func (c *core) NodeCount() int32 {
+func (c *core) nodeReport(n *node, now int64) NodeReport {
+	st := "RUNNING"
+	if n.lost {
+		st = "LOST"
+	}
+	return NodeReport{
+		ID: n.id, HTTPAddress: n.httpAddr, Rack: n.rack, State: st, Total: n.total,
+		Used: n.used, NumContainers: n.nconts, HealthReport: "", LastHealthUpdate: now,
+	}
+}
+
+// SetNodeLost marks a simulated NodeManager LOST (true) or RUNNING again.
+// Losing a node completes its containers with ABORTED ("Container released
+// on a *lost* node"), fails attempts whose AM ran there, and removes its
+// capacity; every AM hears of the change in updated_nodes.
+func (c *core) SetNodeLost(host string, lost bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return int32(len(c.nodes))
+	n, ok := c.hosts[host]
+	if !ok {
+		return errorf(ErrInvalidRequest, "unknown node %s", host)
+	}
+	if n.lost == lost {
+		return nil
+	}
+	now := c.nowMS()
+	if lost {
+		var failedAMs []*attempt
+		for _, a := range c.apps {
+			for _, at := range a.attempts {
+				for _, ct := range at.live {
+					if ct.node != n {
+						continue
+					}
+					if ct.am && at == a.current() && !at.state.final() {
+						failedAMs = append(failedAMs, at)
+					}
+					c.completeContainer(ct, ExitAborted, "Container released on a *lost* node", now)
+				}
+			}
+		}
+		n.lost = true
+		c.total = c.total.sub(n.total)
+		c.lostNodes++
+		for _, at := range failedAMs {
+			c.failAttempt(at, fmt.Sprintf("AM Container for %s exited with exitCode: %d: Container released on a *lost* node", at.id, ExitAborted))
+		}
+	} else {
+		n.lost = false
+		c.total = c.total.add(n.total)
+		c.lostNodes--
+		c.freeGen++ // capacity came back: forget remembered failures
+	}
+	c.nodeSeq++
+	n.changed = c.nodeSeq
+	c.changedNodes = append(c.changedNodes, nodeChange{n: n, seq: c.nodeSeq})
+	if len(c.changedNodes) > 2*len(c.nodes)+64 {
+		// Only each node's latest change matters to anyone.
+		c.changedNodes = slices.DeleteFunc(c.changedNodes, func(e nodeChange) bool { return e.seq != e.n.changed })
+	}
+	return nil
+}
+
+// updatedNodes reports the nodes changed after seq, each once.
+func (c *core) updatedNodes(seq int64, now int64) []NodeReport {
+	var out []NodeReport
+	for i := len(c.changedNodes) - 1; i >= 0 && c.changedNodes[i].seq > seq; i-- {
+		if e := c.changedNodes[i]; e.seq == e.n.changed {
+			out = append(out, c.nodeReport(e.n, now))
+		}
+	}
+	return out
+}
+
+// NodeCounts is (total, active, lost) NodeManagers.
+func (c *core) NodeCounts() (total, active, lost int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int32(len(c.nodes)), int32(len(c.nodes)) - c.lostNodes, c.lostNodes
 }
 
 // Metrics summarizes the cluster for /ws/v1/cluster/metrics.
@@ -838,7 +925,7 @@ func (c *core) Metrics() ClusterMetrics {
 		AppsSubmitted: c.appsSubmitted, AppsCompleted: c.appsCompleted, AppsFailed: c.appsFailed,
 		AppsKilled: c.appsKilled, Total: c.total, Allocated: c.used, Available: c.total.sub(c.used),
 		Pending: c.pendingResource, ContainersAllocated: c.containersAllocated,
-		ContainersPending: c.pendingContainers, TotalNodes: int32(len(c.nodes)), ActiveNodes: int32(len(c.nodes)),
+		ContainersPending: c.pendingContainers, TotalNodes: int32(len(c.nodes)), ActiveNodes: int32(len(c.nodes)) - c.lostNodes, LostNodes: c.lostNodes,
 	}
 	for _, q := range c.queues {
 		for _, a := range q.apps {

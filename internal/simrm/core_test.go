@@ -683,3 +683,70 @@ func TestBlacklistDoesNotPoisonOthers(t *testing.T) {
 		t.Fatalf("after removing the blacklist: %d containers", n)
 	}
 }
+
+func TestNodeLoss(t *testing.T) {
+	c, clk := testCore(t, func(cfg *Config) { cfg.Nodes = 2; cfg.SimAM.ContainerRuntime = time.Hour })
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(4, 1024)}})
+	c.tick()
+	got := d.allocate(AllocateRequest{}).Allocated
+	if len(got) != 4 {
+		t.Fatalf("allocated %d", len(got))
+	}
+	m := submit(t, c, nil)
+	runUntil(t, c, clk, 50*time.Millisecond, func() bool { return report(t, c, m).State == AppRunning })
+	amHost := report(t, c, m).AMContainer.Node.Host
+
+	if err := c.SetNodeLost(amHost, true); err != nil {
+		t.Fatal(err)
+	}
+	resp := d.allocate(AllocateRequest{})
+	var onLost int
+	for _, ct := range got {
+		if ct.Node.Host == amHost {
+			onLost++
+		}
+	}
+	if len(resp.Completed) != onLost || onLost == 0 {
+		t.Fatalf("completed %d, want the %d containers on the lost node", len(resp.Completed), onLost)
+	}
+	for _, st := range resp.Completed {
+		if st.ExitStatus != ExitAborted || st.Diagnostics != "Container released on a *lost* node" {
+			t.Fatalf("lost container status %+v", st)
+		}
+	}
+	if len(resp.UpdatedNodes) != 1 || resp.UpdatedNodes[0].State != "LOST" || resp.NumClusterNodes != 1 {
+		t.Fatalf("updated nodes %+v, cluster nodes %d", resp.UpdatedNodes, resp.NumClusterNodes)
+	}
+	if again := d.allocate(AllocateRequest{}); len(again.UpdatedNodes) != 0 {
+		t.Fatal("a node change is reported once")
+	}
+	if mt := c.Metrics(); mt.LostNodes != 1 || mt.ActiveNodes != 1 || mt.Total.MemoryMB != 8192 {
+		t.Fatalf("metrics after loss %+v", mt)
+	}
+	// The managed app lost its AM: a second attempt runs on the other node.
+	runUntil(t, c, clk, 50*time.Millisecond, func() bool {
+		r := report(t, c, m)
+		return r.CurrentAttempt.Attempt == 2 && r.State == AppRunning
+	})
+	if h := report(t, c, m).AMContainer.Node.Host; h == amHost {
+		t.Fatal("AM placed on the lost node")
+	}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{{Priority: 5, ResourceName: amHost, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}},
+		{Priority: 5, ResourceName: AnyResource, NumContainers: 1, Capability: Resource{MemoryMB: 1024, VCores: 1}, RelaxLocality: false}}})
+	c.tick()
+	if n := len(d.allocate(AllocateRequest{}).Allocated); n != 0 {
+		t.Fatal("placed on a lost node")
+	}
+	if err := c.SetNodeLost(amHost, false); err != nil {
+		t.Fatal(err)
+	}
+	c.tick()
+	resp = d.allocate(AllocateRequest{})
+	if len(resp.Allocated) != 1 || len(resp.UpdatedNodes) != 1 || resp.UpdatedNodes[0].State != "RUNNING" {
+		t.Fatalf("after recovery: %d allocated, updated %+v", len(resp.Allocated), resp.UpdatedNodes)
+	}
+	if err := c.SetNodeLost("nope", true); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("unknown node: %v", err)
+	}
+}

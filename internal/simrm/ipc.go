@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -263,29 +264,28 @@ func (r *RM) failApplicationAttempt(ctx context.Context, req *yarnpb.FailApplica
 }
 
 func (r *RM) getClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
-	n := r.core().NodeCount()
+	_, active, lost := r.core().NodeCounts()
 	zero := proto.Int32(0)
+	// num_node_managers counts the active nodes (the RM's RMNodes map);
+	// lost ones move to the inactive set.
 	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
-		NumNodeManagers: proto.Int32(n), NumActiveNms: proto.Int32(n), NumDecommissionedNms: zero,
-		NumLostNms: zero, NumUnhealthyNms: zero, NumRebootedNms: zero, NumDecommissioningNms: zero, NumShutdownNms: zero,
+		NumNodeManagers: proto.Int32(active), NumActiveNms: proto.Int32(active), NumDecommissionedNms: zero,
+		NumLostNms: proto.Int32(lost), NumUnhealthyNms: zero, NumRebootedNms: zero, NumDecommissioningNms: zero, NumShutdownNms: zero,
 	}}, nil
 }
 
 func (r *RM) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
-	// Every simulated node is RUNNING: a filter without NS_RUNNING matches none.
-	if st := req.GetNodeStates(); len(st) > 0 {
-		running := false
-		for _, s := range st {
-			running = running || s == yarnpb.NodeStateProto_NS_RUNNING
-		}
-		if !running {
-			return &yarnpb.GetClusterNodesResponseProto{}, nil
-		}
+	// No states means all of them, as ClientRMService treats an empty set.
+	want := map[string]bool{}
+	for _, s := range req.GetNodeStates() {
+		want[strings.TrimPrefix(s.String(), "NS_")] = true
 	}
 	nodes := r.core().Nodes()
 	out := &yarnpb.GetClusterNodesResponseProto{NodeReports: make([]*yarnpb.NodeReportProto, 0, len(nodes))}
 	for i := range nodes {
-		out.NodeReports = append(out.NodeReports, nodeReportPB(&nodes[i]))
+		if len(want) == 0 || want[nodes[i].State] {
+			out.NodeReports = append(out.NodeReports, nodeReportPB(&nodes[i]))
+		}
 	}
 	return out, nil
 }
@@ -294,7 +294,7 @@ func nodeReportPB(n *NodeReport) *yarnpb.NodeReportProto {
 	return &yarnpb.NodeReportProto{
 		NodeId: nodePB(n.ID), HttpAddress: proto.String(n.HTTPAddress), RackName: proto.String(n.Rack),
 		Used: resourcePB(n.Used), Capability: resourcePB(n.Total), NumContainers: proto.Int32(n.NumContainers),
-		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum(), HealthReport: proto.String(n.HealthReport),
+		NodeState: yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+n.State]).Enum(), HealthReport: proto.String(n.HealthReport),
 		LastHealthReportTime: proto.Int64(n.LastHealthUpdate),
 	}
 }
@@ -598,6 +598,9 @@ func (r *RM) allocateResponsePB(resp *AllocateResponse) *yarnpb.AllocateResponse
 			Diagnostics: proto.String(s.Diagnostics), ExitStatus: proto.Int32(s.ExitStatus),
 			Capability: resourcePB(s.Resource),
 		})
+	}
+	for i := range resp.UpdatedNodes {
+		out.UpdatedNodes = append(out.UpdatedNodes, nodeReportPB(&resp.UpdatedNodes[i]))
 	}
 	for _, n := range resp.NMTokenNodes {
 		t := r.core().keys.nmToken(resp.Attempt, n, resp.User)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
@@ -402,5 +404,44 @@ func TestRestartKeepsAddressesAndRaisesEpoch(t *testing.T) {
 	err := acp.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: appPB(id)}, &rep)
 	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
 		t.Fatalf("restart without state: %v", err)
+	}
+}
+
+func TestIPCAndRESTSeeLostNodes(t *testing.T) {
+	rm := startRM(t, nil)
+	ctx := context.Background()
+	host := rm.NodeHosts()[3]
+	resp, err := http.Post("http://"+rm.Addrs().Web+"/simrm/v1/nodes/"+host+"?state=LOST", "", nil)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("lose node: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	acp := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+	var cm yarnpb.GetClusterMetricsResponseProto
+	if err := acp.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &cm); err != nil ||
+		cm.GetClusterMetrics().GetNumNodeManagers() != 7 || cm.GetClusterMetrics().GetNumLostNms() != 1 {
+		t.Fatalf("metrics %v %v", &cm, err)
+	}
+	cases := []struct {
+		name   string
+		states []yarnpb.NodeStateProto
+		want   int
+	}{
+		{"all", nil, 8},
+		{"lost", []yarnpb.NodeStateProto{yarnpb.NodeStateProto_NS_LOST}, 1},
+		{"running", []yarnpb.NodeStateProto{yarnpb.NodeStateProto_NS_RUNNING}, 7},
+		{"unhealthy", []yarnpb.NodeStateProto{yarnpb.NodeStateProto_NS_UNHEALTHY}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodes yarnpb.GetClusterNodesResponseProto
+			if err := acp.Call(ctx, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{NodeStates: tc.states}, &nodes); err != nil || len(nodes.NodeReports) != tc.want {
+				t.Fatalf("got %d nodes (%v), want %d", len(nodes.NodeReports), err, tc.want)
+			}
+		})
+	}
+	lost, err := rmrest.NewClient(rm.Addrs().Web).GetNodes(ctx, "LOST")
+	if err != nil || len(lost) != 1 || lost[0].NodeHostName != host {
+		t.Fatalf("REST lost nodes %v %v", lost, err)
 	}
 }

@@ -47,6 +47,7 @@ func (r *RM) restHandler() http.Handler {
 	control.HandleFunc("PUT /simrm/v1/faults", r.putFaults)
 	control.HandleFunc("POST /simrm/v1/restart", r.postRestart)
 	control.HandleFunc("POST /simrm/v1/transition", r.postTransition)
+	control.HandleFunc("POST /simrm/v1/nodes/{host}", r.postNodeState)
 	if r.cfg.Gatherer != nil {
 		control.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
@@ -414,27 +415,24 @@ func restNode(n *NodeReport) rmrest.Node {
 
 func (r *RM) restNodes(w http.ResponseWriter, req *http.Request) {
 	out := rmrest.Nodes{}
-	// Every simulated node is RUNNING; a states filter without it matches
-	// none. Hadoop rejects unknown state names with 400.
-	match := true
+	// No states means all nodes; Hadoop rejects unknown state names (400).
+	want := map[string]bool{}
 	for _, raw := range append(req.URL.Query()["states"], req.URL.Query()["state"]...) {
-		match = false
 		for _, s := range strings.Split(raw, ",") {
 			s = strings.ToUpper(strings.TrimSpace(s))
 			switch s {
-			case "RUNNING":
-				match = true
-			case "NEW", "UNHEALTHY", "DECOMMISSIONED", "LOST", "REBOOTED", "DECOMMISSIONING", "SHUTDOWN", "":
+			case "":
+			case "NEW", "RUNNING", "UNHEALTHY", "DECOMMISSIONED", "LOST", "REBOOTED", "DECOMMISSIONING", "SHUTDOWN":
+				want[s] = true
 			default:
 				badRequest(w, req, "Invalid node state "+s)
 				return
 			}
 		}
 	}
-	if match {
-		nodes := r.core().Nodes()
-		out.Node = make([]rmrest.Node, 0, len(nodes))
-		for i := range nodes {
+	nodes := r.core().Nodes()
+	for i := range nodes {
+		if len(want) == 0 || want[nodes[i].State] {
 			out.Node = append(out.Node, restNode(&nodes[i]))
 		}
 	}
@@ -448,8 +446,7 @@ func (r *RM) restNode(w http.ResponseWriter, req *http.Request) {
 	n, ok := c.hosts[strings.Split(want, ":")[0]]
 	var rep NodeReport
 	if ok && (n.id.String() == want || n.id.Host == want) {
-		rep = NodeReport{ID: n.id, HTTPAddress: n.httpAddr, Rack: n.rack, State: "RUNNING", Total: n.total,
-			Used: n.used, NumContainers: n.nconts, LastHealthUpdate: c.nowMS()}
+		rep = c.nodeReport(n, c.nowMS())
 	} else {
 		ok = false
 	}
@@ -551,6 +548,24 @@ func (r *RM) postTransition(w http.ResponseWriter, req *http.Request) {
 		r.TransitionToStandby()
 	default:
 		badRequest(w, req, "to must be active or standby")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// postNodeState loses a node (?state=LOST) or brings it back (?state=RUNNING).
+func (r *RM) postNodeState(w http.ResponseWriter, req *http.Request) {
+	var lost bool
+	switch strings.ToUpper(req.URL.Query().Get("state")) {
+	case "LOST":
+		lost = true
+	case "RUNNING":
+	default:
+		badRequest(w, req, "state must be LOST or RUNNING")
+		return
+	}
+	if err := r.SetNodeLost(req.PathValue("host"), lost); err != nil {
+		notFound(w, req, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -123,7 +123,7 @@ func (c *core) place(at *attempt, s *askSet, failed *[]Resource) *node {
 		if cnt <= 0 {
 			continue
 		}
-		if n := c.hosts[name]; n != nil && !c.blacklisted(at, n) && n.free().fits(res) {
+		if n := c.hosts[name]; n != nil && !n.lost && !c.blacklisted(at, n) && n.free().fits(res) {
 			return n
 		}
 	}
@@ -139,7 +139,7 @@ func (c *core) place(at *attempt, s *askSet, failed *[]Resource) *node {
 		start := c.rackCursor[name]
 		for i := range nodes {
 			n := nodes[(start+i)%len(nodes)]
-			if !c.blacklisted(at, n) && n.free().fits(res) {
+			if !n.lost && !c.blacklisted(at, n) && n.free().fits(res) {
 				c.rackCursor[name] = (start + i + 1) % len(nodes)
 				return n
 			}
@@ -167,7 +167,7 @@ func (c *core) placeAny(at *attempt, res Resource, failed *[]Resource) *node {
 	nn := len(c.nodes)
 	for i := 0; i < nn; i++ {
 		n := c.nodes[(c.cursor+i)%nn]
-		if n.free().fits(res) && !c.blacklisted(at, n) {
+		if !n.lost && n.free().fits(res) && !c.blacklisted(at, n) {
 			c.cursor = (c.cursor + i + 1) % nn
 			return n
 		}

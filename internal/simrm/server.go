@@ -464,3 +464,19 @@ func (r *RM) stateCollectors() []prometheus.Collector {
 		gauge("yarnfed_simrm_available_mb", "Memory free on the simulated nodes, MB.", func(c ClusterMetrics) float64 { return float64(c.Available.MemoryMB) }),
 	}
 }
+
+// SetNodeLost loses a simulated NodeManager (its containers end ABORTED,
+// AMs on it fail, AMs hear of it in updated_nodes) or brings it back.
+func (r *RM) SetNodeLost(host string, lost bool) error { return r.core().SetNodeLost(host, lost) }
+
+// NodeHosts lists the simulated NodeManagers' host names.
+func (r *RM) NodeHosts() []string {
+	c := r.core()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		out = append(out, n.id.Host)
+	}
+	return out
+}

@@ -297,6 +297,9 @@ type AllocateResponse struct {
 	// NMTokenNodes are the nodes the AM gets a fresh NM token for: the nodes
 	// of this response's new containers it has no token for yet.
 	NMTokenNodes []NodeID
+	// UpdatedNodes are nodes whose state changed since the AM's last
+	// heartbeat (lost or back).
+	UpdatedNodes []NodeReport
 	Attempt      AttemptID
 	User         string
 	Priority     int32
