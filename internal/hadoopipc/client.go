@@ -149,6 +149,9 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 	if c.closed.Load() {
 		return ErrClientClosed
 	}
+	if req == nil || resp == nil {
+		return errors.New("hadoopipc: Call needs non-nil req and resp messages")
+	}
 	// One call id and client id for every try, so a server retry cache can
 	// recognise a retried call (Hadoop raises only retryCount).
 	callID := c.pool.nextCallID()

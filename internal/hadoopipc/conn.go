@@ -139,6 +139,11 @@ func (c *serverConn) serve() {
 // handshake reads the preamble and answers the ways it can be wrong.
 func (c *serverConn) handshake() error {
 	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	// Checked after setting the deadline: a drain that came first would
+	// otherwise be overwritten and wait out the whole timeout.
+	if c.draining.Load() {
+		return ErrServerClosed
+	}
 	var p [preambleLen]byte
 	if _, err := io.ReadFull(c.br, p[:4]); err != nil {
 		return err
