@@ -159,7 +159,7 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			fanCall(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], newMsg[yarnpb.GetApplicationsResponseProto], r.mergeApplications),
 			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], mergeClusterMetrics),
 			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], mergeClusterNodes),
-			fanCall(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], newMsg[yarnpb.GetQueueInfoResponseProto], mergeQueueInfo),
+			handle(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], r.getQueueInfo),
 			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], mergeQueueUserAcls),
 			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], mergeReservations),
 			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], mergeNodesToLabels),
@@ -241,4 +241,29 @@ func (r *Router) getNewReservation(ctx context.Context, req *yarnpb.GetNewReserv
 		return nil
 	})
 	return resp, err
+}
+
+// getQueueInfo fans out and merges, unless the request names one
+// sub-cluster (Hadoop 3.4's GetQueueInfoRequest.subClusterId): then only
+// that sub-cluster answers, and its reply says which it was.
+func (r *Router) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
+	if id := req.GetSubClusterId(); id != "" {
+		sc, ok := r.members.get(SubClusterID(id))
+		if !ok {
+			return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "getQueueInfo: sub-cluster %s is not registered", id)
+		}
+		resp := &yarnpb.GetQueueInfoResponseProto{}
+		if err := r.callSC(ctx, sc, "getQueueInfo", req, resp); err != nil {
+			return nil, err
+		}
+		if resp.QueueInfo != nil {
+			resp.QueueInfo.SubClusterId = proto.String(id)
+		}
+		return resp, nil
+	}
+	res, err := fanout(ctx, r, "getQueueInfo", req, newMsg[yarnpb.GetQueueInfoResponseProto], r.cfg.PartialResults)
+	if err != nil {
+		return nil, err
+	}
+	return mergeQueueInfo(res), nil
 }

@@ -124,7 +124,7 @@ func (m *membership) waitFor(ctx context.Context, window time.Duration, pick fun
 	deadline := time.NewTimer(window)
 	defer deadline.Stop()
 	// Poll fast: breakers reopen by time, not by a store event.
-	tick := time.NewTicker(window / 50)
+	tick := time.NewTicker(max(window/50, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {

@@ -142,4 +142,11 @@ func TestMergeFanoutCallsOverIPC(t *testing.T) {
 	if q.GetQueueInfo().GetQueueStatistics().GetNumAppsSubmitted() != 3 || q.GetQueueInfo().GetCapacity() != 1 {
 		t.Fatalf("queue not merged: %v", q)
 	}
+	one := &yarnpb.GetQueueInfoResponseProto{}
+	if err := f.client.Call(ctxT(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default"), SubClusterId: proto.String("SC-2")}, one); err != nil {
+		t.Fatal(err)
+	}
+	if one.GetQueueInfo().GetSubClusterId() != "SC-2" || f.rms["SC-1"].Calls("getQueueInfo") != 1 || f.rms["SC-2"].Calls("getQueueInfo") != 2 {
+		t.Fatalf("sub-cluster-scoped getQueueInfo: %v", one)
+	}
 }
