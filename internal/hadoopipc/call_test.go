@@ -3,6 +3,7 @@ package hadoopipc
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -176,5 +177,42 @@ func TestCancelledCallKeepsConnection(t *testing.T) {
 	c.pool.mu.Unlock()
 	if first != second || first.isClosed() {
 		t.Error("cancelling a call replaced or closed the connection")
+	}
+}
+
+func TestClientInterceptorsAndFrameLimit(t *testing.T) {
+	ts := startServer(t, DefaultServerConfig(), echoProtocol(nil))
+	var order []string
+	mk := func(name string) ClientInterceptor {
+		return func(ctx context.Context, method string, req, resp proto.Message, invoker Invoker) error {
+			order = append(order, name+">"+method)
+			err := invoker(ctx, method, req, resp)
+			order = append(order, name+"<")
+			return err
+		}
+	}
+	breakerOpen := errors.New("breaker open")
+	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, MaxFrameBytes: 256,
+		Interceptors: []ClientInterceptor{mk("outer"), mk("inner"), func(ctx context.Context, method string, req, resp proto.Message, invoker Invoker) error {
+			if method == "blocked" {
+				return breakerOpen
+			}
+			return invoker(ctx, method, req, resp)
+		}}})
+	if _, err := echo(context.Background(), c, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, " "); got != "outer>echo inner>echo inner< outer<" {
+		t.Errorf("interceptor order %q", got)
+	}
+	if err := c.Call(context.Background(), "blocked", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{}); !errors.Is(err, breakerOpen) {
+		t.Errorf("short-circuit: %v", err)
+	}
+	_, err := echo(context.Background(), c, strings.Repeat("x", 300))
+	if !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("oversized request: %v", err)
+	}
+	if _, err := echo(context.Background(), c, "still fine"); err != nil {
+		t.Errorf("after oversized request: %v", err)
 	}
 }

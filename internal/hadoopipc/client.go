@@ -48,8 +48,30 @@ type ClientConfig struct {
 	// default is to retry, keeping both and raising retryCount as Java does.
 	NoRetryAfterSend bool
 	// QOPs acceptable for TOKEN logins, most preferred first (default
-	// {"auth-int", "auth"} when integrity is available, else {"auth"}).
+	// {"auth", "auth-int", "auth-conf"}: cheapest first, but follow a
+	// server that requires integrity or privacy).
 	QOPs []string
+	// Interceptors wrap every Call, outermost first, around the whole
+	// failover loop (e.g. a circuit breaker per sub-cluster RM).
+	Interceptors []ClientInterceptor
+}
+
+// Invoker performs a call (the rest of the client chain).
+type Invoker func(ctx context.Context, method string, req, resp proto.Message) error
+
+// ClientInterceptor wraps client calls, in the style of gRPC unary client
+// interceptors.
+type ClientInterceptor func(ctx context.Context, method string, req, resp proto.Message, invoker Invoker) error
+
+// chainClient composes interceptors around final; the first is outermost.
+func chainClient(ics []ClientInterceptor, final Invoker) Invoker {
+	for i := len(ics) - 1; i >= 0; i-- {
+		ic, next := ics[i], final
+		final = func(ctx context.Context, method string, req, resp proto.Message) error {
+			return ic(ctx, method, req, resp, next)
+		}
+	}
+	return final
 }
 
 // Client calls one protocol on one server or an HA set of servers. It is
@@ -63,6 +85,7 @@ type Client struct {
 	active     atomic.Int32 // index into Addresses of the last server that worked
 	closed     atomic.Bool
 	clientConf connConfig
+	invoke     Invoker
 }
 
 // NewClient validates cfg and returns a client. No connection is made until
@@ -128,6 +151,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		qops:        cfg.QOPs,
 		log:         cfg.Logger,
 	}
+	c.invoke = chainClient(cfg.Interceptors, c.callWithFailover)
 	return c, nil
 }
 
@@ -152,6 +176,10 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 	if req == nil || resp == nil {
 		return errors.New("hadoopipc: Call needs non-nil req and resp messages")
 	}
+	return c.invoke(ctx, method, req, resp)
+}
+
+func (c *Client) callWithFailover(ctx context.Context, method string, req, resp proto.Message) error {
 	// One call id and client id for every try, so a server retry cache can
 	// recognise a retried call (Hadoop raises only retryCount).
 	callID := c.pool.nextCallID()
