@@ -1,0 +1,289 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	managerPkg       = "org.apache.hadoop.yarn.server.federation.policies.manager."
+	hadoopDocsString = "root.a;SC-1:0.7,SC-2:0.3;SC-1:0.6,SC-2:0.4;1.0"
+	policiesTestdata = "../../policies/testdata"
+)
+
+// Hadoop's WeightedPolicyInfo JSON for the two queues of Hadoop's
+// federation-weights.xml example (router SC-1:0.6,SC-2:0.4; amrm
+// SC-1:0.7,SC-2:0.3 and SC-1:0.8,SC-2:0.2; alpha 1.0), entries in Java
+// HashMap order (SC-2 first), numbers as Float.toString strings.
+const (
+	batchRootA = `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.4"},{"key":{"id":"SC-1"},"value":"0.6"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.3"},{"key":{"id":"SC-1"},"value":"0.7"}]},"headroomAlpha":"1.0"}`
+	batchRootB = `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.4"},{"key":{"id":"SC-1"},"value":"0.6"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.2"},{"key":{"id":"SC-1"},"value":"0.8"}]},"headroomAlpha":"1.0"}`
+)
+
+func TestPolicySaveStoresHadoopBytes(t *testing.T) {
+	h := newHarness(t)
+	want := strings.TrimSpace(string(readFile(t, filepath.Join(policiesTestdata, "policy-manager-params.json"))))
+
+	out := h.ok("policy", "save", "-s", hadoopDocsString)
+	if out != "saved policy for queue root.a (WeightedLocality)\n" {
+		t.Fatalf("stdout %q", out)
+	}
+	p := h.policy("root.a")
+	if string(p.GetParams()) != want {
+		t.Fatalf("stored params\n%s\nwant Hadoop's (Federation.md)\n%s", p.GetParams(), want)
+	}
+	if p.GetType() != managerPkg+"WeightedLocalityPolicyManager" {
+		t.Fatalf("stored type %q", p.GetType())
+	}
+
+	cases := []struct {
+		name, queue string
+		args        []string
+		env         string
+		wantType    string
+	}{
+		{"positional string, --manager short name", "root.b", []string{"policy", "save", "root.b;SC-1:1.0;SC-1:1.0;0.5", "--manager", "PriorityBroadcast"}, "", "PriorityBroadcastPolicyManager"},
+		{"--save, Java class name", "root.c", []string{"policy", "save", "--save", "root.c;SC-1:1.0;SC-1:1.0;0.5", "--manager", managerPkg + "WeightedHomePolicyManager"}, "", "WeightedHomePolicyManager"},
+		{"manager from the environment", "root.d", []string{"policy", "save", "-s", "root.d;SC-1:1.0;SC-1:1.0;0.5"}, "WeightedHome", "WeightedHomePolicyManager"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h.env[envPolicyManager] = tc.env
+			defer delete(h.env, envPolicyManager)
+			h.ok(tc.args...)
+			p := h.policy(tc.queue)
+			if p.GetType() != managerPkg+tc.wantType {
+				t.Fatalf("type %q", p.GetType())
+			}
+			// policies/testdata's single-entry golden: Jersey writes a lone
+			// map entry as an object.
+			single := strings.TrimSpace(string(readFile(t, filepath.Join(policiesTestdata, "policy-params-single.golden.json"))))
+			if string(p.GetParams()) != single {
+				t.Fatalf("params %s\nwant %s", p.GetParams(), single)
+			}
+		})
+	}
+}
+
+func TestPolicySaveWarnsAboutUnregisteredSubClusters(t *testing.T) {
+	h := newHarness(t)
+	h.addSubCluster("SC-1", 2, 0, "")
+	r := h.run("policy", "save", "-s", hadoopDocsString)
+	if r.code != exitOK || !strings.Contains(r.err, "sub-cluster SC-2 is not registered") || strings.Contains(r.err, "SC-1 is not") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+func TestPolicyBatchSaveHadoopXML(t *testing.T) {
+	xmlPath := filepath.Join(policiesTestdata, "federation-weights.xml")
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"file", "", []string{"policy", "batch-save", "--format", "xml", "-f", xmlPath}},
+		{"stdin, default format, long flag", string(readFile(t, xmlPath)), []string{"policy", "batch-save", "--input-file", "-"}},
+		{"format is case-insensitive", "", []string{"policy", "batch-save", "--format", "XML", "-f", xmlPath}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			r := h.runIn(tc.stdin, tc.args...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d: %s", r.code, r.err)
+			}
+			if r.out != "saved policy for queue root.a (WeightedLocality)\nsaved policy for queue root.b (WeightedLocality)\n" {
+				t.Fatalf("stdout %q", r.out)
+			}
+			for q, want := range map[string]string{"root.a": batchRootA, "root.b": batchRootB} {
+				p := h.policy(q)
+				if string(p.GetParams()) != want || p.GetType() != managerPkg+"WeightedLocalityPolicyManager" {
+					t.Fatalf("%s: %s %s\nwant %s", q, p.GetType(), p.GetParams(), want)
+				}
+			}
+		})
+	}
+}
+
+// seedPolicies stores a weighted policy (from -s), two from the batch file
+// and a '*' default without params.
+func seedPolicies(h *harness) {
+	h.t.Helper()
+	h.ok("policy", "batch-save", "--format", "xml", "-f", filepath.Join(policiesTestdata, "federation-weights.xml"))
+	h.ok("policy", "save", "-s", "root.c;SC-1:0.7,SC-2:0.3;SC-1:0.6,SC-2:0.4;0.25", "--manager", "PriorityBroadcast")
+	h.ok("policy", "set", "*", "--type", "HashBroadcast")
+}
+
+func TestPolicyList(t *testing.T) {
+	h := newHarness(t)
+	seedPolicies(h)
+	golden(t, "policy-list.golden", h.ok("policy", "list"))
+	golden(t, "policy-list-queues.golden", h.ok("policy", "list", "--queues", "root.c,root.a,root.zz"))
+	if out := h.ok("policy", "list", "--queue", "root.zz"); out != "QUEUE  MANAGER  ROUTER WEIGHTS  AMRM WEIGHTS  HEADROOM ALPHA\n" {
+		t.Fatalf("no match: %q", out)
+	}
+
+	var rows []policyRow
+	if err := json.Unmarshal([]byte(h.ok("policy", "list", "--queue", "root.c", "-o", "json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := policyRow{Queue: "root.c", PolicyManagerClassName: managerPkg + "PriorityBroadcastPolicyManager",
+		RouterWeight: "SC-2:0.3,SC-1:0.7", AmrmWeight: "SC-2:0.4,SC-1:0.6", HeadRoomAlpha: "0.25"}
+	if len(rows) != 1 || rows[0] != want {
+		t.Fatalf("json rows %+v\nwant %+v", rows, want)
+	}
+	if out := h.ok("policy", "list", "--queue", "nothing", "-o", "json"); out != "[]\n" {
+		t.Fatalf("empty json list %q", out)
+	}
+}
+
+func TestPolicyGetSetDelete(t *testing.T) {
+	h := newHarness(t)
+	seedPolicies(h)
+
+	if out := h.ok("policy", "get", "root.a"); out != batchRootA+"\n" {
+		t.Fatalf("get: %q", out)
+	}
+	var doc struct {
+		Queue, Type string
+		Params      json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(h.ok("policy", "get", "root.b", "-o", "json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Queue != "root.b" || doc.Type != managerPkg+"WeightedLocalityPolicyManager" || compact(t, doc.Params) != batchRootB {
+		t.Fatalf("get -o json: %+v", doc)
+	}
+
+	// --effective falls back to '*' as routers do.
+	r := h.run("policy", "get", "root.none", "--effective", "-o", "json")
+	if r.code != exitOK || !strings.Contains(r.out, `"queue": "*"`) || !strings.Contains(r.err, `showing the "*" policy`) {
+		t.Fatalf("effective: exit %d %q %q", r.code, r.out, r.err)
+	}
+	if r := h.run("policy", "get", "root.none"); r.code != exitError || !strings.Contains(r.err, "no policy stored") {
+		t.Fatalf("get missing: exit %d %q", r.code, r.err)
+	}
+
+	// set re-encodes lenient JSON (whitespace, bare numbers, one entry as
+	// an array) exactly as Hadoop writes it.
+	params := filepath.Join(t.TempDir(), "weights.json")
+	lenient := `{
+	  "routerPolicyWeights": {"entry": [{"key": {"id": "SC-1"}, "value": 0.7}, {"key": {"id": "SC-2"}, "value": "0.3"}]},
+	  "amrmPolicyWeights": {"entry": [{"key": {"id": "SC-1"}, "value": "0.6"}, {"key": {"id": "SC-2"}, "value": 0.4}]},
+	  "headroomAlpha": 1
+	}`
+	if err := os.WriteFile(params, []byte(lenient), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.ok("policy", "set", "root.x", "--type", "WeightedLocality", "--params-file", params)
+	want := strings.TrimSpace(string(readFile(t, filepath.Join(policiesTestdata, "policy-manager-params.json"))))
+	if p := h.policy("root.x"); string(p.GetParams()) != want || p.GetType() != managerPkg+"WeightedLocalityPolicyManager" {
+		t.Fatalf("set stored %s %s", p.GetType(), p.GetParams())
+	}
+	h.runIn(lenient, "policy", "set", "root.y", "--type", "WeightedHomePolicyManager", "--params-file", "-")
+	if p := h.policy("root.y"); string(p.GetParams()) != want || p.GetType() != managerPkg+"WeightedHomePolicyManager" {
+		t.Fatalf("set from stdin stored %s %s", p.GetType(), p.GetParams())
+	}
+	for _, typ := range []string{"UniformBroadcast", "Home", "RejectAll"} {
+		h.ok("policy", "set", "root."+typ, "--type", typ)
+		if p := h.policy("root." + typ); p.GetType() != managerPkg+typ+"PolicyManager" || len(p.GetParams()) != 0 {
+			t.Fatalf("%s stored %s %q", typ, p.GetType(), p.GetParams())
+		}
+	}
+
+	// Delete: named queues, then a typo is reported (exit 1) after the
+	// others are deleted.
+	if out := h.ok("policy", "delete", "root.a", "root.a"); out != "deleted policy for queue root.a\n" {
+		t.Fatalf("delete: %q", out)
+	}
+	r = h.run("policy", "delete", "root.b", "root.typo")
+	if r.code != exitError || r.out != "deleted policy for queue root.b\n" || !strings.Contains(r.err, "no policy stored for queue(s) root.typo") {
+		t.Fatalf("delete with a typo: exit %d %q %q", r.code, r.out, r.err)
+	}
+	if _, err := h.store().GetPolicy("root.b"); err == nil {
+		t.Fatal("root.b still stored")
+	}
+	h.ok("policy", "delete", "--all", "--yes")
+	if all, err := h.store().ListPolicies(); err != nil || len(all) != 0 {
+		t.Fatalf("after --all: %v %v", all, err)
+	}
+}
+
+// Every refused configuration names what is wrong, exits 1 and changes
+// nothing in the store: not the log, not the stored policies.
+func TestBadPolicyInputWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	seedPolicies(h)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodXML := string(readFile(t, filepath.Join(policiesTestdata, "federation-weights.xml")))
+	// root.b's second amrm weight 0.2 -> 0.3: the sum is 1.1.
+	badSecondQueue := strings.Replace(goodXML, "<weight>0.2</weight>", "<weight>0.3</weight>", 1)
+	before := h.ok("policy", "list", "-o", "json")
+	applied := h.store().AppliedIndex()
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"router weights do not sum to 1", []string{"policy", "save", "-s", "root.a;SC-1:0.7,SC-2:0.2;SC-1:0.6,SC-2:0.4;1.0"}, "routerPolicyWeights: weights sum to"},
+		{"negative weight", []string{"policy", "save", "-s", "root.a;SC-1:1.5,SC-2:-0.5;SC-1:0.6,SC-2:0.4;1.0"}, "routerPolicyWeights[SC-2]"},
+		{"amrm weight not a number", []string{"policy", "save", "-s", "root.a;SC-1:1.0;SC-1:x;1.0"}, "amrmPolicyWeights[SC-1]"},
+		{"headroomAlpha above 1", []string{"policy", "save", "-s", "root.a;SC-1:1.0;SC-1:1.0;1.5"}, "headroomAlpha"},
+		{"three fields", []string{"policy", "save", "-s", "root.a;SC-1:1.0;SC-1:1.0"}, "want 4 ';'-separated fields"},
+		{"unknown manager", []string{"policy", "save", "-s", hadoopDocsString, "--manager", "Fancy"}, `policy manager "Fancy"`},
+		{"manager without weights (Hadoop's built-in default)", []string{"policy", "save", "-s", hadoopDocsString, "--manager", managerPkg + "UniformBroadcastPolicyManager"}, "does not support queue weights"},
+		{"batch file: one bad queue refuses all", []string{"policy", "batch-save", "-f", file("bad.xml", badSecondQueue)}, `queue "root.b": policies: invalid policy configuration: amrmPolicyWeights: weights sum to`},
+		{"batch file: malformed XML", []string{"policy", "batch-save", "-f", file("broken.xml", "<federationWeights><weight>")}, "batch xml: malformed"},
+		{"batch file: missing", []string{"policy", "batch-save", "-f", filepath.Join(dir, "nope.xml")}, "no such file"},
+		{"set: malformed JSON", []string{"policy", "set", "root.a", "--type", "WeightedLocality", "--params", `{"routerPolicyWeights":`}, "malformed JSON"},
+		{"set: weighted manager without params", []string{"policy", "set", "root.a", "--type", "WeightedLocality"}, "policy params: empty"},
+		{"set: all-zero router weights", []string{"policy", "set", "root.a", "--type", "PriorityBroadcast", "--params", `{"routerPolicyWeights":{"entry":{"key":{"id":"SC-1"},"value":"0.0"}},"headroomAlpha":"1.0"}`}, "routerPolicyWeights: all zero"},
+		{"set: negative amrm weight", []string{"policy", "set", "root.a", "--type", "WeightedLocality", "--params", `{"routerPolicyWeights":{"entry":{"key":{"id":"SC-1"},"value":"1.0"}},"amrmPolicyWeights":{"entry":{"key":{"id":"SC-1"},"value":"-1.0"}},"headroomAlpha":"1.0"}`}, "amrmPolicyWeights[SC-1]: weight -1.0 is negative"},
+		{"set: unknown type", []string{"policy", "set", "root.a", "--type", "Nope"}, "unknown policy type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.run(tc.args...)
+			if r.code != exitError {
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", r.code, exitError, r.out, r.err)
+			}
+			if !strings.Contains(r.err, tc.want) {
+				t.Fatalf("stderr %q does not name %q", r.err, tc.want)
+			}
+			if r.out != "" {
+				t.Fatalf("stdout %q on failure", r.out)
+			}
+		})
+	}
+	if got := h.store().AppliedIndex(); got != applied {
+		t.Fatalf("refused input reached the log: applied index %d -> %d", applied, got)
+	}
+	if after := h.ok("policy", "list", "-o", "json"); after != before {
+		t.Fatalf("policies changed:\n%s\nwas\n%s", after, before)
+	}
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	applied := h.store().AppliedIndex()
+	want := strings.TrimSpace(string(readFile(t, filepath.Join(policiesTestdata, "policy-manager-params.json"))))
+	out := h.ok("policy", "save", "-s", hadoopDocsString, "--dry-run")
+	if out != "root.a\t"+managerPkg+"WeightedLocalityPolicyManager\t"+want+"\n" {
+		t.Fatalf("dry-run: %q", out)
+	}
+	h.ok("policy", "batch-save", "-f", filepath.Join(policiesTestdata, "federation-weights.xml"), "--dry-run")
+	h.ok("policy", "set", "q", "--type", "HashBroadcast", "--dry-run")
+	if got := h.store().AppliedIndex(); got != applied {
+		t.Fatalf("dry run wrote: %d -> %d", applied, got)
+	}
+}
