@@ -51,10 +51,11 @@ func getRESTAt(t testing.TB, addr, path, accept string) []byte {
 	return body
 }
 
-// strictREST turns unmodeled fields into failures (default: logged). rmrest
-// may leave out fields on purpose; a Router that re-renders RM JSON from
-// these types drops them, which is worth knowing but not always a bug.
-const strictRESTEnv = "YARNFED_INTEROP_STRICT_REST"
+// lenientRESTEnv turns REST field gaps into log lines instead of failures.
+// Since rmrest and simrm model every field Hadoop 3.4.3 sends, a gap is a
+// regression (or a new Hadoop version): fail by default, and let whoever
+// bumps Hadoop see the list at once.
+const lenientRESTEnv = "YARNFED_INTEROP_LENIENT_REST"
 
 // decodeREST decodes the real RM's JSON into v and lists every field the RM
 // sent that v's type does not model (all of them, not just the first).
@@ -73,10 +74,10 @@ func decodeREST(t testing.TB, what string, body []byte, v any) {
 		return
 	}
 	msg := fmt.Sprintf("%s: %d field(s) sent by Hadoop %s are not modeled by %T: %s", what, len(gaps), "3.4.3", v, strings.Join(gaps, ", "))
-	if os.Getenv(strictRESTEnv) != "" {
-		t.Error(msg)
-	} else {
+	if os.Getenv(lenientRESTEnv) != "" {
 		t.Log(msg)
+	} else {
+		t.Error(msg)
 	}
 }
 
@@ -155,7 +156,8 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 
 // Scenario 4: the real RM's REST API decodes into our rmrest types, in JSON
 // and XML, with the values the RM's IPC side reports. Fields the RM sends
-// that rmrest does not model are listed (failures with YARNFED_INTEROP_STRICT_REST=1).
+// that rmrest does not model fail the test, all listed (logged only with
+// YARNFED_INTEROP_LENIENT_REST=1).
 func TestRESTAgainstRealRM(t *testing.T) {
 	mc := needCluster(t)
 	c := rmClient(t, mc)
