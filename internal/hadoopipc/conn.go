@@ -361,6 +361,9 @@ func (c *serverConn) runCall(call *inboundCall) {
 
 // reply sends a SUCCESS (re == nil) or ERROR reply for a call.
 func (c *serverConn) reply(callID, retry int32, clientID []byte, re *RemoteError, resp proto.Message) {
+	if c.closed.Load() {
+		return // a FATAL reply or Close ended the connection
+	}
 	if clientID == nil {
 		clientID = []byte{}
 	}

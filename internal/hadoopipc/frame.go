@@ -1,6 +1,7 @@
 package hadoopipc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -72,18 +73,35 @@ func readFrame(r io.Reader, max int, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(buf) < n {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	if cap(buf) >= n || n <= growFrom {
+		if cap(buf) < n {
+			buf = make([]byte, n)
 		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return buf, nil
+	}
+	// A large announced length is only a promise: grow the buffer as the
+	// bytes arrive, so a peer that announces 64 MiB and sends nothing pins
+	// 64 KiB, not 64 MiB (Hadoop allocates the whole length up front).
+	b := bytes.NewBuffer(make([]byte, 0, growFrom))
+	got, err := b.ReadFrom(io.LimitReader(r, int64(n)))
+	if err != nil {
 		return nil, err
 	}
-	return buf, nil
+	if got < int64(n) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return b.Bytes(), nil
 }
+
+// growFrom is the size up to which readFrame trusts the length prefix.
+const growFrom = 64 << 10
 
 // nextDelimited splits one varint-length-delimited message off the front of
 // b. The length is checked against what is left of b, so a hostile prefix

@@ -2,8 +2,11 @@ package hadoopipc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -323,4 +326,28 @@ func FuzzResponseHeader(f *testing.F) {
 			t.Fatalf("appendRequestHeader\n got %x\nwant %x", mine, ref)
 		}
 	})
+}
+
+// TestLargeFramePromiseDoesNotAllocate: a length prefix alone (under the
+// limit, body never sent) must not make the reader allocate that much.
+func TestLargeFramePromiseDoesNotAllocate(t *testing.T) {
+	in := append([]byte{0x02, 0, 0, 0}, make([]byte, 1000)...) // announces 32 MiB, sends 1000 bytes
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := readFrame(bytes.NewReader(in), DefaultMaxFrameBytes, nil)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want ErrUnexpectedEOF", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("reading a truncated 32 MiB frame allocated %d bytes", grew)
+	}
+	// And a real large frame still arrives intact.
+	body := bytes.Repeat([]byte("abcdefgh"), 100000)
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	got, err := readFrame(bytes.NewReader(frame), DefaultMaxFrameBytes, nil)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("large frame: %v, %d bytes", err, len(got))
+	}
 }
