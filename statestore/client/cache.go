@@ -11,7 +11,8 @@ import (
 // cache holds the membership list and the policy list. It serves them only
 // while the watch stream is live (after SYNCED): any change event empties
 // the affected list and the next read reloads it with a linearizable read.
-// A generation number stops a load that raced with an event from storing
+// Writes through this client drop what they change at once, so a client
+// reads its own writes. A generation number stops a load that raced with an event from storing
 // what it read before the change. Cached reads are as fresh as the
 // watched replica, which is milliseconds behind the leader.
 type cache struct {
@@ -54,6 +55,19 @@ func (e *entry[T]) load(ctx context.Context, c *cache, fetch func(context.Contex
 	}
 	c.mu.Unlock()
 	return v, nil
+}
+
+// wrote drops what a successful write through this client changed, so
+// the client reads its own writes even before the watch reports them.
+func (c *cache) wrote(membership, policies bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if membership {
+		c.membership.invalidate()
+	}
+	if policies {
+		c.policies.invalidate()
+	}
 }
 
 func (c *cache) setSynced(s bool) {

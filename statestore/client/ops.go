@@ -16,6 +16,7 @@ func (c *Client) RegisterSubCluster(ctx context.Context, info *pb.SubClusterInfo
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.RegisterSubClusterResponse, error) {
 		return s.RegisterSubCluster(ctx, &pb.RegisterSubClusterRequest{Info: info})
 	})
+	c.cache.wrote(true, false)
 	return err
 }
 
@@ -25,6 +26,7 @@ func (c *Client) Heartbeat(ctx context.Context, subClusterID string, state pb.Su
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.HeartbeatResponse, error) {
 		return s.Heartbeat(ctx, &pb.HeartbeatRequest{SubClusterId: subClusterID, State: state, Capability: capability})
 	})
+	c.cache.wrote(true, false)
 	return err
 }
 
@@ -33,6 +35,7 @@ func (c *Client) DeregisterSubCluster(ctx context.Context, subClusterID string, 
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeregisterSubClusterResponse, error) {
 		return s.DeregisterSubCluster(ctx, &pb.DeregisterSubClusterRequest{SubClusterId: subClusterID, State: state})
 	})
+	c.cache.wrote(true, false)
 	return err
 }
 
@@ -195,6 +198,7 @@ func (c *Client) SetPolicy(ctx context.Context, p *pb.PolicyConfiguration) error
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.SetPolicyResponse, error) {
 		return s.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: p})
 	})
+	c.cache.wrote(false, true)
 	return err
 }
 
@@ -204,6 +208,7 @@ func (c *Client) DeletePolicies(ctx context.Context, queues ...string) error {
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{Queues: queues})
 	})
+	c.cache.wrote(false, true)
 	return err
 }
 
@@ -212,6 +217,7 @@ func (c *Client) DeleteAllPolicies(ctx context.Context) error {
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{All: true})
 	})
+	c.cache.wrote(false, true)
 	return err
 }
 
@@ -370,6 +376,7 @@ func (c *Client) Format(ctx context.Context) error {
 	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.FormatResponse, error) {
 		return s.Format(ctx, &pb.FormatRequest{Confirm: true})
 	})
+	c.cache.wrote(true, true)
 	return err
 }
 

@@ -41,6 +41,7 @@ const (
 	CmdFormat                CommandType = 19 // FormatRequest
 	CmdSetNodeAddress        CommandType = 20 // SetNodeAddressCommand
 	CmdRemoveNodeAddress     CommandType = 21 // RemoveNodeAddressCommand
+	CmdBatch                 CommandType = 22 // BatchCommand
 )
 
 // newCommandMessage returns an empty message of the type t carries, or nil
@@ -89,6 +90,8 @@ func newCommandMessage(t CommandType) proto.Message {
 		return &pb.SetNodeAddressCommand{}
 	case CmdRemoveNodeAddress:
 		return &pb.RemoveNodeAddressCommand{}
+	case CmdBatch:
+		return &pb.BatchCommand{}
 	}
 	return nil
 }

@@ -248,10 +248,36 @@ func (f *fsm) applyOne(tx *bolt.Tx, l *raft.Log, events *[]*pb.WatchEvent) any {
 		// not to diverge silently.
 		panic(fmt.Sprintf("statestore: log entry %d: %v", l.Index, err))
 	}
-	a := applier{tx: tx, index: l.Index, events: events}
+	if t == CmdBatch {
+		b := m.(*pb.BatchCommand)
+		out := make(batchResult, len(b.GetCommands()))
+		for i, sub := range b.GetCommands() {
+			st, sm, err := DecodeCommand(sub)
+			if errors.Is(err, errUnknownIgnorable) {
+				out[i] = &result{}
+				continue
+			}
+			if err == nil && st == CmdBatch {
+				err = errors.New("nested batch")
+			}
+			if err != nil {
+				panic(fmt.Sprintf("statestore: log entry %d, batched command %d: %v", l.Index, i, err))
+			}
+			out[i] = f.applyDecoded(tx, l.Index, st, sm, events)
+		}
+		return out
+	}
+	return f.applyDecoded(tx, l.Index, t, m, events)
+}
+
+// batchResult holds one result per command of a CmdBatch entry.
+type batchResult []*result
+
+func (f *fsm) applyDecoded(tx *bolt.Tx, index uint64, t CommandType, m proto.Message, events *[]*pb.WatchEvent) *result {
+	a := applier{tx: tx, index: index, events: events}
 	resp, err := a.apply(t, m)
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrInvalidArgument) {
-		panic(fmt.Sprintf("statestore: apply log entry %d type %d: %v", l.Index, t, err))
+		panic(fmt.Sprintf("statestore: apply log entry %d type %d: %v", index, t, err))
 	}
 	return &result{resp: resp, err: err}
 }

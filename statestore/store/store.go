@@ -83,6 +83,7 @@ type Store struct {
 	snaps  *raft.FileSnapshotStore
 
 	notifyCh chan bool
+	propCh   chan *proposal
 	done     chan struct{}
 	wg       sync.WaitGroup
 
@@ -93,6 +94,7 @@ type Store struct {
 	}
 
 	applySeconds prometheus.Histogram
+	batchSize    prometheus.Histogram
 	collectors   []prometheus.Collector
 	closeOnce    sync.Once
 }
@@ -115,7 +117,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), done: make(chan struct{})}
+	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), propCh: make(chan *proposal, 4*maxBatch), done: make(chan struct{})}
 	var err error
 	cleanup := func() {
 		if s.fsm != nil {
@@ -220,8 +222,9 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	s.initMetrics()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.watchLeadership()
+	go s.runProposer()
 	return s, nil
 }
 
@@ -237,8 +240,13 @@ func (s *Store) initMetrics() {
 		Help:    "Time from proposing a command on the leader to its FSM result.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
 	})
+	s.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "yarnfed_statestore_batch_commands",
+		Help:    "Commands per Raft entry proposed by the group commit.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
 	s.collectors = []prometheus.Collector{
-		s.applySeconds,
+		s.applySeconds, s.batchSize,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_batches_total", Help: "Batches applied to the FSM (one bbolt transaction each)."},
 			func() float64 { return float64(s.fsm.batches.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_entries_total", Help: "Raft log entries applied to the FSM."},
@@ -363,40 +371,128 @@ func mapRaftError(err error) error {
 
 // Propose replicates one command and returns the FSM's answer. Only the
 // leader may propose; the caller must have validated and stamped it.
+//
+// Proposals go through a group commit: while maxInflight batches are in
+// Raft, new proposals queue, and the next batch takes every queued one as
+// a single CmdBatch entry. An idle store proposes at once; a busy one
+// writes, replicates and applies hundreds of commands per Raft entry.
 func (s *Store) Propose(ctx context.Context, t CommandType, m proto.Message) (proto.Message, error) {
 	data, err := EncodeCommand(t, m)
 	if err != nil {
 		return nil, err
 	}
-	timeout := s.cfg.ApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, ctx.Err()
-		}
-	}
-	start := time.Now()
-	f := s.raft.Apply(data, timeout)
-	// Raft does not answer futures still queued when it shuts down, so
-	// never wait on one past Close or the caller's context.
-	errCh := make(chan error, 1)
-	go func() { errCh <- f.Error() }()
+	p := &proposal{data: data, done: make(chan *result, 1), start: time.Now()}
 	select {
-	case err := <-errCh:
-		if err != nil {
-			return nil, mapRaftError(err)
-		}
+	case s.propCh <- p:
+	case <-ctx.Done():
+		return nil, ctx.Err() // never queued: not applied
+	case <-s.done:
+		return nil, ErrUnavailable
+	}
+	select {
+	case r := <-p.done:
+		return r.resp, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
 	case <-s.done:
 		return nil, ErrUnavailable
 	}
-	s.applySeconds.Observe(time.Since(start).Seconds())
-	r, ok := f.Response().(*result)
-	if !ok || r == nil {
-		return nil, fmt.Errorf("%w: no FSM result for index %d", ErrUnknownOutcome, f.Index())
+}
+
+type proposal struct {
+	data  []byte
+	done  chan *result
+	start time.Time
+}
+
+const (
+	// maxInflight bounds Raft entries proposed but not yet applied by the
+	// group commit. Two keeps Raft's pipeline busy while letting the next
+	// batch fill up.
+	maxInflight = 2
+	// maxBatch bounds commands and bytes per Raft entry.
+	maxBatch      = 1024
+	maxBatchBytes = 2 << 20
+)
+
+func (s *Store) runProposer() {
+	defer s.wg.Done()
+	sem := make(chan struct{}, maxInflight)
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-s.done:
+			return
+		}
+		var first *proposal
+		select {
+		case first = <-s.propCh:
+		case <-s.done:
+			return
+		}
+		batch := []*proposal{first}
+		size := len(first.data)
+	drain:
+		for len(batch) < maxBatch && size < maxBatchBytes {
+			select {
+			case p := <-s.propCh:
+				batch = append(batch, p)
+				size += len(p.data)
+			default:
+				break drain
+			}
+		}
+		data := first.data
+		if len(batch) > 1 {
+			cmds := make([][]byte, len(batch))
+			for i, p := range batch {
+				cmds[i] = p.data
+			}
+			var err error
+			if data, err = EncodeCommand(CmdBatch, &pb.BatchCommand{Commands: cmds}); err != nil {
+				s.finish(batch, nil, err)
+				<-sem
+				continue
+			}
+		}
+		s.batchSize.Observe(float64(len(batch)))
+		f := s.raft.Apply(data, s.cfg.ApplyTimeout)
+		go func() {
+			defer func() { <-sem }()
+			// Raft does not answer futures still queued when it shuts
+			// down; Close stops waiting through s.done instead.
+			if err := f.Error(); err != nil {
+				s.finish(batch, nil, mapRaftError(err))
+				return
+			}
+			s.finish(batch, f.Response(), nil)
+		}()
 	}
-	return r.resp, r.err
+}
+
+// finish hands each proposal of a batch its result.
+func (s *Store) finish(batch []*proposal, resp any, err error) {
+	now := time.Now()
+	for i, p := range batch {
+		r := &result{err: err}
+		if err == nil {
+			switch v := resp.(type) {
+			case *result:
+				if len(batch) == 1 && v != nil {
+					r = v
+				}
+			case batchResult:
+				if len(v) == len(batch) && v[i] != nil {
+					r = v[i]
+				}
+			}
+			if r.err == nil && r.resp == nil {
+				r = &result{err: fmt.Errorf("%w: no FSM result", ErrUnknownOutcome)}
+			}
+		}
+		s.applySeconds.Observe(now.Sub(p.start).Seconds())
+		p.done <- r
+	}
 }
 
 type readIndexResult struct {

@@ -29,7 +29,8 @@ func openSingle(t *testing.T, dir string) *Store {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for !s.IsLeader() {
+	// Ready once the leader has recorded its address (its first command).
+	for _, addr := s.Leader(); !s.IsLeader() || addr == ""; _, addr = s.Leader() {
 		if ctx.Err() != nil {
 			t.Fatal("no leader")
 		}

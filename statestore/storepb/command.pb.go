@@ -385,6 +385,54 @@ func (x *RemoveNodeAddressCommand) GetNodeId() string {
 	return ""
 }
 
+// Several commands proposed as one Raft entry by the leader's group
+// commit: one log write, one replication message and one FSM pass for all
+// of them. Each element is a complete entry (type byte + body) of any
+// type except a batch; each gets its own result.
+type BatchCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      [][]byte               `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCommand) Reset() {
+	*x = BatchCommand{}
+	mi := &file_command_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCommand) ProtoMessage() {}
+
+func (x *BatchCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCommand.ProtoReflect.Descriptor instead.
+func (*BatchCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BatchCommand) GetCommands() [][]byte {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
@@ -409,7 +457,9 @@ const file_command_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fgrpc_address\x18\x02 \x01(\tR\vgrpcAddress\"3\n" +
 	"\x18RemoveNodeAddressCommand\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeIdB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"*\n" +
+	"\fBatchCommand\x12\x1a\n" +
+	"\bcommands\x18\x01 \x03(\fR\bcommandsB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -423,7 +473,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_command_proto_goTypes = []any{
 	(*RegisterSubClusterCommand)(nil),    // 0: yarnfed.statestore.v1.RegisterSubClusterCommand
 	(*HeartbeatCommand)(nil),             // 1: yarnfed.statestore.v1.HeartbeatCommand
@@ -432,17 +482,18 @@ var file_command_proto_goTypes = []any{
 	(*UpdateApplicationHomeCommand)(nil), // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand
 	(*SetNodeAddressCommand)(nil),        // 5: yarnfed.statestore.v1.SetNodeAddressCommand
 	(*RemoveNodeAddressCommand)(nil),     // 6: yarnfed.statestore.v1.RemoveNodeAddressCommand
-	(*SubClusterInfo)(nil),               // 7: yarnfed.statestore.v1.SubClusterInfo
-	(*HeartbeatRequest)(nil),             // 8: yarnfed.statestore.v1.HeartbeatRequest
-	(*DeregisterSubClusterRequest)(nil),  // 9: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*ApplicationHome)(nil),              // 10: yarnfed.statestore.v1.ApplicationHome
+	(*BatchCommand)(nil),                 // 7: yarnfed.statestore.v1.BatchCommand
+	(*SubClusterInfo)(nil),               // 8: yarnfed.statestore.v1.SubClusterInfo
+	(*HeartbeatRequest)(nil),             // 9: yarnfed.statestore.v1.HeartbeatRequest
+	(*DeregisterSubClusterRequest)(nil),  // 10: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*ApplicationHome)(nil),              // 11: yarnfed.statestore.v1.ApplicationHome
 }
 var file_command_proto_depIdxs = []int32{
-	7,  // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	8,  // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
-	9,  // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	10, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	10, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	8,  // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	9,  // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
+	10, // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	11, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	11, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
 	5,  // [5:5] is the sub-list for method output_type
 	5,  // [5:5] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
@@ -462,7 +513,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

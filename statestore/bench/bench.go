@@ -1,0 +1,367 @@
+// Package bench measures the state store on this machine against a
+// ZooKeeper ensemble (Hadoop's production store) under the same workload:
+// application-home inserts (Hadoop's addApplicationHomeSubCluster) at
+// rising concurrency, then linearizable and stale reads. `yarnfed bench
+// statestore` runs it.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/node"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// Config configures a run.
+type Config struct {
+	// Addrs points at a running cluster instead of starting three
+	// replicas on loopback.
+	Addrs []string
+	// Dir holds the replicas' and ZooKeeper's data (default: a temp dir,
+	// removed afterwards).
+	Dir string
+	// Duration of each measurement (default 3s).
+	Duration time.Duration
+	// Concurrency levels for inserts (default 1, 8, 64, 256).
+	Concurrency []int
+	// ReadConcurrency for the get measurements (default 64).
+	ReadConcurrency int
+	// Conns is the number of gRPC (or ZooKeeper) connections the
+	// simulated clients share (default 8): routers are few, requests many.
+	Conns int
+	// FSMSync also fsyncs the FSM database per batch (the Raft log is
+	// always fsynced).
+	FSMSync bool
+	// UnsafeNoSync skips the Raft log fsync: only to show what fsync
+	// costs; the table says so.
+	UnsafeNoSync bool
+	// ZooKeeper compares against a 3-server ensemble started from
+	// ZKClasspath with Java (Debian's zookeeper package).
+	ZooKeeper   bool
+	Java        string
+	ZKClasspath string
+	Logger      *slog.Logger
+}
+
+// DefaultConfig returns the configuration `yarnfed bench statestore` uses.
+func DefaultConfig() Config {
+	return Config{
+		Duration:        3 * time.Second,
+		Concurrency:     []int{1, 8, 64, 256},
+		ReadConcurrency: 64,
+		Conns:           8,
+		ZooKeeper:       true,
+		Java:            "java",
+		ZKClasspath:     "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
+	}
+}
+
+// target is one system under test.
+type target interface {
+	insert(ctx context.Context, conn int, appID string) error
+	get(ctx context.Context, conn int, appID string, stale bool) error
+	close()
+}
+
+// Result is one measured row.
+type Result struct {
+	Ops      int
+	Errors   int
+	Elapsed  time.Duration
+	P50, P99 time.Duration
+}
+
+// PerSecond is the throughput.
+func (r Result) PerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// measure runs op from c goroutines for d.
+func measure(ctx context.Context, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) Result {
+	var (
+		wg   sync.WaitGroup
+		seq  atomic.Int64
+		errs atomic.Int64
+		lats = make([][]time.Duration, c)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	stopAt := start.Add(d)
+	for g := 0; g < c; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stopAt) && ctx.Err() == nil {
+				t0 := time.Now()
+				if err := op(ctx, g%conns, seq.Add(1)); err != nil {
+					errs.Add(1)
+					continue
+				}
+				lats[g] = append(lats[g], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	r := Result{Ops: len(all), Errors: int(errs.Load()), Elapsed: elapsed}
+	if len(all) > 0 {
+		r.P50 = all[len(all)/2]
+		r.P99 = all[len(all)*99/100]
+	}
+	return r
+}
+
+// Run starts the systems, measures, and prints the table to w.
+func Run(ctx context.Context, cfg Config, w io.Writer) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := DefaultConfig()
+	if cfg.Duration <= 0 {
+		cfg.Duration = def.Duration
+	}
+	if len(cfg.Concurrency) == 0 {
+		cfg.Concurrency = def.Concurrency
+	}
+	if cfg.ReadConcurrency <= 0 {
+		cfg.ReadConcurrency = def.ReadConcurrency
+	}
+	if cfg.Conns <= 0 {
+		cfg.Conns = def.Conns
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "yarnfed-bench-statestore-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		cfg.Dir = d
+	}
+
+	systems := []struct {
+		name  string
+		start func() (target, error)
+	}{{"yarnfed", func() (target, error) { return startYarnfed(ctx, cfg) }}}
+	if cfg.ZooKeeper {
+		systems = append(systems, struct {
+			name  string
+			start func() (target, error)
+		}{"zookeeper", func() (target, error) { return startZooKeeper(ctx, cfg) }})
+	}
+	type row struct {
+		workload string
+		clients  int
+		res      map[string]Result
+	}
+	var rows []*row
+	find := func(wl string, c int) *row {
+		for _, r := range rows {
+			if r.workload == wl && r.clients == c {
+				return r
+			}
+		}
+		r := &row{workload: wl, clients: c, res: map[string]Result{}}
+		rows = append(rows, r)
+		return r
+	}
+	for _, sys := range systems {
+		fmt.Fprintf(w, "# starting %s...\n", sys.name)
+		t, err := sys.start()
+		if err != nil {
+			return fmt.Errorf("%s: %w", sys.name, err)
+		}
+		var maxSeq int64
+		for _, c := range cfg.Concurrency {
+			base := maxSeq
+			r := measure(ctx, c, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
+				return t.insert(ctx, conn, appID(base+seq))
+			})
+			maxSeq = base + int64(r.Ops+r.Errors) + int64(c)
+			find("app-home insert", c).res[sys.name] = r
+			fmt.Fprintf(w, "# %s insert c=%d: %.0f/s\n", sys.name, c, r.PerSecond())
+		}
+		inserted := maxSeq / 2 // ids below this surely exist
+		for _, stale := range []bool{false, true} {
+			wl := "get (linearizable)"
+			if stale {
+				wl = "get (stale)"
+			}
+			r := measure(ctx, cfg.ReadConcurrency, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
+				return t.get(ctx, conn, appID(1+seq%max(inserted, 1)), stale)
+			})
+			find(wl, cfg.ReadConcurrency).res[sys.name] = r
+			fmt.Fprintf(w, "# %s %s: %.0f/s\n", sys.name, wl, r.PerSecond())
+		}
+		t.close()
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	sync := "Raft log fsync on"
+	if cfg.UnsafeNoSync {
+		sync = "UNSAFE: Raft log fsync OFF"
+	}
+	if cfg.FSMSync {
+		sync += ", FSM fsync on"
+	}
+	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback (%s), %s per cell, %d connections shared by the clients\n", sync, cfg.Duration, cfg.Conns)
+	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\terrors\tzookeeper ops/s\tp50\tp99\terrors\tratio\t")
+	for _, r := range rows {
+		y, z := r.res["yarnfed"], r.res["zookeeper"]
+		ratio := "-"
+		if z.PerSecond() > 0 {
+			ratio = fmt.Sprintf("%.1fx", y.PerSecond()/z.PerSecond())
+		}
+		zs := []string{"-", "-", "-", "-"}
+		if _, ok := r.res["zookeeper"]; ok {
+			zs = []string{fmt.Sprintf("%.0f", z.PerSecond()), ms(z.P50), ms(z.P99), fmt.Sprint(z.Errors)}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.clients, y.PerSecond(), ms(y.P50), ms(y.P99), y.Errors, zs[0], zs[1], zs[2], zs[3], ratio)
+	}
+	return tw.Flush()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+func appID(i int64) string { return fmt.Sprintf("application_1700000000000_%08d", i) }
+
+// ---- yarnfed ----
+
+type yarnfedTarget struct {
+	nodes   []*node.Node
+	clients []*client.Client
+	// stale readers start at different replicas: stale reads are what
+	// followers are for.
+	stale []*client.Client
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func startYarnfed(ctx context.Context, cfg Config) (target, error) {
+	t := &yarnfedTarget{}
+	addrs := cfg.Addrs
+	if len(addrs) == 0 {
+		var peers []string
+		var cfgs []node.Config
+		for i := 0; i < 3; i++ {
+			raftAddr, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			nc := node.DefaultConfig()
+			nc.NodeID = fmt.Sprintf("bench%d", i)
+			nc.DataDir = filepath.Join(cfg.Dir, nc.NodeID)
+			nc.GRPCAddress, nc.RaftAddress, nc.HTTPAddress = "127.0.0.1:0", raftAddr, ""
+			nc.Bootstrap, nc.FSMSync, nc.NoSync = true, cfg.FSMSync, cfg.UnsafeNoSync
+			nc.Logger = cfg.Logger
+			peers = append(peers, nc.NodeID+"="+raftAddr)
+			cfgs = append(cfgs, nc)
+		}
+		for _, nc := range cfgs {
+			nc.Peers = peers
+			n, err := node.Start(ctx, nc)
+			if err != nil {
+				t.close()
+				return nil, err
+			}
+			t.nodes = append(t.nodes, n)
+		}
+		// Wait for a leader that every replica knows, then put it first:
+		// routers would reach it after their first forwarded call anyway.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			leader := -1
+			for i, n := range t.nodes {
+				if n.Store.IsLeader() {
+					leader = i
+				}
+			}
+			ready := leader >= 0
+			for _, n := range t.nodes {
+				if _, a := n.Store.Leader(); a == "" {
+					ready = false
+				}
+			}
+			if ready {
+				addrs = []string{t.nodes[leader].GRPCAddr()}
+				for i, n := range t.nodes {
+					if i != leader {
+						addrs = append(addrs, n.GRPCAddr())
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.close()
+				return nil, errors.New("no leader within 30s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i := 0; i < max(cfg.Conns, 1); i++ {
+		c, err := client.New(client.Config{Addrs: addrs, DisableCache: true, Logger: cfg.Logger})
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.clients = append(t.clients, c)
+		rot := append(append([]string{}, addrs[i%len(addrs):]...), addrs[:i%len(addrs)]...)
+		if c, err = client.New(client.Config{Addrs: rot, DisableCache: true, Logger: cfg.Logger}); err != nil {
+			t.close()
+			return nil, err
+		}
+		t.stale = append(t.stale, c)
+	}
+	return t, nil
+}
+
+func (t *yarnfedTarget) insert(ctx context.Context, conn int, id string) error {
+	_, _, err := t.clients[conn].AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: "SC-1"})
+	return err
+}
+
+func (t *yarnfedTarget) get(ctx context.Context, conn int, id string, stale bool) error {
+	if stale {
+		_, err := t.stale[conn].GetApplicationHome(ctx, id, false, client.Stale())
+		return err
+	}
+	_, err := t.clients[conn].GetApplicationHome(ctx, id, false)
+	return err
+}
+
+func (t *yarnfedTarget) close() {
+	for _, c := range append(t.clients, t.stale...) {
+		c.Close()
+	}
+	for _, n := range t.nodes {
+		n.Close()
+	}
+}

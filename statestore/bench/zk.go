@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// zkTarget is a 3-server ZooKeeper ensemble on loopback, used the way
+// Hadoop's ZookeeperFederationStateStore uses it: one znode per
+// application under a parent, created (insert-if-absent: NodeExists means
+// "read the stored one"), read with getData (stale) or sync+getData
+// (linearizable).
+type zkTarget struct {
+	procs []*exec.Cmd
+	conns []*zk.Conn
+	data  []byte
+}
+
+const zkParent = "/federationstore/applications"
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
+	if _, err := exec.LookPath(cfg.Java); err != nil {
+		return nil, fmt.Errorf("java not found (install Debian's zookeeper package): %w", err)
+	}
+	if jar := strings.Split(cfg.ZKClasspath, ":"); len(jar) > 0 {
+		if _, err := os.Stat(jar[len(jar)-1]); err != nil {
+			return nil, fmt.Errorf("ZooKeeper classpath: %w (apt-get install zookeeper)", err)
+		}
+	}
+	t := &zkTarget{}
+	var clientAddrs, servers []string
+	for i := 1; i <= 3; i++ {
+		var ports []string
+		for j := 0; j < 3; j++ {
+			a, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			ports = append(ports, a[strings.LastIndex(a, ":")+1:])
+		}
+		clientAddrs = append(clientAddrs, "127.0.0.1:"+ports[0])
+		servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%s:%s", i, ports[1], ports[2]))
+	}
+	for i := 1; i <= 3; i++ {
+		dir := filepath.Join(cfg.Dir, fmt.Sprintf("zk%d", i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "myid"), []byte(fmt.Sprint(i)), 0o600); err != nil {
+			return nil, err
+		}
+		port := clientAddrs[i-1][strings.LastIndex(clientAddrs[i-1], ":")+1:]
+		// forceSync=yes (the default) fsyncs the transaction log, like
+		// our Raft log.
+		conf := fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n"+
+			"maxClientCnxns=0\nadmin.enableServer=false\nforceSync=yes\n%s\n", dir, port, strings.Join(servers, "\n"))
+		cfgPath := filepath.Join(dir, "zoo.cfg")
+		if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+			return nil, err
+		}
+		logf, err := os.Create(filepath.Join(dir, "server.log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(cfg.Java, "-Xmx512m", "-cp", cfg.ZKClasspath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.close()
+			return nil, err
+		}
+		t.procs = append(t.procs, cmd)
+	}
+	for i := 0; i < max(cfg.Conns, 1); i++ {
+		// Each connection pinned to one server, spread over the ensemble.
+		c, _, err := zk.Connect([]string{clientAddrs[i%3]}, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.conns = append(t.conns, c)
+	}
+	// Wait for a quorum: creating the parents succeeds.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := t.ensure("/federationstore")
+		if err == nil {
+			err = t.ensure(zkParent)
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.close()
+			return nil, fmt.Errorf("ZooKeeper ensemble not serving: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.data, _ = proto.Marshal(&pb.ApplicationHome{ApplicationId: appID(0), HomeSubClusterId: "SC-1", CreateTimeMs: time.Now().UnixMilli()})
+	slog.Default().Debug("zookeeper ensemble up", "servers", clientAddrs)
+	return t, nil
+}
+
+func (t *zkTarget) ensure(path string) error {
+	_, err := t.conns[0].Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+func (t *zkTarget) insert(_ context.Context, conn int, id string) error {
+	c := t.conns[conn]
+	_, err := c.Create(zkParent+"/"+id, t.data, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		_, _, err = c.Get(zkParent + "/" + id)
+	}
+	return err
+}
+
+func (t *zkTarget) get(_ context.Context, conn int, id string, stale bool) error {
+	c := t.conns[conn]
+	if !stale {
+		if _, err := c.Sync(zkParent + "/" + id); err != nil {
+			return err
+		}
+	}
+	_, _, err := c.Get(zkParent + "/" + id)
+	return err
+}
+
+func (t *zkTarget) close() {
+	for _, c := range t.conns {
+		c.Close()
+	}
+	for _, p := range t.procs {
+		if p.Process != nil {
+			p.Process.Kill()
+			p.Wait()
+		}
+	}
+}
