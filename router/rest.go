@@ -259,15 +259,18 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if err := r.onHome(ctx, "forceKillApplication", id, &yarnpb.KillApplicationRequestProto{ApplicationId: id}, kr); err != nil {
 		return restReply{}, err
 	}
-	if kr.GetIsKillCompleted() {
-		st := rmrest.AppState{State: "KILLED"}
-		return restReply{http.StatusOK, st, st}, nil
-	}
+	// Report the app's real state: an app that had already finished stays
+	// FINISHED (200), one being killed is in progress (202).
 	rep, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return restReply{}, err
 	}
-	st := rmrest.AppState{State: rep.GetApplicationReport().GetYarnApplicationState().String()}
+	state := rep.GetApplicationReport().GetYarnApplicationState()
+	st := rmrest.AppState{State: state.String()}
+	switch state {
+	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
+		return restReply{http.StatusOK, st, st}, nil
+	}
 	return restReply{http.StatusAccepted, st, st}, nil
 }
 

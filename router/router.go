@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 	"google.golang.org/protobuf/proto"
 
@@ -43,7 +44,8 @@ type Router struct {
 	started  time.Time
 	http     *http.Client // to RM REST APIs
 
-	tokens *tokens // nil: the store keeps no delegation tokens
+	tokens   *tokens  // nil: the store keeps no delegation tokens
+	scSeries sync.Map // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
 
@@ -198,21 +200,42 @@ func (r *Router) Close() error {
 	return nil
 }
 
+// scSeries are the resolved per-(sub-cluster, method) metric series.
+type scSeries struct {
+	ok, appErr, down prometheus.Counter
+	lat              prometheus.Observer
+}
+
+func (r *Router) series(sc SubClusterID, method string) *scSeries {
+	k := string(sc) + "\x00" + method
+	if s, ok := r.scSeries.Load(k); ok {
+		return s.(*scSeries)
+	}
+	s := &scSeries{
+		ok:     r.metrics.scCalls.WithLabelValues(string(sc), method, "ok"),
+		appErr: r.metrics.scCalls.WithLabelValues(string(sc), method, "app_error"),
+		down:   r.metrics.scCalls.WithLabelValues(string(sc), method, "down"),
+		lat:    r.metrics.scLatency.WithLabelValues(string(sc)),
+	}
+	v, _ := r.scSeries.LoadOrStore(k, s)
+	return v.(*scSeries)
+}
+
 // measure records per-sub-cluster call metrics around next.
 func (r *Router) measure(next RMCaller) RMCaller {
 	return func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
 		start := time.Now()
 		err := next(ctx, sc, user, method, req, resp)
-		outcome := "ok"
+		s := r.series(sc.ID, method)
 		switch {
 		case err == nil:
+			s.ok.Inc()
 		case rmDown(err):
-			outcome = "down"
+			s.down.Inc()
 		default:
-			outcome = "app_error"
+			s.appErr.Inc()
 		}
-		r.metrics.scCalls.WithLabelValues(string(sc.ID), method, outcome).Inc()
-		r.metrics.scLatency.WithLabelValues(string(sc.ID)).Observe(time.Since(start).Seconds())
+		s.lat.Observe(time.Since(start).Seconds())
 		return err
 	}
 }
