@@ -36,7 +36,7 @@ func (c *ctl) newPolicyCmd(getenv func(string) string) *cobra.Command {
 		defManager = defaultWeightsManager
 	}
 	g.AddCommand(c.newPolicySaveCmd(defManager), c.newPolicyBatchSaveCmd(defManager), c.newPolicyListCmd(),
-		c.newPolicyGetCmd(), c.newPolicySetCmd(), c.newPolicyDeleteCmd())
+		c.newPolicyGetCmd(), c.newPolicySetCmd(), c.newPolicyDeleteCmd(), c.newPolicyExportCmd())
 	return g
 }
 
@@ -168,7 +168,9 @@ func (c *ctl) saveQueuePolicies(cmd *cobra.Command, qs []policies.QueuePolicy, m
 	}
 	ctx, cancel := c.ctx(cmd)
 	defer cancel()
-	c.warnUnknownSubClusters(ctx, cl, qs)
+	if err := c.warnUnknownSubClusters(ctx, cl, qs); err != nil {
+		return err
+	}
 	for i, cfg := range cfgs {
 		if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params}); err != nil {
 			if i > 0 {
@@ -191,11 +193,12 @@ func queueNames(cfgs []policies.PolicyConfig) string {
 
 // warnUnknownSubClusters warns about weights for sub-clusters the store
 // does not know: usually a typo, sometimes a sub-cluster not yet joined, so
-// it is not an error. Best effort: a failed listing says nothing.
-func (c *ctl) warnUnknownSubClusters(ctx context.Context, cl *client.Client, qs []policies.QueuePolicy) {
+// it is not an error. A store that cannot list cannot take the write
+// either: its error is returned before anything is written.
+func (c *ctl) warnUnknownSubClusters(ctx context.Context, cl *client.Client, qs []policies.QueuePolicy) error {
 	scs, err := cl.ListSubClusters(ctx, false)
 	if err != nil {
-		return
+		return err
 	}
 	known := map[policies.SubClusterID]bool{}
 	for _, sc := range scs {
@@ -211,6 +214,7 @@ func (c *ctl) warnUnknownSubClusters(ctx context.Context, cl *client.Client, qs 
 			}
 		}
 	}
+	return nil
 }
 
 // managerShort returns our short name for a stored manager type, or the
@@ -457,6 +461,7 @@ func (c *ctl) policyConfig(queue, typ string, raw []byte) (policies.PolicyConfig
 
 func (c *ctl) newPolicyDeleteCmd() *cobra.Command {
 	var all, yes bool
+	var queueFlags []string
 	cmd := &cobra.Command{
 		Use:     "delete QUEUE... | --all --yes",
 		Aliases: []string{"rm"},
@@ -468,6 +473,7 @@ deleting the others. --all deletes every policy, '*' included, and needs --yes.`
 		Example: `  yarnfedctl policy delete root.a root.b
   yarnfedctl policy delete --all --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args = append(args, queueFlags...)
 			switch {
 			case all && len(args) > 0:
 				return usagef("give queues or --all, not both")
@@ -524,5 +530,60 @@ deleting the others. --all deletes every policy, '*' included, and needs --yes.`
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "delete every queue policy")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm --all")
+	// Hadoop spells it -policy -d --queue root.a.
+	cmd.Flags().StringSliceVar(&queueFlags, "queue", nil, "queue to delete (repeatable; same as naming it as an argument)")
+	return cmd
+}
+
+func (c *ctl) newPolicyExportCmd() *cobra.Command {
+	var queues []string
+	cmd := &cobra.Command{
+		Use:   "export [--queues A,B]",
+		Short: "Print stored queue weights as a federation-weights.xml batch file",
+		Long: `Print the stored weighted queue policies as a federation-weights.xml file that 'policy batch-save'
+and Hadoop's 'yarn routeradmin -policy -bs --format xml' read back, for backups, reviews and moving
+weights between federations. The file has no manager type: batch-save applies one --manager to all.
+Queues whose params are not weights (e.g. HashBroadcast without params) are skipped with a note.`,
+		Example: `  yarnfedctl policy export > federation-weights.xml`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			want := map[string]bool{}
+			for _, q := range queues {
+				if q = strings.TrimSpace(q); q != "" {
+					want[q] = true
+				}
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := c.ctx(cmd)
+			defer cancel()
+			all, err := cl.ListPolicies(ctx)
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(all, func(a, b *pb.PolicyConfiguration) int { return strings.Compare(a.GetQueue(), b.GetQueue()) })
+			var qs []policies.QueuePolicy
+			for _, p := range all {
+				if len(want) > 0 && !want[p.GetQueue()] {
+					continue
+				}
+				if len(p.GetParams()) == 0 {
+					fmt.Fprintf(c.err, "skipping queue %s: %s has no weights\n", p.GetQueue(), c.managerShort(p.GetType()))
+					continue
+				}
+				info, err := policies.ParseWeightedPolicyInfo(p.GetParams())
+				if err != nil {
+					fmt.Fprintf(c.err, "skipping queue %s: %v\n", p.GetQueue(), err)
+					continue
+				}
+				qs = append(qs, policies.QueuePolicy{Queue: p.GetQueue(), Info: *info})
+			}
+			_, err = c.out.Write(policies.MarshalBatchXML(qs))
+			return err
+		},
+	}
+	cmd.Flags().StringSliceVar(&queues, "queues", nil, "export only these queues (comma-separated)")
 	return cmd
 }

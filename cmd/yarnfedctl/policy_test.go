@@ -195,7 +195,7 @@ func TestPolicyGetSetDelete(t *testing.T) {
 
 	// Delete: named queues, then a typo is reported (exit 1) after the
 	// others are deleted.
-	if out := h.ok("policy", "delete", "root.a", "root.a"); out != "deleted policy for queue root.a\n" {
+	if out := h.ok("policy", "delete", "--queue", "root.a", "root.a"); out != "deleted policy for queue root.a\n" {
 		t.Fatalf("delete: %q", out)
 	}
 	r = h.run("policy", "delete", "root.b", "root.typo")
@@ -285,5 +285,30 @@ func TestDryRunWritesNothing(t *testing.T) {
 	h.ok("policy", "set", "q", "--type", "HashBroadcast", "--dry-run")
 	if got := h.store().AppliedIndex(); got != applied {
 		t.Fatalf("dry run wrote: %d -> %d", applied, got)
+	}
+}
+
+// export -> delete -> batch-save restores the same bytes.
+func TestPolicyExportRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	seedPolicies(h)
+	r := h.run("policy", "export")
+	if r.code != exitOK || !strings.Contains(r.err, "skipping queue *: HashBroadcast has no weights") {
+		t.Fatalf("export: exit %d %q", r.code, r.err)
+	}
+	golden(t, "policy-export.golden.xml", r.out)
+	before := map[string]string{}
+	for _, q := range []string{"root.a", "root.b", "root.c"} {
+		before[q] = string(h.policy(q).GetParams())
+	}
+	h.ok("policy", "delete", "--all", "--yes")
+	h.runIn(r.out, "policy", "batch-save", "-f", "-")
+	for q, want := range before {
+		if got := string(h.policy(q).GetParams()); got != want {
+			t.Fatalf("%s after round trip: %s\nwant %s", q, got, want)
+		}
+	}
+	if out := h.ok("policy", "export", "--queues", "root.b"); strings.Count(out, "<queue>") != 1 || !strings.Contains(out, "<name>root.b</name>") {
+		t.Fatalf("--queues: %s", out)
 	}
 }
