@@ -135,15 +135,17 @@ func FuzzServerPackets(f *testing.F) {
 			auth = authProtocolSASL
 		}
 		c := fuzzConn(auth, mode&1 != 0)
-		for _, p := range splitPackets(in) {
-			if re := c.processPacket(p); re != nil {
-				if !re.Fatal || re.Class == "" {
-					t.Fatalf("bad fatal reply %+v", re)
+		boundedAlloc(t, len(in), func() {
+			for _, p := range splitPackets(in) {
+				if re := c.processPacket(p); re != nil {
+					if !re.Fatal || re.Class == "" {
+						t.Fatalf("bad fatal reply %+v", re)
+					}
+					break
 				}
-				break
 			}
-		}
-		c.calls.Wait()
+			c.calls.Wait()
+		})
 	})
 }
 
@@ -161,18 +163,20 @@ func FuzzSASLExchange(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := fuzzConn(authProtocolSASL, false)
 		hdr := mustPacket(saslHeader())
-		for _, p := range splitPackets(in) {
-			pkt := append(append([]byte{byte(len(hdr))}, hdr...), append(protoLen(len(p)), p...)...)
-			if re := c.processPacket(pkt); re != nil {
-				switch re.Class {
-				case ClassSaslException, ClassAccessControl, ClassInvalidToken, ClassRpcServerException, ClassStandby:
-				default:
-					t.Fatalf("unexpected class in %+v", re)
+		boundedAlloc(t, len(in), func() {
+			for _, p := range splitPackets(in) {
+				pkt := append(append([]byte{byte(len(hdr))}, hdr...), append(protoLen(len(p)), p...)...)
+				if re := c.processPacket(pkt); re != nil {
+					switch re.Class {
+					case ClassSaslException, ClassAccessControl, ClassInvalidToken, ClassRpcServerException, ClassStandby:
+					default:
+						t.Fatalf("unexpected class in %+v", re)
+					}
+					break
 				}
-				break
 			}
-		}
-		c.calls.Wait()
+			c.calls.Wait()
+		})
 	})
 }
 
@@ -349,5 +353,17 @@ func TestLargeFramePromiseDoesNotAllocate(t *testing.T) {
 	got, err := readFrame(bytes.NewReader(frame), DefaultMaxFrameBytes, nil)
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("large frame: %v, %d bytes", err, len(got))
+	}
+}
+
+// boundedAlloc fails the test if f allocates more than a fixed allowance
+// plus a small multiple of the input: decoders must not trust lengths.
+func boundedAlloc(t *testing.T, inputLen int, f func()) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(1<<20+64*inputLen) {
+		t.Fatalf("%d input bytes allocated %d bytes", inputLen, grew)
 	}
 }
