@@ -13,6 +13,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
 const capSC1 = `{"clusterMetrics":{"availableMB":8192,"totalMB":16384,"availableVirtualCores":6,"totalVirtualCores":8,"appsPending":1,"appsRunning":3,"activeNodes":2}}`
@@ -248,5 +249,30 @@ func TestStoreFromEnvironment(t *testing.T) {
 		streams{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return env[k] }, time.Now)
 	if code != exitOK || !strings.Contains(out.String(), h.c.Nodes[0].ID) {
 		t.Fatalf("exit %d, %q %q", code, out.String(), errb.String())
+	}
+}
+
+// With several --store addresses, a dead first replica and a follower
+// second, writes still land (forwarded to the leader) and reads see them.
+func TestStoreListFailsOverAndFollowersForward(t *testing.T) {
+	c := storetest.NewCluster(t, 3)
+	l := c.Leader()
+	dead, follower := (l+1)%3, (l+2)%3
+	c.Stop(dead)
+	h := &harness{t: t, c: c, env: map[string]string{}}
+	addrs := c.Nodes[dead].Addr + "," + c.Nodes[follower].Addr
+	for _, args := range [][]string{
+		{"--store", addrs, "policy", "save", "-s", hadoopDocsString},
+		{"--store", addrs, "policy", "get", "root.a"},
+	} {
+		var out, errb strings.Builder
+		code := run(context.Background(), args, streams{in: strings.NewReader(""), out: &out, err: &errb},
+			func(string) string { return "" }, time.Now)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d %q", args, code, errb.String())
+		}
+	}
+	if p := h.policy("root.a"); p.GetType() != managerPkg+"WeightedLocalityPolicyManager" {
+		t.Fatalf("stored %v", p)
 	}
 }
