@@ -96,6 +96,9 @@ func (c *core) allocateLocked(id AttemptID, req AllocateRequest) (*AllocateRespo
 	}
 	// Validate everything before changing anything: a rejected heartbeat
 	// leaves the attempt as it was.
+	if req.SchedulingRequests > 0 {
+		return nil, errorf(ErrInvalidRequest, "Found non empty SchedulingRequest of AllocateRequest for application=%s, however the configured processor is disabled", id)
+	}
 	for _, rel := range req.Releases {
 		if rel.Attempt.App != id.App {
 			return nil, errorf(ErrInvalidContainerRelease, "Cannot release container : %s not belonging to this application attempt : %s", rel, id)

@@ -553,7 +553,8 @@ func (r *RM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*y
 	if err != nil {
 		return nil, err
 	}
-	creq := AllocateRequest{ResponseID: req.GetResponseId(), Progress: req.GetProgress(), TrackingURL: req.GetTrackingUrl()}
+	creq := AllocateRequest{ResponseID: req.GetResponseId(), Progress: req.GetProgress(), TrackingURL: req.GetTrackingUrl(),
+		SchedulingRequests: len(req.SchedulingRequests)}
 	if len(req.Ask) > 0 {
 		creq.Asks = make([]ResourceRequest, 0, len(req.Ask))
 		for _, a := range req.Ask {

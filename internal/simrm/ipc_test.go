@@ -139,8 +139,15 @@ func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
 	if got[0].GetContainerToken().GetKind() != KindContainerToken || got[0].GetId().GetId()>>40 != rm.Epoch() {
 		t.Fatalf("container %v", got[0])
 	}
+	// Scheduling requests (placement constraints) are refused, as with
+	// Hadoop's default disabled placement processor.
+	err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next),
+		SchedulingRequests: []*yarnpb.SchedulingRequestProto{{}}}, &yarnpb.AllocateResponseProto{})
+	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "processor is disabled") {
+		t.Fatalf("scheduling request: %v", err)
+	}
 	// Out-of-order responseId: InvalidApplicationMasterRequestException.
-	err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next + 3)}, &yarnpb.AllocateResponseProto{})
+	err = amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next + 3)}, &yarnpb.AllocateResponseProto{})
 	if remoteClass(err) != hadoopipc.ClassInvalidApplicationMasterRequest {
 		t.Fatalf("bad responseId: %v", err)
 	}

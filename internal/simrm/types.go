@@ -273,6 +273,9 @@ type AllocateRequest struct {
 	BlacklistAdd    []string
 	BlacklistRemove []string
 	TrackingURL     string // an AM may move its tracking URL on any heartbeat
+	// SchedulingRequests counts placement-constraint requests, which simrm
+	// refuses as Hadoop's default (disabled) placement processor does.
+	SchedulingRequests int
 }
 
 // AMCommand is AMCommandProto.
