@@ -1045,8 +1045,13 @@ func (c *core) completeContainer(ct *container, exit int32, diag string, now int
 	secs := (now - ct.created) / 1000
 	at.app.memSeconds += ct.res.MemoryMB * secs
 	at.app.vcoreSecond += int64(ct.res.VCores) * secs
-	if !ct.am && at.last != nil {
-		at.completed = append(at.completed, ContainerStatus{
+	// A container kept across attempts is reported to the current AM.
+	to := at
+	if cur := at.app.current(); cur != nil && cur != at {
+		to = cur
+	}
+	if !ct.am && to.last != nil {
+		to.completed = append(to.completed, ContainerStatus{
 			ID: ct.id, State: ContainerComplete, ExitStatus: exit, Diagnostics: diag, Resource: ct.res,
 		})
 	}

@@ -750,3 +750,41 @@ func TestNodeLoss(t *testing.T) {
 		t.Fatalf("unknown node: %v", err)
 	}
 }
+
+func TestKeepContainersAcrossAttempts(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) { cfg.MaxAppAttempts = 3 })
+	// Managed apps run the built-in AM; drive an unmanaged one instead: fail
+	// attempt 1 of a keep-containers app holding a worker, and check
+	// attempt 2 inherits it.
+	id := submit(t, c, func(r *SubmitRequest) { r.KeepContainers = true; r.Unmanaged = true })
+	first := *report(t, c, id).CurrentAttempt
+	if _, err := c.Register(first, RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	d := &amDriver{t: t, c: c, at: first}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}})
+	c.tick()
+	worker := d.allocate(AllocateRequest{}).Allocated[0]
+	// Unmanaged apps are not retried; flip the flag to model a managed AM
+	// crash with keep-containers.
+	c.mu.Lock()
+	c.apps[id].unmanaged = false
+	c.mu.Unlock()
+	if err := c.FailAttempt(first, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	second := *report(t, c, id).CurrentAttempt
+	if second.Attempt != 2 {
+		t.Fatalf("attempt %v", second)
+	}
+	reg, err := c.Register(second, RegisterRequest{})
+	if err != nil || len(reg.ContainersFromPrevious) != 1 || reg.ContainersFromPrevious[0].ID != worker.ID {
+		t.Fatalf("previous containers %+v %v", reg.ContainersFromPrevious, err)
+	}
+	d2 := &amDriver{t: t, c: c, at: second}
+	got := d2.allocate(AllocateRequest{Releases: []ContainerID{worker.ID}}).Completed
+	got = append(got, d2.allocate(AllocateRequest{}).Completed...)
+	if len(got) != 1 || got[0].ID != worker.ID {
+		t.Fatalf("the inherited container's completion goes to the new AM: %+v", got)
+	}
+}
