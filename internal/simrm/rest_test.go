@@ -165,6 +165,21 @@ func TestRESTShapes(t *testing.T) {
 	if code != 400 || !strings.Contains(body, "<RemoteException>") || !strings.Contains(body, "limit value must be greater then 0") {
 		t.Errorf("xml error: %d %s", code, body)
 	}
+	// An application in XML round-trips through the rmrest types.
+	id, _ := rm.core().NewApplication()
+	if err := rm.core().Submit(SubmitRequest{ID: id, User: "u", Unmanaged: true}); err != nil {
+		t.Fatal(err)
+	}
+	code, body = httpGet(t, base+"/apps/"+id.String(), "application/xml")
+	var app rmrest.App
+	if err := xml.Unmarshal([]byte(body), &app); code != 200 || err != nil || app.ID != id.String() || app.Queue != "root.default" ||
+		len(app.ResourceSecondsMap) != 2 || app.Timeouts == nil || !strings.Contains(body, "<resourceSecondsMap><entry><key>memory-mb</key>") {
+		t.Errorf("xml app: %d %v %s", code, err, body)
+	}
+	_, body = httpGet(t, base+"/apps/"+id.String(), "")
+	if !strings.Contains(body, `"resourceSecondsMap":{"entry":{"key":"memory-mb","value":"0"},"entry":{"key":"vcores","value":"0"}}`) {
+		t.Errorf("json map encoding: %s", body)
+	}
 	// Faults reach REST too; a standby answers 503.
 	rm.TransitionToStandby()
 	if code, body := httpGet(t, base+"/info", ""); code != 503 || !strings.Contains(body, "StandbyException") {
