@@ -24,12 +24,14 @@ import (
 // nextResponseID loops between 0 and MaxInt32, as Hadoop does.
 func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
 
-func (c *core) cached(id AttemptID) (*attempt, error) {
+// cached returns the attempt if the ApplicationMasterService still knows it
+// (Hadoop's responseMap), else nil.
+func (c *core) cached(id AttemptID) *attempt {
 	a, ok := c.apps[id.App]
 	if !ok || id.Attempt < 1 || int(id.Attempt) > len(a.attempts) || a.attempts[id.Attempt-1].last == nil {
-		return nil, nil
+		return nil
 	}
-	return a.attempts[id.Attempt-1], nil
+	return a.attempts[id.Attempt-1]
 }
 
 // Register is registerApplicationMaster.
@@ -40,7 +42,7 @@ func (c *core) Register(id AttemptID, req RegisterRequest) (RegisterResponse, er
 }
 
 func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterResponse, error) {
-	at, _ := c.cached(id)
+	at := c.cached(id)
 	if at == nil {
 		return RegisterResponse{}, errorf(ErrInvalidAMRequest, "Application doesn't exist in cache %s", id)
 	}
@@ -79,7 +81,7 @@ func (c *core) Allocate(id AttemptID, req AllocateRequest) (*AllocateResponse, e
 }
 
 func (c *core) allocateLocked(id AttemptID, req AllocateRequest) (*AllocateResponse, error) {
-	at, _ := c.cached(id)
+	at := c.cached(id)
 	if at == nil {
 		return nil, errorf(ErrAttemptNotFound, "Application attempt %s doesn't exist in ApplicationMasterService cache.", id)
 	}
@@ -183,7 +185,7 @@ func (c *core) finishLocked(id AttemptID, req FinishRequest) (bool, error) {
 	if a.state.Final() {
 		return true, nil
 	}
-	at, _ := c.cached(id)
+	at := c.cached(id)
 	if at == nil {
 		return false, errorf(ErrInvalidAMRequest, "Application doesn't exist in cache %s", id)
 	}

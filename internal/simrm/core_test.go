@@ -252,7 +252,7 @@ func TestResponseIDSemantics(t *testing.T) {
 	}
 	// Wrap from MaxInt32 to 0, as Hadoop's getNextResponseId does.
 	c.mu.Lock()
-	a, _ := c.cached(at)
+	a := c.cached(at)
 	a.last = &AllocateResponse{ResponseID: math.MaxInt32, Attempt: at}
 	c.mu.Unlock()
 	r3, err := c.Allocate(at, AllocateRequest{ResponseID: math.MaxInt32})

@@ -652,7 +652,7 @@ func (s amrmSecrets) RetrievePassword(identifier []byte) ([]byte, string, error)
 		return nil, "", err
 	}
 	c.mu.Lock()
-	at, _ := c.cached(id)
+	at := c.cached(id)
 	c.mu.Unlock()
 	if at == nil {
 		return nil, "", fmt.Errorf("%w: Password not found for ApplicationAttempt %s", ErrInvalidToken, id)
