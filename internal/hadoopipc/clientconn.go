@@ -48,16 +48,16 @@ type callResult struct {
 }
 
 // clientConn is one connection to a server: a reader goroutine matches
-// replies to pending calls by call id; writers share wmu.
+// replies to pending calls by call id; writers share a batchWriter.
 type clientConn struct {
 	pool *Pool
 	key  connKey
 	cfg  connConfig
 	nc   net.Conn
 
-	wmu   sync.Mutex
-	layer securityLayer // auth-int/auth-conf: wrap requests, unwrap replies
-	wbuf  []byte
+	w      *batchWriter
+	wrapFn func([]byte) ([]byte, error)
+	layer  securityLayer // auth-int/auth-conf: wrap requests, unwrap replies; set before w is used
 
 	mu      sync.Mutex
 	pending map[int32]chan callResult
@@ -102,6 +102,10 @@ func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*cl
 		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrDial, key.addr, err)
 	}
 	nc.SetDeadline(time.Time{})
+	c.wrapFn = c.wrapRequest
+	c.w = newBatchWriter(nc, clientWriteTimeout, func(err error) {
+		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, key.addr, err))
+	})
 	go c.readLoop(bufio.NewReaderSize(nc, 16<<10))
 	c.armIdle()
 	return c, nil
@@ -295,18 +299,26 @@ func remoteFromHeader(h *commonpb.RpcResponseHeaderProto) *RemoteError {
 //	|       |   retryCount: -1, clientId: ""}          |   token: wrap(inner packet)}    |
 //	+-------+------------------------------------------+---------------------------------+
 func (c *clientConn) writePacket(b []byte) error {
-	if c.layer != nil {
-		tok, err := c.layer.Wrap(b)
-		if err != nil {
-			return err
-		}
-		b, err = appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
-		if err != nil {
-			return err
-		}
+	b, err := c.wrapRequest(b)
+	if err != nil {
+		return err
 	}
-	_, err := c.nc.Write(b)
+	_, err = c.nc.Write(b)
 	return err
+}
+
+// clientWriteTimeout bounds one write to a server that stopped reading.
+const clientWriteTimeout = time.Minute
+
+func (c *clientConn) wrapRequest(b []byte) ([]byte, error) {
+	if c.layer == nil {
+		return b, nil
+	}
+	tok, err := c.layer.Wrap(b)
+	if err != nil {
+		return nil, err
+	}
+	return appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
 }
 
 func (c *clientConn) isClosed() bool {
@@ -469,35 +481,26 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	}
 	c.mu.Unlock()
 
-	c.wmu.Lock()
-	buf := append(c.wbuf[:0], 0, 0, 0, 0)
+	buf := append(getBuf(), 0, 0, 0, 0)
 	buf = appendReqHeader(buf, callID, c.pool.clientID, retry)
 	buf = appendRequestHeader(buf, method, protocol, version)
 	buf, err := appendDelimited(buf, req)
 	if err != nil {
-		c.wmu.Unlock()
 		c.forget(callID)
 		return fmt.Errorf("hadoopipc: encoding %s request: %w", method, err)
 	}
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if cap(buf) <= 64<<10 {
-		c.wbuf = buf[:0]
-	}
 	if len(buf)-4 > c.cfg.maxFrame {
-		c.wmu.Unlock()
 		c.forget(callID)
 		return fmt.Errorf("%w: request of %d bytes", ErrFrameTooLarge, len(buf)-4)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		c.nc.SetWriteDeadline(dl)
-	} else {
-		c.nc.SetWriteDeadline(time.Time{})
-	}
-	err = c.writePacket(buf)
-	c.wmu.Unlock()
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	// Queued, not necessarily written, when send returns: a call may
+	// give up on ctx while another goroutine's write is still blocked.
+	err = c.w.send(buf, c.wrapFn, false)
+	putBuf(buf)
 	if err != nil {
-		// A partial write leaves the stream unusable.
-		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err))
+		// The writer closed the connection; pending calls, ours
+		// included, fail with the close error.
 		<-ch
 		return fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err)
 	}

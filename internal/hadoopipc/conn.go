@@ -22,7 +22,7 @@ var errTooManyFiles = syscall.EMFILE
 
 // serverConn is one accepted connection. One goroutine (serve) reads and
 // decodes packets in order and owns the handshake state; each call then runs
-// in its own goroutine, and replies are written whole under wmu, so they
+// in its own goroutine, and replies go through one batchWriter, so they
 // never interleave but may leave in any order.
 type serverConn struct {
 	srv    *Server
@@ -38,8 +38,9 @@ type serverConn struct {
 	draining atomic.Bool
 	closed   atomic.Bool
 
-	wmu   sync.Mutex
-	layer securityLayer // non-nil after an auth-int/auth-conf login; guarded by wmu
+	w      *batchWriter
+	wrapFn func([]byte) ([]byte, error)
+	layer  securityLayer // non-nil after an auth-int/auth-conf login; guarded by w.mu
 
 	// Handshake state, owned by the serve goroutine.
 	authProtocol   byte
@@ -58,7 +59,7 @@ type serverConn struct {
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(s.baseCtx)
-	return &serverConn{
+	c := &serverConn{
 		srv:    s,
 		nc:     nc,
 		br:     bufio.NewReaderSize(nc, 16<<10),
@@ -67,6 +68,14 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 		cancel: cancel,
 		sem:    make(chan struct{}, s.cfg.MaxInFlightPerConn),
 	}
+	// A peer that stops reading must not pin handlers forever: writes time
+	// out after the idle timeout and a failed write closes the connection.
+	c.w = newBatchWriter(nc, s.cfg.IdleTimeout, func(err error) {
+		c.debug("ipc write failed", err)
+		c.nc.Close()
+	})
+	c.wrapFn = c.wrapLocked
+	return c
 }
 
 // drain asks the reader to stop at the next packet boundary; calls in flight
@@ -393,7 +402,8 @@ func (c *serverConn) sendFatal(callID, retry int32, re *RemoteError) {
 	c.debug("ipc fatal reply", re)
 	buf := appendRespHeader([]byte{0, 0, 0, 0}, callID, re, []byte{}, retry, true)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	c.writeFrame(buf)
+	// Wait for it: the reader closes the socket as soon as we return.
+	c.w.send(buf, c.wrapFn, true)
 	c.closed.Store(true)
 	c.cancel()
 }
@@ -421,42 +431,33 @@ func (c *serverConn) saslReply(msg *commonpb.RpcSaslProto) {
 //	|       |   status: SUCCESS} (delimited)       |   token: wrap(whole inner packet)}  |
 //	+-------+--------------------------------------+-------------------------------------+
 func (c *serverConn) writeFrame(frame []byte) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.layer != nil {
-		tok, err := c.layer.Wrap(frame)
-		if err != nil {
-			c.srv.log.Error("ipc SASL wrap failed", "err", err)
-			c.nc.Close()
-			return
-		}
-		// Hadoop's wrapped replies carry a bare header: no version, client
-		// id or retry count.
-		wrapped := appendRespHeader([]byte{0, 0, 0, 0}, callIDSASL, nil, nil, 0, false)
-		wrapped, err = appendDelimited(wrapped, &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok})
-		if err != nil {
-			c.nc.Close()
-			return
-		}
-		binary.BigEndian.PutUint32(wrapped, uint32(len(wrapped)-4))
-		frame = wrapped
-	}
-	c.writeLocked(frame)
+	c.w.send(frame, c.wrapFn, false)
 }
 
+// wrapLocked runs under the writer's lock, in wire order.
+func (c *serverConn) wrapLocked(frame []byte) ([]byte, error) {
+	if c.layer == nil {
+		return frame, nil
+	}
+	tok, err := c.layer.Wrap(frame)
+	if err != nil {
+		c.srv.log.Error("ipc SASL wrap failed", "err", err)
+		return nil, err
+	}
+	// Hadoop's wrapped replies carry a bare header: no version, client id
+	// or retry count.
+	wrapped := appendRespHeader([]byte{0, 0, 0, 0}, callIDSASL, nil, nil, 0, false)
+	if wrapped, err = appendDelimited(wrapped, &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_WRAP.Enum(), Token: tok}); err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(wrapped, uint32(len(wrapped)-4))
+	return wrapped, nil
+}
+
+// writeRaw sends bytes that are never wrapped (SASL replies, the HTTP hint)
+// and waits until they are on the wire.
 func (c *serverConn) writeRaw(b []byte) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.writeLocked(b)
-}
-
-func (c *serverConn) writeLocked(b []byte) {
-	// A peer that stops reading must not pin a handler forever.
-	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
-	if _, err := c.nc.Write(b); err != nil {
-		c.debug("ipc write failed", err)
-		c.nc.Close()
-	}
+	c.w.send(b, nil, true)
 }
 
 func (c *serverConn) debug(msg string, err error) {

@@ -222,9 +222,9 @@ func (c *serverConn) tokenResponse(msg *commonpb.RpcSaslProto) (*commonpb.RpcSas
 	// The SUCCESS reply goes out unwrapped; the layer applies afterwards.
 	c.saslReply(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_SUCCESS.Enum(), Token: rspauth})
 	if qop != "" && qop != "auth" && layer != nil {
-		c.wmu.Lock()
+		c.w.mu.Lock()
 		c.layer = layer
-		c.wmu.Unlock()
+		c.w.mu.Unlock()
 	}
 	c.token = nil
 	return nil, nil

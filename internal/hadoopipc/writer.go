@@ -1,0 +1,100 @@
+package hadoopipc
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// batchWriter serializes packets onto one connection with group commit:
+// while one goroutine is inside conn.Write, others append their packets to
+// a pending buffer, and the writer sends everything pending in one syscall
+// when it comes back. Pipelined calls thus share syscalls without anyone
+// waiting for a timer or a dedicated writer goroutine.
+type batchWriter struct {
+	conn    net.Conn
+	timeout time.Duration // per Write; a peer that stops reading is cut off
+
+	mu       sync.Mutex
+	cond     sync.Cond
+	pend     []byte
+	spare    []byte
+	flushing bool
+	err      error
+	onError  func(error) // called once, outside mu, when a Write fails
+}
+
+func newBatchWriter(conn net.Conn, timeout time.Duration, onError func(error)) *batchWriter {
+	w := &batchWriter{conn: conn, timeout: timeout, onError: onError}
+	w.cond.L = &w.mu
+	return w
+}
+
+// send queues a packet. transform, if non-nil, runs under the writer's lock
+// in queue order (SASL wrapping depends on it) and returns the bytes to
+// queue. With wait, send returns only once the packet has been written (or
+// the connection failed); otherwise it may return while another goroutine
+// is still writing it.
+func (w *batchWriter) send(p []byte, transform func([]byte) ([]byte, error), wait bool) error {
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	if transform != nil {
+		var err error
+		if p, err = transform(p); err != nil {
+			w.failLocked(err)
+			w.mu.Unlock()
+			w.onError(err)
+			return err
+		}
+	}
+	w.pend = append(w.pend, p...)
+	if w.flushing {
+		if wait {
+			for w.err == nil && (w.flushing || len(w.pend) > 0) {
+				w.cond.Wait()
+			}
+		}
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.flushing = true
+	var err error
+	for len(w.pend) > 0 && err == nil {
+		buf := w.pend
+		w.pend = w.spare[:0]
+		w.mu.Unlock()
+		if w.timeout > 0 {
+			w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+		}
+		_, err = w.conn.Write(buf)
+		w.mu.Lock()
+		if cap(buf) <= 256<<10 {
+			w.spare = buf[:0]
+		} else {
+			w.spare = nil // do not keep a rare huge buffer
+		}
+	}
+	w.flushing = false
+	if err != nil {
+		w.failLocked(err)
+	}
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	if err != nil {
+		w.onError(err)
+	}
+	return err
+}
+
+func (w *batchWriter) failLocked(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+	w.pend = nil
+	w.cond.Broadcast()
+}
