@@ -235,7 +235,8 @@ func (h *harness) waitSubCluster(st *storeCluster, rm *simRM, state pb.SubCluste
 		if err != nil {
 			return false, err.Error()
 		}
-		return info.GetState() == state && info.GetClientRmServiceAddress() == rm.client, info.String()
+		return info.GetState() == state && info.GetClientRmServiceAddress() == rm.client,
+			fmt.Sprintf("%s at %s, last heartbeat %s", info.GetState(), info.GetClientRmServiceAddress(), time.UnixMilli(info.GetLastHeartbeatMs()).Format(time.RFC3339Nano))
 	})
 }
 
@@ -290,15 +291,27 @@ type yarnClient struct {
 	c *hadoopipc.Client
 }
 
-func dialYARN(t *testing.T, addr string) *yarnClient {
+func dialYARN(t *testing.T, addr string, opts ...func(*hadoopipc.ClientConfig)) *yarnClient {
 	t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{addr}, Protocol: hadoopipc.ProtocolApplicationClient,
-		User: "alice", DialTimeout: 2 * time.Second})
+	cfg := hadoopipc.ClientConfig{Addresses: []string{addr}, Protocol: hadoopipc.ProtocolApplicationClient,
+		User: "alice", DialTimeout: 2 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hadoopipc.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return &yarnClient{t: t, c: c}
+}
+
+// noRetry makes every failure visible to the test: no retry of a call
+// whose connection broke after it was sent, and no reconnect loop, so the
+// test itself plays the retrying client.
+func noRetry(c *hadoopipc.ClientConfig) {
+	c.NoRetryAfterSend = true
+	c.FailoverAttempts = 1
 }
 
 func (y *yarnClient) call(method string, req, resp proto.Message) error {

@@ -194,6 +194,18 @@ func (p *proc) kill() {
 	}
 }
 
+// signal sends sig (SIGSTOP/SIGCONT freeze and thaw a process, as a
+// paused VM or a stuck host would).
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%v to %s: %v", sig, p.name, err)
+	}
+}
+
 // restart starts the process again with the same arguments; the old one
 // must be dead.
 func (h *harness) restart(p *proc) {
