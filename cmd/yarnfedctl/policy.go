@@ -409,7 +409,7 @@ with the offending field named, and the stored policy stays as it was.`,
 					return err
 				}
 			}
-			cfg, err := c.policyConfig(args[0], typ, raw)
+			cfg, info, err := c.policyConfig(args[0], typ, raw)
 			if err != nil {
 				return err
 			}
@@ -423,6 +423,11 @@ with the offending field named, and the stored policy stays as it was.`,
 			}
 			ctx, cancel := c.ctx(cmd)
 			defer cancel()
+			if info != nil {
+				if err := c.warnUnknownSubClusters(ctx, cl, []policies.QueuePolicy{{Queue: cfg.Queue, Info: *info}}); err != nil {
+					return err
+				}
+			}
 			if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params}); err != nil {
 				return fmt.Errorf("queue %q: %w", cfg.Queue, err)
 			}
@@ -439,24 +444,24 @@ with the offending field named, and the stored policy stays as it was.`,
 
 // policyConfig builds the configuration `policy set` stores: the manager's
 // Java class name (what Hadoop routers load) and params in Hadoop's exact
-// encoding, after building the manager from it.
-func (c *ctl) policyConfig(queue, typ string, raw []byte) (policies.PolicyConfig, error) {
+// encoding, after building the manager from it. info is the parsed params
+// (nil without params).
+func (c *ctl) policyConfig(queue, typ string, raw []byte) (cfg policies.PolicyConfig, info *policies.WeightedPolicyInfo, err error) {
 	class, err := c.reg.ManagerClass(typ)
 	if err != nil {
-		return policies.PolicyConfig{}, err
+		return cfg, nil, err
 	}
-	cfg := policies.PolicyConfig{Queue: queue, Type: class}
+	cfg = policies.PolicyConfig{Queue: queue, Type: class}
 	if len(strings.TrimSpace(string(raw))) > 0 {
-		info, err := policies.ParseWeightedPolicyInfo(raw)
-		if err != nil {
-			return policies.PolicyConfig{}, fmt.Errorf("queue %q: %w", queue, err)
+		if info, err = policies.ParseWeightedPolicyInfo(raw); err != nil {
+			return cfg, nil, fmt.Errorf("queue %q: %w", queue, err)
 		}
 		cfg.Params = info.MarshalHadoopJSON()
 	}
 	if _, err := c.reg.NewManager(cfg, policies.Env{}); err != nil {
-		return policies.PolicyConfig{}, err
+		return cfg, nil, err
 	}
-	return cfg, nil
+	return cfg, info, nil
 }
 
 func (c *ctl) newPolicyDeleteCmd() *cobra.Command {
