@@ -12,7 +12,7 @@ import (
 
 func TestRunPrintsRatioLast(t *testing.T) {
 	cfg := bench.DefaultConfig()
-	cfg.Duration, cfg.Rounds, cfg.Concurrency = 200*time.Millisecond, 2, 2
+	cfg.Duration, cfg.Rounds, cfg.Concurrency = time.Second, 1, 2
 	var out bytes.Buffer
 	if err := bench.Run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
