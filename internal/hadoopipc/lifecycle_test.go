@@ -286,3 +286,28 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return out.GetGauge().GetValue()
 }
+
+// TestShutdownIdleAndHandshakingConnections: connections with nothing in
+// flight (silent before the preamble, or idle after the context) do not
+// hold Shutdown until their idle timeout.
+func TestShutdownIdleAndHandshakingConnections(t *testing.T) {
+	ts := startServer(t, DefaultServerConfig(), echoProtocol(nil)) // idle timeout 2 min
+	silent := dialRaw(t, ts.addr)
+	idle := dialRaw(t, ts.addr)
+	idle.preamble(authProtocolNone)
+	idle.context("alice")
+	idle.call(1, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
+	idle.reply()
+	poll(t, "both connections registered", func() bool {
+		ts.srv.mu.Lock()
+		defer ts.srv.mu.Unlock()
+		return len(ts.srv.conns) == 2
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	silent.expectClosed()
+	idle.expectClosed()
+}
