@@ -5,7 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -165,6 +169,42 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 		t.Error("no AMRMToken obtained through the router worked at either RM")
 	}
 
+	// The Router's REST documents must look like an RM's to REST clients:
+	// same JSON field paths as the real RM for the same resource.
+	t.Run("REST shapes match a real RM", func(t *testing.T) {
+		app := reports[0].ApplicationID
+		for _, path := range []string{"/ws/v1/cluster/metrics", "/ws/v1/cluster/nodes", "/ws/v1/cluster/apps/" + app, "/ws/v1/cluster/apps"} {
+			// The reference is the union over the real RMs that answer (an
+			// app lives on one home only; lists differ per RM).
+			rk := map[string]bool{}
+			for _, mc := range []*miniCluster{sc1, sc2} {
+				if b, ok := tryREST(mc, path); ok {
+					for k := range jsonKeys(t, b) {
+						rk[k] = true
+					}
+				}
+			}
+			if len(rk) == 0 {
+				t.Fatalf("no real RM answers %s", path)
+			}
+			fk := jsonKeys(t, getRESTAt(t, r.WebAddr().String(), path, "application/json"))
+			for _, k := range setDiff(rk, fk) {
+				if why, ok := knownRouterRESTGaps[k]; ok {
+					t.Logf("KNOWN GAP router REST %s: %s missing (%s)", path, k, why)
+					continue
+				}
+				restGap(t, fmt.Sprintf("router REST %s: a real RM sends %s, the router does not", path, k))
+			}
+			for _, k := range setDiff(fk, rk) {
+				if why, ok := knownRouterRESTGaps["+"+k]; ok {
+					t.Logf("KNOWN GAP router REST %s: sends %s (%s)", path, k, why)
+					continue
+				}
+				t.Errorf("router REST %s: sends %s, which the real RM does not", path, k)
+			}
+		}
+	})
+
 	t.Run("federated REST metrics", func(t *testing.T) {
 		var mr rmrest.ClusterMetricsResponse
 		body := getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/metrics", "application/json")
@@ -175,4 +215,58 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 			t.Errorf("router REST metrics %+v, want %d nodes and %d MB", mr.ClusterMetrics, want, 4096*want)
 		}
 	})
+}
+
+// tryREST GETs path as JSON from mc's RM, reporting whether it answered 200.
+func tryREST(mc *miniCluster, path string) ([]byte, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+loopback(mc.info.Web)+path, nil)
+	if err != nil {
+		return nil, false
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, err == nil && resp.StatusCode == http.StatusOK
+}
+
+// knownRouterRESTGaps are REST fields the Router drops, found by this test
+// and reported to the router owner; logged instead of failing. Remove an
+// entry once fixed.
+var knownRouterRESTGaps = map[string]string{
+	"clusterMetrics.totalClusterResourcesAcrossPartition.resourceInformations":  "merged metrics lose resourceInformations",
+	"clusterMetrics.totalReservedResourcesAcrossPartition.resourceInformations": "merged metrics lose resourceInformations",
+	"clusterMetrics.totalUsedResourcesAcrossPartition.resourceInformations":     "merged metrics lose resourceInformations",
+	"nodes.node.availableResource.resourceInformations":                         "merged nodes lose resourceInformations",
+	"nodes.node.totalResource.resourceInformations":                             "merged nodes lose resourceInformations",
+	"nodes.node.usedResource.resourceInformations":                              "merged nodes lose resourceInformations",
+	// Apps are rendered from IPC reports instead of the home RM's REST
+	// document (Hadoop's Router forwards /apps/{id} to the home RM's webapp).
+	"app.amRPCAddress":                  "app rendered from the IPC report",
+	"app.resourceSecondsMap.entry":      "app rendered from the IPC report",
+	"app.timeouts":                      "app rendered from the IPC report",
+	"app.resourceInfo":                  "app rendered from the IPC report",
+	"apps.app.amRPCAddress":             "apps rendered from IPC reports",
+	"apps.app.resourceSecondsMap.entry": "apps rendered from IPC reports",
+	"apps.app.timeouts":                 "apps rendered from IPC reports",
+	"apps.app.resourceInfo":             "apps rendered from IPC reports",
+	// Keys starting with "+" are fields the router sends and the RM does not.
+	"+app.appNodeLabelExpression":      "the RM omits it when unset; the router sends it",
+	"+apps.app.appNodeLabelExpression": "the RM omits it when unset; the router sends it",
+}
+
+// restGap reports a REST field gap: a failure, or a log line under
+// YARNFED_INTEROP_LENIENT_REST=1.
+func restGap(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv(lenientRESTEnv) != "" {
+		t.Log(msg)
+	} else {
+		t.Error(msg)
+	}
 }
