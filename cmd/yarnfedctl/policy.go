@@ -511,11 +511,15 @@ deleting the others. --all deletes every policy, '*' included, and needs --yes.`
 				have[p.GetQueue()] = true
 			}
 			var del, missing []string
+			seen := map[string]bool{}
 			for _, q := range args {
+				if seen[q] {
+					continue
+				}
+				seen[q] = true
 				if have[q] {
 					del = append(del, q)
-					have[q] = false // once
-				} else if !slices.Contains(del, q) {
+				} else {
 					missing = append(missing, q)
 				}
 			}

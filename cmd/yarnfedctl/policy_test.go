@@ -198,8 +198,8 @@ func TestPolicyGetSetDelete(t *testing.T) {
 	if out := h.ok("policy", "delete", "--queue", "root.a", "root.a"); out != "deleted policy for queue root.a\n" {
 		t.Fatalf("delete: %q", out)
 	}
-	r = h.run("policy", "delete", "root.b", "root.typo")
-	if r.code != exitError || r.out != "deleted policy for queue root.b\n" || !strings.Contains(r.err, "no policy stored for queue(s) root.typo") {
+	r = h.run("policy", "delete", "root.b", "root.typo", "root.typo")
+	if r.code != exitError || r.out != "deleted policy for queue root.b\n" || !strings.Contains(r.err, "no policy stored for queue(s) root.typo\n") {
 		t.Fatalf("delete with a typo: exit %d %q %q", r.code, r.out, r.err)
 	}
 	if _, err := h.store().GetPolicy("root.b"); err == nil {
