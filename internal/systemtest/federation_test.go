@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -120,7 +121,7 @@ func (f *federation) submitUntilBoth(t *testing.T, y *yarnClient) map[string]*ya
 // one RM dies: list calls follow --partial-results, and once its agent
 // marks it unhealthy new apps land on the survivor.
 func TestFederationSurvivesProcessRestarts(t *testing.T) {
-	f := startFederation(t, 1)
+	f := startFederation(t, 3)
 	h := f.h
 	r := h.startRouter("router-1", f.st)
 	y := dialYARN(t, r.clientrm)
@@ -216,6 +217,32 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 		return
 	}
 
+	// The state store leader dies under the router: submissions keep
+	// working (the router's store client moves to the new leader), and the
+	// replica rejoins from its data dir.
+	victim := f.st.leader(t)
+	victim.p.kill()
+	t.Logf("state store leader %s SIGKILLed", victim.id)
+	var during []string
+	for range 5 {
+		during = append(during, appID(y.submitNew()))
+	}
+	h.restart(victim.p)
+	waitFor(t, 30*time.Second, "state store replicas agree on a leader after the restart", f.st.agreedLeader)
+	for range 3 {
+		during = append(during, appID(y.submitNew()))
+	}
+	f.checkExactlyOnce(t, y, append(all, during...))
+	local := allHomesOn(t, f.st, victim)
+	for _, id := range during {
+		if _, ok := local[id]; !ok {
+			t.Errorf("restarted replica %s lacks the home of %s", victim.id, id)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
 	// One sub-cluster's RM dies. Its agent is frozen first (SIGSTOP), so
 	// the store still says RUNNING: the routers find out by calling it.
 	partial := h.startRouter("router-partial", f.st, "--partial-results")
@@ -228,6 +255,9 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	// names the dead sub-cluster.
 	if n, err := y.nodeManagers(); err == nil || !strings.Contains(err.Error(), "SC-1") {
 		t.Errorf("getClusterMetrics with SC-1 dead, partial results off: %d nodes, err %v; want an error naming SC-1", n, err)
+	}
+	if l, err := y.apps(); err == nil || !strings.Contains(err.Error(), "SC-1") {
+		t.Errorf("getApplications with SC-1 dead, partial results off: %d apps, err %v; want an error naming SC-1", len(l), err)
 	}
 	// With --partial-results the survivor answers.
 	onSC2 := func(m map[string]string) []string {
@@ -339,6 +369,26 @@ func TestTwoRoutersSideBySide(t *testing.T) {
 		return err == nil && rep.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_KILLED,
 			fmt.Sprint(rep.GetYarnApplicationState(), err)
 	})
+}
+
+// allHomesOn waits until replica nd's local (stale) state has caught up
+// with the cluster's and returns it.
+func allHomesOn(t *testing.T, st *storeCluster, nd *storeNode) map[string]string {
+	t.Helper()
+	want, err := allHomes(ctxT(t, 15*time.Second), st.client(t))
+	if err != nil {
+		t.Fatalf("list homes: %v", err)
+	}
+	c := st.client(t, nd)
+	var local map[string]string
+	waitFor(t, 20*time.Second, nd.id+" caught up", func() (bool, string) {
+		local, err = allHomes(ctxT(t, 10*time.Second), c, client.Stale())
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(local) >= len(want), fmt.Sprintf("%d of %d homes", len(local), len(want))
+	})
+	return local
 }
 
 func keys[V any](m map[string]V) []string {
