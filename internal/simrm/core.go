@@ -580,13 +580,12 @@ func (c *core) Kill(id AppID, user, diagnostics string) (bool, error) {
 	if a.state.Final() {
 		return true, nil
 	}
-	if diagnostics == "" {
-		diagnostics = "Application killed by user."
-		if user != "" {
-			diagnostics = fmt.Sprintf("Application %s was killed by user %s", a.id, user)
-		}
+	// ClientRMService's wording; callers pass what the client sent.
+	msg := fmt.Sprintf("Application %s was killed by user %s", a.id, user)
+	if d := strings.TrimSpace(diagnostics); d != "" {
+		msg += " with diagnostic message: " + d
 	}
-	c.endApp(a, AppKilled, FinalKilled, AttemptKilled, diagnostics, ExitKilledByRM)
+	c.endApp(a, AppKilled, FinalKilled, AttemptKilled, msg, ExitKilledByRM)
 	return true, nil
 }
 
@@ -661,21 +660,23 @@ func (c *core) clearAsks(at *attempt) {
 	at.askKeys = at.askKeys[:0]
 }
 
-// Move moves an application to another queue.
-func (c *core) Move(id AppID, target string) error {
+// Move moves an application to another queue on behalf of user.
+func (c *core) Move(id AppID, target, user string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a, err := c.lookup(id)
 	if err != nil {
 		return err
 	}
-	target = strings.TrimPrefix(target, "root.")
+	// ClientRMService checks the target queue first (as an ACL question,
+	// wrapped in a YarnException), then the application's state.
+	dst, ok := c.queueByName[strings.TrimPrefix(target, "root.")]
+	if !ok {
+		return errorf(ErrInvalidRequest, "org.apache.hadoop.security.AccessControlException: User %s cannot submit applications to target queue or the target queue doesn't exist: %s while moving %s", user, target, a.id)
+	}
+	target = dst.cfg.Name
 	if a.state.Final() {
 		return errorf(ErrInvalidRequest, "App in %s state cannot be moved.", a.state)
-	}
-	dst, ok := c.queueByName[target]
-	if !ok {
-		return errorf(ErrInvalidRequest, "Failed to move %s to queue %s: queue does not exist", a.id, target)
 	}
 	if a.queue == target {
 		return nil
@@ -713,7 +714,9 @@ func (c *core) UpdatePriority(id AppID, prio int32) (int32, error) {
 		return 0, err
 	}
 	if a.state.Final() {
-		return 0, errorf(ErrInvalidRequest, "Application in %s state cannot update priority.", a.state)
+		// Hadoop skips the update for finished applications rather than
+		// failing, and answers the priority they have.
+		return a.priority, nil
 	}
 	const maxPriority = 10
 	if prio > maxPriority {

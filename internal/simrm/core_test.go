@@ -479,13 +479,13 @@ func TestKillMoveAndFailures(t *testing.T) {
 	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(2, 1024)}})
 	c.tick()
 	d.allocate(AllocateRequest{})
-	if err := c.Move(d.at.App, "other"); err != nil {
+	if err := c.Move(d.at.App, "other", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if q, _ := c.Queue("other", false); q.Used.MemoryMB != 2048 {
 		t.Fatalf("usage did not follow the move: %+v", q)
 	}
-	if err := c.Move(d.at.App, "nope"); !errors.Is(err, ErrInvalidRequest) {
+	if err := c.Move(d.at.App, "nope", "alice"); !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("move to unknown queue: %v", err)
 	}
 	done, err := c.Kill(d.at.App, "bob", "")

@@ -71,12 +71,19 @@ func method[Req, Resp proto.Message](name string, newReq func() Req, h func(cont
 // checked exception; java.lang.UnsupportedOperationException would surface
 // as an unchecked RuntimeException in the client instead.
 func unsupported[Req, Resp proto.Message](name string, newReq func() Req) hadoopipc.Method {
+	return unsupportedMsg[Req, Resp](name, newReq, name+" is not supported by simrm, a ResourceManager simulator")
+}
+
+// unsupportedMsg answers with a given message, e.g. the one a Hadoop RM
+// without a reservation system sends.
+func unsupportedMsg[Req, Resp proto.Message](name string, newReq func() Req, msg string) hadoopipc.Method {
 	return hadoopipc.NewMethod(name, newReq, func(context.Context, Req) (Resp, error) {
 		var zero Resp
-		return zero, hadoopipc.Errorf(hadoopipc.ClassYarnException,
-			"%s is not supported by simrm, a ResourceManager simulator", name)
+		return zero, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", msg)
 	})
 }
+
+const reservationsOff = "Reservation is not enabled. Please enable & try again"
 
 func newOf[T any]() func() *T { return func() *T { return new(T) } }
 
@@ -115,11 +122,11 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken", newOf[commonpb.GetDelegationTokenRequestProto]()),
 			unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken", newOf[commonpb.RenewDelegationTokenRequestProto]()),
 			unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken", newOf[commonpb.CancelDelegationTokenRequestProto]()),
-			unsupported[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto]("getNewReservation", newOf[yarnpb.GetNewReservationRequestProto]()),
-			unsupported[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto]("submitReservation", newOf[yarnpb.ReservationSubmissionRequestProto]()),
-			unsupported[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto]("updateReservation", newOf[yarnpb.ReservationUpdateRequestProto]()),
-			unsupported[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto]("deleteReservation", newOf[yarnpb.ReservationDeleteRequestProto]()),
-			unsupported[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", newOf[yarnpb.ReservationListRequestProto]()),
+			unsupportedMsg[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto]("getNewReservation", newOf[yarnpb.GetNewReservationRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto]("submitReservation", newOf[yarnpb.ReservationSubmissionRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto]("updateReservation", newOf[yarnpb.ReservationUpdateRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto]("deleteReservation", newOf[yarnpb.ReservationDeleteRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", newOf[yarnpb.ReservationListRequestProto](), reservationsOff),
 			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", newOf[yarnpb.SignalContainerRequestProto]()),
 			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", newOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
 			unsupported[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", newOf[yarnpb.GetAllResourceProfilesRequestProto]()),
@@ -301,6 +308,11 @@ func nodeReportPB(n *NodeReport) *yarnpb.NodeReportProto {
 
 func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
 	q, err := r.core().Queue(req.GetQueueName(), req.GetIncludeApplications())
+	if errors.Is(err, ErrQueueNotFound) {
+		// ClientRMService logs the scheduler's IOException and answers an
+		// empty response (YarnClient.getQueueInfo then returns null).
+		return &yarnpb.GetQueueInfoResponseProto{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +368,7 @@ func (r *RM) moveApplication(ctx context.Context, req *yarnpb.MoveApplicationAcr
 	if err != nil {
 		return nil, err
 	}
-	if err := r.core().Move(id, req.GetTargetQueue()); err != nil {
+	if err := r.core().Move(id, req.GetTargetQueue(), callerName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil

@@ -238,12 +238,26 @@ func TestIPCManagedAppKillAndQueries(t *testing.T) {
 	if remoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("move to unknown queue: %v", err)
 	}
+	if !strings.Contains(err.Error(), "cannot submit applications to target queue or the target queue doesn't exist: nowhere") {
+		t.Fatalf("move message: %v", err)
+	}
+	var noq yarnpb.GetQueueInfoResponseProto
+	if err := acp.Call(ctx, "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("nowhere")}, &noq); err != nil || noq.QueueInfo != nil {
+		t.Fatalf("unknown queue: Hadoop answers an empty response: %v %v", &noq, err)
+	}
 	var kill yarnpb.KillApplicationResponseProto
-	if err := acp.Call(ctx, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: na.ApplicationId}, &kill); err != nil || !kill.GetIsKillCompleted() {
+	if err := acp.Call(ctx, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: na.ApplicationId, Diagnostics: proto.String("done")}, &kill); err != nil || !kill.GetIsKillCompleted() {
 		t.Fatalf("kill %v %v", &kill, err)
 	}
-	if st := report().GetYarnApplicationState(); st != yarnpb.YarnApplicationStateProto_KILLED {
-		t.Fatalf("state after kill %v", st)
+	if r := report(); r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED ||
+		r.GetDiagnostics() != "Application "+appFromPB(na.ApplicationId).String()+" was killed by user bob with diagnostic message: done" {
+		t.Fatalf("after kill: %v %q", r.GetYarnApplicationState(), r.GetDiagnostics())
+	}
+	// A finished application keeps its priority without an error.
+	if err := acp.Call(ctx, "updateApplicationPriority", &yarnpb.UpdateApplicationPriorityRequestProto{
+		ApplicationId: na.ApplicationId, ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(7)},
+	}, &prio); err != nil || prio.GetApplicationPriority().GetPriority() != 3 {
+		t.Fatalf("priority of a finished app %v %v", &prio, err)
 	}
 
 	cases := []struct {
@@ -258,7 +272,7 @@ func TestIPCManagedAppKillAndQueries(t *testing.T) {
 		{"no app id", "forceKillApplication", &yarnpb.KillApplicationRequestProto{}, &yarnpb.KillApplicationResponseProto{}, hadoopipc.ClassApplicationIDNotProvided},
 		{"unknown attempt", "getApplicationAttemptReport", &yarnpb.GetApplicationAttemptReportRequestProto{ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: na.ApplicationId, AttemptId: proto.Int32(9)}},
 			&yarnpb.GetApplicationAttemptReportResponseProto{}, hadoopipc.ClassApplicationAttemptNotFound},
-		{"reservations unsupported", "getNewReservation", &yarnpb.GetNewReservationRequestProto{}, &yarnpb.GetNewReservationResponseProto{}, hadoopipc.ClassYarnException},
+		{"reservations off", "getNewReservation", &yarnpb.GetNewReservationRequestProto{}, &yarnpb.GetNewReservationResponseProto{}, hadoopipc.ClassYarnException},
 		{"delegation tokens unsupported", "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{}, hadoopipc.ClassYarnException},
 	}
 	for _, tc := range cases {
