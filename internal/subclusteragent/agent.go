@@ -259,11 +259,19 @@ func (a *Agent) Step(ctx context.Context) {
 			a.log.Warn("no active RM: sub-cluster marked unhealthy", "probe_errors", errors.Join(errs...))
 		}
 		a.record(err, true, -1, StateUnhealthy)
-	case active < 0:
-		// Never registered and nothing active yet: nothing to write.
-		a.mu.Lock()
-		a.status.LastError = fmt.Sprint(errors.Join(errs...))
-		a.mu.Unlock()
+	case active < 0 && (due || prev.State != StateUnhealthy):
+		// Not registered by this process and no RM active: a row left by
+		// a previous agent process may still say RUNNING, and nothing
+		// else would ever correct it. Mark it unhealthy (a heartbeat
+		// keeps its addresses); no row at all is fine too.
+		err = a.cfg.Store.SubClusterHeartbeat(ctx, a.cfg.SubClusterID, StateUnhealthy, lastCap)
+		if errors.Is(err, ErrNotRegistered) {
+			err = nil
+		}
+		if err == nil {
+			a.log.Warn("no active RM at start: sub-cluster marked unhealthy", "probe_errors", errors.Join(errs...))
+		}
+		a.record(err, false, -1, StateUnhealthy)
 	}
 	if errors.Is(err, ErrNotRegistered) {
 		a.mu.Lock()

@@ -145,3 +145,22 @@ func TestAgentConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentRestartWhileRMDown: a new agent process whose RM is down must
+// still mark the row a previous process left RUNNING as unhealthy.
+func TestAgentRestartWhileRMDown(t *testing.T) {
+	st := &recStore{}
+	cfg := subclusteragent.DefaultConfig()
+	cfg.SubClusterID, cfg.Store = "SC-1", st
+	cfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: "127.0.0.1:1", AMRM: "127.0.0.1:1", Admin: "127.0.0.1:1", Web: "127.0.0.1:1"}}
+	cfg.ProbeTimeout, cfg.HeartbeatInterval = time.Second, time.Hour
+	a, err := subclusteragent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Step(context.Background())
+	a.Step(context.Background()) // unchanged and not due: no second write
+	if _, n, beats := st.last(); n != 0 || len(beats) != 1 || beats[0] != subclusteragent.StateUnhealthy {
+		t.Fatalf("registrations %d, heartbeats %v; want one SC_UNHEALTHY heartbeat", n, beats)
+	}
+}
