@@ -383,7 +383,12 @@ func (r *RM) restPutAppState(w http.ResponseWriter, req *http.Request) {
 		badRequest(w, req, "Only 'KILLED' is allowed as a target state.")
 		return
 	}
-	if _, err := r.core().Kill(id, req.URL.Query().Get("user.name"), "Application killed by a REST request"); err != nil {
+	// Without authentication Hadoop's web apps act as the static user dr.who.
+	user := req.URL.Query().Get("user.name")
+	if user == "" {
+		user = "dr.who"
+	}
+	if _, err := r.core().Kill(id, user, ""); err != nil {
 		notFound(w, req, "app with id: "+id.String()+" not found")
 		return
 	}
