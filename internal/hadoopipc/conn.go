@@ -296,13 +296,12 @@ type inboundCall struct {
 
 func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
 	callID, retry, clientID := hdr.callID, hdr.retry, hdr.clientID
-	rh := &commonpb.RequestHeaderProto{}
-	rest, err := unmarshalDelimited(body, rh)
+	method, protocol, version, rest, err := decodeRequestHeaderProto(body)
 	if err != nil {
 		c.reply(callID, retry, clientID, ipcError(errApplication, ClassInvalidProtocolBuffer, "error decoding RequestHeaderProto: %v", err), nil)
 		return
 	}
-	m, lerr := c.srv.reg.Load().lookup(rh.GetDeclaringClassProtocolName(), rh.GetClientProtocolVersion(), rh.GetMethodName())
+	m, lerr := c.srv.reg.Load().lookup(protocol, version, method)
 	if lerr != nil {
 		c.srv.metrics.rejected.WithLabelValues(lookupReason(lerr)).Inc()
 		c.reply(callID, retry, clientID, lerr, nil)
@@ -311,15 +310,15 @@ func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
 	req := m.newReq()
 	if _, err := unmarshalDelimited(rest, req); err != nil {
 		c.reply(callID, retry, clientID, ipcError(errApplication, ClassInvalidProtocolBuffer,
-			"error decoding %s request: %v", rh.GetMethodName(), err), nil)
+			"error decoding %s request: %v", m.name, err), nil)
 		return
 	}
 	// The packet buffer is reused once we return: keep our own client id.
 	clientID = append([]byte(nil), clientID...)
 	call := &inboundCall{
 		info: CallInfo{
-			Protocol: rh.GetDeclaringClassProtocolName(), Version: rh.GetClientProtocolVersion(),
-			Method: rh.GetMethodName(), CallID: callID, ClientID: clientID, RetryCount: retry,
+			Protocol: m.protocol, Version: version,
+			Method: m.name, CallID: callID, ClientID: clientID, RetryCount: retry,
 			User: *c.user, Remote: c.remote, method: m,
 		},
 		req: req,

@@ -367,3 +367,23 @@ func boundedAlloc(t *testing.T, inputLen int, f func()) {
 		t.Fatalf("%d input bytes allocated %d bytes", inputLen, grew)
 	}
 }
+
+// FuzzRequestHeaderProto: the hand-written RequestHeaderProto decoder
+// agrees with protobuf-go.
+func FuzzRequestHeaderProto(f *testing.F) {
+	f.Add(mustPacket(&commonpb.RequestHeaderProto{MethodName: proto.String("getApplications"),
+		DeclaringClassProtocolName: proto.String(ProtocolApplicationClient), ClientProtocolVersion: proto.Uint64(1)}))
+	f.Add([]byte{0x04, 0x0a, 0x00, 0x12, 0x00})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		method, protocol, version, rest, err := decodeRequestHeaderProto(in)
+		want := &commonpb.RequestHeaderProto{}
+		wantRest, wantErr := unmarshalDelimited(in, want)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("decodeRequestHeaderProto err %v, protobuf err %v", err, wantErr)
+		}
+		if err == nil && (string(method) != want.GetMethodName() || string(protocol) != want.GetDeclaringClassProtocolName() ||
+			version != want.GetClientProtocolVersion() || !bytes.Equal(rest, wantRest)) {
+			t.Fatalf("decoded %q %q %d, protobuf %v", method, protocol, version, want)
+		}
+	})
+}

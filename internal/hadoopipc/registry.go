@@ -3,15 +3,17 @@ package hadoopipc
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 )
 
 // Method is one RPC method of a Protocol: its wire name and a typed handler.
 type Method struct {
-	name   string
-	newReq func() proto.Message
-	call   func(ctx context.Context, req proto.Message) (proto.Message, error)
+	name     string
+	protocol string // set by Register
+	newReq   func() proto.Message
+	call     func(ctx context.Context, req proto.Message) (proto.Message, error)
 }
 
 // NewMethod binds a method name to a typed handler; newReq returns an empty
@@ -46,28 +48,28 @@ type Protocol struct {
 	Methods []Method
 }
 
-type protoKey struct {
-	name    string
-	version uint64
+// registry maps (protocol, version, method) to handlers. It is filled before
+// Serve and read-only afterwards; Register while serving publishes a fresh
+// copy. Lookups take the wire bytes: indexing a map with string(b) does not
+// allocate, and the names handed to handlers are the registered strings.
+type registry struct {
+	protocols map[string]*protocolEntry
 }
 
-// registry maps (protocol, version, method) to handlers. It is filled before
-// Serve and read-only afterwards, except for Register calls made while
-// serving, which take the server mutex and publish a fresh copy.
-type registry struct {
-	protocols map[protoKey]map[string]Method
-	// versions lists the registered versions of each protocol name, to tell
-	// "unknown protocol" from "wrong version".
-	versions map[string][]uint64
+type protocolEntry struct {
+	versions map[uint64]map[string]Method
 }
+
+func newRegistry() *registry { return &registry{protocols: map[string]*protocolEntry{}} }
 
 func (r *registry) clone() *registry {
-	out := &registry{protocols: make(map[protoKey]map[string]Method, len(r.protocols)+1), versions: make(map[string][]uint64, len(r.versions)+1)}
-	for k, v := range r.protocols {
-		out.protocols[k] = v
-	}
-	for k, v := range r.versions {
-		out.versions[k] = append([]uint64(nil), v...)
+	out := &registry{protocols: make(map[string]*protocolEntry, len(r.protocols)+1)}
+	for name, e := range r.protocols {
+		ne := &protocolEntry{versions: make(map[uint64]map[string]Method, len(e.versions)+1)}
+		for v, ms := range e.versions {
+			ne.versions[v] = ms
+		}
+		out.protocols[name] = ne
 	}
 	return out
 }
@@ -76,8 +78,12 @@ func (r *registry) add(p Protocol) error {
 	if p.Name == "" {
 		return fmt.Errorf("hadoopipc: protocol without a name")
 	}
-	k := protoKey{p.Name, p.Version}
-	if _, dup := r.protocols[k]; dup {
+	e := r.protocols[p.Name]
+	if e == nil {
+		e = &protocolEntry{versions: map[uint64]map[string]Method{}}
+		r.protocols[p.Name] = e
+	}
+	if _, dup := e.versions[p.Version]; dup {
 		return fmt.Errorf("%w: %s version %d", ErrDuplicateProtocol, p.Name, p.Version)
 	}
 	methods := make(map[string]Method, len(p.Methods))
@@ -88,24 +94,30 @@ func (r *registry) add(p Protocol) error {
 		if _, dup := methods[m.name]; dup {
 			return fmt.Errorf("hadoopipc: protocol %s: method %s listed twice", p.Name, m.name)
 		}
+		m.protocol = p.Name
 		methods[m.name] = m
 	}
-	r.protocols[k] = methods
-	r.versions[p.Name] = append(r.versions[p.Name], p.Version)
+	e.versions[p.Version] = methods
 	return nil
 }
 
 // lookup resolves a call or returns the IPC-level ERROR reply Hadoop sends.
-func (r *registry) lookup(protocol string, version uint64, method string) (Method, *RemoteError) {
-	methods, ok := r.protocols[protoKey{protocol, version}]
+func (r *registry) lookup(protocol []byte, version uint64, method []byte) (Method, *RemoteError) {
+	e, ok := r.protocols[string(protocol)]
 	if !ok {
-		if vs := r.versions[protocol]; len(vs) > 0 {
-			return Method{}, ipcError(errVersionMismatch, ClassVersionMismatch,
-				"protocol %s version mismatch: client version %d, server versions %v", protocol, version, vs)
-		}
 		return Method{}, ipcError(errNoSuchProtocol, ClassNoSuchProtocol, "unknown protocol: %s", protocol)
 	}
-	m, ok := methods[method]
+	methods, ok := e.versions[version]
+	if !ok {
+		vs := make([]uint64, 0, len(e.versions))
+		for v := range e.versions {
+			vs = append(vs, v)
+		}
+		slices.Sort(vs)
+		return Method{}, ipcError(errVersionMismatch, ClassVersionMismatch,
+			"protocol %s version mismatch: client version %d, server versions %v", protocol, version, vs)
+	}
+	m, ok := methods[string(method)]
 	if !ok {
 		return Method{}, ipcError(errNoSuchMethod, ClassNoSuchMethod, "unknown method %s called on protocol %s", method, protocol)
 	}

@@ -138,7 +138,7 @@ func NewServer(cfg ServerConfig) *Server {
 		conns:     make(map[*serverConn]struct{}),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
-	s.reg.Store(&registry{protocols: map[protoKey]map[string]Method{}, versions: map[string][]uint64{}})
+	s.reg.Store(newRegistry())
 	// metrics -> logging -> auth -> (config) -> recovery innermost.
 	ics := []Interceptor{MetricsInterceptor(s.metrics), LoggingInterceptor(s.log), AuthInterceptor(cfg.Authorize)}
 	ics = append(ics, cfg.Interceptors...)

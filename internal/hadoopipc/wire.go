@@ -254,3 +254,51 @@ func decodeRespHeader(b []byte) (h respHeader, rest []byte, err error) {
 func (h *respHeader) remote() *RemoteError {
 	return &RemoteError{Class: h.class, Message: h.msg, Code: h.code, Fatal: h.status == commonpb.RpcResponseHeaderProto_FATAL}
 }
+
+// decodeRequestHeaderProto decodes a delimited RequestHeaderProto from the
+// front of b; all three fields are required. The names alias b.
+func decodeRequestHeaderProto(b []byte) (method, protocol []byte, version uint64, rest []byte, err error) {
+	msg, rest, err := nextDelimited(b)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	var has [4]bool
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 || !num.IsValid() {
+			return nil, nil, 0, nil, fmt.Errorf("%w: bad tag in RequestHeaderProto", ErrMalformed)
+		}
+		msg = msg[n:]
+		switch {
+		case (num == 1 || num == 2) && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(msg)
+			if n < 0 {
+				return nil, nil, 0, nil, fmt.Errorf("%w: bad string in RequestHeaderProto", ErrMalformed)
+			}
+			msg = msg[n:]
+			has[num] = true
+			if num == 1 {
+				method = v
+			} else {
+				protocol = v
+			}
+		case num == 3 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(msg)
+			if n < 0 {
+				return nil, nil, 0, nil, fmt.Errorf("%w: bad varint in RequestHeaderProto", ErrMalformed)
+			}
+			msg = msg[n:]
+			has[3], version = true, v
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, msg)
+			if n < 0 {
+				return nil, nil, 0, nil, fmt.Errorf("%w: bad field %d in RequestHeaderProto", ErrMalformed, num)
+			}
+			msg = msg[n:]
+		}
+	}
+	if !has[1] || !has[2] || !has[3] {
+		return nil, nil, 0, nil, fmt.Errorf("%w: RequestHeaderProto lacks a required field (methodName, declaringClassProtocolName, clientProtocolVersion)", ErrMalformed)
+	}
+	return method, protocol, version, rest, nil
+}
