@@ -1,12 +1,13 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"time"
 )
 
 // Policy manager names as Hadoop stores them (the class names).
@@ -54,36 +55,31 @@ func (UniformPolicy) SelectHome(_ context.Context, _ AppSubmission, c []SubClust
 	return c[rand.IntN(len(c))].ID, nil
 }
 
-// queuePolicies resolves a queue to its router policy: store entry for the queue,
-// then "*", then the configured default (Hadoop's lookup order), cached for a
-// short TTL so a submission does not cost extra store reads.
+// queuePolicies resolves a queue to its router policy: store entry for the
+// queue, then "*", then the configured default (Hadoop's lookup order).
+// Built policies are reused while the stored type and params are unchanged,
+// so a policy change applies to the next submission while building stays
+// rare. (The production store client serves policies from its watch-fed
+// cache, so the lookup is local.)
 type queuePolicies struct {
 	store   StateStore
 	factory PolicyFactory
 	def     string
-	ttl     time.Duration
+	log     *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]policyEntry
 }
 
 type policyEntry struct {
-	p   RouterPolicy
-	exp time.Time
+	conf PolicyConfiguration
+	p    RouterPolicy
 }
 
 func (p *queuePolicies) forQueue(ctx context.Context, queue string) (RouterPolicy, error) {
 	if queue == "" {
 		queue = "default"
 	}
-	now := time.Now()
-	p.mu.Lock()
-	if e, ok := p.cache[queue]; ok && now.Before(e.exp) {
-		p.mu.Unlock()
-		return e.p, nil
-	}
-	p.mu.Unlock()
-
 	conf, err := p.store.GetPolicyConfiguration(ctx, queue)
 	if errors.Is(err, ErrNoPolicy) {
 		conf, err = p.store.GetPolicyConfiguration(ctx, "*")
@@ -94,12 +90,24 @@ func (p *queuePolicies) forQueue(ctx context.Context, queue string) (RouterPolic
 	if err != nil {
 		return nil, fmt.Errorf("policy for queue %q: %w", queue, err)
 	}
+	p.mu.Lock()
+	e, ok := p.cache[queue]
+	p.mu.Unlock()
+	if ok && e.conf.Type == conf.Type && bytes.Equal(e.conf.Params, conf.Params) {
+		return e.p, nil
+	}
 	pol, err := p.factory.RouterPolicy(conf)
 	if err != nil {
+		if ok {
+			// A bad new configuration does not stop routing: keep the
+			// last good policy (as Hadoop's facade does) and say so.
+			p.log.Error("invalid queue policy, keeping the previous one", "queue", queue, "type", conf.Type, "err", err)
+			return e.p, nil
+		}
 		return nil, fmt.Errorf("policy for queue %q (%s): %w", queue, conf.Type, err)
 	}
 	p.mu.Lock()
-	p.cache[queue] = policyEntry{p: pol, exp: now.Add(p.ttl)}
+	p.cache[queue] = policyEntry{conf: conf, p: pol}
 	p.mu.Unlock()
 	return pol, nil
 }

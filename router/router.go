@@ -48,6 +48,7 @@ type Router struct {
 	scSeries sync.Map // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
+	readyOnce sync.Once
 
 	// crashAt, when set (tests), aborts a submission at the named step to
 	// model a router dying between steps.
@@ -99,8 +100,7 @@ func New(cfg Config) (*Router, error) {
 	if factory == nil {
 		factory = NewPoliciesFactory(policies.Env{})
 	}
-	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy,
-		ttl: 10 * time.Second, cache: map[string]policyEntry{}}
+	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy, log: log, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))
 
 	var err error
@@ -155,7 +155,7 @@ func (r *Router) Run(ctx context.Context) error {
 		// Not fatal: the store may come up after the router.
 		r.log.Warn("initial membership read failed", "err", err)
 	}
-	close(r.ready)
+	r.readyOnce.Do(func() { close(r.ready) })
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go r.members.run(runCtx, r.cfg.MembershipRefresh.D())

@@ -433,9 +433,26 @@ func TestQueuePolicyFromStore(t *testing.T) {
 			t.Fatalf("app went to %s, the queue's weights say SC-2 only", h)
 		}
 	}
+	// A policy change applies to the very next submission.
+	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"1.0"},{"key":{"id":"SC-2"},"value":"0.0"}]},` +
+			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)})
+	id := f.newApp(f.client)
+	if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-1" {
+		t.Fatalf("after the policy change the app went to %s, want SC-1", h)
+	}
+	// A broken configuration keeps the last good policy.
+	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "no.such.Manager"})
+	id = f.newApp(f.client)
+	if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatalf("submit under a broken policy: %v", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(events) != 10 || events[0].Home != "SC-2" || events[0].Queue != "root.a" || events[0].Policy == "" || len(events[0].Candidates) != 2 {
+	if len(events) != 12 || events[0].Home != "SC-2" || events[0].Queue != "root.a" || events[0].Policy == "" || len(events[0].Candidates) != 2 {
 		t.Fatalf("submit events %+v", events)
 	}
 }
