@@ -2,7 +2,6 @@ package systemtest
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -403,13 +402,9 @@ func keys[V any](m map[string]V) []string {
 // TestAgentRestartWhileRMDown: the RM and its agent both die (one host
 // lost); an operator restarts the agent while the RM is still down. The
 // sub-cluster must not stay RUNNING in the store: nothing else expires the
-// row, and routers would keep routing to a dead RM.
+// row, and routers would keep routing to a dead RM. (This test found the
+// bug fixed in 5438c4a: the agent wrote nothing until it had registered.)
 func TestAgentRestartWhileRMDown(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: internal/subclusteragent Agent.Step writes nothing while no RM is active and this agent process " +
-			"has not registered yet (case `active < 0`, \"Never registered\"), so an agent restarted while its RM is down " +
-			"leaves the previous process's SC_RUNNING row in the store indefinitely; set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	h := newHarness(t)
 	st := h.startStore(1)
 	rm := h.startSimRM("SC-1", 1_700_000_000_000)
