@@ -212,16 +212,10 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	if err != nil {
 		return f, err
 	}
-	// Application ids are application_<cluster timestamp>_<n>, and n restarts
-	// at 1 in every RM: RMs started in the same millisecond would hand out the
-	// same ids, which the federation would take for resubmissions. Real RMs
-	// start seconds apart; here each gets its own timestamp.
-	started := time.Now().UnixMilli()
 	for i := 1; i <= cfg.SubClusters; i++ {
 		id := fmt.Sprintf("sc%d", i)
 		rcfg := simrm.DefaultConfig()
 		rcfg.ClusterID = id
-		rcfg.ClusterTimestamp = started + int64(i-1)
 		rcfg.ClientAddr, rcfg.SchedulerAddr, rcfg.AdminAddr, rcfg.WebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		rcfg.Nodes = 4 * i // unequal sizes make load-based views interesting
 		rcfg.HostPrefix = id + "-node-"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -274,12 +275,32 @@ func (c *Config) Validate() error {
 		c.Now = time.Now
 	}
 	if c.ClusterTimestamp == 0 {
-		c.ClusterTimestamp = c.Now().UnixMilli()
+		c.ClusterTimestamp = uniqueClusterTimestamp(c.Now().UnixMilli())
 	}
 	if c.HostPrefix == "" {
 		c.HostPrefix = "simnode-"
 	}
 	return nil
+}
+
+// lastClusterTimestamp is the newest timestamp handed to an RM of this
+// process.
+var lastClusterTimestamp atomic.Int64
+
+// uniqueClusterTimestamp returns now, or one more than the last timestamp
+// given out if that is not older. Application ids are
+// application_<cluster timestamp>_<n> with n restarting at 1 in every RM, so
+// two RMs started in the same millisecond would hand out identical ids, and a
+// federation takes an id it already knows for a resubmission of that app:
+// two distinct applications would be merged into one.
+func uniqueClusterTimestamp(now int64) int64 {
+	for {
+		last := lastClusterTimestamp.Load()
+		ts := max(now, last+1)
+		if lastClusterTimestamp.CompareAndSwap(last, ts) {
+			return ts
+		}
+	}
 }
 
 // DeriveEpoch maps a cluster id to a stable epoch in [1, 4096). Distinct

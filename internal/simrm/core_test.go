@@ -2,6 +2,7 @@ package simrm
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -786,5 +787,37 @@ func TestKeepContainersAcrossAttempts(t *testing.T) {
 	got = append(got, d2.allocate(AllocateRequest{}).Completed...)
 	if len(got) != 1 || got[0].ID != worker.ID {
 		t.Fatalf("the inherited container's completion goes to the new AM: %+v", got)
+	}
+}
+
+// TestClusterTimestampsUniqueInProcess: RMs built in the same millisecond
+// must not share a cluster timestamp, or their application ids collide and
+// the federation merges distinct applications (seen in `yarnfed dev`).
+func TestClusterTimestampsUniqueInProcess(t *testing.T) {
+	frozen := time.UnixMilli(1_700_000_000_000)
+	seen := map[int64]bool{}
+	for i := 0; i < 5; i++ {
+		cfg := TestConfig()
+		cfg.ClusterID = fmt.Sprintf("sc%d", i)
+		cfg.Now = func() time.Time { return frozen }
+		rm, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := rm.Config().ClusterTimestamp
+		if seen[ts] {
+			t.Fatalf("cluster timestamp %d handed out twice", ts)
+		}
+		seen[ts] = true
+	}
+	// An explicit timestamp is kept as configured.
+	cfg := TestConfig()
+	cfg.ClusterTimestamp = 42
+	rm, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rm.Config().ClusterTimestamp; got != 42 {
+		t.Fatalf("explicit cluster timestamp changed to %d", got)
 	}
 }
