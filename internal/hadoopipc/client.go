@@ -185,12 +185,14 @@ func (c *Client) callWithFailover(ctx context.Context, method string, req, resp 
 	callID := c.pool.nextCallID()
 	n := len(c.cfg.Addresses)
 	start := int(c.active.Load())
+	idx, pauses := start, 0
 	var lastErr error
 	for attempt := 0; attempt < c.cfg.FailoverAttempts; attempt++ {
-		if attempt > 0 && attempt%n == 0 {
-			// A full round failed: back off before the next one.
-			round := attempt / n
-			d := min(c.cfg.FailoverBackoff<<(round-1), 2*time.Second)
+		if attempt > 0 && (idx == start || IsRetriable(lastErr)) {
+			// A full round failed, or the server asked us to come back
+			// later: back off before trying again.
+			pauses++
+			d := min(c.cfg.FailoverBackoff<<(pauses-1), 2*time.Second)
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -199,7 +201,6 @@ func (c *Client) callWithFailover(ctx context.Context, method string, req, resp 
 			case <-t.C:
 			}
 		}
-		idx := (start + attempt) % n
 		addr := c.cfg.Addresses[idx]
 		err := c.callOnce(ctx, addr, callID, int32(attempt), method, req, resp)
 		if err == nil {
@@ -209,13 +210,15 @@ func (c *Client) callWithFailover(ctx context.Context, method string, req, resp 
 			return nil
 		}
 		lastErr = err
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !c.retryable(err) {
 			return err
 		}
-		if !c.retryable(err) {
-			return err
+		if !IsRetriable(err) {
+			// Standby or unreachable: fail over. RetriableException
+			// means "this server, later", so it stays.
+			idx = (idx + 1) % n
 		}
-		c.log.Debug("ipc call failed; trying the next address", "addr", addr, "method", method, "attempt", attempt, "err", err)
+		c.log.Debug("ipc call failed; retrying", "addr", addr, "next", c.cfg.Addresses[idx], "method", method, "attempt", attempt, "err", err)
 	}
 	return lastErr
 }

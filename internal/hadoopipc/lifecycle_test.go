@@ -311,3 +311,26 @@ func TestShutdownIdleAndHandshakingConnections(t *testing.T) {
 	silent.expectClosed()
 	idle.expectClosed()
 }
+
+// TestRetriableStaysOnServer: RetriableException means "this server,
+// later": the client retries the same address, it does not fail over.
+func TestRetriableStaysOnServer(t *testing.T) {
+	var tries atomic.Int32
+	busy := startServer(t, DefaultServerConfig(), Protocol{Name: testProtocol, Version: 1, Methods: []Method{
+		NewMethod("echo", func() *commonpb.GetDelegationTokenRequestProto { return &commonpb.GetDelegationTokenRequestProto{} },
+			func(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) (*commonpb.GetDelegationTokenResponseProto, error) {
+				if tries.Add(1) < 3 {
+					return nil, Errorf(ClassRetriable, "server too busy")
+				}
+				return &commonpb.GetDelegationTokenResponseProto{}, nil
+			}),
+	}})
+	other := startServer(t, DefaultServerConfig()) // nothing registered: a call here would fail
+	c := newTestClient(t, ClientConfig{Addresses: []string{busy.addr, other.addr}, FailoverAttempts: 5, FailoverBackoff: time.Millisecond})
+	if _, err := echo(context.Background(), c, "x"); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if tries.Load() != 3 {
+		t.Fatalf("busy server saw %d tries, want 3", tries.Load())
+	}
+}
