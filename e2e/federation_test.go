@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,6 +204,49 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 				}
 				t.Errorf("router REST %s: sends %s, which the real RM does not", path, k)
 			}
+		}
+	})
+
+	// The stock `yarn` commands (the classes the yarn script runs), pointed
+	// at the Router by a yarn-site.xml and nothing else.
+	t.Run("yarn CLIs", func(t *testing.T) {
+		cliConf := writeYarnSite(t, map[string]string{
+			"yarn.resourcemanager.address":                            r.ClientRMAddr().String(),
+			"yarn.resourcemanager.connect.max-wait.ms":                "5000",
+			"yarn.resourcemanager.connect.retry-interval.ms":          "200",
+			"yarn.client.application-client-protocol.poll-timeout-ms": "30000",
+		})
+		dir := filepath.Dir(cliConf)
+		const appCLI = "org.apache.hadoop.yarn.client.cli.ApplicationCLI"
+		killedApp, liveApp := reports[apps-1].ApplicationID, reports[apps-2].ApplicationID
+		for _, tc := range []struct {
+			name  string
+			class string
+			args  []string
+			want  []string
+		}{
+			{"node -list", "org.apache.hadoop.yarn.client.cli.NodeCLI", []string{"-list"},
+				[]string{fmt.Sprintf("Total Nodes:%d", want)}},
+			{"application -list", appCLI, []string{"application", "-list", "-appStates", "ALL"},
+				append([]string{"Total number of applications"}, killedApp, liveApp)},
+			{"application -status", appCLI, []string{"application", "-status", killedApp},
+				[]string{"Application-Id : " + killedApp, "State : KILLED"}},
+			{"queue -status", "org.apache.hadoop.yarn.client.cli.QueueCLI", []string{"-status", "default"},
+				[]string{"Queue Name : default"}},
+			{"application -kill", appCLI, []string{"application", "-kill", liveApp}, []string{liveApp}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				out := j.runCLI(t, dir, tc.class, tc.args...)
+				if out.exit != 0 {
+					t.Fatalf("yarn %s: exit %d\nstdout:\n%s\nstderr:\n%s", tc.name, out.exit, tail(out.stdout, 2000), tail(out.stderr, 2000))
+				}
+				all := out.stdout + out.stderr
+				for _, w := range tc.want {
+					if !strings.Contains(all, w) {
+						t.Errorf("yarn %s: output lacks %q:\n%s", tc.name, w, tail(all, 2000))
+					}
+				}
+			})
 		}
 	})
 

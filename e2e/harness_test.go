@@ -196,6 +196,38 @@ func (j *javaEnv) runDriver(t testing.TB, class string, args ...string) driverRu
 	return run
 }
 
+// cliRun is what a stock Hadoop command-line tool printed.
+type cliRun struct {
+	stdout, stderr string
+	exit           int
+}
+
+// runCLI runs a stock Hadoop CLI main class (what the `yarn` script runs)
+// with confDir first on the classpath, where the tool looks for
+// yarn-site.xml, and returns its output and exit code.
+func (j *javaEnv) runCLI(t testing.TB, confDir, class string, args ...string) cliRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
+	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s %s: %v in %s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), exitText(err), time.Since(start).Round(time.Millisecond))
+	res := cliRun{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		res.exit = ee.ExitCode()
+	default:
+		t.Fatalf("running %s: %v\n%s", class, err, tail(stderr.String(), 3000))
+	}
+	return res
+}
+
 func exitText(err error) string {
 	if err == nil {
 		return "exit 0"
