@@ -156,7 +156,7 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			handle(r, "updateReservation", newMsg[yarnpb.ReservationUpdateRequestProto], r.updateReservation),
 			handle(r, "deleteReservation", newMsg[yarnpb.ReservationDeleteRequestProto], r.deleteReservation),
 			// Fan-out and merge.
-			fanCall(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], newMsg[yarnpb.GetApplicationsResponseProto], r.mergeApplications),
+			handle(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], r.getApplications),
 			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], mergeClusterMetrics),
 			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], mergeClusterNodes),
 			handle(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], r.getQueueInfo),
@@ -266,4 +266,18 @@ func (r *Router) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoReque
 		return nil, err
 	}
 	return mergeQueueInfo(res), nil
+}
+
+// getApplications fans out, folds UAMs into their home apps and applies the
+// request's limit to the merged list (each RM applied it to its own part).
+func (r *Router) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
+	res, err := fanout(ctx, r, "getApplications", req, newMsg[yarnpb.GetApplicationsResponseProto], r.cfg.PartialResults)
+	if err != nil {
+		return nil, err
+	}
+	out := r.mergeApplications(res)
+	if l := req.GetLimit(); l > 0 && int64(len(out.Applications)) > l {
+		out.Applications = out.Applications[:l]
+	}
+	return out, nil
 }

@@ -135,6 +135,10 @@ func TestMergeFanoutCallsOverIPC(t *testing.T) {
 	if err := f.client.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, a); err != nil || len(a.GetApplications()) != 3 {
 		t.Fatalf("apps %d err %v", len(a.GetApplications()), err)
 	}
+	a = &yarnpb.GetApplicationsResponseProto{}
+	if err := f.client.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{Limit: proto.Int64(2)}, a); err != nil || len(a.GetApplications()) != 2 {
+		t.Fatalf("limited apps %d err %v", len(a.GetApplications()), err)
+	}
 	q := &yarnpb.GetQueueInfoResponseProto{}
 	if err := f.client.Call(ctxT(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default")}, q); err != nil {
 		t.Fatal(err)
