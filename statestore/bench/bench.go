@@ -17,6 +17,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +38,8 @@ type Config struct {
 	Duration time.Duration
 	// Concurrency levels for inserts (default 1, 8, 64, 256).
 	Concurrency []int
-	// ReadConcurrency for the get measurements (default 64).
+	// ReadConcurrency for the get measurements (default 64; negative
+	// skips them).
 	ReadConcurrency int
 	// Conns is the number of gRPC (or ZooKeeper) connections the
 	// simulated clients share (default 8): routers are few, requests many.
@@ -73,6 +75,9 @@ func DefaultConfig() Config {
 type target interface {
 	insert(ctx context.Context, conn int, appID string) error
 	get(ctx context.Context, conn int, appID string, stale bool) error
+	// serverCPU is CPU time used so far by server processes outside this
+	// one (ZooKeeper's JVMs); in-process replicas count as our own.
+	serverCPU() time.Duration
 	close()
 }
 
@@ -82,6 +87,26 @@ type Result struct {
 	Errors   int
 	Elapsed  time.Duration
 	P50, P99 time.Duration
+	// CPU is the CPU time of clients and servers together: on a shared
+	// machine it is steadier than ops/s, and 2 cores / (CPU per op)
+	// bounds throughput on an idle one.
+	CPU time.Duration
+}
+
+// CPUPerOp is the CPU cost of one operation.
+func (r Result) CPUPerOp() time.Duration {
+	if r.Ops == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Ops)
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // PerSecond is the throughput.
@@ -93,7 +118,8 @@ func (r Result) PerSecond() float64 {
 }
 
 // measure runs op from c goroutines for d.
-func measure(ctx context.Context, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) Result {
+func measure(ctx context.Context, t target, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) Result {
+	cpu0 := selfCPU() + t.serverCPU()
 	var (
 		wg   sync.WaitGroup
 		seq  atomic.Int64
@@ -125,7 +151,7 @@ func measure(ctx context.Context, c, conns int, d time.Duration, op func(ctx con
 		all = append(all, l...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r := Result{Ops: len(all), Errors: int(errs.Load()), Elapsed: elapsed}
+	r := Result{Ops: len(all), Errors: int(errs.Load()), Elapsed: elapsed, CPU: selfCPU() + t.serverCPU() - cpu0}
 	if len(all) > 0 {
 		r.P50 = all[len(all)/2]
 		r.P99 = all[len(all)*99/100]
@@ -145,7 +171,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if len(cfg.Concurrency) == 0 {
 		cfg.Concurrency = def.Concurrency
 	}
-	if cfg.ReadConcurrency <= 0 {
+	if cfg.ReadConcurrency == 0 {
 		cfg.ReadConcurrency = def.ReadConcurrency
 	}
 	if cfg.Conns <= 0 {
@@ -195,24 +221,27 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		var maxSeq int64
 		for _, c := range cfg.Concurrency {
 			base := maxSeq
-			r := measure(ctx, c, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
+			r := measure(ctx, t, c, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
 				return t.insert(ctx, conn, appID(base+seq))
 			})
 			maxSeq = base + int64(r.Ops+r.Errors) + int64(c)
 			find("app-home insert", c).res[sys.name] = r
-			fmt.Fprintf(w, "# %s insert c=%d: %.0f/s\n", sys.name, c, r.PerSecond())
+			fmt.Fprintf(w, "# %s insert c=%d: %.0f/s, %v CPU/op\n", sys.name, c, r.PerSecond(), r.CPUPerOp())
 		}
 		inserted := maxSeq / 2 // ids below this surely exist
 		for _, stale := range []bool{false, true} {
+			if cfg.ReadConcurrency < 0 {
+				break
+			}
 			wl := "get (linearizable)"
 			if stale {
 				wl = "get (stale)"
 			}
-			r := measure(ctx, cfg.ReadConcurrency, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
+			r := measure(ctx, t, cfg.ReadConcurrency, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
 				return t.get(ctx, conn, appID(1+seq%max(inserted, 1)), stale)
 			})
 			find(wl, cfg.ReadConcurrency).res[sys.name] = r
-			fmt.Fprintf(w, "# %s %s: %.0f/s\n", sys.name, wl, r.PerSecond())
+			fmt.Fprintf(w, "# %s %s: %.0f/s, %v CPU/op\n", sys.name, wl, r.PerSecond(), r.CPUPerOp())
 		}
 		t.close()
 	}
@@ -226,21 +255,23 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		sync += ", FSM fsync on"
 	}
 	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback (%s), %s per cell, %d connections shared by the clients\n", sync, cfg.Duration, cfg.Conns)
-	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\terrors\tzookeeper ops/s\tp50\tp99\terrors\tratio\t")
+	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
 	for _, r := range rows {
 		y, z := r.res["yarnfed"], r.res["zookeeper"]
 		ratio := "-"
 		if z.PerSecond() > 0 {
 			ratio = fmt.Sprintf("%.1fx", y.PerSecond()/z.PerSecond())
 		}
-		zs := []string{"-", "-", "-", "-"}
+		zs := []string{"-", "-", "-", "-", "-"}
 		if _, ok := r.res["zookeeper"]; ok {
-			zs = []string{fmt.Sprintf("%.0f", z.PerSecond()), ms(z.P50), ms(z.P99), fmt.Sprint(z.Errors)}
+			zs = []string{fmt.Sprintf("%.0f", z.PerSecond()), ms(z.P50), ms(z.P99), us(z.CPUPerOp()), fmt.Sprint(z.Errors)}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.clients, y.PerSecond(), ms(y.P50), ms(y.P99), y.Errors, zs[0], zs[1], zs[2], zs[3], ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.clients, y.PerSecond(), ms(y.P50), ms(y.P99), us(y.CPUPerOp()), y.Errors, zs[0], zs[1], zs[2], zs[3], zs[4], ratio)
 	}
 	return tw.Flush()
 }
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d)/float64(time.Microsecond)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 
@@ -356,6 +387,8 @@ func (t *yarnfedTarget) get(ctx context.Context, conn int, id string, stale bool
 	_, err := t.clients[conn].GetApplicationHome(ctx, id, false)
 	return err
 }
+
+func (t *yarnfedTarget) serverCPU() time.Duration { return 0 }
 
 func (t *yarnfedTarget) close() {
 	for _, c := range append(t.clients, t.stale...) {

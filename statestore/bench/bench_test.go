@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,12 @@ func TestRunSmoke(t *testing.T) {
 		cfg.Concurrency = []int{64}
 		cfg.ReadConcurrency = 64
 		cfg.Conns = 8
+		if n, err := strconv.Atoi(os.Getenv("YARNFED_BENCH_CONNS")); err == nil {
+			cfg.Conns = n
+		}
+		if os.Getenv("YARNFED_BENCH_NOREADS") != "" {
+			cfg.ReadConcurrency = -1
+		}
 		cfg.UnsafeNoSync = os.Getenv("YARNFED_BENCH_NOSYNC") != ""
 	}
 	var out bytes.Buffer

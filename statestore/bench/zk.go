@@ -146,6 +146,32 @@ func (t *zkTarget) get(_ context.Context, conn int, id string, stale bool) error
 	return err
 }
 
+// serverCPU sums utime+stime of the ZooKeeper JVMs from /proc.
+func (t *zkTarget) serverCPU() time.Duration {
+	var total time.Duration
+	for _, p := range t.procs {
+		if p.Process == nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesized command name; utime and stime are
+		// fields 14 and 15 of the whole line, in clock ticks (100 Hz).
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+		if len(f) < 13 {
+			continue
+		}
+		var ut, st int64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		total += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return total
+}
+
 func (t *zkTarget) close() {
 	for _, c := range t.conns {
 		c.Close()

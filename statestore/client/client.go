@@ -55,7 +55,9 @@ type Config struct {
 	RetryTimeout time.Duration
 	// DisableCache turns off the watch-backed membership and policy cache.
 	DisableCache bool
-	Logger       *slog.Logger
+	// DisableBatching sends every application-home insert as its own RPC.
+	DisableBatching bool
+	Logger          *slog.Logger
 }
 
 // Client is safe for concurrent use.
@@ -67,6 +69,8 @@ type Client struct {
 	cur    atomic.Uint32
 
 	cache  *cache
+	addCh  chan *addReq
+	closed chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -89,7 +93,7 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.DialOptions) == 0 {
 		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	c := &Client{cfg: cfg, logger: cfg.Logger, cache: newCache()}
+	c := &Client{cfg: cfg, logger: cfg.Logger, cache: newCache(), addCh: make(chan *addReq, maxBatchItems), closed: make(chan struct{})}
 	for _, a := range cfg.Addrs {
 		conn, err := grpc.NewClient(a, cfg.DialOptions...)
 		if err != nil {
@@ -105,11 +109,21 @@ func New(cfg Config) (*Client, error) {
 		c.wg.Add(1)
 		go c.watchLoop(ctx)
 	}
+	if !cfg.DisableBatching {
+		c.wg.Add(1)
+		go c.runAddBatcher(ctx)
+	}
 	return c, nil
 }
 
 // Close stops the watch and closes connections.
 func (c *Client) Close() error {
+	select {
+	case <-c.closed:
+		return nil
+	default:
+		close(c.closed)
+	}
 	if c.cancel != nil {
 		c.cancel()
 	}

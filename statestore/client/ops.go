@@ -87,6 +87,24 @@ func (c *Client) subClusters(ctx context.Context) ([]*pb.SubClusterInfo, error) 
 // one. This is what makes a resubmission after a router crash land on the
 // same sub-cluster.
 func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHome) (stored *pb.ApplicationHome, inserted bool, err error) {
+	if !c.cfg.DisableBatching {
+		req := &addReq{ctx: ctx, home: home, done: make(chan addRes, 1)}
+		select {
+		case c.addCh <- req:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-c.closed:
+			return nil, false, fmt.Errorf("%w: client closed", ErrUnavailable)
+		}
+		select {
+		case r := <-req.done:
+			return r.stored, r.inserted, r.err
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-c.closed:
+			return nil, false, fmt.Errorf("%w: client closed", ErrUnavailable)
+		}
+	}
 	r, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.AddApplicationHomeResponse, error) {
 		return s.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: home})
 	})

@@ -52,6 +52,12 @@ func (s *Server) AddApplicationHome(ctx context.Context, r *pb.AddApplicationHom
 	})
 }
 
+func (s *Server) AddApplicationHomes(ctx context.Context, r *pb.AddApplicationHomesRequest) (*pb.AddApplicationHomesResponse, error) {
+	return write(ctx, s, r, s.st.AddApplicationHomes, func(c pb.StateStoreClient) method[*pb.AddApplicationHomesRequest, *pb.AddApplicationHomesResponse] {
+		return c.AddApplicationHomes
+	})
+}
+
 func (s *Server) UpdateApplicationHome(ctx context.Context, r *pb.UpdateApplicationHomeRequest) (*pb.UpdateApplicationHomeResponse, error) {
 	return write(ctx, s, r, s.st.UpdateApplicationHome, func(c pb.StateStoreClient) method[*pb.UpdateApplicationHomeRequest, *pb.UpdateApplicationHomeResponse] {
 		return c.UpdateApplicationHome

@@ -83,27 +83,7 @@ func ToStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var c codes.Code
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c = codes.NotFound
-	case errors.Is(err, store.ErrAlreadyExists):
-		c = codes.AlreadyExists
-	case errors.Is(err, store.ErrInvalidArgument):
-		c = codes.InvalidArgument
-	case errors.Is(err, store.ErrNotLeader), errors.Is(err, store.ErrUnavailable):
-		// Not applied: always safe to retry.
-		c = codes.Unavailable
-	case errors.Is(err, store.ErrUnknownOutcome):
-		// May have been applied: retry only if idempotent.
-		c = codes.Aborted
-	case errors.Is(err, context.DeadlineExceeded):
-		c = codes.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		c = codes.Canceled
-	default:
-		c = codes.Internal
-	}
+	c := store.Code(err)
 	return status.Error(c, err.Error())
 }
 

@@ -74,6 +74,7 @@ func openDB(path string, noSync bool) (*bolt.DB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		NoSync:         noSync,
 		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
 		// Reserve address space up front: a remap waits for every open
 		// read transaction, including a snapshot being persisted.
 		InitialMmapSize: 1 << 30,

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,6 +62,75 @@ func (s *Store) AddApplicationHome(ctx context.Context, r *pb.AddApplicationHome
 		return nil, err
 	}
 	return propose[*pb.AddApplicationHomeResponse](ctx, s, CmdAddApplicationHome, &pb.AddApplicationHomeCommand{Home: r.GetHome(), NowMs: nowMs()})
+}
+
+// AddApplicationHomes is AddApplicationHome for many applications in one
+// call. Items fail independently (their code and message say why); the
+// call itself fails only when nothing could be proposed.
+func (s *Store) AddApplicationHomes(ctx context.Context, r *pb.AddApplicationHomesRequest) (*pb.AddApplicationHomesResponse, error) {
+	out := &pb.AddApplicationHomesResponse{Results: make([]*pb.AddApplicationHomesResponse_Result, len(r.GetHomes()))}
+	var cmds [][]byte
+	var idx []int
+	now := nowMs()
+	for i, h := range r.GetHomes() {
+		out.Results[i] = &pb.AddApplicationHomesResponse_Result{}
+		if err := s.cfg.Limits.ValidateApplicationHome(h); err != nil {
+			out.Results[i].Code, out.Results[i].Message = int32(codes.InvalidArgument), err.Error()
+			continue
+		}
+		data, err := EncodeCommand(CmdAddApplicationHome, &pb.AddApplicationHomeCommand{Home: h, NowMs: now})
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, data)
+		idx = append(idx, i)
+	}
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	res, err := s.proposeMany(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range res {
+		item := out.Results[idx[j]]
+		if r.err != nil {
+			item.Code, item.Message = int32(Code(r.err)), r.err.Error()
+			continue
+		}
+		resp, ok := r.resp.(*pb.AddApplicationHomeResponse)
+		if !ok {
+			item.Code, item.Message = int32(codes.Aborted), ErrUnknownOutcome.Error()
+			continue
+		}
+		item.Stored, item.Inserted = resp.GetStored(), resp.GetInserted()
+	}
+	return out, nil
+}
+
+// Code maps a store error to the gRPC code the server answers with.
+func Code(err error) codes.Code {
+	switch {
+	case err == nil:
+		return codes.OK
+	case errors.Is(err, ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, ErrAlreadyExists):
+		return codes.AlreadyExists
+	case errors.Is(err, ErrInvalidArgument):
+		return codes.InvalidArgument
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable):
+		// Not applied: always safe to retry.
+		return codes.Unavailable
+	case errors.Is(err, ErrUnknownOutcome):
+		// May have been applied: retry only if idempotent.
+		return codes.Aborted
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	}
+	return codes.Internal
 }
 
 // UpdateApplicationHome moves an application to another home.

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -134,7 +135,12 @@ func Open(cfg Config) (*Store, error) {
 	if s.fsm, trusted, err = openFSM(filepath.Join(cfg.Dir, "fsm.db"), !cfg.FSMSync, s.logger); err != nil {
 		return nil, err
 	}
-	if s.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync}); err != nil {
+	if s.logs, err = raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync,
+		// The freelist is rebuilt on open instead of written on every
+		// commit: fewer pages per fsync on the hot path.
+		BoltOptions: &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
+	}); err != nil {
 		cleanup()
 		return nil, fmt.Errorf("open raft log: %w", err)
 	}
@@ -399,6 +405,36 @@ func (s *Store) Propose(ctx context.Context, t CommandType, m proto.Message) (pr
 	}
 }
 
+// proposeMany queues several commands at once (they usually share one
+// Raft entry) and returns one result per command, in order.
+func (s *Store) proposeMany(ctx context.Context, cmds [][]byte) ([]*result, error) {
+	ps := make([]*proposal, len(cmds))
+	now := time.Now()
+	for i, data := range cmds {
+		ps[i] = &proposal{data: data, done: make(chan *result, 1), start: now}
+	}
+	for _, p := range ps {
+		select {
+		case s.propCh <- p:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+		case <-s.done:
+			return nil, ErrUnavailable
+		}
+	}
+	out := make([]*result, len(ps))
+	for i, p := range ps {
+		select {
+		case out[i] = <-p.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+		case <-s.done:
+			return nil, ErrUnavailable
+		}
+	}
+	return out, nil
+}
+
 type proposal struct {
 	data  []byte
 	done  chan *result
@@ -407,9 +443,10 @@ type proposal struct {
 
 const (
 	// maxInflight bounds Raft entries proposed but not yet applied by the
-	// group commit. Two keeps Raft's pipeline busy while letting the next
-	// batch fill up.
-	maxInflight = 2
+	// group commit: enough to keep every stage of Raft's pipeline (leader
+	// log write, follower log writes, FSM apply) busy, few enough that
+	// the next batch fills up meanwhile.
+	maxInflight = 4
 	// maxBatch bounds commands and bytes per Raft entry.
 	maxBatch      = 1024
 	maxBatchBytes = 2 << 20

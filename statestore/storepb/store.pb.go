@@ -210,7 +210,7 @@ func (x WatchEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Kind.Descriptor instead.
 func (WatchEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{71, 0}
+	return file_store_proto_rawDescGZIP(), []int{73, 0}
 }
 
 type SubClusterInfo struct {
@@ -1240,6 +1240,98 @@ func (x *AddApplicationHomeResponse) GetInserted() bool {
 	return false
 }
 
+// Many inserts in one call: what the client sends when its callers insert
+// concurrently (one RPC and one Raft entry instead of hundreds). Each item
+// succeeds or fails on its own.
+type AddApplicationHomesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Homes         []*ApplicationHome     `protobuf:"bytes,1,rep,name=homes,proto3" json:"homes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddApplicationHomesRequest) Reset() {
+	*x = AddApplicationHomesRequest{}
+	mi := &file_store_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddApplicationHomesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddApplicationHomesRequest) ProtoMessage() {}
+
+func (x *AddApplicationHomesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddApplicationHomesRequest.ProtoReflect.Descriptor instead.
+func (*AddApplicationHomesRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AddApplicationHomesRequest) GetHomes() []*ApplicationHome {
+	if x != nil {
+		return x.Homes
+	}
+	return nil
+}
+
+type AddApplicationHomesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per request item, in order.
+	Results       []*AddApplicationHomesResponse_Result `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddApplicationHomesResponse) Reset() {
+	*x = AddApplicationHomesResponse{}
+	mi := &file_store_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddApplicationHomesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddApplicationHomesResponse) ProtoMessage() {}
+
+func (x *AddApplicationHomesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddApplicationHomesResponse.ProtoReflect.Descriptor instead.
+func (*AddApplicationHomesResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AddApplicationHomesResponse) GetResults() []*AddApplicationHomesResponse_Result {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type UpdateApplicationHomeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Home          *ApplicationHome       `protobuf:"bytes,1,opt,name=home,proto3" json:"home,omitempty"`
@@ -1249,7 +1341,7 @@ type UpdateApplicationHomeRequest struct {
 
 func (x *UpdateApplicationHomeRequest) Reset() {
 	*x = UpdateApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1353,7 @@ func (x *UpdateApplicationHomeRequest) String() string {
 func (*UpdateApplicationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1366,7 @@ func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{19}
+	return file_store_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateApplicationHomeRequest) GetHome() *ApplicationHome {
@@ -1292,7 +1384,7 @@ type UpdateApplicationHomeResponse struct {
 
 func (x *UpdateApplicationHomeResponse) Reset() {
 	*x = UpdateApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1396,7 @@ func (x *UpdateApplicationHomeResponse) String() string {
 func (*UpdateApplicationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1409,7 @@ func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{20}
+	return file_store_proto_rawDescGZIP(), []int{22}
 }
 
 type GetApplicationHomeRequest struct {
@@ -1331,7 +1423,7 @@ type GetApplicationHomeRequest struct {
 
 func (x *GetApplicationHomeRequest) Reset() {
 	*x = GetApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1435,7 @@ func (x *GetApplicationHomeRequest) String() string {
 func (*GetApplicationHomeRequest) ProtoMessage() {}
 
 func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1448,7 @@ func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{21}
+	return file_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetApplicationHomeRequest) GetApplicationId() string {
@@ -1389,7 +1481,7 @@ type GetApplicationHomeResponse struct {
 
 func (x *GetApplicationHomeResponse) Reset() {
 	*x = GetApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1493,7 @@ func (x *GetApplicationHomeResponse) String() string {
 func (*GetApplicationHomeResponse) ProtoMessage() {}
 
 func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1506,7 @@ func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{22}
+	return file_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetApplicationHomeResponse) GetHome() *ApplicationHome {
@@ -1433,7 +1525,7 @@ type DeleteApplicationHomeRequest struct {
 
 func (x *DeleteApplicationHomeRequest) Reset() {
 	*x = DeleteApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1537,7 @@ func (x *DeleteApplicationHomeRequest) String() string {
 func (*DeleteApplicationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1550,7 @@ func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{23}
+	return file_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteApplicationHomeRequest) GetApplicationId() string {
@@ -1476,7 +1568,7 @@ type DeleteApplicationHomeResponse struct {
 
 func (x *DeleteApplicationHomeResponse) Reset() {
 	*x = DeleteApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1580,7 @@ func (x *DeleteApplicationHomeResponse) String() string {
 func (*DeleteApplicationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1593,7 @@ func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{24}
+	return file_store_proto_rawDescGZIP(), []int{26}
 }
 
 type ListApplicationHomesRequest struct {
@@ -1520,7 +1612,7 @@ type ListApplicationHomesRequest struct {
 
 func (x *ListApplicationHomesRequest) Reset() {
 	*x = ListApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1624,7 @@ func (x *ListApplicationHomesRequest) String() string {
 func (*ListApplicationHomesRequest) ProtoMessage() {}
 
 func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1637,7 @@ func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{25}
+	return file_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListApplicationHomesRequest) GetSubClusterId() string {
@@ -1595,7 +1687,7 @@ type ListApplicationHomesResponse struct {
 
 func (x *ListApplicationHomesResponse) Reset() {
 	*x = ListApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1699,7 @@ func (x *ListApplicationHomesResponse) String() string {
 func (*ListApplicationHomesResponse) ProtoMessage() {}
 
 func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1712,7 @@ func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{26}
+	return file_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListApplicationHomesResponse) GetHomes() []*ApplicationHome {
@@ -1648,7 +1740,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1752,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1765,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{27}
+	return file_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetPolicyRequest) GetQueue() string {
@@ -1699,7 +1791,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1803,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1816,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{28}
+	return file_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetPolicyResponse) GetPolicy() *PolicyConfiguration {
@@ -1743,7 +1835,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1847,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1860,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{29}
+	return file_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetPolicyRequest) GetPolicy() *PolicyConfiguration {
@@ -1786,7 +1878,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1890,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1903,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{30}
+	return file_store_proto_rawDescGZIP(), []int{32}
 }
 
 type ListPoliciesRequest struct {
@@ -1823,7 +1915,7 @@ type ListPoliciesRequest struct {
 
 func (x *ListPoliciesRequest) Reset() {
 	*x = ListPoliciesRequest{}
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1927,7 @@ func (x *ListPoliciesRequest) String() string {
 func (*ListPoliciesRequest) ProtoMessage() {}
 
 func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +1940,7 @@ func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{31}
+	return file_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListPoliciesRequest) GetRead() *ReadOptions {
@@ -1867,7 +1959,7 @@ type ListPoliciesResponse struct {
 
 func (x *ListPoliciesResponse) Reset() {
 	*x = ListPoliciesResponse{}
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +1971,7 @@ func (x *ListPoliciesResponse) String() string {
 func (*ListPoliciesResponse) ProtoMessage() {}
 
 func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +1984,7 @@ func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{32}
+	return file_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListPoliciesResponse) GetPolicies() []*PolicyConfiguration {
@@ -1913,7 +2005,7 @@ type DeletePoliciesRequest struct {
 
 func (x *DeletePoliciesRequest) Reset() {
 	*x = DeletePoliciesRequest{}
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2017,7 @@ func (x *DeletePoliciesRequest) String() string {
 func (*DeletePoliciesRequest) ProtoMessage() {}
 
 func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2030,7 @@ func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{33}
+	return file_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeletePoliciesRequest) GetQueues() []string {
@@ -1963,7 +2055,7 @@ type DeletePoliciesResponse struct {
 
 func (x *DeletePoliciesResponse) Reset() {
 	*x = DeletePoliciesResponse{}
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2067,7 @@ func (x *DeletePoliciesResponse) String() string {
 func (*DeletePoliciesResponse) ProtoMessage() {}
 
 func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2080,7 @@ func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{34}
+	return file_store_proto_rawDescGZIP(), []int{36}
 }
 
 // ---- reservation home ----
@@ -2001,7 +2093,7 @@ type AddReservationHomeRequest struct {
 
 func (x *AddReservationHomeRequest) Reset() {
 	*x = AddReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2105,7 @@ func (x *AddReservationHomeRequest) String() string {
 func (*AddReservationHomeRequest) ProtoMessage() {}
 
 func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2118,7 @@ func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{35}
+	return file_store_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AddReservationHomeRequest) GetHome() *ReservationHome {
@@ -2046,7 +2138,7 @@ type AddReservationHomeResponse struct {
 
 func (x *AddReservationHomeResponse) Reset() {
 	*x = AddReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2150,7 @@ func (x *AddReservationHomeResponse) String() string {
 func (*AddReservationHomeResponse) ProtoMessage() {}
 
 func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2163,7 @@ func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{36}
+	return file_store_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AddReservationHomeResponse) GetStored() *ReservationHome {
@@ -2097,7 +2189,7 @@ type UpdateReservationHomeRequest struct {
 
 func (x *UpdateReservationHomeRequest) Reset() {
 	*x = UpdateReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2201,7 @@ func (x *UpdateReservationHomeRequest) String() string {
 func (*UpdateReservationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2214,7 @@ func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{37}
+	return file_store_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateReservationHomeRequest) GetHome() *ReservationHome {
@@ -2140,7 +2232,7 @@ type UpdateReservationHomeResponse struct {
 
 func (x *UpdateReservationHomeResponse) Reset() {
 	*x = UpdateReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2244,7 @@ func (x *UpdateReservationHomeResponse) String() string {
 func (*UpdateReservationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2257,7 @@ func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{38}
+	return file_store_proto_rawDescGZIP(), []int{40}
 }
 
 type GetReservationHomeRequest struct {
@@ -2178,7 +2270,7 @@ type GetReservationHomeRequest struct {
 
 func (x *GetReservationHomeRequest) Reset() {
 	*x = GetReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2282,7 @@ func (x *GetReservationHomeRequest) String() string {
 func (*GetReservationHomeRequest) ProtoMessage() {}
 
 func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2295,7 @@ func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{39}
+	return file_store_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetReservationHomeRequest) GetReservationId() string {
@@ -2229,7 +2321,7 @@ type GetReservationHomeResponse struct {
 
 func (x *GetReservationHomeResponse) Reset() {
 	*x = GetReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2333,7 @@ func (x *GetReservationHomeResponse) String() string {
 func (*GetReservationHomeResponse) ProtoMessage() {}
 
 func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2346,7 @@ func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{40}
+	return file_store_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetReservationHomeResponse) GetHome() *ReservationHome {
@@ -2273,7 +2365,7 @@ type ListReservationHomesRequest struct {
 
 func (x *ListReservationHomesRequest) Reset() {
 	*x = ListReservationHomesRequest{}
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2377,7 @@ func (x *ListReservationHomesRequest) String() string {
 func (*ListReservationHomesRequest) ProtoMessage() {}
 
 func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2390,7 @@ func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{41}
+	return file_store_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListReservationHomesRequest) GetRead() *ReadOptions {
@@ -2317,7 +2409,7 @@ type ListReservationHomesResponse struct {
 
 func (x *ListReservationHomesResponse) Reset() {
 	*x = ListReservationHomesResponse{}
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2421,7 @@ func (x *ListReservationHomesResponse) String() string {
 func (*ListReservationHomesResponse) ProtoMessage() {}
 
 func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2434,7 @@ func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{42}
+	return file_store_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListReservationHomesResponse) GetHomes() []*ReservationHome {
@@ -2361,7 +2453,7 @@ type DeleteReservationHomeRequest struct {
 
 func (x *DeleteReservationHomeRequest) Reset() {
 	*x = DeleteReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2465,7 @@ func (x *DeleteReservationHomeRequest) String() string {
 func (*DeleteReservationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2478,7 @@ func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{43}
+	return file_store_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DeleteReservationHomeRequest) GetReservationId() string {
@@ -2404,7 +2496,7 @@ type DeleteReservationHomeResponse struct {
 
 func (x *DeleteReservationHomeResponse) Reset() {
 	*x = DeleteReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2508,7 @@ func (x *DeleteReservationHomeResponse) String() string {
 func (*DeleteReservationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2521,7 @@ func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{44}
+	return file_store_proto_rawDescGZIP(), []int{46}
 }
 
 // ---- delegation-token state ----
@@ -2442,7 +2534,7 @@ type StoreMasterKeyRequest struct {
 
 func (x *StoreMasterKeyRequest) Reset() {
 	*x = StoreMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2546,7 @@ func (x *StoreMasterKeyRequest) String() string {
 func (*StoreMasterKeyRequest) ProtoMessage() {}
 
 func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +2559,7 @@ func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{45}
+	return file_store_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StoreMasterKeyRequest) GetKey() *MasterKey {
@@ -2485,7 +2577,7 @@ type StoreMasterKeyResponse struct {
 
 func (x *StoreMasterKeyResponse) Reset() {
 	*x = StoreMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2589,7 @@ func (x *StoreMasterKeyResponse) String() string {
 func (*StoreMasterKeyResponse) ProtoMessage() {}
 
 func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2602,7 @@ func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{46}
+	return file_store_proto_rawDescGZIP(), []int{48}
 }
 
 type RemoveMasterKeyRequest struct {
@@ -2522,7 +2614,7 @@ type RemoveMasterKeyRequest struct {
 
 func (x *RemoveMasterKeyRequest) Reset() {
 	*x = RemoveMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2626,7 @@ func (x *RemoveMasterKeyRequest) String() string {
 func (*RemoveMasterKeyRequest) ProtoMessage() {}
 
 func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2639,7 @@ func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{47}
+	return file_store_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RemoveMasterKeyRequest) GetKeyId() int32 {
@@ -2565,7 +2657,7 @@ type RemoveMasterKeyResponse struct {
 
 func (x *RemoveMasterKeyResponse) Reset() {
 	*x = RemoveMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2669,7 @@ func (x *RemoveMasterKeyResponse) String() string {
 func (*RemoveMasterKeyResponse) ProtoMessage() {}
 
 func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2682,7 @@ func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{48}
+	return file_store_proto_rawDescGZIP(), []int{50}
 }
 
 type GetMasterKeyRequest struct {
@@ -2603,7 +2695,7 @@ type GetMasterKeyRequest struct {
 
 func (x *GetMasterKeyRequest) Reset() {
 	*x = GetMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2707,7 @@ func (x *GetMasterKeyRequest) String() string {
 func (*GetMasterKeyRequest) ProtoMessage() {}
 
 func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2720,7 @@ func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{49}
+	return file_store_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetMasterKeyRequest) GetKeyId() int32 {
@@ -2654,7 +2746,7 @@ type GetMasterKeyResponse struct {
 
 func (x *GetMasterKeyResponse) Reset() {
 	*x = GetMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2758,7 @@ func (x *GetMasterKeyResponse) String() string {
 func (*GetMasterKeyResponse) ProtoMessage() {}
 
 func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2771,7 @@ func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{50}
+	return file_store_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetMasterKeyResponse) GetKey() *MasterKey {
@@ -2698,7 +2790,7 @@ type StoreTokenRequest struct {
 
 func (x *StoreTokenRequest) Reset() {
 	*x = StoreTokenRequest{}
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2802,7 @@ func (x *StoreTokenRequest) String() string {
 func (*StoreTokenRequest) ProtoMessage() {}
 
 func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2815,7 @@ func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenRequest.ProtoReflect.Descriptor instead.
 func (*StoreTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{51}
+	return file_store_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *StoreTokenRequest) GetToken() *DelegationToken {
@@ -2741,7 +2833,7 @@ type StoreTokenResponse struct {
 
 func (x *StoreTokenResponse) Reset() {
 	*x = StoreTokenResponse{}
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2845,7 @@ func (x *StoreTokenResponse) String() string {
 func (*StoreTokenResponse) ProtoMessage() {}
 
 func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2858,7 @@ func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenResponse.ProtoReflect.Descriptor instead.
 func (*StoreTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{52}
+	return file_store_proto_rawDescGZIP(), []int{54}
 }
 
 type UpdateTokenRequest struct {
@@ -2778,7 +2870,7 @@ type UpdateTokenRequest struct {
 
 func (x *UpdateTokenRequest) Reset() {
 	*x = UpdateTokenRequest{}
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2882,7 @@ func (x *UpdateTokenRequest) String() string {
 func (*UpdateTokenRequest) ProtoMessage() {}
 
 func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +2895,7 @@ func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{53}
+	return file_store_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UpdateTokenRequest) GetToken() *DelegationToken {
@@ -2821,7 +2913,7 @@ type UpdateTokenResponse struct {
 
 func (x *UpdateTokenResponse) Reset() {
 	*x = UpdateTokenResponse{}
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2925,7 @@ func (x *UpdateTokenResponse) String() string {
 func (*UpdateTokenResponse) ProtoMessage() {}
 
 func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2938,7 @@ func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{54}
+	return file_store_proto_rawDescGZIP(), []int{56}
 }
 
 type RemoveTokenRequest struct {
@@ -2858,7 +2950,7 @@ type RemoveTokenRequest struct {
 
 func (x *RemoveTokenRequest) Reset() {
 	*x = RemoveTokenRequest{}
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +2962,7 @@ func (x *RemoveTokenRequest) String() string {
 func (*RemoveTokenRequest) ProtoMessage() {}
 
 func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +2975,7 @@ func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{55}
+	return file_store_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RemoveTokenRequest) GetIdentifier() []byte {
@@ -2901,7 +2993,7 @@ type RemoveTokenResponse struct {
 
 func (x *RemoveTokenResponse) Reset() {
 	*x = RemoveTokenResponse{}
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3005,7 @@ func (x *RemoveTokenResponse) String() string {
 func (*RemoveTokenResponse) ProtoMessage() {}
 
 func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3018,7 @@ func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{56}
+	return file_store_proto_rawDescGZIP(), []int{58}
 }
 
 type GetTokenRequest struct {
@@ -2939,7 +3031,7 @@ type GetTokenRequest struct {
 
 func (x *GetTokenRequest) Reset() {
 	*x = GetTokenRequest{}
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3043,7 @@ func (x *GetTokenRequest) String() string {
 func (*GetTokenRequest) ProtoMessage() {}
 
 func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3056,7 @@ func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenRequest.ProtoReflect.Descriptor instead.
 func (*GetTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{57}
+	return file_store_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetTokenRequest) GetIdentifier() []byte {
@@ -2990,7 +3082,7 @@ type GetTokenResponse struct {
 
 func (x *GetTokenResponse) Reset() {
 	*x = GetTokenResponse{}
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3094,7 @@ func (x *GetTokenResponse) String() string {
 func (*GetTokenResponse) ProtoMessage() {}
 
 func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3107,7 @@ func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenResponse.ProtoReflect.Descriptor instead.
 func (*GetTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{58}
+	return file_store_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetTokenResponse) GetToken() *DelegationToken {
@@ -3037,7 +3129,7 @@ type ReserveRangeRequest struct {
 
 func (x *ReserveRangeRequest) Reset() {
 	*x = ReserveRangeRequest{}
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3141,7 @@ func (x *ReserveRangeRequest) String() string {
 func (*ReserveRangeRequest) ProtoMessage() {}
 
 func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3154,7 @@ func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeRequest.ProtoReflect.Descriptor instead.
 func (*ReserveRangeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{59}
+	return file_store_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReserveRangeRequest) GetCounter() Counter {
@@ -3090,7 +3182,7 @@ type ReserveRangeResponse struct {
 
 func (x *ReserveRangeResponse) Reset() {
 	*x = ReserveRangeResponse{}
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3102,7 +3194,7 @@ func (x *ReserveRangeResponse) String() string {
 func (*ReserveRangeResponse) ProtoMessage() {}
 
 func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3115,7 +3207,7 @@ func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeResponse.ProtoReflect.Descriptor instead.
 func (*ReserveRangeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{60}
+	return file_store_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReserveRangeResponse) GetFirst() int64 {
@@ -3142,7 +3234,7 @@ type GetCounterRequest struct {
 
 func (x *GetCounterRequest) Reset() {
 	*x = GetCounterRequest{}
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3246,7 @@ func (x *GetCounterRequest) String() string {
 func (*GetCounterRequest) ProtoMessage() {}
 
 func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3259,7 @@ func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterRequest.ProtoReflect.Descriptor instead.
 func (*GetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{61}
+	return file_store_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetCounterRequest) GetCounter() Counter {
@@ -3193,7 +3285,7 @@ type GetCounterResponse struct {
 
 func (x *GetCounterResponse) Reset() {
 	*x = GetCounterResponse{}
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3297,7 @@ func (x *GetCounterResponse) String() string {
 func (*GetCounterResponse) ProtoMessage() {}
 
 func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3310,7 @@ func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterResponse.ProtoReflect.Descriptor instead.
 func (*GetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{62}
+	return file_store_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetCounterResponse) GetValue() int64 {
@@ -3238,7 +3330,7 @@ type SetCounterRequest struct {
 
 func (x *SetCounterRequest) Reset() {
 	*x = SetCounterRequest{}
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3342,7 @@ func (x *SetCounterRequest) String() string {
 func (*SetCounterRequest) ProtoMessage() {}
 
 func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3355,7 @@ func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterRequest.ProtoReflect.Descriptor instead.
 func (*SetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{63}
+	return file_store_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SetCounterRequest) GetCounter() Counter {
@@ -3288,7 +3380,7 @@ type SetCounterResponse struct {
 
 func (x *SetCounterResponse) Reset() {
 	*x = SetCounterResponse{}
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3300,7 +3392,7 @@ func (x *SetCounterResponse) String() string {
 func (*SetCounterResponse) ProtoMessage() {}
 
 func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3313,7 +3405,7 @@ func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterResponse.ProtoReflect.Descriptor instead.
 func (*SetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{64}
+	return file_store_proto_rawDescGZIP(), []int{66}
 }
 
 // ---- version and format ----
@@ -3326,7 +3418,7 @@ type GetVersionRequest struct {
 
 func (x *GetVersionRequest) Reset() {
 	*x = GetVersionRequest{}
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3430,7 @@ func (x *GetVersionRequest) String() string {
 func (*GetVersionRequest) ProtoMessage() {}
 
 func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3443,7 @@ func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
 func (*GetVersionRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{65}
+	return file_store_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetVersionRequest) GetRead() *ReadOptions {
@@ -3373,7 +3465,7 @@ type GetVersionResponse struct {
 
 func (x *GetVersionResponse) Reset() {
 	*x = GetVersionResponse{}
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +3477,7 @@ func (x *GetVersionResponse) String() string {
 func (*GetVersionResponse) ProtoMessage() {}
 
 func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +3490,7 @@ func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionResponse.ProtoReflect.Descriptor instead.
 func (*GetVersionResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{66}
+	return file_store_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetVersionResponse) GetStored() *Version {
@@ -3425,7 +3517,7 @@ type FormatRequest struct {
 
 func (x *FormatRequest) Reset() {
 	*x = FormatRequest{}
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3529,7 @@ func (x *FormatRequest) String() string {
 func (*FormatRequest) ProtoMessage() {}
 
 func (x *FormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3542,7 @@ func (x *FormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatRequest.ProtoReflect.Descriptor instead.
 func (*FormatRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{67}
+	return file_store_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *FormatRequest) GetConfirm() bool {
@@ -3468,7 +3560,7 @@ type FormatResponse struct {
 
 func (x *FormatResponse) Reset() {
 	*x = FormatResponse{}
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3572,7 @@ func (x *FormatResponse) String() string {
 func (*FormatResponse) ProtoMessage() {}
 
 func (x *FormatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3585,7 @@ func (x *FormatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatResponse.ProtoReflect.Descriptor instead.
 func (*FormatResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{68}
+	return file_store_proto_rawDescGZIP(), []int{70}
 }
 
 // ---- reads ----
@@ -3508,7 +3600,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3612,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3625,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{69}
+	return file_store_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -3557,7 +3649,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3569,7 +3661,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3582,7 +3674,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{70}
+	return file_store_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WatchRequest) GetAfterIndex() uint64 {
@@ -3630,7 +3722,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3734,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3747,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{71}
+	return file_store_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchEvent) GetKind() WatchEvent_Kind {
@@ -3714,7 +3806,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3726,7 +3818,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3739,7 +3831,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{72}
+	return file_store_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3778,7 +3870,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3790,7 +3882,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3803,7 +3895,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{73}
+	return file_store_proto_rawDescGZIP(), []int{75}
 }
 
 type RemoveRequest struct {
@@ -3815,7 +3907,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +3919,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +3932,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{74}
+	return file_store_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RemoveRequest) GetNodeId() string {
@@ -3858,7 +3950,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3870,7 +3962,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3883,7 +3975,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{75}
+	return file_store_proto_rawDescGZIP(), []int{77}
 }
 
 type StatusRequest struct {
@@ -3894,7 +3986,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +3998,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4011,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{76}
+	return file_store_proto_rawDescGZIP(), []int{78}
 }
 
 type Node struct {
@@ -3935,7 +4027,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3947,7 +4039,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3960,7 +4052,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{77}
+	return file_store_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Node) GetNodeId() string {
@@ -4014,7 +4106,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4118,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4131,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{78}
+	return file_store_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -4096,6 +4188,75 @@ func (x *StatusResponse) GetTerm() uint64 {
 		return x.Term
 	}
 	return 0
+}
+
+type AddApplicationHomesResponse_Result struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Zero on success, else a google.rpc.Code for this item alone.
+	Code          int32            `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string           `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Stored        *ApplicationHome `protobuf:"bytes,3,opt,name=stored,proto3" json:"stored,omitempty"`
+	Inserted      bool             `protobuf:"varint,4,opt,name=inserted,proto3" json:"inserted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddApplicationHomesResponse_Result) Reset() {
+	*x = AddApplicationHomesResponse_Result{}
+	mi := &file_store_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddApplicationHomesResponse_Result) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddApplicationHomesResponse_Result) ProtoMessage() {}
+
+func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddApplicationHomesResponse_Result.ProtoReflect.Descriptor instead.
+func (*AddApplicationHomesResponse_Result) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{20, 0}
+}
+
+func (x *AddApplicationHomesResponse_Result) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *AddApplicationHomesResponse_Result) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *AddApplicationHomesResponse_Result) GetStored() *ApplicationHome {
+	if x != nil {
+		return x.Stored
+	}
+	return nil
+}
+
+func (x *AddApplicationHomesResponse_Result) GetInserted() bool {
+	if x != nil {
+		return x.Inserted
+	}
+	return false
 }
 
 var File_store_proto protoreflect.FileDescriptor
@@ -4170,6 +4331,15 @@ const file_store_proto_rawDesc = "" +
 	"\x1aAddApplicationHomeResponse\x12>\n" +
 	"\x06stored\x18\x01 \x01(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x06stored\x12\x1a\n" +
 	"\binserted\x18\x02 \x01(\bR\binserted\"Z\n" +
+	"\x1aAddApplicationHomesRequest\x12<\n" +
+	"\x05homes\x18\x01 \x03(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x05homes\"\x87\x02\n" +
+	"\x1bAddApplicationHomesResponse\x12S\n" +
+	"\aresults\x18\x01 \x03(\v29.yarnfed.statestore.v1.AddApplicationHomesResponse.ResultR\aresults\x1a\x92\x01\n" +
+	"\x06Result\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12>\n" +
+	"\x06stored\x18\x03 \x01(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x06stored\x12\x1a\n" +
+	"\binserted\x18\x04 \x01(\bR\binserted\"Z\n" +
 	"\x1cUpdateApplicationHomeRequest\x12:\n" +
 	"\x04home\x18\x01 \x01(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x04home\"\x1f\n" +
 	"\x1dUpdateApplicationHomeResponse\"\xa3\x01\n" +
@@ -4352,7 +4522,7 @@ const file_store_proto_rawDesc = "" +
 	"\aCounter\x12\x17\n" +
 	"\x13COUNTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16COUNTER_TOKEN_SEQUENCE\x10\x01\x12\x19\n" +
-	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xf2\x1b\n" +
+	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xf0\x1c\n" +
 	"\n" +
 	"StateStore\x12y\n" +
 	"\x12RegisterSubCluster\x120.yarnfed.statestore.v1.RegisterSubClusterRequest\x1a1.yarnfed.statestore.v1.RegisterSubClusterResponse\x12^\n" +
@@ -4360,7 +4530,8 @@ const file_store_proto_rawDesc = "" +
 	"\x14DeregisterSubCluster\x122.yarnfed.statestore.v1.DeregisterSubClusterRequest\x1a3.yarnfed.statestore.v1.DeregisterSubClusterResponse\x12j\n" +
 	"\rGetSubCluster\x12+.yarnfed.statestore.v1.GetSubClusterRequest\x1a,.yarnfed.statestore.v1.GetSubClusterResponse\x12p\n" +
 	"\x0fListSubClusters\x12-.yarnfed.statestore.v1.ListSubClustersRequest\x1a..yarnfed.statestore.v1.ListSubClustersResponse\x12y\n" +
-	"\x12AddApplicationHome\x120.yarnfed.statestore.v1.AddApplicationHomeRequest\x1a1.yarnfed.statestore.v1.AddApplicationHomeResponse\x12\x82\x01\n" +
+	"\x12AddApplicationHome\x120.yarnfed.statestore.v1.AddApplicationHomeRequest\x1a1.yarnfed.statestore.v1.AddApplicationHomeResponse\x12|\n" +
+	"\x13AddApplicationHomes\x121.yarnfed.statestore.v1.AddApplicationHomesRequest\x1a2.yarnfed.statestore.v1.AddApplicationHomesResponse\x12\x82\x01\n" +
 	"\x15UpdateApplicationHome\x123.yarnfed.statestore.v1.UpdateApplicationHomeRequest\x1a4.yarnfed.statestore.v1.UpdateApplicationHomeResponse\x12y\n" +
 	"\x12GetApplicationHome\x120.yarnfed.statestore.v1.GetApplicationHomeRequest\x1a1.yarnfed.statestore.v1.GetApplicationHomeResponse\x12\x82\x01\n" +
 	"\x15DeleteApplicationHome\x123.yarnfed.statestore.v1.DeleteApplicationHomeRequest\x1a4.yarnfed.statestore.v1.DeleteApplicationHomeResponse\x12\x7f\n" +
@@ -4409,213 +4580,221 @@ func file_store_proto_rawDescGZIP() []byte {
 }
 
 var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_store_proto_goTypes = []any{
-	(SubClusterState)(0),                  // 0: yarnfed.statestore.v1.SubClusterState
-	(Counter)(0),                          // 1: yarnfed.statestore.v1.Counter
-	(WatchEvent_Kind)(0),                  // 2: yarnfed.statestore.v1.WatchEvent.Kind
-	(*SubClusterInfo)(nil),                // 3: yarnfed.statestore.v1.SubClusterInfo
-	(*ApplicationHome)(nil),               // 4: yarnfed.statestore.v1.ApplicationHome
-	(*PolicyConfiguration)(nil),           // 5: yarnfed.statestore.v1.PolicyConfiguration
-	(*ReservationHome)(nil),               // 6: yarnfed.statestore.v1.ReservationHome
-	(*MasterKey)(nil),                     // 7: yarnfed.statestore.v1.MasterKey
-	(*DelegationToken)(nil),               // 8: yarnfed.statestore.v1.DelegationToken
-	(*Version)(nil),                       // 9: yarnfed.statestore.v1.Version
-	(*RegisterSubClusterRequest)(nil),     // 10: yarnfed.statestore.v1.RegisterSubClusterRequest
-	(*RegisterSubClusterResponse)(nil),    // 11: yarnfed.statestore.v1.RegisterSubClusterResponse
-	(*HeartbeatRequest)(nil),              // 12: yarnfed.statestore.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),             // 13: yarnfed.statestore.v1.HeartbeatResponse
-	(*DeregisterSubClusterRequest)(nil),   // 14: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*DeregisterSubClusterResponse)(nil),  // 15: yarnfed.statestore.v1.DeregisterSubClusterResponse
-	(*GetSubClusterRequest)(nil),          // 16: yarnfed.statestore.v1.GetSubClusterRequest
-	(*GetSubClusterResponse)(nil),         // 17: yarnfed.statestore.v1.GetSubClusterResponse
-	(*ListSubClustersRequest)(nil),        // 18: yarnfed.statestore.v1.ListSubClustersRequest
-	(*ListSubClustersResponse)(nil),       // 19: yarnfed.statestore.v1.ListSubClustersResponse
-	(*AddApplicationHomeRequest)(nil),     // 20: yarnfed.statestore.v1.AddApplicationHomeRequest
-	(*AddApplicationHomeResponse)(nil),    // 21: yarnfed.statestore.v1.AddApplicationHomeResponse
-	(*UpdateApplicationHomeRequest)(nil),  // 22: yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	(*UpdateApplicationHomeResponse)(nil), // 23: yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	(*GetApplicationHomeRequest)(nil),     // 24: yarnfed.statestore.v1.GetApplicationHomeRequest
-	(*GetApplicationHomeResponse)(nil),    // 25: yarnfed.statestore.v1.GetApplicationHomeResponse
-	(*DeleteApplicationHomeRequest)(nil),  // 26: yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	(*DeleteApplicationHomeResponse)(nil), // 27: yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	(*ListApplicationHomesRequest)(nil),   // 28: yarnfed.statestore.v1.ListApplicationHomesRequest
-	(*ListApplicationHomesResponse)(nil),  // 29: yarnfed.statestore.v1.ListApplicationHomesResponse
-	(*GetPolicyRequest)(nil),              // 30: yarnfed.statestore.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),             // 31: yarnfed.statestore.v1.GetPolicyResponse
-	(*SetPolicyRequest)(nil),              // 32: yarnfed.statestore.v1.SetPolicyRequest
-	(*SetPolicyResponse)(nil),             // 33: yarnfed.statestore.v1.SetPolicyResponse
-	(*ListPoliciesRequest)(nil),           // 34: yarnfed.statestore.v1.ListPoliciesRequest
-	(*ListPoliciesResponse)(nil),          // 35: yarnfed.statestore.v1.ListPoliciesResponse
-	(*DeletePoliciesRequest)(nil),         // 36: yarnfed.statestore.v1.DeletePoliciesRequest
-	(*DeletePoliciesResponse)(nil),        // 37: yarnfed.statestore.v1.DeletePoliciesResponse
-	(*AddReservationHomeRequest)(nil),     // 38: yarnfed.statestore.v1.AddReservationHomeRequest
-	(*AddReservationHomeResponse)(nil),    // 39: yarnfed.statestore.v1.AddReservationHomeResponse
-	(*UpdateReservationHomeRequest)(nil),  // 40: yarnfed.statestore.v1.UpdateReservationHomeRequest
-	(*UpdateReservationHomeResponse)(nil), // 41: yarnfed.statestore.v1.UpdateReservationHomeResponse
-	(*GetReservationHomeRequest)(nil),     // 42: yarnfed.statestore.v1.GetReservationHomeRequest
-	(*GetReservationHomeResponse)(nil),    // 43: yarnfed.statestore.v1.GetReservationHomeResponse
-	(*ListReservationHomesRequest)(nil),   // 44: yarnfed.statestore.v1.ListReservationHomesRequest
-	(*ListReservationHomesResponse)(nil),  // 45: yarnfed.statestore.v1.ListReservationHomesResponse
-	(*DeleteReservationHomeRequest)(nil),  // 46: yarnfed.statestore.v1.DeleteReservationHomeRequest
-	(*DeleteReservationHomeResponse)(nil), // 47: yarnfed.statestore.v1.DeleteReservationHomeResponse
-	(*StoreMasterKeyRequest)(nil),         // 48: yarnfed.statestore.v1.StoreMasterKeyRequest
-	(*StoreMasterKeyResponse)(nil),        // 49: yarnfed.statestore.v1.StoreMasterKeyResponse
-	(*RemoveMasterKeyRequest)(nil),        // 50: yarnfed.statestore.v1.RemoveMasterKeyRequest
-	(*RemoveMasterKeyResponse)(nil),       // 51: yarnfed.statestore.v1.RemoveMasterKeyResponse
-	(*GetMasterKeyRequest)(nil),           // 52: yarnfed.statestore.v1.GetMasterKeyRequest
-	(*GetMasterKeyResponse)(nil),          // 53: yarnfed.statestore.v1.GetMasterKeyResponse
-	(*StoreTokenRequest)(nil),             // 54: yarnfed.statestore.v1.StoreTokenRequest
-	(*StoreTokenResponse)(nil),            // 55: yarnfed.statestore.v1.StoreTokenResponse
-	(*UpdateTokenRequest)(nil),            // 56: yarnfed.statestore.v1.UpdateTokenRequest
-	(*UpdateTokenResponse)(nil),           // 57: yarnfed.statestore.v1.UpdateTokenResponse
-	(*RemoveTokenRequest)(nil),            // 58: yarnfed.statestore.v1.RemoveTokenRequest
-	(*RemoveTokenResponse)(nil),           // 59: yarnfed.statestore.v1.RemoveTokenResponse
-	(*GetTokenRequest)(nil),               // 60: yarnfed.statestore.v1.GetTokenRequest
-	(*GetTokenResponse)(nil),              // 61: yarnfed.statestore.v1.GetTokenResponse
-	(*ReserveRangeRequest)(nil),           // 62: yarnfed.statestore.v1.ReserveRangeRequest
-	(*ReserveRangeResponse)(nil),          // 63: yarnfed.statestore.v1.ReserveRangeResponse
-	(*GetCounterRequest)(nil),             // 64: yarnfed.statestore.v1.GetCounterRequest
-	(*GetCounterResponse)(nil),            // 65: yarnfed.statestore.v1.GetCounterResponse
-	(*SetCounterRequest)(nil),             // 66: yarnfed.statestore.v1.SetCounterRequest
-	(*SetCounterResponse)(nil),            // 67: yarnfed.statestore.v1.SetCounterResponse
-	(*GetVersionRequest)(nil),             // 68: yarnfed.statestore.v1.GetVersionRequest
-	(*GetVersionResponse)(nil),            // 69: yarnfed.statestore.v1.GetVersionResponse
-	(*FormatRequest)(nil),                 // 70: yarnfed.statestore.v1.FormatRequest
-	(*FormatResponse)(nil),                // 71: yarnfed.statestore.v1.FormatResponse
-	(*ReadOptions)(nil),                   // 72: yarnfed.statestore.v1.ReadOptions
-	(*WatchRequest)(nil),                  // 73: yarnfed.statestore.v1.WatchRequest
-	(*WatchEvent)(nil),                    // 74: yarnfed.statestore.v1.WatchEvent
-	(*JoinRequest)(nil),                   // 75: yarnfed.statestore.v1.JoinRequest
-	(*JoinResponse)(nil),                  // 76: yarnfed.statestore.v1.JoinResponse
-	(*RemoveRequest)(nil),                 // 77: yarnfed.statestore.v1.RemoveRequest
-	(*RemoveResponse)(nil),                // 78: yarnfed.statestore.v1.RemoveResponse
-	(*StatusRequest)(nil),                 // 79: yarnfed.statestore.v1.StatusRequest
-	(*Node)(nil),                          // 80: yarnfed.statestore.v1.Node
-	(*StatusResponse)(nil),                // 81: yarnfed.statestore.v1.StatusResponse
+	(SubClusterState)(0),                       // 0: yarnfed.statestore.v1.SubClusterState
+	(Counter)(0),                               // 1: yarnfed.statestore.v1.Counter
+	(WatchEvent_Kind)(0),                       // 2: yarnfed.statestore.v1.WatchEvent.Kind
+	(*SubClusterInfo)(nil),                     // 3: yarnfed.statestore.v1.SubClusterInfo
+	(*ApplicationHome)(nil),                    // 4: yarnfed.statestore.v1.ApplicationHome
+	(*PolicyConfiguration)(nil),                // 5: yarnfed.statestore.v1.PolicyConfiguration
+	(*ReservationHome)(nil),                    // 6: yarnfed.statestore.v1.ReservationHome
+	(*MasterKey)(nil),                          // 7: yarnfed.statestore.v1.MasterKey
+	(*DelegationToken)(nil),                    // 8: yarnfed.statestore.v1.DelegationToken
+	(*Version)(nil),                            // 9: yarnfed.statestore.v1.Version
+	(*RegisterSubClusterRequest)(nil),          // 10: yarnfed.statestore.v1.RegisterSubClusterRequest
+	(*RegisterSubClusterResponse)(nil),         // 11: yarnfed.statestore.v1.RegisterSubClusterResponse
+	(*HeartbeatRequest)(nil),                   // 12: yarnfed.statestore.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 13: yarnfed.statestore.v1.HeartbeatResponse
+	(*DeregisterSubClusterRequest)(nil),        // 14: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*DeregisterSubClusterResponse)(nil),       // 15: yarnfed.statestore.v1.DeregisterSubClusterResponse
+	(*GetSubClusterRequest)(nil),               // 16: yarnfed.statestore.v1.GetSubClusterRequest
+	(*GetSubClusterResponse)(nil),              // 17: yarnfed.statestore.v1.GetSubClusterResponse
+	(*ListSubClustersRequest)(nil),             // 18: yarnfed.statestore.v1.ListSubClustersRequest
+	(*ListSubClustersResponse)(nil),            // 19: yarnfed.statestore.v1.ListSubClustersResponse
+	(*AddApplicationHomeRequest)(nil),          // 20: yarnfed.statestore.v1.AddApplicationHomeRequest
+	(*AddApplicationHomeResponse)(nil),         // 21: yarnfed.statestore.v1.AddApplicationHomeResponse
+	(*AddApplicationHomesRequest)(nil),         // 22: yarnfed.statestore.v1.AddApplicationHomesRequest
+	(*AddApplicationHomesResponse)(nil),        // 23: yarnfed.statestore.v1.AddApplicationHomesResponse
+	(*UpdateApplicationHomeRequest)(nil),       // 24: yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	(*UpdateApplicationHomeResponse)(nil),      // 25: yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	(*GetApplicationHomeRequest)(nil),          // 26: yarnfed.statestore.v1.GetApplicationHomeRequest
+	(*GetApplicationHomeResponse)(nil),         // 27: yarnfed.statestore.v1.GetApplicationHomeResponse
+	(*DeleteApplicationHomeRequest)(nil),       // 28: yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	(*DeleteApplicationHomeResponse)(nil),      // 29: yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	(*ListApplicationHomesRequest)(nil),        // 30: yarnfed.statestore.v1.ListApplicationHomesRequest
+	(*ListApplicationHomesResponse)(nil),       // 31: yarnfed.statestore.v1.ListApplicationHomesResponse
+	(*GetPolicyRequest)(nil),                   // 32: yarnfed.statestore.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),                  // 33: yarnfed.statestore.v1.GetPolicyResponse
+	(*SetPolicyRequest)(nil),                   // 34: yarnfed.statestore.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),                  // 35: yarnfed.statestore.v1.SetPolicyResponse
+	(*ListPoliciesRequest)(nil),                // 36: yarnfed.statestore.v1.ListPoliciesRequest
+	(*ListPoliciesResponse)(nil),               // 37: yarnfed.statestore.v1.ListPoliciesResponse
+	(*DeletePoliciesRequest)(nil),              // 38: yarnfed.statestore.v1.DeletePoliciesRequest
+	(*DeletePoliciesResponse)(nil),             // 39: yarnfed.statestore.v1.DeletePoliciesResponse
+	(*AddReservationHomeRequest)(nil),          // 40: yarnfed.statestore.v1.AddReservationHomeRequest
+	(*AddReservationHomeResponse)(nil),         // 41: yarnfed.statestore.v1.AddReservationHomeResponse
+	(*UpdateReservationHomeRequest)(nil),       // 42: yarnfed.statestore.v1.UpdateReservationHomeRequest
+	(*UpdateReservationHomeResponse)(nil),      // 43: yarnfed.statestore.v1.UpdateReservationHomeResponse
+	(*GetReservationHomeRequest)(nil),          // 44: yarnfed.statestore.v1.GetReservationHomeRequest
+	(*GetReservationHomeResponse)(nil),         // 45: yarnfed.statestore.v1.GetReservationHomeResponse
+	(*ListReservationHomesRequest)(nil),        // 46: yarnfed.statestore.v1.ListReservationHomesRequest
+	(*ListReservationHomesResponse)(nil),       // 47: yarnfed.statestore.v1.ListReservationHomesResponse
+	(*DeleteReservationHomeRequest)(nil),       // 48: yarnfed.statestore.v1.DeleteReservationHomeRequest
+	(*DeleteReservationHomeResponse)(nil),      // 49: yarnfed.statestore.v1.DeleteReservationHomeResponse
+	(*StoreMasterKeyRequest)(nil),              // 50: yarnfed.statestore.v1.StoreMasterKeyRequest
+	(*StoreMasterKeyResponse)(nil),             // 51: yarnfed.statestore.v1.StoreMasterKeyResponse
+	(*RemoveMasterKeyRequest)(nil),             // 52: yarnfed.statestore.v1.RemoveMasterKeyRequest
+	(*RemoveMasterKeyResponse)(nil),            // 53: yarnfed.statestore.v1.RemoveMasterKeyResponse
+	(*GetMasterKeyRequest)(nil),                // 54: yarnfed.statestore.v1.GetMasterKeyRequest
+	(*GetMasterKeyResponse)(nil),               // 55: yarnfed.statestore.v1.GetMasterKeyResponse
+	(*StoreTokenRequest)(nil),                  // 56: yarnfed.statestore.v1.StoreTokenRequest
+	(*StoreTokenResponse)(nil),                 // 57: yarnfed.statestore.v1.StoreTokenResponse
+	(*UpdateTokenRequest)(nil),                 // 58: yarnfed.statestore.v1.UpdateTokenRequest
+	(*UpdateTokenResponse)(nil),                // 59: yarnfed.statestore.v1.UpdateTokenResponse
+	(*RemoveTokenRequest)(nil),                 // 60: yarnfed.statestore.v1.RemoveTokenRequest
+	(*RemoveTokenResponse)(nil),                // 61: yarnfed.statestore.v1.RemoveTokenResponse
+	(*GetTokenRequest)(nil),                    // 62: yarnfed.statestore.v1.GetTokenRequest
+	(*GetTokenResponse)(nil),                   // 63: yarnfed.statestore.v1.GetTokenResponse
+	(*ReserveRangeRequest)(nil),                // 64: yarnfed.statestore.v1.ReserveRangeRequest
+	(*ReserveRangeResponse)(nil),               // 65: yarnfed.statestore.v1.ReserveRangeResponse
+	(*GetCounterRequest)(nil),                  // 66: yarnfed.statestore.v1.GetCounterRequest
+	(*GetCounterResponse)(nil),                 // 67: yarnfed.statestore.v1.GetCounterResponse
+	(*SetCounterRequest)(nil),                  // 68: yarnfed.statestore.v1.SetCounterRequest
+	(*SetCounterResponse)(nil),                 // 69: yarnfed.statestore.v1.SetCounterResponse
+	(*GetVersionRequest)(nil),                  // 70: yarnfed.statestore.v1.GetVersionRequest
+	(*GetVersionResponse)(nil),                 // 71: yarnfed.statestore.v1.GetVersionResponse
+	(*FormatRequest)(nil),                      // 72: yarnfed.statestore.v1.FormatRequest
+	(*FormatResponse)(nil),                     // 73: yarnfed.statestore.v1.FormatResponse
+	(*ReadOptions)(nil),                        // 74: yarnfed.statestore.v1.ReadOptions
+	(*WatchRequest)(nil),                       // 75: yarnfed.statestore.v1.WatchRequest
+	(*WatchEvent)(nil),                         // 76: yarnfed.statestore.v1.WatchEvent
+	(*JoinRequest)(nil),                        // 77: yarnfed.statestore.v1.JoinRequest
+	(*JoinResponse)(nil),                       // 78: yarnfed.statestore.v1.JoinResponse
+	(*RemoveRequest)(nil),                      // 79: yarnfed.statestore.v1.RemoveRequest
+	(*RemoveResponse)(nil),                     // 80: yarnfed.statestore.v1.RemoveResponse
+	(*StatusRequest)(nil),                      // 81: yarnfed.statestore.v1.StatusRequest
+	(*Node)(nil),                               // 82: yarnfed.statestore.v1.Node
+	(*StatusResponse)(nil),                     // 83: yarnfed.statestore.v1.StatusResponse
+	(*AddApplicationHomesResponse_Result)(nil), // 84: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
 }
 var file_store_proto_depIdxs = []int32{
 	0,  // 0: yarnfed.statestore.v1.SubClusterInfo.state:type_name -> yarnfed.statestore.v1.SubClusterState
 	3,  // 1: yarnfed.statestore.v1.RegisterSubClusterRequest.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
 	0,  // 2: yarnfed.statestore.v1.HeartbeatRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
 	0,  // 3: yarnfed.statestore.v1.DeregisterSubClusterRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
-	72, // 4: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	74, // 4: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	3,  // 5: yarnfed.statestore.v1.GetSubClusterResponse.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	72, // 6: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	74, // 6: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	3,  // 7: yarnfed.statestore.v1.ListSubClustersResponse.sub_clusters:type_name -> yarnfed.statestore.v1.SubClusterInfo
 	4,  // 8: yarnfed.statestore.v1.AddApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
 	4,  // 9: yarnfed.statestore.v1.AddApplicationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
-	4,  // 10: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	72, // 11: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	4,  // 12: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	72, // 13: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	4,  // 14: yarnfed.statestore.v1.ListApplicationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	72, // 15: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	5,  // 16: yarnfed.statestore.v1.GetPolicyResponse.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	5,  // 17: yarnfed.statestore.v1.SetPolicyRequest.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	72, // 18: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	5,  // 19: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	6,  // 20: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	6,  // 21: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
-	6,  // 22: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	72, // 23: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	6,  // 24: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	72, // 25: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	6,  // 26: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
-	7,  // 27: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
-	72, // 28: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	7,  // 29: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
-	8,  // 30: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	8,  // 31: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	72, // 32: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	8,  // 33: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	1,  // 34: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	1,  // 35: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	72, // 36: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	1,  // 37: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	72, // 38: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	9,  // 39: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
-	9,  // 40: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
-	2,  // 41: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
-	3,  // 42: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	5,  // 43: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	4,  // 44: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	80, // 45: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
-	10, // 46: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
-	12, // 47: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
-	14, // 48: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	16, // 49: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
-	18, // 50: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
-	20, // 51: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
-	22, // 52: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	24, // 53: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
-	26, // 54: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	28, // 55: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
-	30, // 56: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
-	32, // 57: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
-	34, // 58: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
-	36, // 59: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
-	38, // 60: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
-	40, // 61: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
-	42, // 62: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
-	44, // 63: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
-	46, // 64: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
-	48, // 65: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
-	50, // 66: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
-	52, // 67: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
-	54, // 68: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
-	56, // 69: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
-	58, // 70: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
-	60, // 71: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
-	62, // 72: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
-	64, // 73: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
-	66, // 74: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
-	68, // 75: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
-	70, // 76: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
-	73, // 77: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
-	75, // 78: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
-	77, // 79: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
-	79, // 80: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
-	11, // 81: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
-	13, // 82: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
-	15, // 83: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
-	17, // 84: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
-	19, // 85: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
-	21, // 86: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
-	23, // 87: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	25, // 88: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
-	27, // 89: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	29, // 90: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
-	31, // 91: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
-	33, // 92: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
-	35, // 93: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
-	37, // 94: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
-	39, // 95: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
-	41, // 96: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
-	43, // 97: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
-	45, // 98: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
-	47, // 99: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
-	49, // 100: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
-	51, // 101: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
-	53, // 102: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
-	55, // 103: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
-	57, // 104: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
-	59, // 105: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
-	61, // 106: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
-	63, // 107: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
-	65, // 108: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
-	67, // 109: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
-	69, // 110: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
-	71, // 111: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
-	74, // 112: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
-	76, // 113: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
-	78, // 114: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
-	81, // 115: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
-	81, // [81:116] is the sub-list for method output_type
-	46, // [46:81] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	4,  // 10: yarnfed.statestore.v1.AddApplicationHomesRequest.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
+	84, // 11: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	4,  // 12: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	74, // 13: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	4,  // 14: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	74, // 15: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	4,  // 16: yarnfed.statestore.v1.ListApplicationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
+	74, // 17: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	5,  // 18: yarnfed.statestore.v1.GetPolicyResponse.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	5,  // 19: yarnfed.statestore.v1.SetPolicyRequest.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	74, // 20: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	5,  // 21: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	6,  // 22: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	6,  // 23: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
+	6,  // 24: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	74, // 25: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	6,  // 26: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	74, // 27: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	6,  // 28: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
+	7,  // 29: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
+	74, // 30: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	7,  // 31: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
+	8,  // 32: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	8,  // 33: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	74, // 34: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	8,  // 35: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	1,  // 36: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	1,  // 37: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	74, // 38: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	1,  // 39: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	74, // 40: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	9,  // 41: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
+	9,  // 42: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
+	2,  // 43: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
+	3,  // 44: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	5,  // 45: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	4,  // 46: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	82, // 47: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
+	4,  // 48: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
+	10, // 49: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
+	12, // 50: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
+	14, // 51: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	16, // 52: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
+	18, // 53: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
+	20, // 54: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
+	22, // 55: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
+	24, // 56: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	26, // 57: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
+	28, // 58: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	30, // 59: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
+	32, // 60: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
+	34, // 61: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
+	36, // 62: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
+	38, // 63: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
+	40, // 64: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
+	42, // 65: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
+	44, // 66: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
+	46, // 67: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
+	48, // 68: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
+	50, // 69: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
+	52, // 70: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
+	54, // 71: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
+	56, // 72: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
+	58, // 73: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
+	60, // 74: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
+	62, // 75: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
+	64, // 76: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
+	66, // 77: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
+	68, // 78: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
+	70, // 79: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
+	72, // 80: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
+	75, // 81: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
+	77, // 82: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
+	79, // 83: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
+	81, // 84: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
+	11, // 85: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
+	13, // 86: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
+	15, // 87: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
+	17, // 88: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
+	19, // 89: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
+	21, // 90: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
+	23, // 91: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
+	25, // 92: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	27, // 93: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
+	29, // 94: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	31, // 95: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
+	33, // 96: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
+	35, // 97: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
+	37, // 98: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
+	39, // 99: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
+	41, // 100: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
+	43, // 101: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
+	45, // 102: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
+	47, // 103: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
+	49, // 104: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
+	51, // 105: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
+	53, // 106: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
+	55, // 107: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
+	57, // 108: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
+	59, // 109: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
+	61, // 110: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
+	63, // 111: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
+	65, // 112: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
+	67, // 113: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
+	69, // 114: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
+	71, // 115: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
+	73, // 116: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
+	76, // 117: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
+	78, // 118: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
+	80, // 119: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
+	83, // 120: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
+	85, // [85:121] is the sub-list for method output_type
+	49, // [49:85] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
@@ -4629,7 +4808,7 @@ func file_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   79,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -33,6 +33,7 @@ const (
 	StateStore_GetSubCluster_FullMethodName         = "/yarnfed.statestore.v1.StateStore/GetSubCluster"
 	StateStore_ListSubClusters_FullMethodName       = "/yarnfed.statestore.v1.StateStore/ListSubClusters"
 	StateStore_AddApplicationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/AddApplicationHome"
+	StateStore_AddApplicationHomes_FullMethodName   = "/yarnfed.statestore.v1.StateStore/AddApplicationHomes"
 	StateStore_UpdateApplicationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/UpdateApplicationHome"
 	StateStore_GetApplicationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/GetApplicationHome"
 	StateStore_DeleteApplicationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/DeleteApplicationHome"
@@ -71,6 +72,7 @@ type StateStoreClient interface {
 	GetSubCluster(ctx context.Context, in *GetSubClusterRequest, opts ...grpc.CallOption) (*GetSubClusterResponse, error)
 	ListSubClusters(ctx context.Context, in *ListSubClustersRequest, opts ...grpc.CallOption) (*ListSubClustersResponse, error)
 	AddApplicationHome(ctx context.Context, in *AddApplicationHomeRequest, opts ...grpc.CallOption) (*AddApplicationHomeResponse, error)
+	AddApplicationHomes(ctx context.Context, in *AddApplicationHomesRequest, opts ...grpc.CallOption) (*AddApplicationHomesResponse, error)
 	UpdateApplicationHome(ctx context.Context, in *UpdateApplicationHomeRequest, opts ...grpc.CallOption) (*UpdateApplicationHomeResponse, error)
 	GetApplicationHome(ctx context.Context, in *GetApplicationHomeRequest, opts ...grpc.CallOption) (*GetApplicationHomeResponse, error)
 	DeleteApplicationHome(ctx context.Context, in *DeleteApplicationHomeRequest, opts ...grpc.CallOption) (*DeleteApplicationHomeResponse, error)
@@ -161,6 +163,16 @@ func (c *stateStoreClient) AddApplicationHome(ctx context.Context, in *AddApplic
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AddApplicationHomeResponse)
 	err := c.cc.Invoke(ctx, StateStore_AddApplicationHome_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) AddApplicationHomes(ctx context.Context, in *AddApplicationHomesRequest, opts ...grpc.CallOption) (*AddApplicationHomesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddApplicationHomesResponse)
+	err := c.cc.Invoke(ctx, StateStore_AddApplicationHomes_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -446,6 +458,7 @@ type StateStoreServer interface {
 	GetSubCluster(context.Context, *GetSubClusterRequest) (*GetSubClusterResponse, error)
 	ListSubClusters(context.Context, *ListSubClustersRequest) (*ListSubClustersResponse, error)
 	AddApplicationHome(context.Context, *AddApplicationHomeRequest) (*AddApplicationHomeResponse, error)
+	AddApplicationHomes(context.Context, *AddApplicationHomesRequest) (*AddApplicationHomesResponse, error)
 	UpdateApplicationHome(context.Context, *UpdateApplicationHomeRequest) (*UpdateApplicationHomeResponse, error)
 	GetApplicationHome(context.Context, *GetApplicationHomeRequest) (*GetApplicationHomeResponse, error)
 	DeleteApplicationHome(context.Context, *DeleteApplicationHomeRequest) (*DeleteApplicationHomeResponse, error)
@@ -499,6 +512,9 @@ func (UnimplementedStateStoreServer) ListSubClusters(context.Context, *ListSubCl
 }
 func (UnimplementedStateStoreServer) AddApplicationHome(context.Context, *AddApplicationHomeRequest) (*AddApplicationHomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddApplicationHome not implemented")
+}
+func (UnimplementedStateStoreServer) AddApplicationHomes(context.Context, *AddApplicationHomesRequest) (*AddApplicationHomesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddApplicationHomes not implemented")
 }
 func (UnimplementedStateStoreServer) UpdateApplicationHome(context.Context, *UpdateApplicationHomeRequest) (*UpdateApplicationHomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateApplicationHome not implemented")
@@ -703,6 +719,24 @@ func _StateStore_AddApplicationHome_Handler(srv interface{}, ctx context.Context
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StateStoreServer).AddApplicationHome(ctx, req.(*AddApplicationHomeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_AddApplicationHomes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddApplicationHomesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).AddApplicationHomes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_AddApplicationHomes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).AddApplicationHomes(ctx, req.(*AddApplicationHomesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1198,6 +1232,10 @@ var StateStore_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddApplicationHome",
 			Handler:    _StateStore_AddApplicationHome_Handler,
+		},
+		{
+			MethodName: "AddApplicationHomes",
+			Handler:    _StateStore_AddApplicationHomes_Handler,
 		},
 		{
 			MethodName: "UpdateApplicationHome",

@@ -83,8 +83,8 @@ func (c *Cluster) start(i int, peers []store.Peer) {
 	cfg := store.Config{
 		NodeID: nd.ID, Dir: nd.Dir, Transport: nd.trans, GRPCAddr: nd.Addr,
 		Bootstrap: peers != nil, Peers: peers,
-		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
-		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 		ApplyTimeout: 5 * time.Second,
 	}
 	c.tweak(&cfg)
