@@ -64,8 +64,6 @@ type clientConn struct {
 	closed  bool
 	err     error
 	idleT   *time.Timer
-
-	done chan struct{}
 }
 
 // dialConn connects, runs the preamble, SASL and the connection context,
@@ -81,7 +79,7 @@ func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*cl
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := &clientConn{pool: pool, key: key, cfg: cfg, nc: nc, pending: make(map[int32]chan callResult), done: make(chan struct{})}
+	c := &clientConn{pool: pool, key: key, cfg: cfg, nc: nc, pending: make(map[int32]chan callResult)}
 	// The handshake is bounded by the dial deadline and by ctx.
 	if dl, ok := dctx.Deadline(); ok {
 		nc.SetDeadline(dl)
