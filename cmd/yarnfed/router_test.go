@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -136,5 +138,28 @@ func TestRouterWithRealStore(t *testing.T) {
 	apps := &yarnpb.GetApplicationsResponseProto{}
 	if err := call(c1, "getApplications", &yarnpb.GetApplicationsRequestProto{}, apps); err != nil || len(apps.GetApplications()) != 5 {
 		t.Fatalf("getApplications: %d, %v", len(apps.GetApplications()), err)
+	}
+}
+
+// TestRouterConfigPrecedence: defaults < --config file < explicit flags.
+func TestRouterConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "router.json")
+	if err := os.WriteFile(file, []byte(`{"clientrm_address":"127.0.0.1:1","failover_wait":"7s","partial_results":true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRouterCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--clientrm-address", "127.0.0.1:2"}); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg := router.DefaultConfig()
+	flagCfg.ClientRMAddress = "127.0.0.1:2"
+	fileCfg := router.DefaultConfig()
+	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
+		t.Fatal(err)
+	}
+	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
+	if fileCfg.ClientRMAddress != "127.0.0.1:2" || fileCfg.FailoverWait.D() != 7*time.Second || !fileCfg.PartialResults || fileCfg.SubmitRetries != 3 {
+		t.Fatalf("precedence wrong: %+v", fileCfg)
 	}
 }
