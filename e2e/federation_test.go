@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
@@ -38,7 +42,12 @@ func subCluster(id string, mc *miniCluster) router.SubClusterInfo {
 // the given sub-clusters.
 func startRouter(t testing.TB, scs ...router.SubClusterInfo) *router.Router {
 	t.Helper()
-	store := routertest.NewStore()
+	return startRouterWith(t, routertest.NewStore(), scs...)
+}
+
+// startRouterWith is startRouter over a given store (e.g. holding policies).
+func startRouterWith(t testing.TB, store *routertest.Store, scs ...router.SubClusterInfo) *router.Router {
+	t.Helper()
 	for _, sc := range scs {
 		store.Put(sc)
 	}
@@ -250,6 +259,49 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 		}
 	})
 
+	// A queue policy stored the way `yarn routeradmin -policy` stores it
+	// (WeightedPolicyInfo JSON) decides where Hadoop's submissions land.
+	t.Run("queue policy places apps", func(t *testing.T) {
+		store := routertest.NewStore()
+		store.SetPolicy(router.PolicyConfiguration{
+			Queue: "default",
+			Type:  "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+			Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
+				`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},"headroomAlpha":"1.0"}`),
+		})
+		pr := startRouterWith(t, store, subCluster("SC-1", sc1), subCluster("SC-2", sc2))
+		pconf := writeYarnSite(t, map[string]string{"yarn.resourcemanager.address": pr.ClientRMAddr().String()})
+		const n = 4
+		var ops []string
+		for i := 0; i < n; i++ {
+			ops = append(ops, "submit:placed:default:unmanaged")
+		}
+		prun := j.runDriver(t, "YarnClientDriver", append([]string{"--conf", pconf}, ops...)...)
+		home, other := rmClient(t, sc2), rmClient(t, sc1)
+		placed := 0
+		for _, l := range prun.lines {
+			var sub struct {
+				ApplicationID string `json:"applicationId"`
+			}
+			l.decode(t, &sub)
+			id := parseAppID(t, sub.ApplicationID)
+			if rep := appReport(t, home, id); rep.GetName() != "placed" {
+				t.Errorf("%s on SC-2: %v", sub.ApplicationID, rep)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := other.Call(ctx, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, &yarnpb.GetApplicationReportResponseProto{})
+			cancel()
+			var re *hadoopipc.RemoteError
+			if !errors.As(err, &re) || re.Class != hadoopipc.ClassApplicationNotFound {
+				t.Errorf("%s also known to SC-1 (weight 0): %v", sub.ApplicationID, err)
+			}
+			placed++
+		}
+		if placed != n {
+			t.Errorf("%d of %d submissions placed", placed, n)
+		}
+	})
+
 	t.Run("federated REST metrics", func(t *testing.T) {
 		var mr rmrest.ClusterMetricsResponse
 		body := getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/metrics", "application/json")
@@ -314,4 +366,15 @@ func restGap(t testing.TB, msg string) {
 	} else {
 		t.Error(msg)
 	}
+}
+
+// parseAppID parses "application_<clusterTimestamp>_<id>".
+func parseAppID(t testing.TB, s string) *yarnpb.ApplicationIdProto {
+	t.Helper()
+	var ts int64
+	var id int32
+	if _, err := fmt.Sscanf(s, "application_%d_%d", &ts, &id); err != nil {
+		t.Fatalf("application id %q: %v", s, err)
+	}
+	return &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(ts), Id: proto.Int32(id)}
 }
