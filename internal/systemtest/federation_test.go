@@ -115,7 +115,8 @@ func (f *federation) submitUntilBoth(t *testing.T, y *yarnClient) map[string]*ya
 // TestFederationSurvivesProcessRestarts: store, two simrm sub-clusters
 // with agents, a router; a YARN client over Hadoop IPC. The router is
 // SIGKILLed in the middle of a stream of submissions and restarted on the
-// same ports: every app, including those whose submission failed and was
+// same ports, twice, and the state store leader is SIGKILLed and restarted
+// in between: every app, including those whose submission failed and was
 // retried, exists exactly once, on the sub-cluster the store says. Then
 // one RM dies: list calls follow --partial-results, and once its agent
 // marks it unhealthy new apps land on the survivor.
@@ -126,59 +127,38 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	y := dialYARN(t, r.clientrm)
 
 	apps := f.submitUntilBoth(t, y)
-	for s, id := range apps {
-		if rep, err := y.report(id); err != nil || appID(rep.GetApplicationId()) != s {
-			t.Fatalf("report of %s: %v %v", s, rep.GetApplicationId(), err)
+	for name, id := range apps {
+		if rep, err := y.report(id); err != nil || appID(rep.GetApplicationId()) != name {
+			t.Fatalf("report of %s: %v %v", name, rep.GetApplicationId(), err)
 		}
 	}
 
-	// A stream of submissions; the router dies under it.
-	type attempt struct {
-		id    *yarnpb.ApplicationIdProto
-		acked bool
-	}
-	// This client does not retry on its own, so submissions in flight when
-	// the router dies fail, and the test retries them.
+	// A stream of submissions from four clients while processes die under
+	// it: the router twice, the state store leader once. This client does
+	// not retry on its own, so submissions in flight at a kill fail, and
+	// the test plays the retrying client afterwards.
 	yb := dialYARN(t, r.clientrm, noRetry)
-	var (
-		mu       sync.Mutex
-		attempts []attempt
-		nAcked   atomic.Int64
-		stop     atomic.Bool
-		wg       sync.WaitGroup
-	)
-	for range 4 {
-		wg.Go(func() {
-			for !stop.Load() {
-				id, err := yb.newApp()
-				if err != nil {
-					time.Sleep(20 * time.Millisecond) // router down: back off, as a client would
-					continue
-				}
-				err = yb.submit(id)
-				mu.Lock()
-				attempts = append(attempts, attempt{id, err == nil})
-				mu.Unlock()
-				if err == nil {
-					nAcked.Add(1)
-				}
-			}
-		})
-	}
-	t.Cleanup(func() { stop.Store(true); wg.Wait() })
-	waitAcked := func(n int64, what string) {
-		target := nAcked.Load() + n
-		waitFor(t, 30*time.Second, fmt.Sprintf("%d acknowledged submissions %s", n, what), func() (bool, string) {
-			return nAcked.Load() >= target, fmt.Sprint(nAcked.Load(), " acked")
-		})
-	}
-	waitAcked(10, "before the router is killed")
+	s := startStream(t, yb, 4)
+	s.waitAcked(t, 10, "before the first fault")
+
 	r.p.kill()
-	t.Logf("router SIGKILLed after %d acknowledged submissions", nAcked.Load())
+	t.Logf("router SIGKILLed after %d acknowledged submissions", s.nAcked.Load())
 	h.restartRouter(r)
-	waitAcked(10, "through the restarted router")
-	stop.Store(true)
-	wg.Wait()
+	s.waitAcked(t, 10, "through the restarted router")
+
+	// The store leader: the router's store client moves to the new leader;
+	// the replica then rejoins from its data dir.
+	victim := f.st.leader(t)
+	victim.p.kill()
+	t.Logf("state store leader %s SIGKILLed after %d acknowledged submissions", victim.id, s.nAcked.Load())
+	s.waitAcked(t, 10, "with a store replica down")
+	h.restart(victim.p)
+	waitFor(t, 30*time.Second, "state store replicas agree on a leader after the restart", f.st.agreedLeader)
+
+	r.p.kill()
+	h.restartRouter(r)
+	s.waitAcked(t, 10, "through the router restarted again")
+	attempts := s.stop()
 
 	// The client retries every submission that failed, through the new
 	// router process, with the same ApplicationId.
@@ -194,7 +174,7 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 			t.Errorf("retried submission of %s: %v", appID(a.id), err)
 		}
 	}
-	t.Logf("%d submissions during the kill, %d failed and were retried", len(attempts), failed)
+	t.Logf("%d submissions under faults, %d failed and were retried", len(attempts), failed)
 	// A client that retries a submission that had succeeded also gets
 	// success, and no second copy.
 	for _, id := range apps {
@@ -203,39 +183,19 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 		}
 		break
 	}
-	// Reports of apps submitted before the crash come from the new process
-	// (its home cache is empty: the homes are in the store).
-	for s, id := range apps {
-		if rep, err := y.report(id); err != nil || appID(rep.GetApplicationId()) != s {
-			t.Errorf("report of %s after router restart: %v %v", s, rep.GetApplicationId(), err)
+	// Reports of apps submitted before the crashes come from the new
+	// process (its home cache is empty: the homes are in the store).
+	for name, id := range apps {
+		if rep, err := y.report(id); err != nil || appID(rep.GetApplicationId()) != name {
+			t.Errorf("report of %s after router restart: %v %v", name, rep.GetApplicationId(), err)
 		}
 	}
 	all := append(burst, keys(apps)...)
 	f.checkExactlyOnce(t, y, all)
-	if t.Failed() {
-		return
-	}
-
-	// The state store leader dies under the router: submissions keep
-	// working (the router's store client moves to the new leader), and the
-	// replica rejoins from its data dir.
-	victim := f.st.leader(t)
-	victim.p.kill()
-	t.Logf("state store leader %s SIGKILLed", victim.id)
-	var during []string
-	for range 5 {
-		during = append(during, appID(y.submitNew()))
-	}
-	h.restart(victim.p)
-	waitFor(t, 30*time.Second, "state store replicas agree on a leader after the restart", f.st.agreedLeader)
-	for range 3 {
-		during = append(during, appID(y.submitNew()))
-	}
-	f.checkExactlyOnce(t, y, append(all, during...))
 	local := allHomesOn(t, f.st, victim)
-	for _, id := range during {
+	for _, id := range all {
 		if _, ok := local[id]; !ok {
-			t.Errorf("restarted replica %s lacks the home of %s", victim.id, id)
+			t.Errorf("restarted store replica %s lacks the home of %s", victim.id, id)
 		}
 	}
 	if t.Failed() {
@@ -315,13 +275,13 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	}
 	f.checkExactlyOnce(t, y, fresh)
 	// Apps on the dead sub-cluster: a clear error that names it.
-	for s, id := range apps {
-		if homes[s] != "SC-1" {
+	for name, id := range apps {
+		if homes[name] != "SC-1" {
 			continue
 		}
 		_, err := y.report(id)
 		if err == nil || !strings.Contains(err.Error(), "SC-1") {
-			t.Errorf("report of %s (home SC-1, dead): %v; want an error naming SC-1", s, err)
+			t.Errorf("report of %s (home SC-1, dead): %v; want an error naming SC-1", name, err)
 		}
 		break
 	}
@@ -388,6 +348,63 @@ func allHomesOn(t *testing.T, st *storeCluster, nd *storeNode) map[string]string
 		return len(local) >= len(want), fmt.Sprintf("%d of %d homes", len(local), len(want))
 	})
 	return local
+}
+
+// stream submits apps from several clients until stopped, recording
+// whether each submission was acknowledged.
+type stream struct {
+	mu       sync.Mutex
+	attempts []attempt
+	nAcked   atomic.Int64
+	halt     atomic.Bool
+	wg       sync.WaitGroup
+}
+
+type attempt struct {
+	id    *yarnpb.ApplicationIdProto
+	acked bool
+}
+
+func startStream(t *testing.T, y *yarnClient, workers int) *stream {
+	s := &stream{}
+	for range workers {
+		s.wg.Go(func() {
+			for !s.halt.Load() {
+				id, err := y.newApp()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // router down: back off, as a client would
+					continue
+				}
+				err = y.submit(id)
+				s.mu.Lock()
+				s.attempts = append(s.attempts, attempt{id, err == nil})
+				s.mu.Unlock()
+				if err == nil {
+					s.nAcked.Add(1)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// waitAcked waits until n more submissions were acknowledged.
+func (s *stream) waitAcked(t *testing.T, n int64, what string) {
+	t.Helper()
+	target := s.nAcked.Load() + n
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d acknowledged submissions %s", n, what), func() (bool, string) {
+		return s.nAcked.Load() >= target, fmt.Sprint(s.nAcked.Load(), " acked")
+	})
+}
+
+// stop ends the stream and returns every attempt.
+func (s *stream) stop() []attempt {
+	s.halt.Store(true)
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]attempt(nil), s.attempts...)
 }
 
 func keys[V any](m map[string]V) []string {
