@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -23,9 +24,66 @@ func saslMsg(state commonpb.RpcSaslProto_SaslState, auths ...*commonpb.RpcSaslPr
 	return &commonpb.RpcSaslProto{State: state.Enum(), Auths: auths}
 }
 
-// rawBytes is a message whose encoding is given verbatim, for sending bytes
-// that do not decode.
-type rawPacket []byte
+func tokenAuth() *commonpb.RpcSaslProto_SaslAuth {
+	return &commonpb.RpcSaslProto_SaslAuth{Method: proto.String("TOKEN"), Mechanism: proto.String("DIGEST-MD5"),
+		Protocol: proto.String(""), ServerId: proto.String("default")}
+}
+
+// TestSASLInitiateWithoutNegotiate: a client that skips NEGOTIATE and sends
+// INITIATE TOKEN with an empty token gets the challenge as CHALLENGE.
+func TestSASLInitiateWithoutNegotiate(t *testing.T) {
+	ts := startServer(t, tokenConfig(), echoProtocol(nil))
+	r := dialRaw(t, ts.addr)
+	r.preamble(authProtocolSASL)
+	m := saslMsg(commonpb.RpcSaslProto_INITIATE, tokenAuth())
+	m.Token = []byte{}
+	r.packet(saslHeader(), m)
+	h, rest := r.reply()
+	ch := &commonpb.RpcSaslProto{}
+	if _, err := unmarshalDelimited(rest, ch); err != nil || h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS ||
+		ch.GetState() != commonpb.RpcSaslProto_CHALLENGE || !bytes.Contains(ch.GetToken(), []byte("nonce=")) {
+		t.Fatalf("reply %v %v %v", h, ch, err)
+	}
+}
+
+// TestConnectionContextUsers: effectiveUser wins; realUser alone is the
+// user; both make a proxy user.
+func TestConnectionContextUsers(t *testing.T) {
+	var mu sync.Mutex
+	var seen User
+	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+		mu.Lock()
+		seen, _ = UserFromContext(ctx)
+		mu.Unlock()
+	}))
+	cases := []struct {
+		name            string
+		effective, real *string
+		want            User
+	}{
+		{"effective only", proto.String("alice"), nil, User{Name: "alice", AuthMethod: "SIMPLE"}},
+		{"real only", nil, proto.String("bob"), User{Name: "bob", AuthMethod: "SIMPLE"}},
+		{"proxy", proto.String("alice"), proto.String("oozie"), User{Name: "alice", RealUser: "oozie", AuthMethod: "SIMPLE"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dialRaw(t, ts.addr)
+			r.preamble(authProtocolNone)
+			h := reqHeader(-3)
+			r.packet(h, &commonpb.IpcConnectionContextProto{UserInfo: &commonpb.UserInformationProto{EffectiveUser: tc.effective, RealUser: tc.real}})
+			r.call(1, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
+			if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+				t.Fatalf("reply %v", h)
+			}
+			mu.Lock()
+			got := seen
+			mu.Unlock()
+			if got.Name != tc.want.Name || got.RealUser != tc.want.RealUser || got.AuthMethod != tc.want.AuthMethod {
+				t.Errorf("user %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
 
 // TestFatalReplies covers every FATAL path: the reply's call id, error code
 // and Java class, and that the server then closes the connection.
@@ -171,6 +229,26 @@ func TestFatalReplies(t *testing.T) {
 			r.reply()
 			r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_INITIATE, kerberos))
 		}, -33, fatalUnauthorized, ClassAccessControl},
+		{"SASL INITIATE TOKEN with an initial response but no challenge", tokenConfig(), func(r *rawConn) {
+			r.preamble(authProtocolSASL)
+			m := saslMsg(commonpb.RpcSaslProto_INITIATE, tokenAuth())
+			m.Token = []byte("username=\"x\"")
+			r.packet(saslHeader(), m)
+		}, -33, fatalUnauthorized, ClassSaslException},
+		{"SASL RESPONSE without a token", tokenConfig(), func(r *rawConn) {
+			r.preamble(authProtocolSASL)
+			r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+			r.reply()
+			r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_RESPONSE))
+		}, -33, fatalUnauthorized, ClassSaslException},
+		{"SASL digest response that does not parse", tokenConfig(), func(r *rawConn) {
+			r.preamble(authProtocolSASL)
+			r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+			r.reply()
+			m := saslMsg(commonpb.RpcSaslProto_INITIATE, tokenAuth())
+			m.Token = []byte("\x00garbage")
+			r.packet(saslHeader(), m)
+		}, -33, fatalUnauthorized, ClassSaslException},
 		{"second SASL NEGOTIATE", tokenConfig(), func(r *rawConn) {
 			r.preamble(authProtocolSASL)
 			r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))

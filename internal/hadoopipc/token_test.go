@@ -3,6 +3,7 @@ package hadoopipc
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -31,9 +32,12 @@ func TestTokenAuth(t *testing.T) {
 			cfg := tokenConfig()
 			cfg.AllowSimple = false
 			cfg.QOPs = tc.serverQOPs
+			var mu sync.Mutex
 			var seen User
 			ts := startServer(t, cfg, echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+				mu.Lock()
 				seen, _ = UserFromContext(ctx)
+				mu.Unlock()
 			}))
 			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: testToken("id-amuser", "pw-amuser"), QOPs: tc.clientQOPs})
 			for i := 0; i < 3; i++ { // several packets through the layer
@@ -45,6 +49,8 @@ func TestTokenAuth(t *testing.T) {
 					t.Errorf("handler saw user %q", resp.GetToken().GetService())
 				}
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if seen.AuthMethod != "TOKEN" || string(seen.TokenID) != "id-amuser" || seen.Name != "amuser" {
 				t.Errorf("User in ctx = %+v", seen)
 			}
