@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -47,10 +48,13 @@ func (r *Router) restRoutes(mux *http.ServeMux) {
 // restReply is what a REST handler produces: a status and the value to
 // render (a JSON envelope and the XML document may differ).
 type restReply struct {
-	status int
-	json   any
-	xml    any
+	status   int
+	json     any
+	xml      any
+	location string // Location header (202 Accepted of a submission)
 }
+
+func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
 
 // restError is an error with the HTTP status and the Java class Hadoop
 // would send in its RemoteException body.
@@ -92,6 +96,9 @@ func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFun
 			status, body := restFailure(err)
 			write(w, status, asXML, body, body.RemoteException)
 			return
+		}
+		if reply.location != "" {
+			w.Header().Set("Location", reply.location)
 		}
 		write(w, reply.status, asXML, reply.json, reply.xml)
 	}
@@ -161,7 +168,7 @@ func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
 		ResourceManagerVersion: "yarnfed-router", HadoopVersion: "3.4.1",
 		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
 	}
-	return restReply{http.StatusOK, rmrest.ClusterInfoResponse{ClusterInfo: info}, info}, nil
+	return reply(http.StatusOK, rmrest.ClusterInfoResponse{ClusterInfo: info}, info), nil
 }
 
 func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, error) {
@@ -172,7 +179,7 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 	mc := resp.GetMaximumCapability()
 	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
 		MaximumResourceCapability: rmrest.ResourceInfo{Memory: mc.GetMemory(), VCores: mc.GetVirtualCores()}}
-	return restReply{http.StatusOK, na, na}, nil
+	return reply(http.StatusOK, na, na), nil
 }
 
 func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
@@ -190,10 +197,11 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 	if _, err := r.submitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}); err != nil {
 		return restReply{}, err
 	}
-	// Hadoop answers 202 Accepted with a Location header and no body.
+	// Hadoop answers 202 Accepted with the app's URL in Location.
+	loc := (&url.URL{Scheme: "http", Host: req.Host, Path: "/ws/v1/cluster/apps/" + AppIDString(asc.GetApplicationId())}).String()
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
-	}{}}, nil
+	}{}, location: loc}, nil
 }
 
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
@@ -223,7 +231,7 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 		return restReply{}, err
 	}
 	a := AppInfo(rep, time.Now())
-	return restReply{http.StatusOK, rmrest.AppResponse{App: a}, a}, nil
+	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
 }
 
 func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply, error) {
@@ -232,7 +240,7 @@ func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply
 		return restReply{}, err
 	}
 	st := rmrest.AppState{State: rep.GetYarnApplicationState().String()}
-	return restReply{http.StatusOK, st, st}, nil
+	return reply(http.StatusOK, st, st), nil
 }
 
 // restPutAppState kills an application: {"state":"KILLED"}. 202 while the
@@ -269,9 +277,9 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	st := rmrest.AppState{State: state.String()}
 	switch state {
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return restReply{http.StatusOK, st, st}, nil
+		return reply(http.StatusOK, st, st), nil
 	}
-	return restReply{http.StatusAccepted, st, st}, nil
+	return reply(http.StatusAccepted, st, st), nil
 }
 
 func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
@@ -292,7 +300,7 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 			AppAttemptState: strings.TrimPrefix(a.GetYarnApplicationAttemptState().String(), "APP_ATTEMPT_"),
 		})
 	}
-	return restReply{http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out}, nil
+	return reply(http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out), nil
 }
 
 func containerIDString(c *yarnpb.ContainerIdProto) string {
@@ -344,7 +352,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		}
 		out.App = append(out.App, info)
 	}
-	return restReply{http.StatusOK, rmrest.AppsResponse{Apps: out}, out}, nil
+	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }
 
 func nonEmpty(s string) []string {
@@ -406,7 +414,7 @@ func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, e
 	for _, n := range nodes {
 		out.Node = append(out.Node, NodeInfo(n))
 	}
-	return restReply{http.StatusOK, rmrest.NodesResponse{Nodes: out}, out}, nil
+	return reply(http.StatusOK, rmrest.NodesResponse{Nodes: out}, out), nil
 }
 
 func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, error) {
@@ -418,7 +426,7 @@ func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, er
 	for _, n := range nodes {
 		if nodeKey(n.GetNodeId()) == want {
 			info := NodeInfo(n)
-			return restReply{http.StatusOK, rmrest.NodeResponse{Node: info}, info}, nil
+			return reply(http.StatusOK, rmrest.NodeResponse{Node: info}, info), nil
 		}
 	}
 	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,

@@ -17,6 +17,11 @@ import (
 )
 
 func (f *fed) do(method, path, accept, ctype, body string) (int, []byte) {
+	code, b, _ := f.doH(method, path, accept, ctype, body)
+	return code, b
+}
+
+func (f *fed) doH(method, path, accept, ctype, body string) (int, []byte, http.Header) {
 	f.t.Helper()
 	srv := httptest.NewServer(f.router.Handler())
 	defer srv.Close()
@@ -33,7 +38,7 @@ func (f *fed) do(method, path, accept, ctype, body string) (int, []byte) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, resp.Header
 }
 
 func TestRESTSubmitLifecycle(t *testing.T) {
@@ -51,8 +56,9 @@ func TestRESTSubmitLifecycle(t *testing.T) {
 	    "local-resources":{"entry":[{"key":"AppMaster.jar","value":{"resource":"hdfs://nn:9000/x/AppMaster.jar","type":"FILE","visibility":"APPLICATION","size":4,"timestamp":5}}]},
 	    "environment":{"entry":[{"key":"A","value":"1"}]}},
 	  "resource":{"memory":1024,"vCores":1},"application-type":"YARN","application-tags":{"tag":["t1","t2"]}}`
-	if code, b := f.do("POST", "/ws/v1/cluster/apps", "", "application/json", body); code != http.StatusAccepted {
-		t.Fatalf("submit: %d %s", code, b)
+	if code, b, h := f.doH("POST", "/ws/v1/cluster/apps", "", "application/json", body); code != http.StatusAccepted ||
+		!strings.HasSuffix(h.Get("Location"), "/ws/v1/cluster/apps/"+na.ApplicationID) {
+		t.Fatalf("submit: %d %s %v", code, b, h)
 	}
 	if h := f.store.Homes()[na.ApplicationID]; h != "SC-2" {
 		t.Fatalf("home %q, want SC-2", h)

@@ -55,7 +55,7 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 	if len(failed) > 0 && (!r.cfg.PartialResults || ok == 0) {
 		return restReply{}, joinSC(failed)
 	}
-	return restReply{http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum}, nil
+	return reply(http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum), nil
 }
 
 func (r *Router) fetchMetrics(ctx context.Context, sc SubClusterInfo) (*rmrest.ClusterMetrics, error) {
