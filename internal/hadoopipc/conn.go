@@ -96,7 +96,15 @@ func (c *serverConn) serve() {
 	graceful := false
 	defer func() {
 		if graceful {
-			c.calls.Wait()
+			// Let calls in flight reply, unless Close cuts the drain
+			// short (a handler that ignores its context must not hang
+			// Shutdown past its deadline).
+			drained := make(chan struct{})
+			go func() { c.calls.Wait(); close(drained) }()
+			select {
+			case <-drained:
+			case <-c.ctx.Done():
+			}
 		}
 		c.cancel()
 		c.nc.Close()

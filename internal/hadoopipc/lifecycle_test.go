@@ -334,3 +334,23 @@ func TestRetriableStaysOnServer(t *testing.T) {
 		t.Fatalf("busy server saw %d tries, want 3", tries.Load())
 	}
 }
+
+// TestShutdownDeadlineWithStuckHandler: a handler that ignores its context
+// cannot hold Shutdown past its deadline.
+func TestShutdownDeadlineWithStuckHandler(t *testing.T) {
+	entered := make(chan struct{})
+	stuck := make(chan struct{})
+	defer close(stuck)
+	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) {
+		close(entered)
+		<-stuck // ignores ctx
+	}))
+	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, FailoverAttempts: 1})
+	go echo(context.Background(), c, "stuck")
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+}
