@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"google.golang.org/protobuf/proto"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,6 +70,29 @@ func FuzzDecodeAppState(f *testing.F) {
 		st, err := router.DecodeAppState(ctype, body)
 		if err == nil && st == "" {
 			t.Fatal("empty state accepted")
+		}
+	})
+}
+
+// FuzzRESTQuery: any query string on the list endpoints gets 200 or a 400
+// RemoteException, never a server error or a panic.
+func FuzzRESTQuery(f *testing.F) {
+	for _, s := range []string{"states=RUNNING,accepted", "limit=2&user=alice", "states=BOGUS", "startedTimeBegin=5&startedTimeEnd=1", "states=%zz", "finalStatus=SUCCEEDED&applicationTags=a,b"} {
+		f.Add("/ws/v1/cluster/apps", s)
+		f.Add("/ws/v1/cluster/nodes", s)
+	}
+	fd := newFed(f, 2, nil)
+	h := fd.router.Handler()
+	f.Fuzz(func(t *testing.T, path, query string) {
+		if path != "/ws/v1/cluster/apps" && path != "/ws/v1/cluster/nodes" {
+			path = "/ws/v1/cluster/apps"
+		}
+		req := httptest.NewRequest("GET", "http://router"+path, nil)
+		req.URL.RawQuery = query
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 && w.Code != 400 {
+			t.Fatalf("%s?%s: HTTP %d %s", path, query, w.Code, w.Body.String())
 		}
 	})
 }
