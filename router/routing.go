@@ -116,14 +116,20 @@ func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (S
 	if len(res) == 0 {
 		return "", fmt.Errorf("%w: %s", ErrAppNotFound, AppIDString(app))
 	}
-	best := res[0]
 	for _, x := range res {
 		if !isUAMReport(x.resp.GetApplicationReport()) {
-			best = x
-			break
+			return x.sc, nil
 		}
 	}
-	return best.sc, nil
+	// Only unmanaged-AM copies answered: the home is down or gone.
+	// Recording a UAM's sub-cluster as the home would send kills and
+	// moves to the wrong RM, so refuse instead.
+	var where []string
+	for _, x := range res {
+		where = append(where, string(x.sc))
+	}
+	return "", hadoopipc.Errorf(hadoopipc.ClassYarnException,
+		"%s: its home sub-cluster is unknown; only its unmanaged AMs answered (in %s)", AppIDString(app), strings.Join(where, ", "))
 }
 
 // onHome forwards a per-application call to the app's home sub-cluster. A

@@ -488,3 +488,26 @@ func TestPerAppCallRidesThroughHomeFailover(t *testing.T) {
 		t.Fatalf("report across the home's failover: %v", err)
 	}
 }
+
+// TestFallbackIgnoresUAMCopies: with no home row and the home RM unknown,
+// a sub-cluster holding only the app's UAM must not become its home.
+func TestFallbackIgnoresUAMCopies(t *testing.T) {
+	f := newFed(t, 2, nil)
+	id := &yarnpb.ApplicationIdProto{Id: new(int32(7)), ClusterTimestamp: new(int64(99))}
+	f.rms["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("UnmanagedAM"), UnmanagedApplication: new(true)})
+	_, err := f.report(f.client, id)
+	if err == nil || !strings.Contains(err.Error(), "unmanaged AMs") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, ok := f.store.Homes()[router.AppIDString(id)]; ok {
+		t.Fatal("a UAM's sub-cluster was recorded as the home")
+	}
+	// Once the real home shows up, it is found and recorded.
+	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("job")})
+	if _, err := f.report(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-1" {
+		t.Fatalf("home %q, want SC-1", h)
+	}
+}
