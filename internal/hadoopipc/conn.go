@@ -55,7 +55,26 @@ type serverConn struct {
 	unwrapPending  []byte // partial inner packet of auth-int wrapped data
 	connectionProt string
 	rbuf           []byte // reused packet buffer: decoding copies out of it
+	lingering      bool   // a last reply was sent: close gently (see lingerClose)
 }
+
+// lingerClose half-closes after a FATAL (or HTTP) reply and discards what
+// the peer still sends for a moment. Closing a socket with unread input
+// makes the kernel send RST, and a peer that gets RST may lose our reply
+// before reading it; Hadoop likewise shuts down output first.
+func (c *serverConn) lingerClose() {
+	tc, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || tc.CloseWrite() != nil {
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.Copy(io.Discard, io.LimitReader(c.br, lingerBytes))
+}
+
+const (
+	lingerTimeout = time.Second
+	lingerBytes   = 256 << 10
+)
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(s.baseCtx)
@@ -105,6 +124,9 @@ func (c *serverConn) serve() {
 			case <-drained:
 			case <-c.ctx.Done():
 			}
+		}
+		if c.lingering {
+			c.lingerClose()
 		}
 		c.cancel()
 		c.nc.Close()
@@ -168,6 +190,7 @@ func (c *serverConn) handshake() error {
 	if [4]byte(p[:4]) == httpGet {
 		c.srv.metrics.rejected.WithLabelValues("http").Inc()
 		c.writeRaw([]byte(httpOnIPCPortReply))
+		c.lingering = true
 		return errors.New("HTTP request on the IPC port")
 	}
 	if _, err := io.ReadFull(c.br, p[4:]); err != nil {
@@ -411,6 +434,7 @@ func (c *serverConn) sendFatal(callID, retry int32, re *RemoteError) {
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	// Wait for it: the reader closes the socket as soon as we return.
 	c.w.send(buf, c.wrapFn, true)
+	c.lingering = true
 	c.closed.Store(true)
 	c.cancel()
 }
