@@ -3,6 +3,7 @@ package hadoopipc
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -157,4 +158,42 @@ func TestTokenUserMismatchInContext(t *testing.T) {
 		t.Fatalf("reply %v", h)
 	}
 	r.expectClosed()
+}
+
+// TestWrappedPipelinedCalls: many concurrent calls over one auth-int and
+// one auth-conf connection. DIGEST-MD5 layers number every message, so any
+// reordering between wrapping and writing (either side) breaks the stream.
+func TestWrappedPipelinedCalls(t *testing.T) {
+	for _, qop := range []string{"auth-int", "auth-conf"} {
+		t.Run(qop, func(t *testing.T) {
+			cfg := tokenConfig()
+			cfg.QOPs = []string{qop}
+			ts := startServer(t, cfg, echoProtocol(nil))
+			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: testToken("id-amuser", "pw-amuser"), FailoverAttempts: 1})
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			for g := 0; g < 16; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					for i := 0; i < 20; i++ {
+						want := strings.Repeat(string(rune('a'+g)), 1+i*37)
+						resp, err := echo(context.Background(), c, want)
+						if err == nil && resp.GetToken().GetKind() != want {
+							err = errors.New("reply for another call")
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
 }
