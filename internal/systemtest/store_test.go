@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,5 +168,127 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 	}
 	if len(st0.GetNodes()) != 3 {
 		t.Errorf("%s sees %d voters after restart, want 3: %v", victim.id, len(st0.GetNodes()), st0)
+	}
+}
+
+// addReplica starts one more replica: the first with --bootstrap alone,
+// later ones with --join through the first one's gRPC address.
+func (sc *storeCluster) addReplica(t *testing.T) *storeNode {
+	t.Helper()
+	h := sc.h
+	nd := &storeNode{id: fmt.Sprintf("ss%d", len(sc.nodes)+1)}
+	h.launch("replica "+nd.id, 3, 60*time.Second, func(ports []string) []*proc {
+		nd.grpc, nd.raft, nd.httpAddr = ports[0], ports[1], ports[2]
+		nd.dir = dataDir(h, fmt.Sprintf("%s-%s", nd.id, strings.ReplaceAll(nd.raft, ":", "_")))
+		args := []string{"statestore", "--node-id", nd.id, "--data-dir", nd.dir,
+			"--grpc-address", nd.grpc, "--raft-address", nd.raft, "--http-address", nd.httpAddr,
+			"--heartbeat-timeout", "500ms", "--election-timeout", "500ms"}
+		if len(sc.nodes) == 0 {
+			args = append(args, "--bootstrap")
+		} else {
+			args = append(args, "--join", sc.nodes[0].grpc)
+		}
+		nd.p = h.spawn("statestore-"+nd.id, args...)
+		return []*proc{nd.p}
+	}, func() (bool, string) {
+		l, d := nd.readyz()
+		return l != "", d
+	})
+	sc.nodes = append(sc.nodes, nd)
+	return nd
+}
+
+// TestStoreJoinedClusterRestarts: a cluster grown the operator's other
+// way (bootstrap one replica, --join two more) forwards writes from any
+// replica, and survives every replica being SIGKILLed and started again
+// with the same command lines (a joined replica re-joins harmlessly).
+func TestStoreJoinedClusterRestarts(t *testing.T) {
+	h := newHarness(t)
+	st := &storeCluster{h: h}
+	for range 3 {
+		st.addReplica(t)
+	}
+	waitFor(t, 30*time.Second, "3 voters", func() (bool, string) {
+		s, err := st.client(t, st.nodes[2]).Status(ctxT(t, 5*time.Second))
+		if err != nil {
+			return false, err.Error()
+		}
+		voters := 0
+		for _, n := range s.GetNodes() {
+			if n.GetVoter() {
+				voters++
+			}
+		}
+		return voters == 3, s.String()
+	})
+	// Writes through a joined replica only: forwarded to the leader.
+	joined := st.client(t, st.nodes[2])
+	want := map[string]string{}
+	for i := range 50 {
+		id := fmt.Sprintf("application_1700000000000_%04d", i+1)
+		if _, _, err := joined.AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: "SC-1"}); err != nil {
+			t.Fatalf("insert through joined replica %s: %v", st.nodes[2].id, err)
+		}
+		want[id] = "SC-1"
+	}
+
+	for _, nd := range st.nodes {
+		nd.p.kill()
+	}
+	for _, nd := range st.nodes {
+		h.restart(nd.p)
+	}
+	waitFor(t, 60*time.Second, "replicas agree on a leader after a full restart", st.agreedLeader)
+	for _, nd := range st.nodes {
+		c := st.client(t, nd)
+		waitFor(t, 30*time.Second, nd.id+" recovered every insert", func() (bool, string) {
+			local, err := allHomes(ctxT(t, 10*time.Second), c, client.Stale())
+			if err != nil {
+				return false, err.Error()
+			}
+			for id := range want {
+				if local[id] != "SC-1" {
+					return false, fmt.Sprintf("%d homes, %s missing", len(local), id)
+				}
+			}
+			return len(local) == len(want), fmt.Sprintf("%d homes, want %d", len(local), len(want))
+		})
+	}
+	if _, _, err := st.client(t, st.nodes[1]).AddApplicationHome(ctxT(t, 15*time.Second),
+		&pb.ApplicationHome{ApplicationId: "application_1700000000000_9999", HomeSubClusterId: "SC-2"}); err != nil {
+		t.Fatalf("insert after the full restart: %v", err)
+	}
+}
+
+// TestStoreJoinedReplicaRestartsWithoutItsSeed: the replica the others
+// joined through dies for good; another replica restarts with its usual
+// command line (--join naming the dead seed). It is already a member, so it
+// must start without the seed, and with the third replica form a majority.
+func TestStoreJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
+	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
+		t.Skip("BUG: statestore/node.Start calls join whenever --join is set, even when the data dir already holds Raft " +
+			"state; with the --join targets down it blocks for the join client's 1 min RetryTimeout and then the process " +
+			"exits (\"join via [...]: statestore: unavailable\"), so a 3-replica cluster whose seed died cannot restart a " +
+			"second replica and loses quorum; set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
+	}
+	h := newHarness(t)
+	st := &storeCluster{h: h}
+	for range 3 {
+		st.addReplica(t)
+	}
+	waitFor(t, 30*time.Second, "an agreed leader", st.agreedLeader)
+	seed, restarted := st.nodes[0], st.nodes[1]
+	seed.p.kill()
+	restarted.p.kill()
+	h.restart(restarted.p)
+	waitFor(t, 20*time.Second, restarted.id+" finishes starting without its seed", func() (bool, string) {
+		if dead, err := restarted.p.exited(); dead {
+			t.Fatalf("%s exited: %v", restarted.id, err)
+		}
+		return restarted.p.logContains("statestore replica started"), "start has not returned (still joining?)"
+	})
+	if _, _, err := st.client(t, restarted).AddApplicationHome(ctxT(t, 15*time.Second),
+		&pb.ApplicationHome{ApplicationId: "application_1700000000000_0001", HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatalf("insert through %s with the seed gone: %v", restarted.id, err)
 	}
 }
