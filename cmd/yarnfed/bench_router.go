@@ -30,6 +30,7 @@ func newBenchRouterCmd() *cobra.Command {
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per target (router, direct)")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "alternating rounds the duration is split into")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client goroutines sharing one connection")
+	f.DurationVar(&cfg.RMLatency, "rm-latency", 0, "service time simrm adds to every call (a real RM's is milliseconds); 0 = pure overhead")
 	f.BoolVar(&verbose, "verbose", false, "log router and simrm activity to stderr")
 	return cmd
 }
