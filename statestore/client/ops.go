@@ -405,17 +405,18 @@ func (c *Client) Status(ctx context.Context) (*pb.StatusResponse, error) {
 	})
 }
 
-// Join adds a replica to the cluster.
+// Join adds a replica to the cluster. Retried across leader changes:
+// adding a member that is already there with the same address is a no-op.
 func (c *Client) Join(ctx context.Context, r *pb.JoinRequest) error {
-	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.JoinResponse, error) {
+	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.JoinResponse, error) {
 		return s.admin.Join(ctx, r)
 	})
 	return err
 }
 
-// Remove removes a replica from the cluster.
+// Remove removes a replica from the cluster (retried like Join).
 func (c *Client) Remove(ctx context.Context, nodeID string) error {
-	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.RemoveResponse, error) {
+	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.RemoveResponse, error) {
 		return s.admin.Remove(ctx, &pb.RemoveRequest{NodeId: nodeID})
 	})
 	return err

@@ -35,8 +35,8 @@ func testConfig(t *testing.T, id string) Config {
 	cfg.GRPCAddress = "127.0.0.1:0"
 	cfg.RaftAddress = freeAddr(t)
 	cfg.HTTPAddress = "127.0.0.1:0"
-	cfg.HeartbeatTimeout = Duration(100 * time.Millisecond)
-	cfg.ElectionTimeout = Duration(100 * time.Millisecond)
+	cfg.HeartbeatTimeout = Duration(200 * time.Millisecond)
+	cfg.ElectionTimeout = Duration(200 * time.Millisecond)
 	return cfg
 }
 

@@ -95,6 +95,7 @@ type Store struct {
 	}
 
 	applySeconds prometheus.Histogram
+	raftSeconds  prometheus.Histogram
 	batchSize    prometheus.Histogram
 	collectors   []prometheus.Collector
 	closeOnce    sync.Once
@@ -246,13 +247,18 @@ func (s *Store) initMetrics() {
 		Help:    "Time from proposing a command on the leader to its FSM result.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
 	})
+	s.raftSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "yarnfed_statestore_raft_commit_seconds",
+		Help:    "Time from handing a Raft entry to Raft to its FSM result (commit and apply).",
+		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
+	})
 	s.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "yarnfed_statestore_batch_commands",
 		Help:    "Commands per Raft entry proposed by the group commit.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 	})
 	s.collectors = []prometheus.Collector{
-		s.applySeconds, s.batchSize,
+		s.applySeconds, s.raftSeconds, s.batchSize,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_batches_total", Help: "Batches applied to the FSM (one bbolt transaction each)."},
 			func() float64 { return float64(s.fsm.batches.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "yarnfed_statestore_fsm_entries_total", Help: "Raft log entries applied to the FSM."},
@@ -494,8 +500,10 @@ func (s *Store) runProposer() {
 		}
 		s.batchSize.Observe(float64(len(batch)))
 		f := s.raft.Apply(data, s.cfg.ApplyTimeout)
+		sent := time.Now()
 		go func() {
 			defer func() { <-sem }()
+			defer func() { s.raftSeconds.Observe(time.Since(sent).Seconds()) }()
 			// Raft does not answer futures still queued when it shuts
 			// down; Close stops waiting through s.done instead.
 			if err := f.Error(); err != nil {
