@@ -259,6 +259,50 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 		}
 	})
 
+	// Hadoop's distributed shell, submitted through the Router: a managed
+	// AM launched by the home cluster's NodeManager registers with its RM,
+	// gets two containers that run a shell command, and finishes SUCCEEDED.
+	t.Run("distributed shell", func(t *testing.T) {
+		var dsJar string
+		entries := strings.Split(j.classpath, string(os.PathListSeparator))
+		for _, e := range entries {
+			if strings.Contains(filepath.Base(e), "distributedshell") {
+				dsJar = e
+			}
+		}
+		if dsJar == "" {
+			t.Fatal("no distributedshell jar on the classpath")
+		}
+		marker := fmt.Sprintf("yarnfed-ds-%d", time.Now().UnixNano())
+		dsConf := writeYarnSite(t, map[string]string{
+			"yarn.resourcemanager.address": r.ClientRMAddr().String(),
+			// The AM's classpath: its RM's yarn-site.xml (via the NM's
+			// HADOOP_CONF_DIR), then the same jars as everything here.
+			"yarn.application.classpath": "$HADOOP_CONF_DIR," + strings.Join(entries, ","),
+		})
+		out := j.runCLI(t, filepath.Dir(dsConf), "org.apache.hadoop.yarn.applications.distributedshell.Client",
+			"-jar", dsJar, "-appname", "yarnfed-ds", "-queue", "default", "-shell_command", "echo "+marker,
+			"-num_containers", "2", "-container_memory", "128", "-master_memory", "512", "-timeout", "180000")
+		if out.exit != 0 {
+			t.Fatalf("distributed shell exit %d (0 means the app SUCCEEDED):\n%s", out.exit, tail(out.stderr, 4000))
+		}
+		// Each container's stdout lands in its NM's log dir.
+		found := 0
+		for _, mc := range []*miniCluster{sc1, sc2} {
+			_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && d.Name() == "stdout" {
+					if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) {
+						found++
+					}
+				}
+				return nil
+			})
+		}
+		if found != 2 {
+			t.Errorf("found the shell command's output in %d container stdout files, want 2", found)
+		}
+	})
+
 	// A queue policy stored the way `yarn routeradmin -policy` stores it
 	// (WeightedPolicyInfo JSON) decides where Hadoop's submissions land.
 	t.Run("queue policy places apps", func(t *testing.T) {

@@ -228,6 +228,15 @@ func (j *javaEnv) runCLI(t testing.TB, confDir, class string, args ...string) cl
 	return res
 }
 
+// javaHome is the JDK directory of the java binary in use.
+func (j *javaEnv) javaHome() string {
+	p, err := filepath.EvalSymlinks(j.java)
+	if err != nil {
+		p = j.java
+	}
+	return filepath.Dir(filepath.Dir(p))
+}
+
 func exitText(err error) string {
 	if err == nil {
 		return "exit 0"
@@ -258,6 +267,7 @@ type clusterInfo struct {
 // miniCluster is a running MiniYARNCluster JVM; closing its stdin stops it.
 type miniCluster struct {
 	info    clusterInfo
+	dir     string // conf, logs and the NMs' local and log dirs
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	logPath string
@@ -289,6 +299,10 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 	}
 	cmd := exec.Command(j.java, argv...)
 	cmd.Dir = dir
+	// NodeManagers pass these (yarn.nodemanager.env-whitelist) to the
+	// containers they launch: a managed AM finds java, and its classpath's
+	// $HADOOP_CONF_DIR entry finds the yarn-site.xml of the RM it runs under.
+	cmd.Env = append(os.Environ(), "JAVA_HOME="+j.javaHome(), "HADOOP_CONF_DIR="+dir)
 	cmd.Stderr = logf
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -301,7 +315,7 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	mc := &miniCluster{cmd: cmd, stdin: stdin, logPath: logPath, done: make(chan error, 1)}
+	mc := &miniCluster{cmd: cmd, dir: dir, stdin: stdin, logPath: logPath, done: make(chan error, 1)}
 	ready := make(chan clusterInfo, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
