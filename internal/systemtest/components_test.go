@@ -133,6 +133,18 @@ func (sc *storeCluster) leader(t *testing.T) *storeNode {
 	return nil
 }
 
+// addrsFirst lists every replica's gRPC address, first's first (clients
+// start with the first address, and keep their watch stream there).
+func (sc *storeCluster) addrsFirst(first *storeNode) string {
+	a := []string{first.grpc}
+	for _, nd := range sc.nodes {
+		if nd != first {
+			a = append(a, nd.grpc)
+		}
+	}
+	return strings.Join(a, ",")
+}
+
 func (sc *storeCluster) addrs() string {
 	var a []string
 	for _, nd := range sc.nodes {
