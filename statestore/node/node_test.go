@@ -139,3 +139,22 @@ func TestLoadConfigFile(t *testing.T) {
 		t.Fatal("unknown key accepted")
 	}
 }
+
+func FuzzParsePeers(f *testing.F) {
+	f.Add("a=127.0.0.1:9091,b=[::1]:9091")
+	f.Add("=,a=,=b:1")
+	f.Add("a=h:1,a=h:2")
+	f.Fuzz(func(t *testing.T, s string) {
+		peers, err := ParsePeers(strings.Split(s, ","))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, p := range peers {
+			if p.ID == "" || p.RaftAddr == "" || seen[p.ID] {
+				t.Fatalf("accepted bad peer list %q: %+v", s, peers)
+			}
+			seen[p.ID] = true
+		}
+	})
+}
