@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 )
 
@@ -296,4 +299,80 @@ func setDiff(a, b map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Hadoop's client-side RM HA against simrm: Hadoop's failover proxy provider
+// must take our StandbyException for what it is and move on to the next RM
+// id, and application errors must still surface typed through it.
+func TestJavaYarnClientFailsOverBetweenSimRMs(t *testing.T) {
+	j := needJava(t)
+	active := startSimRM(t, 2)
+	scfg := simrm.TestConfig()
+	reg := prometheus.NewRegistry()
+	scfg.Registerer = reg
+	standby, err := simrm.NewStandby(active, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := standby.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		standby.Close()
+	})
+	conf := writeYarnSite(t, map[string]string{
+		"yarn.resourcemanager.ha.enabled": "true",
+		"yarn.resourcemanager.ha.rm-ids":  "rm1,rm2",
+		// rm1, tried first, is the standby.
+		"yarn.resourcemanager.address.rm1":           standby.Addrs().Client,
+		"yarn.resourcemanager.address.rm2":           active.Addrs().Client,
+		"yarn.resourcemanager.scheduler.address.rm1": standby.Addrs().Scheduler,
+		"yarn.resourcemanager.scheduler.address.rm2": active.Addrs().Scheduler,
+		"yarn.resourcemanager.admin.address.rm1":     standby.Addrs().Admin,
+		"yarn.resourcemanager.admin.address.rm2":     active.Addrs().Admin,
+		"yarn.resourcemanager.webapp.address.rm1":    standby.Addrs().Web,
+		"yarn.resourcemanager.webapp.address.rm2":    active.Addrs().Web,
+		"yarn.client.failover-sleep-base-ms":         "50",
+		"yarn.client.failover-sleep-max-ms":          "200",
+	})
+	run := j.runDriver(t, "YarnClientDriver", "--conf", conf, "metrics", "newapp", "submit:ha:default:unmanaged", "waittoken",
+		"report:application_1_9999")
+	var m struct {
+		NumNodeManagers int `json:"numNodeManagers"`
+	}
+	run.op(t, "metrics").decode(t, &m)
+	if m.NumNodeManagers != 2 {
+		t.Errorf("metrics through failover: %d NMs, want 2", m.NumNodeManagers)
+	}
+	run.op(t, "newapp").decode(t, &struct{}{})
+	run.op(t, "waittoken").decode(t, &struct{}{})
+	if l := run.op(t, "report:application_1_9999"); l.OK || l.Exception != hadoopipc.ClassApplicationNotFound {
+		t.Errorf("unknown app through the failover proxy: ok=%v %s %q", l.OK, l.Exception, l.Message)
+	}
+	// Hadoop's provider starts with rm1: the standby must have been asked.
+	if n := counterSum(t, reg, "yarnfed_simrm_calls_total"); n < 1 {
+		t.Errorf("the standby (rm1) saw %v calls; Hadoop's client never tried it, so failover was not exercised", n)
+	}
+}
+
+// counterSum adds up every series of a counter in reg.
+func counterSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
