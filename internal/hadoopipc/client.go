@@ -305,7 +305,12 @@ func (p *Pool) get(ctx context.Context, key connKey, cfg connConfig) (*clientCon
 			e = &poolEntry{ready: make(chan struct{})}
 			p.conns[key] = e
 			p.mu.Unlock()
-			e.conn, e.err = dialConn(ctx, p, key, cfg)
+			conn, err := dialConn(ctx, p, key, cfg)
+			// Publish under p.mu: the connection's read loop may already be
+			// closing it, and removeConn reads e.conn under p.mu.
+			p.mu.Lock()
+			e.conn, e.err = conn, err
+			p.mu.Unlock()
 			if e.err != nil {
 				p.remove(key, e)
 			}

@@ -104,8 +104,11 @@ func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*cl
 	c.w = newBatchWriter(nc, clientWriteTimeout, func(err error) {
 		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, key.addr, err))
 	})
-	go c.readLoop(bufio.NewReaderSize(nc, 16<<10))
+	// Arm before the read loop starts: the loop may close the connection at
+	// once (a server that refuses us replies FATAL right after the
+	// preamble), and close reads the timer under c.mu.
 	c.armIdle()
+	go c.readLoop(bufio.NewReaderSize(nc, 16<<10))
 	return c, nil
 }
 
