@@ -2,12 +2,15 @@ package router_test
 
 import (
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"net"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -147,6 +150,24 @@ func TestIntegrationSimRMs(t *testing.T) {
 	if err := c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil ||
 		m.GetClusterMetrics().GetNumNodeManagers() != int32(2*simrm.TestConfig().Nodes) {
 		t.Fatalf("metrics %v %v", m, err)
+	}
+
+	// REST documents come from the home RMs' own REST APIs (all fields).
+	f.router = rt
+	code, b := f.do("GET", "/ws/v1/cluster/apps/"+router.AppIDString(ids[0]), "", "", "")
+	var one rmrest.AppResponse
+	if code != 200 || json.Unmarshal(b, &one) != nil || one.App.Timeouts == nil {
+		t.Fatalf("GET app via router: %d %s", code, b)
+	}
+	code, b = f.do("GET", "/ws/v1/cluster/apps", "", "", "")
+	var all rmrest.AppsResponse
+	if code != 200 || json.Unmarshal(b, &all) != nil || len(all.Apps.App) != 12 || all.Apps.App[0].Timeouts == nil {
+		t.Fatalf("GET apps via router: %d, %d apps", code, len(all.Apps.App))
+	}
+	code, b = f.do("GET", "/ws/v1/cluster/nodes", "application/xml", "", "")
+	var nodes rmrest.Nodes
+	if code != 200 || xml.Unmarshal(b, &nodes) != nil || len(nodes.Node) != 2*simrm.TestConfig().Nodes {
+		t.Fatalf("GET nodes via router: %d, %d nodes", code, len(nodes.Node))
 	}
 
 	// SC-1 fails over; its agent notices in one probe round.

@@ -10,11 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -225,15 +222,6 @@ func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.Applica
 	return resp.GetApplicationReport(), nil
 }
 
-func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
-	rep, err := r.report(ctx, req)
-	if err != nil {
-		return restReply{}, err
-	}
-	a := AppInfo(rep, time.Now())
-	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
-}
-
 func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply, error) {
 	rep, err := r.report(ctx, req)
 	if err != nil {
@@ -316,45 +304,6 @@ func containerIDString(c *yarnpb.ContainerIdProto) string {
 	return fmt.Sprintf("%s%d_%04d_%02d_%06d", prefix, a.GetClusterTimestamp(), a.GetId(), c.GetAppAttemptId().GetAttemptId(), seq)
 }
 
-func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, error) {
-	q, err := rmrest.ParseAppsQuery(req.URL.Query())
-	if err != nil {
-		return restReply{}, err
-	}
-	preq := &yarnpb.GetApplicationsRequestProto{Users: nonEmpty(q.User), Queues: nonEmpty(q.Queue), ApplicationTypes: q.ApplicationTypes, ApplicationTags: q.ApplicationTags}
-	for _, s := range q.States {
-		if v, ok := yarnpb.YarnApplicationStateProto_value[s]; ok {
-			preq.ApplicationStates = append(preq.ApplicationStates, yarnpb.YarnApplicationStateProto(v))
-		}
-	}
-	if q.StartedTimeBegin > 0 || q.StartedTimeEnd > 0 {
-		preq.StartBegin, preq.StartEnd = proto.Int64(q.StartedTimeBegin), proto.Int64(endOr(q.StartedTimeEnd))
-	}
-	if q.FinishedTimeBegin > 0 || q.FinishedTimeEnd > 0 {
-		preq.FinishBegin, preq.FinishEnd = proto.Int64(q.FinishedTimeBegin), proto.Int64(endOr(q.FinishedTimeEnd))
-	}
-	if q.Name != "" {
-		preq.Name = proto.String(q.Name)
-	}
-	res, err := fanout(ctx, r, "getApplications", preq, newMsg[yarnpb.GetApplicationsResponseProto], r.cfg.PartialResults)
-	if err != nil {
-		return restReply{}, err
-	}
-	now := time.Now()
-	out := rmrest.Apps{}
-	for _, a := range r.mergeApplications(res).GetApplications() {
-		info := AppInfo(a, now)
-		if q.FinalStatus != "" && !strings.EqualFold(info.FinalStatus, q.FinalStatus) {
-			continue
-		}
-		if q.Limit > 0 && int64(len(out.App)) >= q.Limit {
-			break
-		}
-		out.App = append(out.App, info)
-	}
-	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
-}
-
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil
@@ -379,59 +328,6 @@ var nodeStates = func() []string {
 		out = append(out, strings.TrimPrefix(n, "NS_"))
 	}
 }()
-
-func (r *Router) clusterNodes(ctx context.Context, states []string) ([]*yarnpb.NodeReportProto, error) {
-	preq := &yarnpb.GetClusterNodesRequestProto{}
-	for _, s := range states {
-		preq.NodeStates = append(preq.NodeStates, yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+s]))
-	}
-	res, err := fanout(ctx, r, "getClusterNodes", preq, newMsg[yarnpb.GetClusterNodesResponseProto], r.cfg.PartialResults)
-	if err != nil {
-		return nil, err
-	}
-	return mergeClusterNodes(res).GetNodeReports(), nil
-}
-
-func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
-	var states []string
-	for _, raw := range req.URL.Query()["states"] {
-		for _, s := range strings.Split(raw, ",") {
-			s = strings.ToUpper(strings.TrimSpace(s))
-			if s == "" {
-				continue
-			}
-			if !slices.Contains(nodeStates, s) {
-				return restReply{}, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
-			}
-			states = append(states, s)
-		}
-	}
-	nodes, err := r.clusterNodes(ctx, states)
-	if err != nil {
-		return restReply{}, err
-	}
-	out := rmrest.Nodes{}
-	for _, n := range nodes {
-		out.Node = append(out.Node, NodeInfo(n))
-	}
-	return reply(http.StatusOK, rmrest.NodesResponse{Nodes: out}, out), nil
-}
-
-func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, error) {
-	want := req.PathValue("nodeid")
-	nodes, err := r.clusterNodes(ctx, nil)
-	if err != nil {
-		return restReply{}, err
-	}
-	for _, n := range nodes {
-		if nodeKey(n.GetNodeId()) == want {
-			info := NodeInfo(n)
-			return reply(http.StatusOK, rmrest.NodeResponse{Node: info}, info), nil
-		}
-	}
-	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
-		err: fmt.Errorf("nodeId, %s, is not found", want)}
-}
 
 // AppInfo renders an ApplicationReport as the RM's REST AppInfo.
 func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {

@@ -158,14 +158,15 @@ func TestRESTMetricsSumsCapabilities(t *testing.T) {
 	f := newFed(t, 2, nil)
 	for i, id := range []router.SubClusterID{"SC-1", "SC-2"} {
 		f.store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: "x:1", State: router.StateRunning,
-			Capability: `{"clusterMetrics":{"appsSubmitted":` + string(rune('1'+i)) + `,"availableMB":1000,"totalNodes":2,"totalUsedResourcesAcrossPartition":{"memory":5,"vCores":1}}}`})
+			Capability: `{"clusterMetrics":{"appsSubmitted":` + string(rune('1'+i)) + `,"availableMB":1000,"totalNodes":2,"totalUsedResourcesAcrossPartition":{"memory":5,"vCores":1,"resourceInformations":{"resourceInformation":[{"name":"memory-mb","value":5},{"name":"vcores","value":1}]}}}}`})
 	}
 	poll(t, "capabilities visible", func() bool {
 		code, b := f.do("GET", "/ws/v1/cluster/metrics", "", "", "")
 		var m rmrest.ClusterMetricsResponse
 		return code == 200 && json.Unmarshal(b, &m) == nil && m.ClusterMetrics.AppsSubmitted == 3 &&
 			m.ClusterMetrics.AvailableMB == 2000 && m.ClusterMetrics.TotalNodes == 4 &&
-			m.ClusterMetrics.TotalUsedResourcesAcrossPartition.Memory == 10
+			m.ClusterMetrics.TotalUsedResourcesAcrossPartition.Memory == 10 &&
+			m.ClusterMetrics.TotalUsedResourcesAcrossPartition.ResourceInformations.ResourceInformation[0].Value == 10
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -128,7 +129,28 @@ func addMetrics(dst, src *rmrest.ClusterMetrics) {
 			d := f.Interface().(*rmrest.ResourceInfo)
 			d.Memory += s.Memory
 			d.VCores += s.VCores
+			addResourceInformations(d, s)
 		}
 	}
 	dst.CrossPartitionMetricsAvailable = dst.CrossPartitionMetricsAvailable || src.CrossPartitionMetricsAvailable
+}
+
+// addResourceInformations sums per-resource-type values by name, keeping
+// the first sub-cluster's units and limits.
+func addResourceInformations(dst, src *rmrest.ResourceInfo) {
+	if src.ResourceInformations == nil {
+		return
+	}
+	if dst.ResourceInformations == nil {
+		dst.ResourceInformations = &rmrest.ResourceInformations{}
+	}
+	d := dst.ResourceInformations
+	for _, ri := range src.ResourceInformations.ResourceInformation {
+		i := slices.IndexFunc(d.ResourceInformation, func(x rmrest.ResourceInformation) bool { return x.Name == ri.Name })
+		if i < 0 {
+			d.ResourceInformation = append(d.ResourceInformation, ri)
+			continue
+		}
+		d.ResourceInformation[i].Value += ri.Value
+	}
 }

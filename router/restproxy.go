@@ -1,0 +1,313 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// App and node documents come from the RMs' own REST APIs, as Hadoop's
+// FederationInterceptorREST does, so REST clients see every field an RM
+// sends (resourceInformations, timeouts, resourceSecondsMap, ...). When a
+// sub-cluster's REST API does not answer, its part is rendered from the
+// IPC reports instead (fewer fields, still correct), so REST keeps working
+// wherever IPC does.
+
+var errNoWeb = errors.New("no RM web address registered")
+
+// rmREST runs fn against sc's RM REST API, trying each address of an HA
+// list; the caller's identity is passed as user.name.
+func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.Context, *rmrest.Client) error) error {
+	addrs := splitAddrs(sc.RMWebServiceAddress)
+	if len(addrs) == 0 {
+		return errNoWeb
+	}
+	var lastErr error
+	for _, a := range addrs {
+		c := rmrest.NewClient(a)
+		c.HTTP, c.User = r.http, userOf(ctx)
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+		err := fn(cctx, c)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		var re *rmrest.Error
+		if errors.As(err, &re) && re.Status == http.StatusNotFound {
+			return err // an answer, not an outage
+		}
+	}
+	return lastErr
+}
+
+func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
+	id, err := appIDParam(req)
+	if err != nil {
+		return restReply{}, err
+	}
+	auditOf(ctx).app = AppIDString(id)
+	if home, _, herr := r.homeOf(ctx, id); herr == nil {
+		if sc, ok := r.members.get(home); ok {
+			var app *rmrest.App
+			if err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+				app, err = c.GetApp(ctx, AppIDString(id))
+				return err
+			}); err == nil {
+				return reply(http.StatusOK, rmrest.AppResponse{App: *app}, *app), nil
+			}
+		}
+	}
+	// The IPC path handles stale homes, failover waits and not-found.
+	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
+	if err != nil {
+		return restReply{}, err
+	}
+	a := AppInfo(resp.GetApplicationReport(), time.Now())
+	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
+}
+
+// perSC runs one function per routable sub-cluster concurrently and applies
+// the partial-results rule to the failures.
+func perSC[T any](ctx context.Context, r *Router, what string, fn func(SubClusterInfo) (T, error)) ([]T, error) {
+	var cands []SubClusterInfo
+	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
+		cands = r.members.candidates(nil)
+		return len(cands) > 0
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(cands))
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
+	for i, sc := range cands {
+		wg.Go(func() {
+			v, err := fn(sc)
+			if err != nil {
+				err = &SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
+			}
+			out[i], errs[i] = v, err
+		})
+	}
+	wg.Wait()
+	var ok []T
+	var failed []error
+	for i := range cands {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+		} else {
+			ok = append(ok, out[i])
+		}
+	}
+	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
+		return ok, joinSC(failed)
+	}
+	return ok, nil
+}
+
+func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, error) {
+	q, err := rmrest.ParseAppsQuery(req.URL.Query())
+	if err != nil {
+		return restReply{}, err
+	}
+	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) ([]rmrest.App, error) {
+		var apps []rmrest.App
+		rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+			apps, err = c.GetApps(ctx, q)
+			return err
+		})
+		if rerr == nil {
+			return apps, nil
+		}
+		return r.appsOverIPC(ctx, sc, q)
+	})
+	if err != nil {
+		return restReply{}, err
+	}
+	out := rmrest.Apps{App: MergeAppInfos(lists, r.cfg.PartialResults)}
+	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
+		out.App = out.App[:q.Limit]
+	}
+	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
+}
+
+// appsOverIPC is one sub-cluster's app list from its ApplicationClientProtocol.
+func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
+	preq := &yarnpb.GetApplicationsRequestProto{Users: nonEmpty(q.User), Queues: nonEmpty(q.Queue), ApplicationTypes: q.ApplicationTypes, ApplicationTags: q.ApplicationTags}
+	for _, s := range q.States {
+		if v, ok := yarnpb.YarnApplicationStateProto_value[s]; ok {
+			preq.ApplicationStates = append(preq.ApplicationStates, yarnpb.YarnApplicationStateProto(v))
+		}
+	}
+	if q.StartedTimeBegin > 0 || q.StartedTimeEnd > 0 {
+		preq.StartBegin, preq.StartEnd = proto.Int64(q.StartedTimeBegin), proto.Int64(endOr(q.StartedTimeEnd))
+	}
+	if q.FinishedTimeBegin > 0 || q.FinishedTimeEnd > 0 {
+		preq.FinishBegin, preq.FinishEnd = proto.Int64(q.FinishedTimeBegin), proto.Int64(endOr(q.FinishedTimeEnd))
+	}
+	if q.Name != "" {
+		preq.Name = proto.String(q.Name)
+	}
+	resp := &yarnpb.GetApplicationsResponseProto{}
+	if err := r.callSC(ctx, sc, "getApplications", preq, resp); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []rmrest.App
+	for _, a := range resp.GetApplications() {
+		info := AppInfo(a, now)
+		if q.FinalStatus != "" && !strings.EqualFold(info.FinalStatus, q.FinalStatus) {
+			continue
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// MergeAppInfos is MergeApplications for REST documents: one entry per
+// application id, UAM copies folded into the home app (allocations,
+// containers and resource-seconds summed, tags joined), UAM-only apps
+// dropped unless partial results are on.
+func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
+	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName) }
+	type group struct {
+		home *rmrest.App
+		uams []*rmrest.App
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, l := range lists {
+		for i := range l {
+			a := &l[i]
+			g, ok := groups[a.ID]
+			if !ok {
+				g = &group{}
+				groups[a.ID] = g
+				order = append(order, a.ID)
+			}
+			switch {
+			case isUAM(a):
+				g.uams = append(g.uams, a)
+			case g.home == nil:
+				g.home = a
+			}
+		}
+	}
+	out := make([]rmrest.App, 0, len(order))
+	for _, id := range order {
+		g := groups[id]
+		var home rmrest.App
+		uams := g.uams
+		switch {
+		case g.home != nil:
+			home = *g.home
+		case partial:
+			home = *uams[0]
+			home.Name = partialName + id
+			uams = uams[1:]
+		default:
+			continue
+		}
+		for _, u := range uams {
+			home.AllocatedMB += u.AllocatedMB
+			home.AllocatedVCores += u.AllocatedVCores
+			home.ReservedMB += u.ReservedMB
+			home.ReservedVCores += u.ReservedVCores
+			home.RunningContainers += u.RunningContainers
+			home.MemorySeconds += u.MemorySeconds
+			home.VCoreSeconds += u.VCoreSeconds
+			home.QueueUsagePercentage += u.QueueUsagePercentage
+			home.ClusterUsagePercentage += u.ClusterUsagePercentage
+			tags := strings.Split(home.ApplicationTags, ",")
+			for _, t := range strings.Split(u.ApplicationTags, ",") {
+				if t != "" && !slices.Contains(tags, t) {
+					tags = append(tags, t)
+				}
+			}
+			home.ApplicationTags = strings.Trim(strings.Join(tags, ","), ",")
+		}
+		out = append(out, home)
+	}
+	return out
+}
+
+func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
+	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) ([]rmrest.Node, error) {
+		var nodes []rmrest.Node
+		if rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+			nodes, err = c.GetNodes(ctx, states)
+			return err
+		}); rerr == nil {
+			return nodes, nil
+		}
+		preq := &yarnpb.GetClusterNodesRequestProto{}
+		for _, s := range strings.Split(states, ",") {
+			if s != "" {
+				preq.NodeStates = append(preq.NodeStates, yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+s]))
+			}
+		}
+		resp := &yarnpb.GetClusterNodesResponseProto{}
+		if err := r.callSC(ctx, sc, "getClusterNodes", preq, resp); err != nil {
+			return nil, err
+		}
+		for _, n := range resp.GetNodeReports() {
+			nodes = append(nodes, NodeInfo(n))
+		}
+		return nodes, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []rmrest.Node
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out, nil
+}
+
+func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
+	var states []string
+	for _, raw := range req.URL.Query()["states"] {
+		for _, s := range strings.Split(raw, ",") {
+			s = strings.ToUpper(strings.TrimSpace(s))
+			if s == "" {
+				continue
+			}
+			if !slices.Contains(nodeStates, s) {
+				return restReply{}, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+			}
+			states = append(states, s)
+		}
+	}
+	nodes, err := r.restNodeList(ctx, strings.Join(states, ","))
+	if err != nil {
+		return restReply{}, err
+	}
+	out := rmrest.Nodes{Node: nodes}
+	return reply(http.StatusOK, rmrest.NodesResponse{Nodes: out}, out), nil
+}
+
+func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, error) {
+	want := req.PathValue("nodeid")
+	nodes, err := r.restNodeList(ctx, "")
+	if err != nil {
+		return restReply{}, err
+	}
+	for _, n := range nodes {
+		if n.ID == want {
+			return reply(http.StatusOK, rmrest.NodeResponse{Node: n}, n), nil
+		}
+	}
+	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
+		err: fmt.Errorf("nodeId, %s, is not found", want)}
+}
