@@ -207,29 +207,41 @@ const simNodes = 4
 
 // startSimRM starts `yarnfed simrm` with its four ports; ts must differ
 // between sub-clusters (application ids embed it).
-func (h *harness) startSimRM(id string, ts int64) *simRM {
+func (h *harness) startSimRM(id string, ts int64, extra ...string) *simRM {
 	h.t.Helper()
 	rm := &simRM{id: id}
-	h.launch("simrm "+id, 4, 20*time.Second, func(ports []string) []*proc {
+	name := "simrm-" + id
+	if len(extra) > 0 {
+		name += "-standby"
+	}
+	h.launch(name, 4, 20*time.Second, func(ports []string) []*proc {
 		rm.client, rm.sched, rm.admin, rm.web = ports[0], ports[1], ports[2], ports[3]
-		rm.p = h.spawn("simrm-"+id, "simrm", "--cluster-id", id, "--cluster-timestamp", fmt.Sprint(ts),
+		args := append([]string{"simrm", "--cluster-id", id, "--cluster-timestamp", fmt.Sprint(ts),
 			"--client-address", rm.client, "--scheduler-address", rm.sched, "--admin-address", rm.admin, "--webapp-address", rm.web,
-			"--nodes", fmt.Sprint(simNodes), "--sim-am-container-runtime", "1h")
+			"--nodes", fmt.Sprint(simNodes), "--sim-am-container-runtime", "1h"}, extra...)
+		rm.p = h.spawn(name, args...)
 		return []*proc{rm.p}
 	}, func() (bool, string) {
 		code, body, err := httpGet("http://" + rm.web + "/ws/v1/cluster/info")
-		return err == nil && code == 200, fmt.Sprintf("%d %s %v", code, body, err)
+		// A standby simrm answers 503 StandbyException (see
+		// TestStandbyRMServesClusterInfo); that still proves it is up.
+		up := code == 200 || (len(extra) > 0 && code == 503 && strings.Contains(body, "StandbyException"))
+		return err == nil && up, fmt.Sprintf("%d %s %v", code, body, err)
 	})
 	return rm
 }
 
 // startAgent starts the sub-cluster agent of rm and waits until the store
 // shows the sub-cluster RUNNING at rm's address.
-func (h *harness) startAgent(rm *simRM, st *storeCluster) {
+// More RMs (an HA pair) may follow; rm is the one expected active.
+func (h *harness) startAgent(rm *simRM, st *storeCluster, standbys ...*simRM) {
 	h.t.Helper()
-	rm.agent = h.spawn("agent-"+rm.id, "subcluster-agent", "--subcluster-id", rm.id,
-		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", rm.client, rm.sched, rm.admin, rm.web),
-		"--store", st.addrs(), "--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s")
+	args := []string{"subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(),
+		"--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s"}
+	for _, r := range append([]*simRM{rm}, standbys...) {
+		args = append(args, "--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", r.client, r.sched, r.admin, r.web))
+	}
+	rm.agent = h.spawn("agent-"+rm.id, args...)
 	h.waitSubCluster(st, rm, pb.SubClusterState_SC_RUNNING)
 }
 

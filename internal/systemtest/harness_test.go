@@ -194,6 +194,24 @@ func (p *proc) kill() {
 	}
 }
 
+// terminate sends SIGTERM, as systemd or an operator's kill would, and
+// returns how the process exited (an error if it did not within timeout).
+func (p *proc) terminate(timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		_, err := p.exited()
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("still running %v after SIGTERM", timeout)
+	}
+}
+
 // signal sends sig (SIGSTOP/SIGCONT freeze and thaw a process, as a
 // paused VM or a stuck host would).
 func (p *proc) signal(t *testing.T, sig syscall.Signal) {
