@@ -452,7 +452,7 @@ const (
 	// group commit: enough to keep every stage of Raft's pipeline (leader
 	// log write, follower log writes, FSM apply) busy, few enough that
 	// the next batch fills up meanwhile.
-	maxInflight = 4
+	maxInflight = 2
 	// maxBatch bounds commands and bytes per Raft entry.
 	maxBatch      = 1024
 	maxBatchBytes = 2 << 20
