@@ -164,6 +164,11 @@ func TestIntegrationSimRMs(t *testing.T) {
 	if code != 200 || json.Unmarshal(b, &all) != nil || len(all.Apps.App) != 12 || all.Apps.App[0].Timeouts == nil {
 		t.Fatalf("GET apps via router: %d, %d apps", code, len(all.Apps.App))
 	}
+	poll(t, "attempt launched", func() bool {
+		code, b := f.do("GET", "/ws/v1/cluster/apps/"+router.AppIDString(ids[0])+"/appattempts", "", "", "")
+		var atts rmrest.AppAttemptsResponse
+		return code == 200 && json.Unmarshal(b, &atts) == nil && len(atts.AppAttempts.AppAttempt) == 1
+	})
 	code, b = f.do("GET", "/ws/v1/cluster/nodes", "application/xml", "", "")
 	var nodes rmrest.Nodes
 	if code != 200 || xml.Unmarshal(b, &nodes) != nil || len(nodes.Node) != 2*simrm.TestConfig().Nodes {

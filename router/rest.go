@@ -275,6 +275,19 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if err != nil {
 		return restReply{}, err
 	}
+	auditOf(ctx).app = AppIDString(id)
+	if home, _, herr := r.homeOf(ctx, id); herr == nil {
+		if sc, ok := r.members.get(home); ok {
+			var atts []rmrest.AppAttempt
+			if err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+				atts, err = c.GetAppAttempts(ctx, AppIDString(id))
+				return err
+			}); err == nil {
+				out := rmrest.AppAttempts{AppAttempt: atts}
+				return reply(http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out), nil
+			}
+		}
+	}
 	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
 	if err := r.onHome(ctx, "getApplicationAttempts", id, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, resp); err != nil {
 		return restReply{}, err
