@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -105,23 +106,14 @@ func (c *Client) Synced() bool {
 }
 
 // watchLoop keeps a watch stream open to some replica, moving to the next
-// one on failure. While it is down the cache is bypassed.
+// one on failure or when the stream goes quiet (a replica cut off from the
+// leader stops sending PROGRESS). While it is down the cache is bypassed.
 func (c *Client) watchLoop(ctx context.Context) {
 	defer c.wg.Done()
 	idx := 0
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
-		stream, err := c.reps[idx%len(c.reps)].Watch(ctx, &pb.WatchRequest{Membership: true, Policies: true})
-		if err == nil {
-			for {
-				var e *pb.WatchEvent
-				if e, err = stream.Recv(); err != nil {
-					break
-				}
-				backoff = 10 * time.Millisecond
-				c.cache.apply(e)
-			}
-		}
+		err := c.watchOnce(ctx, c.reps[idx%len(c.reps)])
 		c.cache.setSynced(false)
 		if ctx.Err() != nil {
 			return
@@ -133,8 +125,47 @@ func (c *Client) watchLoop(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		if backoff < time.Second {
-			backoff *= 2
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (c *Client) watchOnce(ctx context.Context, rep replica) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := rep.Watch(sctx, &pb.WatchRequest{Membership: true, Policies: true})
+	if err != nil {
+		return err
+	}
+	events := make(chan *pb.WatchEvent)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			e, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case events <- e:
+			case <-sctx.Done():
+				errc <- sctx.Err()
+				return
+			}
+		}
+	}()
+	quiet := time.NewTimer(c.cfg.WatchSilence)
+	defer quiet.Stop()
+	for {
+		select {
+		case e := <-events:
+			c.cache.apply(e)
+			quiet.Reset(c.cfg.WatchSilence)
+		case <-quiet.C:
+			cancel()
+			<-errc
+			return fmt.Errorf("%w: watch stream silent for %v", ErrUnavailable, c.cfg.WatchSilence)
+		case err := <-errc:
+			return err
 		}
 	}
 }

@@ -57,7 +57,11 @@ type Config struct {
 	DisableCache bool
 	// DisableBatching sends every application-home insert as its own RPC.
 	DisableBatching bool
-	Logger          *slog.Logger
+	// WatchSilence is how long the cache's watch stream may stay silent
+	// before the client moves to another replica (default 3.5s; replicas
+	// send PROGRESS every second while in touch with a leader).
+	WatchSilence time.Duration
+	Logger       *slog.Logger
 }
 
 // Client is safe for concurrent use.
@@ -89,6 +93,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.WatchSilence <= 0 {
+		cfg.WatchSilence = 3500 * time.Millisecond
 	}
 	if len(cfg.DialOptions) == 0 {
 		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}

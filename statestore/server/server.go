@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,6 +32,9 @@ type Config struct {
 	// DialOptions are used to reach the leader when forwarding (default:
 	// insecure, for loopback and private networks).
 	DialOptions []grpc.DialOption
+	// ProgressEvery is how often a watch stream carries a PROGRESS event
+	// (default 1s); clients treat a few silent periods as a dead replica.
+	ProgressEvery time.Duration
 }
 
 // Server implements pb.StateStoreServer and pb.ClusterServer.
@@ -38,9 +42,10 @@ type Server struct {
 	pb.UnimplementedStateStoreServer
 	pb.UnimplementedClusterServer
 
-	st     *store.Store
-	logger *slog.Logger
-	dial   []grpc.DialOption
+	st            *store.Store
+	logger        *slog.Logger
+	dial          []grpc.DialOption
+	progressEvery time.Duration
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
@@ -54,7 +59,10 @@ func New(cfg Config) *Server {
 	if len(cfg.DialOptions) == 0 {
 		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	return &Server{st: cfg.Store, logger: cfg.Logger, dial: cfg.DialOptions, conns: map[string]*grpc.ClientConn{}}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = time.Second
+	}
+	return &Server{st: cfg.Store, logger: cfg.Logger, dial: cfg.DialOptions, progressEvery: cfg.ProgressEvery, conns: map[string]*grpc.ClientConn{}}
 }
 
 // Register adds both services to g.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -28,6 +30,8 @@ func wanted(r *pb.WatchRequest, k pb.WatchEvent_Kind) bool {
 // RESET and continues from the present.
 func (s *Server) Watch(r *pb.WatchRequest, stream pb.StateStore_WatchServer) error {
 	ctx := stream.Context()
+	tick := time.NewTicker(s.progressEvery)
+	defer tick.Stop()
 	after := r.GetAfterIndex()
 	for {
 		sub := s.st.Watch(after)
@@ -45,6 +49,14 @@ func (s *Server) Watch(r *pb.WatchRequest, stream pb.StateStore_WatchServer) err
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
+				case <-tick.C:
+					// Silence is how a cut-off replica looks to its
+					// watchers: only vouch for freshness while in touch.
+					if synced == nil && s.st.InTouch(2*s.progressEvery) {
+						if err := stream.Send(&pb.WatchEvent{Kind: pb.WatchEvent_PROGRESS, Index: s.st.AppliedIndex()}); err != nil {
+							return err
+						}
+					}
 				case e, ok := <-sub.C:
 					if !ok {
 						if sub.Lagged() {

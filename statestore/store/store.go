@@ -364,6 +364,18 @@ func (s *Store) WaitLeader(ctx context.Context) error {
 	}
 }
 
+// InTouch reports whether this replica has heard from a leader within d
+// (always true on the leader: it steps down when it loses its quorum).
+func (s *Store) InTouch(d time.Duration) bool {
+	if s.IsLeader() {
+		return true
+	}
+	if _, id := s.raft.LeaderWithID(); id == "" {
+		return false
+	}
+	return time.Since(s.raft.LastContact()) < d
+}
+
 // AppliedIndex returns the index applied to the local FSM.
 func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
 

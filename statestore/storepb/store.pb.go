@@ -158,6 +158,10 @@ const (
 	WatchEvent_APPLICATION_HOME_DELETED WatchEvent_Kind = 7
 	// Sent once after the stream is set up (and after catch-up events).
 	WatchEvent_SYNCED WatchEvent_Kind = 8
+	// Sent every second while the serving replica is in touch with a
+	// leader, with its applied index. A watcher that hears nothing for a
+	// few seconds must assume its replica is cut off and move on.
+	WatchEvent_PROGRESS WatchEvent_Kind = 9
 )
 
 // Enum value maps for WatchEvent_Kind.
@@ -172,6 +176,7 @@ var (
 		6: "APPLICATION_HOME_PUT",
 		7: "APPLICATION_HOME_DELETED",
 		8: "SYNCED",
+		9: "PROGRESS",
 	}
 	WatchEvent_Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":         0,
@@ -183,6 +188,7 @@ var (
 		"APPLICATION_HOME_PUT":     6,
 		"APPLICATION_HOME_DELETED": 7,
 		"SYNCED":                   8,
+		"PROGRESS":                 9,
 	}
 )
 
@@ -4459,7 +4465,7 @@ const file_store_proto_rawDesc = "" +
 	"membership\x18\x02 \x01(\bR\n" +
 	"membership\x12\x1a\n" +
 	"\bpolicies\x18\x03 \x01(\bR\bpolicies\x12+\n" +
-	"\x11application_homes\x18\x04 \x01(\bR\x10applicationHomes\"\x8f\x04\n" +
+	"\x11application_homes\x18\x04 \x01(\bR\x10applicationHomes\"\x9d\x04\n" +
 	"\n" +
 	"WatchEvent\x12:\n" +
 	"\x04kind\x18\x01 \x01(\x0e2&.yarnfed.statestore.v1.WatchEvent.KindR\x04kind\x12\x14\n" +
@@ -4468,7 +4474,7 @@ const file_store_proto_rawDesc = "" +
 	"\vsub_cluster\x18\x04 \x01(\v2%.yarnfed.statestore.v1.SubClusterInfoR\n" +
 	"subCluster\x12B\n" +
 	"\x06policy\x18\x05 \x01(\v2*.yarnfed.statestore.v1.PolicyConfigurationR\x06policy\x12Q\n" +
-	"\x10application_home\x18\x06 \x01(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x0fapplicationHome\"\xbd\x01\n" +
+	"\x10application_home\x18\x06 \x01(\v2&.yarnfed.statestore.v1.ApplicationHomeR\x0fapplicationHome\"\xcb\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05RESET\x10\x01\x12\x13\n" +
@@ -4480,7 +4486,8 @@ const file_store_proto_rawDesc = "" +
 	"\x14APPLICATION_HOME_PUT\x10\x06\x12\x1c\n" +
 	"\x18APPLICATION_HOME_DELETED\x10\a\x12\n" +
 	"\n" +
-	"\x06SYNCED\x10\b\"\x89\x01\n" +
+	"\x06SYNCED\x10\b\x12\f\n" +
+	"\bPROGRESS\x10\t\"\x89\x01\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12!\n" +

@@ -104,7 +104,7 @@ func (c *Cluster) start(i int, peers []store.Peer) {
 	if err != nil {
 		c.t.Fatalf("listen %s: %v", nd.Addr, err)
 	}
-	nd.srv = server.New(server.Config{Store: st})
+	nd.srv = server.New(server.Config{Store: st, ProgressEvery: 100 * time.Millisecond})
 	nd.grpc = grpc.NewServer()
 	nd.srv.Register(nd.grpc)
 	go nd.grpc.Serve(lis)
@@ -240,7 +240,7 @@ func (c *Cluster) Client(nodes ...int) *client.Client {
 			addrs = append(addrs, c.Nodes[i].Addr)
 		}
 	}
-	cl, err := client.New(client.Config{Addrs: addrs, RetryTimeout: 20 * time.Second, CallTimeout: 2 * time.Second})
+	cl, err := client.New(client.Config{Addrs: addrs, RetryTimeout: 20 * time.Second, CallTimeout: 2 * time.Second, WatchSilence: time.Second})
 	if err != nil {
 		c.t.Fatal(err)
 	}

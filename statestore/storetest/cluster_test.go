@@ -402,6 +402,29 @@ func TestWatchKeepsCacheFresh(t *testing.T) {
 	t.Fatal("watch ended without the policy event")
 }
 
+// TestCacheLeavesCutOffReplica: a cache watching a replica that loses
+// touch with the leader stops serving, moves to another replica and sees
+// new writes there.
+func TestCacheLeavesCutOffReplica(t *testing.T) {
+	c := NewCluster(t, 3)
+	ctx := ctxT(t)
+	f := follower(c)
+	other := 3 - f - c.Leader()
+	reader := c.Client(f, other) // watches f first
+	Poll(t, 10*time.Second, reader.Synced)
+	if _, err := reader.ListSubClusters(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	c.Partition(f)
+	if err := c.Client(c.Leader()).RegisterSubCluster(ctx, scInfo("SC-after-cut")); err != nil {
+		t.Fatal(err)
+	}
+	Poll(t, 20*time.Second, func() bool {
+		_, err := reader.GetSubCluster(ctx, "SC-after-cut")
+		return err == nil
+	})
+}
+
 func TestRemoveNode(t *testing.T) {
 	c := NewCluster(t, 3)
 	ctx := ctxT(t)
