@@ -89,7 +89,7 @@ func (m *membership) routable(sc SubClusterInfo) bool {
 
 // candidates returns the routable sub-clusters not excluded by bl, sorted
 // by id (policies such as HashBased need a stable order).
-func (m *membership) candidates(bl blacklist) []SubClusterInfo {
+func (m *membership) candidates(bl *blacklist) []SubClusterInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make([]SubClusterInfo, 0, len(m.rows))
@@ -173,16 +173,37 @@ func (m *membership) run(ctx context.Context, every time.Duration) {
 
 // blacklist is the per-request set of sub-clusters that failed this
 // request. An entry lapses when the sub-cluster proves liveness again (a
-// newer heartbeat or a new RM address, as after an HA failover), so a
-// request waiting out a failover can return to its only sub-cluster.
-type blacklist map[SubClusterID]SubClusterInfo
+// newer heartbeat or a new RM address, as after an HA failover, or its
+// circuit breaker letting a probe through again), so a request waiting
+// out a failover can return to its only sub-cluster.
+type blacklist struct {
+	brk *breakers
+	m   map[SubClusterID]blEntry
+}
 
-func (b blacklist) add(sc SubClusterInfo) { b[sc.ID] = sc }
+type blEntry struct {
+	sc  SubClusterInfo
+	gen uint64 // breaker recoveries seen when blacklisted
+}
 
-func (b blacklist) excludes(sc SubClusterInfo) bool {
-	old, ok := b[sc.ID]
+func (r *Router) newBlacklist() *blacklist {
+	return &blacklist{brk: r.brk, m: map[SubClusterID]blEntry{}}
+}
+
+func (b *blacklist) add(sc SubClusterInfo) {
+	b.m[sc.ID] = blEntry{sc: sc, gen: b.brk.generation(sc.ID)}
+}
+
+func (b *blacklist) excludes(sc SubClusterInfo) bool {
+	if b == nil {
+		return false
+	}
+	e, ok := b.m[sc.ID]
 	if !ok {
 		return false
 	}
-	return old.ClientRMServiceAddress == sc.ClientRMServiceAddress && !sc.LastHeartbeat.After(old.LastHeartbeat)
+	if b.brk.generation(sc.ID) != e.gen {
+		return false // its breaker lets calls through again since
+	}
+	return e.sc.ClientRMServiceAddress == sc.ClientRMServiceAddress && !sc.LastHeartbeat.After(e.sc.LastHeartbeat)
 }

@@ -27,7 +27,7 @@ func (r *Router) submitReservation(ctx context.Context, req *yarnpb.ReservationS
 	sub := AppSubmission{Queue: req.GetQueue(), ReservationID: rid}
 	var resp *yarnpb.ReservationSubmissionResponseProto
 	stored := false
-	bl := blacklist{}
+	bl := r.newBlacklist()
 	var lastErr error
 	for try := 0; try < r.cfg.SubmitRetries; try++ {
 		var cands []SubClusterInfo

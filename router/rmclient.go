@@ -123,10 +123,20 @@ type breakers struct {
 	onChange func(sc SubClusterID, to gobreaker.State)
 	mu       sync.Mutex
 	m        map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]
+	genMu    sync.Mutex
+	gen      map[SubClusterID]uint64 // times each breaker left the open state
+}
+
+// generation counts how often id's breaker has moved towards letting calls
+// through again (to half-open or closed).
+func (b *breakers) generation(id SubClusterID) uint64 {
+	b.genMu.Lock()
+	defer b.genMu.Unlock()
+	return b.gen[id]
 }
 
 func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)) *breakers {
-	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, onChange: onChange}
+	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, onChange: onChange, gen: map[SubClusterID]uint64{}}
 	b.settings = func(name string) gobreaker.Settings {
 		return gobreaker.Settings{
 			Name:        name,
@@ -142,6 +152,11 @@ func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)
 			},
 			IsSuccessful: func(err error) bool { return err == nil || !rmDown(err) },
 			OnStateChange: func(name string, _, to gobreaker.State) {
+				if to != gobreaker.StateOpen { // half-open (a probe may go) or closed
+					b.genMu.Lock()
+					b.gen[SubClusterID(name)]++
+					b.genMu.Unlock()
+				}
 				if b.onChange != nil {
 					b.onChange(SubClusterID(name), to)
 				}

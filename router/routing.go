@@ -32,7 +32,7 @@ func (r *Router) window(lastErr error) time.Duration {
 // (getNewApplication, getNewReservation): Hadoop's numSubmitRetries with a
 // per-request blacklist and RetryInterval pauses.
 func (r *Router) onAny(ctx context.Context, method string, do func(sc SubClusterInfo) error) error {
-	bl := blacklist{}
+	bl := r.newBlacklist()
 	var lastErr error
 	for try := 0; try < r.cfg.SubmitRetries; try++ {
 		if try > 0 {
@@ -139,7 +139,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 	if app == nil {
 		return hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "%s: missing ApplicationId", method)
 	}
-	bl := blacklist{}
+	bl := r.newBlacklist()
 	var lastErr error
 	// All waiting for the home to come back shares one failover window.
 	deadline := time.Now().Add(r.cfg.FailoverWait.D())

@@ -511,3 +511,33 @@ func TestFallbackIgnoresUAMCopies(t *testing.T) {
 		t.Fatalf("home %q, want SC-1", h)
 	}
 }
+
+// TestBlacklistLapsesWhenBreakerRecovers: the only sub-cluster's breaker
+// opens under a per-app call; the call itself becomes the half-open probe
+// once the open period ends, without waiting for a heartbeat.
+func TestBlacklistLapsesWhenBreakerRecovers(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) {
+		c.Breaker.ConsecutiveFailures = 1
+		c.Breaker.OpenFor = router.Duration(30 * time.Millisecond)
+		c.FailoverWait = router.Duration(5 * time.Second)
+		c.MembershipRefresh = router.Duration(time.Hour) // no heartbeat news
+	})
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	var fails atomic.Int32
+	fails.Store(1)
+	f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+		if m == "getApplicationReport" && fails.Add(-1) >= 0 {
+			return down(), false
+		}
+		return nil, false
+	}
+	if _, err := f.report(f.client, id); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if f.rms["SC-1"].Calls("getApplicationReport") != 2 {
+		t.Fatalf("calls %d, want the failure and one probe", f.rms["SC-1"].Calls("getApplicationReport"))
+	}
+}

@@ -40,7 +40,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
 	}
 
-	bl := blacklist{}
+	bl := r.newBlacklist()
 	var lastErr error
 	for try := 0; try < r.cfg.SubmitRetries; try++ {
 		if try > 0 {
@@ -152,7 +152,7 @@ func (r *Router) acceptedBy(ctx context.Context, sc SubClusterInfo, app *yarnpb.
 	if err == nil || !rmDown(err) {
 		return ok, err
 	}
-	bl := blacklist{}
+	bl := r.newBlacklist()
 	bl.add(sc)
 	if werr := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
 		cur, found := r.members.get(sc.ID)
