@@ -28,6 +28,7 @@ type Node struct {
 	Store *store.Store
 
 	raftAddr raft.ServerAddress
+	lis      net.Listener // bound at creation, so no other process takes the port
 	trans    *raft.InmemTransport
 	srv      *server.Server
 	grpc     *grpc.Server
@@ -63,8 +64,7 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nd.Addr = lis.Addr().String()
-		lis.Close()
+		nd.Addr, nd.lis = lis.Addr().String(), lis
 		c.Nodes = append(c.Nodes, nd)
 		peers = append(peers, store.Peer{ID: nd.ID, RaftAddr: string(nd.raftAddr)})
 	}
@@ -93,9 +93,10 @@ func (c *Cluster) start(i int, peers []store.Peer) {
 		c.t.Fatalf("open %s: %v", nd.ID, err)
 	}
 	nd.Store = st
-	var lis net.Listener
-	// The port was free a moment ago (or was ours before a restart).
-	for try := 0; ; try++ {
+	lis := nd.lis
+	nd.lis = nil
+	// After a restart, rebind the port this node had.
+	for try := 0; lis == nil; try++ {
 		if lis, err = net.Listen("tcp", nd.Addr); err == nil || try == 50 {
 			break
 		}
