@@ -109,12 +109,12 @@ func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (S
 	if err != nil && len(res) == 0 {
 		var re *hadoopipc.RemoteError
 		if errors.As(err, &re) && re.Class == hadoopipc.ClassApplicationNotFound {
-			return "", fmt.Errorf("%w: %s", ErrAppNotFound, AppIDString(app))
+			return "", appNotFound(app)
 		}
 		return "", err
 	}
 	if len(res) == 0 {
-		return "", fmt.Errorf("%w: %s", ErrAppNotFound, AppIDString(app))
+		return "", appNotFound(app)
 	}
 	for _, x := range res {
 		if !isUAMReport(x.resp.GetApplicationReport()) {
@@ -263,4 +263,10 @@ func firstErr(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// appNotFound reads like an RM's ApplicationNotFoundException message,
+// saying that every sub-cluster was asked.
+func appNotFound(app *yarnpb.ApplicationIdProto) error {
+	return fmt.Errorf("Application with id '%s' doesn't exist in RM (no sub-cluster knows it): %w", AppIDString(app), ErrAppNotFound)
 }
