@@ -43,7 +43,7 @@ reads/s. With --store it measures a running cluster instead (writes rows with fa
 	f.StringVar(&levels, "concurrency", "1,8,64,256", "concurrent clients for the insert rows, comma-separated")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each measurement")
 	f.IntVar(&cfg.ReadConcurrency, "read-concurrency", cfg.ReadConcurrency, "concurrent clients for the read rows")
-	f.IntVar(&cfg.Conns, "conns", cfg.Conns, "connections shared by the clients")
+	f.IntVar(&cfg.Conns, "conns", cfg.Conns, "client instances (one connection each, like router processes) the callers share")
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "also fsync the FSM database per batch")
 	f.BoolVar(&cfg.ZooKeeper, "zookeeper", cfg.ZooKeeper, "compare against a 3-server ZooKeeper ensemble")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary for ZooKeeper")

@@ -41,8 +41,9 @@ type Config struct {
 	// ReadConcurrency for the get measurements (default 64; negative
 	// skips them).
 	ReadConcurrency int
-	// Conns is the number of gRPC (or ZooKeeper) connections the
-	// simulated clients share (default 8): routers are few, requests many.
+	// Conns is the number of client instances (each one gRPC or
+	// ZooKeeper connection, like one router process) the concurrent
+	// callers share (default 8): routers are few, requests many.
 	Conns int
 	// FSMSync also fsyncs the FSM database per batch (the Raft log is
 	// always fsynced).
@@ -256,7 +257,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.FSMSync {
 		sync += ", FSM fsync on"
 	}
-	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback (%s), %s per cell, %d connections shared by the clients\n", sync, cfg.Duration, cfg.Conns)
+	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback (%s), %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", sync, cfg.Duration, cfg.Conns)
 	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
 	for _, r := range rows {
 		y, z := r.res["yarnfed"], r.res["zookeeper"]
