@@ -522,13 +522,9 @@ func TestFederationSurvivesStoreOutage(t *testing.T) {
 // a paused VM, or a replica cut off from the others). Its connection stays
 // open but it sees no new Raft entries. A sub-cluster that joins meanwhile
 // must still become routable through that router within a bounded time.
+// (This test found the stale-cache bug fixed in e772114: the client's
+// cache trusted an open watch stream however silent.)
 func TestRouterMembershipWithFrozenStoreReplica(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: statestore/client watchLoop (cache.go) keeps the membership/policy cache \"synced\" as long as the " +
-			"watch stream is open; a frozen or partitioned replica keeps the stream open but sends no events, so " +
-			"ListSubClusters/PolicyFor serve stale data indefinitely (no keepalive, progress event or staleness bound) and " +
-			"the router never sees a sub-cluster that joined; set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	f := startFederation(t, 3)
 	h := f.h
 	leader := f.st.leader(t)
