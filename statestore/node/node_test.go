@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -157,4 +158,47 @@ func FuzzParsePeers(f *testing.F) {
 			seen[p.ID] = true
 		}
 	})
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ss.json")
+	os.WriteFile(p, []byte(`{"node_id":"from-file","data_dir":"/file","election_timeout":"2s","peers":["from-file=h:1"],"bootstrap":true}`), 0o600)
+	cases := []struct {
+		name  string
+		args  []string
+		file  string
+		check func(Config) bool
+	}{
+		{"defaults", nil, "", func(c Config) bool { return c.NodeID == DefaultConfig().NodeID }},
+		{"flags only", []string{"--node-id=x", "--election-timeout=300ms"}, "", func(c Config) bool {
+			return c.NodeID == "x" && time.Duration(c.ElectionTimeout) == 300*time.Millisecond
+		}},
+		{"file over defaults", nil, p, func(c Config) bool {
+			return c.NodeID == "from-file" && c.DataDir == "/file" && time.Duration(c.ElectionTimeout) == 2*time.Second && c.GRPCAddress == DefaultConfig().GRPCAddress
+		}},
+		{"flags over file", []string{"--data-dir=/flag", "--election-timeout=700ms", "--peers=from-file=h:9"}, p, func(c Config) bool {
+			return c.NodeID == "from-file" && c.DataDir == "/flag" && time.Duration(c.ElectionTimeout) == 700*time.Millisecond && c.Peers[0] == "from-file=h:9"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			BindFlags(fs, &cfg)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Resolve(fs, cfg, tc.file)
+			if err != nil || !tc.check(got) {
+				t.Fatalf("Resolve = %+v, %v", got, err)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	BindFlags(fs, &cfg)
+	fs.Parse([]string{"--bootstrap", "--join=h:1"})
+	if _, err := Resolve(fs, cfg, ""); err == nil {
+		t.Fatal("invalid flags accepted")
+	}
 }
