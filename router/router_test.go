@@ -76,7 +76,7 @@ func TestErrorsNameSubClusterAndKeepClass(t *testing.T) {
 	// A stored home for an app the RM never saw: the RM's own exception
 	// reaches the client with its class, and the message names the SC.
 	ghost := &yarnpb.ApplicationIdProto{Id: id.Id, ClusterTimestamp: new(int64(42))}
-	_, _, _ = f.store.AddApplicationHome(ctxT(t), router.AppIDString(ghost), "SC-1")
+	_, _, _, _ = f.store.AddApplicationHome(ctxT(t), router.AppIDString(ghost), "SC-1", nil)
 	_, err := f.report(f.client, ghost)
 	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
 		t.Fatalf("class = %q (%v), want ApplicationNotFoundException", remoteClass(err), err)

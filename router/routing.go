@@ -89,7 +89,7 @@ func (r *Router) homeOf(ctx context.Context, app *yarnpb.ApplicationIdProto) (Su
 		return "", false, fmt.Errorf("%w; store: %w", ferr, err)
 	}
 	if noRow {
-		if stored, _, err := r.store.AddApplicationHome(ctx, key, found); err == nil {
+		if stored, _, _, err := r.store.AddApplicationHome(ctx, key, found, nil); err == nil {
 			found = stored
 		} else {
 			r.log.Warn("re-inserting app home failed", "app", key, "subcluster", found, "err", err)

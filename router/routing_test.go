@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
@@ -539,5 +541,30 @@ func TestBlacklistLapsesWhenBreakerRecovers(t *testing.T) {
 	}
 	if f.rms["SC-1"].Calls("getApplicationReport") != 2 {
 		t.Fatalf("calls %d, want the failure and one probe", f.rms["SC-1"].Calls("getApplicationReport"))
+	}
+}
+
+// TestSubmitRefusesADifferentAppWithTheSameID: two RMs that share a cluster
+// timestamp hand out the same application ids. A second, different
+// application with a known id must not be taken for a retry of the first
+// (the RM would answer "earlier submitted application" and the new one would
+// silently never run); a true retry still succeeds.
+func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
+	f := newFed(t, 2, prefer("SC-1", "SC-2"))
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatalf("retry of the same submission: %v", err)
+	}
+	other := submitReq(id, "default")
+	other.ApplicationSubmissionContext.ApplicationName = proto.String("someone-else")
+	err := f.client.Call(ctxT(t), "submitApplication", other, &yarnpb.SubmitApplicationResponseProto{})
+	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different application") {
+		t.Fatalf("err = %v, want YarnException naming the id clash", err)
+	}
+	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+		t.Fatalf("app on %v, want only SC-1", got)
 	}
 }

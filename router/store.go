@@ -70,10 +70,11 @@ type PolicyConfiguration struct {
 type StateStore interface {
 	// GetSubClusters lists membership; activeOnly keeps RUNNING rows only.
 	GetSubClusters(ctx context.Context, activeOnly bool) ([]SubClusterInfo, error)
-	// AddApplicationHome inserts app -> sc unless a row exists, and returns
-	// the home now stored (the existing one on a resubmission) and whether
-	// this call inserted it.
-	AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (stored SubClusterID, inserted bool, err error)
+	// AddApplicationHome inserts app -> sc, with the trimmed submission
+	// context (nil: none), unless a row exists. It returns the home now
+	// stored (the existing one on a resubmission), the submission stored
+	// with it (nil if none was), and whether this call inserted it.
+	AddApplicationHome(ctx context.Context, app string, sc SubClusterID, submission []byte) (stored SubClusterID, storedSubmission []byte, inserted bool, err error)
 	// UpdateApplicationHome overwrites the home of app.
 	UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error
 	GetApplicationHome(ctx context.Context, app string) (SubClusterID, error)

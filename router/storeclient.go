@@ -45,12 +45,12 @@ func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
 // AddApplicationHome is insert-if-absent. The client retries it across a
 // leader change; a retried insert may report inserted=false, which only
 // makes the router verify before moving an app.
-func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc SubClusterID) (SubClusterID, bool, error) {
-	stored, inserted, err := s.c.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc)})
+func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc SubClusterID, submission []byte) (SubClusterID, []byte, bool, error) {
+	stored, inserted, err := s.c.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc), SubmissionContext: submission})
 	if err != nil {
-		return "", false, fmt.Errorf("add home of %s: %w", app, err)
+		return "", nil, false, fmt.Errorf("add home of %s: %w", app, err)
 	}
-	return SubClusterID(stored.GetHomeSubClusterId()), inserted, nil
+	return SubClusterID(stored.GetHomeSubClusterId()), stored.GetSubmissionContext(), inserted, nil
 }
 
 func (s *ClientStore) UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error {

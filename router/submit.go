@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
@@ -35,6 +37,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	app := AppIDString(asc.GetApplicationId())
 	auditOf(ctx).app = app
 	sub := submissionOf(asc)
+	trimmed := trimSubmission(asc)
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
@@ -69,11 +72,18 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		if try == 0 {
 			// A row that already existed means an earlier router may have
 			// submitted there already.
-			stored, inserted, err := r.store.AddApplicationHome(ctx, app, chosen)
+			stored, storedSub, inserted, err := r.store.AddApplicationHome(ctx, app, chosen, trimmed)
 			if err != nil {
 				return nil, fmt.Errorf("submitApplication %s: store home: %w", app, err)
 			}
 			home, mayHave = stored, !inserted
+			if !inserted && !sameSubmission(storedSub, asc) {
+				// The RM would acknowledge this as "an earlier submitted
+				// application" and the new one would silently never run.
+				return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException,
+					"submitApplication %s: the federation already has a different application with this id (on sub-cluster %s); "+
+						"application ids must be unique across sub-clusters: do two RMs share a cluster timestamp?", app, stored)
+			}
 			if !inserted {
 				r.log.Info("resubmission: using the stored home", "app", app, "home", stored, "policy_choice", chosen)
 			}
@@ -190,4 +200,40 @@ func submissionOf(asc *yarnpb.ApplicationSubmissionContextProto) AppSubmission {
 		})
 	}
 	return s
+}
+
+// maxTrimmedSubmission caps the submission context stored beside a home; a
+// larger one is not stored (the store refuses big contexts, and the check
+// below then falls back to trusting the id, as Hadoop does).
+const maxTrimmedSubmission = 64 << 10
+
+// trimSubmission is the submission context stored beside an application's
+// home: everything but the AM container spec, which carries credentials and
+// can be large. Marshalled deterministically so equal contexts compare equal.
+func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto) []byte {
+	t := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
+	t.AmContainerSpec = nil
+	b, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(t)
+	if err != nil || len(b) > maxTrimmedSubmission {
+		return nil
+	}
+	return b
+}
+
+// sameSubmission reports whether a stored trimmed context describes asc: a
+// client retrying its submission (after a router crash or failover) sends
+// the same context, while a different application that reuses the id does
+// not. A row without a stored context (an older router, or one too large to
+// keep) cannot be checked and is taken for a retry.
+func sameSubmission(stored []byte, asc *yarnpb.ApplicationSubmissionContextProto) bool {
+	if len(stored) == 0 {
+		return true
+	}
+	prev := &yarnpb.ApplicationSubmissionContextProto{}
+	if err := (proto.UnmarshalOptions{AllowPartial: true}).Unmarshal(stored, prev); err != nil {
+		return true
+	}
+	cur := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
+	cur.AmContainerSpec = nil
+	return proto.Equal(prev, cur)
 }

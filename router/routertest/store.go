@@ -15,12 +15,14 @@ import (
 // Store is an in-memory router.StateStore (plus ReservationStore and
 // MembershipWatcher) with failure injection.
 type Store struct {
-	mu       sync.Mutex
-	scs      map[router.SubClusterID]router.SubClusterInfo
-	homes    map[string]router.SubClusterID
-	resv     map[string]router.SubClusterID
-	policies map[string]router.PolicyConfiguration
-	watchers []chan struct{}
+	mu    sync.Mutex
+	scs   map[router.SubClusterID]router.SubClusterInfo
+	homes map[string]router.SubClusterID
+	// submissions holds the trimmed submission context stored with a home.
+	submissions map[string][]byte
+	resv        map[string]router.SubClusterID
+	policies    map[string]router.PolicyConfiguration
+	watchers    []chan struct{}
 	// Fail, if set, is asked before every operation; a non-nil error fails it.
 	Fail func(op string) error
 	ops  map[string]int
@@ -34,7 +36,7 @@ type Store struct {
 // NewStore returns an empty store.
 func NewStore() *Store {
 	return &Store{
-		scs: map[router.SubClusterID]router.SubClusterInfo{}, homes: map[string]router.SubClusterID{},
+		scs: map[router.SubClusterID]router.SubClusterInfo{}, homes: map[string]router.SubClusterID{}, submissions: map[string][]byte{},
 		resv: map[string]router.SubClusterID{}, policies: map[string]router.PolicyConfiguration{},
 		ops: map[string]int{},
 	}
@@ -111,17 +113,20 @@ func (s *Store) GetSubClusters(_ context.Context, activeOnly bool) ([]router.Sub
 	return out, nil
 }
 
-func (s *Store) AddApplicationHome(_ context.Context, app string, sc router.SubClusterID) (router.SubClusterID, bool, error) {
+func (s *Store) AddApplicationHome(_ context.Context, app string, sc router.SubClusterID, submission []byte) (router.SubClusterID, []byte, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.enter("AddApplicationHome"); err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	if cur, ok := s.homes[app]; ok {
-		return cur, false, nil
+		return cur, s.submissions[app], false, nil
 	}
 	s.homes[app] = sc
-	return sc, true, nil
+	if submission != nil {
+		s.submissions[app] = append([]byte(nil), submission...)
+	}
+	return sc, submission, true, nil
 }
 
 func (s *Store) UpdateApplicationHome(_ context.Context, app string, sc router.SubClusterID) error {
@@ -155,6 +160,7 @@ func (s *Store) DeleteApplicationHome(app string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.homes, app)
+	delete(s.submissions, app)
 }
 
 func (s *Store) GetPolicyConfiguration(_ context.Context, queue string) (router.PolicyConfiguration, error) {
