@@ -227,11 +227,19 @@ func (l Limits) tokenID(id []byte, infoLen int) error {
 	if len(id) == 0 {
 		return invalid("token identifier is empty")
 	}
-	if len(id) > l.MaxTokenBytes || infoLen > l.MaxTokenBytes {
-		return invalid("token is larger than %d bytes", l.MaxTokenBytes)
+	// The identifier is a database key; bbolt refuses keys over 32 KiB,
+	// and a key Apply cannot write would stop every replica.
+	if len(id) > MaxTokenIDBytes {
+		return invalid("token identifier is %d bytes, limit %d", len(id), MaxTokenIDBytes)
+	}
+	if infoLen > l.MaxTokenBytes {
+		return invalid("token info is %d bytes, limit %d", infoLen, l.MaxTokenBytes)
 	}
 	return nil
 }
+
+// MaxTokenIDBytes caps a delegation-token identifier (a database key).
+const MaxTokenIDBytes = 4096
 
 // ValidateCounter checks a counter name.
 func ValidateCounter(c pb.Counter) error {
