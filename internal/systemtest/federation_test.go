@@ -1,7 +1,9 @@
 package systemtest
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -314,9 +316,25 @@ func TestTwoRoutersSideBySide(t *testing.T) {
 			t.Fatalf("report of %s names %s", appID(id), appID(rep.GetApplicationId()))
 		}
 	}
-	// The client's retry of a submission lands on the other router.
+	// The client's retry of a submission lands on the other router, over
+	// IPC and over REST.
 	if err := yb.submit(ids[0]); err != nil {
 		t.Fatalf("resubmission through router-b: %v", err)
+	}
+	// Over REST: a new application and its submission through router-a,
+	// the client's retry of the same body through router-b.
+	restApp := restNewApp(t, a.web)
+	body := fmt.Sprintf(`{"application-id":%q,"application-name":"systemtest","queue":"default","am-container-spec":{}}`, restApp)
+	for _, r := range []*routerProc{a, b} {
+		code, msg := restPost(t, r.web, "/ws/v1/cluster/apps", body)
+		if code != 202 {
+			t.Fatalf("REST submission of %s through %s: %d %s, want 202 Accepted", restApp, r.name, code, msg)
+		}
+	}
+	names = append(names, restApp)
+	code, doc, err := httpGet("http://" + b.web + "/ws/v1/cluster/apps/" + names[3])
+	if err != nil || code != 200 || !strings.Contains(doc, names[3]) {
+		t.Fatalf("REST report through router-b of %s: %d %s %v", names[3], code, doc, err)
 	}
 	f.checkExactlyOnce(t, yb, names)
 	f.checkExactlyOnce(t, ya, names)
@@ -421,6 +439,31 @@ func (s *stream) stop() []attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]attempt(nil), s.attempts...)
+}
+
+// restNewApp asks a router's REST API for a new application id.
+func restNewApp(t *testing.T, web string) string {
+	t.Helper()
+	code, body := restPost(t, web, "/ws/v1/cluster/apps/new-application", "")
+	var na struct {
+		ID string `json:"application-id"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &na) != nil || na.ID == "" {
+		t.Fatalf("REST new-application: %d %s", code, body)
+	}
+	return na.ID
+}
+
+// restPost POSTs a JSON body and returns the status and response body.
+func restPost(t *testing.T, web, path, body string) (int, string) {
+	t.Helper()
+	resp, err := httpClient.Post("http://"+web+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(msg)
 }
 
 func keys[V any](m map[string]V) []string {
