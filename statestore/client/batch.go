@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -20,6 +21,9 @@ import (
 const (
 	maxInflightBatches = 4
 	maxBatchItems      = 512
+	// maxBatchBytes keeps a batch under the server's message limit (the
+	// largest single context plus 1 MiB by default).
+	maxBatchBytes = 1 << 20
 )
 
 type addReq struct {
@@ -37,23 +41,34 @@ type addRes struct {
 func (c *Client) runAddBatcher(ctx context.Context) {
 	defer c.wg.Done()
 	sem := make(chan struct{}, maxInflightBatches)
+	var carry *addReq // did not fit the previous batch
 	for {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
-		var first *addReq
-		select {
-		case first = <-c.addCh:
-		case <-ctx.Done():
-			return
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-c.addCh:
+			case <-ctx.Done():
+				return
+			}
 		}
 		batch := []*addReq{first}
+		size := proto.Size(first.home)
 	drain:
 		for len(batch) < maxBatchItems {
 			select {
 			case r := <-c.addCh:
+				if n := proto.Size(r.home); size+n > maxBatchBytes {
+					carry = r
+					break drain
+				} else {
+					size += n
+				}
 				batch = append(batch, r)
 			default:
 				break drain

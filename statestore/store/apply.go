@@ -164,8 +164,8 @@ func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error)
 		return nil, err
 	} else if ok {
 		// Insert-if-absent: a resubmission after a router crash gets the
-		// home chosen the first time.
-		stored.SubmissionContext = a.tx.Bucket(bAppContexts).Get(key)
+		// home chosen the first time. (Answers never carry contexts: they
+		// can be large and batched; GetApplicationHome returns them.)
 		return &pb.AddApplicationHomeResponse{Stored: stored, Inserted: false}, nil
 	}
 	row := &pb.ApplicationHome{ApplicationId: h.GetApplicationId(), HomeSubClusterId: h.GetHomeSubClusterId(), CreateTimeMs: c.GetNowMs()}
@@ -181,9 +181,7 @@ func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error)
 		}
 	}
 	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_APPLICATION_HOME_PUT, Key: row.ApplicationId, ApplicationHome: row})
-	stored := proto.Clone(row).(*pb.ApplicationHome)
-	stored.SubmissionContext = h.GetSubmissionContext()
-	return &pb.AddApplicationHomeResponse{Stored: stored, Inserted: true}, nil
+	return &pb.AddApplicationHomeResponse{Stored: proto.Clone(row).(*pb.ApplicationHome), Inserted: true}, nil
 }
 
 func (a *applier) updateApp(c *pb.UpdateApplicationHomeCommand) (proto.Message, error) {

@@ -71,8 +71,11 @@ func TestOperations(t *testing.T) {
 
 	// Insert-if-absent returns the first home.
 	r, err := s.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: &pb.ApplicationHome{ApplicationId: "application_1_0001", HomeSubClusterId: "SC-2"}})
-	if err != nil || r.GetInserted() || r.GetStored().GetHomeSubClusterId() != "SC-1" || string(r.GetStored().GetSubmissionContext()) != "ctx" {
+	if err != nil || r.GetInserted() || r.GetStored().GetHomeSubClusterId() != "SC-1" {
 		t.Fatalf("re-add: %v %v", r, err)
+	}
+	if h, err := s.GetApplicationHome("application_1_0001", true); err != nil || string(h.GetSubmissionContext()) != "ctx" {
+		t.Fatalf("context kept: %v %v", h, err)
 	}
 	if _, err := s.Heartbeat(ctx, &pb.HeartbeatRequest{SubClusterId: "nope", State: pb.SubClusterState_SC_RUNNING}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("heartbeat unknown: %v", err)

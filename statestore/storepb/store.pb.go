@@ -1195,7 +1195,7 @@ func (x *AddApplicationHomeRequest) GetHome() *ApplicationHome {
 type AddApplicationHomeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The home stored after the call: the new one, or the one that was
-	// already there (insert-if-absent).
+	// already there (insert-if-absent). Without the submission context.
 	Stored        *ApplicationHome `protobuf:"bytes,1,opt,name=stored,proto3" json:"stored,omitempty"`
 	Inserted      bool             `protobuf:"varint,2,opt,name=inserted,proto3" json:"inserted,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -402,6 +402,33 @@ func TestWatchKeepsCacheFresh(t *testing.T) {
 	t.Fatal("watch ended without the policy event")
 }
 
+// TestLargeContextsAreBatchedWithinMessageLimits: concurrent inserts whose
+// contexts together exceed gRPC's 4 MiB message limit still all succeed.
+func TestLargeContextsAreBatchedWithinMessageLimits(t *testing.T) {
+	c := NewCluster(t, 3)
+	ctx := ctxT(t)
+	cl := c.Client(follower(c))
+	var wg sync.WaitGroup
+	errs := make([]error, 24)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, errs[i] = cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1", SubmissionContext: make([]byte, 200<<10)})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+	h, err := cl.GetApplicationHome(ctx, app(3), true)
+	if err != nil || len(h.GetSubmissionContext()) != 200<<10 {
+		t.Fatalf("context: %d bytes, %v", len(h.GetSubmissionContext()), err)
+	}
+}
+
 // TestCacheLeavesCutOffReplica: a cache watching a replica that loses
 // touch with the leader stops serving, moves to another replica and sees
 // new writes there.
