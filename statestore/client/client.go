@@ -98,7 +98,12 @@ func New(cfg Config) (*Client, error) {
 		cfg.WatchSilence = 3500 * time.Millisecond
 	}
 	if len(cfg.DialOptions) == 0 {
-		cfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		cfg.DialOptions = []grpc.DialOption{
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			// A batch answer carries the stored contexts of inserts that
+			// found an existing row.
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
+		}
 	}
 	c := &Client{cfg: cfg, logger: cfg.Logger, cache: newCache(), addCh: make(chan *addReq, maxBatchItems), closed: make(chan struct{})}
 	for _, a := range cfg.Addrs {

@@ -83,9 +83,10 @@ func (c *Client) subClusters(ctx context.Context) ([]*pb.SubClusterInfo, error) 
 // ---- application homes ----
 
 // AddApplicationHome stores home if the application has none and returns
-// the home stored after the call (without its submission context): the
-// given one (inserted) or the existing one. This is what makes a
-// resubmission after a router crash land on the same sub-cluster.
+// the home stored after the call: the given one (inserted; without the
+// context, which the caller has) or the existing one with its stored
+// context. This is what makes a resubmission after a router crash land on
+// the same sub-cluster.
 // Concurrent calls are coalesced into one RPC (see Config.DisableBatching).
 func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHome) (stored *pb.ApplicationHome, inserted bool, err error) {
 	if !c.cfg.DisableBatching {

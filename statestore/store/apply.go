@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -164,8 +165,9 @@ func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error)
 		return nil, err
 	} else if ok {
 		// Insert-if-absent: a resubmission after a router crash gets the
-		// home chosen the first time. (Answers never carry contexts: they
-		// can be large and batched; GetApplicationHome returns them.)
+		// home chosen the first time, and the stored context so the caller
+		// can tell a resubmission from a different app with the same id.
+		stored.SubmissionContext = bytes.Clone(a.tx.Bucket(bAppContexts).Get(key))
 		return &pb.AddApplicationHomeResponse{Stored: stored, Inserted: false}, nil
 	}
 	row := &pb.ApplicationHome{ApplicationId: h.GetApplicationId(), HomeSubClusterId: h.GetHomeSubClusterId(), CreateTimeMs: c.GetNowMs()}
@@ -181,6 +183,7 @@ func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error)
 		}
 	}
 	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_APPLICATION_HOME_PUT, Key: row.ApplicationId, ApplicationHome: row})
+	// The caller has the context it just sent: no echo.
 	return &pb.AddApplicationHomeResponse{Stored: proto.Clone(row).(*pb.ApplicationHome), Inserted: true}, nil
 }
 

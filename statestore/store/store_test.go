@@ -71,7 +71,7 @@ func TestOperations(t *testing.T) {
 
 	// Insert-if-absent returns the first home.
 	r, err := s.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: &pb.ApplicationHome{ApplicationId: "application_1_0001", HomeSubClusterId: "SC-2"}})
-	if err != nil || r.GetInserted() || r.GetStored().GetHomeSubClusterId() != "SC-1" {
+	if err != nil || r.GetInserted() || r.GetStored().GetHomeSubClusterId() != "SC-1" || string(r.GetStored().GetSubmissionContext()) != "ctx" {
 		t.Fatalf("re-add: %v %v", r, err)
 	}
 	if h, err := s.GetApplicationHome("application_1_0001", true); err != nil || string(h.GetSubmissionContext()) != "ctx" {

@@ -1194,8 +1194,9 @@ func (x *AddApplicationHomeRequest) GetHome() *ApplicationHome {
 
 type AddApplicationHomeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The home stored after the call: the new one, or the one that was
-	// already there (insert-if-absent). Without the submission context.
+	// The home stored after the call: the new one (without the context the
+	// caller just sent), or the one that was already there with its stored
+	// context (insert-if-absent).
 	Stored        *ApplicationHome `protobuf:"bytes,1,opt,name=stored,proto3" json:"stored,omitempty"`
 	Inserted      bool             `protobuf:"varint,2,opt,name=inserted,proto3" json:"inserted,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -427,6 +427,11 @@ func TestLargeContextsAreBatchedWithinMessageLimits(t *testing.T) {
 	if err != nil || len(h.GetSubmissionContext()) != 200<<10 {
 		t.Fatalf("context: %d bytes, %v", len(h.GetSubmissionContext()), err)
 	}
+	// Resubmitting returns the stored context (the router compares it).
+	stored, inserted, err := cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(3), HomeSubClusterId: "SC-2"})
+	if err != nil || inserted || stored.GetHomeSubClusterId() != "SC-1" || len(stored.GetSubmissionContext()) != 200<<10 {
+		t.Fatalf("resubmission: %v %d bytes %v", inserted, len(stored.GetSubmissionContext()), err)
+	}
 }
 
 // TestCacheLeavesCutOffReplica: a cache watching a replica that loses
