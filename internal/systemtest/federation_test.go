@@ -568,6 +568,8 @@ func TestFederationSurvivesStoreOutage(t *testing.T) {
 // (This test found the stale-cache bug fixed in e772114: the client's
 // cache trusted an open watch stream however silent.)
 func TestRouterMembershipWithFrozenStoreReplica(t *testing.T) {
+	// Mostly waiting out timeouts: overlap with the other waiting test.
+	t.Parallel()
 	f := startFederation(t, 3)
 	h := f.h
 	leader := f.st.leader(t)
@@ -736,4 +738,41 @@ func TestRouterHealthWhileStoreDown(t *testing.T) {
 	if err != nil || code != 503 {
 		t.Fatalf("/readyz with the store down: %d %s %v; want 503", code, body, err)
 	}
+}
+
+// TestFederationWithFrozenStoreLeader: the state store leader freezes
+// (SIGSTOP) under a stream of submissions and later thaws. Calls that were
+// in flight to it time out and are retried on the new leader: every
+// submission the client retries succeeds, exactly once.
+func TestFederationWithFrozenStoreLeader(t *testing.T) {
+	// Mostly waiting out timeouts: overlap with the other waiting test.
+	t.Parallel()
+	f := startFederation(t, 3)
+	h := f.h
+	r := h.startRouter("router-1", f.st)
+	y := dialYARN(t, r.clientrm)
+	yb := dialYARN(t, r.clientrm, noRetry)
+	s := startStream(t, yb, 4)
+	s.waitAcked(t, 10, "before the freeze")
+	leader := f.st.leader(t)
+	leader.p.signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { leader.p.signal(t, syscall.SIGCONT) })
+	t.Logf("store leader %s frozen after %d acknowledged submissions", leader.id, s.nAcked.Load())
+	s.waitAcked(t, 10, "with the store leader frozen")
+	leader.p.signal(t, syscall.SIGCONT)
+	s.waitAcked(t, 10, "after the thaw")
+	attempts := s.stop()
+	var names []string
+	failed := 0
+	for _, a := range attempts {
+		names = append(names, appID(a.id))
+		if !a.acked {
+			failed++
+			if err := y.submit(a.id); err != nil {
+				t.Errorf("retried submission of %s: %v", appID(a.id), err)
+			}
+		}
+	}
+	t.Logf("%d submissions, %d failed and were retried", len(attempts), failed)
+	f.checkExactlyOnce(t, y, names)
 }
