@@ -226,22 +226,43 @@ func (c *core) checkLiveness(now time.Time) {
 	if c.cfg.AMLivenessTimeout <= 0 {
 		return
 	}
-	for _, q := range c.queues {
-		for i := 0; i < len(q.apps); i++ {
-			a := q.apps[i]
-			at := a.current()
-			if a.sim != nil || at == nil || at.state.final() || at.needsAM {
-				continue
-			}
-			if now.Sub(at.lastBeat) > c.cfg.AMLivenessTimeout {
-				before := len(q.apps)
-				c.failAttempt(at, fmt.Sprintf("ApplicationMaster for attempt %s timed out", at.id))
-				if len(q.apps) < before {
-					i--
-				}
-			}
+	for _, a := range c.liveAMs() {
+		at := a.current()
+		if a.sim != nil || at == nil || at.state.final() || at.needsAM {
+			continue
+		}
+		if now.Sub(at.lastBeat) > c.cfg.AMLivenessTimeout {
+			c.failAttempt(at, fmt.Sprintf("ApplicationMaster for attempt %s timed out", at.id))
 		}
 	}
+}
+
+// markLaunched records that a's current attempt has its AM up.
+func (c *core) markLaunched(a *app) {
+	if c.launchedSet == nil {
+		c.launchedSet = map[*app]bool{}
+	}
+	if !c.launchedSet[a] {
+		c.launchedSet[a] = true
+		c.launched = append(c.launched, a)
+	}
+}
+
+// liveAMs drops applications whose AM is no longer up and returns the rest,
+// in launch order. The returned slice stays valid while the caller ends or
+// fails attempts: only a later liveAMs call compacts it.
+func (c *core) liveAMs() []*app {
+	keep := c.launched[:0]
+	for _, a := range c.launched {
+		if at := a.current(); a.state.Final() || at == nil || at.state.final() || at.needsAM {
+			delete(c.launchedSet, a)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	clear(c.launched[len(keep):])
+	c.launched = keep
+	return keep[:len(keep):len(keep)]
 }
 
 // failAttempt ends an attempt as FAILED and starts another if the
@@ -323,23 +344,19 @@ type simAM struct {
 }
 
 func (c *core) stepSimAMs(now time.Time) {
-	for _, q := range c.queues {
-		// Copy: finishing an application removes it from q.apps.
-		apps := append([]*app(nil), q.apps...)
-		for _, a := range apps {
-			if a.sim == nil || a.state.Final() {
-				continue
-			}
-			at := a.current()
-			if at == nil || at.state != AttemptLaunched && at.state != AttemptRunning {
-				continue
-			}
-			if now.Before(a.sim.nextBeat) {
-				continue
-			}
-			a.sim.nextBeat = now.Add(c.cfg.SimAM.Heartbeat)
-			c.stepSimAM(a, at)
+	for _, a := range c.liveAMs() {
+		if a.sim == nil || a.state.Final() {
+			continue
 		}
+		at := a.current()
+		if at == nil || at.state != AttemptLaunched && at.state != AttemptRunning {
+			continue
+		}
+		if now.Before(a.sim.nextBeat) {
+			continue
+		}
+		a.sim.nextBeat = now.Add(c.cfg.SimAM.Heartbeat)
+		c.stepSimAM(a, at)
 	}
 }
 

@@ -19,6 +19,13 @@ import (
 type core struct {
 	cfg Config
 
+	// launched indexes the applications whose current attempt has an AM up
+	// (launched, registered or finishing): per-tick AM work walks these, not
+	// every application waiting in a queue. Entries are added at launch and
+	// pruned lazily by liveAMs; launchedSet keeps them unique.
+	launched    []*app
+	launchedSet map[*app]bool
+
 	mu        sync.Mutex
 	epoch     int64
 	clusterTS int64
@@ -384,14 +391,25 @@ func (c *core) Submit(req SubmitRequest) error {
 		return nil
 	}
 	a.state = AppAccepted
-	q.apps = append(q.apps, a)
-	c.sortQueue(q)
+	insertByPriority(q, a)
 	c.newAttempt(a, now)
 	if !a.unmanaged {
 		a.sim = &simAM{}
 	}
 	c.kickScheduler()
 	return nil
+}
+
+// insertByPriority places a newly submitted application where sortQueue
+// would: after every application of the same or higher priority (it is the
+// newest). A binary search instead of a re-sort keeps submission O(log n)
+// with thousands of applications waiting in the queue.
+func insertByPriority(q *queue, a *app) {
+	i := sort.Search(len(q.apps), func(i int) bool {
+		x := q.apps[i]
+		return x.priority < a.priority || x.priority == a.priority && x.submitted > a.submitted
+	})
+	q.apps = slices.Insert(q.apps, i, a)
 }
 
 // sortQueue keeps FIFO order with application priority first, as the
@@ -428,6 +446,7 @@ func (c *core) newAttempt(a *app, now int64) *attempt {
 		// once and its AMRMToken shows in the application report.
 		at.state = AttemptLaunched
 		a.diagnostics = diagLaunched
+		c.markLaunched(a)
 	} else {
 		at.needsAM = true
 		a.diagnostics = diagWaitingForAM

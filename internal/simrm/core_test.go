@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -819,5 +821,22 @@ func TestClusterTimestampsUniqueInProcess(t *testing.T) {
 	}
 	if got := rm.Config().ClusterTimestamp; got != 42 {
 		t.Fatalf("explicit cluster timestamp changed to %d", got)
+	}
+}
+
+// TestInsertByPriorityMatchesSort: the O(log n) insert on submission must
+// leave a queue exactly as re-sorting it would.
+func TestInsertByPriorityMatchesSort(t *testing.T) {
+	c := &core{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	q, want := &queue{}, &queue{}
+	for i := 0; i < 500; i++ {
+		a := &app{priority: int32(rng.IntN(4)), submitted: int64(i / 3)} // equal times too
+		insertByPriority(q, a)
+		want.apps = append(want.apps, a)
+		c.sortQueue(want)
+		if !slices.Equal(q.apps, want.apps) {
+			t.Fatalf("after %d inserts the queue order differs from a sort", i+1)
+		}
 	}
 }

@@ -55,6 +55,7 @@ func (c *core) schedule() {
 				// ALLOCATED -> LAUNCHED at once: the simulated NodeManager
 				// starts the AM container immediately.
 				at.state = AttemptLaunched
+				c.markLaunched(a)
 				a.launched = now
 				a.diagnostics = diagLaunched
 				if a.sim != nil {

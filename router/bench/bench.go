@@ -73,7 +73,11 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	rmCfg := simrm.TestConfig()
 	rmCfg.ClusterID = "SC-1"
 	rmCfg.Logger = log
-	rmCfg.Nodes = 4
+	// Enough simulated nodes that applications finish as fast as they are
+	// submitted: with 4 nodes (32 AMs at a time) a backlog of tens of
+	// thousands built up during the run, and the bench measured the
+	// simulator's queue, not the router.
+	rmCfg.Nodes = 64
 	rmCfg.SimAM.Containers = 0
 	rmCfg.Faults.Latency = cfg.RMLatency
 	rm, err := simrm.New(rmCfg)
