@@ -259,8 +259,20 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 		}
 	})
 
-	// Hadoop's distributed shell, submitted through the Router: a managed
-	// AM launched by the home cluster's NodeManager registers with its RM,
+	// A second Router whose store holds a queue policy, stored the way `yarn
+	// routeradmin -policy` stores it (WeightedPolicyInfo JSON): everything
+	// submitted to "default" must land on SC-2.
+	pstore := routertest.NewStore()
+	pstore.SetPolicy(router.PolicyConfiguration{
+		Queue: "default",
+		Type:  "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
+			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},"headroomAlpha":"1.0"}`),
+	})
+	pr := startRouterWith(t, pstore, subCluster("SC-1", sc1), subCluster("SC-2", sc2))
+
+	// Hadoop's distributed shell, submitted through the policy Router: a
+	// managed AM launched by SC-2's NodeManager registers with SC-2's RM,
 	// gets two containers that run a shell command, and finishes SUCCEEDED.
 	t.Run("distributed shell", func(t *testing.T) {
 		var dsJar string
@@ -275,20 +287,24 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 		}
 		marker := fmt.Sprintf("yarnfed-ds-%d", time.Now().UnixNano())
 		dsConf := writeYarnSite(t, map[string]string{
-			"yarn.resourcemanager.address": r.ClientRMAddr().String(),
+			"yarn.resourcemanager.address": pr.ClientRMAddr().String(),
 			// The AM's classpath: its RM's yarn-site.xml (via the NM's
 			// HADOOP_CONF_DIR), then the same jars as everything here.
 			"yarn.application.classpath": "$HADOOP_CONF_DIR," + strings.Join(entries, ","),
 		})
-		out := j.runCLI(t, filepath.Dir(dsConf), "org.apache.hadoop.yarn.applications.distributedshell.Client",
+		// AM 256 MB: the capacity scheduler admits AMs up to 10% of a queue
+		// (maximum-am-resource-percent), 409 MB on the one-NM sub-cluster.
+		// The client's own timeout (2 min) ends before runCLI's, so a stuck
+		// app shows its last state in the client's INFO log.
+		out := j.runCLIWith(t, []string{"-Dyarnfed.e2e.log=INFO"}, filepath.Dir(dsConf), "org.apache.hadoop.yarn.applications.distributedshell.Client",
 			"-jar", dsJar, "-appname", "yarnfed-ds", "-queue", "default", "-shell_command", "echo "+marker,
-			"-num_containers", "2", "-container_memory", "128", "-master_memory", "512", "-timeout", "180000")
+			"-num_containers", "2", "-container_memory", "128", "-master_memory", "256", "-timeout", "120000")
 		if out.exit != 0 {
-			t.Fatalf("distributed shell exit %d (0 means the app SUCCEEDED):\n%s", out.exit, tail(out.stderr, 4000))
+			t.Fatalf("distributed shell exit %d (0 means the app SUCCEEDED):\n%s", out.exit, tail(out.stderr, 6000))
 		}
-		// Each container's stdout lands in its NM's log dir.
+		// Each container's stdout lands in its NM's log dir, on SC-2.
 		found := 0
-		for _, mc := range []*miniCluster{sc1, sc2} {
+		for _, mc := range []*miniCluster{sc2} {
 			_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && d.Name() == "stdout" {
 					if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) {
@@ -299,21 +315,13 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 			})
 		}
 		if found != 2 {
-			t.Errorf("found the shell command's output in %d container stdout files, want 2", found)
+			t.Errorf("found the shell command's output in %d container stdout files on SC-2, want 2", found)
 		}
 	})
 
 	// A queue policy stored the way `yarn routeradmin -policy` stores it
 	// (WeightedPolicyInfo JSON) decides where Hadoop's submissions land.
 	t.Run("queue policy places apps", func(t *testing.T) {
-		store := routertest.NewStore()
-		store.SetPolicy(router.PolicyConfiguration{
-			Queue: "default",
-			Type:  "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
-			Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
-				`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},"headroomAlpha":"1.0"}`),
-		})
-		pr := startRouterWith(t, store, subCluster("SC-1", sc1), subCluster("SC-2", sc2))
 		pconf := writeYarnSite(t, map[string]string{"yarn.resourcemanager.address": pr.ClientRMAddr().String()})
 		const n = 4
 		var ops []string

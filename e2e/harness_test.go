@@ -207,9 +207,15 @@ type cliRun struct {
 // yarn-site.xml, and returns its output and exit code.
 func (j *javaEnv) runCLI(t testing.TB, confDir, class string, args ...string) cliRun {
 	t.Helper()
+	return j.runCLIWith(t, nil, confDir, class, args...)
+}
+
+// runCLIWith is runCLI with extra JVM flags (e.g. -Dyarnfed.e2e.log=INFO).
+func (j *javaEnv) runCLIWith(t testing.TB, jvmFlags []string, confDir, class string, args ...string) cliRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
+	argv := append(append(append([]string{}, j.jvmArgs...), jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
 	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -406,14 +412,25 @@ func needCluster(t testing.TB) *miniCluster {
 func newCluster(t testing.TB, opts clusterOptions) *miniCluster {
 	t.Helper()
 	j := needJava(t)
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "yarnfed-e2e-"+opts.clusterID+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	mc, err := j.startMiniCluster(opts, dir)
 	if err != nil {
-		t.Fatalf("interop: starting MiniYARNCluster %s: %v", opts.clusterID, err)
+		t.Fatalf("interop: starting MiniYARNCluster %s: %v (files in %s)", opts.clusterID, err, dir)
 	}
 	t.Logf("MiniYARNCluster %s started in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(mc.stop)
+	t.Cleanup(func() {
+		mc.stop()
+		// Keep the RM log and the NMs' container logs of a failed test.
+		if t.Failed() {
+			t.Logf("MiniYARNCluster %s files kept in %s", opts.clusterID, dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	return mc
 }
 
