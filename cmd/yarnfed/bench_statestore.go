@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 func newBenchStatestoreCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
 	var addrs, levels string
+	var inProcess bool
 	cmd := &cobra.Command{
 		Use:   "statestore",
 		Short: "Application-home inserts and reads: yarnfed's state store vs a ZooKeeper ensemble",
@@ -35,6 +37,15 @@ reads/s. With --store it measures a running cluster instead (writes rows with fa
 				}
 				cfg.Concurrency = append(cfg.Concurrency, n)
 			}
+			if !inProcess && len(cfg.Addrs) == 0 {
+				// Each replica in its own process, as deployed (and as the
+				// ZooKeeper servers run).
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				cfg.Executable = exe
+			}
 			return bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
@@ -44,6 +55,7 @@ reads/s. With --store it measures a running cluster instead (writes rows with fa
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each measurement")
 	f.IntVar(&cfg.ReadConcurrency, "read-concurrency", cfg.ReadConcurrency, "concurrent clients for the read rows")
 	f.IntVar(&cfg.Conns, "conns", cfg.Conns, "client instances (one connection each, like router processes) the callers share")
+	f.BoolVar(&inProcess, "in-process", false, "run the three replicas inside the benchmark process instead of as child processes")
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "also fsync the FSM database per batch")
 	f.BoolVar(&cfg.ZooKeeper, "zookeeper", cfg.ZooKeeper, "compare against a 3-server ZooKeeper ensemble")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary for ZooKeeper")

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +47,10 @@ type Config struct {
 	// ZooKeeper connection, like one router process) the concurrent
 	// callers share (default 8): routers are few, requests many.
 	Conns int
+	// Executable, when set, runs each replica as its own process
+	// (`Executable statestore ...`), as in production and like the
+	// ZooKeeper servers; otherwise all three run inside this process.
+	Executable string
 	// FSMSync also fsyncs the FSM database per batch (the Raft log is
 	// always fsynced).
 	FSMSync bool
@@ -257,7 +263,11 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.FSMSync {
 		sync += ", FSM fsync on"
 	}
-	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback (%s), %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", sync, cfg.Duration, cfg.Conns)
+	where := "in this process"
+	if cfg.Executable != "" {
+		where = "as separate processes"
+	}
+	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback %s (%s), %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", where, sync, cfg.Duration, cfg.Conns)
 	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
 	for _, r := range rows {
 		y, z := r.res["yarnfed"], r.res["zookeeper"]
@@ -284,6 +294,7 @@ func appID(i int64) string { return fmt.Sprintf("application_1700000000000_%08d"
 
 type yarnfedTarget struct {
 	nodes   []*node.Node
+	procs   []*exec.Cmd
 	clients []*client.Client
 	// stale readers start at different replicas: stale reads are what
 	// followers are for.
@@ -302,6 +313,13 @@ func freeAddr() (string, error) {
 func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 	t := &yarnfedTarget{}
 	addrs := cfg.Addrs
+	if len(addrs) == 0 && cfg.Executable != "" {
+		var err error
+		if addrs, err = t.startProcs(ctx, cfg); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
 	if len(addrs) == 0 {
 		var peers []string
 		var cfgs []node.Config
@@ -377,6 +395,78 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 	return t, nil
 }
 
+// startProcs starts three `statestore` processes and returns their gRPC
+// addresses, leader first.
+func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, error) {
+	var raftAddrs, grpcAddrs, peers []string
+	for i := 0; i < 3; i++ {
+		r, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		g, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		raftAddrs, grpcAddrs = append(raftAddrs, r), append(grpcAddrs, g)
+		peers = append(peers, fmt.Sprintf("bench%d=%s", i, r))
+	}
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("bench%d", i)
+		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
+			"--data-dir", filepath.Join(cfg.Dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
+			"--http-address", "", "--log-level", "warn"}
+		if cfg.FSMSync {
+			args = append(args, "--fsm-sync")
+		}
+		if cfg.UnsafeNoSync {
+			args = append(args, "--unsafe-no-sync")
+		}
+		logf, err := os.Create(filepath.Join(cfg.Dir, id+".log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(cfg.Executable, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		t.procs = append(t.procs, cmd)
+	}
+	// Ready when every replica knows the leader's address.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader, ready := "", true
+		for _, a := range grpcAddrs {
+			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second})
+			if err != nil {
+				return nil, err
+			}
+			st, err := c.Status(ctx)
+			c.Close()
+			if err != nil || st.GetLeaderGrpcAddress() == "" {
+				ready = false
+				break
+			}
+			leader = st.GetLeaderGrpcAddress()
+		}
+		if ready {
+			out := []string{leader}
+			for _, a := range grpcAddrs {
+				if a != leader {
+					out = append(out, a)
+				}
+			}
+			return out, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("statestore processes not ready within 30s (logs in %s)", cfg.Dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (t *yarnfedTarget) insert(ctx context.Context, conn int, id string) error {
 	_, _, err := t.clients[conn].AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: "SC-1"})
 	return err
@@ -391,7 +481,7 @@ func (t *yarnfedTarget) get(ctx context.Context, conn int, id string, stale bool
 	return err
 }
 
-func (t *yarnfedTarget) serverCPU() time.Duration { return 0 }
+func (t *yarnfedTarget) serverCPU() time.Duration { return procCPU(t.procs) }
 
 func (t *yarnfedTarget) close() {
 	for _, c := range append(t.clients, t.stale...) {
@@ -399,5 +489,11 @@ func (t *yarnfedTarget) close() {
 	}
 	for _, n := range t.nodes {
 		n.Close()
+	}
+	for _, p := range t.procs {
+		if p.Process != nil {
+			p.Process.Signal(syscall.SIGTERM)
+			p.Wait()
+		}
 	}
 }

@@ -146,10 +146,13 @@ func (t *zkTarget) get(_ context.Context, conn int, id string, stale bool) error
 	return err
 }
 
-// serverCPU sums utime+stime of the ZooKeeper JVMs from /proc.
-func (t *zkTarget) serverCPU() time.Duration {
+// serverCPU sums the CPU time of the ZooKeeper JVMs.
+func (t *zkTarget) serverCPU() time.Duration { return procCPU(t.procs) }
+
+// procCPU sums utime+stime of child processes from /proc.
+func procCPU(procs []*exec.Cmd) time.Duration {
 	var total time.Duration
-	for _, p := range t.procs {
+	for _, p := range procs {
 		if p.Process == nil {
 			continue
 		}
