@@ -45,7 +45,8 @@ type Config struct {
 	ReadConcurrency int
 	// Conns is the number of client instances (each one gRPC or
 	// ZooKeeper connection, like one router process) the concurrent
-	// callers share (default 8): routers are few, requests many.
+	// callers share (default 2, as in a federation with two routers):
+	// routers are few, requests many.
 	Conns int
 	// Executable, when set, runs each replica as its own process
 	// (`Executable statestore ...`), as in production and like the
@@ -71,7 +72,7 @@ func DefaultConfig() Config {
 		Duration:        3 * time.Second,
 		Concurrency:     []int{1, 8, 64, 256},
 		ReadConcurrency: 64,
-		Conns:           8,
+		Conns:           2,
 		ZooKeeper:       true,
 		Java:            "java",
 		ZKClasspath:     "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
