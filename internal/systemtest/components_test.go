@@ -32,7 +32,7 @@ type storeCluster struct {
 
 // startStore starts n replicas, each with --bootstrap and the same
 // --peers, and waits until all of them know the same leader.
-func (h *harness) startStore(n int) *storeCluster {
+func (h *harness) startStore(n int, extra ...string) *storeCluster {
 	h.t.Helper()
 	sc := &storeCluster{h: h}
 	h.launch(fmt.Sprintf("%d-replica state store", n), 3*n, 30*time.Second, func(ports []string) []*proc {
@@ -48,13 +48,13 @@ func (h *harness) startStore(n int) *storeCluster {
 		}
 		var ps []*proc
 		for _, nd := range sc.nodes {
-			nd.p = h.spawn("statestore-"+nd.id, "statestore",
-				"--node-id", nd.id, "--data-dir", nd.dir,
+			args := []string{"statestore", "--node-id", nd.id, "--data-dir", nd.dir,
 				"--grpc-address", nd.grpc, "--raft-address", nd.raft, "--http-address", nd.httpAddr,
 				"--bootstrap", "--peers", strings.Join(peers, ","),
 				// Short timeouts keep the leader-kill test fast; not so short
 				// that a busy 2-core machine flaps leaders.
-				"--heartbeat-timeout", "500ms", "--election-timeout", "500ms")
+				"--heartbeat-timeout", "500ms", "--election-timeout", "500ms"}
+			nd.p = h.spawn("statestore-"+nd.id, append(args, extra...)...)
 			ps = append(ps, nd.p)
 		}
 		return ps
