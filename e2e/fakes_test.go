@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -46,6 +47,9 @@ func (f *fakeRM) protocol() hadoopipc.Protocol {
 		Methods: []hadoopipc.Method{
 			hadoopipc.NewMethod("getClusterMetrics", func() *yarnpb.GetClusterMetricsRequestProto { return &yarnpb.GetClusterMetricsRequestProto{} },
 				func(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
+					// Jitter so concurrent calls finish out of order, as a
+					// busy RM's would.
+					time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 					return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
 						NumNodeManagers: proto.Int32(f.nms), NumActiveNms: proto.Int32(f.nms - 1), NumLostNms: proto.Int32(1),
 					}}, nil

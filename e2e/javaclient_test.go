@@ -24,7 +24,7 @@ func TestJavaYarnClientAgainstGoServer(t *testing.T) {
 
 	run := j.runDriver(t, "YarnClientDriver", "--conf", conf,
 		"metrics", "newapp", "submit:interop-s1:root.e2e", "report", "list", "kill", "report",
-		"report:application_1700000000000_9999", "labels")
+		"report:application_1700000000000_9999", "labels", "parallel:8:50")
 
 	var metrics struct {
 		NumNodeManagers       int `json:"numNodeManagers"`
@@ -86,6 +86,13 @@ func TestJavaYarnClientAgainstGoServer(t *testing.T) {
 		t.Errorf("Java listed %+v", list.Applications)
 	}
 	run.op(t, "kill").decode(t, &struct{}{})
+	var par struct {
+		Calls int `json:"calls"`
+	}
+	run.op(t, "parallel:8:50").decode(t, &par)
+	if par.Calls != 400 {
+		t.Errorf("%d of 400 concurrent calls on one connection succeeded", par.Calls)
+	}
 
 	for _, tc := range []struct {
 		name, op, class, msg string

@@ -26,7 +26,8 @@ import org.apache.hadoop.yarn.util.Records;
  * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), waittoken[:appId]
  * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), waitstate:STATE[:appId]
  * (report once the app is in STATE, up to 30 s), kill[:appId],
- * labels (getNodeToLabels), queueacls (getQueueUserAcls). An operation's failure is printed and
+ * labels (getNodeToLabels), queueacls (getQueueUserAcls), parallel:THREADS:CALLS (concurrent
+ * getClusterMetrics on the shared connection). An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
 public final class YarnClientDriver {
@@ -159,6 +160,31 @@ public final class YarnClientDriver {
               ApplicationId id = p.length > 1 ? ApplicationId.fromString(p[1]) : last;
               yc.killApplication(id);
               Drivers.ok(op, new Json().put("applicationId", id.toString()));
+              break;
+            }
+            case "parallel": {
+              // N threads share the client, so Hadoop's IPC client multiplexes their calls on one
+              // connection: the server must serve them concurrently and may answer out of order.
+              int threads = Integer.parseInt(p[1]);
+              int calls = Integer.parseInt(p[2]);
+              java.util.concurrent.ExecutorService pool =
+                  java.util.concurrent.Executors.newFixedThreadPool(threads);
+              java.util.concurrent.atomic.AtomicInteger ok = new java.util.concurrent.atomic.AtomicInteger();
+              List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
+              for (int i = 0; i < threads; i++) {
+                fs.add(pool.submit(() -> {
+                  for (int c = 0; c < calls; c++) {
+                    yc.getYarnClusterMetrics();
+                    ok.incrementAndGet();
+                  }
+                  return null;
+                }));
+              }
+              for (java.util.concurrent.Future<?> f : fs) {
+                f.get();
+              }
+              pool.shutdown();
+              Drivers.ok(op, new Json().put("calls", ok.get()));
               break;
             }
             case "labels": {
