@@ -94,6 +94,28 @@ func TestJavaYarnClientAgainstGoServer(t *testing.T) {
 		t.Errorf("%d of 400 concurrent calls on one connection succeeded", par.Calls)
 	}
 
+	t.Run("large response", func(t *testing.T) {
+		// ~20,000 reports, a multi-megabyte getApplications reply in one
+		// frame: Hadoop's client must read it whole.
+		big := newFakeRM()
+		const n = 20000
+		for i := int32(1); i <= n; i++ {
+			big.apps[i] = &yarnpb.ApplicationReportProto{
+				ApplicationId: big.appID(i), User: proto.String("u"), Queue: proto.String("root.default"),
+				Name: proto.String(strings.Repeat("n", 64)), YarnApplicationState: yarnpb.YarnApplicationStateProto_RUNNING.Enum(),
+				FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_UNDEFINED.Enum(), ApplicationType: proto.String("MAPREDUCE"),
+			}
+		}
+		bconf := writeYarnSite(t, map[string]string{"yarn.resourcemanager.address": serveIPC(t, hadoopipc.DefaultServerConfig(), big.protocol())})
+		var got struct {
+			Count int `json:"count"`
+		}
+		j.runDriver(t, "YarnClientDriver", "--conf", bconf, "countapps").op(t, "countapps").decode(t, &got)
+		if got.Count != n {
+			t.Errorf("Java read %d applications, want %d", got.Count, n)
+		}
+	})
+
 	for _, tc := range []struct {
 		name, op, class, msg string
 	}{

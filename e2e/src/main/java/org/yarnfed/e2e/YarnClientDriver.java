@@ -26,7 +26,7 @@ import org.apache.hadoop.yarn.util.Records;
  * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), waittoken[:appId]
  * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), waitstate:STATE[:appId]
  * (report once the app is in STATE, up to 30 s), kill[:appId],
- * labels (getNodeToLabels), queueacls (getQueueUserAcls), parallel:THREADS:CALLS (concurrent
+ * countapps (getApplications, count only), labels (getNodeToLabels), queueacls (getQueueUserAcls), parallel:THREADS:CALLS (concurrent
  * getClusterMetrics on the shared connection). An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
@@ -98,6 +98,14 @@ public final class YarnClientDriver {
                 apps.add(report(r));
               }
               Drivers.ok(op, new Json().put("applications", apps));
+              break;
+            }
+            case "countapps": {
+              // For large lists: only the count and the first and last ids.
+              List<ApplicationReport> all = yc.getApplications();
+              Drivers.ok(op, new Json().put("count", all.size())
+                  .put("first", all.isEmpty() ? null : all.get(0).getApplicationId().toString())
+                  .put("last", all.isEmpty() ? null : all.get(all.size() - 1).getApplicationId().toString()));
               break;
             }
             case "submit": {
