@@ -3646,6 +3646,9 @@ func (x *ReadOptions) GetStale() bool {
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Deliver events after this applied index; 0 means only new events.
+	// Several events can share an index (one Raft entry holds a batch), so
+	// a watcher resuming after a broken stream should pass the last index
+	// it saw minus one and skip the events it already has.
 	AfterIndex       uint64 `protobuf:"varint,1,opt,name=after_index,json=afterIndex,proto3" json:"after_index,omitempty"`
 	Membership       bool   `protobuf:"varint,2,opt,name=membership,proto3" json:"membership,omitempty"`
 	Policies         bool   `protobuf:"varint,3,opt,name=policies,proto3" json:"policies,omitempty"`
