@@ -258,6 +258,17 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	// both routers stop routing to it.
 	sc1.agent.signal(t, syscall.SIGCONT)
 	h.waitSubCluster(f.st, sc1, pb.SubClusterState_SC_UNHEALTHY)
+	// What the operator sees.
+	var scs []struct {
+		ID    string `json:"subClusterId"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(ctl(t, "--store", f.st.addrs(), "-o", "json", "subcluster", "list")), &scs); err != nil {
+		t.Fatalf("yarnfedctl subcluster list: %v", err)
+	}
+	if fmt.Sprint(scs) != "[{SC-1 SC_UNHEALTHY} {SC-2 SC_RUNNING}]" {
+		t.Errorf("yarnfedctl subcluster list: %v, want SC-1 unhealthy and SC-2 running", scs)
+	}
 	waitFor(t, 10*time.Second, "router-1 lists without SC-1", func() (bool, string) {
 		_, err := y.apps()
 		return err == nil, fmt.Sprint(err)
@@ -277,6 +288,16 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 		}
 	}
 	f.checkExactlyOnce(t, y, fresh)
+	var home []struct {
+		App  string `json:"applicationId"`
+		Home string `json:"homeSubCluster"`
+	}
+	if err := json.Unmarshal([]byte(ctl(t, "--store", f.st.addrs(), "-o", "json", "app", "home", fresh[0])), &home); err != nil {
+		t.Fatalf("yarnfedctl app home: %v", err)
+	}
+	if len(home) != 1 || home[0].App != fresh[0] || home[0].Home != "SC-2" {
+		t.Errorf("yarnfedctl app home %s: %v, want SC-2", fresh[0], home)
+	}
 	// Apps on the dead sub-cluster: a clear error that names it.
 	for name, id := range apps {
 		if homes[name] != "SC-1" {

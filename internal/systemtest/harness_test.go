@@ -20,33 +20,41 @@ import (
 	"time"
 )
 
-// yarnfedBin is the binary under test: built once by TestMain, or
-// YARNFED_BIN.
-var yarnfedBin string
+// yarnfedBin and yarnfedctlBin are the binaries under test: built once by
+// TestMain, or YARNFED_BIN and YARNFEDCTL_BIN.
+var yarnfedBin, yarnfedctlBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // every test skips itself
 	}
-	if bin := os.Getenv("YARNFED_BIN"); bin != "" {
-		yarnfedBin = bin
-		os.Exit(m.Run())
-	}
 	dir, err := os.MkdirTemp("", "yarnfed-systemtest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "systemtest:", err)
 		os.Exit(1)
 	}
-	yarnfedBin = filepath.Join(dir, "yarnfed")
-	// Built without -race even when the test runs with it: the processes
-	// are the operator's binary, and a race build would double the CPU
-	// these tests need on a shared machine.
-	build := exec.Command("go", "build", "-o", yarnfedBin, "github.com/yarnfed/yarnfed/cmd/yarnfed")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "systemtest: go build yarnfed: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	for _, b := range []struct {
+		dst *string
+		env string
+		pkg string
+	}{
+		{&yarnfedBin, "YARNFED_BIN", "github.com/yarnfed/yarnfed/cmd/yarnfed"},
+		{&yarnfedctlBin, "YARNFEDCTL_BIN", "github.com/yarnfed/yarnfed/cmd/yarnfedctl"},
+	} {
+		if *b.dst = os.Getenv(b.env); *b.dst != "" {
+			continue
+		}
+		*b.dst = filepath.Join(dir, filepath.Base(b.pkg))
+		// Built without -race even when the test runs with it: the
+		// processes are the operator's binaries, and a race build would
+		// double the CPU these tests need on a shared machine.
+		build := exec.Command("go", "build", "-o", *b.dst, b.pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "systemtest: go build %s: %v\n%s", b.pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -371,6 +379,21 @@ func httpGet(url string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(bytes.TrimSpace(b)), err
+}
+
+// ctl runs yarnfedctl as an operator would and returns its stdout; it
+// fails the test if the command fails or runs longer than 30 s.
+func ctl(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, yarnfedctlBin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
 }
 
 // ctxT is a context bounded well below the test timeout.

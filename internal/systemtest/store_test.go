@@ -2,6 +2,7 @@ package systemtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -107,6 +108,20 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 		t.Fatalf("dead replica %s still reported as leader", victim.id)
 	}
 	w.waitAcked(t, 300, "after the leader was killed")
+	// What the operator sees: yarnfedctl through any replica names the new
+	// leader (the dead replica in --store is skipped).
+	var status struct {
+		LeaderID string `json:"leaderId"`
+		Nodes    []struct {
+			NodeID string `json:"nodeId"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(ctl(t, "--store", st.addrs(), "-o", "json", "store", "status")), &status); err != nil {
+		t.Fatalf("yarnfedctl store status: %v", err)
+	}
+	if status.LeaderID == "" || status.LeaderID == victim.id || len(status.Nodes) != 3 {
+		t.Errorf("yarnfedctl store status after killing %s: leader %q, %d nodes", victim.id, status.LeaderID, len(status.Nodes))
+	}
 
 	// The operator restarts the killed replica with its data dir.
 	h.restart(victim.p)
