@@ -311,6 +311,35 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 		}
 		break
 	}
+
+	// The operator brings SC-1 back: a new RM process on the same ports
+	// (a new cluster timestamp, as a restarted RM without recovery has).
+	// Its agent registers it again and both routers, whose breakers for
+	// SC-1 opened, route to it again.
+	sc1.p = h.spawn("simrm-SC-1-new", "simrm", "--cluster-id", "SC-1", "--cluster-timestamp", "1700000000100",
+		"--client-address", sc1.client, "--scheduler-address", sc1.sched, "--admin-address", sc1.admin, "--webapp-address", sc1.web,
+		"--nodes", fmt.Sprint(simNodes), "--sim-am-container-runtime", "1h")
+	h.waitSubCluster(f.st, sc1, pb.SubClusterState_SC_RUNNING)
+	for _, c := range []struct {
+		y   *yarnClient
+		who string
+	}{{y, "router-1"}, {yp, "router-partial"}} {
+		waitFor(t, 20*time.Second, c.who+" counts SC-1 again", func() (bool, string) {
+			n, err := c.y.nodeManagers()
+			return err == nil && n == 2*simNodes, fmt.Sprintf("%d nodes, %v", n, err)
+		})
+	}
+	per := map[string]int{}
+	var back []string
+	for i := 0; per["SC-1"] == 0; i++ {
+		if i == 30 {
+			t.Fatalf("30 submissions after SC-1 came back, homes %v", per)
+		}
+		id := appID(y.submitNew())
+		back = append(back, id)
+		per[f.homes(t)[id]]++
+	}
+	f.checkExactlyOnce(t, y, back)
 }
 
 // TestTwoRoutersSideBySide: two router processes over one store are one
