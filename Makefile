@@ -26,8 +26,10 @@ unit: ## Unit and in-process integration tests with the race detector.
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and our client against a real RM.
-	mvn -q -B -f e2e/pom.xml package
-	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b'; exit $${PIPESTATUS[0]}
+	@# The Go tests run Maven themselves when the classpath is stale, and skip
+	@# with the reason when java or mvn is missing (CI sets YARNFED_INTEROP_REQUIRED=1).
+	@mkdir -p e2e/target
+	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
 
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 3s).
 	scripts/fuzz-smoke.sh
