@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -445,5 +448,62 @@ func TestStoreReplicaReplacesLostDisk(t *testing.T) {
 	s, err := lc.Status(ctxT(t, 10*time.Second))
 	if err != nil || len(s.GetNodes()) != 3 {
 		t.Fatalf("status of %s: %v %v; want 3 nodes", lost.id, s, err)
+	}
+}
+
+// TestStoreMinorityRefusesWrites: two of three replicas die. The survivor
+// (the leader) must not acknowledge a write it cannot replicate, and the
+// error must be honest: Unavailable promises "not applied" (clients retry
+// it on another replica), so a write answered Unavailable must never
+// appear later; a write whose fate is unknown must say so (Aborted, or the
+// deadline). Reads of older data keep working from the survivor (stale).
+// When a majority is back, writes work again.
+func TestStoreMinorityRefusesWrites(t *testing.T) {
+	h := newHarness(t)
+	st := h.startStore(3)
+	c := st.client(t)
+	old := "application_1700000000000_0001"
+	if _, _, err := c.AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: old, HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatal(err)
+	}
+	survivor := st.leader(t)
+	// The survivor applied the write before answering; it is the leader.
+	for _, nd := range st.nodes {
+		if nd != survivor {
+			nd.p.kill()
+		}
+	}
+	raw := st.client(t, survivor).Raw()
+	refused := "application_1700000000000_0002"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, err := raw.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: &pb.ApplicationHome{ApplicationId: refused, HomeSubClusterId: "SC-2"}})
+	cancel()
+	code := status.Code(err)
+	t.Logf("write to a leader without a majority: %v", err)
+	if err == nil {
+		t.Fatal("a write was acknowledged by one replica of three")
+	}
+	home, err := st.client(t, survivor).GetApplicationHome(ctxT(t, 10*time.Second), old, false, client.Stale())
+	if err != nil || home.GetHomeSubClusterId() != "SC-1" {
+		t.Errorf("stale read from the survivor: %v %v", home, err)
+	}
+
+	for _, nd := range st.nodes {
+		if nd != survivor {
+			h.restart(nd.p)
+		}
+	}
+	waitFor(t, 30*time.Second, "a majority and a leader again", st.agreedLeader)
+	if _, _, err := c.AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: "application_1700000000000_0003", HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatalf("write with a majority back: %v", err)
+	}
+	_, err = c.GetApplicationHome(ctxT(t, 10*time.Second), refused, false)
+	applied := err == nil
+	if !applied && !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("read of the refused write: %v", err)
+	}
+	t.Logf("refused write (%v) applied after the majority returned: %v", code, applied)
+	if applied && code == codes.Unavailable {
+		t.Errorf("the write was answered Unavailable (a promise it was not applied) but was applied once a majority returned")
 	}
 }
