@@ -182,9 +182,6 @@ func TestJavaDriversRealRMvsSimRM(t *testing.T) {
 // and register responses; maximum allocation capped at the largest node.
 var knownSimRMGaps = map[string]string{
 	"sweep getDelegationToken":           "simrm does not issue RM delegation tokens (the real RM does, even without Kerberos)",
-	"sweep getClusterNodeAttributes":     "node attributes not simulated (the real RM answers an empty set)",
-	"sweep getAttributesToNodes":         "node attributes not simulated (the real RM answers an empty map)",
-	"sweep getNodesToAttributes":         "node attributes not simulated (the real RM answers an empty map)",
 	"sweep updateApplicationTimeouts":    "application lifetimes not simulated (the real RM accepts a LIFETIME update)",
 	"sweep signalToContainer":            "container signals not simulated (the real RM accepts and forwards to the NM)",
 	"sweep checkForDecommissioningNodes": "admin method not registered by simrm (RpcNoSuchMethodException); the real RM answers the decommissioning node list",
@@ -192,8 +189,6 @@ var knownSimRMGaps = map[string]string{
 	"sweep refreshNodesResources":        "admin method not registered by simrm (RpcNoSuchMethodException); the real RM accepts it",
 	"sweep getFederationSubClusters":     "real RM: YarnException \"It is not allowed to call the RM's getFederationSubClusters\"; simrm: RpcNoSuchMethodException",
 	"sweep refreshServiceAcls":           "real RM without hadoop.security.authorization: YarnException (IOException: Service Authorization not enabled); simrm: ok",
-	"sweep getResourceProfiles":          "real RM: org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException; simrm: YarnException",
-	"sweep getResourceProfile":           "real RM: org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException; simrm: YarnException",
 }
 
 type resultDiff struct {

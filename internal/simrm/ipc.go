@@ -85,6 +85,19 @@ func unsupportedMsg[Req, Resp proto.Message](name string, newReq func() Req, msg
 
 const reservationsOff = "Reservation is not enabled. Please enable & try again"
 
+const profilesOff = "resource profiles are disabled on this ResourceManager (yarn.resourcemanager.resource-profiles.enabled is false)"
+
+// classFeatureNotEnabled is what a Hadoop RM throws for a disabled feature.
+const classFeatureNotEnabled = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
+
+// featureOff answers as a Hadoop RM does for a feature it has switched off.
+func featureOff[Req, Resp proto.Message](name string, newReq func() Req, msg string) hadoopipc.Method {
+	return hadoopipc.NewMethod(name, newReq, func(context.Context, Req) (Resp, error) {
+		var zero Resp
+		return zero, hadoopipc.Errorf(classFeatureNotEnabled, "%s", msg)
+	})
+}
+
 func newOf[T any]() func() *T { return func() *T { return new(T) } }
 
 func (r *RM) clientProtocol() hadoopipc.Protocol {
@@ -129,11 +142,20 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			unsupportedMsg[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", newOf[yarnpb.ReservationListRequestProto](), reservationsOff),
 			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", newOf[yarnpb.SignalContainerRequestProto]()),
 			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", newOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
-			unsupported[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", newOf[yarnpb.GetAllResourceProfilesRequestProto]()),
-			unsupported[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", newOf[yarnpb.GetResourceProfileRequestProto]()),
-			unsupported[*yarnpb.GetClusterNodeAttributesRequestProto, *yarnpb.GetClusterNodeAttributesResponseProto]("getClusterNodeAttributes", newOf[yarnpb.GetClusterNodeAttributesRequestProto]()),
-			unsupported[*yarnpb.GetAttributesToNodesRequestProto, *yarnpb.GetAttributesToNodesResponseProto]("getAttributesToNodes", newOf[yarnpb.GetAttributesToNodesRequestProto]()),
-			unsupported[*yarnpb.GetNodesToAttributesRequestProto, *yarnpb.GetNodesToAttributesResponseProto]("getNodesToAttributes", newOf[yarnpb.GetNodesToAttributesRequestProto]()),
+			// Resource profiles are off by default on a Hadoop RM, which then
+			// answers with a distinct exception class clients can test for.
+			featureOff[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", newOf[yarnpb.GetAllResourceProfilesRequestProto](), profilesOff),
+			featureOff[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", newOf[yarnpb.GetResourceProfileRequestProto](), profilesOff),
+			// No node has attributes: the answers of an RM without any.
+			method("getClusterNodeAttributes", newOf[yarnpb.GetClusterNodeAttributesRequestProto](), func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+				return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
+			}),
+			method("getAttributesToNodes", newOf[yarnpb.GetAttributesToNodesRequestProto](), func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+				return &yarnpb.GetAttributesToNodesResponseProto{}, nil
+			}),
+			method("getNodesToAttributes", newOf[yarnpb.GetNodesToAttributesRequestProto](), func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+				return &yarnpb.GetNodesToAttributesResponseProto{}, nil
+			}),
 		},
 	}
 }
