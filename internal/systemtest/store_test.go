@@ -383,7 +383,9 @@ func TestStoreFrozenLeaderNoStaleRead(t *testing.T) {
 	}
 }
 
-// TestStoreReplicaReplacesLostDisk: a follower loses its disk. The operator
+// TestStoreReplicaReplacesLostDisk: writes through one replica are read
+// back through another at once (linearizable reads). Then a follower loses
+// its disk. The operator
 // starts it again with the same command line and an empty data dir, and it
 // is rebuilt from the others, while every replica snapshots often. (The
 // Raft trailing-log count is not a flag, so the leader still holds the
@@ -392,12 +394,19 @@ func TestStoreReplicaReplacesLostDisk(t *testing.T) {
 	h := newHarness(t)
 	st := h.startStore(3, "--snapshot-threshold", "64", "--snapshot-interval", "200ms")
 	c := st.client(t)
+	// Each insert goes through one replica and is read back at once,
+	// linearizably, through another: a read never misses a write that was
+	// acknowledged before it started, whichever replicas serve them.
+	per := []*client.Client{st.client(t, st.nodes[0]), st.client(t, st.nodes[1]), st.client(t, st.nodes[2])}
 	want := map[string]string{}
 	for i := range 400 {
 		id := fmt.Sprintf("application_1700000000000_%04d", i+1)
 		home := fmt.Sprintf("SC-%d", i%3+1)
-		if _, _, err := c.AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: home}); err != nil {
-			t.Fatalf("insert %s: %v", id, err)
+		if _, _, err := per[i%3].AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: home}); err != nil {
+			t.Fatalf("insert %s through %s: %v", id, st.nodes[i%3].id, err)
+		}
+		if got, err := per[(i+1)%3].GetApplicationHome(ctxT(t, 15*time.Second), id, false); err != nil || got.GetHomeSubClusterId() != home {
+			t.Fatalf("read of %s through %s right after its insert through %s: %v %v", id, st.nodes[(i+1)%3].id, st.nodes[i%3].id, got, err)
 		}
 		want[id] = home
 	}
