@@ -609,6 +609,15 @@ func TestFederationSurvivesStoreOutage(t *testing.T) {
 	names = append(names, appID(id))
 	names = append(names, appID(y.submitNew()))
 	f.checkExactlyOnce(t, y, names)
+
+	// The router's membership view follows the restarted store: a
+	// sub-cluster that joins now becomes routable.
+	sc3 := h.startSimRM("SC-3", 1_700_000_000_002)
+	h.startAgent(sc3, f.st)
+	waitFor(t, 20*time.Second, "the router routes to SC-3, which joined after the store restart", func() (bool, string) {
+		n, err := y.nodeManagers()
+		return err == nil && n == 3*simNodes, fmt.Sprintf("%d nodes, %v", n, err)
+	})
 }
 
 // TestRouterMembershipWithFrozenStoreReplica: the store replica a router
