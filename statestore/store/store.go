@@ -84,7 +84,7 @@ type Store struct {
 	snaps  *raft.FileSnapshotStore
 
 	notifyCh chan bool
-	propCh   chan *proposal
+	propCh   chan []*proposal // a request's proposals travel together
 	done     chan struct{}
 	wg       sync.WaitGroup
 
@@ -119,7 +119,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), propCh: make(chan *proposal, 4*maxBatch), done: make(chan struct{})}
+	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), propCh: make(chan []*proposal, 1024), done: make(chan struct{})}
 	var err error
 	cleanup := func() {
 		if s.fsm != nil {
@@ -407,7 +407,7 @@ func (s *Store) Propose(ctx context.Context, t CommandType, m proto.Message) (pr
 	}
 	p := &proposal{data: data, done: make(chan *result, 1), start: time.Now()}
 	select {
-	case s.propCh <- p:
+	case s.propCh <- []*proposal{p}:
 	case <-ctx.Done():
 		return nil, ctx.Err() // never queued: not applied
 	case <-s.done:
@@ -431,14 +431,14 @@ func (s *Store) proposeMany(ctx context.Context, cmds [][]byte) ([]*result, erro
 	for i, data := range cmds {
 		ps[i] = &proposal{data: data, done: make(chan *result, 1), start: now}
 	}
-	for _, p := range ps {
-		select {
-		case s.propCh <- p:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
-		case <-s.done:
-			return nil, ErrUnavailable
-		}
+	// One send: the group is never split across Raft entries, so the
+	// request waits for one round, not two.
+	select {
+	case s.propCh <- ps:
+	case <-ctx.Done():
+		return nil, ctx.Err() // never queued: not applied
+	case <-s.done:
+		return nil, ErrUnavailable
 	}
 	out := make([]*result, len(ps))
 	for i, p := range ps {
@@ -475,30 +475,46 @@ const (
 func (s *Store) runProposer() {
 	defer s.wg.Done()
 	sem := make(chan struct{}, maxInflight)
+	var carry []*proposal // a group that did not fit the previous entry
 	for {
 		select {
 		case sem <- struct{}{}:
 		case <-s.done:
 			return
 		}
-		var first *proposal
-		select {
-		case first = <-s.propCh:
-		case <-s.done:
-			return
+		group := carry
+		carry = nil
+		if group == nil {
+			select {
+			case group = <-s.propCh:
+			case <-s.done:
+				return
+			}
 		}
-		batch := []*proposal{first}
-		size := len(first.data)
+		batch := append([]*proposal(nil), group...)
+		size := 0
+		for _, p := range group {
+			size += len(p.data)
+		}
 	drain:
 		for len(batch) < maxBatch && size < maxBatchBytes {
 			select {
-			case p := <-s.propCh:
-				batch = append(batch, p)
-				size += len(p.data)
+			case g := <-s.propCh:
+				gsize := 0
+				for _, p := range g {
+					gsize += len(p.data)
+				}
+				if len(batch)+len(g) > maxBatch || size+gsize > maxBatchBytes {
+					carry = g
+					break drain
+				}
+				batch = append(batch, g...)
+				size += gsize
 			default:
 				break drain
 			}
 		}
+		first := batch[0]
 		data := first.data
 		if len(batch) > 1 {
 			cmds := make([][]byte, len(batch))
