@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,21 +212,22 @@ func (h *harness) startSimRM(id string, ts int64, extra ...string) *simRM {
 	h.t.Helper()
 	rm := &simRM{id: id}
 	name := "simrm-" + id
-	if len(extra) > 0 {
+	standby := slices.Contains(extra, "--standby")
+	if standby {
 		name += "-standby"
 	}
 	h.launch(name, 4, 20*time.Second, func(ports []string) []*proc {
 		rm.client, rm.sched, rm.admin, rm.web = ports[0], ports[1], ports[2], ports[3]
 		args := append([]string{"simrm", "--cluster-id", id, "--cluster-timestamp", fmt.Sprint(ts),
 			"--client-address", rm.client, "--scheduler-address", rm.sched, "--admin-address", rm.admin, "--webapp-address", rm.web,
-			"--nodes", fmt.Sprint(simNodes), "--sim-am-container-runtime", "1h"}, extra...)
+			"--nodes", fmt.Sprint(simNodes), "--sim-am-container-runtime", "1h", "--queues", "default:50,etl:50"}, extra...)
 		rm.p = h.spawn(name, args...)
 		return []*proc{rm.p}
 	}, func() (bool, string) {
 		code, body, err := httpGet("http://" + rm.web + "/ws/v1/cluster/info")
 		// A standby simrm answers 503 StandbyException (see
 		// TestStandbyRMServesClusterInfo); that still proves it is up.
-		up := code == 200 || (len(extra) > 0 && code == 503 && strings.Contains(body, "StandbyException"))
+		up := code == 200 || (standby && code == 503 && strings.Contains(body, "StandbyException"))
 		return err == nil && up, fmt.Sprintf("%d %s %v", code, body, err)
 	})
 	return rm
@@ -353,8 +355,12 @@ func (y *yarnClient) newApp() (*yarnpb.ApplicationIdProto, error) {
 }
 
 func (y *yarnClient) submit(id *yarnpb.ApplicationIdProto) error {
+	return y.submitTo(id, "default")
+}
+
+func (y *yarnClient) submitTo(id *yarnpb.ApplicationIdProto, queue string) error {
 	return y.call("submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId: id, ApplicationName: proto.String("systemtest"), Queue: proto.String("default"),
+		ApplicationId: id, ApplicationName: proto.String("systemtest"), Queue: proto.String(queue),
 	}}, &yarnpb.SubmitApplicationResponseProto{})
 }
 

@@ -836,3 +836,45 @@ func TestFederationWithFrozenStoreLeader(t *testing.T) {
 	t.Logf("%d submissions, %d failed and were retried", len(attempts), failed)
 	f.checkExactlyOnce(t, y, names)
 }
+
+// TestPolicyChangesReachRunningRouters: the operator sets a queue's policy
+// with yarnfedctl while two routers run; both routers apply it to new
+// submissions within a bounded time, and again after the policy changes.
+func TestPolicyChangesReachRunningRouters(t *testing.T) {
+	f := startFederation(t, 1)
+	a := f.h.startRouter("router-a", f.st)
+	b := f.h.startRouter("router-b", f.st)
+	ys := []*yarnClient{dialYARN(t, a.clientrm), dialYARN(t, b.clientrm)}
+	c := f.st.client(t)
+	homeOf := func(y *yarnClient) string {
+		id, err := y.newApp()
+		if err != nil {
+			t.Fatalf("getNewApplication: %v", err)
+		}
+		if err := y.submitTo(id, "etl"); err != nil {
+			t.Fatalf("submit to etl: %v", err)
+		}
+		h, err := c.GetApplicationHome(ctxT(t, 10*time.Second), appID(id), false)
+		if err != nil {
+			t.Fatalf("home of %s: %v", appID(id), err)
+		}
+		return h.GetHomeSubClusterId()
+	}
+	for _, target := range []string{"SC-2", "SC-1"} {
+		ctl(t, "--store", f.st.addrs(), "policy", "save", "--manager", "PriorityBroadcast",
+			"-s", fmt.Sprintf("etl;%s:1.0;%s:1.0;1.0", target, target))
+		for i, y := range ys {
+			// Routers cache built policies briefly: wait for the change,
+			// then every submission must follow it.
+			waitFor(t, 20*time.Second, fmt.Sprintf("router %d applies the etl policy (all to %s)", i, target), func() (bool, string) {
+				got := homeOf(y)
+				return got == target, "landed on " + got
+			})
+			for range 5 {
+				if got := homeOf(y); got != target {
+					t.Errorf("router %d: an etl app landed on %s after the policy said %s", i, got, target)
+				}
+			}
+		}
+	}
+}
