@@ -878,3 +878,48 @@ func TestPolicyChangesReachRunningRouters(t *testing.T) {
 		}
 	}
 }
+
+// TestFederationSurvivesStoreDataLoss: the (single-replica) state store
+// loses its disk and is started again empty with the same command line.
+// The federation heals without restarting anything else: agents register
+// their sub-clusters again, routers answer reports of existing apps (a new
+// router by asking the sub-clusters, recording the homes again), and new
+// submissions work, each app exactly once.
+func TestFederationSurvivesStoreDataLoss(t *testing.T) {
+	f := startFederation(t, 1)
+	h := f.h
+	r := h.startRouter("router-1", f.st)
+	y := dialYARN(t, r.clientrm)
+	apps := f.submitUntilBoth(t, y)
+
+	nd := f.st.nodes[0]
+	nd.p.kill()
+	if err := os.RemoveAll(nd.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(nd.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(nd.p)
+	waitFor(t, 30*time.Second, "the empty store ready", f.st.agreedLeader)
+	for _, rm := range f.rms {
+		h.waitSubCluster(f.st, rm, pb.SubClusterState_SC_RUNNING)
+	}
+	waitFor(t, 20*time.Second, "the router ready again", r.ready)
+	// The running router still knows the homes (its cache); a router
+	// started now knows nothing and must find each app on the RMs.
+	r2 := h.startRouter("router-2", f.st)
+	y2 := dialYARN(t, r2.clientrm)
+	for name, id := range apps {
+		for _, c := range []*yarnClient{y, y2} {
+			if rep, err := c.report(id); err != nil || appID(rep.GetApplicationId()) != name {
+				t.Errorf("report of %s after the store lost its data: %v %v", name, rep.GetApplicationId(), err)
+			}
+		}
+	}
+	names := keys(apps)
+	for range 4 {
+		names = append(names, appID(y.submitNew()))
+	}
+	f.checkExactlyOnce(t, y, names)
+}
