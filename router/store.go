@@ -3,41 +3,27 @@ package router
 import (
 	"context"
 	"time"
+
+	"github.com/yarnfed/yarnfed/policies"
 )
 
 // SubClusterID names a sub-cluster (one RM or RM HA pair), e.g. "SC-1".
 type SubClusterID string
 
-// SubClusterState uses Hadoop's proto numbering (SubClusterStateProto).
-type SubClusterState int
+// SubClusterState is Hadoop's sub-cluster state, numbered as in its proto;
+// the router shares the policies package's type so the two never drift.
+type SubClusterState = policies.SubClusterState
 
 // Sub-cluster states, numbered as in yarn_server_federation_protos.proto.
 const (
-	StateNew             SubClusterState = 1
-	StateRunning         SubClusterState = 2
-	StateUnhealthy       SubClusterState = 3
-	StateDecommissioning SubClusterState = 4
-	StateLost            SubClusterState = 5
-	StateUnregistered    SubClusterState = 6
-	StateDecommissioned  SubClusterState = 7
+	StateNew             = policies.StateNew
+	StateRunning         = policies.StateRunning
+	StateUnhealthy       = policies.StateUnhealthy
+	StateDecommissioning = policies.StateDecommissioning
+	StateLost            = policies.StateLost
+	StateUnregistered    = policies.StateUnregistered
+	StateDecommissioned  = policies.StateDecommissioned
 )
-
-var stateNames = map[SubClusterState]string{
-	StateNew: "SC_NEW", StateRunning: "SC_RUNNING", StateUnhealthy: "SC_UNHEALTHY",
-	StateDecommissioning: "SC_DECOMMISSIONING", StateLost: "SC_LOST",
-	StateUnregistered: "SC_UNREGISTERED", StateDecommissioned: "SC_DECOMMISSIONED",
-}
-
-func (s SubClusterState) String() string {
-	if n, ok := stateNames[s]; ok {
-		return n
-	}
-	return "SC_UNKNOWN"
-}
-
-// Active reports whether the router may route to a sub-cluster in this state.
-// Hadoop routes only to RUNNING sub-clusters; NEW ones have not proven health.
-func (s SubClusterState) Active() bool { return s == StateRunning }
 
 // SubClusterInfo is the membership row the router needs (Hadoop SubClusterInfo).
 type SubClusterInfo struct {
