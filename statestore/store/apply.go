@@ -119,42 +119,49 @@ func (a *applier) register(c *pb.RegisterSubClusterCommand) (proto.Message, erro
 
 func (a *applier) heartbeat(c *pb.HeartbeatCommand) (proto.Message, error) {
 	r := c.GetRequest()
-	b := a.tx.Bucket(bSubClusters)
-	info, ok, err := get(b, []byte(r.GetSubClusterId()), &pb.SubClusterInfo{})
+	// A heartbeat overwrites the state: a LOST sub-cluster comes back.
+	err := a.updateSubCluster(r.GetSubClusterId(), "heartbeat", func(info *pb.SubClusterInfo) {
+		info.State = r.GetState()
+		info.Capability = r.GetCapability()
+		info.LastHeartbeatMs = c.GetNowMs()
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: sub-cluster %s is not registered; cannot heartbeat", ErrNotFound, r.GetSubClusterId())
-	}
-	// A heartbeat overwrites the state: a LOST sub-cluster comes back.
-	info.State = r.GetState()
-	info.Capability = r.GetCapability()
-	info.LastHeartbeatMs = c.GetNowMs()
-	if err := put(b, []byte(info.GetSubClusterId()), info); err != nil {
-		return nil, err
-	}
-	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_SUB_CLUSTER_PUT, Key: info.GetSubClusterId(), SubCluster: info})
 	return &pb.HeartbeatResponse{}, nil
 }
 
 func (a *applier) deregister(c *pb.DeregisterSubClusterCommand) (proto.Message, error) {
 	r := c.GetRequest()
-	b := a.tx.Bucket(bSubClusters)
-	info, ok, err := get(b, []byte(r.GetSubClusterId()), &pb.SubClusterInfo{})
+	// Only the state changes, as in Hadoop's stores: the last heartbeat
+	// keeps telling how long the sub-cluster has been silent.
+	err := a.updateSubCluster(r.GetSubClusterId(), "deregister", func(info *pb.SubClusterInfo) {
+		info.State = r.GetState()
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: sub-cluster %s is not registered; cannot deregister", ErrNotFound, r.GetSubClusterId())
-	}
-	info.State = r.GetState()
-	info.LastHeartbeatMs = c.GetNowMs()
-	if err := put(b, []byte(info.GetSubClusterId()), info); err != nil {
-		return nil, err
-	}
-	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_SUB_CLUSTER_PUT, Key: info.GetSubClusterId(), SubCluster: info})
 	return &pb.DeregisterSubClusterResponse{}, nil
+}
+
+// updateSubCluster applies change to a registered sub-cluster's row and
+// announces the new row to watchers; verb names the operation in the error
+// for an unknown sub-cluster.
+func (a *applier) updateSubCluster(id, verb string, change func(*pb.SubClusterInfo)) error {
+	b := a.tx.Bucket(bSubClusters)
+	info, ok, err := get(b, []byte(id), &pb.SubClusterInfo{})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: sub-cluster %s is not registered; cannot %s", ErrNotFound, id, verb)
+	}
+	change(info)
+	if err := put(b, []byte(id), info); err != nil {
+		return err
+	}
+	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_SUB_CLUSTER_PUT, Key: id, SubCluster: info})
+	return nil
 }
 
 func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error) {

@@ -448,3 +448,36 @@ func validForFuzz(l Limits, t CommandType, m proto.Message) bool {
 	}
 	return err == nil
 }
+
+// TestDeregisterKeepsLastHeartbeat: deregistering changes only the state, as
+// in Hadoop's stores, so an operator (or the GPG) still sees how long a dead
+// sub-cluster has been silent. It once reset the heartbeat time to now.
+func TestDeregisterKeepsLastHeartbeat(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.RegisterSubCluster(ctx, &pb.RegisterSubClusterRequest{Info: sc("SC-1", pb.SubClusterState_SC_RUNNING)}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.GetSubCluster("SC-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // a later leader stamp would differ
+	if _, err := s.DeregisterSubCluster(ctx, &pb.DeregisterSubClusterRequest{SubClusterId: "SC-1", State: pb.SubClusterState_SC_DECOMMISSIONED}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.GetSubCluster("SC-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetState() != pb.SubClusterState_SC_DECOMMISSIONED {
+		t.Fatalf("state %v, want SC_DECOMMISSIONED", after.GetState())
+	}
+	if after.GetLastHeartbeatMs() != before.GetLastHeartbeatMs() {
+		t.Fatalf("last heartbeat moved from %d to %d on deregister", before.GetLastHeartbeatMs(), after.GetLastHeartbeatMs())
+	}
+	if _, err := s.DeregisterSubCluster(ctx, &pb.DeregisterSubClusterRequest{SubClusterId: "nope", State: pb.SubClusterState_SC_LOST}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deregister unknown: %v", err)
+	}
+}
