@@ -923,3 +923,66 @@ func TestFederationSurvivesStoreDataLoss(t *testing.T) {
 	}
 	f.checkExactlyOnce(t, y, names)
 }
+
+// TestDecommissionSubCluster: the operator decommissions SC-1 (stops its
+// agent, then `yarnfedctl subcluster deregister SC-1 --state
+// SC_DECOMMISSIONED`). Routers stop sending it new applications and leave
+// it out of fan-out calls.
+func TestDecommissionSubCluster(t *testing.T) {
+	f, y, _, _ := decommissionSC1(t)
+	var fresh []string
+	for range 6 {
+		fresh = append(fresh, appID(y.submitNew()))
+	}
+	after := f.homes(t)
+	for _, id := range fresh {
+		if after[id] != "SC-2" {
+			t.Errorf("%s submitted after SC-1 was decommissioned went to %q", id, after[id])
+		}
+	}
+	f.checkExactlyOnce(t, y, fresh)
+}
+
+// TestDecommissionedHomeStillAnswers: after SC-1 is deregistered, its RM
+// still runs the applications that live there; per-application calls
+// (report, kill) through the router must still reach it, as Hadoop's
+// router does (FederationStateStoreFacade.getSubCluster does not filter by
+// state), or the operator cannot even kill what is left there.
+func TestDecommissionedHomeStillAnswers(t *testing.T) {
+	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
+		t.Skip("BUG: router per-app calls refuse a home whose store state is not active (\"home sub-cluster SC-1 of " +
+			"application_... is unavailable (SC_DECOMMISSIONED): no active sub-cluster available\", after waiting the " +
+			"failover window) although its RM is up; after `yarnfedctl subcluster deregister` (default SC_LOST) apps there " +
+			"can no longer be reported or killed through any router; Hadoop's router still calls the home RM; " +
+			"set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
+	}
+	_, y, apps, homes := decommissionSC1(t)
+	for name, id := range apps {
+		if homes[name] != "SC-1" {
+			continue
+		}
+		if rep, err := y.report(id); err != nil || appID(rep.GetApplicationId()) != name {
+			t.Errorf("report of %s, living on the decommissioned (still running) SC-1: %v %v", name, rep.GetApplicationId(), err)
+		}
+	}
+}
+
+// decommissionSC1 starts a federation with apps on both sub-clusters, then
+// stops SC-1's agent and deregisters SC-1 (its RM keeps running), and
+// waits until the router leaves it out of fan-out calls.
+func decommissionSC1(t *testing.T) (*federation, *yarnClient, map[string]*yarnpb.ApplicationIdProto, map[string]string) {
+	f := startFederation(t, 1)
+	r := f.h.startRouter("router-1", f.st)
+	y := dialYARN(t, r.clientrm)
+	apps := f.submitUntilBoth(t, y)
+	homes := f.homes(t)
+	if err := f.rms[0].agent.terminate(15 * time.Second); err != nil {
+		t.Fatalf("stop the SC-1 agent: %v", err)
+	}
+	ctl(t, "--store", f.st.addrs(), "subcluster", "deregister", "SC-1", "--state", "SC_DECOMMISSIONED")
+	waitFor(t, 10*time.Second, "the router leaves SC-1 out", func() (bool, string) {
+		n, err := y.nodeManagers()
+		return err == nil && n == simNodes, fmt.Sprintf("%d nodes, %v", n, err)
+	})
+	return f, y, apps, homes
+}
