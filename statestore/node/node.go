@@ -252,7 +252,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.http = &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second}
 		go n.http.Serve(n.hlis)
 	}
-	if len(cfg.Join) > 0 {
+	// A replica with Raft state is already a member: its log holds the
+	// membership, and asking the --join targets again would make a restart
+	// depend on them being up (a cluster whose seed died could not restart
+	// another replica).
+	if len(cfg.Join) > 0 && n.Store.HadState() {
+		cfg.Logger.Info("statestore: data dir has Raft state; rejoining from the log, not via --join", "node", cfg.NodeID)
+	} else if len(cfg.Join) > 0 {
 		if err := n.join(ctx, adv); err != nil {
 			n.Close()
 			return nil, err

@@ -202,3 +202,55 @@ func TestResolvePrecedence(t *testing.T) {
 		t.Fatal("invalid flags accepted")
 	}
 }
+
+// TestJoinedReplicaRestartsWithoutItsSeed: a replica that joined through a
+// seed is a member by its own log. Restarting it must not depend on the
+// seed being up (it used to ask the dead seed again for a minute, then
+// exit), so a cluster whose seed died can still restart a replica and keep
+// a majority.
+func TestJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seedCfg := testConfig(t, "seed")
+	seedCfg.Bootstrap = true
+	seed, err := Start(ctx, seedCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Poll(t, 20*time.Second, func() bool { code, _ := httpGet(t, "http://"+seed.HTTPAddr()+"/readyz"); return code == 200 })
+	cfgs := map[string]Config{}
+	nodes := map[string]*Node{}
+	for _, id := range []string{"b", "c"} {
+		cfg := testConfig(t, id)
+		cfg.Join = []string{seed.GRPCAddr()}
+		n, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs[id], nodes[id] = cfg, n
+	}
+	defer func() { nodes["c"].Close() }()
+	storetest.Poll(t, 20*time.Second, func() bool {
+		st, err := nodes["c"].Store.Status()
+		return err == nil && len(st.GetNodes()) == 3
+	})
+
+	seed.Close() // the seed is gone for good
+	nodes["b"].Close()
+	start := time.Now()
+	b, err := Start(ctx, cfgs["b"]) // same command line: --join names the dead seed
+	if err != nil {
+		t.Fatalf("restart with the seed down: %v (after %v)", err, time.Since(start))
+	}
+	nodes["b"] = b
+	defer b.Close()
+
+	cl, err := client.New(client.Config{Addrs: []string{b.GRPCAddr(), nodes["c"].GRPCAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: "*", Type: "UniformBroadcastPolicyManager"}); err != nil {
+		t.Fatalf("write with b and c as the majority: %v", err)
+	}
+}

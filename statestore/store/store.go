@@ -75,13 +75,16 @@ type Config struct {
 
 // Store is one replica of the state store.
 type Store struct {
-	cfg    Config
-	logger *slog.Logger
-	raft   *raft.Raft
-	fsm    *fsm
-	logs   *raftboltdb.BoltStore
-	trans  raft.Transport
-	snaps  *raft.FileSnapshotStore
+	cfg Config
+	// hadState: Dir held Raft state when opened (this replica is already a
+	// member of a cluster; its membership is in its log).
+	hadState bool
+	logger   *slog.Logger
+	raft     *raft.Raft
+	fsm      *fsm
+	logs     *raftboltdb.BoltStore
+	trans    raft.Transport
+	snaps    *raft.FileSnapshotStore
 
 	notifyCh chan bool
 	propCh   chan []*proposal // a request's proposals travel together
@@ -202,12 +205,13 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 
+	has, err := raft.HasExistingState(cache, s.logs, s.snaps)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	s.hadState = has
 	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(cache, s.logs, s.snaps)
-		if err != nil {
-			cleanup()
-			return nil, err
-		}
 		if !has {
 			conf := raft.Configuration{}
 			self := false
@@ -325,6 +329,10 @@ func (s *Store) Close() error {
 	})
 	return err
 }
+
+// HadState reports whether the data directory already held Raft state when
+// the store opened: the replica rejoins its cluster from its own log.
+func (s *Store) HadState() bool { return s.hadState }
 
 // NodeID returns this replica's id.
 func (s *Store) NodeID() string { return s.cfg.NodeID }
