@@ -58,6 +58,8 @@ func (r *RM) restHandler() http.Handler {
 		}
 		if err := r.inject(req.Context(), "rest"); err != nil {
 			switch {
+			case errors.Is(err, ErrStandby) && standbyServes(req.URL.Path):
+				mux.ServeHTTP(w, req)
 			case errors.Is(err, ErrStandby):
 				// Hadoop's standby RM web app answers 503 when it cannot
 				// redirect to an active RM.
@@ -69,6 +71,13 @@ func (r *RM) restHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, req)
 	})
+}
+
+// standbyServes lists what a standby RM's web app answers itself instead
+// of refusing: its cluster info, whose haState is how probes (and Hadoop's
+// own clients) tell the standby from the active.
+func standbyServes(path string) bool {
+	return path == "/ws/v1/cluster/info" || path == "/ws/v1/cluster"
 }
 
 func wantsXML(req *http.Request) bool {

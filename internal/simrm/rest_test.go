@@ -180,10 +180,14 @@ func TestRESTShapes(t *testing.T) {
 	if !strings.Contains(body, `"resourceSecondsMap":{"entry":{"key":"memory-mb","value":"0"},"entry":{"key":"vcores","value":"0"}}`) {
 		t.Errorf("json map encoding: %s", body)
 	}
-	// Faults reach REST too; a standby answers 503.
+	// A standby refuses with 503, except its cluster info, which tells probes
+	// it is the standby (Hadoop's RMWebAppFilter exempts that path).
 	rm.TransitionToStandby()
-	if code, body := httpGet(t, base+"/info", ""); code != 503 || !strings.Contains(body, "StandbyException") {
-		t.Errorf("standby: %d %s", code, body)
+	if code, body := httpGet(t, base+"/metrics", ""); code != 503 || !strings.Contains(body, "StandbyException") {
+		t.Errorf("standby metrics: %d %s", code, body)
+	}
+	if code, body := httpGet(t, base+"/info", ""); code != 200 || !strings.Contains(body, `"haState":"STANDBY"`) {
+		t.Errorf("standby info: %d %s", code, body)
 	}
 }
 
