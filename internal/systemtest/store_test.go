@@ -193,7 +193,7 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 
 // addReplica starts one more replica: the first with --bootstrap alone,
 // later ones with --join through the first one's gRPC address.
-func (sc *storeCluster) addReplica(t *testing.T) *storeNode {
+func (sc *storeCluster) addReplica(t *testing.T, extra ...string) *storeNode {
 	t.Helper()
 	h := sc.h
 	nd := &storeNode{id: fmt.Sprintf("ss%d", len(sc.nodes)+1)}
@@ -208,6 +208,7 @@ func (sc *storeCluster) addReplica(t *testing.T) *storeNode {
 		} else {
 			args = append(args, "--join", sc.nodes[0].grpc)
 		}
+		args = append(args, extra...)
 		nd.p = h.spawn("statestore-"+nd.id, args...)
 		return []*proc{nd.p}
 	}, func() (bool, string) {
@@ -565,5 +566,68 @@ func TestStoreCountersExactAfterCrash(t *testing.T) {
 			}
 			reserve(1, last)
 		})
+	}
+}
+
+// TestStoreNonVoterReadReplica: a replica joined with --non-voter serves
+// reads (stale locally, linearizable through the leader) and forwards
+// writes, but does not count towards the majority: with one of the two
+// voters gone, the cluster refuses writes until the voter returns.
+func TestStoreNonVoterReadReplica(t *testing.T) {
+	h := newHarness(t)
+	st := &storeCluster{h: h}
+	st.addReplica(t)
+	st.addReplica(t)
+	nv := st.addReplica(t, "--non-voter")
+	c := st.client(t, nv)
+	waitFor(t, 30*time.Second, "2 voters and a non-voter", func() (bool, string) {
+		s, err := c.Status(ctxT(t, 5*time.Second))
+		if err != nil {
+			return false, err.Error()
+		}
+		voters, others := 0, 0
+		for _, n := range s.GetNodes() {
+			if n.GetVoter() {
+				voters++
+			} else {
+				others++
+			}
+		}
+		return voters == 2 && others == 1, s.String()
+	})
+	id := "application_1700000000000_0001"
+	if _, _, err := c.AddApplicationHome(ctxT(t, 15*time.Second), &pb.ApplicationHome{ApplicationId: id, HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatalf("write through the non-voter: %v", err)
+	}
+	if h, err := c.GetApplicationHome(ctxT(t, 15*time.Second), id, false); err != nil || h.GetHomeSubClusterId() != "SC-1" {
+		t.Fatalf("linearizable read through the non-voter: %v %v", h, err)
+	}
+	waitFor(t, 10*time.Second, "the non-voter holds the write locally", func() (bool, string) {
+		h, err := c.GetApplicationHome(ctxT(t, 5*time.Second), id, false, client.Stale())
+		return err == nil && h.GetHomeSubClusterId() == "SC-1", fmt.Sprint(h, err)
+	})
+
+	// One voter of two gone: no majority, whatever the non-voter does.
+	var voter *storeNode
+	for _, nd := range st.nodes[:2] {
+		if l, _ := nd.readyz(); l != nd.id {
+			voter = nd // a follower voter
+		}
+	}
+	if voter == nil {
+		voter = st.nodes[1]
+	}
+	voter.p.kill()
+	short, err := client.New(client.Config{Addrs: []string{nv.grpc}, DisableCache: true, CallTimeout: time.Second, RetryTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	if _, _, err := short.AddApplicationHome(ctxT(t, 10*time.Second), &pb.ApplicationHome{ApplicationId: "application_1700000000000_0002", HomeSubClusterId: "SC-1"}); err == nil {
+		t.Fatal("a write was acknowledged by one voter and a non-voter")
+	}
+	h.restart(voter.p)
+	if _, _, err := c.AddApplicationHome(ctxT(t, 30*time.Second), &pb.ApplicationHome{ApplicationId: "application_1700000000000_0003", HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatalf("write with both voters back: %v", err)
 	}
 }
