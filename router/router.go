@@ -151,21 +151,27 @@ func (r *Router) WebAddr() net.Addr {
 
 // Run serves until ctx ends, then drains in-flight calls (up to 10 s).
 func (r *Router) Run(ctx context.Context) error {
-	if err := r.members.refresh(ctx); err != nil {
-		// Not fatal: the store may come up after the router.
-		r.log.Warn("initial membership read failed", "err", err)
-	}
-	r.readyOnce.Do(func() { close(r.ready) })
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go r.members.run(runCtx, r.cfg.MembershipRefresh.D())
-
+	// Serve first: /healthz must answer while the store is still out of
+	// reach (a liveness probe would otherwise restart a router that is only
+	// waiting for it); /readyz says "starting" until the first membership
+	// read, and calls wait for a routable sub-cluster meanwhile.
 	errc := make(chan error, 2)
 	go func() { errc <- r.ipc.Serve(r.clientLn) }()
 	if r.web != nil {
 		go func() { errc <- r.web.Serve(r.webLn) }()
 	}
 	r.log.Info("router serving", "clientrm", r.ClientRMAddr().String(), "web", fmt.Sprint(r.WebAddr()))
+	go func() {
+		if err := r.members.refresh(runCtx); err != nil {
+			// Not fatal: the store may come up after the router.
+			r.log.Warn("initial membership read failed", "err", err)
+		}
+		r.readyOnce.Do(func() { close(r.ready) })
+		r.members.run(runCtx, r.cfg.MembershipRefresh.D())
+	}()
+
 	var err error
 	select {
 	case <-ctx.Done():
