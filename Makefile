@@ -31,7 +31,7 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@mkdir -p e2e/target
 	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
 
-fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 3s).
+fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 1000x: executions, not seconds).
 	scripts/fuzz-smoke.sh
 
 fuzz: ## Fuzz one target for long: make fuzz FUZZ=FuzzReadFrame PKG=./internal/hadoopipc FUZZTIME=5m
