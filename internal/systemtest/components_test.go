@@ -225,8 +225,8 @@ func (h *harness) startSimRM(id string, ts int64, extra ...string) *simRM {
 		return []*proc{rm.p}
 	}, func() (bool, string) {
 		code, body, err := httpGet("http://" + rm.web + "/ws/v1/cluster/info")
-		// A standby simrm answers 503 StandbyException (see
-		// TestStandbyRMServesClusterInfo); that still proves it is up.
+		// A standby serves /info (TestStandbyRMServesClusterInfo checks
+		// that); a 503 StandbyException from one still proves it is up.
 		up := code == 200 || (standby && code == 503 && strings.Contains(body, "StandbyException"))
 		return err == nil && up, fmt.Sprintf("%d %s %v", code, body, err)
 	})

@@ -716,12 +716,8 @@ func TestSubClusterRMFailover(t *testing.T) {
 // TestStandbyRMServesClusterInfo: a standby RM serves /ws/v1/cluster/info
 // (haState STANDBY), as Hadoop's RMWebAppFilter exempts that path from the
 // standby redirect; HA tooling and our agent probe it on both RMs.
+// (This test found the bug fixed in 14a06e5: the standby answered 503.)
 func TestStandbyRMServesClusterInfo(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: internal/simrm rest.go handler: the standby check (r.inject -> ErrStandby -> 503 StandbyException) " +
-			"runs before routing, so a standby simrm answers 503 on /ws/v1/cluster/info instead of 200 with " +
-			"haState STANDBY (Hadoop 3.4 RMWebAppFilter.shouldRedirect exempts that path); set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	h := newHarness(t)
 	rm := h.startSimRM("SC-1", 1_700_000_000_000, "--standby")
 	code, body, err := httpGet("http://" + rm.web + "/ws/v1/cluster/info")
@@ -780,12 +776,8 @@ func TestStartOrderIndependent(t *testing.T) {
 // TestRouterHealthWhileStoreDown: a router started while the state store is
 // unreachable answers /healthz at once (the process is up) and /readyz with
 // 503, so liveness probes do not restart it in a loop.
+// (This test found the bug fixed in ca36533: the first membership read gated serving.)
 func TestRouterHealthWhileStoreDown(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: router.Run (router/router.go) does its initial membership read before serving; with the store " +
-			"unreachable that read blocks for the store client's RetryTimeout (15 s, not settable from `yarnfed router`), " +
-			"while the bound listeners accept connections but never answer, /healthz included; set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	h := newHarness(t)
 	ports := freePorts(t, 3)
 	r := &routerProc{name: "router-1", clientrm: ports[1], web: ports[2]}

@@ -285,13 +285,8 @@ func TestStoreJoinedClusterRestarts(t *testing.T) {
 // joined through dies for good; another replica restarts with its usual
 // command line (--join naming the dead seed). It is already a member, so it
 // must start without the seed, and with the third replica form a majority.
+// (This test found the bug fixed in 131547a: the replica re-joined unconditionally.)
 func TestStoreJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: statestore/node.Start calls join whenever --join is set, even when the data dir already holds Raft " +
-			"state; with the --join targets down it blocks for the join client's 1 min RetryTimeout and then the process " +
-			"exits (\"join via [...]: statestore: unavailable\"), so a 3-replica cluster whose seed died cannot restart a " +
-			"second replica and loses quorum; set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	h := newHarness(t)
 	st := &storeCluster{h: h}
 	for range 3 {
