@@ -558,10 +558,18 @@ func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatalf("retry of the same submission: %v", err)
 	}
+	// A retry that spells out defaults (the REST decoder does) is the same.
+	explicit := submitReq(id, "default")
+	explicit.ApplicationSubmissionContext.UnmanagedAm = proto.Bool(false)
+	explicit.ApplicationSubmissionContext.KeepContainersAcrossApplicationAttempts = proto.Bool(false)
+	explicit.ApplicationSubmissionContext.ApplicationType = proto.String("YARN")
+	if err := f.client.Call(ctxT(t), "submitApplication", explicit, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatalf("retry with explicit defaults: %v", err)
+	}
 	other := submitReq(id, "default")
 	other.ApplicationSubmissionContext.ApplicationName = proto.String("someone-else")
 	err := f.client.Call(ctxT(t), "submitApplication", other, &yarnpb.SubmitApplicationResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different application") {
+	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different submission context") {
 		t.Fatalf("err = %v, want YarnException naming the id clash", err)
 	}
 	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -81,8 +82,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 				// The RM would acknowledge this as "an earlier submitted
 				// application" and the new one would silently never run.
 				return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException,
-					"submitApplication %s: the federation already has a different application with this id (on sub-cluster %s); "+
-						"application ids must be unique across sub-clusters: do two RMs share a cluster timestamp?", app, stored)
+					"submitApplication %s: the federation already has this application id (home sub-cluster %s) with a different "+
+						"submission context; a retry must resend the same submission. If this is another application, two RMs "+
+						"are handing out the same ids (do they share a cluster timestamp?)", app, stored)
 			}
 			if !inserted {
 				r.log.Info("resubmission: using the stored home", "app", app, "home", stored, "policy_choice", chosen)
@@ -223,8 +225,10 @@ func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto) []byte {
 // sameSubmission reports whether a stored trimmed context describes asc: a
 // client retrying its submission (after a router crash or failover) sends
 // the same context, while a different application that reuses the id does
-// not. A row without a stored context (an older router, or one too large to
-// keep) cannot be checked and is taken for a retry.
+// not. Fields set to their default count as unset, so a retry through the
+// REST API (whose decoder writes defaults explicitly) matches the original
+// IPC submission. A row without a stored context (an older router, or one
+// too large to keep) cannot be checked and is taken for a retry.
 func sameSubmission(stored []byte, asc *yarnpb.ApplicationSubmissionContextProto) bool {
 	if len(stored) == 0 {
 		return true
@@ -235,5 +239,38 @@ func sameSubmission(stored []byte, asc *yarnpb.ApplicationSubmissionContextProto
 	}
 	cur := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
 	cur.AmContainerSpec = nil
+	clearDefaults(prev.ProtoReflect())
+	clearDefaults(cur.ProtoReflect())
 	return proto.Equal(prev, cur)
+}
+
+// clearDefaults unsets every field, at any depth, whose value is its
+// default, so that "absent" and "explicitly default" compare equal.
+func clearDefaults(m protoreflect.Message) {
+	var clear []protoreflect.FieldDescriptor
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, e protoreflect.Value) bool {
+					clearDefaults(e.Message())
+					return true
+				})
+			}
+		case fd.IsList():
+			if fd.Message() != nil {
+				for i, l := 0, v.List(); i < l.Len(); i++ {
+					clearDefaults(l.Get(i).Message())
+				}
+			}
+		case fd.Message() != nil:
+			clearDefaults(v.Message())
+		case fd.HasPresence() && v.Equal(fd.Default()):
+			clear = append(clear, fd)
+		}
+		return true
+	})
+	for _, fd := range clear {
+		m.Clear(fd)
+	}
 }
