@@ -150,10 +150,15 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 		}
 		var sc SubClusterInfo
 		window := min(r.window(lastErr), max(0, time.Until(deadline)))
+		// The home need not be routable for new work: a sub-cluster that is
+		// decommissioning, deregistered or reported unhealthy may still run
+		// the app, and its users must be able to see and kill it (Hadoop's
+		// router calls the home whatever its state). Only an open breaker,
+		// or this call's own failures, make it wait.
 		err = r.members.waitFor(ctx, window, func() bool {
 			var ok bool
 			sc, ok = r.members.get(id)
-			return ok && r.members.routable(sc) && !bl.excludes(sc)
+			return ok && !r.brk.open(id) && !bl.excludes(sc)
 		})
 		if err != nil {
 			if lastErr != nil {

@@ -941,13 +941,6 @@ func TestDecommissionSubCluster(t *testing.T) {
 // router does (FederationStateStoreFacade.getSubCluster does not filter by
 // state), or the operator cannot even kill what is left there.
 func TestDecommissionedHomeStillAnswers(t *testing.T) {
-	if os.Getenv("YARNFED_SYSTEMTEST_KNOWN_BUGS") == "" {
-		t.Skip("BUG: router per-app calls refuse a home whose store state is not active (\"home sub-cluster SC-1 of " +
-			"application_... is unavailable (SC_DECOMMISSIONED): no active sub-cluster available\", after waiting the " +
-			"failover window) although its RM is up; after `yarnfedctl subcluster deregister` (default SC_LOST) apps there " +
-			"can no longer be reported or killed through any router; Hadoop's router still calls the home RM; " +
-			"set YARNFED_SYSTEMTEST_KNOWN_BUGS=1 to run")
-	}
 	_, y, apps, homes := decommissionSC1(t)
 	for name, id := range apps {
 		if homes[name] != "SC-1" {
