@@ -306,14 +306,24 @@ func (r *RM) appParam(w http.ResponseWriter, req *http.Request) (AppID, bool) {
 	return id, true
 }
 
-func (r *RM) restApp(w http.ResponseWriter, req *http.Request) {
+// appFromPath resolves the {appid} path parameter to its report, answering
+// 400 or 404 itself when it cannot.
+func (r *RM) appFromPath(w http.ResponseWriter, req *http.Request) (AppReport, bool) {
 	id, ok := r.appParam(w, req)
 	if !ok {
-		return
+		return AppReport{}, false
 	}
 	rep, err := r.core().AppReport(id)
 	if err != nil {
 		notFound(w, req, "app with id: "+id.String()+" not found")
+		return AppReport{}, false
+	}
+	return rep, true
+}
+
+func (r *RM) restApp(w http.ResponseWriter, req *http.Request) {
+	rep, ok := r.appFromPath(w, req)
+	if !ok {
 		return
 	}
 	app := r.restApp1(&rep)
@@ -352,13 +362,8 @@ func (r *RM) restAttempts(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *RM) restAppState(w http.ResponseWriter, req *http.Request) {
-	id, ok := r.appParam(w, req)
+	rep, ok := r.appFromPath(w, req)
 	if !ok {
-		return
-	}
-	rep, err := r.core().AppReport(id)
-	if err != nil {
-		notFound(w, req, "app with id: "+id.String()+" not found")
 		return
 	}
 	st := rmrest.AppState{State: rep.State.String()}
