@@ -178,18 +178,9 @@ func (a *applier) addApp(c *pb.AddApplicationHomeCommand) (proto.Message, error)
 		return &pb.AddApplicationHomeResponse{Stored: stored, Inserted: false}, nil
 	}
 	row := &pb.ApplicationHome{ApplicationId: h.GetApplicationId(), HomeSubClusterId: h.GetHomeSubClusterId(), CreateTimeMs: c.GetNowMs()}
-	if err := put(apps, key, row); err != nil {
+	if err := a.writeApp(key, row, h.GetSubmissionContext()); err != nil {
 		return nil, err
 	}
-	if err := a.tx.Bucket(bAppsByTime).Put(timeKey(row.CreateTimeMs, row.ApplicationId), []byte(row.HomeSubClusterId)); err != nil {
-		return nil, err
-	}
-	if len(h.GetSubmissionContext()) > 0 {
-		if err := a.tx.Bucket(bAppContexts).Put(key, h.GetSubmissionContext()); err != nil {
-			return nil, err
-		}
-	}
-	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_APPLICATION_HOME_PUT, Key: row.ApplicationId, ApplicationHome: row})
 	// The caller has the context it just sent: no echo.
 	return &pb.AddApplicationHomeResponse{Stored: proto.Clone(row).(*pb.ApplicationHome), Inserted: true}, nil
 }
@@ -208,19 +199,29 @@ func (a *applier) updateApp(c *pb.UpdateApplicationHomeCommand) (proto.Message, 
 	// The creation time (and so the list order) stays; a new context
 	// replaces the old one, an empty one keeps it.
 	row.HomeSubClusterId = h.GetHomeSubClusterId()
-	if err := put(apps, key, row); err != nil {
+	if err := a.writeApp(key, row, h.GetSubmissionContext()); err != nil {
 		return nil, err
+	}
+	return &pb.UpdateApplicationHomeResponse{}, nil
+}
+
+// writeApp stores an application-home row with its entry in the by-time
+// index and, if one is given, its submission context (an empty one keeps
+// what is stored), then announces the row to watchers.
+func (a *applier) writeApp(key []byte, row *pb.ApplicationHome, submission []byte) error {
+	if err := put(a.tx.Bucket(bApps), key, row); err != nil {
+		return err
 	}
 	if err := a.tx.Bucket(bAppsByTime).Put(timeKey(row.CreateTimeMs, row.ApplicationId), []byte(row.HomeSubClusterId)); err != nil {
-		return nil, err
+		return err
 	}
-	if len(h.GetSubmissionContext()) > 0 {
-		if err := a.tx.Bucket(bAppContexts).Put(key, h.GetSubmissionContext()); err != nil {
-			return nil, err
+	if len(submission) > 0 {
+		if err := a.tx.Bucket(bAppContexts).Put(key, submission); err != nil {
+			return err
 		}
 	}
 	a.emit(&pb.WatchEvent{Kind: pb.WatchEvent_APPLICATION_HOME_PUT, Key: row.ApplicationId, ApplicationHome: row})
-	return &pb.UpdateApplicationHomeResponse{}, nil
+	return nil
 }
 
 func (a *applier) deleteApp(r *pb.DeleteApplicationHomeRequest) (proto.Message, error) {
