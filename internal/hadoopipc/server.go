@@ -249,16 +249,7 @@ func (s *Server) startConn(nc net.Conn) {
 // connections. If ctx ends first, it closes everything (as Close) and
 // returns ctx.Err().
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	for ln := range s.listeners {
-		ln.Close()
-	}
-	conns := make([]*serverConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	conns := s.stopAccepting()
 	for _, c := range conns {
 		c.drain()
 	}
@@ -278,10 +269,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close stops the server at once: listeners and connections are closed and
-// the contexts of running handlers are cancelled.
-func (s *Server) Close() error {
+// stopAccepting closes the listeners, marks the server closing and returns
+// the connections open at that moment.
+func (s *Server) stopAccepting() []*serverConn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closing = true
 	for ln := range s.listeners {
 		ln.Close()
@@ -290,7 +282,13 @@ func (s *Server) Close() error {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.mu.Unlock()
+	return conns
+}
+
+// Close stops the server at once: listeners and connections are closed and
+// the contexts of running handlers are cancelled.
+func (s *Server) Close() error {
+	conns := s.stopAccepting()
 	s.cancelBase()
 	for _, c := range conns {
 		c.abort()
