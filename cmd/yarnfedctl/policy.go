@@ -275,30 +275,13 @@ fields of Hadoop's FederationQueueWeight record.`,
 			if queue != "" && len(queues) > 0 {
 				return usagef("--queue and --queues are mutually exclusive")
 			}
-			want := map[string]bool{}
-			if queue != "" {
-				want[queue] = true
-			}
-			for _, q := range queues {
-				if q = strings.TrimSpace(q); q != "" {
-					want[q] = true
-				}
-			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			all, err := cl.ListPolicies(ctx)
+			all, err := c.storedPolicies(cmd, append([]string{queue}, queues...))
 			if err != nil {
 				return err
 			}
 			rows := []policyRow{}
 			for _, p := range all {
-				if len(want) == 0 || want[p.GetQueue()] {
-					rows = append(rows, c.policyRowOf(p))
-				}
+				rows = append(rows, c.policyRowOf(p))
 			}
 			slices.SortFunc(rows, func(a, b policyRow) int { return strings.Compare(a.Queue, b.Queue) })
 			if c.output == "json" {
@@ -556,28 +539,13 @@ Queues whose params are not weights (e.g. HashBroadcast without params) are skip
 		Example: `  yarnfedctl policy export > federation-weights.xml`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			want := map[string]bool{}
-			for _, q := range queues {
-				if q = strings.TrimSpace(q); q != "" {
-					want[q] = true
-				}
-			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			all, err := cl.ListPolicies(ctx)
+			all, err := c.storedPolicies(cmd, queues)
 			if err != nil {
 				return err
 			}
 			slices.SortFunc(all, func(a, b *pb.PolicyConfiguration) int { return strings.Compare(a.GetQueue(), b.GetQueue()) })
 			var qs []policies.QueuePolicy
 			for _, p := range all {
-				if len(want) > 0 && !want[p.GetQueue()] {
-					continue
-				}
 				if len(p.GetParams()) == 0 {
 					fmt.Fprintf(c.err, "skipping queue %s: %s has no weights\n", p.GetQueue(), c.managerShort(p.GetType()))
 					continue
@@ -595,4 +563,26 @@ Queues whose params are not weights (e.g. HashBroadcast without params) are skip
 	}
 	cmd.Flags().StringSliceVar(&queues, "queues", nil, "export only these queues (comma-separated)")
 	return cmd
+}
+
+// storedPolicies lists the stored policies of the named queues (blank names
+// are ignored), or of every queue when none is named.
+func (c *ctl) storedPolicies(cmd *cobra.Command, queues []string) ([]*pb.PolicyConfiguration, error) {
+	want := map[string]bool{}
+	for _, q := range queues {
+		if q = strings.TrimSpace(q); q != "" {
+			want[q] = true
+		}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.ctx(cmd)
+	defer cancel()
+	all, err := cl.ListPolicies(ctx)
+	if err != nil || len(want) == 0 {
+		return all, err
+	}
+	return slices.DeleteFunc(all, func(p *pb.PolicyConfiguration) bool { return !want[p.GetQueue()] }), nil
 }
