@@ -292,22 +292,25 @@ func (c *serverConn) connectionContext(body []byte) *RemoteError {
 	}
 	c.connectionProt = cc.GetProtocol()
 	effective, real := cc.GetUserInfo().GetEffectiveUser(), cc.GetUserInfo().GetRealUser()
-	// Some Go clients send only realUser: it is then the user.
-	claimed := effective
-	if claimed == "" {
-		claimed = real
-		real = ""
-	}
 	var u User
 	if c.saslUser != nil {
 		u = *c.saslUser
 		// With a token the token decides who the caller is; doAs is not
-		// allowed (as in Hadoop).
-		if claimed != "" && claimed != u.Name {
+		// allowed (as in Hadoop). Only an explicit effectiveUser claims an
+		// identity: Hadoop's ProtoUtil.getUgi yields no user for a context
+		// with realUser alone, so such a context is accepted as the token's
+		// user (some third-party AM clients send it).
+		if effective != "" && effective != u.Name {
 			return fatal(fatalUnauthorized, ClassAccessControl,
-				"authenticated user (%s) doesn't match what the client claims to be (%s)", u.Name, claimed)
+				"authenticated user (%s) doesn't match what the client claims to be (%s)", u.Name, effective)
 		}
 	} else {
+		// Some Go clients send only realUser: it is then the user.
+		claimed := effective
+		if claimed == "" {
+			claimed = real
+			real = ""
+		}
 		if claimed == "" {
 			return fatal(fatalUnauthorized, ClassAccessControl, "connection context names no user")
 		}

@@ -125,15 +125,21 @@ func TestTokenAuthFailures(t *testing.T) {
 	r.expectClosed()
 }
 
-func TestTokenUserMismatchInContext(t *testing.T) {
-	ts := startServer(t, tokenConfig(), echoProtocol(nil))
-	r := dialRaw(t, ts.addr)
+// rawTokenLogin runs a DIGEST-MD5 login for tok by hand on r and checks the
+// server's proof.
+func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
+	t.Helper()
 	r.preamble(authProtocolSASL)
 	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
 	_, rest := r.reply()
 	neg := &commonpb.RpcSaslProto{}
-	unmarshalDelimited(rest, neg)
-	mech, _ := newDigestClient(testToken("id-amuser", "pw-amuser"), "", "default", nil)
+	if _, err := unmarshalDelimited(rest, neg); err != nil {
+		t.Fatal(err)
+	}
+	mech, err := newDigestClient(tok, "", "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, err := mech.Respond(neg.GetAuths()[0].GetChallenge())
 	if err != nil {
 		t.Fatal(err)
@@ -152,12 +158,67 @@ func TestTokenUserMismatchInContext(t *testing.T) {
 	if err := mech.Verify(ok.GetToken()); err != nil {
 		t.Fatal(err)
 	}
-	r.context("mallory") // token says amuser
-	h, _ = r.reply()
-	if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetErrorDetail() != fatalUnauthorized || h.GetExceptionClassName() != ClassAccessControl {
-		t.Fatalf("reply %v", h)
+}
+
+// TestTokenConnectionContextUser: on a TOKEN connection the token names the
+// user. As in Hadoop (ProtoUtil.getUgi, Server.processConnectionContext),
+// only an explicit effectiveUser that differs is refused; a context with
+// realUser alone names nobody and is accepted as the token's user (some
+// third-party AM clients send that).
+func TestTokenConnectionContextUser(t *testing.T) {
+	var mu sync.Mutex
+	var seen User
+	ts := startServer(t, tokenConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+		mu.Lock()
+		seen, _ = UserFromContext(ctx)
+		mu.Unlock()
+	}))
+	cases := []struct {
+		name            string
+		userInfo        bool
+		effective, real *string
+		refused         bool
+	}{
+		{"no user info (Java)", false, nil, nil, false},
+		{"empty user info", true, nil, nil, false},
+		{"realUser only, another name", true, nil, proto.String("mallory"), false},
+		{"realUser only, the token user", true, nil, proto.String("amuser"), false},
+		{"effectiveUser is the token user", true, proto.String("amuser"), nil, false},
+		{"effectiveUser is the token user, with realUser", true, proto.String("amuser"), proto.String("oozie"), false},
+		{"effectiveUser differs", true, proto.String("mallory"), nil, true},
+		{"effectiveUser differs, realUser is the token user", true, proto.String("mallory"), proto.String("amuser"), true},
 	}
-	r.expectClosed()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dialRaw(t, ts.addr)
+			rawTokenLogin(t, r, testToken("id-amuser", "pw-amuser"))
+			cc := &commonpb.IpcConnectionContextProto{Protocol: proto.String(testProtocol)}
+			if tc.userInfo {
+				cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: tc.effective, RealUser: tc.real}
+			}
+			h := reqHeader(callIDConnectionContext)
+			h.RetryCount = proto.Int32(-1)
+			r.packet(h, cc)
+			if tc.refused {
+				h, _ := r.reply()
+				if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetErrorDetail() != fatalUnauthorized || h.GetExceptionClassName() != ClassAccessControl {
+					t.Fatalf("reply %v", h)
+				}
+				r.expectClosed()
+				return
+			}
+			r.call(1, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
+			if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+				t.Fatalf("reply %v", h)
+			}
+			mu.Lock()
+			got := seen
+			mu.Unlock()
+			if got.Name != "amuser" || got.AuthMethod != "TOKEN" || got.RealUser != "" || string(got.TokenID) != "id-amuser" {
+				t.Errorf("user %+v, want the token's user amuser", got)
+			}
+		})
+	}
 }
 
 // TestWrappedPipelinedCalls: many concurrent calls over one auth-int and

@@ -5,7 +5,10 @@ import "context"
 // User is the authenticated identity of a connection, in every handler's
 // context.
 type User struct {
-	Name       string // effective user (from the connection context; realUser if no effective user)
+	// Name is the effective user. SIMPLE: the connection context's
+	// effectiveUser, or its realUser when it names no effective user.
+	// TOKEN: the user the token stands for.
+	Name       string
 	RealUser   string
 	AuthMethod string // "SIMPLE" or "TOKEN"
 	TokenID    []byte // the token identifier bytes when AuthMethod == "TOKEN"
