@@ -132,3 +132,88 @@ func FuzzUnwrap(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseResponseInfo: the relay's view of a digest-response never
+// panics, fails only with the package's sentinels, and agrees with the
+// server: whatever a server accepts, ParseResponseInfo reads the same
+// username and qop from.
+func FuzzParseResponseInfo(f *testing.F) {
+	scfg, ccfg := hadoopConfigs([]QOP{QOPAuth, QOPAuthInt, QOPAuthConf}, nil)
+	const nonce = "fuzz-nonce"
+	s := NewServer(scfg)
+	s.nonce = nonce
+	ch, err := s.Challenge()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, q := range []QOP{QOPAuth, QOPAuthInt, QOPAuthConf} {
+		cc := ccfg
+		cc.QOPs = []QOP{q}
+		c := NewClient(cc)
+		c.cnonce = "fuzz-cnonce"
+		resp, err := c.Respond(ch)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(resp)
+	}
+	f.Add([]byte(`username="\xff",nonce="n",cnonce="c",nc=00000001,digest-uri="/default",response=x`))
+	f.Add([]byte(`username="a",username="b"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		info, err := ParseResponseInfo(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+		} else if len(info.Username) > len(b) || len(info.QOP) > len(b) {
+			t.Fatalf("fields longer than the input: %+v", info)
+		}
+		s := NewServer(scfg)
+		s.nonce = nonce
+		if _, err := s.Challenge(); err != nil {
+			t.Fatal(err)
+		}
+		if _, serr := s.Respond(b); serr == nil {
+			if err != nil {
+				t.Fatalf("server accepted %q, ParseResponseInfo: %v", b, err)
+			}
+			if info.Username != s.Username() || info.QOP != s.NegotiatedQOP() {
+				t.Fatalf("ParseResponseInfo %+v, server saw %q %q", info, s.Username(), s.NegotiatedQOP())
+			}
+		}
+	})
+}
+
+// FuzzChallengeQOPs: never panics, fails only with the package's
+// sentinels, and every challenge a client answers offers the qop the
+// client chose.
+func FuzzChallengeQOPs(f *testing.F) {
+	f.Add([]byte(`realm="default",nonce="abc",qop="auth",charset=utf-8,algorithm=md5-sess`))
+	f.Add([]byte(`realm="default",nonce="abc",charset=utf-8,algorithm=md5-sess`))
+	f.Add([]byte(`nonce="abc",qop="auth-conf, auth-int",cipher="rc4",algorithm=md5-sess`))
+	f.Add([]byte(`nonce="abc",qop=",",algorithm=md5-sess`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		qops, err := ChallengeQOPs(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+		} else if len(qops) == 0 {
+			t.Fatal("no error and no qops")
+		}
+		c := NewClient(ClientConfig{Username: "u", Password: []byte("p"), ServerName: "default",
+			QOPs: []QOP{QOPAuthConf, QOPAuthInt, QOPAuth}})
+		if _, cerr := c.Respond(b); cerr == nil {
+			if err != nil {
+				t.Fatalf("client answered %q, ChallengeQOPs: %v", b, err)
+			}
+			found := false
+			for _, q := range qops {
+				found = found || q == c.NegotiatedQOP()
+			}
+			if !found {
+				t.Fatalf("client chose %q, challenge offers %q", c.NegotiatedQOP(), qops)
+			}
+		}
+	})
+}
