@@ -64,6 +64,37 @@ type clientConn struct {
 	closed  bool
 	err     error
 	idleT   *time.Timer
+	done    chan struct{} // closed by close; nil in some tests
+}
+
+func newClientConn(pool *Pool, key connKey, cfg connConfig, nc net.Conn) *clientConn {
+	return &clientConn{pool: pool, key: key, cfg: cfg, nc: nc, pending: make(map[int32]chan callResult), done: make(chan struct{})}
+}
+
+// dialTCP opens the socket for a client connection.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDial, addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return nc, nil
+}
+
+// boundHandshake makes blocking handshake I/O on nc end at ctx's deadline
+// or cancellation; the returned func lifts the bound.
+func boundHandshake(ctx context.Context, nc net.Conn) (release func()) {
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		stop()
+		nc.SetDeadline(time.Time{})
+	}
 }
 
 // dialConn connects, runs the preamble, SASL and the connection context,
@@ -71,22 +102,15 @@ type clientConn struct {
 func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*clientConn, error) {
 	dctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", key.addr)
+	nc, err := dialTCP(dctx, key.addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDial, key.addr, err)
+		return nil, err
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	c := &clientConn{pool: pool, key: key, cfg: cfg, nc: nc, pending: make(map[int32]chan callResult)}
+	c := newClientConn(pool, key, cfg, nc)
 	// The handshake is bounded by the dial deadline and by ctx.
-	if dl, ok := dctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(dctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	release := boundHandshake(dctx, nc)
 	err = c.handshake()
-	stop()
+	release()
 	if err != nil {
 		nc.Close()
 		if ctx.Err() != nil {
@@ -99,17 +123,25 @@ func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*cl
 		// The server went away mid-handshake: nothing was sent for any call.
 		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrDial, key.addr, err)
 	}
-	nc.SetDeadline(time.Time{})
+	c.start(bufio.NewReaderSize(nc, 16<<10))
+	return c, nil
+}
+
+// start makes a connection whose handshake is done ready for calls: the
+// writer, the idle timer and the read loop (reading from br, which may
+// hold nothing the handshake left unread).
+func (c *clientConn) start(br *bufio.Reader) {
 	c.wrapFn = c.wrapRequest
-	c.w = newBatchWriter(nc, clientWriteTimeout, func(err error) {
-		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, key.addr, err))
+	c.w = newBatchWriter(c.nc, clientWriteTimeout, func(err error) {
+		c.close(fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err))
 	})
 	// Arm before the read loop starts: the loop may close the connection at
 	// once (a server that refuses us replies FATAL right after the
 	// preamble), and close reads the timer under c.mu.
+	c.mu.Lock()
 	c.armIdle()
-	go c.readLoop(bufio.NewReaderSize(nc, 16<<10))
-	return c, nil
+	c.mu.Unlock()
+	go c.readLoop(br)
 }
 
 // handshake, client side:
@@ -136,6 +168,13 @@ func (c *clientConn) handshake() error {
 			return err
 		}
 	}
+	return c.sendContext(buf, simple)
+}
+
+// sendContext appends the connection context to buf (which may hold the
+// preamble) and writes it. With a token the token names the user, so, as
+// Java's client, we send no user.
+func (c *clientConn) sendContext(buf []byte, simple bool) error {
 	cc := &commonpb.IpcConnectionContextProto{Protocol: proto.String(c.cfg.protocol)}
 	if simple {
 		user := c.cfg.user
@@ -144,9 +183,7 @@ func (c *clientConn) handshake() error {
 		}
 		cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: proto.String(user)}
 	}
-	// With a token the token names the user: Java sends no userInfo.
-	var err error
-	buf, err = appendFrame(buf, c.oobHeader(callIDConnectionContext, c.pool.clientID), cc)
+	buf, err := appendFrame(buf, c.oobHeader(callIDConnectionContext, c.pool.clientID), cc)
 	if err != nil {
 		return err
 	}
@@ -166,37 +203,9 @@ func (c *clientConn) oobHeader(callID int32, clientID []byte) *commonpb.RpcReque
 // sasl runs the client side of the SASL exchange. It reports whether the
 // server told us to go on with SIMPLE.
 func (c *clientConn) sasl() (simple bool, err error) {
-	send := func(m *commonpb.RpcSaslProto) error {
-		b, err := appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), m)
-		if err != nil {
-			return err
-		}
-		_, err = c.nc.Write(b)
-		return err
-	}
+	send := c.saslSend
 	br := bufio.NewReader(c.nc)
-	recv := func() (*commonpb.RpcSaslProto, error) {
-		frame, err := readFrame(br, c.cfg.maxFrame, nil)
-		if err != nil {
-			return nil, err
-		}
-		hdr := &commonpb.RpcResponseHeaderProto{}
-		rest, err := unmarshalDelimited(frame, hdr)
-		if err != nil {
-			return nil, err
-		}
-		if hdr.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
-			return nil, remoteFromHeader(hdr)
-		}
-		if int32(hdr.GetCallId()) != callIDSASL {
-			return nil, fmt.Errorf("%w: reply to call %d during SASL", ErrMalformed, int32(hdr.GetCallId()))
-		}
-		m := &commonpb.RpcSaslProto{}
-		if _, err := unmarshalDelimited(rest, m); err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
+	recv := func() (*commonpb.RpcSaslProto, error) { return c.saslRecv(br) }
 	if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}); err != nil {
 		return false, err
 	}
@@ -282,6 +291,40 @@ func (c *clientConn) sasl() (simple bool, err error) {
 	}
 }
 
+// saslSend writes one SASL message (call id -33, never wrapped).
+func (c *clientConn) saslSend(m *commonpb.RpcSaslProto) error {
+	b, err := appendFrame(nil, c.oobHeader(callIDSASL, []byte{}), m)
+	if err != nil {
+		return err
+	}
+	_, err = c.nc.Write(b)
+	return err
+}
+
+// saslRecv reads one SASL reply; an error reply is a *RemoteError.
+func (c *clientConn) saslRecv(br *bufio.Reader) (*commonpb.RpcSaslProto, error) {
+	frame, err := readFrame(br, c.cfg.maxFrame, nil)
+	if err != nil {
+		return nil, err
+	}
+	hdr := &commonpb.RpcResponseHeaderProto{}
+	rest, err := unmarshalDelimited(frame, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if hdr.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+		return nil, remoteFromHeader(hdr)
+	}
+	if int32(hdr.GetCallId()) != callIDSASL {
+		return nil, fmt.Errorf("%w: reply to call %d during SASL", ErrMalformed, int32(hdr.GetCallId()))
+	}
+	m := &commonpb.RpcSaslProto{}
+	if _, err := unmarshalDelimited(rest, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // remoteFromHeader turns a non-SUCCESS reply header into a *RemoteError.
 func remoteFromHeader(h *commonpb.RpcResponseHeaderProto) *RemoteError {
 	return &RemoteError{
@@ -348,6 +391,9 @@ func (c *clientConn) close(err error) {
 		ch <- callResult{err: err}
 	}
 	c.pool.removeConn(c)
+	if c.done != nil {
+		close(c.done)
+	}
 }
 
 func (p *Pool) removeConn(c *clientConn) {
@@ -359,8 +405,12 @@ func (p *Pool) removeConn(c *clientConn) {
 }
 
 // armIdle (re)starts the idle timer when no call is pending. Called with
-// c.mu held or before the connection is shared.
+// c.mu held. A connection configured with no idle timeout (a relayed
+// login lives as long as its client connection) has no timer.
 func (c *clientConn) armIdle() {
+	if c.cfg.idle <= 0 {
+		return
+	}
 	if c.idleT == nil {
 		c.idleT = time.AfterFunc(c.cfg.idle, c.idleFire)
 		return

@@ -48,6 +48,7 @@ type serverConn struct {
 	saslDone       bool
 	contextRead    bool
 	token          tokenMech
+	relay          *relayMech                      // the relayed TOKEN login (TokenRelay), closed with the connection
 	tokenMethod    *commonpb.RpcSaslProto_SaslAuth // the TOKEN auth we advertised
 	saslUser       *User                           // identity proven by SASL TOKEN
 	user           *User
@@ -130,6 +131,9 @@ func (c *serverConn) serve() {
 		}
 		c.cancel()
 		c.nc.Close()
+		if c.relay != nil {
+			c.relay.close()
+		}
 	}()
 	if err := c.handshake(); err != nil {
 		c.debug("ipc handshake ended", err)
@@ -318,6 +322,9 @@ func (c *serverConn) connectionContext(body []byte) *RemoteError {
 	}
 	c.user = &u
 	c.userCtx = context.WithValue(c.ctx, userKey{}, c.user)
+	if c.relay != nil && c.saslUser != nil {
+		c.userCtx = context.WithValue(c.userCtx, relayKey{}, c.relay.login)
+	}
 	c.contextRead = true
 	return nil
 }

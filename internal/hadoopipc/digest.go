@@ -102,3 +102,55 @@ func (m *digestClient) Result() (string, securityLayer) {
 	}
 	return string(m.cli.NegotiatedQOP()), layer
 }
+
+// relayableResponse reads the token identifier a relayed digest-response
+// logs in with (base64-decoded SASL username; unverified until the
+// upstream accepts the response) and checks that it chose qop auth, the
+// only one a relay can serve.
+func relayableResponse(response []byte) ([]byte, error) {
+	info, err := digestmd5.ParseResponseInfo(response)
+	if err != nil {
+		return nil, fmt.Errorf("%w: digest-response: %v", ErrAuth, err)
+	}
+	if info.QOP != digestmd5.QOPAuth {
+		return nil, fmt.Errorf("%w: the client chose qop %q (%s)", ErrRelayProtection, info.QOP, protectionSetting(info.QOP))
+	}
+	id, err := digestmd5.DecodeHadoopUsername(info.Username)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errTokenLookup, err)
+	}
+	return id, nil
+}
+
+// relayableChallenge checks that an upstream digest-challenge offers qop
+// auth. Relaying never rewrites the challenge to drop auth-int/auth-conf:
+// that would silently weaken what the upstream asked for.
+func relayableChallenge(challenge []byte) error {
+	qops, err := digestmd5.ChallengeQOPs(challenge)
+	if err != nil {
+		return fmt.Errorf("%w: upstream digest-challenge: %v", ErrAuth, err)
+	}
+	for _, q := range qops {
+		if q == digestmd5.QOPAuth {
+			return nil
+		}
+	}
+	names := make([]string, len(qops))
+	for i, q := range qops {
+		names[i] = fmt.Sprintf("%s (%s)", q, protectionSetting(q))
+	}
+	return fmt.Errorf("%w: the upstream server offers only %v", ErrRelayProtection, names)
+}
+
+// protectionSetting names the hadoop.rpc.protection value behind a qop.
+func protectionSetting(q digestmd5.QOP) string {
+	switch q {
+	case digestmd5.QOPAuth:
+		return "hadoop.rpc.protection=authentication"
+	case digestmd5.QOPAuthInt:
+		return "hadoop.rpc.protection=integrity"
+	case digestmd5.QOPAuthConf:
+		return "hadoop.rpc.protection=privacy"
+	}
+	return "unknown hadoop.rpc.protection"
+}

@@ -35,7 +35,9 @@ type securityLayer interface {
 var newTokenMech func(lookup func(identifier []byte) ([]byte, error), qops []string) (tokenMech, error)
 
 // tokenEnabled reports whether TOKEN logins are offered.
-func (s *Server) tokenEnabled() bool { return s.cfg.Secrets != nil && newTokenMech != nil }
+func (s *Server) tokenEnabled() bool {
+	return s.cfg.TokenRelay != nil || s.cfg.Secrets != nil && newTokenMech != nil
+}
 
 // authMethods lists the enabled methods in NEGOTIATE order (TOKEN first).
 func (s *Server) authMethods() []string {
@@ -138,7 +140,7 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 			if len(msg.GetToken()) == 0 {
 				ch, err := c.token.Challenge()
 				if err != nil {
-					return nil, fatal(fatalUnauthorized, ClassSaslException, "%v", err)
+					return nil, mechFailure(err)
 				}
 				return &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_CHALLENGE.Enum(), Token: ch}, nil
 			}
@@ -171,14 +173,30 @@ func (c *serverConn) negotiateReply() (*commonpb.RpcSaslProto, *RemoteError) {
 		}
 		ch, err := c.token.Challenge()
 		if err != nil {
-			return nil, fatal(fatalUnauthorized, ClassSaslException, "%v", err)
+			return nil, mechFailure(err)
 		}
 		auths[0].Challenge = ch
 	}
 	return &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum(), Auths: auths}, nil
 }
 
+// mechFailure is the FATAL for a mechanism that could not produce its
+// challenge: a *RemoteError keeps its class (a relayed login's upstream
+// decides), anything else is a SaslException.
+func mechFailure(err error) *RemoteError {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return fatal(fatalUnauthorized, re.Class, "%s", re.Message)
+	}
+	return fatal(fatalUnauthorized, ClassSaslException, "%v", err)
+}
+
 func (c *serverConn) newToken() *RemoteError {
+	if c.srv.cfg.TokenRelay != nil {
+		c.relay = &relayMech{c: c}
+		c.token = c.relay
+		return nil
+	}
 	// lookupErr keeps the SecretManager's own error so its class can reach
 	// the client (Standby/Retriable tunnel through, as in Hadoop).
 	lookup := func(id []byte) ([]byte, error) {
@@ -219,6 +237,9 @@ func (c *serverConn) tokenResponse(msg *commonpb.RpcSaslProto) (*commonpb.RpcSas
 	}
 	_, qop, layer := c.token.Result()
 	c.saslDone = true
+	if c.relay != nil {
+		c.watchRelay(c.relay.login)
+	}
 	// The SUCCESS reply goes out unwrapped; the layer applies afterwards.
 	c.saslReply(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_SUCCESS.Enum(), Token: rspauth})
 	if qop != "" && qop != "auth" && layer != nil {
@@ -236,6 +257,10 @@ var errTokenLookup = errors.New("invalid token")
 func (c *serverConn) switchToSimple() {
 	c.authProtocol = authProtocolNone
 	c.token = nil
+	if c.relay != nil {
+		c.relay.close()
+		c.relay = nil
+	}
 }
 
 // unwrapPackets unwraps a -33 WRAP token and processes the packets inside.

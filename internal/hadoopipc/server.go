@@ -28,7 +28,7 @@ type SecretManager interface {
 type ServerConfig struct {
 	Logger      *slog.Logger
 	Registerer  prometheus.Registerer // nil: no metrics
-	Secrets     SecretManager         // nil: TOKEN auth not offered
+	Secrets     SecretManager         // nil: TOKEN auth not offered (unless TokenRelay is set)
 	AllowSimple bool                  // SIMPLE auth allowed (default true via DefaultServerConfig)
 	// MaxFrameBytes bounds one packet; checked before allocating.
 	MaxFrameBytes int
@@ -50,6 +50,29 @@ type ServerConfig struct {
 	// most preferred first: "auth" and, when the DIGEST-MD5 implementation
 	// supports integrity, "auth-int". Empty means {"auth"}.
 	QOPs []string
+
+	// TokenRelay, when set, authenticates TOKEN logins by relaying the
+	// DIGEST-MD5 exchange to an upstream server (see DESIGN.md, "Token
+	// relay") instead of checking them with Secrets. The two are exclusive
+	// (Validate); if both are set anyway, TokenRelay wins. Relayed logins
+	// are always qop auth, so QOPs must be {"auth"}.
+	TokenRelay TokenRelay
+	// RelayUser names the caller of a relayed TOKEN login from its token
+	// identifier (e.g. the application attempt of an AMRMToken). It runs
+	// before the response is forwarded, on an identifier the upstream has
+	// not yet verified, so it can refuse early; the name is used only once
+	// the upstream accepts. An error refuses the login (a *RemoteError
+	// with its class, else SecretManager$InvalidToken). Nil: the name is
+	// the base64 identifier, i.e. the SASL username.
+	RelayUser func(identifier []byte) (user string, err error)
+	// TokenRelayTimeout bounds StartLogin and Complete of one relayed login
+	// (default 15 s).
+	TokenRelayTimeout time.Duration
+	// MaxPendingRelayLogins caps relayed logins between StartLogin and the
+	// upstream's answer: each holds an upstream connection for a peer that
+	// has not authenticated yet. Beyond it, NEGOTIATE gets FATAL
+	// RetriableException. Default 128.
+	MaxPendingRelayLogins int
 }
 
 // Defaults for ServerConfig fields left zero.
@@ -57,6 +80,8 @@ const (
 	DefaultMaxInFlightPerConn = 256
 	DefaultIdleTimeout        = 2 * time.Minute
 	DefaultMaxConns           = 10000
+	DefaultTokenRelayTimeout  = 15 * time.Second
+	DefaultMaxPendingRelay    = 128
 )
 
 // DefaultServerConfig returns a config with SIMPLE auth allowed and the
@@ -76,17 +101,29 @@ func DefaultServerConfig() ServerConfig {
 // does not fail, so call Validate first.
 func (c ServerConfig) Validate() error {
 	var errs []error
-	if c.MaxFrameBytes < 0 || c.MaxInFlightPerConn < 0 || c.MaxConns < 0 || c.IdleTimeout < 0 {
+	if c.MaxFrameBytes < 0 || c.MaxInFlightPerConn < 0 || c.MaxConns < 0 || c.IdleTimeout < 0 ||
+		c.TokenRelayTimeout < 0 || c.MaxPendingRelayLogins < 0 {
 		errs = append(errs, errors.New("hadoopipc: negative limit in ServerConfig"))
 	}
 	if c.MaxFrameBytes > 1<<31-1 {
 		errs = append(errs, fmt.Errorf("hadoopipc: MaxFrameBytes %d exceeds what the wire's signed length can carry", c.MaxFrameBytes))
 	}
-	if !c.AllowSimple && c.Secrets == nil {
-		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and Secrets is nil)"))
+	if !c.AllowSimple && c.Secrets == nil && c.TokenRelay == nil {
+		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and neither Secrets nor TokenRelay is set)"))
 	}
 	if _, err := toQOPs(c.QOPs); err != nil {
 		errs = append(errs, fmt.Errorf("hadoopipc: QOPs: %w", err))
+	}
+	if c.TokenRelay != nil {
+		if c.Secrets != nil {
+			errs = append(errs, errors.New("hadoopipc: Secrets and TokenRelay are exclusive: TOKEN logins are either checked here or relayed"))
+		}
+		for _, q := range c.QOPs {
+			if q != "auth" {
+				errs = append(errs, fmt.Errorf("hadoopipc: QOPs: relayed TOKEN logins are always qop auth, %q cannot be offered: %w", q, ErrRelayProtection))
+				break
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -99,6 +136,8 @@ type Server struct {
 	invoke  func(ctx context.Context, info *CallInfo, req proto.Message) (proto.Message, error)
 
 	reg atomic.Pointer[registry]
+
+	relaySlots chan struct{} // pending relayed logins (TokenRelay)
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -130,12 +169,19 @@ func NewServer(cfg ServerConfig) *Server {
 	if len(cfg.QOPs) == 0 {
 		cfg.QOPs = []string{"auth"}
 	}
+	if cfg.TokenRelayTimeout <= 0 {
+		cfg.TokenRelayTimeout = DefaultTokenRelayTimeout
+	}
+	if cfg.MaxPendingRelayLogins <= 0 {
+		cfg.MaxPendingRelayLogins = DefaultMaxPendingRelay
+	}
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		metrics:   newMetrics(cfg.Registerer),
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*serverConn]struct{}),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		metrics:    newMetrics(cfg.Registerer),
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[*serverConn]struct{}),
+		relaySlots: make(chan struct{}, cfg.MaxPendingRelayLogins),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.reg.Store(newRegistry())
