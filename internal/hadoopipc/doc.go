@@ -27,5 +27,17 @@
 //	var re *hadoopipc.RemoteError
 //	if errors.As(err, &re) && re.Class == hadoopipc.ClassApplicationNotFound { ... }
 //
+// Token relay: a server without the token secrets can still take TOKEN
+// logins by relaying the DIGEST-MD5 exchange to the server that has them
+// (ServerConfig.TokenRelay, NewDialingRelay); handlers then call that
+// upstream as the caller (RelayedLoginFrom). DialRelay is the upstream half
+// on its own.
+//
+//	cfg.TokenRelay = hadoopipc.NewDialingRelay(homeRMSchedulerAddr,
+//		hadoopipc.RelayConfig{Protocol: hadoopipc.ProtocolApplicationMaster})
+//	// in a handler:
+//	login, _ := hadoopipc.RelayedLoginFrom(ctx)
+//	err := login.Call(ctx, "allocate", req, resp)
+//
 // DESIGN.md explains the choices.
 package hadoopipc
