@@ -139,8 +139,14 @@ func (c *serverConn) serve() {
 		c.debug("ipc handshake ended", err)
 		return
 	}
-	idle := c.srv.cfg.IdleTimeout
 	for {
+		idle := c.srv.cfg.IdleTimeout
+		if c.relay != nil && c.relay.slot {
+			// A relayed challenge is out and holds an upstream connection
+			// and a pending-login slot for a peer not yet authenticated:
+			// its answer gets TokenRelayTimeout, not the idle timeout.
+			idle = min(idle, c.srv.cfg.TokenRelayTimeout)
+		}
 		// Wait for the first byte of the next packet with the idle
 		// deadline; a timeout with calls in flight is not idleness.
 		c.nc.SetReadDeadline(time.Now().Add(idle))

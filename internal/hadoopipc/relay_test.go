@@ -303,6 +303,26 @@ func TestTokenRelayPendingBound(t *testing.T) {
 	}
 }
 
+// TestTokenRelaySilentPeer: a peer that takes a relayed challenge and never
+// answers loses its connection, upstream login and slot after
+// TokenRelayTimeout, not after the (longer) idle timeout.
+func TestTokenRelaySilentPeer(t *testing.T) {
+	up := startUpstream(t)
+	rs := startRelay(t, dialingRelay(up.addr), newRelayHandlers(), func(c *ServerConfig) {
+		c.TokenRelayTimeout = 50 * time.Millisecond
+		c.IdleTimeout = time.Hour
+	})
+	r := dialRaw(t, rs.addr)
+	r.preamble(authProtocolSASL)
+	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
+	if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+		t.Fatalf("NEGOTIATE: %v", h)
+	}
+	r.expectClosed()
+	poll(t, "slot released", func() bool { return len(rs.srv.relaySlots) == 0 })
+	poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
+}
+
 // stallingRelay is a fake TokenRelay whose upstream never answers.
 type stallingRelay struct{}
 
