@@ -265,6 +265,15 @@ func (am *testAM) heartbeat(asks []*yarnpb.ResourceRequestProto, rel []*yarnpb.C
 			am.t.Fatalf("container %v delivered twice", k)
 		}
 		am.got[k] = c
+		// As AMRMClient's table: an allocated container satisfies one
+		// outstanding ask of its allocation id.
+		for key, a := range am.asks {
+			if key.allocID == c.GetAllocationRequestId() && key.name == "*" && a.GetNumContainers() > 0 {
+				cp := proto.Clone(a).(*yarnpb.ResourceRequestProto)
+				cp.NumContainers = proto.Int32(a.GetNumContainers() - 1)
+				am.asks[key] = cp
+			}
+		}
 	}
 	for _, s := range resp.CompletedContainerStatuses {
 		am.completed[keyOf(s.GetContainerId())] = true

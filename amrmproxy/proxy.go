@@ -88,7 +88,7 @@ func Open(cfg Config) (*Proxy, error) {
 		p.learner = &nodeLearner{ml: ml, log: p.log}
 		p.resolver = ml
 	}
-	p.facade, err = policies.NewFacade(policies.FacadeConfig{Source: cfg.Store, Default: policies.PolicyConfig{Type: cfg.DefaultPolicy},
+	p.facade, err = policies.NewFacade(policies.FacadeConfig{Source: queueAliases{cfg.Store}, Default: policies.PolicyConfig{Type: cfg.DefaultPolicy},
 		Env: policies.Env{Resolver: p.resolver}, Logger: p.log, Registerer: cfg.Registerer})
 	if err != nil {
 		return nil, err

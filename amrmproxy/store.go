@@ -70,3 +70,17 @@ func (s ClientStore) PolicyConfig(ctx context.Context, queue string) (policies.P
 	}
 	return policies.PolicyConfig{Queue: p.GetQueue(), Type: p.GetType(), Params: p.GetParams()}, true, nil
 }
+
+// queueAliases makes a stored policy for "a.b" also apply to the AM's
+// queue path "root.a.b" (RMs report the full path in the register
+// response; operators and routers usually key policies by the name given
+// at submission). The queue's own entry wins.
+type queueAliases struct{ s Store }
+
+func (q queueAliases) PolicyConfig(ctx context.Context, queue string) (policies.PolicyConfig, bool, error) {
+	c, ok, err := q.s.PolicyConfig(ctx, queue)
+	if err != nil || ok || !strings.HasPrefix(queue, "root.") {
+		return c, ok, err
+	}
+	return q.s.PolicyConfig(ctx, strings.TrimPrefix(queue, "root."))
+}
