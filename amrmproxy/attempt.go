@@ -140,6 +140,9 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			continue
 		}
 		u := a.uams[sc]
+		if u != nil && u.failedLongAgo(time.Now(), a.p.cfg.Breaker.OpenFor.D()) && !a.p.brk.open(sc) {
+			u = a.retryUAM(u) // the last try failed a while ago
+		}
 		if u == nil {
 			u = newUAMConn(a, sc)
 			a.uams[sc] = u
@@ -185,6 +188,24 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	out.ResponseId = proto.Int32(nextResponseID(last))
 	a.last = out
 	return out, nil
+}
+
+// retryUAM replaces a UAM whose launch or re-attach failed: one that has
+// a token (it was submitted) is re-attached with it, since its RM will not
+// hand out the token again once registered; otherwise nil (launch anew).
+func (a *attempt) retryUAM(old *uamConn) *uamConn {
+	old.mu.Lock()
+	tok, registered := old.token, old.registered
+	old.mu.Unlock()
+	old.close()
+	delete(a.uams, old.sc)
+	if tok == nil {
+		return nil
+	}
+	u := newUAMConn(a, old.sc)
+	a.uams[old.sc] = u
+	go u.reattach(a.p, tok, registered)
+	return u
 }
 
 // timedOut lists secondaries silent past the timeout or behind an open
@@ -391,7 +412,7 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto) *yarnpb.AllocateResp
 	// Persist before answering: a restart must route releases of these
 	// containers to the right RM. A failed write is retried next time.
 	for k, v := range a.unsaved {
-		if _, gone := a.containers[mustParse(k)]; gone {
+		if _, live := a.containers[mustParse(k)]; live {
 			add[k] = v
 		}
 	}

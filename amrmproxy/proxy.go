@@ -322,6 +322,9 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 	err := u.attach(p, tok, false)
 	if err == nil {
 		u.rel.setRegister(u.a.regReq)
+		u.mu.Lock()
+		u.registered = registered
+		u.mu.Unlock()
 		if !registered {
 			err = u.register(p.ctx, p)
 		}
@@ -329,6 +332,9 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 	u.mu.Lock()
 	u.err = err
 	u.lastOK = time.Now()
+	if err != nil {
+		u.failedAt = time.Now()
+	}
 	u.mu.Unlock()
 	close(u.ready)
 	if err != nil {
@@ -425,8 +431,10 @@ func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationM
 		delete(p.attempts, a.id)
 		p.mu.Unlock()
 		p.metrics.attempts.Dec()
-		for range a.uams {
-			p.metrics.uams.Dec()
+		for _, u := range a.uams {
+			if u.isReady() {
+				p.metrics.uams.Dec()
+			}
 		}
 		a.close()
 		p.homes.Forget(a.id)

@@ -1,6 +1,7 @@
 package amrmproxy
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -234,4 +235,31 @@ func counter(c interface{ Write(*dto.Metric) error }) float64 {
 	var m dto.Metric
 	_ = c.Write(&m)
 	return m.GetCounter().GetValue()
+}
+
+func TestUAMFollowsRMFailoverFromMembership(t *testing.T) {
+	f := newFed(t, 2, "", nil, func(c *Config) {
+		c.SecondaryWait = Duration(100 * time.Millisecond)
+		c.DialTimeout = Duration(200 * time.Millisecond)
+	})
+	active := f.rms["SC-2"]
+	standby, err := simrm.NewStandby(active, simrm.TestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { standby.Close() })
+	_, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
+	am.until("a container from SC-2", func() bool { return f.bySC(am)["SC-2"] == 1 })
+
+	active.TransitionToStandby()
+	standby.TransitionToActive()
+	f.register("SC-2", standby) // the sub-cluster agent reports the new active RM
+	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 3)}, nil)
+	am.until("a container from SC-2 after its failover", func() bool { return f.byAlloc(am, 3)["SC-2"] == 1 })
 }

@@ -35,8 +35,12 @@ type uamConn struct {
 	inflight bool
 	results  []*yarnpb.AllocateResponseProto
 	lastOK   time.Time
+	failedAt time.Time // when launch or re-attach failed
+	addr     string    // the AMRM address(es) the client dials
 	finished bool
 	closed   bool
+	// registered: the UAM's registration is done (at the RM and on disk).
+	registered bool
 }
 
 func newUAMConn(a *attempt, sc string) *uamConn {
@@ -58,6 +62,9 @@ func (u *uamConn) launch(ctx context.Context, p *Proxy) {
 	u.mu.Lock()
 	u.err = err
 	u.lastOK = time.Now()
+	if err != nil {
+		u.failedAt = time.Now()
+	}
 	u.mu.Unlock()
 	close(u.ready)
 	if err == nil {
@@ -109,7 +116,7 @@ func (u *uamConn) attach(p *Proxy, tok *commonpb.TokenProto, known bool) error {
 	}
 	u.mu.Lock()
 	old := u.client
-	u.client, u.token = c, tok
+	u.client, u.token, u.addr = c, tok, sc.AMRMServiceAddress
 	if u.rel == nil {
 		u.rel = newRelayer(CallerAMRM{C: c}, known)
 	} else {
@@ -141,6 +148,9 @@ func (u *uamConn) register(ctx context.Context, p *Proxy) error {
 	if err != nil && !alreadyRegistered(err) {
 		return fmt.Errorf("register UAM: %w", err)
 	}
+	u.mu.Lock()
+	u.registered = true
+	u.mu.Unlock()
 	rec := state.UAM{SubCluster: u.sc, Token: mustMarshal(u.token), Registered: true}
 	if resp != nil {
 		rec.Response = mustMarshal(resp)
@@ -205,6 +215,7 @@ func (u *uamConn) kick() {
 
 func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}) {
 	p := u.a.p
+	u.followMembership(p)
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.CallTimeout.D())
 	start := time.Now()
 	var resp *yarnpb.AllocateResponseProto
@@ -248,6 +259,35 @@ func orEmpty(r *yarnpb.AllocateRequestProto) *yarnpb.AllocateRequestProto {
 		return &yarnpb.AllocateRequestProto{}
 	}
 	return r
+}
+
+// followMembership re-dials when the sub-cluster's AMRM address changed
+// in the store (RM HA failover reported by its agent). The token and the
+// responseId sequence carry over: HA RMs share the attempt's state.
+func (u *uamConn) followMembership(p *Proxy) {
+	sc, ok := p.members.get(u.sc)
+	u.mu.Lock()
+	moved := ok && sc.AMRMServiceAddress != "" && sc.AMRMServiceAddress != u.addr && u.token != nil
+	tok := u.token
+	u.mu.Unlock()
+	if moved {
+		if err := u.attach(p, tok, true); err != nil {
+			p.log.Warn("cannot follow the RM failover of a UAM", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		} else {
+			p.log.Info("UAM follows RM failover", "attempt", u.a.id, "subcluster", u.sc, "address", sc.AMRMServiceAddress)
+		}
+	}
+}
+
+// failedLongAgo: launch or re-attach failed and the breaker's open period
+// has passed, so another launch may be tried.
+func (u *uamConn) failedLongAgo(now time.Time, after time.Duration) bool {
+	if !isClosed(u.ready) {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err != nil && now.Sub(u.failedAt) > after
 }
 
 // take returns and clears the responses received since the last merge.
