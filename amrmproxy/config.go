@@ -87,9 +87,12 @@ type Config struct {
 	Secrets      hadoopipc.SecretManager     `json:"-"` // front-end TOKEN verification (relay or fake)
 	Passwords    PasswordSource              `json:"-"` // for the token home connector
 	Resolver     policies.SubClusterResolver `json:"-"` // nil: MachineList file or RM node lists
-	Logger       *slog.Logger                `json:"-"`
-	Registerer   prometheus.Registerer       `json:"-"`
-	Gatherer     prometheus.Gatherer         `json:"-"`
+	// ConfigureServer, if set, adjusts the AM-facing IPC server's config
+	// before it is built (the SASL relay: TokenRelay, RelayUser).
+	ConfigureServer func(p *Proxy, sc *hadoopipc.ServerConfig) `json:"-"`
+	Logger          *slog.Logger                               `json:"-"`
+	Registerer      prometheus.Registerer                      `json:"-"`
+	Gatherer        prometheus.Gatherer                        `json:"-"`
 }
 
 // DefaultConfig returns Hadoop's defaults where Hadoop has one.

@@ -112,8 +112,11 @@ func Open(cfg Config) (*Proxy, error) {
 	}
 	scfg := hadoopipc.DefaultServerConfig()
 	scfg.Logger, scfg.Registerer, scfg.Secrets, scfg.AllowSimple = p.log, cfg.Registerer, cfg.Secrets, false
-	if cfg.Secrets == nil {
-		return nil, errors.New("amrmproxy: no SecretManager for AM logins (the relay or, in tests, a fake)")
+	if cfg.ConfigureServer != nil {
+		cfg.ConfigureServer(p, &scfg)
+	}
+	if err := scfg.Validate(); err != nil {
+		return nil, fmt.Errorf("amrmproxy: AM-facing server: %w (AM logins need the SASL relay or, in tests, a fake SecretManager)", err)
 	}
 	p.srv = hadoopipc.NewServer(scfg)
 	if err := p.srv.Register(hadoopipc.Protocol{Name: hadoopipc.ProtocolApplicationMaster, Version: 1, Methods: []hadoopipc.Method{
