@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -41,6 +42,10 @@ type attempt struct {
 	unsaved     map[string]string // container adds a failed disk write left behind
 	unsavedDel  []string
 	uamFinished map[string]bool
+	// resync: an RM forgot our registration (restart); the AM's next
+	// allocate is answered ApplicationMasterNotRegisteredException so it
+	// re-registers and re-sends its whole state.
+	resync atomic.Bool
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
@@ -106,6 +111,9 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.resync.Swap(false) {
+		a.registered = false
+	}
 	if !a.registered {
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or the AMRMProxy restarted after AM registered. AM should re-register.", ErrNotRegistered, a.id)
 	}
@@ -163,6 +171,10 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	hstart := time.Now()
 	homeResp, err := a.homeRel.allocate(ctx, homeReq)
 	a.p.metrics.rmAllocate.WithLabelValues(a.home).Observe(time.Since(hstart).Seconds())
+	if errors.Is(err, errRMForgotRegistration) {
+		a.registered = false
+		return nil, fmt.Errorf("%w: the home RM of %s restarted; AM should re-register", ErrNotRegistered, a.id)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,8 @@ type fed struct {
 	cancel  context.CancelFunc
 	done    chan error
 	mutate  func(*Config)
+	// oldEpochs maps epochs of restarted RMs to their sub-cluster.
+	oldEpochs map[int64]string
 }
 
 func newFed(t *testing.T, n int, policyType string, params []byte, mutate func(*Config)) *fed {
@@ -325,7 +327,25 @@ func (f *fed) owner(c *yarnpb.ContainerIdProto) string {
 			return id
 		}
 	}
+	if id, ok := f.oldEpochs[epoch]; ok {
+		return id
+	}
 	return "?"
+}
+
+// restartRM restarts sub-cluster id's RM keeping its state (work-preserving
+// recovery: AMs must register again). Its epoch changes, so the old one is
+// remembered for owner().
+func (f *fed) restartRM(id string) {
+	f.t.Helper()
+	rm := f.rms[id]
+	if f.oldEpochs == nil {
+		f.oldEpochs = map[int64]string{}
+	}
+	f.oldEpochs[rm.Epoch()] = id
+	if err := rm.Restart(context.Background(), true); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // rmContainers lists the containers app holds on RM sc (via its client

@@ -47,7 +47,28 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	attempts map[AttemptID]*attempt
-	wg       sync.WaitGroup
+	// finished remembers recently finished attempts (bounded, FIFO) so
+	// their late calls get the RM's answers, not a new registration.
+	finished  map[AttemptID]struct{}
+	finishedQ []AttemptID
+	wg        sync.WaitGroup
+}
+
+// maxFinished bounds the finished-attempt memory.
+const maxFinished = 10000
+
+func (p *Proxy) rememberFinished(id AttemptID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.finished[id]; ok {
+		return
+	}
+	p.finished[id] = struct{}{}
+	p.finishedQ = append(p.finishedQ, id)
+	if len(p.finishedQ) > maxFinished {
+		delete(p.finished, p.finishedQ[0])
+		p.finishedQ = p.finishedQ[1:]
+	}
 }
 
 // Open validates cfg, opens the state, recovers attempts left by a
@@ -56,7 +77,7 @@ func Open(cfg Config) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, identity: cfg.Identity, homes: cfg.Home, attempts: map[AttemptID]*attempt{}}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, identity: cfg.Identity, homes: cfg.Home, attempts: map[AttemptID]*attempt{}, finished: map[AttemptID]struct{}{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -378,6 +399,9 @@ func (p *Proxy) appUser(ctx context.Context, home SubCluster, id AttemptID) stri
 
 // ---- IPC handlers ----
 
+// errFinished marks a call of an attempt that finished through this proxy.
+var errFinished = errors.New("attempt finished")
+
 func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 	id, err := p.identity(ctx)
 	if err != nil {
@@ -385,6 +409,9 @@ func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, done := p.finished[id]; done {
+		return nil, fmt.Errorf("%w: %s", errFinished, id)
+	}
 	a := p.attempts[id]
 	if a == nil {
 		if !create {
@@ -400,6 +427,9 @@ func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 
 func (p *Proxy) handleRegister(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 	a, err := p.lookup(ctx, true)
+	if errors.Is(err, errFinished) {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest, "Application doesn't exist in cache %v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -411,6 +441,9 @@ func (p *Proxy) handleRegister(ctx context.Context, req *yarnpb.RegisterApplicat
 func (p *Proxy) handleAllocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 	start := time.Now()
 	a, err := p.lookup(ctx, false)
+	if errors.Is(err, errFinished) {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationAttemptNotFound, "Application attempt %v doesn't exist in ApplicationMasterService cache.", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -421,6 +454,10 @@ func (p *Proxy) handleAllocate(ctx context.Context, req *yarnpb.AllocateRequestP
 
 func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
 	a, err := p.lookup(ctx, false)
+	if errors.Is(err, errFinished) {
+		// A retried finish after success: the RM answers true too.
+		return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -433,6 +470,7 @@ func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationM
 		p.mu.Lock()
 		delete(p.attempts, a.id)
 		p.mu.Unlock()
+		p.rememberFinished(a.id)
 		p.metrics.attempts.Dec()
 		for _, u := range a.uams {
 			if u.isReady() {

@@ -113,3 +113,23 @@ func TestBroadcastSpansSubClustersAndMerges(t *testing.T) {
 		}
 	}
 }
+
+func TestCallsAfterFinishGetTheRMsAnswers(t *testing.T) {
+	f := newFed(t, 1, "", nil, nil)
+	_, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat(nil, nil)
+	if r, err := am.finish(); err != nil || !r.GetIsUnregistered() {
+		t.Fatalf("finish: %v %v", r, err)
+	}
+	if r, err := am.finish(); err != nil || !r.GetIsUnregistered() {
+		t.Fatalf("retried finish: %v %v", r, err)
+	}
+	if _, err := am.rawAllocate(am.responseID, nil, nil); remoteClass(err) != hadoopipc.ClassApplicationAttemptNotFound {
+		t.Fatalf("allocate after finish: %v", err)
+	}
+	if _, err := am.register(); remoteClass(err) != hadoopipc.ClassInvalidApplicationMasterRequest {
+		t.Fatalf("register after finish: %v", err)
+	}
+}

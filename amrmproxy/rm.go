@@ -3,6 +3,7 @@ package amrmproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
@@ -77,6 +78,10 @@ func expectedResponseID(err error) (int32, bool) {
 	return int32(n), true
 }
 
+// errRMForgotRegistration: an RM lost the attempt's registration (RM
+// restart); the relayer registered again, and the AM must re-send its state.
+var errRMForgotRegistration = errors.New("RM forgot the registration")
+
 // probeResponseID is sent on the first allocate after the proxy lost track
 // of an RM's responseId (restart): it is neither the RM's last id nor the
 // one before it (that would make the RM resend an old response, with
@@ -124,13 +129,15 @@ func (r *relayer) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			continue
 		}
 		if remoteClass(err) == hadoopipc.ClassApplicationMasterNotRegistered && r.register != nil {
-			// The RM restarted (work-preserving): register again and go on
-			// from responseId 0, as AMRMClient does.
-			if _, rerr := r.rm.Register(ctx, r.register); rerr != nil && remoteClass(rerr) != hadoopipc.ClassInvalidApplicationMasterRequest {
+			// The RM restarted (work-preserving) and forgot the
+			// registration, and with it the outstanding asks. Register
+			// again, then tell the caller: the AM must re-register and
+			// re-send everything, as it would to the RM itself.
+			if _, rerr := r.rm.Register(ctx, r.register); rerr != nil && !alreadyRegistered(rerr) {
 				return nil, rerr
 			}
 			r.responseID = 0
-			continue
+			return nil, fmt.Errorf("%w: %w", errRMForgotRegistration, err)
 		}
 		return nil, err
 	}

@@ -238,7 +238,7 @@ func counter(c interface{ Write(*dto.Metric) error }) float64 {
 }
 
 func TestUAMFollowsRMFailoverFromMembership(t *testing.T) {
-	f := newFed(t, 2, "", nil, func(c *Config) {
+	f := newFed(t, 2, weightedLocality, weights("SC-2"), func(c *Config) {
 		c.SecondaryWait = Duration(100 * time.Millisecond)
 		c.DialTimeout = Duration(200 * time.Millisecond)
 	})
@@ -262,4 +262,40 @@ func TestUAMFollowsRMFailoverFromMembership(t *testing.T) {
 	f.register("SC-2", standby) // the sub-cluster agent reports the new active RM
 	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 3)}, nil)
 	am.until("a container from SC-2 after its failover", func() bool { return f.byAlloc(am, 3)["SC-2"] == 1 })
+}
+
+func TestRMRestartMakesTheAMResync(t *testing.T) {
+	for _, restarted := range []string{"SC-1", "SC-2"} {
+		t.Run(restarted, func(t *testing.T) {
+			f := newFed(t, 2, "", nil, nil)
+			app, tok := f.newApp("alice")
+			am := f.newAM(tok)
+			am.mustRegister()
+			am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
+			am.until("a container from each sub-cluster", func() bool { return len(f.bySC(am)) == 2 })
+			f.restartRM(restarted)
+			am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 4)}, nil)
+			// AMRMClient's outstanding count: once one container of
+			// allocation 4 arrived, the AM's re-sent ask is 0 and cancels
+			// the rest; at least one must come.
+			am.until("new asks served after the restart", func() bool {
+				by := f.byAlloc(am, 4)
+				return by["SC-1"]+by["SC-2"] >= 1
+			})
+			t.Logf("allocation 4: %v; all: %v", f.byAlloc(am, 4), f.bySC(am))
+			if am.reRegs == 0 {
+				t.Fatal("the AM was never asked to re-register")
+			}
+			for i := 0; i < 5; i++ {
+				am.heartbeat(nil, nil)
+				time.Sleep(20 * time.Millisecond)
+			}
+			by := f.bySC(am)
+			for _, sc := range []string{"SC-1", "SC-2"} {
+				if n := f.rmApp(sc, app).GetAppResource_Usage().GetNumUsedContainers(); int(n) != by[sc] {
+					t.Fatalf("%s runs %d containers, the AM holds %d", sc, n, by[sc])
+				}
+			}
+		})
+	}
 }

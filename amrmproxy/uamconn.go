@@ -237,6 +237,11 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 	if err == nil {
 		u.results = append(u.results, resp)
 		u.lastOK = time.Now()
+	} else if errors.Is(err, errRMForgotRegistration) {
+		// The secondary restarted: its asks are gone. The AM re-sends its
+		// whole state after re-registering, which re-splits everything.
+		u.a.resync.Store(true)
+		p.log.Info("secondary RM forgot the UAM's registration; asking the AM to re-register", "attempt", u.a.id, "subcluster", u.sc)
 	} else if !errors.Is(err, context.Canceled) {
 		// The request is lost to this RM; keep its releases and asks for
 		// the next try (asks are absolute, so re-sending is harmless).
