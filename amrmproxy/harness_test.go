@@ -16,9 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
-	"github.com/yarnfed/yarnfed/statestore/client"
-	"github.com/yarnfed/yarnfed/statestore/storepb"
-	"github.com/yarnfed/yarnfed/statestore/storetest"
+	"github.com/yarnfed/yarnfed/policies"
 )
 
 // fakeAMRMSecrets stands in for the SASL relay in tests: it knows the
@@ -60,13 +58,44 @@ func (f *fakeAMRMSecrets) RetrievePassword(id []byte) ([]byte, string, error) {
 	return pw, at.String(), nil
 }
 
-// fed is a test federation: a one-node state store, n simulated RMs
+// fakeStore is an in-memory Store (membership rows and queue policies) for
+// tests; the real statestore client is wired in cmd/yarnfed's tests.
+type fakeStore struct {
+	mu       sync.Mutex
+	rows     map[string]SubCluster
+	policies map[string]policies.PolicyConfig
+}
+
+func (s *fakeStore) SubClusters(context.Context) ([]SubCluster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SubCluster, 0, len(s.rows))
+	for _, r := range s.rows {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (s *fakeStore) PolicyConfig(_ context.Context, queue string) (policies.PolicyConfig, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[queue]
+	return p, ok, nil
+}
+
+func (s *fakeStore) set(sc SubCluster) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows[sc.ID] = sc
+}
+
+// fed is a test federation: an in-memory store, n simulated RMs
 // SC-1..SC-n (SC-1 is the proxy's home), and the proxy.
 type fed struct {
 	t       *testing.T
 	rms     map[string]*simrm.RM
 	ids     []string
-	store   *client.Client
+	store   *fakeStore
 	secrets *fakeAMRMSecrets
 	dir     string
 	proxy   *Proxy
@@ -80,9 +109,7 @@ type fed struct {
 func newFed(t *testing.T, n int, policyType string, params []byte, mutate func(*Config)) *fed {
 	t.Helper()
 	f := &fed{t: t, rms: map[string]*simrm.RM{}, secrets: &fakeAMRMSecrets{}, dir: t.TempDir(), mutate: mutate}
-	cl := storetest.NewCluster(t, 1)
-	f.store = cl.Client()
-	ctx := context.Background()
+	f.store = &fakeStore{rows: map[string]SubCluster{}, policies: map[string]policies.PolicyConfig{}}
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("SC-%d", i)
 		rm := simrmtest.Start(t, id, func(c *simrm.Config) {
@@ -94,9 +121,7 @@ func newFed(t *testing.T, n int, policyType string, params []byte, mutate func(*
 		f.register(id, rm)
 	}
 	if policyType != "" {
-		if err := f.store.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: "default", Type: policyType, Params: params}); err != nil {
-			t.Fatal(err)
-		}
+		f.store.policies["default"] = policies.PolicyConfig{Queue: "default", Type: policyType, Params: params}
 	}
 	f.start()
 	return f
@@ -105,11 +130,8 @@ func newFed(t *testing.T, n int, policyType string, params []byte, mutate func(*
 func (f *fed) register(id string, rm *simrm.RM) {
 	f.t.Helper()
 	a := rm.Addrs()
-	if err := f.store.RegisterSubCluster(context.Background(), &storepb.SubClusterInfo{SubClusterId: id, AmrmServiceAddress: a.Scheduler,
-		ClientRmServiceAddress: a.Client, RmAdminServiceAddress: a.Admin, RmWebServiceAddress: a.Web, State: storepb.SubClusterState_SC_RUNNING,
-		Capability: `{"clusterMetrics":{"availableMB":32768,"activeNodes":4}}`}); err != nil {
-		f.t.Fatal(err)
-	}
+	f.store.set(SubCluster{ID: id, AMRMServiceAddress: a.Scheduler, ClientRMServiceAddress: a.Client, State: policies.StateRunning,
+		LastHeartbeat: time.Now(), Capability: `{"clusterMetrics":{"availableMB":32768,"activeNodes":4}}`})
 }
 
 func (f *fed) start() {
@@ -118,7 +140,7 @@ func (f *fed) start() {
 	cfg.SubClusterID = "SC-1"
 	cfg.AMRMAddress, cfg.WebAddress = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = f.dir
-	cfg.Store = ClientStore{C: f.store}
+	cfg.Store = f.store
 	cfg.Secrets = f.secrets
 	cfg.Passwords = f.secrets.password
 	cfg.SecondaryWait = Duration(2 * time.Second)

@@ -43,24 +43,8 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 			if err != nil {
 				return err
 			}
-			if configFile != "" {
-				// The file sits under the flags: re-apply the flags the user set.
-				fileCfg := amrmproxy.DefaultConfig()
-				if err := amrmproxy.LoadConfigFile(configFile, &fileCfg); err != nil {
-					return err
-				}
-				again := pflag.NewFlagSet("again", pflag.ContinueOnError)
-				bindAMRMProxyFlags(again, &fileCfg)
-				var ferr error
-				cmd.Flags().Visit(func(f *pflag.Flag) {
-					if again.Lookup(f.Name) != nil && ferr == nil {
-						ferr = again.Set(f.Name, f.Value.String())
-					}
-				})
-				if ferr != nil {
-					return ferr
-				}
-				cfg = fileCfg
+			if cfg, err = amrmproxyConfigWithFile(cmd.Flags(), cfg, configFile); err != nil {
+				return err
 			}
 			sc, err := newStoreClient(storeAddrs, log)
 			if err != nil {
@@ -117,3 +101,25 @@ func (f amrmDuration) String() string {
 }
 func (f amrmDuration) Set(s string) error { return f.d.UnmarshalJSON([]byte(`"` + s + `"`)) }
 func (f amrmDuration) Type() string       { return "duration" }
+
+// amrmproxyConfigWithFile puts the config file under the flags: defaults,
+// then the file, then every flag the user set (re-applied by name through
+// the same flag list).
+func amrmproxyConfigWithFile(flags *pflag.FlagSet, flagCfg amrmproxy.Config, configFile string) (amrmproxy.Config, error) {
+	if configFile == "" {
+		return flagCfg, nil
+	}
+	fileCfg := amrmproxy.DefaultConfig()
+	if err := amrmproxy.LoadConfigFile(configFile, &fileCfg); err != nil {
+		return flagCfg, err
+	}
+	again := pflag.NewFlagSet("again", pflag.ContinueOnError)
+	bindAMRMProxyFlags(again, &fileCfg)
+	var ferr error
+	flags.Visit(func(f *pflag.Flag) {
+		if again.Lookup(f.Name) != nil && ferr == nil {
+			ferr = again.Set(f.Name, f.Value.String())
+		}
+	})
+	return fileCfg, ferr
+}
