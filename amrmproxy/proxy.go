@@ -49,6 +49,8 @@ type Proxy struct {
 	attempts map[AttemptID]*attempt
 	// finished remembers recently finished attempts (bounded, FIFO) so
 	// their late calls get the RM's answers, not a new registration.
+	closeOnce sync.Once
+	closeErr  error
 	finished  map[AttemptID]struct{}
 	finishedQ []AttemptID
 	wg        sync.WaitGroup
@@ -256,8 +258,13 @@ func (p *Proxy) RefreshNow(ctx context.Context) error {
 }
 
 // Close stops serving and releases everything. Per-attempt state stays on
-// disk for the next run.
+// disk for the next run. It may be called more than once.
 func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *Proxy) close() error {
 	p.cancel()
 	if p.srv != nil {
 		_ = p.srv.Close()
