@@ -46,6 +46,12 @@ type attempt struct {
 	// allocate is answered ApplicationMasterNotRegisteredException so it
 	// re-registers and re-sends its whole state.
 	resync atomic.Bool
+	// delivery (recovered attempts only) is the last answer that carried
+	// containers before the restart; redeliver holds what the AM turned
+	// out not to have received, handed out after it re-registers.
+	delivery        *state.Delivery
+	redeliver       []*yarnpb.ContainerProto
+	redeliverTokens []*yarnpb.NMTokenProto
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
@@ -115,6 +121,7 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		a.registered = false
 	}
 	if !a.registered {
+		a.decideRedelivery(req.GetResponseId())
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or the AMRMProxy restarted after AM registered. AM should re-register.", ErrNotRegistered, a.id)
 	}
 	last := a.last.GetResponseId()
@@ -196,8 +203,7 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			t.Stop()
 		}
 	}
-	out := a.merge(homeResp)
-	out.ResponseId = proto.Int32(nextResponseID(last))
+	out := a.merge(homeResp, nextResponseID(last))
 	a.last = out
 	return out, nil
 }
@@ -347,11 +353,15 @@ func (a *attempt) nodeOwner(host string) string {
 // secondaries answered since the last heartbeat, records container
 // ownership (on disk before the AM sees the containers) and drops
 // containers already delivered (an RM resending an old response).
-func (a *attempt) merge(home *yarnpb.AllocateResponseProto) *yarnpb.AllocateResponseProto {
+func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *yarnpb.AllocateResponseProto {
 	out := &yarnpb.AllocateResponseProto{
-		AMCommand: home.AMCommand, AmRmToken: home.AmRmToken, ApplicationPriority: home.ApplicationPriority,
+		ResponseId: proto.Int32(responseID),
+		AMCommand:  home.AMCommand, AmRmToken: home.AmRmToken, ApplicationPriority: home.ApplicationPriority,
 		CollectorInfo: home.CollectorInfo, EnhancedHeadroom: home.EnhancedHeadroom,
+		// Containers a crash kept from the AM come first (see decideRedelivery).
+		AllocatedContainers: a.redeliver, NmTokens: a.redeliverTokens,
 	}
+	a.redeliver, a.redeliverTokens = nil, nil
 	add := map[string]string{}
 	var del []string
 	take := func(sc string, r *yarnpb.AllocateResponseProto) {
@@ -429,7 +439,17 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto) *yarnpb.AllocateResp
 		}
 	}
 	del = append(del, a.unsavedDel...)
-	if err := a.p.state.UpdateContainers(a.id.String(), add, del); err != nil {
+	var d *state.Delivery
+	if len(out.AllocatedContainers) > 0 {
+		d = &state.Delivery{ResponseID: responseID}
+		for _, c := range out.AllocatedContainers {
+			d.Containers = append(d.Containers, mustMarshal(c))
+		}
+		for _, t := range out.NmTokens {
+			d.NMTokens = append(d.NMTokens, mustMarshal(t))
+		}
+	}
+	if err := a.p.state.UpdateContainers(a.id.String(), add, del, d); err != nil {
 		a.p.log.Error("cannot persist container ownership; will retry", "attempt", a.id, "err", err)
 		a.p.metrics.stateErrors.Inc()
 		a.unsaved, a.unsavedDel = add, del
@@ -437,6 +457,38 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto) *yarnpb.AllocateResp
 		a.unsaved, a.unsavedDel = nil, nil
 	}
 	return out
+}
+
+// decideRedelivery runs on the first allocate of a recovered attempt (it
+// is answered ApplicationMasterNotRegisteredException). The AM sends the
+// id of the last answer it received: if that is the one before the last
+// answer that carried containers, the AM never saw those containers (the
+// proxy stopped between recording and answering), so they are handed out
+// again after it re-registers. Any other id means it got them. Either way
+// this is decided once.
+func (a *attempt) decideRedelivery(amResponseID int32) {
+	d := a.delivery
+	a.delivery = nil
+	if d == nil || nextResponseID(amResponseID) != d.ResponseID {
+		return
+	}
+	for _, b := range d.Containers {
+		c := &yarnpb.ContainerProto{}
+		if err := proto.Unmarshal(b, c); err != nil {
+			a.p.log.Error("stored container does not decode; cannot redeliver it", "attempt", a.id, "err", err)
+			continue
+		}
+		if _, live := a.containers[keyOf(c.GetId())]; live {
+			a.redeliver = append(a.redeliver, c)
+		}
+	}
+	for _, b := range d.NMTokens {
+		t := &yarnpb.NMTokenProto{}
+		if proto.Unmarshal(b, t) == nil {
+			a.redeliverTokens = append(a.redeliverTokens, t)
+		}
+	}
+	a.p.log.Info("AM never received containers handed out before the restart; redelivering", "attempt", a.id, "containers", len(a.redeliver))
 }
 
 func mustParse(k string) containerKey {

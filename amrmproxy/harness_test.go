@@ -92,7 +92,7 @@ func (s *fakeStore) set(sc SubCluster) {
 // fed is a test federation: an in-memory store, n simulated RMs
 // SC-1..SC-n (SC-1 is the proxy's home), and the proxy.
 type fed struct {
-	t       *testing.T
+	t       testing.TB
 	rms     map[string]*simrm.RM
 	ids     []string
 	store   *fakeStore
@@ -106,7 +106,7 @@ type fed struct {
 	oldEpochs map[int64]string
 }
 
-func newFed(t *testing.T, n int, policyType string, params []byte, mutate func(*Config)) *fed {
+func newFed(t testing.TB, n int, policyType string, params []byte, mutate func(*Config)) *fed {
 	t.Helper()
 	f := &fed{t: t, rms: map[string]*simrm.RM{}, secrets: &fakeAMRMSecrets{}, dir: t.TempDir(), mutate: mutate}
 	f.store = &fakeStore{rows: map[string]SubCluster{}, policies: map[string]policies.PolicyConfig{}}
@@ -203,7 +203,7 @@ func (f *fed) newApp(user string) (*yarnpb.ApplicationIdProto, *commonpb.TokenPr
 // ask table, and on ApplicationMasterNotRegisteredException re-registers,
 // restarts its responseId at 0 and re-sends every ask.
 type testAM struct {
-	t          *testing.T
+	t          testing.TB
 	c          *hadoopipc.Client
 	reg        *yarnpb.RegisterApplicationMasterRequestProto
 	responseID int32

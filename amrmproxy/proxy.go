@@ -320,6 +320,7 @@ func (p *Proxy) recover() error {
 		if err := proto.Unmarshal(r.Attempt.Response, a.regResp); err != nil {
 			return fmt.Errorf("attempt %s: register response: %w", id, err)
 		}
+		a.delivery = r.Delivery
 		for k, sc := range r.Containers {
 			ck, err := parseContainerKey(k)
 			if err != nil {

@@ -299,3 +299,47 @@ func TestRMRestartMakesTheAMResync(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartRedeliversContainersTheAMNeverSaw: the proxy records
+// containers and stops before its answer reaches the AM. The AM's next
+// allocate carries the id of the last answer it did get, which tells the
+// restarted proxy to hand those containers out again: none leaks, none
+// arrives twice.
+func TestRestartRedeliversContainersTheAMNeverSaw(t *testing.T) {
+	f := newFed(t, 2, "", nil, nil)
+	app, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
+	// Heartbeat until an answer carries containers, then lose that answer.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := am.rawAllocate(am.responseID, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.AllocatedContainers) > 0 {
+			break // the AM never sees this answer
+		}
+		am.responseID = resp.GetResponseId()
+		if time.Now().After(deadline) {
+			t.Fatal("no containers")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.restart()
+	am2 := f.newAM(tok)
+	am2.asks, am2.responseID = am.asks, am.responseID
+	am2.heartbeat(nil, nil) // NotRegistered -> re-register -> re-send
+	am2.until("both sub-clusters' containers", func() bool { return len(f.bySC(am2)) == 2 })
+	for i := 0; i < 10; i++ {
+		am2.heartbeat(nil, nil)
+		time.Sleep(20 * time.Millisecond)
+	}
+	by := f.bySC(am2)
+	for _, sc := range []string{"SC-1", "SC-2"} {
+		if n := f.rmApp(sc, app).GetAppResource_Usage().GetNumUsedContainers(); int(n) != by[sc] {
+			t.Fatalf("%s runs %d containers, the AM holds %d: a container leaked", sc, n, by[sc])
+		}
+	}
+}

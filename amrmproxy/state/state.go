@@ -7,6 +7,7 @@
 //	"meta"        JSON Attempt (home, queue, user, register request/response)
 //	"uam"/<sc>    JSON UAM (its AMRMToken, registration)
 //	"containers"/<container key> -> sub-cluster id
+//	"delivery"    JSON Delivery: the last answer to the AM that carried containers
 //
 // Every write is one bbolt transaction, committed with fsync (bbolt's
 // default) before the proxy answers the AM: what the AM has been told is
@@ -27,6 +28,7 @@ import (
 var (
 	bktAttempts   = []byte("attempts")
 	keyMeta       = []byte("meta")
+	keyDelivery   = []byte("delivery")
 	bktUAM        = []byte("uam")
 	bktContainers = []byte("containers")
 )
@@ -52,11 +54,23 @@ type UAM struct {
 	Response   []byte `json:"response,omitempty"` // its RegisterApplicationMasterResponseProto
 }
 
+// Delivery is the last answer to the AM that handed out containers: its
+// responseId and what it carried. After a crash, the responseId of the
+// AM's next allocate says whether it got that answer (it sends the id of
+// the last answer it received), so the containers can be handed out again
+// exactly when they were lost.
+type Delivery struct {
+	ResponseID int32    `json:"response_id"`
+	Containers [][]byte `json:"containers"` // ContainerProto
+	NMTokens   [][]byte `json:"nm_tokens"`  // NMTokenProto
+}
+
 // Recovered is one attempt as read back at start-up.
 type Recovered struct {
 	Attempt    Attempt
 	UAMs       []UAM
 	Containers map[string]string // container key -> sub-cluster
+	Delivery   *Delivery
 }
 
 // Store is the on-disk state of one proxy. Safe for concurrent use.
@@ -128,11 +142,19 @@ func (s *Store) PutUAM(attempt string, u UAM) error {
 	})
 }
 
-// UpdateContainers records new containers (key -> sub-cluster) and forgets
-// completed ones, in one transaction.
-func (s *Store) UpdateContainers(attempt string, add map[string]string, remove []string) error {
-	if len(add) == 0 && len(remove) == 0 {
+// UpdateContainers records new containers (key -> sub-cluster), forgets
+// completed ones and, if d is not nil, the answer that delivers the new
+// ones, in one transaction.
+func (s *Store) UpdateContainers(attempt string, add map[string]string, remove []string, d *Delivery) error {
+	if len(add) == 0 && len(remove) == 0 && d == nil {
 		return nil
+	}
+	var db []byte
+	if d != nil {
+		var err error
+		if db, err = json.Marshal(d); err != nil {
+			return err
+		}
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		ab, err := attemptBucket(tx, attempt, true)
@@ -152,6 +174,9 @@ func (s *Store) UpdateContainers(attempt string, add map[string]string, remove [
 			if err := cb.Delete([]byte(k)); err != nil {
 				return err
 			}
+		}
+		if db != nil {
+			return ab.Put(keyDelivery, db)
 		}
 		return nil
 	})
@@ -199,6 +224,13 @@ func (s *Store) Load() ([]Recovered, error) {
 					return nil
 				})
 			}
+			if b := ab.Get(keyDelivery); b != nil {
+				d, err := DecodeDelivery(b)
+				if err != nil {
+					return fmt.Errorf("attempt %s delivery: %w", name, err)
+				}
+				rec.Delivery = &d
+			}
 			out = append(out, rec)
 			return nil
 		})
@@ -241,4 +273,16 @@ func DecodeUAM(b []byte) (UAM, error) {
 		return UAM{}, fmt.Errorf("%w: UAM record without sub-cluster", ErrCorrupt)
 	}
 	return u, nil
+}
+
+// DecodeDelivery decodes a stored delivery record.
+func DecodeDelivery(b []byte) (Delivery, error) {
+	var d Delivery
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if d.ResponseID < 0 {
+		return Delivery{}, fmt.Errorf("%w: delivery with responseId %d", ErrCorrupt, d.ResponseID)
+	}
+	return d, nil
 }

@@ -18,10 +18,10 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if err := s.PutUAM(a.Attempt, UAM{SubCluster: "SC-2", Token: []byte("t"), Registered: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateContainers(a.Attempt, map[string]string{"c1": "SC-1", "c2": "SC-2", "c3": "SC-2"}, nil); err != nil {
+	if err := s.UpdateContainers(a.Attempt, map[string]string{"c1": "SC-1", "c2": "SC-2", "c3": "SC-2"}, nil, &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateContainers(a.Attempt, nil, []string{"c3"}); err != nil {
+	if err := s.UpdateContainers(a.Attempt, nil, []string{"c3"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -37,7 +37,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Recovered{{Attempt: a, UAMs: []UAM{{SubCluster: "SC-2", Token: []byte("t"), Registered: true}},
-		Containers: map[string]string{"c1": "SC-1", "c2": "SC-2"}}}
+		Containers: map[string]string{"c1": "SC-1", "c2": "SC-2"}, Delivery: &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
@@ -70,5 +70,15 @@ func FuzzDecodeAttempt(f *testing.F) {
 	f.Add([]byte(`{"attempt":"appattempt_1_0001_000001","home":"SC-1","register_request":"AQ=="}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeAttempt(b)
+	})
+}
+
+func FuzzDecodeDelivery(f *testing.F) {
+	f.Add([]byte(`{"response_id":3,"containers":["CgA="],"nm_tokens":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeDelivery(b)
+		if err == nil && d.ResponseID < 0 {
+			t.Fatal("accepted a negative responseId")
+		}
 	})
 }
