@@ -26,15 +26,26 @@ func toRemote(err error) error {
 	if err == nil {
 		return nil
 	}
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		return err
-	}
 	switch {
 	case errors.Is(err, ErrNotRegistered):
 		return hadoopipc.Errorf(hadoopipc.ClassApplicationMasterNotRegistered, "%v", err)
 	case errors.Is(err, ErrInvalidRequest):
 		return hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest, "%v", err)
+	}
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		if re.Fatal {
+			// The RM refused the proxy's connection (e.g. a login): an
+			// application error for the AM, same class and message.
+			return hadoopipc.Errorf(re.Class, "%s", re.Message)
+		}
+		return re
+	}
+	if errors.Is(err, ErrSubClusterUnavailable) || rmDown(err) {
+		// The home RM did not serve the call (unreachable, timed out):
+		// "come back later". AMRMClient's retry policy retries this class,
+		// as it retries a connection failure to the RM itself.
+		return hadoopipc.Errorf(hadoopipc.ClassRetriable, "%v", err)
 	}
 	return hadoopipc.Errorf(hadoopipc.ClassYarnException, "%v", err)
 }

@@ -2,6 +2,7 @@ package amrmproxy
 
 import (
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -131,5 +132,29 @@ func TestCallsAfterFinishGetTheRMsAnswers(t *testing.T) {
 	}
 	if _, err := am.register(); remoteClass(err) != hadoopipc.ClassInvalidApplicationMasterRequest {
 		t.Fatalf("register after finish: %v", err)
+	}
+}
+
+func TestHomeRMDownIsRetriableForTheAM(t *testing.T) {
+	f := newFed(t, 1, "", nil, func(c *Config) { c.DialTimeout = Duration(200 * time.Millisecond) })
+	_, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat(nil, nil)
+	if err := f.rms["SC-1"].Crash(); err != nil {
+		t.Fatal(err)
+	}
+	// A client that does not retry by itself, to see the class.
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.proxy.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster,
+		Token: tok, FailoverAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	am.c = c
+	// AMRMClient's retry policy retries RetriableException, as it retries
+	// a dead connection to the RM itself; YarnException would fail the AM.
+	if _, err := am.rawAllocate(am.responseID, nil, nil); remoteClass(err) != hadoopipc.ClassRetriable {
+		t.Fatalf("allocate with the home RM down: %v, want RetriableException", err)
 	}
 }

@@ -38,6 +38,10 @@ type Spec struct {
 // ErrLaunch: the secondary RM did not give the UAM an AMRMToken.
 var ErrLaunch = errors.New("unmanaged AM launch failed")
 
+// ErrAlreadyRunning: the application already runs a registered AM on that
+// RM, whose token only its holder has.
+var ErrAlreadyRunning = errors.New("the application's unmanaged AM is already registered there and its token is not held here")
+
 // amResource is what Hadoop's UAM asks for (it runs nowhere: an unmanaged
 // AM holds no container, but the RM validates the request).
 func amResource() *yarnpb.ResourceProto {
@@ -88,6 +92,11 @@ func Launch(ctx context.Context, rm ClientRM, s Spec) (*commonpb.TokenProto, err
 			}
 			if tok := rep.GetAmRmToken(); tok != nil && len(tok.GetIdentifier()) > 0 {
 				return tok, nil
+			}
+			if rep.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_RUNNING {
+				// Registered already (by another proxy or an earlier AM
+				// attempt): the RM will not hand out the token again.
+				return nil, fmt.Errorf("%w: %w", ErrLaunch, ErrAlreadyRunning)
 			}
 		}
 		select {
