@@ -15,12 +15,15 @@ import (
 // last line is the ratio.
 func newBenchAMRMProxyCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
-	var verbose bool
+	var verbose, noFanout bool
 	cmd := &cobra.Command{
 		Use:   "amrmproxy",
 		Short: "AMRMProxy overhead: AM heartbeats through the proxy vs straight to simrm; fan-out to 3 sub-clusters",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if noFanout {
+				cfg.FanoutLatency = nil
+			}
 			if verbose {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			}
@@ -31,7 +34,8 @@ func newBenchAMRMProxyCmd() *cobra.Command {
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per target")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "alternating rounds the duration is split into")
 	f.IntVar(&cfg.AMs, "ams", cfg.AMs, "concurrent application masters (one heartbeat in flight each)")
-	f.DurationSliceVar(&cfg.FanoutLatency, "fanout-latency", cfg.FanoutLatency, "service times of the fan-out part's RMs (home first); empty skips it")
+	f.DurationSliceVar(&cfg.FanoutLatency, "fanout-latency", cfg.FanoutLatency, "service times of the fan-out part's RMs (home first)")
+	f.BoolVar(&noFanout, "no-fanout", false, "skip the fan-out part")
 	f.BoolVar(&verbose, "verbose", false, "log proxy and simrm activity to stderr")
 	return cmd
 }
