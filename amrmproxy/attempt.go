@@ -504,13 +504,16 @@ func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	if a.regResp == nil {
 		return nil, false, fmt.Errorf("%w: Application Master is trying to unregister before registering for: %s", ErrNotRegistered, a.id.AppKey())
 	}
+	var todo []*uamConn
+	for sc, u := range a.uams {
+		if !a.uamFinished[sc] {
+			todo = append(todo, u)
+		}
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed []error
-	for sc, u := range a.uams {
-		if a.uamFinished[sc] {
-			continue
-		}
+	for _, u := range todo {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -518,10 +521,10 @@ func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", sc, err))
+				failed = append(failed, fmt.Errorf("%s: %w", u.sc, err))
 				return
 			}
-			a.uamFinished[sc] = true
+			a.uamFinished[u.sc] = true
 		}()
 	}
 	wg.Wait()

@@ -1,10 +1,13 @@
 package amrmproxy
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
@@ -60,4 +63,36 @@ func TestMergeRequestLaterAskWins(t *testing.T) {
 	if len(m.Release) != 2 || len(m.GetBlacklistRequest().GetBlacklistAdditions()) != 1 || m.GetProgress() != 0.5 {
 		t.Fatalf("merged %v", m)
 	}
+}
+
+func FuzzExpectedResponseID(f *testing.F) {
+	f.Add("Invalid responseId in AllocateRequest from application attempt: appattempt_1_0001_000001, expect responseId to be 7, but get 3")
+	f.Add("expect responseId to be -99999999999999999999")
+	f.Fuzz(func(t *testing.T, msg string) {
+		n, ok := expectedResponseID(hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest, "%s", msg))
+		if ok {
+			m := expectRe.FindStringSubmatch(msg)
+			v, err := strconv.ParseInt(m[1], 10, 32)
+			if err != nil || int32(v) != n || !strings.Contains(msg, "expect responseId to be ") {
+				t.Fatalf("parsed %d from %q", n, msg)
+			}
+		}
+		if _, ok := expectedResponseID(hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", msg)); ok {
+			t.Fatal("parsed a responseId from another exception class")
+		}
+	})
+}
+
+func FuzzParseAttemptID(f *testing.F) {
+	f.Add("appattempt_1700000000000_0007_000001")
+	f.Add("appattempt_1_2")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := parseAttemptID(s)
+		if err != nil {
+			return
+		}
+		if again, err := parseAttemptID(id.String()); err != nil || again != id {
+			t.Fatalf("%q -> %v -> %v %v", s, id, again, err)
+		}
+	})
 }
