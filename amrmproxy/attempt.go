@@ -175,6 +175,10 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		homeReq = emptyRequest(req)
 	}
 	homeReq.TrackingUrl = req.TrackingUrl
+	// Placement-constraint scheduling requests cannot be split by the AMRM
+	// policies (Hadoop's FederationInterceptor does not split them either):
+	// the home gets them, so an AM using them works as without federation.
+	homeReq.SchedulingRequests = req.SchedulingRequests
 	hstart := time.Now()
 	homeResp, err := a.homeRel.allocate(ctx, homeReq)
 	a.p.metrics.rmAllocate.WithLabelValues(a.home).Observe(time.Since(hstart).Seconds())
