@@ -239,9 +239,9 @@ func (a *attempt) timedOut(now time.Time) []policies.SubClusterID {
 			out = append(out, policies.SubClusterID(sc))
 		}
 	}
-	for _, sc := range a.p.members.all() {
-		if sc.ID != a.home && a.uams[sc.ID] == nil && a.p.brk.open(sc.ID) {
-			out = append(out, policies.SubClusterID(sc.ID))
+	for _, id := range a.p.members.snapshot().Active() {
+		if sc := string(id); sc != a.home && a.uams[sc] == nil && a.p.brk.open(sc) {
+			out = append(out, id)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
@@ -145,6 +146,8 @@ func (f *fed) start() {
 	cfg.Passwords = f.secrets.password
 	cfg.SecondaryWait = Duration(2 * time.Second)
 	cfg.MembershipRefresh = Duration(50 * time.Millisecond)
+	reg := prometheus.NewRegistry()
+	cfg.Registerer, cfg.Gatherer = reg, reg
 	if f.mutate != nil {
 		f.mutate(&cfg)
 	}

@@ -1,6 +1,10 @@
 package amrmproxy
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +160,52 @@ func TestHomeRMDownIsRetriableForTheAM(t *testing.T) {
 	// a dead connection to the RM itself; YarnException would fail the AM.
 	if _, err := am.rawAllocate(am.responseID, nil, nil); remoteClass(err) != hadoopipc.ClassRetriable {
 		t.Fatalf("allocate with the home RM down: %v, want RetriableException", err)
+	}
+}
+
+func TestWebHealthReadinessAndMetrics(t *testing.T) {
+	f := newFed(t, 2, "", nil, nil)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + f.proxy.WebAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz %d %s", code, body)
+	}
+	_, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
+	am.until("containers from both", func() bool { return len(f.bySC(am)) == 2 })
+	_, body := get("/prom")
+	for _, want := range []string{
+		`yarnfed_amrmproxy_allocate_seconds_count`,
+		`yarnfed_amrmproxy_rm_allocate_seconds_count{subcluster="SC-2"}`,
+		`yarnfed_amrmproxy_containers_allocated_total{subcluster="SC-2"} 1`,
+		`yarnfed_amrmproxy_uam_launches_total{result="ok",subcluster="SC-2"} 1`,
+		`yarnfed_amrmproxy_uams 1`,
+		`yarnfed_amrmproxy_attempts 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/prom lacks %s", want)
+		}
+	}
+	// Not ready when the home leaves the membership.
+	f.store.mu.Lock()
+	delete(f.store.rows, "SC-1")
+	f.store.mu.Unlock()
+	if err := f.proxy.RefreshNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "SC-1") {
+		t.Fatalf("/readyz without the home: %d %s", code, body)
 	}
 }
