@@ -46,6 +46,8 @@ type attempt struct {
 	// allocate is answered ApplicationMasterNotRegisteredException so it
 	// re-registers and re-sends its whole state.
 	resync atomic.Bool
+	// lastCall is when the AM last called (unix nanoseconds), for expiry.
+	lastCall atomic.Int64
 	// delivery (recovered attempts only) is the last answer that carried
 	// containers before the restart; redeliver holds what the AM turned
 	// out not to have received, handed out after it re-registers.
@@ -55,9 +57,13 @@ type attempt struct {
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
-	return &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
+	a := &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
 		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{}}
+	a.touch()
+	return a
 }
+
+func (a *attempt) touch() { a.lastCall.Store(time.Now().UnixNano()) }
 
 func nextResponseID(id int32) int32 { return (id + 1) & math.MaxInt32 }
 

@@ -67,6 +67,10 @@ type Config struct {
 	// UAMRegisterRetries and UAMRegisterBackoff: Hadoop retries 3 x 100 ms.
 	UAMRegisterRetries int      `json:"uam_register_retries"`
 	UAMRegisterBackoff Duration `json:"uam_register_backoff"`
+	// AttemptExpiry forgets an attempt whose AM has not called for this
+	// long (it crashed or moved; the RMs expire its UAMs after their AM
+	// liveness timeout, 10 min by default): its state leaves memory and disk.
+	AttemptExpiry Duration `json:"attempt_expiry"`
 	// MembershipRefresh is the membership and node-map poll period.
 	MembershipRefresh Duration `json:"membership_refresh"`
 	// DefaultPolicy is used when neither the queue nor "*" has a stored
@@ -109,6 +113,7 @@ func DefaultConfig() Config {
 		UAMRegisterRetries: 3,
 		UAMRegisterBackoff: Duration(100 * time.Millisecond),
 		MembershipRefresh:  Duration(time.Second),
+		AttemptExpiry:      Duration(30 * time.Minute),
 		DefaultPolicy:      PolicyUniformBroadcast,
 		Breaker:            BreakerConfig{ConsecutiveFailures: 3, OpenFor: Duration(5 * time.Second)},
 	}
@@ -158,7 +163,7 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]Duration{
 		"subcluster_timeout": c.SubClusterTimeout, "secondary_wait": c.SecondaryWait, "call_timeout": c.CallTimeout,
 		"dial_timeout": c.DialTimeout, "uam_launch_timeout": c.UAMLaunchTimeout, "uam_register_backoff": c.UAMRegisterBackoff,
-		"membership_refresh": c.MembershipRefresh, "breaker.open_for": c.Breaker.OpenFor,
+		"membership_refresh": c.MembershipRefresh, "breaker.open_for": c.Breaker.OpenFor, "attempt_expiry": c.AttemptExpiry,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))

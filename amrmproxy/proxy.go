@@ -237,12 +237,45 @@ func (p *Proxy) refreshLoop(ctx context.Context) {
 		if p.learner != nil && nodesEvery%10 == 0 {
 			p.learner.learn(ctx, p.members.all())
 		}
+		p.expire(time.Now())
 		nodesEvery++
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// expire forgets attempts whose AM has not called for AttemptExpiry: an
+// AM that crashed or whose next attempt runs elsewhere never finishes
+// here, and its state must not live forever.
+func (p *Proxy) expire(now time.Time) {
+	limit := now.Add(-p.cfg.AttemptExpiry.D()).UnixNano()
+	var gone []*attempt
+	p.mu.Lock()
+	for id, a := range p.attempts {
+		if a.lastCall.Load() < limit {
+			delete(p.attempts, id)
+			gone = append(gone, a)
+		}
+	}
+	p.mu.Unlock()
+	for _, a := range gone {
+		a.mu.Lock() // wait out a call in progress
+		a.close()
+		a.mu.Unlock()
+		p.metrics.attempts.Dec()
+		for _, u := range a.uams {
+			if u.isReady() {
+				p.metrics.uams.Dec()
+			}
+		}
+		p.homes.Forget(a.id)
+		if err := p.state.DeleteAttempt(a.id.String()); err != nil {
+			p.log.Error("cannot delete expired attempt's state", "attempt", a.id, "err", err)
+		}
+		p.audit.Info("expire", "attempt", a.id.String(), "idle_for", p.cfg.AttemptExpiry.D().String())
 	}
 }
 
@@ -430,6 +463,7 @@ func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 		p.attempts[id] = a
 		p.metrics.attempts.Inc()
 	}
+	a.touch()
 	return a, nil
 }
 

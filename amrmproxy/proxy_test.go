@@ -209,3 +209,23 @@ func TestWebHealthReadinessAndMetrics(t *testing.T) {
 		t.Fatalf("/readyz without the home: %d %s", code, body)
 	}
 }
+
+func TestIdleAttemptsExpire(t *testing.T) {
+	f := newFed(t, 2, "", nil, func(c *Config) { c.AttemptExpiry = Duration(time.Hour) })
+	_, tok := f.newApp("alice")
+	am := f.newAM(tok)
+	am.mustRegister()
+	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
+	am.until("containers from both", func() bool { return len(f.bySC(am)) == 2 })
+	f.proxy.expire(time.Now()) // recent: kept
+	if recs, _ := f.proxy.state.Load(); len(recs) != 1 {
+		t.Fatalf("active attempt dropped: %d records", len(recs))
+	}
+	f.proxy.expire(time.Now().Add(2 * time.Hour))
+	if recs, _ := f.proxy.state.Load(); len(recs) != 0 {
+		t.Fatalf("idle attempt kept: %d records", len(recs))
+	}
+	if _, err := am.rawAllocate(am.responseID, nil, nil); remoteClass(err) != hadoopipc.ClassApplicationMasterNotRegistered {
+		t.Fatalf("allocate of an expired attempt: %v", err)
+	}
+}
