@@ -88,6 +88,7 @@ func bindAMRMProxyFlags(f *pflag.FlagSet, cfg *amrmproxy.Config) {
 	f.Var(amrmDuration{&cfg.SecondaryWait}, "secondary-wait", "longest an AM heartbeat waits for the secondaries after the home answered")
 	f.Var(amrmDuration{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
 	f.Var(amrmDuration{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period")
+	f.Var(amrmDuration{&cfg.AttemptExpiry}, "attempt-expiry", "forget an attempt whose AM has not called for this long")
 }
 
 // amrmDuration lets an amrmproxy.Duration be a flag.
