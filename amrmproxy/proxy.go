@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,6 +50,7 @@ type Proxy struct {
 	attempts map[AttemptID]*attempt
 	// finished remembers recently finished attempts (bounded, FIFO) so
 	// their late calls get the RM's answers, not a new registration.
+	homeTurn  atomic.Uint32 // rotates relayed logins over a home HA list
 	closeOnce sync.Once
 	closeErr  error
 	finished  map[AttemptID]struct{}

@@ -229,3 +229,27 @@ func TestIdleAttemptsExpire(t *testing.T) {
 		t.Fatalf("allocate of an expired attempt: %v", err)
 	}
 }
+
+func TestHomeAMRMAddressRotatesOverAnHAList(t *testing.T) {
+	f := newFed(t, 1, "", nil, nil)
+	row := f.store.rows["SC-1"]
+	row.AMRMServiceAddress = "rm1:8030, rm2:8030"
+	f.store.set(row)
+	if err := f.proxy.RefreshNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := 0; i < 3; i++ {
+		a, err := f.proxy.HomeAMRMAddress(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	if strings.Join(got, " ") != "rm1:8030 rm2:8030 rm1:8030" {
+		t.Fatalf("addresses %v", got)
+	}
+	if _, err := RelayUser([]byte("junk")); remoteClass(err) != hadoopipc.ClassInvalidToken {
+		t.Fatalf("RelayUser of junk: %v", err)
+	}
+}

@@ -12,8 +12,11 @@ import (
 // relayed login, and a HomeConnector that calls the home RM over the
 // relayed connection instead of dialling with a token.
 
-// HomeAMRMAddress is the home RM's scheduler address from membership (the
-// first of an HA list): where an AM's DIGEST-MD5 login is relayed.
+// HomeAMRMAddress is the home RM's scheduler address from membership:
+// where an AM's DIGEST-MD5 login is relayed. The sub-cluster agent
+// registers the active RM alone and updates it on failover; for a row
+// holding an HA list the logins rotate over it, so a standby RM costs the
+// AM one retried login instead of blocking it.
 func (p *Proxy) HomeAMRMAddress(context.Context) (string, error) {
 	sc, ok := p.members.get(p.cfg.SubClusterID)
 	if !ok {
@@ -23,7 +26,7 @@ func (p *Proxy) HomeAMRMAddress(context.Context) (string, error) {
 	if len(addrs) == 0 {
 		return "", hadoopipc.Errorf(hadoopipc.ClassRetriable, "home sub-cluster %s has no AMRM address", p.cfg.SubClusterID)
 	}
-	return addrs[0], nil
+	return addrs[int(p.homeTurn.Add(1)-1)%len(addrs)], nil
 }
 
 // RelayUser names the caller of a relayed login as the RM does: the
