@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/policies"
@@ -61,9 +62,11 @@ func newDevCmd() *cobra.Command {
 		Long: `dev starts, in this one process and on loopback only: a single-replica Raft state store, N
 sub-clusters each run by simrm (a SIMULATED ResourceManager; the last one is an HA pair) with a
 sub-cluster agent registering and heartbeating it, and a router serving ApplicationClientProtocol
-and the RM REST API. Three queues get federation policies so routing decisions are visible.
-It prints every endpoint and copy-paste examples; --demo drives a stream of submissions through
-the router and prints, live, where each application landed and which policy put it there.`,
+and the RM REST API, and one AMRMProxy per sub-cluster (as if beside one of its NodeManagers).
+Three queues get federation policies so routing decisions are visible. It prints every endpoint
+and copy-paste examples; --demo first runs one application whose AM, through the AMRMProxy, gets
+containers from every sub-cluster, then drives a stream of submissions through the router and
+prints, live, where each application landed and which policy put it there.`,
 		Example: `  yarnfed dev
   yarnfed dev --demo
   yarnfed dev --demo --demo-apps 30 --subclusters 4`,
@@ -93,6 +96,9 @@ type devFederation struct {
 	ids     []string
 	router  *router.Router
 	confDir string
+	// proxies: one AMRMProxy per sub-cluster, as if beside one of its
+	// NodeManagers.
+	proxies map[string]*amrmproxy.Proxy
 }
 
 // devQueues are the simulated queues; devPolicies gives all but "default" a
@@ -163,7 +169,13 @@ func runDev(ctx context.Context, cfg devConfig, out io.Writer) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- fed.router.Run(ctx) }()
+	for _, p := range fed.proxies {
+		go func() { _ = p.Run(ctx) }()
+	}
 	if cfg.Demo {
+		if err := runSpanDemo(ctx, fed, out); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("AMRMProxy demo: %w", err)
+		}
 		if err := runDemo(ctx, fed, cfg, out); err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -275,7 +287,37 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	if err := f.waitRoutable(ctx, 30*time.Second); err != nil {
 		return f, err
 	}
+	if err := f.startProxies(ctx, dir, log); err != nil {
+		return f, err
+	}
 	return f, f.writeClientConf()
+}
+
+// startProxies opens one AMRMProxy per sub-cluster. In dev the simulated
+// home RM lends its AMRMToken checker in place of the SASL relay a real
+// deployment uses (see amrmproxy/DESIGN.md).
+func (f *devFederation) startProxies(ctx context.Context, dir string, log *slog.Logger) error {
+	f.proxies = map[string]*amrmproxy.Proxy{}
+	for _, id := range f.ids {
+		home := f.rms[id][0].AMRMSecrets()
+		pcfg := amrmproxy.DefaultConfig()
+		pcfg.SubClusterID, pcfg.AMRMAddress, pcfg.WebAddress = id, "127.0.0.1:0", ""
+		pcfg.DataDir = filepath.Join(dir, "amrmproxy-"+id)
+		pcfg.Store = amrmproxy.ClientStore{C: f.sc}
+		pcfg.Secrets = home
+		pcfg.Passwords = func(ident []byte) ([]byte, error) { pw, _, err := home.RetrievePassword(ident); return pw, err }
+		pcfg.Logger = log.With("component", "amrmproxy", "subcluster", id)
+		p, err := amrmproxy.Open(pcfg)
+		if err != nil {
+			return fmt.Errorf("amrmproxy %s: %w", id, err)
+		}
+		if err := p.RefreshNow(ctx); err != nil {
+			p.Close()
+			return fmt.Errorf("amrmproxy %s: %w", id, err)
+		}
+		f.proxies[id] = p
+	}
+	return nil
 }
 
 // seedPolicies stores the demo queue policies unless the store already has
@@ -364,6 +406,9 @@ func (f *devFederation) printWelcome(out io.Writer, cfg devConfig) {
 		}
 	}
 	fmt.Fprintf(out, "  router         client %s  web http://%s\n", f.router.ClientRMAddr(), f.router.WebAddr())
+	for _, id := range f.ids {
+		fmt.Fprintf(out, "  %-5s amrmproxy      scheduler address for AMs on a %s node: %s\n", id, id, f.proxies[id].AMRMAddr())
+	}
 	fmt.Fprintln(out, "\nQueue policies (edit with yarnfedctl; lookup is queue, then \"*\", then the default UniformBroadcast):")
 	for _, q := range []string{"default", "analytics", "etl"} {
 		fmt.Fprintf(out, "  %-10s %s\n", q, f.describePolicy(context.Background(), q))
@@ -402,6 +447,9 @@ func (f *devFederation) describePolicy(ctx context.Context, q string) string {
 }
 
 func (f *devFederation) close() {
+	for _, p := range f.proxies {
+		p.Close()
+	}
 	if f.router != nil {
 		f.router.Close()
 	}

@@ -47,6 +47,14 @@ func TestDevDemo(t *testing.T) {
 		t.Errorf("yarn-site.xml does not point at the router %s:\n%s", routerAddr, xml)
 	}
 
+	// The AMRMProxy demo: one application gets containers from every
+	// sub-cluster and finishes cleanly.
+	span := regexp.MustCompile(`containers by sub-cluster: sc1 \d+, sc2 \d+, sc3 \d+`)
+	if !strings.Contains(text, "Demo: one application spanning sub-clusters") || !span.MatchString(text) ||
+		!strings.Contains(text, "isUnregistered=true") {
+		t.Errorf("AMRMProxy demo did not span all sub-clusters:\n%s", text)
+	}
+
 	// One line per application: id, queue, home.
 	line := regexp.MustCompile(`(?m)^\s+(application_\d+_\d+)\s+(default|analytics|etl)\s+(sc\d)\s`)
 	rows := line.FindAllStringSubmatch(text, -1)

@@ -671,6 +671,12 @@ func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRe
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(done)}, nil
 }
 
+// AMRMSecrets returns the scheduler port's AMRMToken verifier, for
+// in-process components that stand in for a SASL relay to this RM (the
+// AMRMProxy in `yarnfed dev` and its bench): only a simulation can lend
+// its master key; a real deployment relays the login instead.
+func (r *RM) AMRMSecrets() hadoopipc.SecretManager { return amrmSecrets{r} }
+
 // amrmSecrets is the scheduler port's hadoopipc.SecretManager: AMRMTokens
 // of attempts the AMS knows (Hadoop's AMRMTokenSecretManager refuses tokens
 // of attempts it has forgotten).

@@ -466,3 +466,26 @@ func TestIPCAndRESTSeeLostNodes(t *testing.T) {
 		t.Fatalf("REST lost nodes %v %v", lost, err)
 	}
 }
+
+func TestAMRMSecretsVerifiesIssuedTokensOnly(t *testing.T) {
+	rm, err := New(TestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rm.core()
+	if err := c.Submit(SubmitRequest{ID: AppID{ClusterTimestamp: 1, ID: 1}, Unmanaged: true, User: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.AppReport(AppID{ClusterTimestamp: 1, ID: 1})
+	if err != nil || rep.AMRMToken == nil {
+		t.Fatalf("report %+v %v", rep, err)
+	}
+	sm := rm.AMRMSecrets()
+	pw, user, err := sm.RetrievePassword(rep.AMRMToken.Identifier)
+	if err != nil || string(pw) != string(rep.AMRMToken.Password) || user != "appattempt_1_0001_000001" {
+		t.Fatalf("issued token: %q %q %v", pw, user, err)
+	}
+	if _, _, err := sm.RetrievePassword([]byte("forged")); err == nil {
+		t.Fatal("forged identifier accepted")
+	}
+}

@@ -1,0 +1,200 @@
+package amrmproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/policies"
+)
+
+// Hadoop's AMRMProxy port (yarn.nodemanager.amrmproxy.address).
+const (
+	DefaultAMRMAddress = "0.0.0.0:8049"
+	DefaultWebAddress  = "0.0.0.0:8069"
+)
+
+// PolicyUniformBroadcast is Hadoop's default yarn.federation.policy-manager.
+const PolicyUniformBroadcast = "org.apache.hadoop.yarn.server.federation.policies.manager.UniformBroadcastPolicyManager"
+
+// BreakerConfig tunes the per-sub-cluster circuit breakers on UAM calls.
+type BreakerConfig struct {
+	ConsecutiveFailures uint32   `json:"consecutive_failures"`
+	OpenFor             Duration `json:"open_for"`
+}
+
+// Config is everything a proxy needs. Build it with DefaultConfig, then a
+// file (LoadConfigFile), then flags, then call Validate.
+type Config struct {
+	// SubClusterID is the sub-cluster of the NodeManager host this proxy
+	// sits beside: the home of every AM it serves.
+	SubClusterID string `json:"subcluster_id"`
+	// AMRMAddress serves ApplicationMasterProtocol (Hadoop
+	// yarn.nodemanager.amrmproxy.address). Ignored if AMRMListener is set.
+	AMRMAddress string `json:"amrm_address"`
+	// WebAddress serves /healthz, /readyz and /prom; empty disables it.
+	WebAddress string `json:"web_address"`
+	// DataDir holds the per-attempt state (bbolt).
+	DataDir string `json:"data_dir"`
+	// NoSync skips fsync of state commits: faster heartbeats that deliver
+	// containers, at the risk of forgetting them on a machine crash.
+	NoSync bool `json:"no_sync"`
+	// RPCProtection is hadoop.rpc.protection; only "authentication" can be
+	// served (see DESIGN.md).
+	RPCProtection string `json:"rpc_protection"`
+	// SubClusterTimeout: a secondary that has not answered for this long is
+	// left out of splitting and headroom (Hadoop
+	// yarn.nodemanager.federation.amrmproxy.subcluster.timeout.ms, 60 s).
+	SubClusterTimeout Duration `json:"subcluster_timeout"`
+	// SecondaryWait bounds how long an AM heartbeat waits for the
+	// secondaries' answers after the home answered; later answers are
+	// merged into the next heartbeat.
+	SecondaryWait Duration `json:"secondary_wait"`
+	// CallTimeout bounds one call to one RM.
+	CallTimeout Duration `json:"call_timeout"`
+	// DialTimeout bounds connecting to an RM.
+	DialTimeout Duration `json:"dial_timeout"`
+	// UAMLaunchTimeout bounds submitting a UAM and waiting for its token.
+	UAMLaunchTimeout Duration `json:"uam_launch_timeout"`
+	// UAMRegisterRetries and UAMRegisterBackoff: Hadoop retries 3 x 100 ms.
+	UAMRegisterRetries int      `json:"uam_register_retries"`
+	UAMRegisterBackoff Duration `json:"uam_register_backoff"`
+	// AttemptExpiry forgets an attempt whose AM has not called for this
+	// long (it crashed or moved; the RMs expire its UAMs after their AM
+	// liveness timeout, 10 min by default): its state leaves memory and disk.
+	AttemptExpiry Duration `json:"attempt_expiry"`
+	// MembershipRefresh is the membership and node-map poll period.
+	MembershipRefresh Duration `json:"membership_refresh"`
+	// DefaultPolicy is used when neither the queue nor "*" has a stored
+	// policy (yarn.federation.policy-manager).
+	DefaultPolicy string `json:"default_policy"`
+	// MachineList, if set, is a yarn.federation.machine-list file
+	// (node,subcluster,rack per line); otherwise nodes are learnt from
+	// every sub-cluster's RM (getClusterNodes).
+	MachineList string        `json:"machine_list"`
+	Breaker     BreakerConfig `json:"breaker"`
+
+	// In-process wiring (not from files).
+	AMRMListener net.Listener                `json:"-"`
+	WebListener  net.Listener                `json:"-"`
+	Store        Store                       `json:"-"`
+	Home         HomeConnector               `json:"-"` // nil: token connector over Passwords
+	Identity     Identity                    `json:"-"` // nil: TokenIdentity
+	Secrets      hadoopipc.SecretManager     `json:"-"` // front-end TOKEN verification (relay or fake)
+	Passwords    PasswordSource              `json:"-"` // for the token home connector
+	Resolver     policies.SubClusterResolver `json:"-"` // nil: MachineList file or RM node lists
+	// ConfigureServer, if set, adjusts the AM-facing IPC server's config
+	// before it is built (the SASL relay: TokenRelay, RelayUser).
+	ConfigureServer func(p *Proxy, sc *hadoopipc.ServerConfig) `json:"-"`
+	Logger          *slog.Logger                               `json:"-"`
+	Registerer      prometheus.Registerer                      `json:"-"`
+	Gatherer        prometheus.Gatherer                        `json:"-"`
+}
+
+// DefaultConfig returns Hadoop's defaults where Hadoop has one.
+func DefaultConfig() Config {
+	return Config{
+		AMRMAddress:        DefaultAMRMAddress,
+		WebAddress:         DefaultWebAddress,
+		RPCProtection:      "authentication",
+		SubClusterTimeout:  Duration(60 * time.Second),
+		SecondaryWait:      Duration(200 * time.Millisecond),
+		CallTimeout:        Duration(30 * time.Second),
+		DialTimeout:        Duration(5 * time.Second),
+		UAMLaunchTimeout:   Duration(60 * time.Second),
+		UAMRegisterRetries: 3,
+		UAMRegisterBackoff: Duration(100 * time.Millisecond),
+		MembershipRefresh:  Duration(time.Second),
+		AttemptExpiry:      Duration(30 * time.Minute),
+		DefaultPolicy:      PolicyUniformBroadcast,
+		Breaker:            BreakerConfig{ConsecutiveFailures: 3, OpenFor: Duration(5 * time.Second)},
+	}
+}
+
+// LoadConfigFile overlays a JSON config file onto cfg; unknown keys are
+// errors.
+func LoadConfigFile(path string, cfg *Config) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("amrmproxy config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("amrmproxy config %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrProtection: integrity or privacy was asked for; the relayed SASL
+// design cannot serve it.
+var ErrProtection = errors.New("hadoop.rpc.protection")
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.SubClusterID == "" {
+		errs = append(errs, errors.New("subcluster_id: required (the sub-cluster of this NodeManager host)"))
+	}
+	if c.AMRMListener == nil && c.AMRMAddress == "" {
+		errs = append(errs, errors.New("amrm_address: required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: required (per-attempt state survives restarts there)"))
+	}
+	if c.Store == nil {
+		errs = append(errs, errors.New("store: required"))
+	}
+	switch c.RPCProtection {
+	case "", "authentication":
+	case "integrity", "privacy":
+		errs = append(errs, fmt.Errorf("%w=%s: the AMRMProxy relays the AM's DIGEST-MD5 login to the home RM and so holds no session key; it can only serve hadoop.rpc.protection=authentication", ErrProtection, c.RPCProtection))
+	default:
+		errs = append(errs, fmt.Errorf("%w=%q: want authentication, integrity or privacy", ErrProtection, c.RPCProtection))
+	}
+	for name, d := range map[string]Duration{
+		"subcluster_timeout": c.SubClusterTimeout, "secondary_wait": c.SecondaryWait, "call_timeout": c.CallTimeout,
+		"dial_timeout": c.DialTimeout, "uam_launch_timeout": c.UAMLaunchTimeout, "uam_register_backoff": c.UAMRegisterBackoff,
+		"membership_refresh": c.MembershipRefresh, "breaker.open_for": c.Breaker.OpenFor, "attempt_expiry": c.AttemptExpiry,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))
+		}
+	}
+	if c.UAMRegisterRetries < 1 {
+		errs = append(errs, errors.New("uam_register_retries: must be >= 1"))
+	}
+	if c.Breaker.ConsecutiveFailures < 1 {
+		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Duration is a time.Duration that reads "10ms"-style strings from JSON.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"10ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

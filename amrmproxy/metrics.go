@@ -1,0 +1,41 @@
+package amrmproxy
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	allocate    prometheus.Histogram
+	rmAllocate  *prometheus.HistogramVec
+	uams        prometheus.Gauge
+	uamLaunches *prometheus.CounterVec
+	containers  *prometheus.CounterVec
+	attempts    prometheus.Gauge
+	stateErrors prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	buckets := []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	m := &metrics{
+		allocate: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "yarnfed_amrmproxy_allocate_seconds",
+			Help: "Latency of AM allocate calls through the proxy (split, home call, bounded wait for secondaries, merge).", Buckets: buckets}),
+		rmAllocate: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "yarnfed_amrmproxy_rm_allocate_seconds",
+			Help: "Latency of allocate calls from the proxy to one sub-cluster RM (home or UAM).", Buckets: buckets}, []string{"subcluster"}),
+		uams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "yarnfed_amrmproxy_uams",
+			Help: "Unmanaged AMs this proxy currently runs on secondary sub-clusters."}),
+		uamLaunches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_uam_launches_total",
+			Help: "Unmanaged AM launches (submit, token, register), by sub-cluster and result."}, []string{"subcluster", "result"}),
+		containers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_containers_allocated_total",
+			Help: "Containers handed to AMs, by the sub-cluster that allocated them."}, []string{"subcluster"}),
+		attempts: prometheus.NewGauge(prometheus.GaugeOpts{Name: "yarnfed_amrmproxy_attempts",
+			Help: "Application attempts this proxy serves (registered or recovered)."}),
+		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_state_write_errors_total",
+			Help: "Failed writes of per-attempt state to the local disk."}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,158 @@
+package amrmproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+)
+
+// AMRM is one authenticated connection to a ResourceManager's
+// ApplicationMasterProtocol, acting as one application attempt. The home
+// RM connection of an AM (HomeConnector) and every unmanaged AM's
+// connection are AMRMs.
+type AMRM interface {
+	Register(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error)
+	Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error)
+	Finish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error)
+}
+
+// Caller is what an AMRM needs of an IPC connection; *hadoopipc.Client
+// satisfies it (so will the relayed upstream connection).
+type Caller interface {
+	Call(ctx context.Context, method string, req, resp proto.Message) error
+}
+
+// CallerAMRM adapts a Caller speaking ApplicationMasterProtocolPB to AMRM.
+type CallerAMRM struct{ C Caller }
+
+func (a CallerAMRM) Register(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	resp := &yarnpb.RegisterApplicationMasterResponseProto{}
+	return resp, a.C.Call(ctx, "registerApplicationMaster", req, resp)
+}
+
+func (a CallerAMRM) Allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	resp := &yarnpb.AllocateResponseProto{}
+	return resp, a.C.Call(ctx, "allocate", req, resp)
+}
+
+func (a CallerAMRM) Finish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+	resp := &yarnpb.FinishApplicationMasterResponseProto{}
+	return resp, a.C.Call(ctx, "finishApplicationMaster", req, resp)
+}
+
+// remoteClass returns the Java exception class of an RM's error reply.
+func remoteClass(err error) string {
+	var re *hadoopipc.RemoteError
+	if errors.As(err, &re) {
+		return re.Class
+	}
+	return ""
+}
+
+// expectedResponseID extracts N from the RM's "Invalid responseId ...
+// expect responseId to be N" reply. Hadoop's own AMRMClientRelayer reads
+// the same message (AMRMClientUtils): the RM sends the number nowhere else.
+var expectRe = regexp.MustCompile(`expect responseId to be (-?\d+)`)
+
+func expectedResponseID(err error) (int32, bool) {
+	var re *hadoopipc.RemoteError
+	if !errors.As(err, &re) || re.Class != hadoopipc.ClassInvalidApplicationMasterRequest {
+		return 0, false
+	}
+	m := expectRe.FindStringSubmatch(re.Message)
+	if m == nil {
+		return 0, false
+	}
+	n, err2 := strconv.ParseInt(m[1], 10, 32)
+	if err2 != nil {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// errRMForgotRegistration: an RM lost the attempt's registration (RM
+// restart); the relayer registered again, and the AM must re-send its state.
+var errRMForgotRegistration = errors.New("RM forgot the registration")
+
+// probeResponseID is sent on the first allocate after the proxy lost track
+// of an RM's responseId (restart): it is neither the RM's last id nor the
+// one before it (that would make the RM resend an old response, with
+// containers the AM already has), so the RM rejects it without acting and
+// names the id it expects.
+const probeResponseID int32 = -2
+
+// relayer keeps the proxy's own responseId sequence with one RM for one
+// attempt (home or UAM), separate from the sequence the proxy keeps with
+// the AM, and resynchronises when the RM says it expects another id.
+type relayer struct {
+	rm AMRM
+
+	mu         sync.Mutex
+	responseID int32
+	register   *yarnpb.RegisterApplicationMasterRequestProto
+}
+
+func newRelayer(rm AMRM, known bool) *relayer {
+	r := &relayer{rm: rm}
+	if !known {
+		r.responseID = probeResponseID
+	}
+	return r
+}
+
+// allocate sends req (its response_id is overwritten) and returns the RM's
+// answer. Calls are serialised: the RM's responseId rules admit one
+// outstanding heartbeat per attempt.
+func (r *relayer) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for try := 0; ; try++ {
+		req.ResponseId = proto.Int32(r.responseID)
+		resp, err := r.rm.Allocate(ctx, req)
+		if err == nil {
+			r.responseID = resp.GetResponseId()
+			return resp, nil
+		}
+		if try >= 2 {
+			return nil, err
+		}
+		if n, ok := expectedResponseID(err); ok {
+			r.responseID = n
+			continue
+		}
+		if remoteClass(err) == hadoopipc.ClassApplicationMasterNotRegistered && r.register != nil {
+			// The RM restarted (work-preserving) and forgot the
+			// registration, and with it the outstanding asks. Register
+			// again, then tell the caller: the AM must re-register and
+			// re-send everything, as it would to the RM itself.
+			if _, rerr := r.rm.Register(ctx, r.register); rerr != nil && !alreadyRegistered(rerr) {
+				return nil, rerr
+			}
+			r.responseID = 0
+			return nil, fmt.Errorf("%w: %w", errRMForgotRegistration, err)
+		}
+		return nil, err
+	}
+}
+
+// setRM swaps the connection (home token roll-over, RM failover to a new
+// address) keeping the responseId sequence.
+func (r *relayer) setRM(rm AMRM) {
+	r.mu.Lock()
+	r.rm = rm
+	r.mu.Unlock()
+}
+
+func (r *relayer) setRegister(req *yarnpb.RegisterApplicationMasterRequestProto) {
+	r.mu.Lock()
+	r.register = req
+	r.mu.Unlock()
+}

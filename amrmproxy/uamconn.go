@@ -1,0 +1,374 @@
+package amrmproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/amrmproxy/state"
+	"github.com/yarnfed/yarnfed/amrmproxy/uam"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// uamConn is the application's unmanaged AM on one secondary sub-cluster:
+// launched once, then heartbeated asynchronously so a slow RM never holds
+// the AM's heartbeat longer than Config.SecondaryWait.
+type uamConn struct {
+	a  *attempt
+	sc string
+
+	ready chan struct{} // closed when launch+register ended (ok or not)
+
+	mu       sync.Mutex
+	err      error // launch or register failure (after ready)
+	rel      *relayer
+	client   *hadoopipc.Client
+	token    *commonpb.TokenProto
+	pending  *yarnpb.AllocateRequestProto
+	pendDone chan struct{} // closed when pending has been answered (or failed)
+	inflight bool
+	results  []*yarnpb.AllocateResponseProto
+	lastOK   time.Time
+	failedAt time.Time // when launch or re-attach failed
+	addr     string    // the AMRM address(es) the client dials
+	finished bool
+	closed   bool
+	// registered: the UAM's registration is done (at the RM and on disk).
+	registered bool
+}
+
+func newUAMConn(a *attempt, sc string) *uamConn {
+	return &uamConn{a: a, sc: sc, ready: make(chan struct{}), lastOK: time.Now()}
+}
+
+// launch submits the UAM to the secondary, takes its AMRMToken, registers
+// it (with retries) and persists each step, so a restarted proxy
+// re-attaches instead of submitting again.
+func (u *uamConn) launch(ctx context.Context, p *Proxy) {
+	err := u.doLaunch(ctx, p)
+	result := "ok"
+	if err != nil {
+		result = "error"
+		p.log.Warn("unmanaged AM launch failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+	}
+	p.metrics.uamLaunches.WithLabelValues(u.sc, result).Inc()
+	p.audit.Info("uam-launch", "attempt", u.a.id.String(), "subcluster", u.sc, "result", result)
+	u.mu.Lock()
+	u.err = err
+	u.lastOK = time.Now()
+	if err != nil {
+		u.failedAt = time.Now()
+	}
+	u.mu.Unlock()
+	close(u.ready)
+	if err == nil {
+		p.metrics.uams.Inc()
+		u.kick() // send what was queued while launching
+	}
+}
+
+func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
+	sc, ok := p.members.get(u.sc)
+	if !ok {
+		return fmt.Errorf("%w: %s not in membership", ErrSubClusterUnavailable, u.sc)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.UAMLaunchTimeout.D())
+	defer cancel()
+	var tok *commonpb.TokenProto
+	err := p.brk.do(u.sc, func() error {
+		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: splitAddrs(sc.ClientRMServiceAddress),
+			Protocol: hadoopipc.ProtocolApplicationClient, User: u.a.user, DialTimeout: p.cfg.DialTimeout.D(), Logger: p.log})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		tok, err = uam.Launch(ctx, c, uam.Spec{App: u.a.id.ApplicationIDProto(), Queue: u.a.queue})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok)}); err != nil {
+		return fmt.Errorf("persist UAM token: %w", err)
+	}
+	if err := u.attach(p, tok, false); err != nil {
+		return err
+	}
+	return u.register(ctx, p)
+}
+
+// attach makes the UAM's AMRM connection from its token.
+func (u *uamConn) attach(p *Proxy, tok *commonpb.TokenProto, known bool) error {
+	sc, ok := p.members.get(u.sc)
+	if !ok {
+		return fmt.Errorf("%w: %s not in membership", ErrSubClusterUnavailable, u.sc)
+	}
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: splitAddrs(sc.AMRMServiceAddress),
+		Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok, DialTimeout: p.cfg.DialTimeout.D(), Logger: p.log})
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	old := u.client
+	u.client, u.token, u.addr = c, tok, sc.AMRMServiceAddress
+	if u.rel == nil {
+		u.rel = newRelayer(CallerAMRM{C: c}, known)
+	} else {
+		u.rel.setRM(CallerAMRM{C: c})
+	}
+	u.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return nil
+}
+
+func (u *uamConn) register(ctx context.Context, p *Proxy) error {
+	req := proto.Clone(u.a.regReq).(*yarnpb.RegisterApplicationMasterRequestProto)
+	u.rel.setRegister(req)
+	var resp *yarnpb.RegisterApplicationMasterResponseProto
+	err := uam.Retry(ctx, p.cfg.UAMRegisterRetries, p.cfg.UAMRegisterBackoff.D(), func(err error) bool {
+		// An RM's application error will not change on retry.
+		return remoteClass(err) != "" && !rmDown(err)
+	}, func() error {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout.D())
+		defer cancel()
+		return p.brk.do(u.sc, func() error {
+			var err error
+			resp, err = u.rel.rm.Register(cctx, req)
+			return err
+		})
+	})
+	if err != nil && !alreadyRegistered(err) {
+		return fmt.Errorf("register UAM: %w", err)
+	}
+	u.mu.Lock()
+	u.registered = true
+	u.mu.Unlock()
+	rec := state.UAM{SubCluster: u.sc, Token: mustMarshal(u.token), Registered: true}
+	if resp != nil {
+		rec.Response = mustMarshal(resp)
+		u.rel.mu.Lock()
+		u.rel.responseID = 0
+		u.rel.mu.Unlock()
+	}
+	return p.state.PutUAM(u.a.id.String(), rec)
+}
+
+// alreadyRegistered: the RM says this attempt registered before (a
+// re-attach after a proxy restart).
+func alreadyRegistered(err error) bool {
+	return remoteClass(err) == hadoopipc.ClassInvalidApplicationMasterRequest
+}
+
+func mustMarshal(m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		panic(err) // generated messages always marshal
+	}
+	return b
+}
+
+// enqueue adds req to what goes to this RM next and returns a channel
+// closed when that request has been answered (or failed).
+func (u *uamConn) enqueue(req *yarnpb.AllocateRequestProto) <-chan struct{} {
+	u.mu.Lock()
+	u.pending = mergeRequest(u.pending, req)
+	if u.pendDone == nil {
+		u.pendDone = make(chan struct{})
+	}
+	done := u.pendDone
+	u.mu.Unlock()
+	u.kick()
+	return done
+}
+
+// kick starts a heartbeat if one is pending, the UAM is ready and none is
+// in flight (the RM's responseId rules allow one at a time).
+func (u *uamConn) kick() {
+	select {
+	case <-u.ready:
+	default:
+		return
+	}
+	u.mu.Lock()
+	if u.inflight || u.pending == nil || u.err != nil || u.closed {
+		if u.err != nil && u.pendDone != nil {
+			close(u.pendDone)
+			u.pending, u.pendDone = nil, nil
+		}
+		u.mu.Unlock()
+		return
+	}
+	req, done := u.pending, u.pendDone
+	u.pending, u.pendDone = nil, nil
+	u.inflight = true
+	u.mu.Unlock()
+	go u.heartbeat(req, done)
+}
+
+func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}) {
+	p := u.a.p
+	u.followMembership(p)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.CallTimeout.D())
+	start := time.Now()
+	var resp *yarnpb.AllocateResponseProto
+	err := p.brk.do(u.sc, func() error {
+		var err error
+		resp, err = u.rel.allocate(ctx, req)
+		return err
+	})
+	cancel()
+	p.metrics.rmAllocate.WithLabelValues(u.sc).Observe(time.Since(start).Seconds())
+	if err == nil && resp.GetAmRmToken() != nil && len(resp.GetAmRmToken().GetIdentifier()) > 0 {
+		// The secondary rolled its master key: use and keep the new token.
+		if aerr := u.attach(p, resp.GetAmRmToken(), true); aerr == nil {
+			_ = p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(resp.GetAmRmToken()), Registered: true})
+		}
+	}
+	u.mu.Lock()
+	u.inflight = false
+	if err == nil {
+		u.results = append(u.results, resp)
+		u.lastOK = time.Now()
+	} else if errors.Is(err, errRMForgotRegistration) {
+		// The secondary restarted: its asks are gone. The AM re-sends its
+		// whole state after re-registering, which re-splits everything.
+		u.a.resync.Store(true)
+		p.log.Info("secondary RM forgot the UAM's registration; asking the AM to re-register", "attempt", u.a.id, "subcluster", u.sc)
+	} else if !errors.Is(err, context.Canceled) {
+		// The request is lost to this RM; keep its releases and asks for
+		// the next try (asks are absolute, so re-sending is harmless).
+		u.pending = mergeRequest(req, orEmpty(u.pending))
+		if u.pendDone == nil {
+			u.pendDone = make(chan struct{})
+		}
+		p.log.Debug("UAM heartbeat failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+	}
+	retry := err == nil && u.pending != nil
+	u.mu.Unlock()
+	close(done)
+	if retry {
+		u.kick()
+	}
+}
+
+func orEmpty(r *yarnpb.AllocateRequestProto) *yarnpb.AllocateRequestProto {
+	if r == nil {
+		return &yarnpb.AllocateRequestProto{}
+	}
+	return r
+}
+
+// followMembership re-dials when the sub-cluster's AMRM address changed
+// in the store (RM HA failover reported by its agent). The token and the
+// responseId sequence carry over: HA RMs share the attempt's state.
+func (u *uamConn) followMembership(p *Proxy) {
+	sc, ok := p.members.get(u.sc)
+	u.mu.Lock()
+	moved := ok && sc.AMRMServiceAddress != "" && sc.AMRMServiceAddress != u.addr && u.token != nil
+	tok := u.token
+	u.mu.Unlock()
+	if moved {
+		if err := u.attach(p, tok, true); err != nil {
+			p.log.Warn("cannot follow the RM failover of a UAM", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		} else {
+			p.log.Info("UAM follows RM failover", "attempt", u.a.id, "subcluster", u.sc, "address", sc.AMRMServiceAddress)
+		}
+	}
+}
+
+// failedLongAgo: launch or re-attach failed and the breaker's open period
+// has passed, so another launch may be tried.
+func (u *uamConn) failedLongAgo(now time.Time, after time.Duration) bool {
+	if !isClosed(u.ready) {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err != nil && now.Sub(u.failedAt) > after
+}
+
+// take returns and clears the responses received since the last merge.
+func (u *uamConn) take() []*yarnpb.AllocateResponseProto {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := u.results
+	u.results = nil
+	return out
+}
+
+func (u *uamConn) timedOut(now time.Time, timeout time.Duration) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err != nil || now.Sub(u.lastOK) > timeout
+}
+
+func (u *uamConn) isReady() bool {
+	select {
+	case <-u.ready:
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.err == nil
+	default:
+		return false
+	}
+}
+
+// finish unregisters the UAM.
+func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplicationMasterRequestProto) error {
+	select {
+	case <-u.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	u.mu.Lock()
+	if u.finished {
+		u.mu.Unlock()
+		return nil
+	}
+	err := u.err
+	rel := u.rel
+	u.mu.Unlock()
+	if err != nil {
+		return nil // never launched: nothing to unregister
+	}
+	var resp *yarnpb.FinishApplicationMasterResponseProto
+	err = p.brk.do(u.sc, func() error {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout.D())
+		defer cancel()
+		rel.mu.Lock()
+		rm := rel.rm
+		rel.mu.Unlock()
+		var err error
+		resp, err = rm.Finish(cctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !resp.GetIsUnregistered() {
+		return fmt.Errorf("UAM on %s not unregistered yet", u.sc)
+	}
+	u.mu.Lock()
+	u.finished = true
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *uamConn) close() {
+	u.mu.Lock()
+	u.closed = true
+	c := u.client
+	u.client = nil
+	u.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}

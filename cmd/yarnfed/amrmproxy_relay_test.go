@@ -1,0 +1,126 @@
+//go:build ipcrelay
+
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/amrmproxy"
+	"github.com/yarnfed/yarnfed/amrmproxy/uam"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
+)
+
+// TestAMRMProxyRelayedLogins runs the production wiring: the AM's token
+// login is relayed to the home RM, which alone can check it.
+func TestAMRMProxyRelayedLogins(t *testing.T) {
+	cl := storetest.NewCluster(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rms []*simrm.RM
+	for i, id := range []string{"SC-1", "SC-2"} {
+		cfg := simrm.TestConfig()
+		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
+		rm, err := simrm.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rm.Close() })
+		rms = append(rms, rm)
+		a := rm.Addrs()
+		acfg := subclusteragent.DefaultConfig()
+		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
+		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
+		acfg.ProbeInterval = 50 * time.Millisecond
+		agent, err := subclusteragent.New(acfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = agent.Run(ctx) }()
+	}
+	sc := cl.Client()
+	storetest.Poll(t, 20*time.Second, func() bool {
+		l, err := sc.ListSubClusters(ctx, true)
+		return err == nil && len(l) == 2
+	})
+	cfg := amrmproxy.DefaultConfig()
+	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "", t.TempDir()
+	cfg.Store = amrmproxy.ClientStore{C: sc}
+	wireAMLogins(&cfg)
+	p, err := amrmproxy.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.Run(ctx) }()
+
+	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	na := &yarnpb.GetNewApplicationResponseProto{}
+	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A forged token (right identifier, wrong password) is refused by the home RM.
+	bad := proto.Clone(tok).(*commonpb.TokenProto)
+	bad.Password = []byte("not the password")
+	forged, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster, Token: bad, FailoverAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forged.Close()
+	if err := forged.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{}, &yarnpb.RegisterApplicationMasterResponseProto{}); err == nil {
+		t.Fatal("a forged token logged in")
+	} else {
+		t.Logf("forged token refused: %v", err)
+	}
+
+	am, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
+		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	epochs := map[int64]bool{}
+	id := int32(0)
+	ask := []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1), RelaxLocality: proto.Bool(true)}}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(epochs) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("containers from %d sub-clusters, want 2", len(epochs))
+		}
+		resp := &yarnpb.AllocateResponseProto{}
+		if err := am.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask}, resp); err != nil {
+			t.Fatal(err)
+		}
+		ask, id = nil, resp.GetResponseId()
+		for _, c := range resp.AllocatedContainers {
+			epochs[c.GetId().GetId()>>40] = true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fr := &yarnpb.FinishApplicationMasterResponseProto{}
+	if err := am.Call(ctx, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}, fr); err != nil || !fr.GetIsUnregistered() {
+		t.Fatalf("finish: %v %v", fr, err)
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/amrmproxy"
+	"github.com/yarnfed/yarnfed/amrmproxy/uam"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
+)
+
+func TestAMRMProxyFlagsOverConfigFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "amrmproxy.json")
+	if err := os.WriteFile(file, []byte(`{"subcluster_id":"SC-9","data_dir":"/from/file","secondary_wait":"70ms"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newAMRMProxyCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--data-dir", "/from/flag", "--subcluster-timeout", "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := amrmproxy.DefaultConfig()
+	cfg.DataDir, cfg.SubClusterTimeout = "/from/flag", amrmproxy.Duration(5*time.Second)
+	got, err := amrmproxyConfigWithFile(cmd.Flags(), cfg, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SubClusterID != "SC-9" || got.DataDir != "/from/flag" || got.SecondaryWait.D() != 70*time.Millisecond || got.SubClusterTimeout.D() != 5*time.Second {
+		t.Fatalf("precedence defaults < file < flags broken: %+v", got)
+	}
+	if err := os.WriteFile(file, []byte(`{"subcluster_idd":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := amrmproxyConfigWithFile(cmd.Flags(), cfg, file); err == nil {
+		t.Fatal("unknown key accepted")
+	}
+}
+
+// TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
+// process, over the real Raft store: membership comes from sub-cluster
+// agents, the proxy reads it through statestore/client, and an AM on SC-1
+// gets containers from both sub-clusters. (AM logins are verified by the
+// home simrm's own token checker here, standing in for the SASL relay.)
+func TestAMRMProxyWithRealStore(t *testing.T) {
+	cl := storetest.NewCluster(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rms []*simrm.RM
+	for i, id := range []string{"SC-1", "SC-2"} {
+		cfg := simrm.TestConfig()
+		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
+		rm, err := simrm.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rm.Close() })
+		rms = append(rms, rm)
+		a := rm.Addrs()
+		acfg := subclusteragent.DefaultConfig()
+		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
+		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
+		acfg.ProbeInterval = 50 * time.Millisecond
+		agent, err := subclusteragent.New(acfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = agent.Run(ctx) }()
+	}
+	sc := cl.Client()
+	storetest.Poll(t, 20*time.Second, func() bool {
+		l, err := sc.ListSubClusters(ctx, true)
+		return err == nil && len(l) == 2
+	})
+
+	cfg := amrmproxy.DefaultConfig()
+	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	cfg.Store = amrmproxy.ClientStore{C: sc}
+	home := rms[0].AMRMSecrets()
+	cfg.Secrets = home
+	cfg.Passwords = func(id []byte) ([]byte, error) { pw, _, err := home.RetrievePassword(id); return pw, err }
+	p, err := amrmproxy.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.Run(ctx) }()
+
+	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	na := &yarnpb.GetNewApplicationResponseProto{}
+	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
+		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	epochs := map[int64]bool{}
+	id := int32(0)
+	ask := []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1), RelaxLocality: proto.Bool(true)}}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(epochs) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("containers from %d sub-clusters, want 2", len(epochs))
+		}
+		resp := &yarnpb.AllocateResponseProto{}
+		if err := am.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask}, resp); err != nil {
+			t.Fatal(err)
+		}
+		ask, id = nil, resp.GetResponseId()
+		for _, c := range resp.AllocatedContainers {
+			epochs[c.GetId().GetId()>>40] = true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
+		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
+	}
+}
