@@ -86,17 +86,14 @@ type Config struct {
 	AMRMListener net.Listener                `json:"-"`
 	WebListener  net.Listener                `json:"-"`
 	Store        Store                       `json:"-"`
-	Home         HomeConnector               `json:"-"` // nil: token connector over Passwords
+	Home         HomeConnector               `json:"-"` // nil with Secrets nil: the relayed login (production); else a token connector over Passwords
 	Identity     Identity                    `json:"-"` // nil: TokenIdentity
-	Secrets      hadoopipc.SecretManager     `json:"-"` // front-end TOKEN verification (relay or fake)
+	Secrets      hadoopipc.SecretManager     `json:"-"` // nil: relay AM logins to the home RM (production); set only by tests, dev and bench
 	Passwords    PasswordSource              `json:"-"` // for the token home connector
 	Resolver     policies.SubClusterResolver `json:"-"` // nil: MachineList file or RM node lists
-	// ConfigureServer, if set, adjusts the AM-facing IPC server's config
-	// before it is built (the SASL relay: TokenRelay, RelayUser).
-	ConfigureServer func(p *Proxy, sc *hadoopipc.ServerConfig) `json:"-"`
-	Logger          *slog.Logger                               `json:"-"`
-	Registerer      prometheus.Registerer                      `json:"-"`
-	Gatherer        prometheus.Gatherer                        `json:"-"`
+	Logger       *slog.Logger                `json:"-"`
+	Registerer   prometheus.Registerer       `json:"-"`
+	Gatherer     prometheus.Gatherer         `json:"-"`
 }
 
 // DefaultConfig returns Hadoop's defaults where Hadoop has one.

@@ -89,7 +89,14 @@ func Open(cfg Config) (*Proxy, error) {
 	if p.identity == nil {
 		p.identity = TokenIdentity
 	}
-	if p.homes == nil {
+	// Production: no SecretManager and no connector given. Each AM's
+	// DIGEST-MD5 login is relayed to the home RM, which alone can check it,
+	// and the relayed connection carries the proxy's home calls for that AM.
+	relay := cfg.Secrets == nil && cfg.Home == nil
+	switch {
+	case relay:
+		p.homes = relayHomeConnector
+	case p.homes == nil:
 		p.homes = &TokenHomeConnector{Passwords: cfg.Passwords, DialTimeout: cfg.DialTimeout.D(), Logger: p.log}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -137,11 +144,13 @@ func Open(cfg Config) (*Proxy, error) {
 	}
 	scfg := hadoopipc.DefaultServerConfig()
 	scfg.Logger, scfg.Registerer, scfg.Secrets, scfg.AllowSimple = p.log, cfg.Registerer, cfg.Secrets, false
-	if cfg.ConfigureServer != nil {
-		cfg.ConfigureServer(p, &scfg)
+	if relay {
+		scfg.TokenRelay = hadoopipc.NewDialingRelay(p.HomeAMRMAddress,
+			hadoopipc.RelayConfig{Protocol: hadoopipc.ProtocolApplicationMaster, Logger: p.log})
+		scfg.RelayUser = RelayUser
 	}
 	if err := scfg.Validate(); err != nil {
-		return nil, fmt.Errorf("amrmproxy: AM-facing server: %w (AM logins need the SASL relay or, in tests, a fake SecretManager)", err)
+		return nil, fmt.Errorf("amrmproxy: AM-facing server: %w ", err)
 	}
 	p.srv = hadoopipc.NewServer(scfg)
 	if err := p.srv.Register(hadoopipc.Protocol{Name: hadoopipc.ProtocolApplicationMaster, Version: 1, Methods: []hadoopipc.Method{

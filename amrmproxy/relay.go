@@ -2,7 +2,6 @@ package amrmproxy
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 )
@@ -57,11 +56,8 @@ func (c CallerHomeConnector) HomeRM(ctx context.Context, attempt AttemptID, _ Su
 
 func (CallerHomeConnector) Forget(AttemptID) {}
 
-// NoRelaySecrets refuses every AM login with a message saying why: the
-// production role until the SASL relay is wired in (a proxy must never
-// accept a login it cannot verify).
-type NoRelaySecrets struct{}
-
-func (NoRelaySecrets) RetrievePassword([]byte) ([]byte, string, error) {
-	return nil, "", fmt.Errorf("this AMRMProxy build cannot verify AMRMTokens: the SASL relay to the home RM is not wired in")
-}
+// relayHomeConnector calls the home RM over the AM's own relayed login.
+var relayHomeConnector = CallerHomeConnector{From: func(ctx context.Context) (Caller, bool) {
+	l, ok := hadoopipc.RelayedLoginFrom(ctx)
+	return l, ok
+}}

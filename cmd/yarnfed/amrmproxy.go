@@ -55,7 +55,6 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Store = amrmproxy.ClientStore{C: sc}
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			wireAMLogins(&cfg)
 			p, err := amrmproxy.Open(cfg)
 			if err != nil {
 				return err

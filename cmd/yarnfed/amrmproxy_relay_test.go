@@ -1,5 +1,3 @@
-//go:build ipcrelay
-
 package main
 
 import (
@@ -57,7 +55,6 @@ func TestAMRMProxyRelayedLogins(t *testing.T) {
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "", t.TempDir()
 	cfg.Store = amrmproxy.ClientStore{C: sc}
-	wireAMLogins(&cfg)
 	p, err := amrmproxy.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
