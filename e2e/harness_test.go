@@ -285,6 +285,10 @@ type clusterOptions struct {
 	epoch     int64
 	nms       int
 	set       []string // extra key=value configuration
+	// amSet is key=value configuration only the AMs (and other containers)
+	// on this cluster's NodeManagers see, marked final: e.g. the scheduler
+	// address of an AMRMProxy while the RM binds its own. See DESIGN.md.
+	amSet []string
 }
 
 // startMiniCluster starts a real RM with NMs on loopback and waits for READY.
@@ -303,12 +307,23 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 	for _, kv := range opts.set {
 		argv = append(argv, "--set", kv)
 	}
+	// The containers' HADOOP_CONF_DIR: the RM's own yarn-site.xml, or the
+	// AM-facing one when some keys differ for AMs.
+	confDir := dir
+	if len(opts.amSet) > 0 {
+		confDir = filepath.Join(dir, "am-conf")
+		argv = append(argv, "--am-conf-out", filepath.Join(confDir, "yarn-site.xml"))
+		for _, kv := range opts.amSet {
+			argv = append(argv, "--am-set", kv)
+		}
+	}
 	cmd := exec.Command(j.java, argv...)
 	cmd.Dir = dir
 	// NodeManagers pass these (yarn.nodemanager.env-whitelist) to the
 	// containers they launch: a managed AM finds java, and its classpath's
-	// $HADOOP_CONF_DIR entry finds the yarn-site.xml of the RM it runs under.
-	cmd.Env = append(os.Environ(), "JAVA_HOME="+j.javaHome(), "HADOOP_CONF_DIR="+dir)
+	// $HADOOP_CONF_DIR entry finds the yarn-site.xml of its NodeManager's
+	// cluster (one host's configuration, in production terms).
+	cmd.Env = append(os.Environ(), "JAVA_HOME="+j.javaHome(), "HADOOP_CONF_DIR="+confDir)
 	cmd.Stderr = logf
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -453,6 +468,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "interop: MiniYARNCluster files kept in %s\n", clusterDir)
 	}
 	clusterMu.Unlock()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
@@ -470,4 +488,12 @@ func writeYarnSite(t testing.TB, props map[string]string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// kill SIGKILLs the cluster's JVM (its RM and NMs die at once, as a lost
+// host's would) and waits until it is gone; stop afterwards is a no-op.
+func (mc *miniCluster) kill() {
+	_ = mc.cmd.Process.Kill()
+	err := <-mc.done
+	mc.done <- err
 }
