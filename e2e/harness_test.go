@@ -200,6 +200,7 @@ func (j *javaEnv) runDriver(t testing.TB, class string, args ...string) driverRu
 type cliRun struct {
 	stdout, stderr string
 	exit           int
+	took           time.Duration
 }
 
 // runCLI runs a stock Hadoop CLI main class (what the `yarn` script runs)
@@ -213,25 +214,49 @@ func (j *javaEnv) runCLI(t testing.TB, confDir, class string, args ...string) cl
 // runCLIWith is runCLI with extra JVM flags (e.g. -Dyarnfed.e2e.log=INFO).
 func (j *javaEnv) runCLIWith(t testing.TB, jvmFlags []string, confDir, class string, args ...string) cliRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	res, err := j.execCLI(cliOptions{jvmFlags: jvmFlags}, confDir, class, args...)
+	t.Logf("%s %s: exit %d in %s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), res.exit, res.took.Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// cliOptions tune execCLI: extra JVM flags, the working directory (a
+// file:/// job writes relative paths there), and the time allowed.
+type cliOptions struct {
+	jvmFlags []string
+	dir      string
+	timeout  time.Duration // default 3 minutes
+}
+
+// execCLI runs a stock Hadoop CLI main class to completion and returns its
+// output and exit code; the error is for failures to run it at all (or a
+// timeout), not for a non-zero exit. Safe to call from any goroutine.
+func (j *javaEnv) execCLI(o cliOptions, confDir, class string, args ...string) (cliRun, error) {
+	if o.timeout == 0 {
+		o.timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	argv := append(append(append([]string{}, j.jvmArgs...), jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
+	argv := append(append(append([]string{}, j.jvmArgs...), o.jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
 	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
+	cmd.Dir = o.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	t.Logf("%s %s: %v in %s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), exitText(err), time.Since(start).Round(time.Millisecond))
-	res := cliRun{stdout: stdout.String(), stderr: stderr.String()}
+	res := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee) && ctx.Err() == nil:
 		res.exit = ee.ExitCode()
 	default:
-		t.Fatalf("running %s: %v\n%s", class, err, tail(stderr.String(), 3000))
+		res.exit = -1
+		return res, fmt.Errorf("running %s: %v\n%s", class, err, tail(stderr.String(), 3000))
 	}
-	return res
+	return res, nil
 }
 
 // javaHome is the JDK directory of the java binary in use.
