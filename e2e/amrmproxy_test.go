@@ -102,6 +102,26 @@ func TestAMSchedulerAddressThroughRelay(t *testing.T) {
 		t.Logf("relay in front of %s: %v", spanHome, home)
 	})
 
+	// The AM's scheduler endpoint drops every connection and is back a
+	// second later (what a proxy restart looks like to the AM): Hadoop's
+	// client re-dials and re-authenticates on its own, and the app
+	// succeeds. TestAMRMProxyRestart relies on that, with the same steps.
+	t.Run("relay restarted mid-application", func(t *testing.T) {
+		d := dsRun{name: "relay-restart-ds", marker: uniqueMarker("relay-restart-ds")}
+		done, _ := f.startDS(t, d, 2, 8, false)
+		before := home.conns.Load()
+		home.close()
+		time.Sleep(time.Second)
+		home = startRelay(t, f.amrm[0], loopback(f.clusters[0].info.Scheduler))
+		r := <-done
+		f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
+		f.checkEvidence(t, d.marker, 2)
+		if home.conns.Load() == 0 {
+			t.Errorf("the AM did not come back through the restarted relay (%d connections before the restart)", before)
+		}
+		t.Logf("restarted relay: %v", home)
+	})
+
 	f.waitQuiet(t, f.clusters[0], f.clusters[1])
 }
 
@@ -145,8 +165,9 @@ type dsResult struct {
 }
 
 // startDS runs the distributed shell in the background and waits until the
-// application holds running containers on both sub-clusters.
-func (f *spanFed) startDSSpanning(t *testing.T, d dsRun, containers, sleep int) (<-chan dsResult, string) {
+// application holds running shell containers on its home and, when spanning,
+// on the secondary too.
+func (f *spanFed) startDS(t *testing.T, d dsRun, containers, sleep int, spanning bool) (<-chan dsResult, string) {
 	t.Helper()
 	done := make(chan dsResult, 1)
 	go func() {
@@ -169,6 +190,9 @@ func (f *spanFed) startDSSpanning(t *testing.T, d dsRun, containers, sleep int) 
 		if app.RunningContainers < 2 { // the AM and at least one shell
 			return false, fmt.Sprintf("home: %d running containers", app.RunningContainers)
 		}
+		if !spanning {
+			return true, ""
+		}
 		apps, err := rmApps(f.clusters[1])
 		if err != nil {
 			return false, err.Error()
@@ -187,7 +211,7 @@ func TestAMRMProxyRestart(t *testing.T) {
 	needAMRMProxy(t)
 	f := startSpan(t, withAMRMProxy)
 	d := dsRun{name: "restart-ds", marker: uniqueMarker("restart-ds")}
-	done, _ := f.startDSSpanning(t, d, 6, 15)
+	done, _ := f.startDS(t, d, 6, 15, true)
 
 	// kill -9 the AM's proxy (its NodeManager's: SC-1's), then start it
 	// again with the same command line and data dir.
@@ -213,7 +237,7 @@ func TestAMRMProxySecondaryRMDies(t *testing.T) {
 	needAMRMProxy(t)
 	f := startSpan(t, withAMRMProxy)
 	d := dsRun{name: "rmdies-ds", marker: uniqueMarker("rmdies-ds")}
-	done, _ := f.startDSSpanning(t, d, 6, 15)
+	done, _ := f.startDS(t, d, 6, 15, true)
 
 	// The secondary's RM and NodeManagers die at once (SIGKILL of its JVM).
 	f.clusters[1].kill()

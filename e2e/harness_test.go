@@ -463,7 +463,9 @@ func newCluster(t testing.TB, opts clusterOptions) *miniCluster {
 	}
 	t.Logf("MiniYARNCluster %s started in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
+		start := time.Now()
 		mc.stop()
+		t.Logf("MiniYARNCluster %s stopped in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
 		// Keep the RM log and the NMs' container logs of a failed test.
 		if t.Failed() {
 			t.Logf("MiniYARNCluster %s files kept in %s", opts.clusterID, dir)

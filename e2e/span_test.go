@@ -68,14 +68,17 @@ const (
 	withRelay                            // tcpRelayFake to the cluster's own RM
 )
 
-// mrClusterSettings let MapReduce run on the sub-clusters: the NMs' shuffle
-// service (ephemeral port, as Hadoop's MiniMRYarnCluster sets it) and room
-// for a 512 MB MR AM beside a distributed-shell AM.
-var mrClusterSettings = []string{
+// spanClusterSettings let MapReduce run on the sub-clusters (the NMs'
+// shuffle service on an ephemeral port, as Hadoop's MiniMRYarnCluster sets
+// it; room for a 512 MB MR AM beside a distributed-shell AM), and keep an
+// NM's stop short: it waits for finished applications up to twice
+// (sigkill delay + process-kill wait), 10.5 s by default.
+var spanClusterSettings = []string{
 	"yarn.nodemanager.aux-services=mapreduce_shuffle",
 	"yarn.nodemanager.aux-services.mapreduce_shuffle.class=org.apache.hadoop.mapred.ShuffleHandler",
 	"mapreduce.shuffle.port=0",
 	"yarn.scheduler.capacity.maximum-am-resource-percent=0.5",
+	"yarn.nodemanager.process-kill-wait.ms=500",
 }
 
 // startSpan starts the spanning federation and waits until the router sees
@@ -110,8 +113,14 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 	for i := range f.clusters {
 		f.clusters[i] = newCluster(t, clusterOptions{
 			clusterID: fmt.Sprintf("e2e-span-sc%d", i+1), epoch: spanEpochs[i], nms: 1,
-			set:   mrClusterSettings,
-			amSet: []string{"yarn.resourcemanager.scheduler.address=" + f.amrm[i]},
+			set: spanClusterSettings,
+			amSet: []string{
+				"yarn.resourcemanager.scheduler.address=" + f.amrm[i],
+				// An AM whose scheduler connection drops (a proxy restart)
+				// re-dials after this; Hadoop's 30 s default would only make
+				// the restart scenarios slower.
+				"yarn.resourcemanager.connect.retry-interval.ms=2000",
+			},
 		})
 	}
 
