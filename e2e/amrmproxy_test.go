@@ -134,7 +134,9 @@ func TestAMRMProxySpansSubClusters(t *testing.T) {
 	per := f.checkEvidence(t, d.marker, 6)
 	t.Logf("containers per sub-cluster: %v", per)
 	if per[spanHome] == 0 || per[spanSecondary] == 0 {
-		t.Errorf("containers ran on %v, want NodeManagers of both %s and %s", per, spanHome, spanSecondary)
+		t.Errorf("containers ran on %v, want NodeManagers of both %s and %s "+
+			"(the policy is stored for queue \"default\", the name the app was submitted with and the router matched; "+
+			"the home RM's register response names the queue \"root.default\")", per, spanHome, spanSecondary)
 	}
 	if uam, ok := f.secondaryUAM(id); !ok {
 		t.Errorf("%s has no application %s (the UAM under the home's id)", spanSecondary, id)

@@ -33,6 +33,11 @@ const (
 	spanSecondary = "SC-2"
 	// A queue policy as `yarn routeradmin -policy -s` takes it: homes on
 	// SC-1, asks split evenly by weight (headroomAlpha 0: weights only).
+	// Stored for "default", the queue name the apps are submitted with
+	// and the router matches. Hadoop's own AMRMProxy looks the policy up by
+	// the register response's queue, which a 3.4 capacity scheduler gives
+	// as "root.default" (TestUAMWithForeignAppIDOnRealRM logs it): it would
+	// miss this policy. Ours must find the one the router used.
 	spanPolicy  = "default;SC-1:1.0;SC-1:0.5,SC-2:0.5;0.0"
 	spanManager = "WeightedLocality" // LocalityRouterPolicy + LocalityMulticastAMRMProxyPolicy
 )

@@ -89,6 +89,7 @@ func TestUAMWithForeignAppIDOnRealRM(t *testing.T) {
 		Queue string `json:"queue"`
 	}
 	am.op(t, "register").decode(t, &reg)
+	t.Logf("register answered queue %q", reg.Queue)
 	var got struct {
 		Containers []string `json:"containers"`
 		Nodes      []string `json:"nodes"`
