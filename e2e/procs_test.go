@@ -30,9 +30,13 @@ var (
 )
 
 // yarnfedBinaries builds cmd/yarnfed and cmd/yarnfedctl (without -race:
-// they are the operator's binaries) and returns their paths.
+// they are the operator's binaries) and returns their paths; YARNFED_BIN and
+// YARNFEDCTL_BIN name prebuilt ones instead (as in internal/systemtest).
 func yarnfedBinaries(t testing.TB) (yarnfed, yarnfedctl string) {
 	t.Helper()
+	if b, c := os.Getenv("YARNFED_BIN"), os.Getenv("YARNFEDCTL_BIN"); b != "" && c != "" {
+		return b, c
+	}
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "yarnfed-e2e-bin-")
 		if binErr != nil {
