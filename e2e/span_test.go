@@ -57,6 +57,10 @@ type spanFed struct {
 	ids      [2]string
 	clusters [2]*miniCluster
 	amrm     [2]string // the scheduler address AMs on each cluster dial
+	// amrmHeld keeps each amrm address bound from before the clusters
+	// start (their JVMs take ephemeral ports too) until its proxy or
+	// relay takes it over.
+	amrmHeld [2]net.Listener
 	agents   [2]*proc
 	router   *proc
 	clientRM string // the router's ApplicationClientProtocol address
@@ -113,7 +117,12 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 	// The AMs' scheduler addresses are fixed before the clusters start:
 	// they are in the clusters' AM-facing yarn-site.xml.
 	for i := range f.amrm {
-		f.amrm[i] = freeAddr(t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ln.Close() })
+		f.amrm[i], f.amrmHeld[i] = ln.Addr().String(), ln
 	}
 	for i := range f.clusters {
 		f.clusters[i] = newCluster(t, clusterOptions{
@@ -169,7 +178,7 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 	for i, mc := range f.clusters {
 		switch kind {
 		case withRelay:
-			f.relays[i] = startRelay(t, f.amrm[i], loopback(mc.info.Scheduler))
+			f.relays[i] = startRelayOn(t, f.amrmHeld[i], loopback(mc.info.Scheduler))
 		case withAMRMProxy:
 			f.proxies[i] = f.startProxy(i)
 		}
@@ -182,6 +191,7 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 func (f *spanFed) startProxy(i int) *proc {
 	f.t.Helper()
 	web := freeAddr(f.t)
+	_ = f.amrmHeld[i].Close() // the proxy binds it next
 	p := startProc(f.t, f.dir, "amrmproxy-"+f.ids[i], f.yarnfed, "amrmproxy",
 		"--store", f.store, "--subcluster-id", f.ids[i],
 		"--amrm-address", f.amrm[i], "--web-address", web,
@@ -520,6 +530,12 @@ func startRelay(t testing.TB, addr, target string) *tcpRelayFake {
 	if err != nil {
 		t.Fatalf("relay on %s: %v", addr, err)
 	}
+	return startRelayOn(t, ln, target)
+}
+
+// startRelayOn relays connections accepted on ln to target.
+func startRelayOn(t testing.TB, ln net.Listener, target string) *tcpRelayFake {
+	t.Helper()
 	r := &tcpRelayFake{ln: ln, target: target, open: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.serve()
