@@ -451,29 +451,64 @@ func needCluster(t testing.TB) *miniCluster {
 // and a few hundred MB.
 func newCluster(t testing.TB, opts clusterOptions) *miniCluster {
 	t.Helper()
+	return newClusters(t, opts)[0]
+}
+
+// newClusters starts several private MiniYARNClusters at once (JVM start is
+// mostly waiting on class loading and I/O, so two overlap well even on two
+// cores) and stops each at cleanup.
+func newClusters(t testing.TB, opts ...clusterOptions) []*miniCluster {
+	t.Helper()
 	j := needJava(t)
-	dir, err := os.MkdirTemp("", "yarnfed-e2e-"+opts.clusterID+"-")
-	if err != nil {
-		t.Fatal(err)
+	type started struct {
+		mc   *miniCluster
+		dir  string
+		took time.Duration
+		err  error
 	}
-	start := time.Now()
-	mc, err := j.startMiniCluster(opts, dir)
-	if err != nil {
-		t.Fatalf("interop: starting MiniYARNCluster %s: %v (files in %s)", opts.clusterID, err, dir)
-	}
-	t.Logf("MiniYARNCluster %s started in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		start := time.Now()
-		mc.stop()
-		t.Logf("MiniYARNCluster %s stopped in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
-		// Keep the RM log and the NMs' container logs of a failed test.
-		if t.Failed() {
-			t.Logf("MiniYARNCluster %s files kept in %s", opts.clusterID, dir)
-			return
+	res := make([]started, len(opts))
+	var wg sync.WaitGroup
+	for i, o := range opts {
+		dir, err := os.MkdirTemp("", "yarnfed-e2e-"+o.clusterID+"-")
+		if err != nil {
+			t.Fatal(err)
 		}
-		_ = os.RemoveAll(dir)
-	})
-	return mc
+		res[i].dir = dir
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res[i].mc, res[i].err = j.startMiniCluster(o, dir)
+			res[i].took = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	var out []*miniCluster
+	for i, o := range opts {
+		mc, dir := res[i].mc, res[i].dir
+		if mc == nil {
+			continue
+		}
+		t.Logf("MiniYARNCluster %s started in %s", o.clusterID, res[i].took.Round(time.Millisecond))
+		t.Cleanup(func() {
+			start := time.Now()
+			mc.stop()
+			t.Logf("MiniYARNCluster %s stopped in %s", o.clusterID, time.Since(start).Round(time.Millisecond))
+			// Keep the RM log and the NMs' container logs of a failed test.
+			if t.Failed() {
+				t.Logf("MiniYARNCluster %s files kept in %s", o.clusterID, dir)
+				return
+			}
+			_ = os.RemoveAll(dir)
+		})
+		out = append(out, mc)
+	}
+	for i, o := range opts {
+		if res[i].err != nil {
+			t.Fatalf("interop: starting MiniYARNCluster %s: %v (files in %s)", o.clusterID, res[i].err, res[i].dir)
+		}
+	}
+	return out
 }
 
 func (mc *miniCluster) infoOrZero() clusterInfo {

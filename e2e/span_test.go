@@ -124,8 +124,9 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 		t.Cleanup(func() { _ = ln.Close() })
 		f.amrm[i], f.amrmHeld[i] = ln.Addr().String(), ln
 	}
+	var opts []clusterOptions
 	for i := range f.clusters {
-		f.clusters[i] = newCluster(t, clusterOptions{
+		opts = append(opts, clusterOptions{
 			clusterID: fmt.Sprintf("e2e-span-sc%d", i+1), epoch: spanEpochs[i], nms: 1,
 			set: spanClusterSettings,
 			amSet: []string{
@@ -137,6 +138,7 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 			},
 		})
 	}
+	copy(f.clusters[:], newClusters(t, opts...))
 
 	grpcAddr, raftAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	f.store = grpcAddr
