@@ -200,6 +200,7 @@ func (j *javaEnv) runDriver(t testing.TB, class string, args ...string) driverRu
 type cliRun struct {
 	stdout, stderr string
 	exit           int
+	took           time.Duration
 }
 
 // runCLI runs a stock Hadoop CLI main class (what the `yarn` script runs)
@@ -213,25 +214,49 @@ func (j *javaEnv) runCLI(t testing.TB, confDir, class string, args ...string) cl
 // runCLIWith is runCLI with extra JVM flags (e.g. -Dyarnfed.e2e.log=INFO).
 func (j *javaEnv) runCLIWith(t testing.TB, jvmFlags []string, confDir, class string, args ...string) cliRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	res, err := j.execCLI(cliOptions{jvmFlags: jvmFlags}, confDir, class, args...)
+	t.Logf("%s %s: exit %d in %s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), res.exit, res.took.Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// cliOptions tune execCLI: extra JVM flags, the working directory (a
+// file:/// job writes relative paths there), and the time allowed.
+type cliOptions struct {
+	jvmFlags []string
+	dir      string
+	timeout  time.Duration // default 3 minutes
+}
+
+// execCLI runs a stock Hadoop CLI main class to completion and returns its
+// output and exit code; the error is for failures to run it at all (or a
+// timeout), not for a non-zero exit. Safe to call from any goroutine.
+func (j *javaEnv) execCLI(o cliOptions, confDir, class string, args ...string) (cliRun, error) {
+	if o.timeout == 0 {
+		o.timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	argv := append(append(append([]string{}, j.jvmArgs...), jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
+	argv := append(append(append([]string{}, j.jvmArgs...), o.jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
 	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
+	cmd.Dir = o.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	t.Logf("%s %s: %v in %s", class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), exitText(err), time.Since(start).Round(time.Millisecond))
-	res := cliRun{stdout: stdout.String(), stderr: stderr.String()}
+	res := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee) && ctx.Err() == nil:
 		res.exit = ee.ExitCode()
 	default:
-		t.Fatalf("running %s: %v\n%s", class, err, tail(stderr.String(), 3000))
+		res.exit = -1
+		return res, fmt.Errorf("running %s: %v\n%s", class, err, tail(stderr.String(), 3000))
 	}
-	return res
+	return res, nil
 }
 
 // javaHome is the JDK directory of the java binary in use.
@@ -285,6 +310,10 @@ type clusterOptions struct {
 	epoch     int64
 	nms       int
 	set       []string // extra key=value configuration
+	// amSet is key=value configuration only the AMs (and other containers)
+	// on this cluster's NodeManagers see, marked final: e.g. the scheduler
+	// address of an AMRMProxy while the RM binds its own. See DESIGN.md.
+	amSet []string
 }
 
 // startMiniCluster starts a real RM with NMs on loopback and waits for READY.
@@ -303,12 +332,23 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 	for _, kv := range opts.set {
 		argv = append(argv, "--set", kv)
 	}
+	// The containers' HADOOP_CONF_DIR: the RM's own yarn-site.xml, or the
+	// AM-facing one when some keys differ for AMs.
+	confDir := dir
+	if len(opts.amSet) > 0 {
+		confDir = filepath.Join(dir, "am-conf")
+		argv = append(argv, "--am-conf-out", filepath.Join(confDir, "yarn-site.xml"))
+		for _, kv := range opts.amSet {
+			argv = append(argv, "--am-set", kv)
+		}
+	}
 	cmd := exec.Command(j.java, argv...)
 	cmd.Dir = dir
 	// NodeManagers pass these (yarn.nodemanager.env-whitelist) to the
 	// containers they launch: a managed AM finds java, and its classpath's
-	// $HADOOP_CONF_DIR entry finds the yarn-site.xml of the RM it runs under.
-	cmd.Env = append(os.Environ(), "JAVA_HOME="+j.javaHome(), "HADOOP_CONF_DIR="+dir)
+	// $HADOOP_CONF_DIR entry finds the yarn-site.xml of its NodeManager's
+	// cluster (one host's configuration, in production terms).
+	cmd.Env = append(os.Environ(), "JAVA_HOME="+j.javaHome(), "HADOOP_CONF_DIR="+confDir)
 	cmd.Stderr = logf
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -411,27 +451,64 @@ func needCluster(t testing.TB) *miniCluster {
 // and a few hundred MB.
 func newCluster(t testing.TB, opts clusterOptions) *miniCluster {
 	t.Helper()
+	return newClusters(t, opts)[0]
+}
+
+// newClusters starts several private MiniYARNClusters at once (JVM start is
+// mostly waiting on class loading and I/O, so two overlap well even on two
+// cores) and stops each at cleanup.
+func newClusters(t testing.TB, opts ...clusterOptions) []*miniCluster {
+	t.Helper()
 	j := needJava(t)
-	dir, err := os.MkdirTemp("", "yarnfed-e2e-"+opts.clusterID+"-")
-	if err != nil {
-		t.Fatal(err)
+	type started struct {
+		mc   *miniCluster
+		dir  string
+		took time.Duration
+		err  error
 	}
-	start := time.Now()
-	mc, err := j.startMiniCluster(opts, dir)
-	if err != nil {
-		t.Fatalf("interop: starting MiniYARNCluster %s: %v (files in %s)", opts.clusterID, err, dir)
-	}
-	t.Logf("MiniYARNCluster %s started in %s", opts.clusterID, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		mc.stop()
-		// Keep the RM log and the NMs' container logs of a failed test.
-		if t.Failed() {
-			t.Logf("MiniYARNCluster %s files kept in %s", opts.clusterID, dir)
-			return
+	res := make([]started, len(opts))
+	var wg sync.WaitGroup
+	for i, o := range opts {
+		dir, err := os.MkdirTemp("", "yarnfed-e2e-"+o.clusterID+"-")
+		if err != nil {
+			t.Fatal(err)
 		}
-		_ = os.RemoveAll(dir)
-	})
-	return mc
+		res[i].dir = dir
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			res[i].mc, res[i].err = j.startMiniCluster(o, dir)
+			res[i].took = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	var out []*miniCluster
+	for i, o := range opts {
+		mc, dir := res[i].mc, res[i].dir
+		if mc == nil {
+			continue
+		}
+		t.Logf("MiniYARNCluster %s started in %s", o.clusterID, res[i].took.Round(time.Millisecond))
+		t.Cleanup(func() {
+			start := time.Now()
+			mc.stop()
+			t.Logf("MiniYARNCluster %s stopped in %s", o.clusterID, time.Since(start).Round(time.Millisecond))
+			// Keep the RM log and the NMs' container logs of a failed test.
+			if t.Failed() {
+				t.Logf("MiniYARNCluster %s files kept in %s", o.clusterID, dir)
+				return
+			}
+			_ = os.RemoveAll(dir)
+		})
+		out = append(out, mc)
+	}
+	for i, o := range opts {
+		if res[i].err != nil {
+			t.Fatalf("interop: starting MiniYARNCluster %s: %v (files in %s)", o.clusterID, res[i].err, res[i].dir)
+		}
+	}
+	return out
 }
 
 func (mc *miniCluster) infoOrZero() clusterInfo {
@@ -453,6 +530,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "interop: MiniYARNCluster files kept in %s\n", clusterDir)
 	}
 	clusterMu.Unlock()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
@@ -470,4 +550,12 @@ func writeYarnSite(t testing.TB, props map[string]string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// kill SIGKILLs the cluster's JVM (its RM and NMs die at once, as a lost
+// host's would) and waits until it is gone; stop afterwards is a no-op.
+func (mc *miniCluster) kill() {
+	_ = mc.cmd.Process.Kill()
+	err := <-mc.done
+	mc.done <- err
 }

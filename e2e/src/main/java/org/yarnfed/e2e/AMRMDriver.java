@@ -129,6 +129,7 @@ public final class AMRMDriver {
               int want = Integer.parseInt(p[1]);
               long deadline = System.currentTimeMillis() + Long.parseLong(p[2]);
               List<Object> ids = new ArrayList<>();
+              List<Object> nodes = new ArrayList<>();
               int heartbeats = 0;
               while (received < want) {
                 if (System.currentTimeMillis() > deadline) {
@@ -139,13 +140,15 @@ public final class AMRMDriver {
                 heartbeats++;
                 for (Container c : r.getAllocatedContainers()) {
                   ids.add(c.getId().toString());
+                  nodes.add(c.getNodeId().toString());
                   received++;
                 }
                 if (received < want) {
                   Thread.sleep(100); // AM heartbeat pacing, as a real AM does
                 }
               }
-              Drivers.ok(op, new Json().put("containers", ids).put("heartbeats", heartbeats));
+              Drivers.ok(op, new Json().put("containers", ids).put("nodes", nodes)
+                  .put("heartbeats", heartbeats));
               break;
             }
             case "finish": {

@@ -19,7 +19,13 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  *
  * <p>Flags: --conf-out PATH (required), --work-dir DIR, --cluster-id ID, --epoch N, --nms N,
  * --nm-memory-mb MB, --nm-vcores N, --nm-web (NM web apps; breaks the RM's REST API in one JVM),
- * --set key=value (repeatable).
+ * --set key=value (repeatable), --am-conf-out PATH with --am-set key=value (repeatable).
+ *
+ * <p>The AM-facing configuration: {@code --am-conf-out} gets the effective configuration with
+ * every {@code --am-set} key overridden and marked final. It is the yarn-site.xml of the
+ * HADOOP_CONF_DIR the NodeManagers hand to containers, so it is what an AM on these NMs reads,
+ * while the RM keeps its own values (e.g. the AMs dial a proxy's scheduler address while the RM
+ * binds its real one). Final keeps a job.xml shipped by a client (MapReduce) from overriding it.
  */
 public final class MiniCluster {
   private MiniCluster() {}
@@ -44,6 +50,8 @@ public final class MiniCluster {
     int nmMemoryMb = 4096;
     int nmVcores = 4;
     Map<String, String> extra = new LinkedHashMap<>();
+    Map<String, String> amSet = new LinkedHashMap<>();
+    String amConfOut = null;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String v = i + 1 < args.length ? args[i + 1] : null;
@@ -56,15 +64,17 @@ public final class MiniCluster {
         case "--nm-web": nmWeb = true; break;
         case "--nm-memory-mb": nmMemoryMb = Integer.parseInt(v); i++; break;
         case "--nm-vcores": nmVcores = Integer.parseInt(v); i++; break;
-        case "--set": {
+        case "--set":
+        case "--am-set": {
           int eq = v.indexOf('=');
           if (eq <= 0) {
-            usage("bad --set " + v);
+            usage("bad " + a + " " + v);
           }
-          extra.put(v.substring(0, eq), v.substring(eq + 1));
+          (a.equals("--set") ? extra : amSet).put(v.substring(0, eq), v.substring(eq + 1));
           i++;
           break;
         }
+        case "--am-conf-out": amConfOut = v; i++; break;
         default: usage("unknown flag " + a);
       }
     }
@@ -120,6 +130,11 @@ public final class MiniCluster {
       eff.writeXml(os);
     }
     Files.move(tmp.toPath(), out.toPath(), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    if (amConfOut != null) {
+      writeAMConf(eff, amSet, new File(amConfOut));
+    } else if (!amSet.isEmpty()) {
+      usage("--am-set needs --am-conf-out");
+    }
 
     Json j = new Json()
         .put("clusterId", clusterId)
@@ -139,8 +154,45 @@ public final class MiniCluster {
     while (System.in.read() >= 0) {
       // discard
     }
-    cluster.stop();
-    System.exit(0);
+    // A graceful stop, bounded: an NM that ran containers waits 10 s in
+    // NonAggregatingLogHandler.serviceStop for log deletions scheduled hours ahead, which
+    // nothing here needs. halt skips the shutdown hook (a second stop).
+    Thread stopper = new Thread(cluster::stop, "minicluster-stop");
+    stopper.setDaemon(true);
+    stopper.start();
+    stopper.join(3_000);
+    Runtime.getRuntime().halt(0);
+  }
+
+  /**
+   * Writes conf with the overrides applied and marked final: a later resource (an MR AM's
+   * job.xml) cannot replace a final value, so every AM on these NMs dials what we say.
+   */
+  private static void writeAMConf(Configuration eff, Map<String, String> overrides, File out)
+      throws java.io.IOException {
+    out.getParentFile().mkdirs();
+    StringBuilder b = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<configuration>\n");
+    for (Map.Entry<String, String> e : eff) {
+      if (!overrides.containsKey(e.getKey())) {
+        property(b, e.getKey(), e.getValue(), false);
+      }
+    }
+    for (Map.Entry<String, String> e : overrides.entrySet()) {
+      property(b, e.getKey(), e.getValue(), true);
+    }
+    b.append("</configuration>\n");
+    File tmp = new File(out.getPath() + ".tmp");
+    Files.write(tmp.toPath(), b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    Files.move(tmp.toPath(), out.toPath(), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  private static void property(StringBuilder b, String name, String value, boolean fin) {
+    b.append("  <property><name>").append(xml(name)).append("</name><value>").append(xml(value))
+        .append("</value>").append(fin ? "<final>true</final>" : "").append("</property>\n");
+  }
+
+  private static String xml(String s) {
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
   }
 
   private static void usage(String msg) {

@@ -1,10 +1,14 @@
 package org.yarnfed.e2e;
 
+import java.security.PrivilegedExceptionAction;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptReport;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
@@ -27,18 +31,24 @@ import org.apache.hadoop.yarn.util.Records;
  * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), waitstate:STATE[:appId]
  * (report once the app is in STATE, up to 30 s), kill[:appId],
  * countapps (getApplications, count only), labels (getNodeToLabels), queueacls (getQueueUserAcls), parallel:THREADS:CALLS (concurrent
- * getClusterMetrics on the shared connection). An operation's failure is printed and
+ * getClusterMetrics on the shared connection), submituam:APPID[:queue] (submit an unmanaged AM
+ * under an ApplicationId minted elsewhere, shaped as Hadoop's UnmanagedApplicationManager shapes
+ * a secondary sub-cluster's UAM), attempt[:appId] (the current attempt and its state).
+ * --user NAME runs every call as that (simple-auth) user. An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
 public final class YarnClientDriver {
   private YarnClientDriver() {}
 
-  public static void main(String[] args) {
+  public static void main(String[] args) throws Exception {
     YarnConfiguration conf = new YarnConfiguration();
     Drivers.fastFailures(conf);
     List<String> ops = new ArrayList<>();
+    String user = null;
     for (int i = 0; i < args.length; i++) {
-      if (args[i].equals("--conf")) {
+      if (args[i].equals("--user")) {
+        user = args[++i];
+      } else if (args[i].equals("--conf")) {
         conf.addResource(new Path(args[++i]));
       } else if (args[i].equals("--set")) {
         String kv = args[++i];
@@ -48,6 +58,17 @@ public final class YarnClientDriver {
         ops.add(args[i]);
       }
     }
+    if (user == null) {
+      System.exit(run(conf, ops));
+    }
+    // The RM gives an unmanaged AM's AMRMToken only to the application's own user, as
+    // Hadoop's UAM launcher asks for it: run every call as that user.
+    int code = UserGroupInformation.createRemoteUser(user)
+        .doAs((PrivilegedExceptionAction<Integer>) () -> run(conf, ops));
+    System.exit(code);
+  }
+
+  private static int run(YarnConfiguration conf, List<String> ops) {
     int failed = 0;
     YarnClient yc = YarnClient.createYarnClient();
     try {
@@ -122,6 +143,31 @@ public final class YarnClientDriver {
               ctx.setAMContainerSpec(clc);
               last = yc.submitApplication(ctx);
               Drivers.ok(op, new Json().put("applicationId", last.toString()));
+              break;
+            }
+            case "submituam": {
+              // What a federation AMRMProxy submits to a secondary sub-cluster: the home
+              // application's own id (minted by another RM, so another cluster timestamp),
+              // unmanaged, containers kept across attempts, an empty launch context.
+              ApplicationSubmissionContext ctx = Records.newRecord(ApplicationSubmissionContext.class);
+              ctx.setApplicationId(ApplicationId.fromString(p[1]));
+              ctx.setApplicationName("UnmanagedAM");
+              ctx.setQueue(p.length > 2 && !p[2].isEmpty() ? p[2] : "default");
+              ctx.setUnmanagedAM(true);
+              ctx.setKeepContainersAcrossApplicationAttempts(true);
+              ctx.setPriority(Priority.newInstance(0));
+              ctx.setResource(Resource.newInstance(1024, 1));
+              ctx.setAMContainerSpec(Records.newRecord(ContainerLaunchContext.class));
+              last = yc.submitApplication(ctx);
+              Drivers.ok(op, new Json().put("applicationId", last.toString()));
+              break;
+            }
+            case "attempt": {
+              ApplicationId id = p.length > 1 && !p[1].isEmpty() ? ApplicationId.fromString(p[1]) : last;
+              ApplicationAttemptId att = yc.getApplicationReport(id).getCurrentApplicationAttemptId();
+              ApplicationAttemptReport ar = yc.getApplicationAttemptReport(att);
+              Drivers.ok(op, new Json().put("attemptId", att.toString())
+                  .put("state", ar.getYarnApplicationAttemptState().toString()));
               break;
             }
             case "report": {
@@ -217,7 +263,7 @@ public final class YarnClientDriver {
     } finally {
       yc.stop();
     }
-    System.exit(Math.min(failed, 100));
+    return Math.min(failed, 100);
   }
 
   private static Json report(ApplicationReport r) {

@@ -1,0 +1,251 @@
+//go:build interop
+
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+)
+
+// The AMRMProxy's end-to-end proof against real Hadoop 3.4.3: unmodified
+// AMs (distributed shell, MapReduce) whose scheduler address is their
+// NodeManager's proxy, homed by the router on SC-1, with asks split across
+// SC-1 and SC-2 (see span_test.go for the federation and DESIGN.md for how
+// the AMs are pointed at the proxy). TestAMSchedulerAddressThroughRelay
+// proves the same plumbing with a plain relay in the proxy's place, so it
+// runs before the proxy exists.
+
+func uniqueMarker(what string) string {
+	return fmt.Sprintf("yarnfed-%s-%d", what, time.Now().UnixNano())
+}
+
+var submittedRE = regexp.MustCompile(`Submitted application (application_\d+_\d+)`)
+
+// requireSucceeded fails unless the CLI exited 0 and the home RM records
+// the application (named name, or the one the client logged as submitted
+// when name is "") as FINISHED/SUCCEEDED; it returns the application id.
+func (f *spanFed) requireSucceeded(t *testing.T, what, name string, out cliRun, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Logf("%s: exit %d in %s", what, out.exit, out.took.Round(time.Millisecond))
+	if out.exit != 0 {
+		t.Fatalf("%s exit %d (0 means the app SUCCEEDED):\nstdout:\n%s\nstderr:\n%s", what, out.exit, tail(out.stdout, 2000), tail(out.stderr, 6000))
+	}
+	var app rmrest.App
+	var ok bool
+	if name != "" {
+		app, ok, err = rmApp(f.clusters[0], name)
+	} else if m := submittedRE.FindStringSubmatch(out.stderr); m != nil {
+		name = m[1]
+		app, ok, err = rmAppByID(f.clusters[0], name)
+	}
+	if err != nil || !ok {
+		t.Fatalf("%s: the home %s does not list %q: %v", what, spanHome, name, err)
+	}
+	if app.State != "FINISHED" || app.FinalStatus != "SUCCEEDED" {
+		t.Errorf("%s: home RM has %s %s/%s: %s", what, app.ID, app.State, app.FinalStatus, app.Diagnostics)
+	}
+	return app.ID
+}
+
+// secondaryUAM returns SC-2's record of the application id (the UAM the
+// proxy ran there under the home's id), if any.
+func (f *spanFed) secondaryUAM(id string) (string, bool) {
+	apps, err := rmApps(f.clusters[1])
+	if err != nil {
+		return err.Error(), false
+	}
+	for _, a := range apps {
+		if a.ID == id {
+			return fmt.Sprintf("%s %s/%s unmanaged UAM %q", a.ID, a.State, a.FinalStatus, a.Name), true
+		}
+	}
+	return "", false
+}
+
+func TestAMSchedulerAddressThroughRelay(t *testing.T) {
+	f := startSpan(t, withRelay)
+	home := f.relays[0]
+
+	t.Run("distributed shell", func(t *testing.T) {
+		before := home.conns.Load()
+		d := dsRun{name: "relay-ds", marker: uniqueMarker("relay-ds")}
+		out, err := f.runDS(d, 2, 0)
+		f.requireSucceeded(t, "distributed shell", d.name, out, err)
+		per := f.checkEvidence(t, d.marker, 2)
+		if per[spanSecondary] != 0 {
+			t.Errorf("containers on %s through a relay to %s's RM: %v", spanSecondary, spanHome, per)
+		}
+		if home.conns.Load() == before {
+			t.Errorf("the AM never dialled its AM-facing scheduler address (relay: %v)", home)
+		}
+		t.Logf("relay in front of %s: %v", spanHome, home)
+	})
+
+	t.Run("mapreduce pi", func(t *testing.T) {
+		before := home.conns.Load()
+		out, err := f.runPi("relay-pi", 2, 10)
+		f.requireSucceeded(t, "pi", "", out, err)
+		if !strings.Contains(out.stdout, "Estimated value of Pi is") {
+			t.Errorf("pi printed no estimate:\n%s", tail(out.stdout, 2000))
+		}
+		if home.conns.Load() == before {
+			t.Errorf("the MR AM never dialled its AM-facing scheduler address (relay: %v)", home)
+		}
+		t.Logf("relay in front of %s: %v", spanHome, home)
+	})
+
+	// The AM's scheduler endpoint drops every connection and is back a
+	// second later (what a proxy restart looks like to the AM): Hadoop's
+	// client re-dials and re-authenticates on its own, and the app
+	// succeeds. TestAMRMProxyRestart relies on that, with the same steps.
+	t.Run("relay restarted mid-application", func(t *testing.T) {
+		d := dsRun{name: "relay-restart-ds", marker: uniqueMarker("relay-restart-ds")}
+		done, _ := f.startDS(t, d, 2, 8, false)
+		before := home.conns.Load()
+		home.close()
+		time.Sleep(time.Second)
+		home = startRelay(t, f.amrm[0], loopback(f.clusters[0].info.Scheduler))
+		r := <-done
+		f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
+		f.checkEvidence(t, d.marker, 2)
+		if home.conns.Load() == 0 {
+			t.Errorf("the AM did not come back through the restarted relay (%d connections before the restart)", before)
+		}
+		t.Logf("restarted relay: %v", home)
+	})
+
+	f.waitQuiet(t, f.clusters[0], f.clusters[1])
+}
+
+func TestAMRMProxySpansSubClusters(t *testing.T) {
+	needAMRMProxy(t)
+	f := startSpan(t, withAMRMProxy)
+	d := dsRun{name: "span-ds", marker: uniqueMarker("span-ds")}
+	out, err := f.runDS(d, 6, 0)
+	id := f.requireSucceeded(t, "distributed shell", d.name, out, err)
+	per := f.checkEvidence(t, d.marker, 6)
+	t.Logf("containers per sub-cluster: %v", per)
+	if per[spanHome] == 0 || per[spanSecondary] == 0 {
+		t.Errorf("containers ran on %v, want NodeManagers of both %s and %s "+
+			"(the policy is stored for queue \"default\", the name the app was submitted with and the router matched; "+
+			"the home RM's register response names the queue \"root.default\")", per, spanHome, spanSecondary)
+	}
+	if uam, ok := f.secondaryUAM(id); !ok {
+		t.Errorf("%s has no application %s (the UAM under the home's id)", spanSecondary, id)
+	} else {
+		t.Logf("%s: %s", spanSecondary, uam)
+	}
+	f.waitQuiet(t, f.clusters[0], f.clusters[1])
+}
+
+func TestAMRMProxyMapReduce(t *testing.T) {
+	needAMRMProxy(t)
+	f := startSpan(t, withAMRMProxy)
+	out, err := f.runPi("proxy-pi", 2, 10)
+	id := f.requireSucceeded(t, "pi", "", out, err)
+	if !strings.Contains(out.stdout, "Estimated value of Pi is") {
+		t.Errorf("pi printed no estimate:\n%s", tail(out.stdout, 2000))
+	}
+	if uam, ok := f.secondaryUAM(id); ok {
+		t.Logf("%s: %s", spanSecondary, uam)
+	}
+	f.waitQuiet(t, f.clusters[0], f.clusters[1])
+}
+
+// dsResult is a distributed-shell run finished in the background.
+type dsResult struct {
+	out cliRun
+	err error
+}
+
+// startDS runs the distributed shell in the background and waits until the
+// application holds running shell containers on its home and, when spanning,
+// on the secondary too.
+func (f *spanFed) startDS(t *testing.T, d dsRun, containers, sleep int, spanning bool) (<-chan dsResult, string) {
+	t.Helper()
+	done := make(chan dsResult, 1)
+	go func() {
+		out, err := f.runDS(d, containers, sleep)
+		done <- dsResult{out, err}
+	}()
+	var id string
+	waitUntil(t, 3*time.Minute, d.name+" running on both sub-clusters", nil, func() (bool, string) {
+		select {
+		case r := <-done:
+			done <- r
+			t.Fatalf("distributed shell ended early (exit %d, %v):\n%s", r.out.exit, r.err, tail(r.out.stderr, 4000))
+		default:
+		}
+		app, ok, err := rmApp(f.clusters[0], d.name)
+		if err != nil || !ok || app.State != "RUNNING" {
+			return false, fmt.Sprintf("home: %+v %v", app.State, err)
+		}
+		id = app.ID
+		if app.RunningContainers < 2 { // the AM and at least one shell
+			return false, fmt.Sprintf("home: %d running containers", app.RunningContainers)
+		}
+		if !spanning {
+			return true, ""
+		}
+		apps, err := rmApps(f.clusters[1])
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range apps {
+			if a.ID == id && a.RunningContainers > 0 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s: no running containers of %s yet", spanSecondary, id)
+	})
+	return done, id
+}
+
+func TestAMRMProxyRestart(t *testing.T) {
+	needAMRMProxy(t)
+	f := startSpan(t, withAMRMProxy)
+	d := dsRun{name: "restart-ds", marker: uniqueMarker("restart-ds")}
+	done, _ := f.startDS(t, d, 6, 15, true)
+
+	// kill -9 the AM's proxy (its NodeManager's: SC-1's), then start it
+	// again with the same command line and data dir.
+	p := f.proxies[0]
+	p.kill()
+	t.Logf("killed %s mid-application", p.name)
+	time.Sleep(time.Second)
+	if err := p.start(); err != nil {
+		t.Fatalf("restarting %s: %v", p.name, err)
+	}
+	f.waitProxyReady(p, proxyWeb(p))
+
+	r := <-done
+	f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
+	ev := f.containerEvidence(d.marker)
+	if len(ev) < 6 {
+		t.Errorf("%d shell containers finished (%v), want 6", len(ev), sortedKeys(ev))
+	}
+	f.waitQuiet(t, f.clusters[0], f.clusters[1])
+}
+
+func TestAMRMProxySecondaryRMDies(t *testing.T) {
+	needAMRMProxy(t)
+	f := startSpan(t, withAMRMProxy)
+	d := dsRun{name: "rmdies-ds", marker: uniqueMarker("rmdies-ds")}
+	done, _ := f.startDS(t, d, 6, 15, true)
+
+	// The secondary's RM and NodeManagers die at once (SIGKILL of its JVM).
+	f.clusters[1].kill()
+	t.Logf("killed %s (RM and NMs) mid-application", spanSecondary)
+
+	r := <-done
+	f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
+	f.waitQuiet(t, f.clusters[0])
+}

@@ -1,0 +1,229 @@
+//go:build interop
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The federation's own processes (state store, sub-cluster agents, router,
+// AMRMProxy) run as the operator runs them: the built binaries, real Raft
+// store, real ports. The builds happen once per test binary.
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// yarnfedBinaries builds cmd/yarnfed and cmd/yarnfedctl (without -race:
+// they are the operator's binaries) and returns their paths; YARNFED_BIN and
+// YARNFEDCTL_BIN name prebuilt ones instead (as in internal/systemtest).
+func yarnfedBinaries(t testing.TB) (yarnfed, yarnfedctl string) {
+	t.Helper()
+	if b, c := os.Getenv("YARNFED_BIN"), os.Getenv("YARNFEDCTL_BIN"); b != "" && c != "" {
+		return b, c
+	}
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "yarnfed-e2e-bin-")
+		if binErr != nil {
+			return
+		}
+		for _, pkg := range []string{"./cmd/yarnfed", "./cmd/yarnfedctl"} {
+			cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), pkg)
+			cmd.Dir = ".." // the module root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("interop: %v", binErr)
+	}
+	return filepath.Join(binDir, "yarnfed"), filepath.Join(binDir, "yarnfedctl")
+}
+
+// proc is one federation process; restart runs the same command line again
+// (same ports, same data dir), as an operator would.
+type proc struct {
+	name    string
+	bin     string
+	args    []string
+	logPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// startProc starts bin args... with its output appended to a log file in
+// dir; the process is SIGKILLed at cleanup, and its log tail printed if the
+// test failed.
+func startProc(t testing.TB, dir, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, bin: bin, args: args, logPath: filepath.Join(dir, name+".log")}
+	if err := p.start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("---- %s (%s) log tail ----\n%s", name, p.logPath, p.tail(40))
+		}
+	})
+	return p
+}
+
+func (p *proc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !isClosed(p.done) {
+		return fmt.Errorf("%s is still running", p.name)
+	}
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), filepath.Base(p.bin), strings.Join(p.args, " "))
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return err
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.err = cmd, done, nil
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// exited reports whether the process has ended, and how.
+func (p *proc) exited() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || isClosed(p.done) {
+		return true, p.err
+	}
+	return false, nil
+}
+
+// kill SIGKILLs the process (kill -9: no shutdown code runs) and waits
+// until it is reaped.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (p *proc) tail(n int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// freeAddr returns a loopback address that was free a moment ago (for
+// processes that take their listen address as a flag).
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitUntil polls cond every 100 ms until it holds, failing the test after
+// timeout with cond's last detail; p (optional) must stay alive meanwhile.
+func waitUntil(t testing.TB, timeout time.Duration, what string, p *proc, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if p != nil {
+			if dead, err := p.exited(); dead {
+				t.Fatalf("waiting for %s: %s exited (%v):\n%s", what, p.name, err, p.tail(30))
+			}
+		}
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not done after %v: %s", what, timeout, detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var shortHTTP = &http.Client{Timeout: 3 * time.Second}
+
+// httpOK reports whether GET url answers 200, with a detail for timeouts.
+func httpOK(url string) (bool, string) {
+	resp, err := shortHTTP.Get(url)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
+}
+
+// runCtl runs yarnfedctl as an operator would, failing the test on error.
+func runCtl(t testing.TB, ctl string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, ctl, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("yarnfedctl %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
