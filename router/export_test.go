@@ -24,3 +24,6 @@ func (r *Router) MethodNames() []string {
 	}
 	return out
 }
+
+// Member returns the router's cached membership row of sc.
+func (r *Router) Member(sc SubClusterID) (SubClusterInfo, bool) { return r.members.get(sc) }

@@ -33,7 +33,13 @@ func (s *ClientStore) GetSubClusters(ctx context.Context, activeOnly bool) ([]Su
 }
 
 func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
+	var pub *PublishedCapacity
+	if p := sc.GetPublishedCapacity(); p != nil {
+		pub = &PublishedCapacity{MemoryMB: p.GetMemoryMb(), VCores: p.GetVcores(), Nodes: p.GetNodes(),
+			ObservedAt: time.UnixMilli(p.GetObservedMs()), PublishedAt: time.UnixMilli(p.GetPublishedMs())}
+	}
 	return SubClusterInfo{
+		Published: pub,
 		ID: SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
 		ClientRMServiceAddress: sc.GetClientRmServiceAddress(), RMAdminServiceAddress: sc.GetRmAdminServiceAddress(),
 		RMWebServiceAddress: sc.GetRmWebServiceAddress(), State: SubClusterState(sc.GetState()),
