@@ -50,15 +50,24 @@ func (c *Client) GetLease(ctx context.Context, name string, opts ...ReadOption) 
 	return r.GetLease(), err
 }
 
-// SetPolicies writes many policies as one store entry. With skipPinned,
-// queues whose stored policy is pinned are left alone (decided when the
-// write applies). fence may be nil.
-func (c *Client) SetPolicies(ctx context.Context, ps []*pb.PolicyConfiguration, skipPinned bool, fence *Fence) (*pb.SetPoliciesResponse, error) {
+// SetPolicies writes many policies (and, optionally, published
+// capacities) as one store entry. With SkipPinned, queues whose stored
+// policy is pinned are left alone (decided when the write applies). Fence
+// may be nil.
+func (c *Client) SetPolicies(ctx context.Context, w PoliciesWrite) (*pb.SetPoliciesResponse, error) {
 	r, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.SetPoliciesResponse, error) {
-		return s.SetPolicies(ctx, &pb.SetPoliciesRequest{Policies: ps, SkipPinned: skipPinned, Fence: fence.pb()})
+		return s.SetPolicies(ctx, &pb.SetPoliciesRequest{Policies: w.Policies, SkipPinned: w.SkipPinned, Capacities: w.Capacities, Fence: w.Fence.pb()})
 	})
-	c.cache.wrote(false, true)
+	c.cache.wrote(len(w.Capacities) > 0, true)
 	return r, err
+}
+
+// PoliciesWrite is one SetPolicies call.
+type PoliciesWrite struct {
+	Policies   []*pb.PolicyConfiguration
+	Capacities []*pb.PublishCapacityRequest_Item
+	SkipPinned bool
+	Fence      *Fence
 }
 
 // PublishCapacity records externally measured capacities (heartbeats never

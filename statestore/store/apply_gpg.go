@@ -86,6 +86,11 @@ func (a *applier) setPolicies(c *pb.SetPoliciesCommand) (proto.Message, error) {
 	}
 	b := a.tx.Bucket(bPolicies)
 	out := &pb.SetPoliciesResponse{}
+	unknown, err := a.writeCapacities(r.GetCapacities(), c.GetNowMs())
+	if err != nil {
+		return nil, err
+	}
+	out.UnknownSubClusters = unknown
 	for _, p := range r.GetPolicies() {
 		cur, ok, err := get(b, []byte(p.GetQueue()), &pb.PolicyConfiguration{})
 		if err != nil {
@@ -108,24 +113,33 @@ func (a *applier) publishCapacity(c *pb.PublishCapacityCommand) (proto.Message, 
 	if err := a.checkFence(r.GetFence(), c.GetNowMs()); err != nil {
 		return nil, err
 	}
-	out := &pb.PublishCapacityResponse{}
+	unknown, err := a.writeCapacities(r.GetItems(), c.GetNowMs())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.PublishCapacityResponse{Unknown: unknown}, nil
+}
+
+// writeCapacities sets the published capacity of each named sub-cluster
+// and returns the names it does not know.
+func (a *applier) writeCapacities(items []*pb.PublishCapacityRequest_Item, nowMs int64) (unknown []string, err error) {
 	b := a.tx.Bucket(bSubClusters)
-	for _, it := range r.GetItems() {
+	for _, it := range items {
 		if b.Get([]byte(it.GetSubClusterId())) == nil {
-			out.Unknown = append(out.Unknown, it.GetSubClusterId())
+			unknown = append(unknown, it.GetSubClusterId())
 			continue
 		}
 		err := a.updateSubCluster(it.GetSubClusterId(), "publish capacity", func(info *pb.SubClusterInfo) {
 			info.PublishedCapacity = &pb.PublishedCapacity{
 				MemoryMb: it.GetMemoryMb(), Vcores: it.GetVcores(), Nodes: it.GetNodes(),
-				ObservedMs: it.GetObservedMs(), PublishedMs: c.GetNowMs(),
+				ObservedMs: it.GetObservedMs(), PublishedMs: nowMs,
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return unknown, nil
 }
 
 // usable is Hadoop's SubClusterState.isUsable plus UNHEALTHY: states a

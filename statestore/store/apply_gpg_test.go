@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -225,5 +226,34 @@ func TestMarkLostAndDeleteHomesAreConditional(t *testing.T) {
 	}
 	if _, err := h.f.getApp("app_new", false); err != nil {
 		t.Fatalf("young home deleted: %v", err)
+	}
+}
+
+// TestSetPoliciesCarriesCapacities: a GPG round (policies + published
+// capacities) is one entry; a fenced-out round writes neither.
+func TestSetPoliciesCarriesCapacities(t *testing.T) {
+	h := newFSMHarness(t)
+	if _, err := h.apply(CmdRegisterSubCluster, &pb.RegisterSubClusterCommand{Info: sc("SC-1", pb.SubClusterState_SC_RUNNING), NowMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.acquire("a", 1000, 10)
+	round := func(epoch uint64, mem int64) error {
+		_, err := h.apply(CmdSetPolicies, &pb.SetPoliciesCommand{Request: &pb.SetPoliciesRequest{
+			Policies:   []*pb.PolicyConfiguration{{Queue: "*", Type: "T", Params: []byte(fmt.Sprintf(`{"m":%d}`, mem))}},
+			Capacities: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: mem}, {SubClusterId: "SC-9"}},
+			Fence:      &pb.Fence{Lease: "gpg", Holder: "a", Epoch: epoch},
+		}, NowMs: 20})
+		return err
+	}
+	if err := round(1, 111); err != nil {
+		t.Fatal(err)
+	}
+	if err := round(7, 222); !errors.Is(err, ErrFenced) {
+		t.Fatalf("stale epoch: %v", err)
+	}
+	info, _ := h.f.getSubCluster("SC-1")
+	p, _ := h.f.getPolicy("*")
+	if info.GetPublishedCapacity().GetMemoryMb() != 111 || string(p.GetParams()) != `{"m":111}` {
+		t.Fatalf("after rounds: capacity %v, policy %s", info.GetPublishedCapacity(), p.GetParams())
 	}
 }

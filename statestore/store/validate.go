@@ -333,7 +333,10 @@ func (l Limits) ValidateReleaseLease(in *pb.ReleaseLeaseRequest) error {
 // ValidateSetPolicies checks a batch of policies: each as SetPolicy, no
 // queue twice.
 func (l Limits) ValidateSetPolicies(in *pb.SetPoliciesRequest) error {
-	if err := batchSize("policies", len(in.GetPolicies())); err != nil {
+	if err := batchSize("policies or capacities", len(in.GetPolicies())+len(in.GetCapacities())); err != nil {
+		return err
+	}
+	if err := l.capacityItems(in.GetCapacities()); err != nil {
 		return err
 	}
 	seen := make(map[string]bool, len(in.GetPolicies()))
@@ -355,15 +358,27 @@ func (l Limits) ValidatePublishCapacity(in *pb.PublishCapacityRequest) error {
 	if err := batchSize("capacity items", len(in.GetItems())); err != nil {
 		return err
 	}
-	for _, it := range in.GetItems() {
+	if err := l.capacityItems(in.GetItems()); err != nil {
+		return err
+	}
+	return l.fence(in.GetFence())
+}
+
+func (l Limits) capacityItems(items []*pb.PublishCapacityRequest_Item) error {
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
 		if err := l.id("sub-cluster id", it.GetSubClusterId()); err != nil {
 			return err
 		}
 		if it.GetMemoryMb() < 0 || it.GetVcores() < 0 || it.GetNodes() < 0 || it.GetObservedMs() < 0 {
 			return invalid("capacity of %s has a negative figure", it.GetSubClusterId())
 		}
+		if seen[it.GetSubClusterId()] {
+			return invalid("capacity of %s appears twice", it.GetSubClusterId())
+		}
+		seen[it.GetSubClusterId()] = true
 	}
-	return l.fence(in.GetFence())
+	return nil
 }
 
 // ValidateMarkLost checks a liveness update.

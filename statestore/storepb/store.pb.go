@@ -2332,10 +2332,13 @@ func (*DeletePoliciesResponse) Descriptor() ([]byte, []int) {
 // With skip_pinned, queues whose stored policy is pinned are left alone
 // (checked when applied, so a pin racing the write wins).
 type SetPoliciesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Policies      []*PolicyConfiguration `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
-	Fence         *Fence                 `protobuf:"bytes,2,opt,name=fence,proto3" json:"fence,omitempty"`
-	SkipPinned    bool                   `protobuf:"varint,3,opt,name=skip_pinned,json=skipPinned,proto3" json:"skip_pinned,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Policies   []*PolicyConfiguration `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
+	Fence      *Fence                 `protobuf:"bytes,2,opt,name=fence,proto3" json:"fence,omitempty"`
+	SkipPinned bool                   `protobuf:"varint,3,opt,name=skip_pinned,json=skipPinned,proto3" json:"skip_pinned,omitempty"`
+	// Published capacities written in the same entry, as PublishCapacity
+	// would (unknown sub-clusters skipped): a GPG round is one write.
+	Capacities    []*PublishCapacityRequest_Item `protobuf:"bytes,4,rep,name=capacities,proto3" json:"capacities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2391,13 +2394,22 @@ func (x *SetPoliciesRequest) GetSkipPinned() bool {
 	return false
 }
 
+func (x *SetPoliciesRequest) GetCapacities() []*PublishCapacityRequest_Item {
+	if x != nil {
+		return x.Capacities
+	}
+	return nil
+}
+
 type SetPoliciesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Queues written (pinned ones skipped are not listed).
 	Written       []string `protobuf:"bytes,1,rep,name=written,proto3" json:"written,omitempty"`
 	SkippedPinned []string `protobuf:"bytes,2,rep,name=skipped_pinned,json=skippedPinned,proto3" json:"skipped_pinned,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Capacity items naming unknown sub-clusters (skipped).
+	UnknownSubClusters []string `protobuf:"bytes,3,rep,name=unknown_sub_clusters,json=unknownSubClusters,proto3" json:"unknown_sub_clusters,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SetPoliciesResponse) Reset() {
@@ -2440,6 +2452,13 @@ func (x *SetPoliciesResponse) GetWritten() []string {
 func (x *SetPoliciesResponse) GetSkippedPinned() []string {
 	if x != nil {
 		return x.SkippedPinned
+	}
+	return nil
+}
+
+func (x *SetPoliciesResponse) GetUnknownSubClusters() []string {
+	if x != nil {
+		return x.UnknownSubClusters
 	}
 	return nil
 }
@@ -5464,15 +5483,19 @@ const file_store_proto_rawDesc = "" +
 	"\x15DeletePoliciesRequest\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\x10\n" +
 	"\x03all\x18\x02 \x01(\bR\x03all\"\x18\n" +
-	"\x16DeletePoliciesResponse\"\xb1\x01\n" +
+	"\x16DeletePoliciesResponse\"\x85\x02\n" +
 	"\x12SetPoliciesRequest\x12F\n" +
 	"\bpolicies\x18\x01 \x03(\v2*.yarnfed.statestore.v1.PolicyConfigurationR\bpolicies\x122\n" +
 	"\x05fence\x18\x02 \x01(\v2\x1c.yarnfed.statestore.v1.FenceR\x05fence\x12\x1f\n" +
 	"\vskip_pinned\x18\x03 \x01(\bR\n" +
-	"skipPinned\"V\n" +
+	"skipPinned\x12R\n" +
+	"\n" +
+	"capacities\x18\x04 \x03(\v22.yarnfed.statestore.v1.PublishCapacityRequest.ItemR\n" +
+	"capacities\"\x88\x01\n" +
 	"\x13SetPoliciesResponse\x12\x18\n" +
 	"\awritten\x18\x01 \x03(\tR\awritten\x12%\n" +
-	"\x0eskipped_pinned\x18\x02 \x03(\tR\rskippedPinned\"X\n" +
+	"\x0eskipped_pinned\x18\x02 \x03(\tR\rskippedPinned\x120\n" +
+	"\x14unknown_sub_clusters\x18\x03 \x03(\tR\x12unknownSubClusters\"X\n" +
 	"\x13AcquireLeaseRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
@@ -5857,131 +5880,132 @@ var file_store_proto_depIdxs = []int32{
 	6,   // 22: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	6,   // 23: yarnfed.statestore.v1.SetPoliciesRequest.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	8,   // 24: yarnfed.statestore.v1.SetPoliciesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	7,   // 25: yarnfed.statestore.v1.AcquireLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
-	91,  // 26: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	7,   // 27: yarnfed.statestore.v1.GetLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
-	102, // 28: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
-	8,   // 29: yarnfed.statestore.v1.PublishCapacityRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	8,   // 30: yarnfed.statestore.v1.MarkSubClustersLostRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	8,   // 31: yarnfed.statestore.v1.DeleteApplicationHomesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	9,   // 32: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	9,   // 33: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
-	9,   // 34: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	91,  // 35: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	9,   // 36: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	91,  // 37: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	9,   // 38: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
-	10,  // 39: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
-	91,  // 40: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	10,  // 41: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
-	11,  // 42: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	11,  // 43: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	91,  // 44: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	11,  // 45: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	1,   // 46: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	1,   // 47: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	91,  // 48: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	1,   // 49: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	91,  // 50: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	12,  // 51: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
-	12,  // 52: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
-	2,   // 53: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
-	3,   // 54: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	6,   // 55: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	5,   // 56: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	99,  // 57: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
-	5,   // 58: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
-	13,  // 59: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
-	15,  // 60: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
-	17,  // 61: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	19,  // 62: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
-	21,  // 63: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
-	23,  // 64: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
-	25,  // 65: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
-	27,  // 66: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	29,  // 67: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
-	31,  // 68: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	33,  // 69: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
-	35,  // 70: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
-	37,  // 71: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
-	39,  // 72: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
-	41,  // 73: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
-	43,  // 74: yarnfed.statestore.v1.StateStore.SetPolicies:input_type -> yarnfed.statestore.v1.SetPoliciesRequest
-	45,  // 75: yarnfed.statestore.v1.StateStore.AcquireLease:input_type -> yarnfed.statestore.v1.AcquireLeaseRequest
-	47,  // 76: yarnfed.statestore.v1.StateStore.ReleaseLease:input_type -> yarnfed.statestore.v1.ReleaseLeaseRequest
-	49,  // 77: yarnfed.statestore.v1.StateStore.GetLease:input_type -> yarnfed.statestore.v1.GetLeaseRequest
-	51,  // 78: yarnfed.statestore.v1.StateStore.PublishCapacity:input_type -> yarnfed.statestore.v1.PublishCapacityRequest
-	53,  // 79: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:input_type -> yarnfed.statestore.v1.MarkSubClustersLostRequest
-	55,  // 80: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:input_type -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
-	57,  // 81: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
-	59,  // 82: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
-	61,  // 83: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
-	63,  // 84: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
-	65,  // 85: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
-	67,  // 86: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
-	69,  // 87: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
-	71,  // 88: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
-	73,  // 89: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
-	75,  // 90: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
-	77,  // 91: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
-	79,  // 92: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
-	81,  // 93: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
-	83,  // 94: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
-	85,  // 95: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
-	87,  // 96: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
-	89,  // 97: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
-	92,  // 98: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
-	94,  // 99: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
-	96,  // 100: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
-	98,  // 101: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
-	14,  // 102: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
-	16,  // 103: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
-	18,  // 104: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
-	20,  // 105: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
-	22,  // 106: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
-	24,  // 107: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
-	26,  // 108: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
-	28,  // 109: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	30,  // 110: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
-	32,  // 111: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	34,  // 112: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
-	36,  // 113: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
-	38,  // 114: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
-	40,  // 115: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
-	42,  // 116: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
-	44,  // 117: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
-	46,  // 118: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
-	48,  // 119: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
-	50,  // 120: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
-	52,  // 121: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
-	54,  // 122: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
-	56,  // 123: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
-	58,  // 124: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
-	60,  // 125: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
-	62,  // 126: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
-	64,  // 127: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
-	66,  // 128: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
-	68,  // 129: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
-	70,  // 130: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
-	72,  // 131: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
-	74,  // 132: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
-	76,  // 133: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
-	78,  // 134: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
-	80,  // 135: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
-	82,  // 136: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
-	84,  // 137: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
-	86,  // 138: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
-	88,  // 139: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
-	90,  // 140: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
-	93,  // 141: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
-	95,  // 142: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
-	97,  // 143: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
-	100, // 144: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
-	102, // [102:145] is the sub-list for method output_type
-	59,  // [59:102] is the sub-list for method input_type
-	59,  // [59:59] is the sub-list for extension type_name
-	59,  // [59:59] is the sub-list for extension extendee
-	0,   // [0:59] is the sub-list for field type_name
+	102, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	7,   // 26: yarnfed.statestore.v1.AcquireLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
+	91,  // 27: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	7,   // 28: yarnfed.statestore.v1.GetLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
+	102, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	8,   // 30: yarnfed.statestore.v1.PublishCapacityRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	8,   // 31: yarnfed.statestore.v1.MarkSubClustersLostRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	8,   // 32: yarnfed.statestore.v1.DeleteApplicationHomesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	9,   // 33: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	9,   // 34: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
+	9,   // 35: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	91,  // 36: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	9,   // 37: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	91,  // 38: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	9,   // 39: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
+	10,  // 40: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
+	91,  // 41: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	10,  // 42: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
+	11,  // 43: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	11,  // 44: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	91,  // 45: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	11,  // 46: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	1,   // 47: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	1,   // 48: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	91,  // 49: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	1,   // 50: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	91,  // 51: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	12,  // 52: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
+	12,  // 53: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
+	2,   // 54: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
+	3,   // 55: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	6,   // 56: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	5,   // 57: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	99,  // 58: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
+	5,   // 59: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
+	13,  // 60: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
+	15,  // 61: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
+	17,  // 62: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	19,  // 63: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
+	21,  // 64: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
+	23,  // 65: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
+	25,  // 66: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
+	27,  // 67: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	29,  // 68: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
+	31,  // 69: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	33,  // 70: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
+	35,  // 71: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
+	37,  // 72: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
+	39,  // 73: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
+	41,  // 74: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
+	43,  // 75: yarnfed.statestore.v1.StateStore.SetPolicies:input_type -> yarnfed.statestore.v1.SetPoliciesRequest
+	45,  // 76: yarnfed.statestore.v1.StateStore.AcquireLease:input_type -> yarnfed.statestore.v1.AcquireLeaseRequest
+	47,  // 77: yarnfed.statestore.v1.StateStore.ReleaseLease:input_type -> yarnfed.statestore.v1.ReleaseLeaseRequest
+	49,  // 78: yarnfed.statestore.v1.StateStore.GetLease:input_type -> yarnfed.statestore.v1.GetLeaseRequest
+	51,  // 79: yarnfed.statestore.v1.StateStore.PublishCapacity:input_type -> yarnfed.statestore.v1.PublishCapacityRequest
+	53,  // 80: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:input_type -> yarnfed.statestore.v1.MarkSubClustersLostRequest
+	55,  // 81: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:input_type -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	57,  // 82: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
+	59,  // 83: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
+	61,  // 84: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
+	63,  // 85: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
+	65,  // 86: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
+	67,  // 87: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
+	69,  // 88: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
+	71,  // 89: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
+	73,  // 90: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
+	75,  // 91: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
+	77,  // 92: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
+	79,  // 93: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
+	81,  // 94: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
+	83,  // 95: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
+	85,  // 96: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
+	87,  // 97: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
+	89,  // 98: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
+	92,  // 99: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
+	94,  // 100: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
+	96,  // 101: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
+	98,  // 102: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
+	14,  // 103: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
+	16,  // 104: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
+	18,  // 105: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
+	20,  // 106: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
+	22,  // 107: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
+	24,  // 108: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
+	26,  // 109: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
+	28,  // 110: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	30,  // 111: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
+	32,  // 112: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	34,  // 113: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
+	36,  // 114: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
+	38,  // 115: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
+	40,  // 116: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
+	42,  // 117: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
+	44,  // 118: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
+	46,  // 119: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
+	48,  // 120: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
+	50,  // 121: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
+	52,  // 122: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
+	54,  // 123: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
+	56,  // 124: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	58,  // 125: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
+	60,  // 126: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
+	62,  // 127: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
+	64,  // 128: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
+	66,  // 129: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
+	68,  // 130: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
+	70,  // 131: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
+	72,  // 132: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
+	74,  // 133: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
+	76,  // 134: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
+	78,  // 135: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
+	80,  // 136: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
+	82,  // 137: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
+	84,  // 138: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
+	86,  // 139: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
+	88,  // 140: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
+	90,  // 141: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
+	93,  // 142: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
+	95,  // 143: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
+	97,  // 144: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
+	100, // 145: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
+	103, // [103:146] is the sub-list for method output_type
+	60,  // [60:103] is the sub-list for method input_type
+	60,  // [60:60] is the sub-list for extension type_name
+	60,  // [60:60] is the sub-list for extension extendee
+	0,   // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
