@@ -3,8 +3,8 @@ package gpg
 import (
 	"context"
 	"net/http"
-	"net/http/httputil"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"

@@ -105,8 +105,8 @@ func submit(t testing.TB, rm *simrm.RM, unmanaged bool) string {
 	}
 	req := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: na.ApplicationId, ApplicationName: proto.String("gpg-test"), Queue: proto.String("default"),
-		UnmanagedAm: proto.Bool(unmanaged),
-		Resource:    &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+		UnmanagedAm:     proto.Bool(unmanaged),
+		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
 	}}
 	if err := c.Call(ctx, "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {

@@ -121,11 +121,11 @@ func DefaultConfig() Config {
 		// Three of Hadoop's 60 s RM heartbeats (our agent beats every 10 s).
 		SubClusterHeartbeatExpiry: Duration(3 * time.Minute),
 		PublishedCapacityTTL:      Duration(5 * time.Minute),
-		CallTimeout:       Duration(30 * time.Second),
-		DialTimeout:       Duration(5 * time.Second),
-		HomeCacheTTL:      Duration(60 * time.Second),
-		HomeCacheSize:     100_000,
-		DefaultPolicy:     PolicyUniformBroadcast,
+		CallTimeout:               Duration(30 * time.Second),
+		DialTimeout:               Duration(5 * time.Second),
+		HomeCacheTTL:              Duration(60 * time.Second),
+		HomeCacheSize:             100_000,
+		DefaultPolicy:             PolicyUniformBroadcast,
 		Breaker: BreakerConfig{
 			ConsecutiveFailures: 3,
 			OpenFor:             Duration(5 * time.Second),

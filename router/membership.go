@@ -13,7 +13,7 @@ import (
 // loop (and a store watch when available), never on the request path, so a
 // routed call costs no store round trip for membership.
 type membership struct {
-	store   StateStore
+	store StateStore
 	// expiry is the heartbeat age past which a sub-cluster takes no new
 	// work (0: never); now is the clock (tests replace it).
 	expiry  time.Duration

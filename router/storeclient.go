@@ -40,7 +40,7 @@ func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
 	}
 	return SubClusterInfo{
 		Published: pub,
-		ID: SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
+		ID:        SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
 		ClientRMServiceAddress: sc.GetClientRmServiceAddress(), RMAdminServiceAddress: sc.GetRmAdminServiceAddress(),
 		RMWebServiceAddress: sc.GetRmWebServiceAddress(), State: SubClusterState(sc.GetState()),
 		LastHeartbeat: time.UnixMilli(sc.GetLastHeartbeatMs()), LastStartTime: time.UnixMilli(sc.GetLastStartTimeMs()),

@@ -43,12 +43,17 @@ func NewFakeStore(now func() time.Time) *FakeStore {
 		policies: map[string]*pb.PolicyConfiguration{}, leases: map[string]*pb.Lease{}, writes: map[string]int{}}
 }
 
+// enter counts op and asks Fail; it runs before the store's lock is
+// taken, so Fail may call the store (to race a write, say).
 func (s *FakeStore) enter(op string, write bool) error {
+	s.mu.Lock()
 	if write {
 		s.writes[op]++
 	}
-	if s.Fail != nil {
-		return s.Fail(op)
+	fail := s.Fail
+	s.mu.Unlock()
+	if fail != nil {
+		return fail(op)
 	}
 	return nil
 }
@@ -153,11 +158,11 @@ func (s *FakeStore) Policy(queue string) *pb.PolicyConfiguration {
 // ---- gpg.Store ----
 
 func (s *FakeStore) ListSubClusters(_ context.Context, filterInactive bool) ([]*pb.SubClusterInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("ListSubClusters", false); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []*pb.SubClusterInfo
 	for _, sc := range s.scs {
 		if !filterInactive || sc.GetState() == pb.SubClusterState_SC_RUNNING {
@@ -169,11 +174,11 @@ func (s *FakeStore) ListSubClusters(_ context.Context, filterInactive bool) ([]*
 }
 
 func (s *FakeStore) ListPolicies(context.Context) ([]*pb.PolicyConfiguration, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("ListPolicies", false); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []*pb.PolicyConfiguration
 	for _, p := range s.policies {
 		out = append(out, proto.Clone(p).(*pb.PolicyConfiguration))
@@ -184,11 +189,11 @@ func (s *FakeStore) ListPolicies(context.Context) ([]*pb.PolicyConfiguration, er
 
 // ListApplicationHomes returns every home in one page, newest first.
 func (s *FakeStore) ListApplicationHomes(_ context.Context, _ client.ListQuery, _ ...client.ReadOption) ([]*pb.ApplicationHome, []byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("ListApplicationHomes", false); err != nil {
 		return nil, nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []*pb.ApplicationHome
 	for _, h := range s.homes {
 		out = append(out, proto.Clone(h).(*pb.ApplicationHome))
@@ -213,11 +218,11 @@ func (s *FakeStore) WatchEvents(ctx context.Context, _ *pb.WatchRequest) (<-chan
 }
 
 func (s *FakeStore) AcquireLease(_ context.Context, name, holder string, ttlMs int64) (*pb.Lease, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("AcquireLease", false); err != nil {
 		return nil, false, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.now().UnixMilli()
 	l, ok := s.leases[name]
 	held := ok && l.GetExpiresMs() > now
@@ -237,11 +242,11 @@ func (s *FakeStore) AcquireLease(_ context.Context, name, holder string, ttlMs i
 }
 
 func (s *FakeStore) ReleaseLease(_ context.Context, name, holder string, epoch uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("ReleaseLease", false); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.now().UnixMilli()
 	if l, ok := s.leases[name]; ok && l.GetHolder() == holder && l.GetEpoch() == epoch && l.GetExpiresMs() > now {
 		l.ExpiresMs = now
@@ -271,11 +276,11 @@ func (s *FakeStore) fenced(f *client.Fence) error {
 }
 
 func (s *FakeStore) SetPolicies(_ context.Context, w client.PoliciesWrite) (*pb.SetPoliciesResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("SetPolicies", true); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.fenced(w.Fence); err != nil {
 		return nil, err
 	}
@@ -302,11 +307,11 @@ func (s *FakeStore) SetPolicies(_ context.Context, w client.PoliciesWrite) (*pb.
 }
 
 func (s *FakeStore) MarkSubClustersLost(_ context.Context, ids []string, before int64, f *client.Fence) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("MarkSubClustersLost", true); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.fenced(f); err != nil {
 		return nil, err
 	}
@@ -327,11 +332,11 @@ func (s *FakeStore) MarkSubClustersLost(_ context.Context, ids []string, before 
 }
 
 func (s *FakeStore) DeleteApplicationHomes(_ context.Context, ids []string, before int64, f *client.Fence) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.enter("DeleteApplicationHomes", true); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.fenced(f); err != nil {
 		return nil, err
 	}
