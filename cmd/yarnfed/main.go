@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRouterCmd())
 	root.AddCommand(newSubclusterAgentCmd())
 	root.AddCommand(newStatestoreCmd())
+	root.AddCommand(newGPGCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newDevCmd())
