@@ -129,11 +129,12 @@ type GeneratorConfig struct {
 	// ReadOnly computes and logs weights but writes nothing
 	// (yarn.federation.gpg.policy.generator.readonly).
 	ReadOnly bool `json:"read_only"`
-	// Threshold: a queue is rewritten only when some sub-cluster's
-	// normalized weight moves by more than this.
+	// Threshold: a queue is rewritten only when the new weights would send
+	// more than this share of new applications elsewhere (total variation
+	// distance between the stored and the target normalized weights).
 	Threshold float64 `json:"threshold"`
-	// MaxStep bounds how far any normalized weight moves in one round, so
-	// weights glide instead of flapping.
+	// MaxStep bounds the share of new applications one round may redirect
+	// (the same distance), so weights glide instead of flapping.
 	MaxStep float64 `json:"max_step"`
 	// Manager is the policy manager class written for queues without a
 	// stored policy. Stored queues keep their manager; queues whose

@@ -26,7 +26,8 @@ type RoundResult struct {
 	Pinned []string
 	// Writes is the number of store writes the round made (0 or 1).
 	Writes int
-	// Compute is the time spent computing (reads and write excluded).
+	// Compute is the time spent taking the capacity snapshot and computing
+	// (store reads and the write excluded).
 	Compute time.Duration
 }
 
@@ -43,11 +44,13 @@ func (g *GPG) policyRound(ctx context.Context, fence *client.Fence) (RoundResult
 	if err != nil {
 		return RoundResult{}, fmt.Errorf("list policies: %w", err)
 	}
+	start := time.Now()
 	var snap map[string]capacity.SubCluster
 	if g.src != nil {
 		snap = g.src.Snapshot()
 	}
 	res := g.compute(scs, stored, snap)
+	res.Compute = time.Since(start)
 	cfg := g.cfg.Generator
 	for _, p := range res.Policies {
 		g.log.Info("gpg policy: queue weights", "queue", p.GetQueue(), "params", string(p.GetParams()), "read_only", cfg.ReadOnly)
@@ -76,7 +79,6 @@ func (g *GPG) policyRound(ctx context.Context, fence *client.Fence) (RoundResult
 
 // compute is the pure part of a round (what `yarnfed bench gpg` times).
 func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration, snap map[string]capacity.SubCluster) RoundResult {
-	start := time.Now()
 	cfg := g.cfg.Generator
 	now := g.now()
 	expiry := g.cfg.Liveness.Expiry.D()
@@ -153,7 +155,6 @@ func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration
 	for id, w := range target {
 		g.metrics.weight.WithLabelValues(id).Set(w)
 	}
-	res.Compute = time.Since(start)
 	return res
 }
 

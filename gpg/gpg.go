@@ -115,6 +115,24 @@ func (g *GPG) Kick() {
 // Holding reports whether this GPG holds the lease and acts.
 func (g *GPG) Holding() bool { return g.lease.holding() }
 
+// TryLease acquires or renews the lease once and reports whether this GPG
+// holds it. Run does this itself; tools and benchmarks that drive rounds
+// by hand call it.
+func (g *GPG) TryLease(ctx context.Context) bool {
+	g.lease.tryOnce(ctx)
+	return g.lease.holding()
+}
+
+// PolicyRound runs the policy generator once (if this GPG holds the lease)
+// and returns what it computed and wrote.
+func (g *GPG) PolicyRound(ctx context.Context) (RoundResult, error) {
+	fence := g.lease.fence()
+	if fence == nil {
+		return RoundResult{}, errNotLeader
+	}
+	return g.policyRound(ctx, fence)
+}
+
 // Run keeps the lease, runs rounds every interval and soon after any
 // capacity change or membership event, and serves the web endpoints,
 // until ctx ends. It returns nil on a clean stop.

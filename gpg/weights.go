@@ -126,37 +126,37 @@ func normalized(w Weights) Weights {
 }
 
 // stepToward moves the stored weights old toward target (both
-// normalized; old nil when none are stored). It reports changed=false
-// when no weight would move by more than threshold (hysteresis: small
-// wobbles write nothing), and otherwise moves every weight by at most
-// maxStep, along the straight line from old to target, so the result
-// still sums to 1 and a round can never swing routing wholesale.
-func stepToward(old, target Weights, threshold, maxStep float64) (next Weights, changed bool, delta float64) {
+// normalized; old nil when none are stored). The distance is the total
+// variation, half the sum of |target-old|: the share of new applications
+// the change would send elsewhere, whatever the number of sub-clusters.
+// Below threshold nothing changes (hysteresis: small wobbles write
+// nothing); above it the weights move along the straight line toward the
+// target by at most maxStep of that distance per round, so they still sum
+// to 1 and no round redirects more than maxStep of the traffic.
+func stepToward(old, target Weights, threshold, maxStep float64) (next Weights, changed bool, distance float64) {
 	if len(old) == 0 {
 		return target, len(target) > 0, 1
 	}
 	ids := unionIDs(old, target)
 	for _, id := range ids {
-		delta = math.Max(delta, math.Abs(target[id]-old[id]))
+		distance += math.Abs(target[id] - old[id])
 	}
-	if delta <= threshold {
-		return old, false, delta
+	distance /= 2
+	if distance <= threshold {
+		return old, false, distance
 	}
-	alpha := math.Min(1, maxStep/delta)
+	alpha := math.Min(1, maxStep/distance)
 	next = make(Weights, len(ids))
 	for _, id := range ids {
 		v := old[id] + alpha*(target[id]-old[id])
-		if v < 1e-4 && target[id] == 0 {
-			// A sub-cluster that is gone from the target drops out once
-			// its weight has glided to nothing.
-			if _, known := target[id]; !known {
-				continue
-			}
-			v = 0
+		if _, known := target[id]; !known && v < 1e-4 {
+			// A sub-cluster gone from the target drops out once its
+			// weight has glided to nothing.
+			continue
 		}
 		next[id] = math.Round(v*1e4) / 1e4
 	}
-	return next, true, delta
+	return next, true, distance
 }
 
 func unionIDs(a, b Weights) []string {

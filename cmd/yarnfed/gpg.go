@@ -120,10 +120,10 @@ func gpgFlags(cfg *gpg.Config) []gpgFlag {
 			f.BoolVar(&cfg.Generator.ReadOnly, "read-only", cfg.Generator.ReadOnly, "compute and log weights, write none (yarn.federation.gpg.policy.generator.readonly)")
 		}, "read-only", func(d, s *gpg.Config) { d.Generator.ReadOnly = s.Generator.ReadOnly }},
 		{func(f *pflag.FlagSet) {
-			f.Float64Var(&cfg.Generator.Threshold, "threshold", cfg.Generator.Threshold, "rewrite a queue only when a normalized weight moves more than this")
+			f.Float64Var(&cfg.Generator.Threshold, "threshold", cfg.Generator.Threshold, "rewrite a queue only when more than this share of new applications would go elsewhere")
 		}, "threshold", func(d, s *gpg.Config) { d.Generator.Threshold = s.Generator.Threshold }},
 		{func(f *pflag.FlagSet) {
-			f.Float64Var(&cfg.Generator.MaxStep, "max-step", cfg.Generator.MaxStep, "largest move of any normalized weight per round")
+			f.Float64Var(&cfg.Generator.MaxStep, "max-step", cfg.Generator.MaxStep, "largest share of new applications one round may redirect")
 		}, "max-step", func(d, s *gpg.Config) { d.Generator.MaxStep = s.Generator.MaxStep }},
 		{func(f *pflag.FlagSet) {
 			f.BoolVar(&cfg.Cleaner.DryRun, "dry-run", cfg.Cleaner.DryRun, "cleaner logs what it would delete and deletes nothing")

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,5 +232,32 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	cfg := gpg.DefaultConfig()
 	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
 		t.Fatal("a misspelt key was accepted")
+	}
+}
+
+// TestBenchGPGSmall runs `yarnfed bench gpg` small: it starts a real store,
+// and every round that changes capacity writes exactly once, every steady
+// round not at all.
+func TestBenchGPGSmall(t *testing.T) {
+	cmd := newBenchGPGCmd()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--subclusters", "6", "--nodes", "120", "--queues", "2", "--rounds", "4"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	var changing, steady []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "capacity changes every round"):
+			changing = strings.Fields(l)
+		case strings.HasPrefix(l, "steady"):
+			steady = strings.Fields(l)
+		}
+	}
+	// Columns from the end: ... writes/round queues/rnd.
+	if len(changing) < 2 || changing[len(changing)-2] != "1" || len(steady) < 2 || steady[len(steady)-2] != "0" {
+		t.Fatalf("bench output:\n%s", out.String())
 	}
 }
