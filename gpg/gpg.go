@@ -244,9 +244,12 @@ func (g *GPG) Round(ctx context.Context) {
 	g.ready = true
 	g.mu.Unlock()
 	if fence == nil {
+		// Also covers a lease that lapsed without a renewal answer.
+		g.metrics.leader.Set(0)
 		g.metrics.rounds.WithLabelValues("standby").Inc()
 		return
 	}
+	g.metrics.leader.Set(1)
 	start := time.Now()
 	var errs []error
 	if g.cfg.Liveness.Enabled {

@@ -392,6 +392,20 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdSetPolicy), 0x0a, 0x02, 0x0a, 0x00})
 	f.Add([]byte{0x80})
 	f.Add([]byte{})
+	// The GPG's commands.
+	fence := &pb.Fence{Lease: "gpg", Holder: "a", Epoch: 1}
+	for _, c := range []struct {
+		t CommandType
+		m proto.Message
+	}{
+		{CmdAcquireLease, &pb.AcquireLeaseCommand{Request: &pb.AcquireLeaseRequest{Name: "gpg", Holder: "a", TtlMs: 1000}, NowMs: 5}},
+		{CmdSetPolicies, &pb.SetPoliciesCommand{Request: &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{{Queue: "q", Type: "T", Pinned: true}},
+			Capacities: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: 1}}, Fence: fence, SkipPinned: true}, NowMs: 5}},
+		{CmdDeleteApplicationHomes, &pb.DeleteApplicationHomesCommand{Request: &pb.DeleteApplicationHomesRequest{ApplicationIds: []string{"a"}, CreatedBeforeMs: 3, Fence: fence}}},
+	} {
+		d, _ := EncodeCommand(c.t, c.m)
+		f.Add(d)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		typ, m, err := DecodeCommand(data)
 		if err != nil {
