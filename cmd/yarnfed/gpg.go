@@ -136,6 +136,9 @@ func gpgFlags(cfg *gpg.Config) []gpgFlag {
 			f.Var(&cfg.Cleaner.Grace, "cleaner-grace", "application homes younger than this are never deleted")
 		}, "cleaner-grace", func(d, s *gpg.Config) { d.Cleaner.Grace = s.Cleaner.Grace }},
 		{func(f *pflag.FlagSet) {
+			f.Var(&cfg.Cleaner.MinRMUptime, "cleaner-min-rm-uptime", "no deletion while an RM has been up for less (it may still be recovering applications)")
+		}, "cleaner-min-rm-uptime", func(d, s *gpg.Config) { d.Cleaner.MinRMUptime = s.Cleaner.MinRMUptime }},
+		{func(f *pflag.FlagSet) {
 			f.IntVar(&cfg.Cleaner.MaxPerRound, "cleaner-max-per-round", cfg.Cleaner.MaxPerRound, "most application homes deleted per round")
 		}, "cleaner-max-per-round", func(d, s *gpg.Config) { d.Cleaner.MaxPerRound = s.Cleaner.MaxPerRound }},
 	}
