@@ -86,6 +86,7 @@ func (g *GPG) cleanApps(ctx context.Context, fence *client.Fence) (cleanResult, 
 	for _, id := range ids {
 		a := answers[id]
 		if _, required := asked(states[id]); required && a.err != nil {
+			g.metrics.blocked.WithLabelValues(id).Inc()
 			return cleanResult{Reason: fmt.Sprintf("sub-cluster %s did not answer completely: %v", id, a.err)}, nil
 		}
 	}

@@ -173,7 +173,7 @@ func (g *GPG) watchEvents(ctx context.Context) {
 	}
 	var events <-chan *pb.WatchEvent
 	open := func() {
-		ch, err := g.store.WatchEvents(ctx, &pb.WatchRequest{Membership: true})
+		ch, err := g.store.WatchEvents(ctx, &pb.WatchRequest{Membership: true, Policies: true})
 		if err != nil {
 			g.log.Debug("gpg: membership watch unavailable; the interval still runs rounds", "err", err)
 			return
@@ -194,9 +194,9 @@ func (g *GPG) watchEvents(ctx context.Context) {
 				events = nil
 				continue
 			}
-			// Our own capacity writes echo back as membership events;
-			// heartbeats change capability. Both are worth a (debounced,
-			// mostly write-free) round.
+			// Heartbeats change capability; an operator may unpin or add
+			// a queue; our own writes echo back too. Each is worth a
+			// (debounced, mostly write-free) round.
 			if e.GetKind() != pb.WatchEvent_PROGRESS && e.GetKind() != pb.WatchEvent_SYNCED {
 				g.Kick()
 			}

@@ -15,6 +15,7 @@ type metrics struct {
 	deleted     prometheus.Counter
 	wouldDelete prometheus.Counter
 	cleaner     *prometheus.CounterVec
+	blocked     *prometheus.CounterVec
 	published   prometheus.Counter
 }
 
@@ -40,11 +41,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Application homes the cleaner would have deleted in dry-run mode."}),
 		cleaner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_cleaner_rounds_total",
 			Help: "Cleaner rounds by result (complete; incomplete: some RM did not answer completely, nothing deleted; error)."}, []string{"result"}),
+		blocked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_cleaner_blocked_total",
+			Help: "Cleaner rounds that deleted nothing because this sub-cluster's RM did not answer completely."}, []string{"subcluster"}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_gpg_capacities_published_total",
 			Help: "Sub-cluster capacities published to the store."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.leader, m.rounds, m.roundTime, m.writes, m.queues, m.weight, m.markedLost, m.deleted, m.wouldDelete, m.cleaner, m.published)
+		reg.MustRegister(m.leader, m.rounds, m.roundTime, m.writes, m.queues, m.weight, m.markedLost, m.deleted, m.wouldDelete, m.cleaner, m.blocked, m.published)
 	}
 	return m
 }
