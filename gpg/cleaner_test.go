@@ -2,6 +2,7 @@ package gpg
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -170,6 +171,41 @@ func TestCleaner(t *testing.T) {
 			}
 			if !tc.wantComplete && e.st.Writes("") != 0 {
 				t.Fatalf("an incomplete round wrote to the store %d times", e.st.Writes(""))
+			}
+		})
+	}
+}
+
+// TestRESTListerHAPair: an HA sub-cluster's web address list is tried in
+// order; the standby is passed over, the active answers.
+func TestRESTListerHAPair(t *testing.T) {
+	active, standby := simrmtest.StartHA(t, "SC-HA", nil)
+	app := submit(t, active, true)
+	l := &restLister{http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}
+	cases := []struct {
+		name    string
+		addrs   string
+		wantErr error
+	}{
+		{"standby first, then active", standby.Addrs().Web + "," + active.Addrs().Web, nil},
+		{"standby only", standby.Addrs().Web, ErrNoActiveRM},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := subCluster("SC-HA", pb.SubClusterState_SC_RUNNING, "")
+			sc.RmWebServiceAddress = tc.addrs
+			apps, err := l.ListApps(context.Background(), sc)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, ok := apps[app]; !ok || st.Final {
+				t.Fatalf("apps %v: want %s running", apps, app)
 			}
 		})
 	}

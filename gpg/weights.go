@@ -135,7 +135,11 @@ func normalized(w Weights) Weights {
 // to 1 and no round redirects more than maxStep of the traffic.
 func stepToward(old, target Weights, threshold, maxStep float64) (next Weights, changed bool, distance float64) {
 	if len(old) == 0 {
-		return target, len(target) > 0, 1
+		next = make(Weights, len(target))
+		for id, v := range target {
+			next[id] = math.Round(v*1e4) / 1e4
+		}
+		return next, len(target) > 0, 1
 	}
 	ids := unionIDs(old, target)
 	for _, id := range ids {
