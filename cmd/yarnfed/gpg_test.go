@@ -233,6 +233,11 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
 		t.Fatal("a misspelt key was accepted")
 	}
+	// A Kubernetes section is never silently ignored.
+	cfg.Kubernetes = []gpg.KubeClusterConfig{{Name: "k8s", SubClusterID: "SC-K8S"}}
+	if src, err := newCapacitySource(cfg); err == nil && src == nil {
+		t.Fatal("a kubernetes section was accepted without a capacity source")
+	}
 }
 
 // TestBenchGPGSmall runs `yarnfed bench gpg` small: it starts a real store,
