@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -66,7 +68,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Store = sc
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			src, err := newCapacitySource(cfg)
+			src, err := newCapacitySource(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
 			}
@@ -154,11 +156,16 @@ func overlayGPGFlags(fs *pflag.FlagSet, fileCfg, flagCfg *gpg.Config) {
 	}
 }
 
-// newCapacitySource builds the capacity source of cfg.Kubernetes. The
-// Kubernetes source (package gpg/kube) is wired in here when it lands; until
-// then a configured Kubernetes section is an error rather than silently
-// ignored.
-func newCapacitySource(cfg gpg.Config) (capacity.Source, error) {
+// newCapacitySource builds the capacity source of cfg.Kubernetes, running
+// until ctx ends. The Kubernetes source (package gpg/kube) is wired in here
+// when it lands, e.g.
+//
+//	return kube.NewSource(ctx, cfg.Kubernetes, log) // starts informers, returns a capacity.Source
+//
+// Until then a configured Kubernetes section is an error rather than
+// silently ignored.
+func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (capacity.Source, error) {
+	_, _ = ctx, log
 	if len(cfg.Kubernetes) == 0 {
 		return nil, nil
 	}

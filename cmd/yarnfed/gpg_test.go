@@ -235,7 +235,7 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	}
 	// A Kubernetes section is never silently ignored.
 	cfg.Kubernetes = []gpg.KubeClusterConfig{{Name: "k8s", SubClusterID: "SC-K8S"}}
-	if src, err := newCapacitySource(cfg); err == nil && src == nil {
+	if src, err := newCapacitySource(context.Background(), cfg, nil); err == nil && src == nil {
 		t.Fatal("a kubernetes section was accepted without a capacity source")
 	}
 }
