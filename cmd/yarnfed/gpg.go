@@ -165,7 +165,6 @@ func overlayGPGFlags(fs *pflag.FlagSet, fileCfg, flagCfg *gpg.Config) {
 // Until then a configured Kubernetes section is an error rather than
 // silently ignored.
 func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (capacity.Source, error) {
-	_, _ = ctx, log
 	if len(cfg.Kubernetes) == 0 {
 		return nil, nil
 	}
