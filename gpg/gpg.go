@@ -151,10 +151,11 @@ func (g *GPG) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); g.lease.run(ctx) }()
 	go func() { defer wg.Done(); g.watchEvents(ctx) }()
 	go func() { defer wg.Done(); g.loop(ctx) }()
+	go func() { defer wg.Done(); g.cleanLoop(ctx) }()
 	<-ctx.Done()
 	if srv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -235,9 +236,28 @@ func (g *GPG) loop(ctx context.Context) {
 	}
 }
 
-// Round runs one round now if this GPG holds the lease: liveness, the
-// policy generator, and the cleaner when it is due. Errors are logged and
-// counted; the next round tries again.
+// cleanLoop runs the cleaner every cleaner interval, apart from the
+// policy rounds: an RM that is slow to list its applications must not
+// delay weights.
+func (g *GPG) cleanLoop(ctx context.Context) {
+	if !g.cfg.Cleaner.Enabled {
+		return
+	}
+	t := time.NewTicker(g.cfg.Cleaner.Interval.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.CleanOnce(ctx)
+		}
+	}
+}
+
+// Round runs one round now if this GPG holds the lease: liveness and the
+// policy generator. Errors are logged and counted; the next round tries
+// again.
 func (g *GPG) Round(ctx context.Context) {
 	fence := g.lease.fence()
 	g.mu.Lock()
@@ -274,12 +294,6 @@ func (g *GPG) Round(ctx context.Context) {
 		g.mu.Lock()
 		g.last, g.lastRound = res, g.now()
 		g.mu.Unlock()
-	}
-	g.mu.Lock()
-	due := g.cfg.Cleaner.Enabled && g.now().Sub(g.lastClean) >= g.cfg.Cleaner.Interval.D()
-	g.mu.Unlock()
-	if due {
-		g.CleanOnce(ctx)
 	}
 	err := errors.Join(errs...)
 	if err != nil && ctx.Err() == nil {
