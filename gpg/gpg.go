@@ -104,6 +104,18 @@ func (g *GPG) WebAddr() net.Addr {
 	return g.webLn.Addr()
 }
 
+// Close releases what New opened (the web listener) when Run is not going
+// to run; after Run returns there is nothing left to close.
+func (g *GPG) Close() error {
+	if g.webLn == nil {
+		return nil
+	}
+	if err := g.webLn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // Kick asks for a round soon (after the debounce).
 func (g *GPG) Kick() {
 	select {
