@@ -76,6 +76,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 			if err != nil {
 				return err
 			}
+			defer g.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
 				cfg.ID, g.WebAddr(), storeAddrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
 			return g.Run(cmd.Context())
