@@ -27,3 +27,6 @@ func (r *Router) MethodNames() []string {
 
 // Member returns the router's cached membership row of sc.
 func (r *Router) Member(sc SubClusterID) (SubClusterInfo, bool) { return r.members.get(sc) }
+
+// FromPB converts a store row as ClientStore does.
+var FromPB = fromPB

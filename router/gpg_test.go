@@ -7,6 +7,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
 // TestStaleHeartbeatTakesNoNewWork: a sub-cluster whose agent died still
@@ -113,5 +114,20 @@ func TestPublishedCapacityNarrowsLoadBased(t *testing.T) {
 				t.Fatalf("LoadBased chose %s, want %s", h, tc.want)
 			}
 		})
+	}
+}
+
+// TestClientStoreReadsPublishedCapacity: the production store adapter
+// carries the GPG's published capacity (and nothing when none is stored).
+func TestClientStoreReadsPublishedCapacity(t *testing.T) {
+	row := &storepb.SubClusterInfo{SubClusterId: "SC-1", State: storepb.SubClusterState_SC_RUNNING,
+		PublishedCapacity: &storepb.PublishedCapacity{MemoryMb: 4096, Vcores: 4, Nodes: 2, ObservedMs: 1000, PublishedMs: 2000}}
+	got := router.FromPB(row)
+	if p := got.Published; p == nil || p.MemoryMB != 4096 || p.VCores != 4 || p.Nodes != 2 || !p.PublishedAt.Equal(time.UnixMilli(2000)) || !p.ObservedAt.Equal(time.UnixMilli(1000)) {
+		t.Fatalf("published %+v", got.Published)
+	}
+	row.PublishedCapacity = nil
+	if router.FromPB(row).Published != nil {
+		t.Fatal("a row without published capacity got one")
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/statestore/store"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
 const (
@@ -353,5 +357,29 @@ func TestPolicyPin(t *testing.T) {
 	}
 	if r := h.run("policy", "pin"); r.code != exitUsage {
 		t.Fatalf("pin without a queue: exit %d", r.code)
+	}
+}
+
+// TestGPGLease shows the lease holder, epoch and expiry as stored.
+func TestGPGLease(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run("gpg", "lease"); r.code != exitError || !strings.Contains(r.err, "no GPG ever acquired it") {
+		t.Fatalf("no lease: exit %d %q", r.code, r.err)
+	}
+	h.propose(store.CmdAcquireLease, &pb.AcquireLeaseCommand{Request: &pb.AcquireLeaseRequest{Name: "gpg", Holder: "gpg-a", TtlMs: 15_000},
+		NowMs: fixedNow.Add(-5 * time.Second).UnixMilli()})
+	out := h.ok("gpg", "lease")
+	for _, want := range []string{"Holder   gpg-a", "Epoch    1", "(in 10s)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("missing %q in\n%s", want, out)
+		}
+	}
+	var got struct {
+		Holder string `json:"holder"`
+		Epoch  uint64 `json:"epoch"`
+		Held   bool   `json:"held"`
+	}
+	if err := json.Unmarshal([]byte(h.ok("gpg", "lease", "-o", "json")), &got); err != nil || got.Holder != "gpg-a" || got.Epoch != 1 || !got.Held {
+		t.Fatalf("json %+v %v", got, err)
 	}
 }
