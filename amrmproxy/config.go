@@ -19,7 +19,7 @@ import (
 // Hadoop's AMRMProxy port (yarn.nodemanager.amrmproxy.address).
 const (
 	DefaultAMRMAddress = "0.0.0.0:8049"
-	DefaultWebAddress  = "0.0.0.0:8069"
+	DefaultWebAddress  = "0.0.0.0:8070"
 )
 
 // PolicyUniformBroadcast is Hadoop's default yarn.federation.policy-manager.

@@ -55,6 +55,16 @@ type Config struct {
 	// MembershipRefresh is the membership poll period (a store watch, if
 	// available, refreshes sooner).
 	MembershipRefresh Duration `json:"membership_refresh"`
+	// SubClusterHeartbeatExpiry: a sub-cluster whose last heartbeat is
+	// older takes no new work (submissions, fan-outs) even while its row
+	// still says RUNNING, so a dead agent stops attracting applications
+	// whether or not a GPG is running to mark it SC_LOST. Per-app calls
+	// still reach an existing home. 0 disables the rule.
+	SubClusterHeartbeatExpiry Duration `json:"subcluster_heartbeat_expiry"`
+	// PublishedCapacityTTL: a capacity the GPG published (Kubernetes batch
+	// capacity YARN can really use) is used by load-based routing while it
+	// is younger than this; older, the RM's own figures alone count.
+	PublishedCapacityTTL Duration `json:"published_capacity_ttl"`
 	// CallTimeout bounds one call to one RM.
 	CallTimeout Duration `json:"call_timeout"`
 	// DialTimeout bounds connecting to an RM.
@@ -108,11 +118,14 @@ func DefaultConfig() Config {
 		RetryInterval:     Duration(10 * time.Millisecond),
 		FailoverWait:      Duration(30 * time.Second),
 		MembershipRefresh: Duration(time.Second),
-		CallTimeout:       Duration(30 * time.Second),
-		DialTimeout:       Duration(5 * time.Second),
-		HomeCacheTTL:      Duration(60 * time.Second),
-		HomeCacheSize:     100_000,
-		DefaultPolicy:     PolicyUniformBroadcast,
+		// Three of Hadoop's 60 s RM heartbeats (our agent beats every 10 s).
+		SubClusterHeartbeatExpiry: Duration(3 * time.Minute),
+		PublishedCapacityTTL:      Duration(5 * time.Minute),
+		CallTimeout:               Duration(30 * time.Second),
+		DialTimeout:               Duration(5 * time.Second),
+		HomeCacheTTL:              Duration(60 * time.Second),
+		HomeCacheSize:             100_000,
+		DefaultPolicy:             PolicyUniformBroadcast,
 		Breaker: BreakerConfig{
 			ConsecutiveFailures: 3,
 			OpenFor:             Duration(5 * time.Second),
@@ -150,6 +163,7 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]Duration{
 		"retry_interval": c.RetryInterval, "failover_wait": c.FailoverWait,
 		"home_cache_ttl": c.HomeCacheTTL, "breaker.interval": c.Breaker.Interval,
+		"subcluster_heartbeat_expiry": c.SubClusterHeartbeatExpiry, "published_capacity_ttl": c.PublishedCapacityTTL,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be >= 0", name, time.Duration(d)))

@@ -24,3 +24,9 @@ func (r *Router) MethodNames() []string {
 	}
 	return out
 }
+
+// Member returns the router's cached membership row of sc.
+func (r *Router) Member(sc SubClusterID) (SubClusterInfo, bool) { return r.members.get(sc) }
+
+// FromPB converts a store row as ClientStore does.
+var FromPB = fromPB

@@ -13,7 +13,11 @@ import (
 // loop (and a store watch when available), never on the request path, so a
 // routed call costs no store round trip for membership.
 type membership struct {
-	store   StateStore
+	store StateStore
+	// expiry is the heartbeat age past which a sub-cluster takes no new
+	// work (0: never); now is the clock (tests replace it).
+	expiry  time.Duration
+	now     func() time.Time
 	brk     *breakers
 	log     *slog.Logger
 	onFetch func(map[SubClusterID]SubClusterInfo)
@@ -26,7 +30,7 @@ type membership struct {
 }
 
 func newMembership(store StateStore, brk *breakers, log *slog.Logger) *membership {
-	return &membership{store: store, brk: brk, log: log, rows: map[SubClusterID]SubClusterInfo{}, changed: make(chan struct{})}
+	return &membership{store: store, brk: brk, log: log, now: time.Now, rows: map[SubClusterID]SubClusterInfo{}, changed: make(chan struct{})}
 }
 
 // refresh re-reads every row (not only active ones: per-app calls need the
@@ -81,10 +85,20 @@ func (m *membership) all() []SubClusterInfo {
 	return out
 }
 
-// routable reports whether sc may receive calls: RUNNING in the store and
-// its breaker not open.
+// routable reports whether sc may receive new work: RUNNING in the store,
+// a heartbeat fresher than the expiry, and its breaker not open.
 func (m *membership) routable(sc SubClusterInfo) bool {
-	return sc.State.Active() && !m.brk.open(sc.ID)
+	return sc.State.Active() && !m.stale(sc) && !m.brk.open(sc.ID)
+}
+
+// stale reports whether sc's last heartbeat is older than the expiry. A
+// row without a heartbeat time (the store always stamps one) is not
+// judged.
+func (m *membership) stale(sc SubClusterInfo) bool {
+	if m.expiry <= 0 || sc.LastHeartbeat.IsZero() || sc.LastHeartbeat.UnixMilli() == 0 {
+		return false
+	}
+	return m.now().Sub(sc.LastHeartbeat) > m.expiry
 }
 
 // candidates returns the routable sub-clusters not excluded by bl, sorted

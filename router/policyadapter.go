@@ -2,8 +2,10 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/yarnfed/yarnfed/policies"
 )
@@ -13,6 +15,10 @@ import (
 type PoliciesFactory struct {
 	Registry *policies.Registry
 	Env      policies.Env
+	// PublishedTTL: a published capacity younger than this narrows the
+	// RM's availability figures (policies.Capability.WithPublished); 0
+	// ignores published capacity.
+	PublishedTTL time.Duration
 }
 
 // NewPoliciesFactory uses the default registry (every Hadoop manager).
@@ -26,14 +32,16 @@ func (f *PoliciesFactory) RouterPolicy(conf PolicyConfiguration) (RouterPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	return &policyAdapter{p: m.Router()}, nil
+	return &policyAdapter{p: m.Router(), publishedTTL: f.PublishedTTL, now: time.Now}, nil
 }
 
 // policyAdapter feeds a policies.RouterPolicy a snapshot of the candidates.
 // Snapshots are cached by the candidates' identity (ids, heartbeats), so
 // policies can reuse their derived tables across submissions.
 type policyAdapter struct {
-	p policies.RouterPolicy
+	p            policies.RouterPolicy
+	publishedTTL time.Duration
+	now          func() time.Time
 
 	mu   sync.Mutex
 	key  string
@@ -49,6 +57,9 @@ func (a *policyAdapter) SelectHome(ctx context.Context, sub AppSubmission, cands
 		kb.WriteString(string(sc.ID))
 		kb.WriteByte('@')
 		kb.WriteString(sc.LastHeartbeat.String())
+		if p := a.published(sc); p != nil {
+			fmt.Fprintf(&kb, "+%d/%d", p.MemoryMB, p.VCores)
+		}
 		kb.WriteByte(';')
 	}
 	key := kb.String()
@@ -58,6 +69,9 @@ func (a *policyAdapter) SelectHome(ctx context.Context, sub AppSubmission, cands
 		scs := make([]policies.SubCluster, len(cands))
 		for i, sc := range cands {
 			capa, _ := policies.ParseCapability([]byte(sc.Capability)) // missing -> zero, as Hadoop
+			if p := a.published(sc); p != nil {
+				capa = capa.WithPublished(p.MemoryMB, p.VCores)
+			}
 			scs[i] = policies.SubCluster{ID: policies.SubClusterID(sc.ID), State: policies.SubClusterState(sc.State),
 				Capability: capa, LastHeartbeat: sc.LastHeartbeat}
 		}
@@ -74,4 +88,13 @@ func (a *policyAdapter) SelectHome(ctx context.Context, sub AppSubmission, cands
 	}
 	id, err := a.p.HomeSubCluster(ctx, snap, app, nil)
 	return SubClusterID(id), err
+}
+
+// published returns sc's published capacity while it is fresh, else nil.
+func (a *policyAdapter) published(sc SubClusterInfo) *PublishedCapacity {
+	p := sc.Published
+	if p == nil || a.publishedTTL <= 0 || a.now().Sub(p.PublishedAt) > a.publishedTTL {
+		return nil
+	}
+	return p
 }

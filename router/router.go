@@ -80,6 +80,7 @@ func New(cfg Config) (*Router, error) {
 		r.log.Warn("sub-cluster circuit breaker changed", "subcluster", sc, "state", to.String())
 	})
 	r.members = newMembership(cfg.Store, r.brk, log)
+	r.members.expiry = cfg.SubClusterHeartbeatExpiry.D()
 	dial := cfg.Dial
 	if dial == nil {
 		dial = HadoopDialer(cfg.DialTimeout.D(), log)
@@ -98,7 +99,7 @@ func New(cfg Config) (*Router, error) {
 	r.homes = newHomeCache(cfg.HomeCacheTTL.D(), cfg.HomeCacheSize)
 	factory := cfg.Policies
 	if factory == nil {
-		factory = NewPoliciesFactory(policies.Env{})
+		factory = &PoliciesFactory{Registry: policies.NewDefaultRegistry(), PublishedTTL: cfg.PublishedCapacityTTL.D()}
 	}
 	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy, log: log, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))

@@ -36,6 +36,19 @@ type SubClusterInfo struct {
 	LastHeartbeat          time.Time
 	LastStartTime          time.Time
 	Capability             string // JSON of the RM's clusterMetrics object
+	// Published is the capacity the GPG measured outside YARN (nil: none).
+	Published *PublishedCapacity
+}
+
+// PublishedCapacity is what YARN can really use in a sub-cluster as the GPG
+// measured it (Kubernetes batch capacity), kept apart from the RM's own
+// capability, which heartbeats overwrite.
+type PublishedCapacity struct {
+	MemoryMB    int64
+	VCores      int64
+	Nodes       int32
+	ObservedAt  time.Time
+	PublishedAt time.Time
 }
 
 // PolicyConfiguration is the stored per-queue policy (Hadoop

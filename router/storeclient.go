@@ -33,8 +33,14 @@ func (s *ClientStore) GetSubClusters(ctx context.Context, activeOnly bool) ([]Su
 }
 
 func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
+	var pub *PublishedCapacity
+	if p := sc.GetPublishedCapacity(); p != nil {
+		pub = &PublishedCapacity{MemoryMB: p.GetMemoryMb(), VCores: p.GetVcores(), Nodes: p.GetNodes(),
+			ObservedAt: time.UnixMilli(p.GetObservedMs()), PublishedAt: time.UnixMilli(p.GetPublishedMs())}
+	}
 	return SubClusterInfo{
-		ID: SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
+		Published: pub,
+		ID:        SubClusterID(sc.GetSubClusterId()), AMRMServiceAddress: sc.GetAmrmServiceAddress(),
 		ClientRMServiceAddress: sc.GetClientRmServiceAddress(), RMAdminServiceAddress: sc.GetRmAdminServiceAddress(),
 		RMWebServiceAddress: sc.GetRmWebServiceAddress(), State: SubClusterState(sc.GetState()),
 		LastHeartbeat: time.UnixMilli(sc.GetLastHeartbeatMs()), LastStartTime: time.UnixMilli(sc.GetLastStartTimeMs()),

@@ -11,6 +11,6 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure a component against a baseline in the same run",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchAMRMProxyCmd())
+	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd())
 	return cmd
 }

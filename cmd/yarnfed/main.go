@@ -43,6 +43,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSubclusterAgentCmd())
 	root.AddCommand(newStatestoreCmd())
 	root.AddCommand(newAMRMProxyCmd())
+	root.AddCommand(newGPGCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newDevCmd())

@@ -77,6 +77,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(durationFlag{&cfg.FailoverWait}, "failover-wait", "how long a call waits for a routable sub-cluster before failing")
 	f.Var(durationFlag{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
 	f.Var(durationFlag{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
+	f.Var(durationFlag{&cfg.SubClusterHeartbeatExpiry}, "subcluster-heartbeat-expiry", "a sub-cluster whose last heartbeat is older takes no new work (0 disables)")
 	return cmd
 }
 
@@ -84,13 +85,14 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 // flagCfg onto fileCfg, so precedence is defaults < file < flags.
 func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 	set := map[string]func(){
-		"clientrm-address":   func() { fileCfg.ClientRMAddress = flagCfg.ClientRMAddress },
-		"web-address":        func() { fileCfg.WebAddress = flagCfg.WebAddress },
-		"submit-retries":     func() { fileCfg.SubmitRetries = flagCfg.SubmitRetries },
-		"partial-results":    func() { fileCfg.PartialResults = flagCfg.PartialResults },
-		"failover-wait":      func() { fileCfg.FailoverWait = flagCfg.FailoverWait },
-		"call-timeout":       func() { fileCfg.CallTimeout = flagCfg.CallTimeout },
-		"membership-refresh": func() { fileCfg.MembershipRefresh = flagCfg.MembershipRefresh },
+		"clientrm-address":            func() { fileCfg.ClientRMAddress = flagCfg.ClientRMAddress },
+		"web-address":                 func() { fileCfg.WebAddress = flagCfg.WebAddress },
+		"submit-retries":              func() { fileCfg.SubmitRetries = flagCfg.SubmitRetries },
+		"partial-results":             func() { fileCfg.PartialResults = flagCfg.PartialResults },
+		"failover-wait":               func() { fileCfg.FailoverWait = flagCfg.FailoverWait },
+		"call-timeout":                func() { fileCfg.CallTimeout = flagCfg.CallTimeout },
+		"membership-refresh":          func() { fileCfg.MembershipRefresh = flagCfg.MembershipRefresh },
+		"subcluster-heartbeat-expiry": func() { fileCfg.SubClusterHeartbeatExpiry = flagCfg.SubClusterHeartbeatExpiry },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {

@@ -32,6 +32,10 @@ func seedSubClusters(h *harness) {
 	h.addSubCluster("SC-1", pb.SubClusterState_SC_RUNNING, 12*time.Second, capSC1)
 	h.addSubCluster("SC-2", pb.SubClusterState_SC_LOST, 3*time.Hour+5*time.Minute, "")
 	h.addSubCluster("SC-3", pb.SubClusterState_SC_NEW, 45*time.Minute, `{"clusterMetrics":{"totalMB":1024}}`)
+	// The GPG published SC-1's Kubernetes batch capacity a minute ago.
+	h.propose(store.CmdPublishCapacity, &pb.PublishCapacityCommand{Request: &pb.PublishCapacityRequest{Items: []*pb.PublishCapacityRequest_Item{
+		{SubClusterId: "SC-1", MemoryMb: 6144, Vcores: 5, Nodes: 3, ObservedMs: fixedNow.Add(-90 * time.Second).UnixMilli()},
+	}}, NowMs: fixedNow.Add(-time.Minute).UnixMilli()})
 }
 
 func TestSubClusterListAndGet(t *testing.T) {

@@ -139,7 +139,7 @@ Exit status: 0 success, 1 the operation failed, 2 the command line was not under
 	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on the command after this long, retries across replicas included")
 	pf.StringVarP(&c.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(c.newPolicyCmd(getenv), c.newSubClusterCmd(), c.newAppCmd(), c.newStoreCmd())
+	root.AddCommand(c.newPolicyCmd(getenv), c.newSubClusterCmd(), c.newAppCmd(), c.newStoreCmd(), c.newGPGCmd())
 	root.CompletionOptions.HiddenDefaultCmd = true
 	return root
 }

@@ -36,7 +36,8 @@ func (c *ctl) newPolicyCmd(getenv func(string) string) *cobra.Command {
 		defManager = defaultWeightsManager
 	}
 	g.AddCommand(c.newPolicySaveCmd(defManager), c.newPolicyBatchSaveCmd(defManager), c.newPolicyListCmd(),
-		c.newPolicyGetCmd(), c.newPolicySetCmd(), c.newPolicyDeleteCmd(), c.newPolicyExportCmd())
+		c.newPolicyGetCmd(), c.newPolicySetCmd(), c.newPolicyDeleteCmd(), c.newPolicyExportCmd(),
+		c.newPolicyPinCmd(true), c.newPolicyPinCmd(false))
 	return g
 }
 
@@ -172,7 +173,11 @@ func (c *ctl) saveQueuePolicies(cmd *cobra.Command, qs []policies.QueuePolicy, m
 		return err
 	}
 	for i, cfg := range cfgs {
-		if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params}); err != nil {
+		pin, err := pinned(ctx, cl, cfg.Queue)
+		if err == nil {
+			err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
+		}
+		if err != nil {
 			if i > 0 {
 				return fmt.Errorf("queue %q: %w (saved before the failure: %s; not saved: %s)", cfg.Queue, err, queueNames(cfgs[:i]), queueNames(cfgs[i:]))
 			}
@@ -242,10 +247,12 @@ type policyRow struct {
 	HeadRoomAlpha          string `json:"headRoomAlpha"`
 	// ParamsError says why stored params could not be read as weights.
 	ParamsError string `json:"paramsError,omitempty"`
+	// Pinned: the GPG leaves this queue alone (yarnfed extension).
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 func (c *ctl) policyRowOf(p *pb.PolicyConfiguration) policyRow {
-	r := policyRow{Queue: p.GetQueue(), PolicyManagerClassName: p.GetType()}
+	r := policyRow{Queue: p.GetQueue(), PolicyManagerClassName: p.GetType(), Pinned: p.GetPinned()}
 	if len(p.GetParams()) == 0 {
 		return r
 	}
@@ -267,7 +274,8 @@ func (c *ctl) newPolicyListCmd() *cobra.Command {
 		Short:   "List stored queue policies (yarn routeradmin -policy -l)",
 		Long: `List stored queue policies with their manager, router and AMRM weights and headroomAlpha.
 Weights are shown as 'routeradmin -policy -l' shows them (Hadoop's map order). -o json prints the
-fields of Hadoop's FederationQueueWeight record.`,
+fields of Hadoop's FederationQueueWeight record. PINNED marks queues the GPG leaves alone
+('policy pin').`,
 		Example: `  yarnfedctl policy list
   yarnfedctl policy list --queues root.a,root.b -o json`,
 		Args: noArgs,
@@ -287,13 +295,17 @@ fields of Hadoop's FederationQueueWeight record.`,
 			if c.output == "json" {
 				return writeJSON(c.out, rows)
 			}
-			t := newTable(c.out, "QUEUE", "MANAGER", "ROUTER WEIGHTS", "AMRM WEIGHTS", "HEADROOM ALPHA")
+			t := newTable(c.out, "QUEUE", "MANAGER", "ROUTER WEIGHTS", "AMRM WEIGHTS", "HEADROOM ALPHA", "PINNED")
 			for _, r := range rows {
 				router := r.RouterWeight
 				if r.ParamsError != "" {
 					router = "(unreadable params: see -o json)"
 				}
-				t.row(r.Queue, c.managerShort(r.PolicyManagerClassName), router, r.AmrmWeight, r.HeadRoomAlpha)
+				pin := ""
+				if r.Pinned {
+					pin = "yes"
+				}
+				t.row(r.Queue, c.managerShort(r.PolicyManagerClassName), router, r.AmrmWeight, r.HeadRoomAlpha, pin)
 			}
 			return t.flush()
 		},
@@ -411,7 +423,11 @@ with the offending field named, and the stored policy stays as it was.`,
 					return err
 				}
 			}
-			if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params}); err != nil {
+			pin, err := pinned(ctx, cl, cfg.Queue)
+			if err == nil {
+				err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
+			}
+			if err != nil {
 				return fmt.Errorf("queue %q: %w", cfg.Queue, err)
 			}
 			fmt.Fprintf(c.out, "saved policy for queue %s (%s)\n", cfg.Queue, c.managerShort(cfg.Type))

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/statestore/store"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
 const (
@@ -121,7 +125,7 @@ func TestPolicyList(t *testing.T) {
 	seedPolicies(h)
 	golden(t, "policy-list.golden", h.ok("policy", "list"))
 	golden(t, "policy-list-queues.golden", h.ok("policy", "list", "--queues", "root.c,root.a,root.zz"))
-	if out := h.ok("policy", "list", "--queue", "root.zz"); out != "QUEUE  MANAGER  ROUTER WEIGHTS  AMRM WEIGHTS  HEADROOM ALPHA\n" {
+	if out := h.ok("policy", "list", "--queue", "root.zz"); out != "QUEUE  MANAGER  ROUTER WEIGHTS  AMRM WEIGHTS  HEADROOM ALPHA  PINNED\n" {
 		t.Fatalf("no match: %q", out)
 	}
 
@@ -310,5 +314,72 @@ func TestPolicyExportRoundTrip(t *testing.T) {
 	}
 	if out := h.ok("policy", "export", "--queues", "root.b"); strings.Count(out, "<queue>") != 1 || !strings.Contains(out, "<name>root.b</name>") {
 		t.Fatalf("--queues: %s", out)
+	}
+}
+
+// TestPolicyPin: pin and unpin set the marker the GPG honours; list shows
+// it; saving new weights keeps it; pinning a queue without a policy fails.
+func TestPolicyPin(t *testing.T) {
+	h := newHarness(t)
+	seedPolicies(h)
+	if out := h.ok("policy", "pin", "root.b", "*"); out != "queue root.b: pinned\nqueue *: pinned\n" {
+		t.Fatalf("pin: %q", out)
+	}
+	if !h.policy("root.b").GetPinned() || h.policy("root.a").GetPinned() {
+		t.Fatal("pin marker not stored on exactly the named queues")
+	}
+	var rows []policyRow
+	if err := json.Unmarshal([]byte(h.ok("policy", "list", "-o", "json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Pinned != (r.Queue == "root.b" || r.Queue == "*") {
+			t.Fatalf("list row %+v", r)
+		}
+	}
+	if out := h.ok("policy", "list", "--queue", "root.b"); !strings.Contains(out, "yes") {
+		t.Fatalf("table does not show the pin: %q", out)
+	}
+	before := h.policy("root.b").GetParams()
+	h.ok("policy", "save", "-s", "root.b;SC-1:1.0;SC-1:1.0;1.0")
+	if p := h.policy("root.b"); !p.GetPinned() || string(p.GetParams()) == string(before) {
+		t.Fatalf("save on a pinned queue: pinned=%v params %s", p.GetPinned(), p.GetParams())
+	}
+	if out := h.ok("policy", "pin", "root.b"); out != "queue root.b: already pinned\n" {
+		t.Fatalf("re-pin: %q", out)
+	}
+	h.ok("policy", "unpin", "root.b")
+	if h.policy("root.b").GetPinned() {
+		t.Fatal("unpin left the marker")
+	}
+	if r := h.run("policy", "pin", "root.nope"); r.code != exitError || !strings.Contains(r.err, "no policy stored") {
+		t.Fatalf("pin of a queue without policy: exit %d, %q", r.code, r.err)
+	}
+	if r := h.run("policy", "pin"); r.code != exitUsage {
+		t.Fatalf("pin without a queue: exit %d", r.code)
+	}
+}
+
+// TestGPGLease shows the lease holder, epoch and expiry as stored.
+func TestGPGLease(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run("gpg", "lease"); r.code != exitError || !strings.Contains(r.err, "no GPG ever acquired it") {
+		t.Fatalf("no lease: exit %d %q", r.code, r.err)
+	}
+	h.propose(store.CmdAcquireLease, &pb.AcquireLeaseCommand{Request: &pb.AcquireLeaseRequest{Name: "gpg", Holder: "gpg-a", TtlMs: 15_000},
+		NowMs: fixedNow.Add(-5 * time.Second).UnixMilli()})
+	out := h.ok("gpg", "lease")
+	for _, want := range []string{"Holder   gpg-a", "Epoch    1", "(in 10s)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("missing %q in\n%s", want, out)
+		}
+	}
+	var got struct {
+		Holder string `json:"holder"`
+		Epoch  uint64 `json:"epoch"`
+		Held   bool   `json:"held"`
+	}
+	if err := json.Unmarshal([]byte(h.ok("gpg", "lease", "-o", "json")), &got); err != nil || got.Holder != "gpg-a" || got.Epoch != 1 || !got.Held {
+		t.Fatalf("json %+v %v", got, err)
 	}
 }

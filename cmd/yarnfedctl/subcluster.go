@@ -42,6 +42,19 @@ type scView struct {
 	Capability             json.RawMessage `json:"capability,omitempty"`
 	Summary                *capSummary     `json:"summary,omitempty"`
 	CapabilityError        string          `json:"capabilityError,omitempty"`
+	// Published is the capacity the GPG measured outside YARN (Kubernetes
+	// batch capacity YARN can really use); yarnfed extension.
+	Published *publishedView `json:"publishedCapacity,omitempty"`
+
+	age string
+}
+
+type publishedView struct {
+	MemoryMB    int64  `json:"memoryMB"`
+	VCores      int64  `json:"vCores"`
+	Nodes       int32  `json:"nodes"`
+	ObservedAt  string `json:"observedAt,omitempty"`
+	PublishedAt string `json:"publishedAt,omitempty"`
 
 	age string
 }
@@ -69,6 +82,13 @@ func (c *ctl) scViewOf(sc *pb.SubClusterInfo) scView {
 		v.age = formatAge(d)
 		secs := max(int64(d/time.Second), 0)
 		v.LastHeartBeatAgeSec = &secs
+	}
+	if p := sc.GetPublishedCapacity(); p != nil {
+		v.Published = &publishedView{MemoryMB: p.GetMemoryMb(), VCores: p.GetVcores(), Nodes: p.GetNodes(),
+			ObservedAt: formatMs(p.GetObservedMs()), PublishedAt: formatMs(p.GetPublishedMs()), age: "never"}
+		if p.GetPublishedMs() > 0 {
+			v.Published.age = formatAge(c.now().Sub(time.UnixMilli(p.GetPublishedMs())))
+		}
 	}
 	if capJSON := sc.GetCapability(); capJSON != "" {
 		if json.Valid([]byte(capJSON)) {
@@ -125,7 +145,9 @@ func (c *ctl) newSubClusterListCmd() *cobra.Command {
 		Short:   "List sub-clusters with state, heartbeat age, addresses and capacity (yarn routeradmin -subCluster -getSubClusters)",
 		Long: `List registered sub-clusters: state, time since the last heartbeat, the RM addresses (client RM,
 AMRM, admin, web), available/total memory (MB) and vcores, and pending/running applications from the
-capability the RM last reported. --active keeps only SC_RUNNING ones, the sub-clusters routers route to.`,
+capability the RM last reported. PUBLISHED is the memory (MB)/vcores the GPG measured YARN can really
+use there (Kubernetes batch capacity), when it published one. --active keeps only SC_RUNNING ones, the
+sub-clusters routers route to.`,
 		Example: `  yarnfedctl subcluster list
   yarnfedctl subcluster list --active -o json`,
 		Args: noArgs,
@@ -148,13 +170,16 @@ capability the RM last reported. --active keeps only SC_RUNNING ones, the sub-cl
 			if c.output == "json" {
 				return writeJSON(c.out, views)
 			}
-			t := newTable(c.out, "SUBCLUSTER", "STATE", "HEARTBEAT", "CLIENT RM", "AMRM", "RM ADMIN", "RM WEB", "MEMORY MB", "VCORES", "APPS P/R")
+			t := newTable(c.out, "SUBCLUSTER", "STATE", "HEARTBEAT", "CLIENT RM", "AMRM", "RM ADMIN", "RM WEB", "MEMORY MB", "VCORES", "APPS P/R", "PUBLISHED")
 			for _, v := range views {
-				mem, vc, apps := "", "", ""
+				mem, vc, apps, pub := "", "", "", ""
 				if s := v.Summary; s != nil {
 					mem, vc, apps = ratio(s.AvailableMB, s.TotalMB), ratio(s.AvailableVCores, s.TotalVCores), ratio(s.AppsPending, s.AppsRunning)
 				}
-				t.row(v.SubClusterID, v.State, v.age, v.ClientRMServiceAddress, v.AMRMServiceAddress, v.RMAdminServiceAddress, v.RMWebServiceAddress, mem, vc, apps)
+				if p := v.Published; p != nil {
+					pub = ratio(p.MemoryMB, p.VCores)
+				}
+				t.row(v.SubClusterID, v.State, v.age, v.ClientRMServiceAddress, v.AMRMServiceAddress, v.RMAdminServiceAddress, v.RMWebServiceAddress, mem, vc, apps, pub)
 			}
 			return t.flush()
 		},
@@ -199,6 +224,11 @@ func (c *ctl) newSubClusterGetCmd() *cobra.Command {
 				t.row("Active nodes", strconv.FormatInt(s.ActiveNodes, 10))
 			} else if v.CapabilityError != "" {
 				t.row("Capability", v.CapabilityError)
+			}
+			if p := v.Published; p != nil {
+				t.row("Published capacity (MB/vcores)", ratio(p.MemoryMB, p.VCores))
+				t.row("Published nodes", strconv.FormatInt(int64(p.Nodes), 10))
+				t.row("Published at", strings.TrimSpace(p.PublishedAt+" ("+p.age+" ago)"))
 			}
 			return t.flush()
 		},

@@ -37,6 +37,9 @@ var (
 	ErrUnknownOutcome = errors.New("statestore: outcome unknown")
 	// ErrIncompatibleVersion: the stored data has another major version.
 	ErrIncompatibleVersion = errors.New("statestore: incompatible data version")
+	// ErrFenced: a fenced write's caller no longer holds its lease; nothing
+	// was written.
+	ErrFenced = errors.New("statestore: lease not held")
 	// ErrInternal: anything else the server reported.
 	ErrInternal = errors.New("statestore: internal error")
 )
@@ -178,6 +181,8 @@ func fromStatus(err error) error {
 		s = ErrUnavailable
 	case codes.Aborted:
 		s = ErrUnknownOutcome
+	case codes.FailedPrecondition:
+		s = ErrFenced
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())
 	case codes.Canceled:

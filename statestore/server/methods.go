@@ -235,3 +235,48 @@ func (s *Server) Format(ctx context.Context, r *pb.FormatRequest) (*pb.FormatRes
 		return c.Format
 	})
 }
+
+// GPG support.
+
+func (s *Server) SetPolicies(ctx context.Context, r *pb.SetPoliciesRequest) (*pb.SetPoliciesResponse, error) {
+	return write(ctx, s, r, s.st.SetPolicies, func(c pb.StateStoreClient) method[*pb.SetPoliciesRequest, *pb.SetPoliciesResponse] {
+		return c.SetPolicies
+	})
+}
+
+func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*pb.AcquireLeaseResponse, error) {
+	return write(ctx, s, r, s.st.AcquireLease, func(c pb.StateStoreClient) method[*pb.AcquireLeaseRequest, *pb.AcquireLeaseResponse] {
+		return c.AcquireLease
+	})
+}
+
+func (s *Server) ReleaseLease(ctx context.Context, r *pb.ReleaseLeaseRequest) (*pb.ReleaseLeaseResponse, error) {
+	return write(ctx, s, r, s.st.ReleaseLease, func(c pb.StateStoreClient) method[*pb.ReleaseLeaseRequest, *pb.ReleaseLeaseResponse] {
+		return c.ReleaseLease
+	})
+}
+
+func (s *Server) GetLease(ctx context.Context, r *pb.GetLeaseRequest) (*pb.GetLeaseResponse, error) {
+	return read(ctx, s, r, r.GetRead(), func() (*pb.GetLeaseResponse, error) {
+		l, err := s.st.GetLease(r.GetName())
+		return &pb.GetLeaseResponse{Lease: l}, err
+	}, func(c pb.StateStoreClient) method[*pb.GetLeaseRequest, *pb.GetLeaseResponse] { return c.GetLease })
+}
+
+func (s *Server) PublishCapacity(ctx context.Context, r *pb.PublishCapacityRequest) (*pb.PublishCapacityResponse, error) {
+	return write(ctx, s, r, s.st.PublishCapacity, func(c pb.StateStoreClient) method[*pb.PublishCapacityRequest, *pb.PublishCapacityResponse] {
+		return c.PublishCapacity
+	})
+}
+
+func (s *Server) MarkSubClustersLost(ctx context.Context, r *pb.MarkSubClustersLostRequest) (*pb.MarkSubClustersLostResponse, error) {
+	return write(ctx, s, r, s.st.MarkSubClustersLost, func(c pb.StateStoreClient) method[*pb.MarkSubClustersLostRequest, *pb.MarkSubClustersLostResponse] {
+		return c.MarkSubClustersLost
+	})
+}
+
+func (s *Server) DeleteApplicationHomes(ctx context.Context, r *pb.DeleteApplicationHomesRequest) (*pb.DeleteApplicationHomesResponse, error) {
+	return write(ctx, s, r, s.st.DeleteApplicationHomes, func(c pb.StateStoreClient) method[*pb.DeleteApplicationHomesRequest, *pb.DeleteApplicationHomesResponse] {
+		return c.DeleteApplicationHomes
+	})
+}

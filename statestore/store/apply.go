@@ -102,14 +102,33 @@ func (a *applier) apply(t CommandType, m proto.Message) (proto.Message, error) {
 		return &pb.JoinResponse{}, a.tx.Bucket(bNodes).Put([]byte(c.GetNodeId()), []byte(c.GetGrpcAddress()))
 	case CmdRemoveNodeAddress:
 		return &pb.RemoveResponse{}, a.tx.Bucket(bNodes).Delete([]byte(m.(*pb.RemoveNodeAddressCommand).GetNodeId()))
+	case CmdAcquireLease:
+		return a.acquireLease(m.(*pb.AcquireLeaseCommand))
+	case CmdReleaseLease:
+		return a.releaseLease(m.(*pb.ReleaseLeaseCommand))
+	case CmdSetPolicies:
+		return a.setPolicies(m.(*pb.SetPoliciesCommand))
+	case CmdPublishCapacity:
+		return a.publishCapacity(m.(*pb.PublishCapacityCommand))
+	case CmdMarkSubClustersLost:
+		return a.markLost(m.(*pb.MarkSubClustersLostCommand))
+	case CmdDeleteApplicationHomes:
+		return a.deleteApps(m.(*pb.DeleteApplicationHomesCommand))
 	}
 	return nil, fmt.Errorf("no applier for command type %d", t)
 }
 
 func (a *applier) register(c *pb.RegisterSubClusterCommand) (proto.Message, error) {
 	info := proto.Clone(c.GetInfo()).(*pb.SubClusterInfo)
-	// Registration overwrites: an RM that restarts registers afresh.
+	// Registration overwrites: an RM that restarts registers afresh. The
+	// published capacity is not the RM's to set: it stays.
 	info.LastHeartbeatMs = c.GetNowMs()
+	info.PublishedCapacity = nil
+	if old, ok, err := get(a.tx.Bucket(bSubClusters), []byte(info.GetSubClusterId()), &pb.SubClusterInfo{}); err != nil {
+		return nil, err
+	} else if ok {
+		info.PublishedCapacity = old.GetPublishedCapacity()
+	}
 	if err := put(a.tx.Bucket(bSubClusters), []byte(info.GetSubClusterId()), info); err != nil {
 		return nil, err
 	}

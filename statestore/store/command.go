@@ -20,28 +20,34 @@ const IgnoreUnknown CommandType = 0x80
 
 // Command types. Append only.
 const (
-	CmdRegisterSubCluster    CommandType = 1  // RegisterSubClusterCommand
-	CmdHeartbeat             CommandType = 2  // HeartbeatCommand
-	CmdDeregisterSubCluster  CommandType = 3  // DeregisterSubClusterCommand
-	CmdAddApplicationHome    CommandType = 4  // AddApplicationHomeCommand
-	CmdUpdateApplicationHome CommandType = 5  // UpdateApplicationHomeCommand
-	CmdDeleteApplicationHome CommandType = 6  // DeleteApplicationHomeRequest
-	CmdSetPolicy             CommandType = 7  // SetPolicyRequest
-	CmdDeletePolicies        CommandType = 8  // DeletePoliciesRequest
-	CmdAddReservationHome    CommandType = 9  // AddReservationHomeRequest
-	CmdUpdateReservationHome CommandType = 10 // UpdateReservationHomeRequest
-	CmdDeleteReservationHome CommandType = 11 // DeleteReservationHomeRequest
-	CmdStoreMasterKey        CommandType = 12 // StoreMasterKeyRequest
-	CmdRemoveMasterKey       CommandType = 13 // RemoveMasterKeyRequest
-	CmdStoreToken            CommandType = 14 // StoreTokenRequest
-	CmdUpdateToken           CommandType = 15 // UpdateTokenRequest
-	CmdRemoveToken           CommandType = 16 // RemoveTokenRequest
-	CmdReserveRange          CommandType = 17 // ReserveRangeRequest
-	CmdSetCounter            CommandType = 18 // SetCounterRequest
-	CmdFormat                CommandType = 19 // FormatRequest
-	CmdSetNodeAddress        CommandType = 20 // SetNodeAddressCommand
-	CmdRemoveNodeAddress     CommandType = 21 // RemoveNodeAddressCommand
-	CmdBatch                 CommandType = 22 // BatchCommand
+	CmdRegisterSubCluster     CommandType = 1  // RegisterSubClusterCommand
+	CmdHeartbeat              CommandType = 2  // HeartbeatCommand
+	CmdDeregisterSubCluster   CommandType = 3  // DeregisterSubClusterCommand
+	CmdAddApplicationHome     CommandType = 4  // AddApplicationHomeCommand
+	CmdUpdateApplicationHome  CommandType = 5  // UpdateApplicationHomeCommand
+	CmdDeleteApplicationHome  CommandType = 6  // DeleteApplicationHomeRequest
+	CmdSetPolicy              CommandType = 7  // SetPolicyRequest
+	CmdDeletePolicies         CommandType = 8  // DeletePoliciesRequest
+	CmdAddReservationHome     CommandType = 9  // AddReservationHomeRequest
+	CmdUpdateReservationHome  CommandType = 10 // UpdateReservationHomeRequest
+	CmdDeleteReservationHome  CommandType = 11 // DeleteReservationHomeRequest
+	CmdStoreMasterKey         CommandType = 12 // StoreMasterKeyRequest
+	CmdRemoveMasterKey        CommandType = 13 // RemoveMasterKeyRequest
+	CmdStoreToken             CommandType = 14 // StoreTokenRequest
+	CmdUpdateToken            CommandType = 15 // UpdateTokenRequest
+	CmdRemoveToken            CommandType = 16 // RemoveTokenRequest
+	CmdReserveRange           CommandType = 17 // ReserveRangeRequest
+	CmdSetCounter             CommandType = 18 // SetCounterRequest
+	CmdFormat                 CommandType = 19 // FormatRequest
+	CmdSetNodeAddress         CommandType = 20 // SetNodeAddressCommand
+	CmdRemoveNodeAddress      CommandType = 21 // RemoveNodeAddressCommand
+	CmdBatch                  CommandType = 22 // BatchCommand
+	CmdAcquireLease           CommandType = 23 // AcquireLeaseCommand
+	CmdReleaseLease           CommandType = 24 // ReleaseLeaseCommand
+	CmdSetPolicies            CommandType = 25 // SetPoliciesCommand
+	CmdPublishCapacity        CommandType = 26 // PublishCapacityCommand
+	CmdMarkSubClustersLost    CommandType = 27 // MarkSubClustersLostCommand
+	CmdDeleteApplicationHomes CommandType = 28 // DeleteApplicationHomesCommand
 )
 
 // newCommandMessage returns an empty message of the type t carries, or nil
@@ -92,6 +98,18 @@ func newCommandMessage(t CommandType) proto.Message {
 		return &pb.RemoveNodeAddressCommand{}
 	case CmdBatch:
 		return &pb.BatchCommand{}
+	case CmdAcquireLease:
+		return &pb.AcquireLeaseCommand{}
+	case CmdReleaseLease:
+		return &pb.ReleaseLeaseCommand{}
+	case CmdSetPolicies:
+		return &pb.SetPoliciesCommand{}
+	case CmdPublishCapacity:
+		return &pb.PublishCapacityCommand{}
+	case CmdMarkSubClustersLost:
+		return &pb.MarkSubClustersLostCommand{}
+	case CmdDeleteApplicationHomes:
+		return &pb.DeleteApplicationHomesCommand{}
 	}
 	return nil
 }

@@ -24,4 +24,7 @@ var (
 	// ErrUnknownOutcome: leadership was lost after the command was
 	// proposed; it may or may not have been applied.
 	ErrUnknownOutcome = errors.New("statestore: outcome unknown (leadership lost)")
+	// ErrFenced: a fenced write's caller no longer holds the lease it
+	// named (another holder took it, or it expired); nothing was written.
+	ErrFenced = errors.New("statestore: lease not held (fenced write refused)")
 )

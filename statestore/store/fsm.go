@@ -29,9 +29,10 @@ var (
 	bMasterKeys   = []byte("masterkeys")   // be32(key id) -> MasterKey
 	bTokens       = []byte("tokens")       // identifier -> DelegationToken
 	bNodes        = []byte("nodes")        // raft node id -> gRPC address (raw)
+	bLeases       = []byte("leases")       // lease name -> Lease
 
 	// Federation data: what Format wipes. Nodes and meta are the store's own.
-	dataBuckets = [][]byte{bSubClusters, bApps, bAppContexts, bAppsByTime, bPolicies, bReservations, bMasterKeys, bTokens}
+	dataBuckets = [][]byte{bSubClusters, bApps, bAppContexts, bAppsByTime, bPolicies, bReservations, bMasterKeys, bTokens, bLeases}
 	allBuckets  = append([][]byte{bMeta, bNodes}, dataBuckets...)
 
 	kApplied = []byte("applied")
@@ -277,7 +278,7 @@ type batchResult []*result
 func (f *fsm) applyDecoded(tx *bolt.Tx, index uint64, t CommandType, m proto.Message, events *[]*pb.WatchEvent) *result {
 	a := applier{tx: tx, index: index, events: events}
 	resp, err := a.apply(t, m)
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrInvalidArgument) {
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrFenced) {
 		panic(fmt.Sprintf("statestore: apply log entry %d type %d: %v", index, t, err))
 	}
 	return &result{resp: resp, err: err}

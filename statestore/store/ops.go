@@ -119,6 +119,8 @@ func Code(err error) codes.Code {
 		return codes.AlreadyExists
 	case errors.Is(err, ErrInvalidArgument):
 		return codes.InvalidArgument
+	case errors.Is(err, ErrFenced):
+		return codes.FailedPrecondition
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable):
 		// Not applied: always safe to retry.
 		return codes.Unavailable

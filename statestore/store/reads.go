@@ -242,3 +242,19 @@ func (f *fsm) counts() (map[string]int, error) {
 	})
 	return out, err
 }
+
+func (f *fsm) getLease(name string) (*pb.Lease, error) {
+	var out *pb.Lease
+	err := f.view(func(tx *bolt.Tx) error {
+		m, ok, err := get(tx.Bucket(bLeases), []byte(name), &pb.Lease{})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: lease %s", ErrNotFound, name)
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}

@@ -61,6 +61,8 @@ func seed(t *testing.T, s *Store) {
 	must(s.StoreMasterKey(ctx, &pb.StoreMasterKeyRequest{Key: &pb.MasterKey{KeyId: 7, KeyBytes: []byte("k"), ExpiryDateMs: 9}}))
 	must(s.StoreToken(ctx, &pb.StoreTokenRequest{Token: &pb.DelegationToken{Identifier: []byte("tok"), RenewDateMs: 5, TokenInfo: []byte("i")}}))
 	must(s.ReserveRange(ctx, &pb.ReserveRangeRequest{Counter: pb.Counter_COUNTER_TOKEN_SEQUENCE, Count: 100}))
+	must(s.AcquireLease(ctx, &pb.AcquireLeaseRequest{Name: "gpg", Holder: "gpg-a", TtlMs: 60_000}))
+	must(s.PublishCapacity(ctx, &pb.PublishCapacityRequest{Items: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: 1024, Vcores: 4, Nodes: 2}}}))
 }
 
 func TestOperations(t *testing.T) {
@@ -169,6 +171,7 @@ func TestSnapshotRestorePerTable(t *testing.T) {
 		{"tokens", func(f *fsm) (any, error) { return f.getToken([]byte("tok")) }},
 		{"counters", func(f *fsm) (any, error) { return f.getCounter(pb.Counter_COUNTER_TOKEN_SEQUENCE) }},
 		{"nodes", func(f *fsm) (any, error) { return f.nodeAddresses() }},
+		{"leases", func(f *fsm) (any, error) { return f.getLease("gpg") }},
 		{"version", func(f *fsm) (any, error) { return f.getVersion() }},
 	}
 	for _, tc := range tables {
@@ -290,6 +293,63 @@ func TestBadInputChangesNothing(t *testing.T) {
 			_, err := s.StoreToken(ctx, &pb.StoreTokenRequest{Token: &pb.DelegationToken{Identifier: make([]byte, 40<<10)}})
 			return err
 		}},
+		{"lease without holder", func() error {
+			_, err := s.AcquireLease(ctx, &pb.AcquireLeaseRequest{Name: "gpg", TtlMs: 1000})
+			return err
+		}},
+		{"lease ttl zero", func() error {
+			_, err := s.AcquireLease(ctx, &pb.AcquireLeaseRequest{Name: "gpg", Holder: "a"})
+			return err
+		}},
+		{"lease ttl too long", func() error {
+			_, err := s.AcquireLease(ctx, &pb.AcquireLeaseRequest{Name: "gpg", Holder: "a", TtlMs: MaxLeaseTTL + 1})
+			return err
+		}},
+		{"release without name", func() error {
+			_, err := s.ReleaseLease(ctx, &pb.ReleaseLeaseRequest{Holder: "a"})
+			return err
+		}},
+		{"set policies empty", func() error {
+			_, err := s.SetPolicies(ctx, &pb.SetPoliciesRequest{})
+			return err
+		}},
+		{"set policies duplicate queue", func() error {
+			p := &pb.PolicyConfiguration{Queue: "q", Type: "T", Params: []byte(`{}`)}
+			_, err := s.SetPolicies(ctx, &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{p, p}})
+			return err
+		}},
+		{"set policies malformed params", func() error {
+			_, err := s.SetPolicies(ctx, &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{{Queue: "q", Type: "T", Params: []byte(`{`)}}})
+			return err
+		}},
+		{"set policies fence epoch zero", func() error {
+			_, err := s.SetPolicies(ctx, &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{{Queue: "q", Type: "T"}}, Fence: &pb.Fence{Lease: "gpg", Holder: "a"}})
+			return err
+		}},
+		{"publish negative capacity", func() error {
+			_, err := s.PublishCapacity(ctx, &pb.PublishCapacityRequest{Items: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: -1}}})
+			return err
+		}},
+		{"publish empty id", func() error {
+			_, err := s.PublishCapacity(ctx, &pb.PublishCapacityRequest{Items: []*pb.PublishCapacityRequest_Item{{MemoryMb: 1}}})
+			return err
+		}},
+		{"publish too many items", func() error {
+			_, err := s.PublishCapacity(ctx, &pb.PublishCapacityRequest{Items: make([]*pb.PublishCapacityRequest_Item, MaxBatchItems+1)})
+			return err
+		}},
+		{"mark lost without cut-off", func() error {
+			_, err := s.MarkSubClustersLost(ctx, &pb.MarkSubClustersLostRequest{SubClusterIds: []string{"SC-1"}})
+			return err
+		}},
+		{"delete homes without ids", func() error {
+			_, err := s.DeleteApplicationHomes(ctx, &pb.DeleteApplicationHomesRequest{CreatedBeforeMs: 5})
+			return err
+		}},
+		{"delete homes without cut-off", func() error {
+			_, err := s.DeleteApplicationHomes(ctx, &pb.DeleteApplicationHomesRequest{ApplicationIds: []string{"a"}})
+			return err
+		}},
 		{"format without confirm", func() error {
 			_, err := s.Format(ctx, &pb.FormatRequest{})
 			return err
@@ -332,6 +392,20 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdSetPolicy), 0x0a, 0x02, 0x0a, 0x00})
 	f.Add([]byte{0x80})
 	f.Add([]byte{})
+	// The GPG's commands.
+	fence := &pb.Fence{Lease: "gpg", Holder: "a", Epoch: 1}
+	for _, c := range []struct {
+		t CommandType
+		m proto.Message
+	}{
+		{CmdAcquireLease, &pb.AcquireLeaseCommand{Request: &pb.AcquireLeaseRequest{Name: "gpg", Holder: "a", TtlMs: 1000}, NowMs: 5}},
+		{CmdSetPolicies, &pb.SetPoliciesCommand{Request: &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{{Queue: "q", Type: "T", Pinned: true}},
+			Capacities: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: 1}}, Fence: fence, SkipPinned: true}, NowMs: 5}},
+		{CmdDeleteApplicationHomes, &pb.DeleteApplicationHomesCommand{Request: &pb.DeleteApplicationHomesRequest{ApplicationIds: []string{"a"}, CreatedBeforeMs: 3, Fence: fence}}},
+	} {
+		d, _ := EncodeCommand(c.t, c.m)
+		f.Add(d)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		typ, m, err := DecodeCommand(data)
 		if err != nil {

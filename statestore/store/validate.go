@@ -273,3 +273,142 @@ func ValidateSetCounter(in *pb.SetCounterRequest) error {
 	}
 	return nil
 }
+
+// MaxBatchItems caps the items of one SetPolicies, PublishCapacity,
+// MarkSubClustersLost or DeleteApplicationHomes request.
+const MaxBatchItems = 10_000
+
+// MaxLeaseTTL caps a lease's time to live: a holder that dies keeps the
+// lease at most this long.
+const MaxLeaseTTL = 10 * 60 * 1000
+
+func (l Limits) fence(f *pb.Fence) error {
+	if f == nil || (f.GetLease() == "" && f.GetHolder() == "" && f.GetEpoch() == 0) {
+		return nil
+	}
+	if err := l.id("fence lease", f.GetLease()); err != nil {
+		return err
+	}
+	if err := l.id("fence holder", f.GetHolder()); err != nil {
+		return err
+	}
+	if f.GetEpoch() == 0 {
+		return invalid("fence epoch is 0 (epochs start at 1)")
+	}
+	return nil
+}
+
+func batchSize(what string, n int) error {
+	if n == 0 {
+		return invalid("no %s", what)
+	}
+	if n > MaxBatchItems {
+		return invalid("%d %s, limit %d", n, what, MaxBatchItems)
+	}
+	return nil
+}
+
+// ValidateLease checks an acquire.
+func (l Limits) ValidateLease(in *pb.AcquireLeaseRequest) error {
+	if err := l.id("lease name", in.GetName()); err != nil {
+		return err
+	}
+	if err := l.id("lease holder", in.GetHolder()); err != nil {
+		return err
+	}
+	if in.GetTtlMs() < 1 || in.GetTtlMs() > MaxLeaseTTL {
+		return invalid("lease ttl %d ms outside 1..%d", in.GetTtlMs(), MaxLeaseTTL)
+	}
+	return nil
+}
+
+// ValidateReleaseLease checks a release.
+func (l Limits) ValidateReleaseLease(in *pb.ReleaseLeaseRequest) error {
+	if err := l.id("lease name", in.GetName()); err != nil {
+		return err
+	}
+	return l.id("lease holder", in.GetHolder())
+}
+
+// ValidateSetPolicies checks a batch of policies: each as SetPolicy, no
+// queue twice.
+func (l Limits) ValidateSetPolicies(in *pb.SetPoliciesRequest) error {
+	if err := batchSize("policies or capacities", len(in.GetPolicies())+len(in.GetCapacities())); err != nil {
+		return err
+	}
+	if err := l.capacityItems(in.GetCapacities()); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(in.GetPolicies()))
+	for _, p := range in.GetPolicies() {
+		if err := l.ValidatePolicy(p); err != nil {
+			return err
+		}
+		if seen[p.GetQueue()] {
+			return invalid("queue %q appears twice", p.GetQueue())
+		}
+		seen[p.GetQueue()] = true
+	}
+	return l.fence(in.GetFence())
+}
+
+// ValidatePublishCapacity checks published capacities: known shape,
+// nothing negative.
+func (l Limits) ValidatePublishCapacity(in *pb.PublishCapacityRequest) error {
+	if err := batchSize("capacity items", len(in.GetItems())); err != nil {
+		return err
+	}
+	if err := l.capacityItems(in.GetItems()); err != nil {
+		return err
+	}
+	return l.fence(in.GetFence())
+}
+
+func (l Limits) capacityItems(items []*pb.PublishCapacityRequest_Item) error {
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if err := l.id("sub-cluster id", it.GetSubClusterId()); err != nil {
+			return err
+		}
+		if it.GetMemoryMb() < 0 || it.GetVcores() < 0 || it.GetNodes() < 0 || it.GetObservedMs() < 0 {
+			return invalid("capacity of %s has a negative figure", it.GetSubClusterId())
+		}
+		if seen[it.GetSubClusterId()] {
+			return invalid("capacity of %s appears twice", it.GetSubClusterId())
+		}
+		seen[it.GetSubClusterId()] = true
+	}
+	return nil
+}
+
+// ValidateMarkLost checks a liveness update.
+func (l Limits) ValidateMarkLost(in *pb.MarkSubClustersLostRequest) error {
+	if err := batchSize("sub-cluster ids", len(in.GetSubClusterIds())); err != nil {
+		return err
+	}
+	for _, id := range in.GetSubClusterIds() {
+		if err := l.id("sub-cluster id", id); err != nil {
+			return err
+		}
+	}
+	if in.GetHeartbeatBeforeMs() <= 0 {
+		return invalid("heartbeat_before_ms must be > 0")
+	}
+	return l.fence(in.GetFence())
+}
+
+// ValidateDeleteApplicationHomes checks a cleaner batch.
+func (l Limits) ValidateDeleteApplicationHomes(in *pb.DeleteApplicationHomesRequest) error {
+	if err := batchSize("application ids", len(in.GetApplicationIds())); err != nil {
+		return err
+	}
+	for _, id := range in.GetApplicationIds() {
+		if err := l.id("application id", id); err != nil {
+			return err
+		}
+	}
+	if in.GetCreatedBeforeMs() <= 0 {
+		return invalid("created_before_ms must be > 0")
+	}
+	return l.fence(in.GetFence())
+}

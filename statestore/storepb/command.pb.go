@@ -433,6 +433,320 @@ func (x *BatchCommand) GetCommands() [][]byte {
 	return nil
 }
 
+// The GPG's commands. now_ms is the leader's clock: lease expiry and fence
+// checks use it, so every replica decides alike.
+type AcquireLeaseCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *AcquireLeaseRequest   `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseCommand) Reset() {
+	*x = AcquireLeaseCommand{}
+	mi := &file_command_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseCommand) ProtoMessage() {}
+
+func (x *AcquireLeaseCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseCommand.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AcquireLeaseCommand) GetRequest() *AcquireLeaseRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *AcquireLeaseCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+type ReleaseLeaseCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *ReleaseLeaseRequest   `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeaseCommand) Reset() {
+	*x = ReleaseLeaseCommand{}
+	mi := &file_command_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeaseCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeaseCommand) ProtoMessage() {}
+
+func (x *ReleaseLeaseCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeaseCommand.ProtoReflect.Descriptor instead.
+func (*ReleaseLeaseCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReleaseLeaseCommand) GetRequest() *ReleaseLeaseRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ReleaseLeaseCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+type SetPoliciesCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       *SetPoliciesRequest    `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPoliciesCommand) Reset() {
+	*x = SetPoliciesCommand{}
+	mi := &file_command_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPoliciesCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPoliciesCommand) ProtoMessage() {}
+
+func (x *SetPoliciesCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPoliciesCommand.ProtoReflect.Descriptor instead.
+func (*SetPoliciesCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetPoliciesCommand) GetRequest() *SetPoliciesRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *SetPoliciesCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+type PublishCapacityCommand struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Request       *PublishCapacityRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                   `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishCapacityCommand) Reset() {
+	*x = PublishCapacityCommand{}
+	mi := &file_command_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishCapacityCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishCapacityCommand) ProtoMessage() {}
+
+func (x *PublishCapacityCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishCapacityCommand.ProtoReflect.Descriptor instead.
+func (*PublishCapacityCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PublishCapacityCommand) GetRequest() *PublishCapacityRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *PublishCapacityCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+type MarkSubClustersLostCommand struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Request       *MarkSubClustersLostRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                       `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkSubClustersLostCommand) Reset() {
+	*x = MarkSubClustersLostCommand{}
+	mi := &file_command_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkSubClustersLostCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkSubClustersLostCommand) ProtoMessage() {}
+
+func (x *MarkSubClustersLostCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkSubClustersLostCommand.ProtoReflect.Descriptor instead.
+func (*MarkSubClustersLostCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MarkSubClustersLostCommand) GetRequest() *MarkSubClustersLostRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *MarkSubClustersLostCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+type DeleteApplicationHomesCommand struct {
+	state         protoimpl.MessageState         `protogen:"open.v1"`
+	Request       *DeleteApplicationHomesRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	NowMs         int64                          `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteApplicationHomesCommand) Reset() {
+	*x = DeleteApplicationHomesCommand{}
+	mi := &file_command_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteApplicationHomesCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteApplicationHomesCommand) ProtoMessage() {}
+
+func (x *DeleteApplicationHomesCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteApplicationHomesCommand.ProtoReflect.Descriptor instead.
+func (*DeleteApplicationHomesCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeleteApplicationHomesCommand) GetRequest() *DeleteApplicationHomesRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *DeleteApplicationHomesCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
@@ -459,7 +773,25 @@ const file_command_proto_rawDesc = "" +
 	"\x18RemoveNodeAddressCommand\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"*\n" +
 	"\fBatchCommand\x12\x1a\n" +
-	"\bcommands\x18\x01 \x03(\fR\bcommandsB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
+	"\bcommands\x18\x01 \x03(\fR\bcommands\"r\n" +
+	"\x13AcquireLeaseCommand\x12D\n" +
+	"\arequest\x18\x01 \x01(\v2*.yarnfed.statestore.v1.AcquireLeaseRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"r\n" +
+	"\x13ReleaseLeaseCommand\x12D\n" +
+	"\arequest\x18\x01 \x01(\v2*.yarnfed.statestore.v1.ReleaseLeaseRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"p\n" +
+	"\x12SetPoliciesCommand\x12C\n" +
+	"\arequest\x18\x01 \x01(\v2).yarnfed.statestore.v1.SetPoliciesRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"x\n" +
+	"\x16PublishCapacityCommand\x12G\n" +
+	"\arequest\x18\x01 \x01(\v2-.yarnfed.statestore.v1.PublishCapacityRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"\x80\x01\n" +
+	"\x1aMarkSubClustersLostCommand\x12K\n" +
+	"\arequest\x18\x01 \x01(\v21.yarnfed.statestore.v1.MarkSubClustersLostRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"\x86\x01\n" +
+	"\x1dDeleteApplicationHomesCommand\x12N\n" +
+	"\arequest\x18\x01 \x01(\v24.yarnfed.statestore.v1.DeleteApplicationHomesRequestR\arequest\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMsB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -473,32 +805,50 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_command_proto_goTypes = []any{
-	(*RegisterSubClusterCommand)(nil),    // 0: yarnfed.statestore.v1.RegisterSubClusterCommand
-	(*HeartbeatCommand)(nil),             // 1: yarnfed.statestore.v1.HeartbeatCommand
-	(*DeregisterSubClusterCommand)(nil),  // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand
-	(*AddApplicationHomeCommand)(nil),    // 3: yarnfed.statestore.v1.AddApplicationHomeCommand
-	(*UpdateApplicationHomeCommand)(nil), // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand
-	(*SetNodeAddressCommand)(nil),        // 5: yarnfed.statestore.v1.SetNodeAddressCommand
-	(*RemoveNodeAddressCommand)(nil),     // 6: yarnfed.statestore.v1.RemoveNodeAddressCommand
-	(*BatchCommand)(nil),                 // 7: yarnfed.statestore.v1.BatchCommand
-	(*SubClusterInfo)(nil),               // 8: yarnfed.statestore.v1.SubClusterInfo
-	(*HeartbeatRequest)(nil),             // 9: yarnfed.statestore.v1.HeartbeatRequest
-	(*DeregisterSubClusterRequest)(nil),  // 10: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*ApplicationHome)(nil),              // 11: yarnfed.statestore.v1.ApplicationHome
+	(*RegisterSubClusterCommand)(nil),     // 0: yarnfed.statestore.v1.RegisterSubClusterCommand
+	(*HeartbeatCommand)(nil),              // 1: yarnfed.statestore.v1.HeartbeatCommand
+	(*DeregisterSubClusterCommand)(nil),   // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand
+	(*AddApplicationHomeCommand)(nil),     // 3: yarnfed.statestore.v1.AddApplicationHomeCommand
+	(*UpdateApplicationHomeCommand)(nil),  // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand
+	(*SetNodeAddressCommand)(nil),         // 5: yarnfed.statestore.v1.SetNodeAddressCommand
+	(*RemoveNodeAddressCommand)(nil),      // 6: yarnfed.statestore.v1.RemoveNodeAddressCommand
+	(*BatchCommand)(nil),                  // 7: yarnfed.statestore.v1.BatchCommand
+	(*AcquireLeaseCommand)(nil),           // 8: yarnfed.statestore.v1.AcquireLeaseCommand
+	(*ReleaseLeaseCommand)(nil),           // 9: yarnfed.statestore.v1.ReleaseLeaseCommand
+	(*SetPoliciesCommand)(nil),            // 10: yarnfed.statestore.v1.SetPoliciesCommand
+	(*PublishCapacityCommand)(nil),        // 11: yarnfed.statestore.v1.PublishCapacityCommand
+	(*MarkSubClustersLostCommand)(nil),    // 12: yarnfed.statestore.v1.MarkSubClustersLostCommand
+	(*DeleteApplicationHomesCommand)(nil), // 13: yarnfed.statestore.v1.DeleteApplicationHomesCommand
+	(*SubClusterInfo)(nil),                // 14: yarnfed.statestore.v1.SubClusterInfo
+	(*HeartbeatRequest)(nil),              // 15: yarnfed.statestore.v1.HeartbeatRequest
+	(*DeregisterSubClusterRequest)(nil),   // 16: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*ApplicationHome)(nil),               // 17: yarnfed.statestore.v1.ApplicationHome
+	(*AcquireLeaseRequest)(nil),           // 18: yarnfed.statestore.v1.AcquireLeaseRequest
+	(*ReleaseLeaseRequest)(nil),           // 19: yarnfed.statestore.v1.ReleaseLeaseRequest
+	(*SetPoliciesRequest)(nil),            // 20: yarnfed.statestore.v1.SetPoliciesRequest
+	(*PublishCapacityRequest)(nil),        // 21: yarnfed.statestore.v1.PublishCapacityRequest
+	(*MarkSubClustersLostRequest)(nil),    // 22: yarnfed.statestore.v1.MarkSubClustersLostRequest
+	(*DeleteApplicationHomesRequest)(nil), // 23: yarnfed.statestore.v1.DeleteApplicationHomesRequest
 }
 var file_command_proto_depIdxs = []int32{
-	8,  // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	9,  // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
-	10, // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	11, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	11, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	14, // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	15, // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
+	16, // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	17, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	17, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	18, // 5: yarnfed.statestore.v1.AcquireLeaseCommand.request:type_name -> yarnfed.statestore.v1.AcquireLeaseRequest
+	19, // 6: yarnfed.statestore.v1.ReleaseLeaseCommand.request:type_name -> yarnfed.statestore.v1.ReleaseLeaseRequest
+	20, // 7: yarnfed.statestore.v1.SetPoliciesCommand.request:type_name -> yarnfed.statestore.v1.SetPoliciesRequest
+	21, // 8: yarnfed.statestore.v1.PublishCapacityCommand.request:type_name -> yarnfed.statestore.v1.PublishCapacityRequest
+	22, // 9: yarnfed.statestore.v1.MarkSubClustersLostCommand.request:type_name -> yarnfed.statestore.v1.MarkSubClustersLostRequest
+	23, // 10: yarnfed.statestore.v1.DeleteApplicationHomesCommand.request:type_name -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -513,7 +863,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -216,7 +216,7 @@ func (x WatchEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Kind.Descriptor instead.
 func (WatchEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{73, 0}
+	return file_store_proto_rawDescGZIP(), []int{90, 0}
 }
 
 type SubClusterInfo struct {
@@ -231,9 +231,14 @@ type SubClusterInfo struct {
 	State           SubClusterState `protobuf:"varint,7,opt,name=state,proto3,enum=yarnfed.statestore.v1.SubClusterState" json:"state,omitempty"`
 	LastStartTimeMs int64           `protobuf:"varint,8,opt,name=last_start_time_ms,json=lastStartTimeMs,proto3" json:"last_start_time_ms,omitempty"`
 	// JSON of the RM's /ws/v1/cluster/metrics clusterMetrics object.
-	Capability    string `protobuf:"bytes,9,opt,name=capability,proto3" json:"capability,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Capability string `protobuf:"bytes,9,opt,name=capability,proto3" json:"capability,omitempty"`
+	// Capacity YARN can really use in this sub-cluster as measured outside
+	// YARN (the GPG's Kubernetes view), written by PublishCapacity only:
+	// heartbeats and re-registrations never touch it. Unset when nothing
+	// was published.
+	PublishedCapacity *PublishedCapacity `protobuf:"bytes,10,opt,name=published_capacity,json=publishedCapacity,proto3" json:"published_capacity,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SubClusterInfo) Reset() {
@@ -329,6 +334,94 @@ func (x *SubClusterInfo) GetCapability() string {
 	return ""
 }
 
+func (x *SubClusterInfo) GetPublishedCapacity() *PublishedCapacity {
+	if x != nil {
+		return x.PublishedCapacity
+	}
+	return nil
+}
+
+// What the GPG publishes for a sub-cluster (yarnfed extension; Hadoop's
+// SubClusterInfo has no such field).
+type PublishedCapacity struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	MemoryMb int64                  `protobuf:"varint,1,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Vcores   int64                  `protobuf:"varint,2,opt,name=vcores,proto3" json:"vcores,omitempty"`
+	// Nodes that contributed.
+	Nodes int32 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	// When the source last observed the figure.
+	ObservedMs int64 `protobuf:"varint,4,opt,name=observed_ms,json=observedMs,proto3" json:"observed_ms,omitempty"`
+	// Stamped by the store when published.
+	PublishedMs   int64 `protobuf:"varint,5,opt,name=published_ms,json=publishedMs,proto3" json:"published_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishedCapacity) Reset() {
+	*x = PublishedCapacity{}
+	mi := &file_store_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishedCapacity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishedCapacity) ProtoMessage() {}
+
+func (x *PublishedCapacity) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishedCapacity.ProtoReflect.Descriptor instead.
+func (*PublishedCapacity) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PublishedCapacity) GetMemoryMb() int64 {
+	if x != nil {
+		return x.MemoryMb
+	}
+	return 0
+}
+
+func (x *PublishedCapacity) GetVcores() int64 {
+	if x != nil {
+		return x.Vcores
+	}
+	return 0
+}
+
+func (x *PublishedCapacity) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *PublishedCapacity) GetObservedMs() int64 {
+	if x != nil {
+		return x.ObservedMs
+	}
+	return 0
+}
+
+func (x *PublishedCapacity) GetPublishedMs() int64 {
+	if x != nil {
+		return x.PublishedMs
+	}
+	return 0
+}
+
 type ApplicationHome struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ApplicationId    string                 `protobuf:"bytes,1,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
@@ -344,7 +437,7 @@ type ApplicationHome struct {
 
 func (x *ApplicationHome) Reset() {
 	*x = ApplicationHome{}
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +449,7 @@ func (x *ApplicationHome) String() string {
 func (*ApplicationHome) ProtoMessage() {}
 
 func (x *ApplicationHome) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[1]
+	mi := &file_store_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +462,7 @@ func (x *ApplicationHome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplicationHome.ProtoReflect.Descriptor instead.
 func (*ApplicationHome) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{1}
+	return file_store_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ApplicationHome) GetApplicationId() string {
@@ -407,14 +500,17 @@ type PolicyConfiguration struct {
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
 	// Serialized policy parameters (WeightedPolicyInfo JSON for weighted
 	// managers).
-	Params        []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	Params []byte `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	// An operator pinned this queue: the GPG never overwrites it (yarnfed
+	// extension; set with `yarnfedctl policy pin`).
+	Pinned        bool `protobuf:"varint,4,opt,name=pinned,proto3" json:"pinned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PolicyConfiguration) Reset() {
 	*x = PolicyConfiguration{}
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +522,7 @@ func (x *PolicyConfiguration) String() string {
 func (*PolicyConfiguration) ProtoMessage() {}
 
 func (x *PolicyConfiguration) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[2]
+	mi := &file_store_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +535,7 @@ func (x *PolicyConfiguration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyConfiguration.ProtoReflect.Descriptor instead.
 func (*PolicyConfiguration) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{2}
+	return file_store_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PolicyConfiguration) GetQueue() string {
@@ -463,6 +559,147 @@ func (x *PolicyConfiguration) GetParams() []byte {
 	return nil
 }
 
+func (x *PolicyConfiguration) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+// A named lease with one holder at a time (the active GPG). The store
+// stamps times; epoch grows every time the lease changes hands, so a write
+// fenced with (holder, epoch) fails once the holder has lost it.
+type Lease struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Holder string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Leader-stamped expiry; the lease is free at or after it.
+	ExpiresMs     int64 `protobuf:"varint,4,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_store_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Lease) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Lease) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Lease) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Lease) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+// Fence makes a write conditional on the caller still holding a lease:
+// the store checks it when the write is applied, not when it is sent.
+type Fence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         string                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fence) Reset() {
+	*x = Fence{}
+	mi := &file_store_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fence) ProtoMessage() {}
+
+func (x *Fence) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fence.ProtoReflect.Descriptor instead.
+func (*Fence) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Fence) GetLease() string {
+	if x != nil {
+		return x.Lease
+	}
+	return ""
+}
+
+func (x *Fence) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Fence) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type ReservationHome struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ReservationId    string                 `protobuf:"bytes,1,opt,name=reservation_id,json=reservationId,proto3" json:"reservation_id,omitempty"`
@@ -473,7 +710,7 @@ type ReservationHome struct {
 
 func (x *ReservationHome) Reset() {
 	*x = ReservationHome{}
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +722,7 @@ func (x *ReservationHome) String() string {
 func (*ReservationHome) ProtoMessage() {}
 
 func (x *ReservationHome) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[3]
+	mi := &file_store_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +735,7 @@ func (x *ReservationHome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationHome.ProtoReflect.Descriptor instead.
 func (*ReservationHome) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{3}
+	return file_store_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReservationHome) GetReservationId() string {
@@ -526,7 +763,7 @@ type MasterKey struct {
 
 func (x *MasterKey) Reset() {
 	*x = MasterKey{}
-	mi := &file_store_proto_msgTypes[4]
+	mi := &file_store_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +775,7 @@ func (x *MasterKey) String() string {
 func (*MasterKey) ProtoMessage() {}
 
 func (x *MasterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[4]
+	mi := &file_store_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +788,7 @@ func (x *MasterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterKey.ProtoReflect.Descriptor instead.
 func (*MasterKey) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{4}
+	return file_store_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MasterKey) GetKeyId() int32 {
@@ -588,7 +825,7 @@ type DelegationToken struct {
 
 func (x *DelegationToken) Reset() {
 	*x = DelegationToken{}
-	mi := &file_store_proto_msgTypes[5]
+	mi := &file_store_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +837,7 @@ func (x *DelegationToken) String() string {
 func (*DelegationToken) ProtoMessage() {}
 
 func (x *DelegationToken) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[5]
+	mi := &file_store_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +850,7 @@ func (x *DelegationToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegationToken.ProtoReflect.Descriptor instead.
 func (*DelegationToken) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{5}
+	return file_store_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DelegationToken) GetIdentifier() []byte {
@@ -647,7 +884,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_store_proto_msgTypes[6]
+	mi := &file_store_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +896,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[6]
+	mi := &file_store_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +909,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{6}
+	return file_store_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Version) GetMajor() int32 {
@@ -699,7 +936,7 @@ type RegisterSubClusterRequest struct {
 
 func (x *RegisterSubClusterRequest) Reset() {
 	*x = RegisterSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[7]
+	mi := &file_store_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +948,7 @@ func (x *RegisterSubClusterRequest) String() string {
 func (*RegisterSubClusterRequest) ProtoMessage() {}
 
 func (x *RegisterSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[7]
+	mi := &file_store_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +961,7 @@ func (x *RegisterSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{7}
+	return file_store_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegisterSubClusterRequest) GetInfo() *SubClusterInfo {
@@ -742,7 +979,7 @@ type RegisterSubClusterResponse struct {
 
 func (x *RegisterSubClusterResponse) Reset() {
 	*x = RegisterSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[8]
+	mi := &file_store_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +991,7 @@ func (x *RegisterSubClusterResponse) String() string {
 func (*RegisterSubClusterResponse) ProtoMessage() {}
 
 func (x *RegisterSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[8]
+	mi := &file_store_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +1004,7 @@ func (x *RegisterSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{8}
+	return file_store_proto_rawDescGZIP(), []int{11}
 }
 
 type HeartbeatRequest struct {
@@ -781,7 +1018,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_store_proto_msgTypes[9]
+	mi := &file_store_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +1030,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[9]
+	mi := &file_store_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +1043,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{9}
+	return file_store_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HeartbeatRequest) GetSubClusterId() string {
@@ -838,7 +1075,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_store_proto_msgTypes[10]
+	mi := &file_store_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +1087,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[10]
+	mi := &file_store_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +1100,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{10}
+	return file_store_proto_rawDescGZIP(), []int{13}
 }
 
 type DeregisterSubClusterRequest struct {
@@ -876,7 +1113,7 @@ type DeregisterSubClusterRequest struct {
 
 func (x *DeregisterSubClusterRequest) Reset() {
 	*x = DeregisterSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[11]
+	mi := &file_store_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1125,7 @@ func (x *DeregisterSubClusterRequest) String() string {
 func (*DeregisterSubClusterRequest) ProtoMessage() {}
 
 func (x *DeregisterSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[11]
+	mi := &file_store_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1138,7 @@ func (x *DeregisterSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{11}
+	return file_store_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeregisterSubClusterRequest) GetSubClusterId() string {
@@ -926,7 +1163,7 @@ type DeregisterSubClusterResponse struct {
 
 func (x *DeregisterSubClusterResponse) Reset() {
 	*x = DeregisterSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[12]
+	mi := &file_store_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1175,7 @@ func (x *DeregisterSubClusterResponse) String() string {
 func (*DeregisterSubClusterResponse) ProtoMessage() {}
 
 func (x *DeregisterSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[12]
+	mi := &file_store_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1188,7 @@ func (x *DeregisterSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{12}
+	return file_store_proto_rawDescGZIP(), []int{15}
 }
 
 type GetSubClusterRequest struct {
@@ -964,7 +1201,7 @@ type GetSubClusterRequest struct {
 
 func (x *GetSubClusterRequest) Reset() {
 	*x = GetSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[13]
+	mi := &file_store_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1213,7 @@ func (x *GetSubClusterRequest) String() string {
 func (*GetSubClusterRequest) ProtoMessage() {}
 
 func (x *GetSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[13]
+	mi := &file_store_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1226,7 @@ func (x *GetSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{13}
+	return file_store_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetSubClusterRequest) GetSubClusterId() string {
@@ -1015,7 +1252,7 @@ type GetSubClusterResponse struct {
 
 func (x *GetSubClusterResponse) Reset() {
 	*x = GetSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[14]
+	mi := &file_store_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1264,7 @@ func (x *GetSubClusterResponse) String() string {
 func (*GetSubClusterResponse) ProtoMessage() {}
 
 func (x *GetSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[14]
+	mi := &file_store_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1277,7 @@ func (x *GetSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{14}
+	return file_store_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetSubClusterResponse) GetInfo() *SubClusterInfo {
@@ -1061,7 +1298,7 @@ type ListSubClustersRequest struct {
 
 func (x *ListSubClustersRequest) Reset() {
 	*x = ListSubClustersRequest{}
-	mi := &file_store_proto_msgTypes[15]
+	mi := &file_store_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1310,7 @@ func (x *ListSubClustersRequest) String() string {
 func (*ListSubClustersRequest) ProtoMessage() {}
 
 func (x *ListSubClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[15]
+	mi := &file_store_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1323,7 @@ func (x *ListSubClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListSubClustersRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{15}
+	return file_store_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListSubClustersRequest) GetFilterInactive() bool {
@@ -1112,7 +1349,7 @@ type ListSubClustersResponse struct {
 
 func (x *ListSubClustersResponse) Reset() {
 	*x = ListSubClustersResponse{}
-	mi := &file_store_proto_msgTypes[16]
+	mi := &file_store_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1361,7 @@ func (x *ListSubClustersResponse) String() string {
 func (*ListSubClustersResponse) ProtoMessage() {}
 
 func (x *ListSubClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[16]
+	mi := &file_store_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1374,7 @@ func (x *ListSubClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListSubClustersResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{16}
+	return file_store_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSubClustersResponse) GetSubClusters() []*SubClusterInfo {
@@ -1157,7 +1394,7 @@ type AddApplicationHomeRequest struct {
 
 func (x *AddApplicationHomeRequest) Reset() {
 	*x = AddApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[17]
+	mi := &file_store_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1406,7 @@ func (x *AddApplicationHomeRequest) String() string {
 func (*AddApplicationHomeRequest) ProtoMessage() {}
 
 func (x *AddApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[17]
+	mi := &file_store_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1419,7 @@ func (x *AddApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{17}
+	return file_store_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AddApplicationHomeRequest) GetHome() *ApplicationHome {
@@ -1205,7 +1442,7 @@ type AddApplicationHomeResponse struct {
 
 func (x *AddApplicationHomeResponse) Reset() {
 	*x = AddApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[18]
+	mi := &file_store_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1454,7 @@ func (x *AddApplicationHomeResponse) String() string {
 func (*AddApplicationHomeResponse) ProtoMessage() {}
 
 func (x *AddApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[18]
+	mi := &file_store_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1467,7 @@ func (x *AddApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{18}
+	return file_store_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AddApplicationHomeResponse) GetStored() *ApplicationHome {
@@ -1259,7 +1496,7 @@ type AddApplicationHomesRequest struct {
 
 func (x *AddApplicationHomesRequest) Reset() {
 	*x = AddApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1508,7 @@ func (x *AddApplicationHomesRequest) String() string {
 func (*AddApplicationHomesRequest) ProtoMessage() {}
 
 func (x *AddApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1521,7 @@ func (x *AddApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{19}
+	return file_store_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AddApplicationHomesRequest) GetHomes() []*ApplicationHome {
@@ -1304,7 +1541,7 @@ type AddApplicationHomesResponse struct {
 
 func (x *AddApplicationHomesResponse) Reset() {
 	*x = AddApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1553,7 @@ func (x *AddApplicationHomesResponse) String() string {
 func (*AddApplicationHomesResponse) ProtoMessage() {}
 
 func (x *AddApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1566,7 @@ func (x *AddApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{20}
+	return file_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AddApplicationHomesResponse) GetResults() []*AddApplicationHomesResponse_Result {
@@ -1348,7 +1585,7 @@ type UpdateApplicationHomeRequest struct {
 
 func (x *UpdateApplicationHomeRequest) Reset() {
 	*x = UpdateApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1597,7 @@ func (x *UpdateApplicationHomeRequest) String() string {
 func (*UpdateApplicationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1610,7 @@ func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{21}
+	return file_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateApplicationHomeRequest) GetHome() *ApplicationHome {
@@ -1391,7 +1628,7 @@ type UpdateApplicationHomeResponse struct {
 
 func (x *UpdateApplicationHomeResponse) Reset() {
 	*x = UpdateApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1640,7 @@ func (x *UpdateApplicationHomeResponse) String() string {
 func (*UpdateApplicationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1653,7 @@ func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{22}
+	return file_store_proto_rawDescGZIP(), []int{25}
 }
 
 type GetApplicationHomeRequest struct {
@@ -1430,7 +1667,7 @@ type GetApplicationHomeRequest struct {
 
 func (x *GetApplicationHomeRequest) Reset() {
 	*x = GetApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1679,7 @@ func (x *GetApplicationHomeRequest) String() string {
 func (*GetApplicationHomeRequest) ProtoMessage() {}
 
 func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1692,7 @@ func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{23}
+	return file_store_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetApplicationHomeRequest) GetApplicationId() string {
@@ -1488,7 +1725,7 @@ type GetApplicationHomeResponse struct {
 
 func (x *GetApplicationHomeResponse) Reset() {
 	*x = GetApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1737,7 @@ func (x *GetApplicationHomeResponse) String() string {
 func (*GetApplicationHomeResponse) ProtoMessage() {}
 
 func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1750,7 @@ func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{24}
+	return file_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetApplicationHomeResponse) GetHome() *ApplicationHome {
@@ -1532,7 +1769,7 @@ type DeleteApplicationHomeRequest struct {
 
 func (x *DeleteApplicationHomeRequest) Reset() {
 	*x = DeleteApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1781,7 @@ func (x *DeleteApplicationHomeRequest) String() string {
 func (*DeleteApplicationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1794,7 @@ func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{25}
+	return file_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteApplicationHomeRequest) GetApplicationId() string {
@@ -1575,7 +1812,7 @@ type DeleteApplicationHomeResponse struct {
 
 func (x *DeleteApplicationHomeResponse) Reset() {
 	*x = DeleteApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1824,7 @@ func (x *DeleteApplicationHomeResponse) String() string {
 func (*DeleteApplicationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1837,7 @@ func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{26}
+	return file_store_proto_rawDescGZIP(), []int{29}
 }
 
 type ListApplicationHomesRequest struct {
@@ -1619,7 +1856,7 @@ type ListApplicationHomesRequest struct {
 
 func (x *ListApplicationHomesRequest) Reset() {
 	*x = ListApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1868,7 @@ func (x *ListApplicationHomesRequest) String() string {
 func (*ListApplicationHomesRequest) ProtoMessage() {}
 
 func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1881,7 @@ func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{27}
+	return file_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListApplicationHomesRequest) GetSubClusterId() string {
@@ -1694,7 +1931,7 @@ type ListApplicationHomesResponse struct {
 
 func (x *ListApplicationHomesResponse) Reset() {
 	*x = ListApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1943,7 @@ func (x *ListApplicationHomesResponse) String() string {
 func (*ListApplicationHomesResponse) ProtoMessage() {}
 
 func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1956,7 @@ func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{28}
+	return file_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListApplicationHomesResponse) GetHomes() []*ApplicationHome {
@@ -1747,7 +1984,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1996,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +2009,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{29}
+	return file_store_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetPolicyRequest) GetQueue() string {
@@ -1798,7 +2035,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +2047,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +2060,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{30}
+	return file_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetPolicyResponse) GetPolicy() *PolicyConfiguration {
@@ -1842,7 +2079,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2091,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2104,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{31}
+	return file_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetPolicyRequest) GetPolicy() *PolicyConfiguration {
@@ -1885,7 +2122,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +2134,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +2147,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{32}
+	return file_store_proto_rawDescGZIP(), []int{35}
 }
 
 type ListPoliciesRequest struct {
@@ -1922,7 +2159,7 @@ type ListPoliciesRequest struct {
 
 func (x *ListPoliciesRequest) Reset() {
 	*x = ListPoliciesRequest{}
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2171,7 @@ func (x *ListPoliciesRequest) String() string {
 func (*ListPoliciesRequest) ProtoMessage() {}
 
 func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2184,7 @@ func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{33}
+	return file_store_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListPoliciesRequest) GetRead() *ReadOptions {
@@ -1966,7 +2203,7 @@ type ListPoliciesResponse struct {
 
 func (x *ListPoliciesResponse) Reset() {
 	*x = ListPoliciesResponse{}
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2215,7 @@ func (x *ListPoliciesResponse) String() string {
 func (*ListPoliciesResponse) ProtoMessage() {}
 
 func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2228,7 @@ func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{34}
+	return file_store_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListPoliciesResponse) GetPolicies() []*PolicyConfiguration {
@@ -2012,7 +2249,7 @@ type DeletePoliciesRequest struct {
 
 func (x *DeletePoliciesRequest) Reset() {
 	*x = DeletePoliciesRequest{}
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2261,7 @@ func (x *DeletePoliciesRequest) String() string {
 func (*DeletePoliciesRequest) ProtoMessage() {}
 
 func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2274,7 @@ func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{35}
+	return file_store_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeletePoliciesRequest) GetQueues() []string {
@@ -2062,7 +2299,7 @@ type DeletePoliciesResponse struct {
 
 func (x *DeletePoliciesResponse) Reset() {
 	*x = DeletePoliciesResponse{}
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2311,7 @@ func (x *DeletePoliciesResponse) String() string {
 func (*DeletePoliciesResponse) ProtoMessage() {}
 
 func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2324,770 @@ func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{36}
+	return file_store_proto_rawDescGZIP(), []int{39}
+}
+
+// Many policies in one write (one Raft entry): what the GPG writes per
+// round. With fence, nothing is written unless the lease is still held.
+// With skip_pinned, queues whose stored policy is pinned are left alone
+// (checked when applied, so a pin racing the write wins).
+type SetPoliciesRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Policies   []*PolicyConfiguration `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
+	Fence      *Fence                 `protobuf:"bytes,2,opt,name=fence,proto3" json:"fence,omitempty"`
+	SkipPinned bool                   `protobuf:"varint,3,opt,name=skip_pinned,json=skipPinned,proto3" json:"skip_pinned,omitempty"`
+	// Published capacities written in the same entry, as PublishCapacity
+	// would (unknown sub-clusters skipped): a GPG round is one write.
+	Capacities    []*PublishCapacityRequest_Item `protobuf:"bytes,4,rep,name=capacities,proto3" json:"capacities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPoliciesRequest) Reset() {
+	*x = SetPoliciesRequest{}
+	mi := &file_store_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPoliciesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPoliciesRequest) ProtoMessage() {}
+
+func (x *SetPoliciesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPoliciesRequest.ProtoReflect.Descriptor instead.
+func (*SetPoliciesRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SetPoliciesRequest) GetPolicies() []*PolicyConfiguration {
+	if x != nil {
+		return x.Policies
+	}
+	return nil
+}
+
+func (x *SetPoliciesRequest) GetFence() *Fence {
+	if x != nil {
+		return x.Fence
+	}
+	return nil
+}
+
+func (x *SetPoliciesRequest) GetSkipPinned() bool {
+	if x != nil {
+		return x.SkipPinned
+	}
+	return false
+}
+
+func (x *SetPoliciesRequest) GetCapacities() []*PublishCapacityRequest_Item {
+	if x != nil {
+		return x.Capacities
+	}
+	return nil
+}
+
+type SetPoliciesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Queues written (pinned ones skipped are not listed).
+	Written       []string `protobuf:"bytes,1,rep,name=written,proto3" json:"written,omitempty"`
+	SkippedPinned []string `protobuf:"bytes,2,rep,name=skipped_pinned,json=skippedPinned,proto3" json:"skipped_pinned,omitempty"`
+	// Capacity items naming unknown sub-clusters (skipped).
+	UnknownSubClusters []string `protobuf:"bytes,3,rep,name=unknown_sub_clusters,json=unknownSubClusters,proto3" json:"unknown_sub_clusters,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SetPoliciesResponse) Reset() {
+	*x = SetPoliciesResponse{}
+	mi := &file_store_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPoliciesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPoliciesResponse) ProtoMessage() {}
+
+func (x *SetPoliciesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPoliciesResponse.ProtoReflect.Descriptor instead.
+func (*SetPoliciesResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SetPoliciesResponse) GetWritten() []string {
+	if x != nil {
+		return x.Written
+	}
+	return nil
+}
+
+func (x *SetPoliciesResponse) GetSkippedPinned() []string {
+	if x != nil {
+		return x.SkippedPinned
+	}
+	return nil
+}
+
+func (x *SetPoliciesResponse) GetUnknownSubClusters() []string {
+	if x != nil {
+		return x.UnknownSubClusters
+	}
+	return nil
+}
+
+// ---- GPG support: lease, published capacity, conditional hygiene ----
+type AcquireLeaseRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Holder string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	// How long the lease lasts from now; renewals by the holder extend it.
+	TtlMs         int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseRequest) Reset() {
+	*x = AcquireLeaseRequest{}
+	mi := &file_store_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseRequest) ProtoMessage() {}
+
+func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *AcquireLeaseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AcquireLeaseRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *AcquireLeaseRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type AcquireLeaseResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease after the call (held by someone else when !acquired).
+	Lease         *Lease `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Acquired      bool   `protobuf:"varint,2,opt,name=acquired,proto3" json:"acquired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireLeaseResponse) Reset() {
+	*x = AcquireLeaseResponse{}
+	mi := &file_store_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireLeaseResponse) ProtoMessage() {}
+
+func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
+func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *AcquireLeaseResponse) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *AcquireLeaseResponse) GetAcquired() bool {
+	if x != nil {
+		return x.Acquired
+	}
+	return false
+}
+
+type ReleaseLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeaseRequest) Reset() {
+	*x = ReleaseLeaseRequest{}
+	mi := &file_store_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeaseRequest) ProtoMessage() {}
+
+func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ReleaseLeaseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReleaseLeaseRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *ReleaseLeaseRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type ReleaseLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseLeaseResponse) Reset() {
+	*x = ReleaseLeaseResponse{}
+	mi := &file_store_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseLeaseResponse) ProtoMessage() {}
+
+func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseLeaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{45}
+}
+
+type GetLeaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,15,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLeaseRequest) Reset() {
+	*x = GetLeaseRequest{}
+	mi := &file_store_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLeaseRequest) ProtoMessage() {}
+
+func (x *GetLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLeaseRequest.ProtoReflect.Descriptor instead.
+func (*GetLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetLeaseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetLeaseRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type GetLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLeaseResponse) Reset() {
+	*x = GetLeaseResponse{}
+	mi := &file_store_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLeaseResponse) ProtoMessage() {}
+
+func (x *GetLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLeaseResponse.ProtoReflect.Descriptor instead.
+func (*GetLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *GetLeaseResponse) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+type PublishCapacityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unknown sub-clusters are skipped (reported), not an error.
+	Items         []*PublishCapacityRequest_Item `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Fence         *Fence                         `protobuf:"bytes,2,opt,name=fence,proto3" json:"fence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishCapacityRequest) Reset() {
+	*x = PublishCapacityRequest{}
+	mi := &file_store_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishCapacityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishCapacityRequest) ProtoMessage() {}
+
+func (x *PublishCapacityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishCapacityRequest.ProtoReflect.Descriptor instead.
+func (*PublishCapacityRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *PublishCapacityRequest) GetItems() []*PublishCapacityRequest_Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *PublishCapacityRequest) GetFence() *Fence {
+	if x != nil {
+		return x.Fence
+	}
+	return nil
+}
+
+type PublishCapacityResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Unknown       []string               `protobuf:"bytes,1,rep,name=unknown,proto3" json:"unknown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishCapacityResponse) Reset() {
+	*x = PublishCapacityResponse{}
+	mi := &file_store_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishCapacityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishCapacityResponse) ProtoMessage() {}
+
+func (x *PublishCapacityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishCapacityResponse.ProtoReflect.Descriptor instead.
+func (*PublishCapacityResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PublishCapacityResponse) GetUnknown() []string {
+	if x != nil {
+		return x.Unknown
+	}
+	return nil
+}
+
+// Marks usable sub-clusters (NEW, RUNNING, UNHEALTHY) whose last heartbeat
+// is older than heartbeat_before_ms as SC_LOST, atomically: one that
+// heartbeated since the caller looked is left alone.
+type MarkSubClustersLostRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	SubClusterIds     []string               `protobuf:"bytes,1,rep,name=sub_cluster_ids,json=subClusterIds,proto3" json:"sub_cluster_ids,omitempty"`
+	HeartbeatBeforeMs int64                  `protobuf:"varint,2,opt,name=heartbeat_before_ms,json=heartbeatBeforeMs,proto3" json:"heartbeat_before_ms,omitempty"`
+	Fence             *Fence                 `protobuf:"bytes,3,opt,name=fence,proto3" json:"fence,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *MarkSubClustersLostRequest) Reset() {
+	*x = MarkSubClustersLostRequest{}
+	mi := &file_store_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkSubClustersLostRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkSubClustersLostRequest) ProtoMessage() {}
+
+func (x *MarkSubClustersLostRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkSubClustersLostRequest.ProtoReflect.Descriptor instead.
+func (*MarkSubClustersLostRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MarkSubClustersLostRequest) GetSubClusterIds() []string {
+	if x != nil {
+		return x.SubClusterIds
+	}
+	return nil
+}
+
+func (x *MarkSubClustersLostRequest) GetHeartbeatBeforeMs() int64 {
+	if x != nil {
+		return x.HeartbeatBeforeMs
+	}
+	return 0
+}
+
+func (x *MarkSubClustersLostRequest) GetFence() *Fence {
+	if x != nil {
+		return x.Fence
+	}
+	return nil
+}
+
+type MarkSubClustersLostResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Marked        []string               `protobuf:"bytes,1,rep,name=marked,proto3" json:"marked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkSubClustersLostResponse) Reset() {
+	*x = MarkSubClustersLostResponse{}
+	mi := &file_store_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkSubClustersLostResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkSubClustersLostResponse) ProtoMessage() {}
+
+func (x *MarkSubClustersLostResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkSubClustersLostResponse.ProtoReflect.Descriptor instead.
+func (*MarkSubClustersLostResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *MarkSubClustersLostResponse) GetMarked() []string {
+	if x != nil {
+		return x.Marked
+	}
+	return nil
+}
+
+// Deletes application homes created before created_before_ms (so a home
+// written after the caller decided is never removed); missing rows are
+// reported, not an error.
+type DeleteApplicationHomesRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ApplicationIds  []string               `protobuf:"bytes,1,rep,name=application_ids,json=applicationIds,proto3" json:"application_ids,omitempty"`
+	CreatedBeforeMs int64                  `protobuf:"varint,2,opt,name=created_before_ms,json=createdBeforeMs,proto3" json:"created_before_ms,omitempty"`
+	Fence           *Fence                 `protobuf:"bytes,3,opt,name=fence,proto3" json:"fence,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteApplicationHomesRequest) Reset() {
+	*x = DeleteApplicationHomesRequest{}
+	mi := &file_store_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteApplicationHomesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteApplicationHomesRequest) ProtoMessage() {}
+
+func (x *DeleteApplicationHomesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteApplicationHomesRequest.ProtoReflect.Descriptor instead.
+func (*DeleteApplicationHomesRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *DeleteApplicationHomesRequest) GetApplicationIds() []string {
+	if x != nil {
+		return x.ApplicationIds
+	}
+	return nil
+}
+
+func (x *DeleteApplicationHomesRequest) GetCreatedBeforeMs() int64 {
+	if x != nil {
+		return x.CreatedBeforeMs
+	}
+	return 0
+}
+
+func (x *DeleteApplicationHomesRequest) GetFence() *Fence {
+	if x != nil {
+		return x.Fence
+	}
+	return nil
+}
+
+type DeleteApplicationHomesResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Deleted []string               `protobuf:"bytes,1,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	// Rows that were gone or too young when applied.
+	Kept          []string `protobuf:"bytes,2,rep,name=kept,proto3" json:"kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteApplicationHomesResponse) Reset() {
+	*x = DeleteApplicationHomesResponse{}
+	mi := &file_store_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteApplicationHomesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteApplicationHomesResponse) ProtoMessage() {}
+
+func (x *DeleteApplicationHomesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteApplicationHomesResponse.ProtoReflect.Descriptor instead.
+func (*DeleteApplicationHomesResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *DeleteApplicationHomesResponse) GetDeleted() []string {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+func (x *DeleteApplicationHomesResponse) GetKept() []string {
+	if x != nil {
+		return x.Kept
+	}
+	return nil
 }
 
 // ---- reservation home ----
@@ -2100,7 +3100,7 @@ type AddReservationHomeRequest struct {
 
 func (x *AddReservationHomeRequest) Reset() {
 	*x = AddReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +3112,7 @@ func (x *AddReservationHomeRequest) String() string {
 func (*AddReservationHomeRequest) ProtoMessage() {}
 
 func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +3125,7 @@ func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{37}
+	return file_store_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AddReservationHomeRequest) GetHome() *ReservationHome {
@@ -2145,7 +3145,7 @@ type AddReservationHomeResponse struct {
 
 func (x *AddReservationHomeResponse) Reset() {
 	*x = AddReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +3157,7 @@ func (x *AddReservationHomeResponse) String() string {
 func (*AddReservationHomeResponse) ProtoMessage() {}
 
 func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +3170,7 @@ func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{38}
+	return file_store_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AddReservationHomeResponse) GetStored() *ReservationHome {
@@ -2196,7 +3196,7 @@ type UpdateReservationHomeRequest struct {
 
 func (x *UpdateReservationHomeRequest) Reset() {
 	*x = UpdateReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +3208,7 @@ func (x *UpdateReservationHomeRequest) String() string {
 func (*UpdateReservationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +3221,7 @@ func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{39}
+	return file_store_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *UpdateReservationHomeRequest) GetHome() *ReservationHome {
@@ -2239,7 +3239,7 @@ type UpdateReservationHomeResponse struct {
 
 func (x *UpdateReservationHomeResponse) Reset() {
 	*x = UpdateReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +3251,7 @@ func (x *UpdateReservationHomeResponse) String() string {
 func (*UpdateReservationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +3264,7 @@ func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{40}
+	return file_store_proto_rawDescGZIP(), []int{57}
 }
 
 type GetReservationHomeRequest struct {
@@ -2277,7 +3277,7 @@ type GetReservationHomeRequest struct {
 
 func (x *GetReservationHomeRequest) Reset() {
 	*x = GetReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +3289,7 @@ func (x *GetReservationHomeRequest) String() string {
 func (*GetReservationHomeRequest) ProtoMessage() {}
 
 func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +3302,7 @@ func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{41}
+	return file_store_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetReservationHomeRequest) GetReservationId() string {
@@ -2328,7 +3328,7 @@ type GetReservationHomeResponse struct {
 
 func (x *GetReservationHomeResponse) Reset() {
 	*x = GetReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +3340,7 @@ func (x *GetReservationHomeResponse) String() string {
 func (*GetReservationHomeResponse) ProtoMessage() {}
 
 func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +3353,7 @@ func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{42}
+	return file_store_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetReservationHomeResponse) GetHome() *ReservationHome {
@@ -2372,7 +3372,7 @@ type ListReservationHomesRequest struct {
 
 func (x *ListReservationHomesRequest) Reset() {
 	*x = ListReservationHomesRequest{}
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +3384,7 @@ func (x *ListReservationHomesRequest) String() string {
 func (*ListReservationHomesRequest) ProtoMessage() {}
 
 func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +3397,7 @@ func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{43}
+	return file_store_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListReservationHomesRequest) GetRead() *ReadOptions {
@@ -2416,7 +3416,7 @@ type ListReservationHomesResponse struct {
 
 func (x *ListReservationHomesResponse) Reset() {
 	*x = ListReservationHomesResponse{}
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +3428,7 @@ func (x *ListReservationHomesResponse) String() string {
 func (*ListReservationHomesResponse) ProtoMessage() {}
 
 func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +3441,7 @@ func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{44}
+	return file_store_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListReservationHomesResponse) GetHomes() []*ReservationHome {
@@ -2460,7 +3460,7 @@ type DeleteReservationHomeRequest struct {
 
 func (x *DeleteReservationHomeRequest) Reset() {
 	*x = DeleteReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +3472,7 @@ func (x *DeleteReservationHomeRequest) String() string {
 func (*DeleteReservationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +3485,7 @@ func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{45}
+	return file_store_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DeleteReservationHomeRequest) GetReservationId() string {
@@ -2503,7 +3503,7 @@ type DeleteReservationHomeResponse struct {
 
 func (x *DeleteReservationHomeResponse) Reset() {
 	*x = DeleteReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +3515,7 @@ func (x *DeleteReservationHomeResponse) String() string {
 func (*DeleteReservationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +3528,7 @@ func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{46}
+	return file_store_proto_rawDescGZIP(), []int{63}
 }
 
 // ---- delegation-token state ----
@@ -2541,7 +3541,7 @@ type StoreMasterKeyRequest struct {
 
 func (x *StoreMasterKeyRequest) Reset() {
 	*x = StoreMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +3553,7 @@ func (x *StoreMasterKeyRequest) String() string {
 func (*StoreMasterKeyRequest) ProtoMessage() {}
 
 func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +3566,7 @@ func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{47}
+	return file_store_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *StoreMasterKeyRequest) GetKey() *MasterKey {
@@ -2584,7 +3584,7 @@ type StoreMasterKeyResponse struct {
 
 func (x *StoreMasterKeyResponse) Reset() {
 	*x = StoreMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +3596,7 @@ func (x *StoreMasterKeyResponse) String() string {
 func (*StoreMasterKeyResponse) ProtoMessage() {}
 
 func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +3609,7 @@ func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{48}
+	return file_store_proto_rawDescGZIP(), []int{65}
 }
 
 type RemoveMasterKeyRequest struct {
@@ -2621,7 +3621,7 @@ type RemoveMasterKeyRequest struct {
 
 func (x *RemoveMasterKeyRequest) Reset() {
 	*x = RemoveMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2633,7 +3633,7 @@ func (x *RemoveMasterKeyRequest) String() string {
 func (*RemoveMasterKeyRequest) ProtoMessage() {}
 
 func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2646,7 +3646,7 @@ func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{49}
+	return file_store_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RemoveMasterKeyRequest) GetKeyId() int32 {
@@ -2664,7 +3664,7 @@ type RemoveMasterKeyResponse struct {
 
 func (x *RemoveMasterKeyResponse) Reset() {
 	*x = RemoveMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +3676,7 @@ func (x *RemoveMasterKeyResponse) String() string {
 func (*RemoveMasterKeyResponse) ProtoMessage() {}
 
 func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +3689,7 @@ func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{50}
+	return file_store_proto_rawDescGZIP(), []int{67}
 }
 
 type GetMasterKeyRequest struct {
@@ -2702,7 +3702,7 @@ type GetMasterKeyRequest struct {
 
 func (x *GetMasterKeyRequest) Reset() {
 	*x = GetMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +3714,7 @@ func (x *GetMasterKeyRequest) String() string {
 func (*GetMasterKeyRequest) ProtoMessage() {}
 
 func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +3727,7 @@ func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{51}
+	return file_store_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetMasterKeyRequest) GetKeyId() int32 {
@@ -2753,7 +3753,7 @@ type GetMasterKeyResponse struct {
 
 func (x *GetMasterKeyResponse) Reset() {
 	*x = GetMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +3765,7 @@ func (x *GetMasterKeyResponse) String() string {
 func (*GetMasterKeyResponse) ProtoMessage() {}
 
 func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +3778,7 @@ func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{52}
+	return file_store_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetMasterKeyResponse) GetKey() *MasterKey {
@@ -2797,7 +3797,7 @@ type StoreTokenRequest struct {
 
 func (x *StoreTokenRequest) Reset() {
 	*x = StoreTokenRequest{}
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3809,7 @@ func (x *StoreTokenRequest) String() string {
 func (*StoreTokenRequest) ProtoMessage() {}
 
 func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3822,7 @@ func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenRequest.ProtoReflect.Descriptor instead.
 func (*StoreTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{53}
+	return file_store_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StoreTokenRequest) GetToken() *DelegationToken {
@@ -2840,7 +3840,7 @@ type StoreTokenResponse struct {
 
 func (x *StoreTokenResponse) Reset() {
 	*x = StoreTokenResponse{}
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2852,7 +3852,7 @@ func (x *StoreTokenResponse) String() string {
 func (*StoreTokenResponse) ProtoMessage() {}
 
 func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2865,7 +3865,7 @@ func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenResponse.ProtoReflect.Descriptor instead.
 func (*StoreTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{54}
+	return file_store_proto_rawDescGZIP(), []int{71}
 }
 
 type UpdateTokenRequest struct {
@@ -2877,7 +3877,7 @@ type UpdateTokenRequest struct {
 
 func (x *UpdateTokenRequest) Reset() {
 	*x = UpdateTokenRequest{}
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +3889,7 @@ func (x *UpdateTokenRequest) String() string {
 func (*UpdateTokenRequest) ProtoMessage() {}
 
 func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +3902,7 @@ func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{55}
+	return file_store_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UpdateTokenRequest) GetToken() *DelegationToken {
@@ -2920,7 +3920,7 @@ type UpdateTokenResponse struct {
 
 func (x *UpdateTokenResponse) Reset() {
 	*x = UpdateTokenResponse{}
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3932,7 @@ func (x *UpdateTokenResponse) String() string {
 func (*UpdateTokenResponse) ProtoMessage() {}
 
 func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3945,7 @@ func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{56}
+	return file_store_proto_rawDescGZIP(), []int{73}
 }
 
 type RemoveTokenRequest struct {
@@ -2957,7 +3957,7 @@ type RemoveTokenRequest struct {
 
 func (x *RemoveTokenRequest) Reset() {
 	*x = RemoveTokenRequest{}
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3969,7 @@ func (x *RemoveTokenRequest) String() string {
 func (*RemoveTokenRequest) ProtoMessage() {}
 
 func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3982,7 @@ func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{57}
+	return file_store_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RemoveTokenRequest) GetIdentifier() []byte {
@@ -3000,7 +4000,7 @@ type RemoveTokenResponse struct {
 
 func (x *RemoveTokenResponse) Reset() {
 	*x = RemoveTokenResponse{}
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +4012,7 @@ func (x *RemoveTokenResponse) String() string {
 func (*RemoveTokenResponse) ProtoMessage() {}
 
 func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +4025,7 @@ func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{58}
+	return file_store_proto_rawDescGZIP(), []int{75}
 }
 
 type GetTokenRequest struct {
@@ -3038,7 +4038,7 @@ type GetTokenRequest struct {
 
 func (x *GetTokenRequest) Reset() {
 	*x = GetTokenRequest{}
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +4050,7 @@ func (x *GetTokenRequest) String() string {
 func (*GetTokenRequest) ProtoMessage() {}
 
 func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +4063,7 @@ func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenRequest.ProtoReflect.Descriptor instead.
 func (*GetTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{59}
+	return file_store_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetTokenRequest) GetIdentifier() []byte {
@@ -3089,7 +4089,7 @@ type GetTokenResponse struct {
 
 func (x *GetTokenResponse) Reset() {
 	*x = GetTokenResponse{}
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +4101,7 @@ func (x *GetTokenResponse) String() string {
 func (*GetTokenResponse) ProtoMessage() {}
 
 func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +4114,7 @@ func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenResponse.ProtoReflect.Descriptor instead.
 func (*GetTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{60}
+	return file_store_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetTokenResponse) GetToken() *DelegationToken {
@@ -3136,7 +4136,7 @@ type ReserveRangeRequest struct {
 
 func (x *ReserveRangeRequest) Reset() {
 	*x = ReserveRangeRequest{}
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +4148,7 @@ func (x *ReserveRangeRequest) String() string {
 func (*ReserveRangeRequest) ProtoMessage() {}
 
 func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +4161,7 @@ func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeRequest.ProtoReflect.Descriptor instead.
 func (*ReserveRangeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{61}
+	return file_store_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReserveRangeRequest) GetCounter() Counter {
@@ -3189,7 +4189,7 @@ type ReserveRangeResponse struct {
 
 func (x *ReserveRangeResponse) Reset() {
 	*x = ReserveRangeResponse{}
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +4201,7 @@ func (x *ReserveRangeResponse) String() string {
 func (*ReserveRangeResponse) ProtoMessage() {}
 
 func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +4214,7 @@ func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeResponse.ProtoReflect.Descriptor instead.
 func (*ReserveRangeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{62}
+	return file_store_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReserveRangeResponse) GetFirst() int64 {
@@ -3241,7 +4241,7 @@ type GetCounterRequest struct {
 
 func (x *GetCounterRequest) Reset() {
 	*x = GetCounterRequest{}
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3253,7 +4253,7 @@ func (x *GetCounterRequest) String() string {
 func (*GetCounterRequest) ProtoMessage() {}
 
 func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3266,7 +4266,7 @@ func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterRequest.ProtoReflect.Descriptor instead.
 func (*GetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{63}
+	return file_store_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GetCounterRequest) GetCounter() Counter {
@@ -3292,7 +4292,7 @@ type GetCounterResponse struct {
 
 func (x *GetCounterResponse) Reset() {
 	*x = GetCounterResponse{}
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +4304,7 @@ func (x *GetCounterResponse) String() string {
 func (*GetCounterResponse) ProtoMessage() {}
 
 func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +4317,7 @@ func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterResponse.ProtoReflect.Descriptor instead.
 func (*GetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{64}
+	return file_store_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetCounterResponse) GetValue() int64 {
@@ -3337,7 +4337,7 @@ type SetCounterRequest struct {
 
 func (x *SetCounterRequest) Reset() {
 	*x = SetCounterRequest{}
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +4349,7 @@ func (x *SetCounterRequest) String() string {
 func (*SetCounterRequest) ProtoMessage() {}
 
 func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +4362,7 @@ func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterRequest.ProtoReflect.Descriptor instead.
 func (*SetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{65}
+	return file_store_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *SetCounterRequest) GetCounter() Counter {
@@ -3387,7 +4387,7 @@ type SetCounterResponse struct {
 
 func (x *SetCounterResponse) Reset() {
 	*x = SetCounterResponse{}
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +4399,7 @@ func (x *SetCounterResponse) String() string {
 func (*SetCounterResponse) ProtoMessage() {}
 
 func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +4412,7 @@ func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterResponse.ProtoReflect.Descriptor instead.
 func (*SetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{66}
+	return file_store_proto_rawDescGZIP(), []int{83}
 }
 
 // ---- version and format ----
@@ -3425,7 +4425,7 @@ type GetVersionRequest struct {
 
 func (x *GetVersionRequest) Reset() {
 	*x = GetVersionRequest{}
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +4437,7 @@ func (x *GetVersionRequest) String() string {
 func (*GetVersionRequest) ProtoMessage() {}
 
 func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +4450,7 @@ func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
 func (*GetVersionRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{67}
+	return file_store_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GetVersionRequest) GetRead() *ReadOptions {
@@ -3472,7 +4472,7 @@ type GetVersionResponse struct {
 
 func (x *GetVersionResponse) Reset() {
 	*x = GetVersionResponse{}
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +4484,7 @@ func (x *GetVersionResponse) String() string {
 func (*GetVersionResponse) ProtoMessage() {}
 
 func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +4497,7 @@ func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionResponse.ProtoReflect.Descriptor instead.
 func (*GetVersionResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{68}
+	return file_store_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *GetVersionResponse) GetStored() *Version {
@@ -3524,7 +4524,7 @@ type FormatRequest struct {
 
 func (x *FormatRequest) Reset() {
 	*x = FormatRequest{}
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +4536,7 @@ func (x *FormatRequest) String() string {
 func (*FormatRequest) ProtoMessage() {}
 
 func (x *FormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +4549,7 @@ func (x *FormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatRequest.ProtoReflect.Descriptor instead.
 func (*FormatRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{69}
+	return file_store_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *FormatRequest) GetConfirm() bool {
@@ -3567,7 +4567,7 @@ type FormatResponse struct {
 
 func (x *FormatResponse) Reset() {
 	*x = FormatResponse{}
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +4579,7 @@ func (x *FormatResponse) String() string {
 func (*FormatResponse) ProtoMessage() {}
 
 func (x *FormatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +4592,7 @@ func (x *FormatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatResponse.ProtoReflect.Descriptor instead.
 func (*FormatResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{70}
+	return file_store_proto_rawDescGZIP(), []int{87}
 }
 
 // ---- reads ----
@@ -3607,7 +4607,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +4619,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +4632,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{71}
+	return file_store_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -3659,7 +4659,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3671,7 +4671,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3684,7 +4684,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{72}
+	return file_store_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *WatchRequest) GetAfterIndex() uint64 {
@@ -3732,7 +4732,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3744,7 +4744,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3757,7 +4757,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{73}
+	return file_store_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *WatchEvent) GetKind() WatchEvent_Kind {
@@ -3816,7 +4816,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3828,7 +4828,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3841,7 +4841,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{74}
+	return file_store_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3880,7 +4880,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +4892,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +4905,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{75}
+	return file_store_proto_rawDescGZIP(), []int{92}
 }
 
 type RemoveRequest struct {
@@ -3917,7 +4917,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3929,7 +4929,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3942,7 +4942,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{76}
+	return file_store_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RemoveRequest) GetNodeId() string {
@@ -3960,7 +4960,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3972,7 +4972,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3985,7 +4985,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{77}
+	return file_store_proto_rawDescGZIP(), []int{94}
 }
 
 type StatusRequest struct {
@@ -3996,7 +4996,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +5008,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +5021,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{78}
+	return file_store_proto_rawDescGZIP(), []int{95}
 }
 
 type Node struct {
@@ -4037,7 +5037,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_store_proto_msgTypes[79]
+	mi := &file_store_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4049,7 +5049,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[79]
+	mi := &file_store_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4062,7 +5062,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{79}
+	return file_store_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Node) GetNodeId() string {
@@ -4116,7 +5116,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_store_proto_msgTypes[80]
+	mi := &file_store_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +5128,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[80]
+	mi := &file_store_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +5141,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{80}
+	return file_store_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -4213,7 +5213,7 @@ type AddApplicationHomesResponse_Result struct {
 
 func (x *AddApplicationHomesResponse_Result) Reset() {
 	*x = AddApplicationHomesResponse_Result{}
-	mi := &file_store_proto_msgTypes[81]
+	mi := &file_store_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4225,7 +5225,7 @@ func (x *AddApplicationHomesResponse_Result) String() string {
 func (*AddApplicationHomesResponse_Result) ProtoMessage() {}
 
 func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[81]
+	mi := &file_store_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4238,7 +5238,7 @@ func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AddApplicationHomesResponse_Result.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesResponse_Result) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{20, 0}
+	return file_store_proto_rawDescGZIP(), []int{23, 0}
 }
 
 func (x *AddApplicationHomesResponse_Result) GetCode() int32 {
@@ -4269,11 +5269,87 @@ func (x *AddApplicationHomesResponse_Result) GetInserted() bool {
 	return false
 }
 
+type PublishCapacityRequest_Item struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SubClusterId  string                 `protobuf:"bytes,1,opt,name=sub_cluster_id,json=subClusterId,proto3" json:"sub_cluster_id,omitempty"`
+	MemoryMb      int64                  `protobuf:"varint,2,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Vcores        int64                  `protobuf:"varint,3,opt,name=vcores,proto3" json:"vcores,omitempty"`
+	Nodes         int32                  `protobuf:"varint,4,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	ObservedMs    int64                  `protobuf:"varint,5,opt,name=observed_ms,json=observedMs,proto3" json:"observed_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishCapacityRequest_Item) Reset() {
+	*x = PublishCapacityRequest_Item{}
+	mi := &file_store_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishCapacityRequest_Item) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishCapacityRequest_Item) ProtoMessage() {}
+
+func (x *PublishCapacityRequest_Item) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishCapacityRequest_Item.ProtoReflect.Descriptor instead.
+func (*PublishCapacityRequest_Item) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{48, 0}
+}
+
+func (x *PublishCapacityRequest_Item) GetSubClusterId() string {
+	if x != nil {
+		return x.SubClusterId
+	}
+	return ""
+}
+
+func (x *PublishCapacityRequest_Item) GetMemoryMb() int64 {
+	if x != nil {
+		return x.MemoryMb
+	}
+	return 0
+}
+
+func (x *PublishCapacityRequest_Item) GetVcores() int64 {
+	if x != nil {
+		return x.Vcores
+	}
+	return 0
+}
+
+func (x *PublishCapacityRequest_Item) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *PublishCapacityRequest_Item) GetObservedMs() int64 {
+	if x != nil {
+		return x.ObservedMs
+	}
+	return 0
+}
+
 var File_store_proto protoreflect.FileDescriptor
 
 const file_store_proto_rawDesc = "" +
 	"\n" +
-	"\vstore.proto\x12\x15yarnfed.statestore.v1\"\xc8\x03\n" +
+	"\vstore.proto\x12\x15yarnfed.statestore.v1\"\xa1\x04\n" +
 	"\x0eSubClusterInfo\x12$\n" +
 	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\x120\n" +
 	"\x14amrm_service_address\x18\x02 \x01(\tR\x12amrmServiceAddress\x129\n" +
@@ -4285,16 +5361,36 @@ const file_store_proto_rawDesc = "" +
 	"\x12last_start_time_ms\x18\b \x01(\x03R\x0flastStartTimeMs\x12\x1e\n" +
 	"\n" +
 	"capability\x18\t \x01(\tR\n" +
-	"capability\"\xbc\x01\n" +
+	"capability\x12W\n" +
+	"\x12published_capacity\x18\n" +
+	" \x01(\v2(.yarnfed.statestore.v1.PublishedCapacityR\x11publishedCapacity\"\xa2\x01\n" +
+	"\x11PublishedCapacity\x12\x1b\n" +
+	"\tmemory_mb\x18\x01 \x01(\x03R\bmemoryMb\x12\x16\n" +
+	"\x06vcores\x18\x02 \x01(\x03R\x06vcores\x12\x14\n" +
+	"\x05nodes\x18\x03 \x01(\x05R\x05nodes\x12\x1f\n" +
+	"\vobserved_ms\x18\x04 \x01(\x03R\n" +
+	"observedMs\x12!\n" +
+	"\fpublished_ms\x18\x05 \x01(\x03R\vpublishedMs\"\xbc\x01\n" +
 	"\x0fApplicationHome\x12%\n" +
 	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12-\n" +
 	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\x12$\n" +
 	"\x0ecreate_time_ms\x18\x03 \x01(\x03R\fcreateTimeMs\x12-\n" +
-	"\x12submission_context\x18\x04 \x01(\fR\x11submissionContext\"W\n" +
+	"\x12submission_context\x18\x04 \x01(\fR\x11submissionContext\"o\n" +
 	"\x13PolicyConfiguration\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
-	"\x06params\x18\x03 \x01(\fR\x06params\"g\n" +
+	"\x06params\x18\x03 \x01(\fR\x06params\x12\x16\n" +
+	"\x06pinned\x18\x04 \x01(\bR\x06pinned\"h\n" +
+	"\x05Lease\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x04 \x01(\x03R\texpiresMs\"K\n" +
+	"\x05Fence\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\tR\x05lease\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"g\n" +
 	"\x0fReservationHome\x12%\n" +
 	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\x12-\n" +
 	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\"e\n" +
@@ -4387,7 +5483,61 @@ const file_store_proto_rawDesc = "" +
 	"\x15DeletePoliciesRequest\x12\x16\n" +
 	"\x06queues\x18\x01 \x03(\tR\x06queues\x12\x10\n" +
 	"\x03all\x18\x02 \x01(\bR\x03all\"\x18\n" +
-	"\x16DeletePoliciesResponse\"W\n" +
+	"\x16DeletePoliciesResponse\"\x85\x02\n" +
+	"\x12SetPoliciesRequest\x12F\n" +
+	"\bpolicies\x18\x01 \x03(\v2*.yarnfed.statestore.v1.PolicyConfigurationR\bpolicies\x122\n" +
+	"\x05fence\x18\x02 \x01(\v2\x1c.yarnfed.statestore.v1.FenceR\x05fence\x12\x1f\n" +
+	"\vskip_pinned\x18\x03 \x01(\bR\n" +
+	"skipPinned\x12R\n" +
+	"\n" +
+	"capacities\x18\x04 \x03(\v22.yarnfed.statestore.v1.PublishCapacityRequest.ItemR\n" +
+	"capacities\"\x88\x01\n" +
+	"\x13SetPoliciesResponse\x12\x18\n" +
+	"\awritten\x18\x01 \x03(\tR\awritten\x12%\n" +
+	"\x0eskipped_pinned\x18\x02 \x03(\tR\rskippedPinned\x120\n" +
+	"\x14unknown_sub_clusters\x18\x03 \x03(\tR\x12unknownSubClusters\"X\n" +
+	"\x13AcquireLeaseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"f\n" +
+	"\x14AcquireLeaseResponse\x122\n" +
+	"\x05lease\x18\x01 \x01(\v2\x1c.yarnfed.statestore.v1.LeaseR\x05lease\x12\x1a\n" +
+	"\bacquired\x18\x02 \x01(\bR\bacquired\"W\n" +
+	"\x13ReleaseLeaseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\x16\n" +
+	"\x14ReleaseLeaseResponse\"]\n" +
+	"\x0fGetLeaseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x126\n" +
+	"\x04read\x18\x0f \x01(\v2\".yarnfed.statestore.v1.ReadOptionsR\x04read\"F\n" +
+	"\x10GetLeaseResponse\x122\n" +
+	"\x05lease\x18\x01 \x01(\v2\x1c.yarnfed.statestore.v1.LeaseR\x05lease\"\xb1\x02\n" +
+	"\x16PublishCapacityRequest\x12H\n" +
+	"\x05items\x18\x01 \x03(\v22.yarnfed.statestore.v1.PublishCapacityRequest.ItemR\x05items\x122\n" +
+	"\x05fence\x18\x02 \x01(\v2\x1c.yarnfed.statestore.v1.FenceR\x05fence\x1a\x98\x01\n" +
+	"\x04Item\x12$\n" +
+	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\x12\x1b\n" +
+	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12\x16\n" +
+	"\x06vcores\x18\x03 \x01(\x03R\x06vcores\x12\x14\n" +
+	"\x05nodes\x18\x04 \x01(\x05R\x05nodes\x12\x1f\n" +
+	"\vobserved_ms\x18\x05 \x01(\x03R\n" +
+	"observedMs\"3\n" +
+	"\x17PublishCapacityResponse\x12\x18\n" +
+	"\aunknown\x18\x01 \x03(\tR\aunknown\"\xa8\x01\n" +
+	"\x1aMarkSubClustersLostRequest\x12&\n" +
+	"\x0fsub_cluster_ids\x18\x01 \x03(\tR\rsubClusterIds\x12.\n" +
+	"\x13heartbeat_before_ms\x18\x02 \x01(\x03R\x11heartbeatBeforeMs\x122\n" +
+	"\x05fence\x18\x03 \x01(\v2\x1c.yarnfed.statestore.v1.FenceR\x05fence\"5\n" +
+	"\x1bMarkSubClustersLostResponse\x12\x16\n" +
+	"\x06marked\x18\x01 \x03(\tR\x06marked\"\xa8\x01\n" +
+	"\x1dDeleteApplicationHomesRequest\x12'\n" +
+	"\x0fapplication_ids\x18\x01 \x03(\tR\x0eapplicationIds\x12*\n" +
+	"\x11created_before_ms\x18\x02 \x01(\x03R\x0fcreatedBeforeMs\x122\n" +
+	"\x05fence\x18\x03 \x01(\v2\x1c.yarnfed.statestore.v1.FenceR\x05fence\"N\n" +
+	"\x1eDeleteApplicationHomesResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x03(\tR\adeleted\x12\x12\n" +
+	"\x04kept\x18\x02 \x03(\tR\x04kept\"W\n" +
 	"\x19AddReservationHomeRequest\x12:\n" +
 	"\x04home\x18\x01 \x01(\v2&.yarnfed.statestore.v1.ReservationHomeR\x04home\"x\n" +
 	"\x1aAddReservationHomeResponse\x12>\n" +
@@ -4533,7 +5683,7 @@ const file_store_proto_rawDesc = "" +
 	"\aCounter\x12\x17\n" +
 	"\x13COUNTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16COUNTER_TOKEN_SEQUENCE\x10\x01\x12\x19\n" +
-	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xf0\x1c\n" +
+	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xfd\"\n" +
 	"\n" +
 	"StateStore\x12y\n" +
 	"\x12RegisterSubCluster\x120.yarnfed.statestore.v1.RegisterSubClusterRequest\x1a1.yarnfed.statestore.v1.RegisterSubClusterResponse\x12^\n" +
@@ -4550,7 +5700,14 @@ const file_store_proto_rawDesc = "" +
 	"\tGetPolicy\x12'.yarnfed.statestore.v1.GetPolicyRequest\x1a(.yarnfed.statestore.v1.GetPolicyResponse\x12^\n" +
 	"\tSetPolicy\x12'.yarnfed.statestore.v1.SetPolicyRequest\x1a(.yarnfed.statestore.v1.SetPolicyResponse\x12g\n" +
 	"\fListPolicies\x12*.yarnfed.statestore.v1.ListPoliciesRequest\x1a+.yarnfed.statestore.v1.ListPoliciesResponse\x12m\n" +
-	"\x0eDeletePolicies\x12,.yarnfed.statestore.v1.DeletePoliciesRequest\x1a-.yarnfed.statestore.v1.DeletePoliciesResponse\x12y\n" +
+	"\x0eDeletePolicies\x12,.yarnfed.statestore.v1.DeletePoliciesRequest\x1a-.yarnfed.statestore.v1.DeletePoliciesResponse\x12d\n" +
+	"\vSetPolicies\x12).yarnfed.statestore.v1.SetPoliciesRequest\x1a*.yarnfed.statestore.v1.SetPoliciesResponse\x12g\n" +
+	"\fAcquireLease\x12*.yarnfed.statestore.v1.AcquireLeaseRequest\x1a+.yarnfed.statestore.v1.AcquireLeaseResponse\x12g\n" +
+	"\fReleaseLease\x12*.yarnfed.statestore.v1.ReleaseLeaseRequest\x1a+.yarnfed.statestore.v1.ReleaseLeaseResponse\x12[\n" +
+	"\bGetLease\x12&.yarnfed.statestore.v1.GetLeaseRequest\x1a'.yarnfed.statestore.v1.GetLeaseResponse\x12p\n" +
+	"\x0fPublishCapacity\x12-.yarnfed.statestore.v1.PublishCapacityRequest\x1a..yarnfed.statestore.v1.PublishCapacityResponse\x12|\n" +
+	"\x13MarkSubClustersLost\x121.yarnfed.statestore.v1.MarkSubClustersLostRequest\x1a2.yarnfed.statestore.v1.MarkSubClustersLostResponse\x12\x85\x01\n" +
+	"\x16DeleteApplicationHomes\x124.yarnfed.statestore.v1.DeleteApplicationHomesRequest\x1a5.yarnfed.statestore.v1.DeleteApplicationHomesResponse\x12y\n" +
 	"\x12AddReservationHome\x120.yarnfed.statestore.v1.AddReservationHomeRequest\x1a1.yarnfed.statestore.v1.AddReservationHomeResponse\x12\x82\x01\n" +
 	"\x15UpdateReservationHome\x123.yarnfed.statestore.v1.UpdateReservationHomeRequest\x1a4.yarnfed.statestore.v1.UpdateReservationHomeResponse\x12y\n" +
 	"\x12GetReservationHome\x120.yarnfed.statestore.v1.GetReservationHomeRequest\x1a1.yarnfed.statestore.v1.GetReservationHomeResponse\x12\x7f\n" +
@@ -4591,221 +5748,264 @@ func file_store_proto_rawDescGZIP() []byte {
 }
 
 var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 100)
 var file_store_proto_goTypes = []any{
 	(SubClusterState)(0),                       // 0: yarnfed.statestore.v1.SubClusterState
 	(Counter)(0),                               // 1: yarnfed.statestore.v1.Counter
 	(WatchEvent_Kind)(0),                       // 2: yarnfed.statestore.v1.WatchEvent.Kind
 	(*SubClusterInfo)(nil),                     // 3: yarnfed.statestore.v1.SubClusterInfo
-	(*ApplicationHome)(nil),                    // 4: yarnfed.statestore.v1.ApplicationHome
-	(*PolicyConfiguration)(nil),                // 5: yarnfed.statestore.v1.PolicyConfiguration
-	(*ReservationHome)(nil),                    // 6: yarnfed.statestore.v1.ReservationHome
-	(*MasterKey)(nil),                          // 7: yarnfed.statestore.v1.MasterKey
-	(*DelegationToken)(nil),                    // 8: yarnfed.statestore.v1.DelegationToken
-	(*Version)(nil),                            // 9: yarnfed.statestore.v1.Version
-	(*RegisterSubClusterRequest)(nil),          // 10: yarnfed.statestore.v1.RegisterSubClusterRequest
-	(*RegisterSubClusterResponse)(nil),         // 11: yarnfed.statestore.v1.RegisterSubClusterResponse
-	(*HeartbeatRequest)(nil),                   // 12: yarnfed.statestore.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                  // 13: yarnfed.statestore.v1.HeartbeatResponse
-	(*DeregisterSubClusterRequest)(nil),        // 14: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*DeregisterSubClusterResponse)(nil),       // 15: yarnfed.statestore.v1.DeregisterSubClusterResponse
-	(*GetSubClusterRequest)(nil),               // 16: yarnfed.statestore.v1.GetSubClusterRequest
-	(*GetSubClusterResponse)(nil),              // 17: yarnfed.statestore.v1.GetSubClusterResponse
-	(*ListSubClustersRequest)(nil),             // 18: yarnfed.statestore.v1.ListSubClustersRequest
-	(*ListSubClustersResponse)(nil),            // 19: yarnfed.statestore.v1.ListSubClustersResponse
-	(*AddApplicationHomeRequest)(nil),          // 20: yarnfed.statestore.v1.AddApplicationHomeRequest
-	(*AddApplicationHomeResponse)(nil),         // 21: yarnfed.statestore.v1.AddApplicationHomeResponse
-	(*AddApplicationHomesRequest)(nil),         // 22: yarnfed.statestore.v1.AddApplicationHomesRequest
-	(*AddApplicationHomesResponse)(nil),        // 23: yarnfed.statestore.v1.AddApplicationHomesResponse
-	(*UpdateApplicationHomeRequest)(nil),       // 24: yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	(*UpdateApplicationHomeResponse)(nil),      // 25: yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	(*GetApplicationHomeRequest)(nil),          // 26: yarnfed.statestore.v1.GetApplicationHomeRequest
-	(*GetApplicationHomeResponse)(nil),         // 27: yarnfed.statestore.v1.GetApplicationHomeResponse
-	(*DeleteApplicationHomeRequest)(nil),       // 28: yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	(*DeleteApplicationHomeResponse)(nil),      // 29: yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	(*ListApplicationHomesRequest)(nil),        // 30: yarnfed.statestore.v1.ListApplicationHomesRequest
-	(*ListApplicationHomesResponse)(nil),       // 31: yarnfed.statestore.v1.ListApplicationHomesResponse
-	(*GetPolicyRequest)(nil),                   // 32: yarnfed.statestore.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),                  // 33: yarnfed.statestore.v1.GetPolicyResponse
-	(*SetPolicyRequest)(nil),                   // 34: yarnfed.statestore.v1.SetPolicyRequest
-	(*SetPolicyResponse)(nil),                  // 35: yarnfed.statestore.v1.SetPolicyResponse
-	(*ListPoliciesRequest)(nil),                // 36: yarnfed.statestore.v1.ListPoliciesRequest
-	(*ListPoliciesResponse)(nil),               // 37: yarnfed.statestore.v1.ListPoliciesResponse
-	(*DeletePoliciesRequest)(nil),              // 38: yarnfed.statestore.v1.DeletePoliciesRequest
-	(*DeletePoliciesResponse)(nil),             // 39: yarnfed.statestore.v1.DeletePoliciesResponse
-	(*AddReservationHomeRequest)(nil),          // 40: yarnfed.statestore.v1.AddReservationHomeRequest
-	(*AddReservationHomeResponse)(nil),         // 41: yarnfed.statestore.v1.AddReservationHomeResponse
-	(*UpdateReservationHomeRequest)(nil),       // 42: yarnfed.statestore.v1.UpdateReservationHomeRequest
-	(*UpdateReservationHomeResponse)(nil),      // 43: yarnfed.statestore.v1.UpdateReservationHomeResponse
-	(*GetReservationHomeRequest)(nil),          // 44: yarnfed.statestore.v1.GetReservationHomeRequest
-	(*GetReservationHomeResponse)(nil),         // 45: yarnfed.statestore.v1.GetReservationHomeResponse
-	(*ListReservationHomesRequest)(nil),        // 46: yarnfed.statestore.v1.ListReservationHomesRequest
-	(*ListReservationHomesResponse)(nil),       // 47: yarnfed.statestore.v1.ListReservationHomesResponse
-	(*DeleteReservationHomeRequest)(nil),       // 48: yarnfed.statestore.v1.DeleteReservationHomeRequest
-	(*DeleteReservationHomeResponse)(nil),      // 49: yarnfed.statestore.v1.DeleteReservationHomeResponse
-	(*StoreMasterKeyRequest)(nil),              // 50: yarnfed.statestore.v1.StoreMasterKeyRequest
-	(*StoreMasterKeyResponse)(nil),             // 51: yarnfed.statestore.v1.StoreMasterKeyResponse
-	(*RemoveMasterKeyRequest)(nil),             // 52: yarnfed.statestore.v1.RemoveMasterKeyRequest
-	(*RemoveMasterKeyResponse)(nil),            // 53: yarnfed.statestore.v1.RemoveMasterKeyResponse
-	(*GetMasterKeyRequest)(nil),                // 54: yarnfed.statestore.v1.GetMasterKeyRequest
-	(*GetMasterKeyResponse)(nil),               // 55: yarnfed.statestore.v1.GetMasterKeyResponse
-	(*StoreTokenRequest)(nil),                  // 56: yarnfed.statestore.v1.StoreTokenRequest
-	(*StoreTokenResponse)(nil),                 // 57: yarnfed.statestore.v1.StoreTokenResponse
-	(*UpdateTokenRequest)(nil),                 // 58: yarnfed.statestore.v1.UpdateTokenRequest
-	(*UpdateTokenResponse)(nil),                // 59: yarnfed.statestore.v1.UpdateTokenResponse
-	(*RemoveTokenRequest)(nil),                 // 60: yarnfed.statestore.v1.RemoveTokenRequest
-	(*RemoveTokenResponse)(nil),                // 61: yarnfed.statestore.v1.RemoveTokenResponse
-	(*GetTokenRequest)(nil),                    // 62: yarnfed.statestore.v1.GetTokenRequest
-	(*GetTokenResponse)(nil),                   // 63: yarnfed.statestore.v1.GetTokenResponse
-	(*ReserveRangeRequest)(nil),                // 64: yarnfed.statestore.v1.ReserveRangeRequest
-	(*ReserveRangeResponse)(nil),               // 65: yarnfed.statestore.v1.ReserveRangeResponse
-	(*GetCounterRequest)(nil),                  // 66: yarnfed.statestore.v1.GetCounterRequest
-	(*GetCounterResponse)(nil),                 // 67: yarnfed.statestore.v1.GetCounterResponse
-	(*SetCounterRequest)(nil),                  // 68: yarnfed.statestore.v1.SetCounterRequest
-	(*SetCounterResponse)(nil),                 // 69: yarnfed.statestore.v1.SetCounterResponse
-	(*GetVersionRequest)(nil),                  // 70: yarnfed.statestore.v1.GetVersionRequest
-	(*GetVersionResponse)(nil),                 // 71: yarnfed.statestore.v1.GetVersionResponse
-	(*FormatRequest)(nil),                      // 72: yarnfed.statestore.v1.FormatRequest
-	(*FormatResponse)(nil),                     // 73: yarnfed.statestore.v1.FormatResponse
-	(*ReadOptions)(nil),                        // 74: yarnfed.statestore.v1.ReadOptions
-	(*WatchRequest)(nil),                       // 75: yarnfed.statestore.v1.WatchRequest
-	(*WatchEvent)(nil),                         // 76: yarnfed.statestore.v1.WatchEvent
-	(*JoinRequest)(nil),                        // 77: yarnfed.statestore.v1.JoinRequest
-	(*JoinResponse)(nil),                       // 78: yarnfed.statestore.v1.JoinResponse
-	(*RemoveRequest)(nil),                      // 79: yarnfed.statestore.v1.RemoveRequest
-	(*RemoveResponse)(nil),                     // 80: yarnfed.statestore.v1.RemoveResponse
-	(*StatusRequest)(nil),                      // 81: yarnfed.statestore.v1.StatusRequest
-	(*Node)(nil),                               // 82: yarnfed.statestore.v1.Node
-	(*StatusResponse)(nil),                     // 83: yarnfed.statestore.v1.StatusResponse
-	(*AddApplicationHomesResponse_Result)(nil), // 84: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	(*PublishedCapacity)(nil),                  // 4: yarnfed.statestore.v1.PublishedCapacity
+	(*ApplicationHome)(nil),                    // 5: yarnfed.statestore.v1.ApplicationHome
+	(*PolicyConfiguration)(nil),                // 6: yarnfed.statestore.v1.PolicyConfiguration
+	(*Lease)(nil),                              // 7: yarnfed.statestore.v1.Lease
+	(*Fence)(nil),                              // 8: yarnfed.statestore.v1.Fence
+	(*ReservationHome)(nil),                    // 9: yarnfed.statestore.v1.ReservationHome
+	(*MasterKey)(nil),                          // 10: yarnfed.statestore.v1.MasterKey
+	(*DelegationToken)(nil),                    // 11: yarnfed.statestore.v1.DelegationToken
+	(*Version)(nil),                            // 12: yarnfed.statestore.v1.Version
+	(*RegisterSubClusterRequest)(nil),          // 13: yarnfed.statestore.v1.RegisterSubClusterRequest
+	(*RegisterSubClusterResponse)(nil),         // 14: yarnfed.statestore.v1.RegisterSubClusterResponse
+	(*HeartbeatRequest)(nil),                   // 15: yarnfed.statestore.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 16: yarnfed.statestore.v1.HeartbeatResponse
+	(*DeregisterSubClusterRequest)(nil),        // 17: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*DeregisterSubClusterResponse)(nil),       // 18: yarnfed.statestore.v1.DeregisterSubClusterResponse
+	(*GetSubClusterRequest)(nil),               // 19: yarnfed.statestore.v1.GetSubClusterRequest
+	(*GetSubClusterResponse)(nil),              // 20: yarnfed.statestore.v1.GetSubClusterResponse
+	(*ListSubClustersRequest)(nil),             // 21: yarnfed.statestore.v1.ListSubClustersRequest
+	(*ListSubClustersResponse)(nil),            // 22: yarnfed.statestore.v1.ListSubClustersResponse
+	(*AddApplicationHomeRequest)(nil),          // 23: yarnfed.statestore.v1.AddApplicationHomeRequest
+	(*AddApplicationHomeResponse)(nil),         // 24: yarnfed.statestore.v1.AddApplicationHomeResponse
+	(*AddApplicationHomesRequest)(nil),         // 25: yarnfed.statestore.v1.AddApplicationHomesRequest
+	(*AddApplicationHomesResponse)(nil),        // 26: yarnfed.statestore.v1.AddApplicationHomesResponse
+	(*UpdateApplicationHomeRequest)(nil),       // 27: yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	(*UpdateApplicationHomeResponse)(nil),      // 28: yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	(*GetApplicationHomeRequest)(nil),          // 29: yarnfed.statestore.v1.GetApplicationHomeRequest
+	(*GetApplicationHomeResponse)(nil),         // 30: yarnfed.statestore.v1.GetApplicationHomeResponse
+	(*DeleteApplicationHomeRequest)(nil),       // 31: yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	(*DeleteApplicationHomeResponse)(nil),      // 32: yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	(*ListApplicationHomesRequest)(nil),        // 33: yarnfed.statestore.v1.ListApplicationHomesRequest
+	(*ListApplicationHomesResponse)(nil),       // 34: yarnfed.statestore.v1.ListApplicationHomesResponse
+	(*GetPolicyRequest)(nil),                   // 35: yarnfed.statestore.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),                  // 36: yarnfed.statestore.v1.GetPolicyResponse
+	(*SetPolicyRequest)(nil),                   // 37: yarnfed.statestore.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),                  // 38: yarnfed.statestore.v1.SetPolicyResponse
+	(*ListPoliciesRequest)(nil),                // 39: yarnfed.statestore.v1.ListPoliciesRequest
+	(*ListPoliciesResponse)(nil),               // 40: yarnfed.statestore.v1.ListPoliciesResponse
+	(*DeletePoliciesRequest)(nil),              // 41: yarnfed.statestore.v1.DeletePoliciesRequest
+	(*DeletePoliciesResponse)(nil),             // 42: yarnfed.statestore.v1.DeletePoliciesResponse
+	(*SetPoliciesRequest)(nil),                 // 43: yarnfed.statestore.v1.SetPoliciesRequest
+	(*SetPoliciesResponse)(nil),                // 44: yarnfed.statestore.v1.SetPoliciesResponse
+	(*AcquireLeaseRequest)(nil),                // 45: yarnfed.statestore.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),               // 46: yarnfed.statestore.v1.AcquireLeaseResponse
+	(*ReleaseLeaseRequest)(nil),                // 47: yarnfed.statestore.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),               // 48: yarnfed.statestore.v1.ReleaseLeaseResponse
+	(*GetLeaseRequest)(nil),                    // 49: yarnfed.statestore.v1.GetLeaseRequest
+	(*GetLeaseResponse)(nil),                   // 50: yarnfed.statestore.v1.GetLeaseResponse
+	(*PublishCapacityRequest)(nil),             // 51: yarnfed.statestore.v1.PublishCapacityRequest
+	(*PublishCapacityResponse)(nil),            // 52: yarnfed.statestore.v1.PublishCapacityResponse
+	(*MarkSubClustersLostRequest)(nil),         // 53: yarnfed.statestore.v1.MarkSubClustersLostRequest
+	(*MarkSubClustersLostResponse)(nil),        // 54: yarnfed.statestore.v1.MarkSubClustersLostResponse
+	(*DeleteApplicationHomesRequest)(nil),      // 55: yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	(*DeleteApplicationHomesResponse)(nil),     // 56: yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	(*AddReservationHomeRequest)(nil),          // 57: yarnfed.statestore.v1.AddReservationHomeRequest
+	(*AddReservationHomeResponse)(nil),         // 58: yarnfed.statestore.v1.AddReservationHomeResponse
+	(*UpdateReservationHomeRequest)(nil),       // 59: yarnfed.statestore.v1.UpdateReservationHomeRequest
+	(*UpdateReservationHomeResponse)(nil),      // 60: yarnfed.statestore.v1.UpdateReservationHomeResponse
+	(*GetReservationHomeRequest)(nil),          // 61: yarnfed.statestore.v1.GetReservationHomeRequest
+	(*GetReservationHomeResponse)(nil),         // 62: yarnfed.statestore.v1.GetReservationHomeResponse
+	(*ListReservationHomesRequest)(nil),        // 63: yarnfed.statestore.v1.ListReservationHomesRequest
+	(*ListReservationHomesResponse)(nil),       // 64: yarnfed.statestore.v1.ListReservationHomesResponse
+	(*DeleteReservationHomeRequest)(nil),       // 65: yarnfed.statestore.v1.DeleteReservationHomeRequest
+	(*DeleteReservationHomeResponse)(nil),      // 66: yarnfed.statestore.v1.DeleteReservationHomeResponse
+	(*StoreMasterKeyRequest)(nil),              // 67: yarnfed.statestore.v1.StoreMasterKeyRequest
+	(*StoreMasterKeyResponse)(nil),             // 68: yarnfed.statestore.v1.StoreMasterKeyResponse
+	(*RemoveMasterKeyRequest)(nil),             // 69: yarnfed.statestore.v1.RemoveMasterKeyRequest
+	(*RemoveMasterKeyResponse)(nil),            // 70: yarnfed.statestore.v1.RemoveMasterKeyResponse
+	(*GetMasterKeyRequest)(nil),                // 71: yarnfed.statestore.v1.GetMasterKeyRequest
+	(*GetMasterKeyResponse)(nil),               // 72: yarnfed.statestore.v1.GetMasterKeyResponse
+	(*StoreTokenRequest)(nil),                  // 73: yarnfed.statestore.v1.StoreTokenRequest
+	(*StoreTokenResponse)(nil),                 // 74: yarnfed.statestore.v1.StoreTokenResponse
+	(*UpdateTokenRequest)(nil),                 // 75: yarnfed.statestore.v1.UpdateTokenRequest
+	(*UpdateTokenResponse)(nil),                // 76: yarnfed.statestore.v1.UpdateTokenResponse
+	(*RemoveTokenRequest)(nil),                 // 77: yarnfed.statestore.v1.RemoveTokenRequest
+	(*RemoveTokenResponse)(nil),                // 78: yarnfed.statestore.v1.RemoveTokenResponse
+	(*GetTokenRequest)(nil),                    // 79: yarnfed.statestore.v1.GetTokenRequest
+	(*GetTokenResponse)(nil),                   // 80: yarnfed.statestore.v1.GetTokenResponse
+	(*ReserveRangeRequest)(nil),                // 81: yarnfed.statestore.v1.ReserveRangeRequest
+	(*ReserveRangeResponse)(nil),               // 82: yarnfed.statestore.v1.ReserveRangeResponse
+	(*GetCounterRequest)(nil),                  // 83: yarnfed.statestore.v1.GetCounterRequest
+	(*GetCounterResponse)(nil),                 // 84: yarnfed.statestore.v1.GetCounterResponse
+	(*SetCounterRequest)(nil),                  // 85: yarnfed.statestore.v1.SetCounterRequest
+	(*SetCounterResponse)(nil),                 // 86: yarnfed.statestore.v1.SetCounterResponse
+	(*GetVersionRequest)(nil),                  // 87: yarnfed.statestore.v1.GetVersionRequest
+	(*GetVersionResponse)(nil),                 // 88: yarnfed.statestore.v1.GetVersionResponse
+	(*FormatRequest)(nil),                      // 89: yarnfed.statestore.v1.FormatRequest
+	(*FormatResponse)(nil),                     // 90: yarnfed.statestore.v1.FormatResponse
+	(*ReadOptions)(nil),                        // 91: yarnfed.statestore.v1.ReadOptions
+	(*WatchRequest)(nil),                       // 92: yarnfed.statestore.v1.WatchRequest
+	(*WatchEvent)(nil),                         // 93: yarnfed.statestore.v1.WatchEvent
+	(*JoinRequest)(nil),                        // 94: yarnfed.statestore.v1.JoinRequest
+	(*JoinResponse)(nil),                       // 95: yarnfed.statestore.v1.JoinResponse
+	(*RemoveRequest)(nil),                      // 96: yarnfed.statestore.v1.RemoveRequest
+	(*RemoveResponse)(nil),                     // 97: yarnfed.statestore.v1.RemoveResponse
+	(*StatusRequest)(nil),                      // 98: yarnfed.statestore.v1.StatusRequest
+	(*Node)(nil),                               // 99: yarnfed.statestore.v1.Node
+	(*StatusResponse)(nil),                     // 100: yarnfed.statestore.v1.StatusResponse
+	(*AddApplicationHomesResponse_Result)(nil), // 101: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	(*PublishCapacityRequest_Item)(nil),        // 102: yarnfed.statestore.v1.PublishCapacityRequest.Item
 }
 var file_store_proto_depIdxs = []int32{
-	0,  // 0: yarnfed.statestore.v1.SubClusterInfo.state:type_name -> yarnfed.statestore.v1.SubClusterState
-	3,  // 1: yarnfed.statestore.v1.RegisterSubClusterRequest.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	0,  // 2: yarnfed.statestore.v1.HeartbeatRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
-	0,  // 3: yarnfed.statestore.v1.DeregisterSubClusterRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
-	74, // 4: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	3,  // 5: yarnfed.statestore.v1.GetSubClusterResponse.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	74, // 6: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	3,  // 7: yarnfed.statestore.v1.ListSubClustersResponse.sub_clusters:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	4,  // 8: yarnfed.statestore.v1.AddApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	4,  // 9: yarnfed.statestore.v1.AddApplicationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
-	4,  // 10: yarnfed.statestore.v1.AddApplicationHomesRequest.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	84, // 11: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
-	4,  // 12: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	74, // 13: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	4,  // 14: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	74, // 15: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	4,  // 16: yarnfed.statestore.v1.ListApplicationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	74, // 17: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	5,  // 18: yarnfed.statestore.v1.GetPolicyResponse.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	5,  // 19: yarnfed.statestore.v1.SetPolicyRequest.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	74, // 20: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	5,  // 21: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	6,  // 22: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	6,  // 23: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
-	6,  // 24: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	74, // 25: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	6,  // 26: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	74, // 27: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	6,  // 28: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
-	7,  // 29: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
-	74, // 30: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	7,  // 31: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
-	8,  // 32: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	8,  // 33: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	74, // 34: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	8,  // 35: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	1,  // 36: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	1,  // 37: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	74, // 38: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	1,  // 39: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	74, // 40: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	9,  // 41: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
-	9,  // 42: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
-	2,  // 43: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
-	3,  // 44: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	5,  // 45: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	4,  // 46: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	82, // 47: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
-	4,  // 48: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
-	10, // 49: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
-	12, // 50: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
-	14, // 51: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	16, // 52: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
-	18, // 53: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
-	20, // 54: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
-	22, // 55: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
-	24, // 56: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	26, // 57: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
-	28, // 58: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	30, // 59: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
-	32, // 60: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
-	34, // 61: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
-	36, // 62: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
-	38, // 63: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
-	40, // 64: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
-	42, // 65: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
-	44, // 66: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
-	46, // 67: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
-	48, // 68: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
-	50, // 69: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
-	52, // 70: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
-	54, // 71: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
-	56, // 72: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
-	58, // 73: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
-	60, // 74: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
-	62, // 75: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
-	64, // 76: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
-	66, // 77: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
-	68, // 78: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
-	70, // 79: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
-	72, // 80: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
-	75, // 81: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
-	77, // 82: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
-	79, // 83: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
-	81, // 84: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
-	11, // 85: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
-	13, // 86: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
-	15, // 87: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
-	17, // 88: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
-	19, // 89: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
-	21, // 90: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
-	23, // 91: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
-	25, // 92: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	27, // 93: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
-	29, // 94: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	31, // 95: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
-	33, // 96: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
-	35, // 97: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
-	37, // 98: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
-	39, // 99: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
-	41, // 100: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
-	43, // 101: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
-	45, // 102: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
-	47, // 103: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
-	49, // 104: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
-	51, // 105: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
-	53, // 106: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
-	55, // 107: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
-	57, // 108: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
-	59, // 109: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
-	61, // 110: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
-	63, // 111: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
-	65, // 112: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
-	67, // 113: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
-	69, // 114: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
-	71, // 115: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
-	73, // 116: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
-	76, // 117: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
-	78, // 118: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
-	80, // 119: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
-	83, // 120: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
-	85, // [85:121] is the sub-list for method output_type
-	49, // [49:85] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	0,   // 0: yarnfed.statestore.v1.SubClusterInfo.state:type_name -> yarnfed.statestore.v1.SubClusterState
+	4,   // 1: yarnfed.statestore.v1.SubClusterInfo.published_capacity:type_name -> yarnfed.statestore.v1.PublishedCapacity
+	3,   // 2: yarnfed.statestore.v1.RegisterSubClusterRequest.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	0,   // 3: yarnfed.statestore.v1.HeartbeatRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
+	0,   // 4: yarnfed.statestore.v1.DeregisterSubClusterRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
+	91,  // 5: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	3,   // 6: yarnfed.statestore.v1.GetSubClusterResponse.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	91,  // 7: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	3,   // 8: yarnfed.statestore.v1.ListSubClustersResponse.sub_clusters:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	5,   // 9: yarnfed.statestore.v1.AddApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	5,   // 10: yarnfed.statestore.v1.AddApplicationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
+	5,   // 11: yarnfed.statestore.v1.AddApplicationHomesRequest.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
+	101, // 12: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	5,   // 13: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	91,  // 14: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	5,   // 15: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	91,  // 16: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	5,   // 17: yarnfed.statestore.v1.ListApplicationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
+	91,  // 18: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	6,   // 19: yarnfed.statestore.v1.GetPolicyResponse.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	6,   // 20: yarnfed.statestore.v1.SetPolicyRequest.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	91,  // 21: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	6,   // 22: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	6,   // 23: yarnfed.statestore.v1.SetPoliciesRequest.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	8,   // 24: yarnfed.statestore.v1.SetPoliciesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	102, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	7,   // 26: yarnfed.statestore.v1.AcquireLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
+	91,  // 27: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	7,   // 28: yarnfed.statestore.v1.GetLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
+	102, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	8,   // 30: yarnfed.statestore.v1.PublishCapacityRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	8,   // 31: yarnfed.statestore.v1.MarkSubClustersLostRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	8,   // 32: yarnfed.statestore.v1.DeleteApplicationHomesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
+	9,   // 33: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	9,   // 34: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
+	9,   // 35: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	91,  // 36: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	9,   // 37: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
+	91,  // 38: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	9,   // 39: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
+	10,  // 40: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
+	91,  // 41: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	10,  // 42: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
+	11,  // 43: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	11,  // 44: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	91,  // 45: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	11,  // 46: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	1,   // 47: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	1,   // 48: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	91,  // 49: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	1,   // 50: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
+	91,  // 51: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	12,  // 52: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
+	12,  // 53: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
+	2,   // 54: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
+	3,   // 55: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	6,   // 56: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	5,   // 57: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	99,  // 58: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
+	5,   // 59: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
+	13,  // 60: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
+	15,  // 61: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
+	17,  // 62: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	19,  // 63: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
+	21,  // 64: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
+	23,  // 65: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
+	25,  // 66: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
+	27,  // 67: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	29,  // 68: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
+	31,  // 69: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	33,  // 70: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
+	35,  // 71: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
+	37,  // 72: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
+	39,  // 73: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
+	41,  // 74: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
+	43,  // 75: yarnfed.statestore.v1.StateStore.SetPolicies:input_type -> yarnfed.statestore.v1.SetPoliciesRequest
+	45,  // 76: yarnfed.statestore.v1.StateStore.AcquireLease:input_type -> yarnfed.statestore.v1.AcquireLeaseRequest
+	47,  // 77: yarnfed.statestore.v1.StateStore.ReleaseLease:input_type -> yarnfed.statestore.v1.ReleaseLeaseRequest
+	49,  // 78: yarnfed.statestore.v1.StateStore.GetLease:input_type -> yarnfed.statestore.v1.GetLeaseRequest
+	51,  // 79: yarnfed.statestore.v1.StateStore.PublishCapacity:input_type -> yarnfed.statestore.v1.PublishCapacityRequest
+	53,  // 80: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:input_type -> yarnfed.statestore.v1.MarkSubClustersLostRequest
+	55,  // 81: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:input_type -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	57,  // 82: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
+	59,  // 83: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
+	61,  // 84: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
+	63,  // 85: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
+	65,  // 86: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
+	67,  // 87: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
+	69,  // 88: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
+	71,  // 89: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
+	73,  // 90: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
+	75,  // 91: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
+	77,  // 92: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
+	79,  // 93: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
+	81,  // 94: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
+	83,  // 95: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
+	85,  // 96: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
+	87,  // 97: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
+	89,  // 98: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
+	92,  // 99: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
+	94,  // 100: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
+	96,  // 101: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
+	98,  // 102: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
+	14,  // 103: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
+	16,  // 104: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
+	18,  // 105: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
+	20,  // 106: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
+	22,  // 107: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
+	24,  // 108: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
+	26,  // 109: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
+	28,  // 110: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	30,  // 111: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
+	32,  // 112: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	34,  // 113: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
+	36,  // 114: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
+	38,  // 115: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
+	40,  // 116: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
+	42,  // 117: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
+	44,  // 118: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
+	46,  // 119: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
+	48,  // 120: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
+	50,  // 121: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
+	52,  // 122: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
+	54,  // 123: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
+	56,  // 124: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	58,  // 125: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
+	60,  // 126: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
+	62,  // 127: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
+	64,  // 128: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
+	66,  // 129: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
+	68,  // 130: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
+	70,  // 131: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
+	72,  // 132: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
+	74,  // 133: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
+	76,  // 134: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
+	78,  // 135: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
+	80,  // 136: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
+	82,  // 137: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
+	84,  // 138: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
+	86,  // 139: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
+	88,  // 140: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
+	90,  // 141: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
+	93,  // 142: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
+	95,  // 143: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
+	97,  // 144: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
+	100, // 145: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
+	103, // [103:146] is the sub-list for method output_type
+	60,  // [60:103] is the sub-list for method input_type
+	60,  // [60:60] is the sub-list for extension type_name
+	60,  // [60:60] is the sub-list for extension extendee
+	0,   // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
@@ -4819,7 +6019,7 @@ func file_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   82,
+			NumMessages:   100,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

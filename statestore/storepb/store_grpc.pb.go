@@ -27,39 +27,46 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	StateStore_RegisterSubCluster_FullMethodName    = "/yarnfed.statestore.v1.StateStore/RegisterSubCluster"
-	StateStore_Heartbeat_FullMethodName             = "/yarnfed.statestore.v1.StateStore/Heartbeat"
-	StateStore_DeregisterSubCluster_FullMethodName  = "/yarnfed.statestore.v1.StateStore/DeregisterSubCluster"
-	StateStore_GetSubCluster_FullMethodName         = "/yarnfed.statestore.v1.StateStore/GetSubCluster"
-	StateStore_ListSubClusters_FullMethodName       = "/yarnfed.statestore.v1.StateStore/ListSubClusters"
-	StateStore_AddApplicationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/AddApplicationHome"
-	StateStore_AddApplicationHomes_FullMethodName   = "/yarnfed.statestore.v1.StateStore/AddApplicationHomes"
-	StateStore_UpdateApplicationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/UpdateApplicationHome"
-	StateStore_GetApplicationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/GetApplicationHome"
-	StateStore_DeleteApplicationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/DeleteApplicationHome"
-	StateStore_ListApplicationHomes_FullMethodName  = "/yarnfed.statestore.v1.StateStore/ListApplicationHomes"
-	StateStore_GetPolicy_FullMethodName             = "/yarnfed.statestore.v1.StateStore/GetPolicy"
-	StateStore_SetPolicy_FullMethodName             = "/yarnfed.statestore.v1.StateStore/SetPolicy"
-	StateStore_ListPolicies_FullMethodName          = "/yarnfed.statestore.v1.StateStore/ListPolicies"
-	StateStore_DeletePolicies_FullMethodName        = "/yarnfed.statestore.v1.StateStore/DeletePolicies"
-	StateStore_AddReservationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/AddReservationHome"
-	StateStore_UpdateReservationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/UpdateReservationHome"
-	StateStore_GetReservationHome_FullMethodName    = "/yarnfed.statestore.v1.StateStore/GetReservationHome"
-	StateStore_ListReservationHomes_FullMethodName  = "/yarnfed.statestore.v1.StateStore/ListReservationHomes"
-	StateStore_DeleteReservationHome_FullMethodName = "/yarnfed.statestore.v1.StateStore/DeleteReservationHome"
-	StateStore_StoreMasterKey_FullMethodName        = "/yarnfed.statestore.v1.StateStore/StoreMasterKey"
-	StateStore_RemoveMasterKey_FullMethodName       = "/yarnfed.statestore.v1.StateStore/RemoveMasterKey"
-	StateStore_GetMasterKey_FullMethodName          = "/yarnfed.statestore.v1.StateStore/GetMasterKey"
-	StateStore_StoreToken_FullMethodName            = "/yarnfed.statestore.v1.StateStore/StoreToken"
-	StateStore_UpdateToken_FullMethodName           = "/yarnfed.statestore.v1.StateStore/UpdateToken"
-	StateStore_RemoveToken_FullMethodName           = "/yarnfed.statestore.v1.StateStore/RemoveToken"
-	StateStore_GetToken_FullMethodName              = "/yarnfed.statestore.v1.StateStore/GetToken"
-	StateStore_ReserveRange_FullMethodName          = "/yarnfed.statestore.v1.StateStore/ReserveRange"
-	StateStore_GetCounter_FullMethodName            = "/yarnfed.statestore.v1.StateStore/GetCounter"
-	StateStore_SetCounter_FullMethodName            = "/yarnfed.statestore.v1.StateStore/SetCounter"
-	StateStore_GetVersion_FullMethodName            = "/yarnfed.statestore.v1.StateStore/GetVersion"
-	StateStore_Format_FullMethodName                = "/yarnfed.statestore.v1.StateStore/Format"
-	StateStore_Watch_FullMethodName                 = "/yarnfed.statestore.v1.StateStore/Watch"
+	StateStore_RegisterSubCluster_FullMethodName     = "/yarnfed.statestore.v1.StateStore/RegisterSubCluster"
+	StateStore_Heartbeat_FullMethodName              = "/yarnfed.statestore.v1.StateStore/Heartbeat"
+	StateStore_DeregisterSubCluster_FullMethodName   = "/yarnfed.statestore.v1.StateStore/DeregisterSubCluster"
+	StateStore_GetSubCluster_FullMethodName          = "/yarnfed.statestore.v1.StateStore/GetSubCluster"
+	StateStore_ListSubClusters_FullMethodName        = "/yarnfed.statestore.v1.StateStore/ListSubClusters"
+	StateStore_AddApplicationHome_FullMethodName     = "/yarnfed.statestore.v1.StateStore/AddApplicationHome"
+	StateStore_AddApplicationHomes_FullMethodName    = "/yarnfed.statestore.v1.StateStore/AddApplicationHomes"
+	StateStore_UpdateApplicationHome_FullMethodName  = "/yarnfed.statestore.v1.StateStore/UpdateApplicationHome"
+	StateStore_GetApplicationHome_FullMethodName     = "/yarnfed.statestore.v1.StateStore/GetApplicationHome"
+	StateStore_DeleteApplicationHome_FullMethodName  = "/yarnfed.statestore.v1.StateStore/DeleteApplicationHome"
+	StateStore_ListApplicationHomes_FullMethodName   = "/yarnfed.statestore.v1.StateStore/ListApplicationHomes"
+	StateStore_GetPolicy_FullMethodName              = "/yarnfed.statestore.v1.StateStore/GetPolicy"
+	StateStore_SetPolicy_FullMethodName              = "/yarnfed.statestore.v1.StateStore/SetPolicy"
+	StateStore_ListPolicies_FullMethodName           = "/yarnfed.statestore.v1.StateStore/ListPolicies"
+	StateStore_DeletePolicies_FullMethodName         = "/yarnfed.statestore.v1.StateStore/DeletePolicies"
+	StateStore_SetPolicies_FullMethodName            = "/yarnfed.statestore.v1.StateStore/SetPolicies"
+	StateStore_AcquireLease_FullMethodName           = "/yarnfed.statestore.v1.StateStore/AcquireLease"
+	StateStore_ReleaseLease_FullMethodName           = "/yarnfed.statestore.v1.StateStore/ReleaseLease"
+	StateStore_GetLease_FullMethodName               = "/yarnfed.statestore.v1.StateStore/GetLease"
+	StateStore_PublishCapacity_FullMethodName        = "/yarnfed.statestore.v1.StateStore/PublishCapacity"
+	StateStore_MarkSubClustersLost_FullMethodName    = "/yarnfed.statestore.v1.StateStore/MarkSubClustersLost"
+	StateStore_DeleteApplicationHomes_FullMethodName = "/yarnfed.statestore.v1.StateStore/DeleteApplicationHomes"
+	StateStore_AddReservationHome_FullMethodName     = "/yarnfed.statestore.v1.StateStore/AddReservationHome"
+	StateStore_UpdateReservationHome_FullMethodName  = "/yarnfed.statestore.v1.StateStore/UpdateReservationHome"
+	StateStore_GetReservationHome_FullMethodName     = "/yarnfed.statestore.v1.StateStore/GetReservationHome"
+	StateStore_ListReservationHomes_FullMethodName   = "/yarnfed.statestore.v1.StateStore/ListReservationHomes"
+	StateStore_DeleteReservationHome_FullMethodName  = "/yarnfed.statestore.v1.StateStore/DeleteReservationHome"
+	StateStore_StoreMasterKey_FullMethodName         = "/yarnfed.statestore.v1.StateStore/StoreMasterKey"
+	StateStore_RemoveMasterKey_FullMethodName        = "/yarnfed.statestore.v1.StateStore/RemoveMasterKey"
+	StateStore_GetMasterKey_FullMethodName           = "/yarnfed.statestore.v1.StateStore/GetMasterKey"
+	StateStore_StoreToken_FullMethodName             = "/yarnfed.statestore.v1.StateStore/StoreToken"
+	StateStore_UpdateToken_FullMethodName            = "/yarnfed.statestore.v1.StateStore/UpdateToken"
+	StateStore_RemoveToken_FullMethodName            = "/yarnfed.statestore.v1.StateStore/RemoveToken"
+	StateStore_GetToken_FullMethodName               = "/yarnfed.statestore.v1.StateStore/GetToken"
+	StateStore_ReserveRange_FullMethodName           = "/yarnfed.statestore.v1.StateStore/ReserveRange"
+	StateStore_GetCounter_FullMethodName             = "/yarnfed.statestore.v1.StateStore/GetCounter"
+	StateStore_SetCounter_FullMethodName             = "/yarnfed.statestore.v1.StateStore/SetCounter"
+	StateStore_GetVersion_FullMethodName             = "/yarnfed.statestore.v1.StateStore/GetVersion"
+	StateStore_Format_FullMethodName                 = "/yarnfed.statestore.v1.StateStore/Format"
+	StateStore_Watch_FullMethodName                  = "/yarnfed.statestore.v1.StateStore/Watch"
 )
 
 // StateStoreClient is the client API for StateStore service.
@@ -81,6 +88,13 @@ type StateStoreClient interface {
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*SetPolicyResponse, error)
 	ListPolicies(ctx context.Context, in *ListPoliciesRequest, opts ...grpc.CallOption) (*ListPoliciesResponse, error)
 	DeletePolicies(ctx context.Context, in *DeletePoliciesRequest, opts ...grpc.CallOption) (*DeletePoliciesResponse, error)
+	SetPolicies(ctx context.Context, in *SetPoliciesRequest, opts ...grpc.CallOption) (*SetPoliciesResponse, error)
+	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
+	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
+	GetLease(ctx context.Context, in *GetLeaseRequest, opts ...grpc.CallOption) (*GetLeaseResponse, error)
+	PublishCapacity(ctx context.Context, in *PublishCapacityRequest, opts ...grpc.CallOption) (*PublishCapacityResponse, error)
+	MarkSubClustersLost(ctx context.Context, in *MarkSubClustersLostRequest, opts ...grpc.CallOption) (*MarkSubClustersLostResponse, error)
+	DeleteApplicationHomes(ctx context.Context, in *DeleteApplicationHomesRequest, opts ...grpc.CallOption) (*DeleteApplicationHomesResponse, error)
 	AddReservationHome(ctx context.Context, in *AddReservationHomeRequest, opts ...grpc.CallOption) (*AddReservationHomeResponse, error)
 	UpdateReservationHome(ctx context.Context, in *UpdateReservationHomeRequest, opts ...grpc.CallOption) (*UpdateReservationHomeResponse, error)
 	GetReservationHome(ctx context.Context, in *GetReservationHomeRequest, opts ...grpc.CallOption) (*GetReservationHomeResponse, error)
@@ -253,6 +267,76 @@ func (c *stateStoreClient) DeletePolicies(ctx context.Context, in *DeletePolicie
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeletePoliciesResponse)
 	err := c.cc.Invoke(ctx, StateStore_DeletePolicies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) SetPolicies(ctx context.Context, in *SetPoliciesRequest, opts ...grpc.CallOption) (*SetPoliciesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPoliciesResponse)
+	err := c.cc.Invoke(ctx, StateStore_SetPolicies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireLeaseResponse)
+	err := c.cc.Invoke(ctx, StateStore_AcquireLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseLeaseResponse)
+	err := c.cc.Invoke(ctx, StateStore_ReleaseLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) GetLease(ctx context.Context, in *GetLeaseRequest, opts ...grpc.CallOption) (*GetLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLeaseResponse)
+	err := c.cc.Invoke(ctx, StateStore_GetLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) PublishCapacity(ctx context.Context, in *PublishCapacityRequest, opts ...grpc.CallOption) (*PublishCapacityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishCapacityResponse)
+	err := c.cc.Invoke(ctx, StateStore_PublishCapacity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) MarkSubClustersLost(ctx context.Context, in *MarkSubClustersLostRequest, opts ...grpc.CallOption) (*MarkSubClustersLostResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MarkSubClustersLostResponse)
+	err := c.cc.Invoke(ctx, StateStore_MarkSubClustersLost_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) DeleteApplicationHomes(ctx context.Context, in *DeleteApplicationHomesRequest, opts ...grpc.CallOption) (*DeleteApplicationHomesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteApplicationHomesResponse)
+	err := c.cc.Invoke(ctx, StateStore_DeleteApplicationHomes_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -467,6 +551,13 @@ type StateStoreServer interface {
 	SetPolicy(context.Context, *SetPolicyRequest) (*SetPolicyResponse, error)
 	ListPolicies(context.Context, *ListPoliciesRequest) (*ListPoliciesResponse, error)
 	DeletePolicies(context.Context, *DeletePoliciesRequest) (*DeletePoliciesResponse, error)
+	SetPolicies(context.Context, *SetPoliciesRequest) (*SetPoliciesResponse, error)
+	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
+	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
+	GetLease(context.Context, *GetLeaseRequest) (*GetLeaseResponse, error)
+	PublishCapacity(context.Context, *PublishCapacityRequest) (*PublishCapacityResponse, error)
+	MarkSubClustersLost(context.Context, *MarkSubClustersLostRequest) (*MarkSubClustersLostResponse, error)
+	DeleteApplicationHomes(context.Context, *DeleteApplicationHomesRequest) (*DeleteApplicationHomesResponse, error)
 	AddReservationHome(context.Context, *AddReservationHomeRequest) (*AddReservationHomeResponse, error)
 	UpdateReservationHome(context.Context, *UpdateReservationHomeRequest) (*UpdateReservationHomeResponse, error)
 	GetReservationHome(context.Context, *GetReservationHomeRequest) (*GetReservationHomeResponse, error)
@@ -539,6 +630,27 @@ func (UnimplementedStateStoreServer) ListPolicies(context.Context, *ListPolicies
 }
 func (UnimplementedStateStoreServer) DeletePolicies(context.Context, *DeletePoliciesRequest) (*DeletePoliciesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeletePolicies not implemented")
+}
+func (UnimplementedStateStoreServer) SetPolicies(context.Context, *SetPoliciesRequest) (*SetPoliciesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPolicies not implemented")
+}
+func (UnimplementedStateStoreServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
+}
+func (UnimplementedStateStoreServer) ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseLease not implemented")
+}
+func (UnimplementedStateStoreServer) GetLease(context.Context, *GetLeaseRequest) (*GetLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLease not implemented")
+}
+func (UnimplementedStateStoreServer) PublishCapacity(context.Context, *PublishCapacityRequest) (*PublishCapacityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishCapacity not implemented")
+}
+func (UnimplementedStateStoreServer) MarkSubClustersLost(context.Context, *MarkSubClustersLostRequest) (*MarkSubClustersLostResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MarkSubClustersLost not implemented")
+}
+func (UnimplementedStateStoreServer) DeleteApplicationHomes(context.Context, *DeleteApplicationHomesRequest) (*DeleteApplicationHomesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteApplicationHomes not implemented")
 }
 func (UnimplementedStateStoreServer) AddReservationHome(context.Context, *AddReservationHomeRequest) (*AddReservationHomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddReservationHome not implemented")
@@ -881,6 +993,132 @@ func _StateStore_DeletePolicies_Handler(srv interface{}, ctx context.Context, de
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(StateStoreServer).DeletePolicies(ctx, req.(*DeletePoliciesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_SetPolicies_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPoliciesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).SetPolicies(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_SetPolicies_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).SetPolicies(ctx, req.(*SetPoliciesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).AcquireLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_AcquireLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_ReleaseLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).ReleaseLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_ReleaseLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).ReleaseLease(ctx, req.(*ReleaseLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_GetLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).GetLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_GetLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).GetLease(ctx, req.(*GetLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_PublishCapacity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishCapacityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).PublishCapacity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_PublishCapacity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).PublishCapacity(ctx, req.(*PublishCapacityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_MarkSubClustersLost_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MarkSubClustersLostRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).MarkSubClustersLost(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_MarkSubClustersLost_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).MarkSubClustersLost(ctx, req.(*MarkSubClustersLostRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_DeleteApplicationHomes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteApplicationHomesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).DeleteApplicationHomes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_DeleteApplicationHomes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).DeleteApplicationHomes(ctx, req.(*DeleteApplicationHomesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1268,6 +1506,34 @@ var StateStore_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeletePolicies",
 			Handler:    _StateStore_DeletePolicies_Handler,
+		},
+		{
+			MethodName: "SetPolicies",
+			Handler:    _StateStore_SetPolicies_Handler,
+		},
+		{
+			MethodName: "AcquireLease",
+			Handler:    _StateStore_AcquireLease_Handler,
+		},
+		{
+			MethodName: "ReleaseLease",
+			Handler:    _StateStore_ReleaseLease_Handler,
+		},
+		{
+			MethodName: "GetLease",
+			Handler:    _StateStore_GetLease_Handler,
+		},
+		{
+			MethodName: "PublishCapacity",
+			Handler:    _StateStore_PublishCapacity_Handler,
+		},
+		{
+			MethodName: "MarkSubClustersLost",
+			Handler:    _StateStore_MarkSubClustersLost_Handler,
+		},
+		{
+			MethodName: "DeleteApplicationHomes",
+			Handler:    _StateStore_DeleteApplicationHomes_Handler,
 		},
 		{
 			MethodName: "AddReservationHome",

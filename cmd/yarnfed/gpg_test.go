@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/gpg"
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/storepb"
+	"github.com/yarnfed/yarnfed/statestore/storetest"
+)
+
+// TestGPGWithRealStore wires what `yarnfed gpg`, `yarnfed router` and
+// `yarnfed subcluster-agent` wire, in process, over a 3-replica Raft store:
+// two GPGs run and only the lease holder acts (weights from the capacity a
+// fake Kubernetes source reports, published capacity, a failed
+// submission's home cleaned); the holder stops and the standby takes
+// over; with every GPG down the router still routes.
+func TestGPGWithRealStore(t *testing.T) {
+	cl := storetest.NewCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i, id := range []string{"SC-1", "SC-2"} {
+		cfg := simrm.TestConfig()
+		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
+		cfg.SimAM.ContainerRuntime = time.Hour
+		rm, err := simrm.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rm.Close() })
+		a := rm.Addrs()
+		acfg := subclusteragent.DefaultConfig()
+		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
+		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
+		acfg.ProbeInterval = 50 * time.Millisecond
+		agent, err := subclusteragent.New(acfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = agent.Run(ctx) }()
+	}
+	sc := cl.Client()
+	storetest.Poll(t, 20*time.Second, func() bool {
+		l, err := sc.ListSubClusters(ctx, true)
+		return err == nil && len(l) == 2
+	})
+	// A failed submission left a home behind (the client got an error).
+	if _, _, err := sc.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: "application_1_0001", HomeSubClusterId: "SC-1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Kubernetes says SC-2's nodes can give YARN 1 GB and 1 vcore.
+	src := gpgtest.NewFakeSource()
+	src.Set(capacity.SubCluster{ID: "SC-2", Usable: capacity.Resources{MemoryMB: 1024, VCores: 1}, Nodes: 2, ObservedAt: time.Now()})
+	type running struct {
+		g    *gpg.GPG
+		stop context.CancelFunc
+		done chan struct{}
+	}
+	start := func(id string) running {
+		cfg := gpg.DefaultConfig()
+		cfg.ID, cfg.WebAddress, cfg.Store = id, "", cl.Client()
+		cfg.Registerer = prometheus.NewRegistry()
+		cfg.Interval, cfg.Debounce, cfg.LeaseTTL = gpg.Duration(100*time.Millisecond), gpg.Duration(10*time.Millisecond), gpg.Duration(time.Second)
+		cfg.Cleaner.Interval, cfg.Cleaner.Grace, cfg.Cleaner.MinRMUptime = gpg.Duration(200*time.Millisecond), gpg.Duration(2*time.Second), 0
+		g, err := gpg.New(cfg, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gctx, gcancel := context.WithCancel(ctx)
+		r := running{g: g, stop: gcancel, done: make(chan struct{})}
+		go func() { _ = g.Run(gctx); close(r.done) }()
+		t.Cleanup(func() { gcancel(); <-r.done })
+		return r
+	}
+	a, b := start("gpg-a"), start("gpg-b")
+	storetest.Poll(t, 10*time.Second, func() bool { return a.g.Holding() || b.g.Holding() })
+	leader, standby := a, b
+	if b.g.Holding() {
+		leader, standby = b, a
+	}
+	for range 10 { // many rounds: never two actors
+		if a.g.Holding() && b.g.Holding() {
+			t.Fatal("both GPGs hold the lease")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var weights map[string]float32
+	storetest.Poll(t, 10*time.Second, func() bool {
+		p, err := sc.GetPolicy(ctx, "*")
+		if err != nil {
+			return false
+		}
+		info, err := policies.ParseWeightedPolicyInfo(p.GetParams())
+		if err != nil {
+			return false
+		}
+		weights = map[string]float32{}
+		for _, w := range info.RouterWeights {
+			weights[string(w.ID)] = w.Value
+		}
+		return weights["SC-1"] > 0.9
+	})
+	storetest.Poll(t, 10*time.Second, func() bool {
+		info, err := sc.GetSubCluster(ctx, "SC-2")
+		return err == nil && info.GetPublishedCapacity().GetMemoryMb() == 1024
+	})
+	// The failed submission's home is cleaned once past the grace period.
+	storetest.Poll(t, 15*time.Second, func() bool {
+		_, err := sc.GetApplicationHome(ctx, "application_1_0001", false)
+		return err != nil
+	})
+
+	// The router routes by the GPG's weights.
+	rcfg := router.DefaultConfig()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg.ClientListener, rcfg.WebAddress = ln, ""
+	rcfg.Store = router.NewClientStore(cl.Client())
+	rcfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
+	rt, err := router.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdone := make(chan struct{})
+	go func() { _ = rt.Run(ctx); close(rdone) }()
+	t.Cleanup(func() { cancel(); <-rdone })
+	yc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = yc.Close() })
+	submit := func() string {
+		t.Helper()
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		defer ccancel()
+		na := &yarnpb.GetNewApplicationResponseProto{}
+		if err := yc.Call(cctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+			t.Fatal(err)
+		}
+		sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+			ApplicationId: na.GetApplicationId(), ApplicationName: proto.String("gpg-it"),
+			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
+		if err := yc.Call(cctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		home, err := sc.GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return home.GetHomeSubClusterId()
+	}
+	toSC1 := 0
+	for range 10 {
+		if submit() == "SC-1" {
+			toSC1++
+		}
+	}
+	if toSC1 < 7 {
+		t.Fatalf("%d of 10 applications went to SC-1 (weight %v)", toSC1, weights["SC-1"])
+	}
+
+	// The acting GPG stops; the standby takes over.
+	leader.stop()
+	<-leader.done
+	storetest.Poll(t, 10*time.Second, standby.g.Holding)
+	l, err := sc.GetLease(ctx, "gpg")
+	if err != nil || l.GetHolder() != standby.g.Status().ID {
+		t.Fatalf("lease %v, %v", l, err)
+	}
+
+	// Every GPG down: the federation keeps routing.
+	standby.stop()
+	<-standby.done
+	for range 3 {
+		submit()
+	}
+	// Homes of running applications were never cleaned.
+	homes, _, err := sc.ListApplicationHomes(ctx, client.ListQuery{})
+	if err != nil || len(homes) != 13 {
+		t.Fatalf("%d homes, want 13: %v", len(homes), err)
+	}
+}
+
+// TestGPGConfigPrecedence: defaults < --config file < explicit flags.
+func TestGPGConfigPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "gpg.json")
+	if err := os.WriteFile(file, []byte(`{"interval":"7s","generator":{"policy":"load-based","threshold":0.1},"cleaner":{"dry_run":true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newGPGCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--threshold", "0.2", "--read-only"}); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg := gpg.DefaultConfig()
+	flagCfg.Generator.Threshold, flagCfg.Generator.ReadOnly = 0.2, true
+	fileCfg := gpg.DefaultConfig()
+	if err := gpg.LoadConfigFile(file, &fileCfg); err != nil {
+		t.Fatal(err)
+	}
+	overlayGPGFlags(cmd.Flags(), &fileCfg, &flagCfg)
+	if fileCfg.Interval.D() != 7*time.Second || fileCfg.Generator.Policy != gpg.PolicyLoadBased || fileCfg.Generator.Threshold != 0.2 ||
+		!fileCfg.Generator.ReadOnly || !fileCfg.Cleaner.DryRun || fileCfg.Cleaner.MaxPerRound != 1000 {
+		t.Fatalf("precedence wrong: %+v", fileCfg)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"generator":{"treshold":0.1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gpg.DefaultConfig()
+	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
+		t.Fatal("a misspelt key was accepted")
+	}
+	// A Kubernetes section is never silently ignored.
+	cfg.Kubernetes = []gpg.KubeClusterConfig{{Name: "k8s", SubClusterID: "SC-K8S"}}
+	if src, err := newCapacitySource(context.Background(), cfg, nil); err == nil && src == nil {
+		t.Fatal("a kubernetes section was accepted without a capacity source")
+	}
+}
+
+// TestBenchGPGSmall runs `yarnfed bench gpg` small: it starts a real store,
+// and every round that changes capacity writes exactly once, every steady
+// round not at all.
+func TestBenchGPGSmall(t *testing.T) {
+	cmd := newBenchGPGCmd()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--subclusters", "6", "--nodes", "120", "--queues", "2", "--rounds", "4"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	var changing, steady []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "capacity changes every round"):
+			changing = strings.Fields(l)
+		case strings.HasPrefix(l, "steady"):
+			steady = strings.Fields(l)
+		}
+	}
+	// Columns from the end: ... writes/round queues/rnd.
+	if len(changing) < 2 || changing[len(changing)-2] != "1" || len(steady) < 2 || steady[len(steady)-2] != "0" {
+		t.Fatalf("bench output:\n%s", out.String())
+	}
+}

@@ -1,0 +1,210 @@
+package gpg
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/statestore/client"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// RoundResult is what one policy round computed and wrote.
+type RoundResult struct {
+	// Target is the normalized target weight per eligible sub-cluster.
+	Target Weights
+	// Policies are the queue policies written (or, read-only, that would
+	// be); Capacities the capacities published.
+	Policies   []*pb.PolicyConfiguration
+	Capacities []*pb.PublishCapacityRequest_Item
+	// Pinned lists managed queues left alone because an operator pinned
+	// them.
+	Pinned []string
+	// Writes is the number of store writes the round made (0 or 1).
+	Writes int
+	// Compute is the time spent taking the capacity snapshot and computing
+	// (store reads and the write excluded).
+	Compute time.Duration
+}
+
+// policyRound computes target weights from membership and measured
+// capacity, moves every managed queue's stored weights toward them
+// (hysteresis, bounded step), and writes the changed queues and changed
+// capacities in one fenced store write.
+func (g *GPG) policyRound(ctx context.Context, fence *client.Fence) (RoundResult, error) {
+	scs, err := g.store.ListSubClusters(ctx, false)
+	if err != nil {
+		return RoundResult{}, fmt.Errorf("list sub-clusters: %w", err)
+	}
+	stored, err := g.store.ListPolicies(ctx)
+	if err != nil {
+		return RoundResult{}, fmt.Errorf("list policies: %w", err)
+	}
+	start := time.Now()
+	var snap map[string]capacity.SubCluster
+	if g.src != nil {
+		snap = g.src.Snapshot()
+	}
+	res := g.compute(scs, stored, snap)
+	res.Compute = time.Since(start)
+	cfg := g.cfg.Generator
+	for _, p := range res.Policies {
+		g.log.Info("gpg policy: queue weights", "queue", p.GetQueue(), "params", string(p.GetParams()), "read_only", cfg.ReadOnly)
+	}
+	if cfg.ReadOnly {
+		g.metrics.queues.WithLabelValues("read_only").Add(float64(len(res.Policies)))
+		return res, nil
+	}
+	if len(res.Policies) == 0 && len(res.Capacities) == 0 {
+		return res, nil
+	}
+	if fence == nil || !g.lease.holding() {
+		return res, errNotLeader
+	}
+	out, err := g.store.SetPolicies(ctx, client.PoliciesWrite{Policies: res.Policies, Capacities: res.Capacities, SkipPinned: true, Fence: fence})
+	g.metrics.storeWrite("set_policies", err)
+	if err != nil {
+		return res, fmt.Errorf("write policies: %w", err)
+	}
+	res.Writes = 1
+	g.metrics.queues.WithLabelValues("written").Add(float64(len(out.GetWritten())))
+	g.metrics.queues.WithLabelValues("pinned").Add(float64(len(out.GetSkippedPinned())))
+	g.metrics.published.Add(float64(len(res.Capacities) - len(out.GetUnknownSubClusters())))
+	return res, nil
+}
+
+// compute is the pure part of a round (what `yarnfed bench gpg` times).
+func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration, snap map[string]capacity.SubCluster) RoundResult {
+	cfg := g.cfg.Generator
+	now := g.now()
+	expiry := g.cfg.Liveness.Expiry.D()
+
+	// Eligible: RUNNING with a heartbeat fresher than the liveness expiry.
+	var in []loadInput
+	for _, sc := range scs {
+		if sc.GetState() != pb.SubClusterState_SC_RUNNING || now.Sub(time.UnixMilli(sc.GetLastHeartbeatMs())) > expiry {
+			continue
+		}
+		capa, _ := policies.ParseCapability([]byte(sc.GetCapability())) // none yet: zero, as Hadoop
+		if m, ok := snap[sc.GetSubClusterId()]; ok {
+			u := g.usable(m, now)
+			capa = capa.WithPublished(u.MemoryMB, u.VCores)
+		}
+		in = append(in, loadInput{ID: sc.GetSubClusterId(), Capability: capa})
+	}
+	var target Weights
+	if len(in) > 0 {
+		if cfg.Policy == PolicyLoadBased {
+			target = normalized(loadBasedWeights(in, cfg.LoadBased))
+		} else {
+			target = normalized(capacityWeights(in, cfg.PendingScale))
+		}
+	}
+	res := RoundResult{Target: target}
+
+	// Queues to manage: every stored weighted queue, the configured ones
+	// and "*"; pinned and non-weighted ones are left alone.
+	byQueue := make(map[string]*pb.PolicyConfiguration, len(stored))
+	queues := slices.Clone(cfg.Queues)
+	for _, p := range stored {
+		byQueue[p.GetQueue()] = p
+		queues = append(queues, p.GetQueue())
+	}
+	if cfg.ManageDefault {
+		queues = append(queues, client.DefaultQueueKey)
+	}
+	slices.Sort(queues)
+	queues = slices.Compact(queues)
+	if len(target) > 0 {
+		for _, q := range queues {
+			cur := byQueue[q]
+			typ, alpha := cfg.Manager, float32(1)
+			var old Weights
+			if cur != nil {
+				if cur.GetPinned() {
+					res.Pinned = append(res.Pinned, q)
+					continue
+				}
+				if !g.registry.SupportsWeights(cur.GetType()) {
+					g.metrics.queues.WithLabelValues("not_weighted").Inc()
+					continue
+				}
+				typ = cur.GetType()
+				if info, err := policies.ParseWeightedPolicyInfo(cur.GetParams()); err == nil {
+					old = normalized(fromPolicyWeights(info.RouterWeights))
+					alpha = info.HeadroomAlpha
+				}
+			}
+			next, changed, _ := stepToward(old, target, cfg.Threshold, cfg.MaxStep)
+			if !changed {
+				g.metrics.queues.WithLabelValues("unchanged").Inc()
+				continue
+			}
+			ws := toPolicyWeights(next)
+			info := policies.WeightedPolicyInfo{RouterWeights: ws, AMRMWeights: ws, HeadroomAlpha: alpha}
+			res.Policies = append(res.Policies, &pb.PolicyConfiguration{Queue: q, Type: typ, Params: info.MarshalHadoopJSON()})
+		}
+	}
+	if cfg.PublishCapacity {
+		res.Capacities = g.capacitiesToPublish(scs, snap, now)
+	}
+	for id, w := range target {
+		g.metrics.weight.WithLabelValues(id).Set(w)
+	}
+	return res
+}
+
+// usable is a source figure as the GPG trusts it: older than
+// capacity_max_age counts as nothing (Koordinator itself zeroes stale
+// batch capacity; never treat unknown as unlimited).
+func (g *GPG) usable(m capacity.SubCluster, now time.Time) capacity.Resources {
+	if now.Sub(m.ObservedAt) > g.cfg.Generator.CapacityMaxAge.D() {
+		return capacity.Resources{}
+	}
+	return capacity.Resources{MemoryMB: max(0, m.Usable.MemoryMB), VCores: max(0, m.Usable.VCores)}
+}
+
+// capacitiesToPublish lists measured capacities that moved by more than
+// the publish threshold, or were last published longer ago than
+// republish (so routers, which ignore old figures, keep seeing them).
+func (g *GPG) capacitiesToPublish(scs []*pb.SubClusterInfo, snap map[string]capacity.SubCluster, now time.Time) []*pb.PublishCapacityRequest_Item {
+	cfg := g.cfg.Generator
+	var out []*pb.PublishCapacityRequest_Item
+	for _, sc := range scs {
+		m, ok := snap[sc.GetSubClusterId()]
+		if !ok {
+			continue
+		}
+		u := g.usable(m, now)
+		cur := sc.GetPublishedCapacity()
+		due := cur == nil || now.Sub(time.UnixMilli(cur.GetPublishedMs())) >= cfg.Republish.D() ||
+			moved(cur.GetMemoryMb(), u.MemoryMB, cfg.PublishThreshold) || moved(cur.GetVcores(), u.VCores, cfg.PublishThreshold) ||
+			cur.GetNodes() != int32(m.Nodes)
+		if !due {
+			continue
+		}
+		var observed int64
+		if !m.ObservedAt.IsZero() {
+			observed = m.ObservedAt.UnixMilli()
+		}
+		out = append(out, &pb.PublishCapacityRequest_Item{SubClusterId: sc.GetSubClusterId(), MemoryMb: u.MemoryMB, Vcores: u.VCores,
+			Nodes: int32(m.Nodes), ObservedMs: max(0, observed)})
+	}
+	return out
+}
+
+// moved reports a relative change beyond threshold (any change from or
+// to zero counts).
+func moved(old, cur int64, threshold float64) bool {
+	if old == cur {
+		return false
+	}
+	if old == 0 || cur == 0 {
+		return true
+	}
+	return math.Abs(float64(cur-old))/float64(old) > threshold
+}

@@ -1,0 +1,231 @@
+package gpg
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/statestore/client"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// storedWeights reads a queue's router weights, normalized.
+func storedWeights(t *testing.T, st *gpgtest.FakeStore, queue string) Weights {
+	t.Helper()
+	p := st.Policy(queue)
+	if p == nil {
+		return nil
+	}
+	info, err := policies.ParseWeightedPolicyInfo(p.GetParams())
+	if err != nil {
+		t.Fatalf("queue %s: stored params unreadable by the policies package: %v", queue, err)
+	}
+	amrm := normalized(fromPolicyWeights(info.AMRMWeights))
+	w := normalized(fromPolicyWeights(info.RouterWeights))
+	for id, v := range w {
+		if math.Abs(amrm[id]-v) > 1e-6 {
+			t.Fatalf("router and AMRM weights differ: %v vs %v", w, amrm)
+		}
+	}
+	return w
+}
+
+type genEnv struct {
+	clk *clock
+	st  *gpgtest.FakeStore
+	src *gpgtest.FakeSource
+	g   *GPG
+}
+
+func newGenEnv(t *testing.T, mutate func(*Config)) *genEnv {
+	t.Helper()
+	e := &genEnv{clk: newClock(), src: gpgtest.NewFakeSource()}
+	e.st = gpgtest.NewFakeStore(e.clk.Now)
+	e.st.Register(subCluster("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0)))
+	e.st.Register(subCluster("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(10000, 10, 0)))
+	e.g = newTestGPG(t, e.st, e.src, e.clk.Now, mutate)
+	acquire(t, e.g)
+	return e
+}
+
+func (e *genEnv) round(t *testing.T) RoundResult {
+	t.Helper()
+	acquire(t, e.g) // renew, as the lease loop would have
+	res, err := e.g.policyRound(context.Background(), e.g.lease.fence())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func approx(t *testing.T, got Weights, want Weights) {
+	t.Helper()
+	for id, w := range want {
+		if math.Abs(got[id]-w) > 1e-3 {
+			t.Fatalf("weights %v, want %v", got, want)
+		}
+	}
+}
+
+func TestGeneratorWeightsFollowCapacity(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	// RM figures only: 3:1.
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	if p := e.st.Policy("*"); p.GetType() != DefaultManager {
+		t.Fatalf("new queue policy type %s", p.GetType())
+	}
+	// Kubernetes says SC-1's nodes can really give YARN only 10 GB / 10
+	// vcores: equal headroom now, and the capacity is published.
+	e.src.Set(capacity.SubCluster{ID: "SC-1", Usable: capacity.Resources{MemoryMB: 10000, VCores: 10}, Nodes: 40, ObservedAt: e.clk.Now()})
+	res := e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.5, "SC-2": 0.5})
+	if res.Writes != 1 || len(res.Capacities) != 1 {
+		t.Fatalf("round wrote %d times with %d capacities", res.Writes, len(res.Capacities))
+	}
+	if pc := e.st.SubCluster("SC-1").GetPublishedCapacity(); pc.GetMemoryMb() != 10000 || pc.GetNodes() != 40 {
+		t.Fatalf("published %v", pc)
+	}
+	// A stale Kubernetes figure counts as zero, never as unlimited.
+	e.clk.Add(20 * time.Minute)
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0))
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(10000, 10, 0))
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0, "SC-2": 1})
+}
+
+func TestGeneratorHysteresisAndBoundedStep(t *testing.T) {
+	e := newGenEnv(t, nil) // threshold 0.05, max step 0.2
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	writes := e.st.Writes("SetPolicies")
+	// A wobble below the threshold writes nothing.
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(31000, 31, 0))
+	if res := e.round(t); res.Writes != 0 || e.st.Writes("SetPolicies") != writes {
+		t.Fatalf("a small wobble wrote (%d writes)", e.st.Writes("SetPolicies")-writes)
+	}
+	// SC-1 fills up: the target flips to 0:1, but each round moves at most
+	// 0.2, and the weights settle without flapping.
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(0, 0, 0))
+	var seen []float64
+	for range 6 {
+		e.round(t)
+		seen = append(seen, storedWeights(t, e.st, "*")["SC-1"])
+	}
+	want := []float64{0.55, 0.35, 0.15, 0, 0, 0}
+	for i := range want {
+		if math.Abs(seen[i]-want[i]) > 1e-3 {
+			t.Fatalf("SC-1 weight per round %v, want %v", seen, want)
+		}
+	}
+	if got := e.st.Writes("SetPolicies") - writes; got != 4 {
+		t.Fatalf("%d writes while converging, want 4 (then none)", got)
+	}
+}
+
+func TestGeneratorLeavesPinnedAndUnweightedQueues(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	pinned := &pb.PolicyConfiguration{Queue: "root.pinned", Type: DefaultManager, Pinned: true,
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.1"},{"key":{"id":"SC-2"},"value":"0.9"}]},"headroomAlpha":"0.5"}`)}
+	e.st.PutPolicy(pinned)
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "root.hash", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.HashBroadcastPolicyManager"})
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "root.weighted", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedHomePolicyManager",
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"0.3"}`)})
+	res := e.round(t)
+	if res.Writes != 1 {
+		t.Fatalf("%d writes, want one for every queue together", res.Writes)
+	}
+	if p := e.st.Policy("root.pinned"); string(p.GetParams()) != string(pinned.GetParams()) || !p.GetPinned() {
+		t.Fatalf("pinned queue changed: %s", p.GetParams())
+	}
+	if p := e.st.Policy("root.hash"); len(p.GetParams()) != 0 {
+		t.Fatal("a queue whose manager takes no weights was written")
+	}
+	w := e.st.Policy("root.weighted")
+	info, _ := policies.ParseWeightedPolicyInfo(w.GetParams())
+	if w.GetType() != "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedHomePolicyManager" || info.HeadroomAlpha != 0.3 {
+		t.Fatalf("weighted queue lost its manager or alpha: %s %s", w.GetType(), w.GetParams())
+	}
+	approx(t, storedWeights(t, e.st, "root.weighted"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	if len(res.Pinned) != 1 || res.Pinned[0] != "root.pinned" {
+		t.Fatalf("pinned %v", res.Pinned)
+	}
+}
+
+// TestGeneratorPinRacingTheWrite: an operator pins a queue after the GPG
+// read it; the store (not the GPG's stale view) keeps the pin.
+func TestGeneratorPinRacingTheWrite(t *testing.T) {
+	e := newGenEnv(t, nil)
+	orig := &pb.PolicyConfiguration{Queue: "root.a", Type: DefaultManager,
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)}
+	e.st.PutPolicy(orig)
+	e.st.Fail = func(op string) error {
+		if op == "SetPolicies" {
+			p := e.st.Policy("root.a")
+			p.Pinned = true
+			e.st.PutPolicy(p)
+		}
+		return nil
+	}
+	e.round(t)
+	if p := e.st.Policy("root.a"); string(p.GetParams()) != string(orig.GetParams()) {
+		t.Fatalf("a queue pinned during the round was overwritten: %s", p.GetParams())
+	}
+}
+
+func TestGeneratorReadOnlyWritesNothing(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.ReadOnly = true })
+	e.src.Set(capacity.SubCluster{ID: "SC-1", Usable: capacity.Resources{MemoryMB: 10, VCores: 1}, ObservedAt: e.clk.Now()})
+	res := e.round(t)
+	if len(res.Policies) == 0 {
+		t.Fatal("read-only round computed nothing")
+	}
+	if n := e.st.Writes(""); n != 0 || e.st.Policy("*") != nil {
+		t.Fatalf("read-only round wrote %d times", n)
+	}
+}
+
+func TestGeneratorLoadBasedPolicy(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.Policy = PolicyLoadBased; c.Generator.MaxStep = 1 })
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(1, 1, 550))
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(1, 1, 0))
+	e.round(t)
+	// Hadoop: SC-1 0.5, SC-2 1.0 -> stored with the same ratio.
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 1.0 / 3, "SC-2": 2.0 / 3})
+}
+
+func TestGeneratorSkipsDeadSubClusters(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	e.st.Register(subCluster("SC-3", pb.SubClusterState_SC_LOST, metricsJSON(90000, 90, 0)))
+	e.round(t)
+	w := storedWeights(t, e.st, "*")
+	if _, ok := w["SC-3"]; ok {
+		t.Fatalf("a LOST sub-cluster got a weight: %v", w)
+	}
+}
+
+// TestLostLeaseWritesNothing: a GPG whose lease another GPG took cannot
+// write, even if it still thinks it holds it (the store fences it).
+func TestLostLeaseWritesNothing(t *testing.T) {
+	e := newGenEnv(t, nil)
+	stale := e.g.lease.fence()
+	e.clk.Add(time.Minute) // our lease expires
+	other := newTestGPG(t, e.st, nil, e.clk.Now, func(c *Config) { c.ID = "gpg-other" })
+	acquire(t, other)
+	if e.g.lease.holding() {
+		t.Fatal("expired lease still held locally")
+	}
+	if _, err := e.g.policyRound(context.Background(), e.g.lease.fence()); !errors.Is(err, errNotLeader) {
+		t.Fatalf("round without the lease: %v", err)
+	}
+	// Even a write carrying the old fence is refused by the store.
+	_, err := e.st.SetPolicies(context.Background(), client.PoliciesWrite{Policies: []*pb.PolicyConfiguration{{Queue: "*", Type: DefaultManager}}, Fence: stale})
+	if !errors.Is(err, client.ErrFenced) {
+		t.Fatalf("stale fence: %v", err)
+	}
+}

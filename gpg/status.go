@@ -1,0 +1,52 @@
+package gpg
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Status is what /gpg/v1/status reports.
+type Status struct {
+	ID        string             `json:"id"`
+	Holding   bool               `json:"holding"`
+	Policy    string             `json:"policy"`
+	ReadOnly  bool               `json:"readOnly"`
+	DryRun    bool               `json:"cleanerDryRun"`
+	LastRound time.Time          `json:"lastRound,omitzero"`
+	LastError string             `json:"lastError,omitempty"`
+	Target    map[string]float64 `json:"targetWeights,omitempty"`
+	Written   []string           `json:"queuesWrittenLastRound,omitempty"`
+	Pinned    []string           `json:"pinnedQueues,omitempty"`
+	LastClean time.Time          `json:"lastCleanerRound,omitzero"`
+	Cleaner   string             `json:"lastCleanerResult,omitempty"`
+}
+
+// Status reports the GPG's current view.
+func (g *GPG) Status() Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := Status{ID: g.cfg.ID, Holding: g.lease.holding(), Policy: g.cfg.Generator.Policy, ReadOnly: g.cfg.Generator.ReadOnly,
+		DryRun: g.cfg.Cleaner.DryRun, LastRound: g.lastRound, Target: g.last.Target, Pinned: g.last.Pinned, LastClean: g.lastClean}
+	if g.lastErr != nil {
+		s.LastError = g.lastErr.Error()
+	}
+	for _, p := range g.last.Policies {
+		s.Written = append(s.Written, p.GetQueue())
+	}
+	switch {
+	case g.lastClean.IsZero():
+	case g.cleanResult.Complete:
+		s.Cleaner = "complete"
+	default:
+		s.Cleaner = "incomplete: " + g.cleanResult.Reason
+	}
+	return s
+}
+
+func (g *GPG) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(g.Status())
+}
