@@ -1,0 +1,421 @@
+// Package kube is the GPG's capacity source for Kubernetes co-location
+// clusters: it watches Nodes and Pods with client-go informers and computes,
+// per YARN sub-cluster, the Koordinator batch capacity YARN can really use
+// (see DESIGN.md for the rule and why). A Source implements
+// capacity.Source.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+)
+
+// podNodeIndex indexes pods by spec.nodeName.
+const podNodeIndex = "spec.nodeName"
+
+// Source is a capacity.Source for one Kubernetes cluster. Create it with
+// New, start it with Run; Snapshot is empty until the informers have synced.
+type Source struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.WithTicker
+	rules nodeRules
+	m     *metrics
+
+	nodes cache.SharedIndexInformer
+	pods  cache.SharedIndexInformer
+	// queue holds node names. sync never fails (it reads local caches), so
+	// there is no rate limiting, only delays for staleness deadlines.
+	queue workqueue.TypedDelayingInterface[string]
+
+	changed chan struct{}
+
+	// mu serialises every computation and its application, so a result
+	// never overwrites one computed from a newer cache state.
+	mu       sync.Mutex
+	synced   bool
+	resyncAt time.Time             // last Recompute
+	results  map[string]NodeResult // node name -> last result
+	agg      map[string]*aggregate // sub-cluster -> sum over its nodes
+	counts   [numNodeStatus]int
+}
+
+type aggregate struct {
+	usable     capacity.Resources
+	nodes      int
+	observedAt time.Time
+}
+
+var _ capacity.Source = (*Source)(nil)
+
+// New builds a Source from a validated-by-it Config. It connects lazily: Run
+// starts the watches.
+func New(cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
+	}
+	client := cfg.Client
+	if client == nil {
+		rc, err := cfg.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		if client, err = corev1client.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
+		}
+	}
+	s := &Source{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		rules:   nodeRules{defaultSubCluster: cfg.DefaultSubCluster, staleAfter: cfg.StaleAfter.D()},
+		m:       newMetrics(cfg.Registerer, cfg.Name),
+		changed: make(chan struct{}, 1),
+		results: make(map[string]NodeResult),
+		agg:     make(map[string]*aggregate),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("kubernetes_cluster", cfg.Name)
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.clock})
+
+	s.nodes = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.Nodes().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.Nodes().Watch(ctx, o)
+		}), &corev1.Node{}, cache.SharedIndexInformerOptions{})
+	s.pods = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.Pods(metav1.NamespaceAll).Watch(ctx, o)
+		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				return []string{p.Spec.NodeName}, nil
+			}
+			return nil, nil
+		}},
+	})
+	for _, inf := range []cache.SharedIndexInformer{s.nodes, s.pods} {
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.enqueueNode(obj) },
+		UpdateFunc: func(_, obj any) { s.enqueueNode(obj) },
+		DeleteFunc: func(obj any) { s.enqueueNode(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { s.enqueuePodNode(obj) },
+		UpdateFunc: func(old, obj any) {
+			s.enqueuePodNode(old) // a pod is bound once, but be level-based about it
+			s.enqueuePodNode(obj)
+		},
+		DeleteFunc: func(obj any) { s.enqueuePodNode(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// listWatch builds the informers' ListerWatcher. A client that says it
+// cannot stream a watch-list (client-go's fakes) makes the reflector fall back
+// to list-then-watch; a real API server streams.
+func listWatch(client any, list cache.ListWithContextFunc, w cache.WatchFuncWithContext) cache.ListerWatcher {
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: w}, client)
+}
+
+func (s *Source) enqueueNode(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		s.queue.Add(t.Key) // nodes are cluster-scoped: the key is the name
+		return
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		s.queue.Add(n.Name)
+	}
+}
+
+func (s *Source) enqueuePodNode(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		s.queue.Add(p.Spec.NodeName)
+	}
+}
+
+// Run watches until ctx ends, with workers goroutines applying node changes.
+// It returns ctx's error once everything it started has stopped.
+func (s *Source) Run(ctx context.Context, workers int) error {
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer s.queue.ShutDown()
+	for _, inf := range []cache.SharedIndexInformer{s.nodes, s.pods} {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	s.log.Info("waiting for the node and pod caches")
+	if !cache.WaitForCacheSync(ctx.Done(), s.nodes.HasSynced, s.pods.HasSynced) {
+		return ctx.Err()
+	}
+	s.Recompute()
+	s.log.Info("caches synced", "nodes", len(s.nodes.GetStore().ListKeys()), "pods", len(s.pods.GetStore().ListKeys()))
+	for range workers {
+		wg.Go(func() {
+			for s.processNext() {
+			}
+		})
+	}
+	t := s.clock.NewTicker(s.cfg.ResyncPeriod.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+			s.Recompute()
+		}
+	}
+}
+
+func (s *Source) processNext() bool {
+	name, quit := s.queue.Get()
+	if quit {
+		return false
+	}
+	defer s.queue.Done(name)
+	s.sync(name)
+	return true
+}
+
+// podsOn lists the (trimmed) pods bound to a node.
+func (s *Source) podsOn(node string) []*corev1.Pod {
+	objs, err := s.pods.GetIndexer().ByIndex(podNodeIndex, node)
+	if err != nil { // only for an unknown index name
+		panic(err)
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods
+}
+
+// computeLocked evaluates one node from the caches.
+func (s *Source) computeLocked(name string, now time.Time) (NodeResult, bool) {
+	obj, exists, err := s.nodes.GetIndexer().GetByKey(name)
+	if err != nil || !exists {
+		return NodeResult{}, false
+	}
+	return s.rules.compute(obj.(*corev1.Node), s.podsOn(name), now), true
+}
+
+// sync brings one node's contribution up to date with the caches. It is
+// idempotent and level-based: it looks at the current node and pods, never
+// at the event that queued it.
+func (s *Source) sync(name string) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	res, exists := s.computeLocked(name, now)
+	changed := s.applyLocked(name, res, exists, now)
+	s.mu.Unlock()
+	s.m.syncs.Inc()
+	if changed {
+		s.notify()
+	}
+	if exists && res.Status == NodeContributing {
+		// Level-based staleness: look again when the node would turn stale.
+		s.queue.AddAfter(name, res.FreshUntil.Sub(now))
+	}
+}
+
+func contributes(r NodeResult) bool { return r.Status == NodeContributing }
+
+// applyLocked records a node's result and reports whether any sub-cluster's
+// figures changed.
+func (s *Source) applyLocked(name string, res NodeResult, exists bool, now time.Time) bool {
+	old, had := s.results[name]
+	if had {
+		s.counts[old.Status]--
+	}
+	if exists {
+		s.results[name] = res
+		s.counts[res.Status]++
+	} else {
+		delete(s.results, name)
+	}
+	s.m.setNodeCounts(&s.counts)
+	oldC, newC := had && contributes(old), exists && contributes(res)
+	if oldC == newC && (!newC || (old.SubCluster == res.SubCluster && old.Usable == res.Usable)) {
+		return false
+	}
+	if oldC {
+		a := s.agg[old.SubCluster]
+		a.usable.VCores -= old.Usable.VCores
+		a.usable.MemoryMB -= old.Usable.MemoryMB
+		a.nodes--
+		a.observedAt = now
+	}
+	if newC {
+		a := s.aggFor(res.SubCluster)
+		a.usable.VCores += res.Usable.VCores
+		a.usable.MemoryMB += res.Usable.MemoryMB
+		a.nodes++
+		a.observedAt = now
+	}
+	return true
+}
+
+func (s *Source) aggFor(sc string) *aggregate {
+	a := s.agg[sc]
+	if a == nil {
+		a = &aggregate{}
+		s.agg[sc] = a
+	}
+	return a
+}
+
+// Recompute evaluates every node from the caches and rebuilds the
+// per-sub-cluster sums from scratch (the resync, and the benchmark's unit).
+// It marks the source synced.
+func (s *Source) Recompute() {
+	start := time.Now()
+	now := s.clock.Now()
+	s.mu.Lock()
+	results := make(map[string]NodeResult, len(s.results))
+	agg := make(map[string]*aggregate, len(s.agg))
+	var counts [numNodeStatus]int
+	// One pass over the pod index per node: ByIndex copies only that node's
+	// pods, so the whole pass is O(nodes + pods).
+	for _, name := range s.nodes.GetIndexer().ListKeys() {
+		res, exists := s.computeLocked(name, now)
+		if !exists {
+			continue
+		}
+		results[name] = res
+		counts[res.Status]++
+		if contributes(res) {
+			a := agg[res.SubCluster]
+			if a == nil {
+				a = &aggregate{}
+				agg[res.SubCluster] = a
+			}
+			a.usable.VCores += res.Usable.VCores
+			a.usable.MemoryMB += res.Usable.MemoryMB
+			a.nodes++
+		}
+	}
+	changed := !s.synced || len(agg) != len(s.agg)
+	for sc, a := range agg {
+		a.observedAt = now
+		if o := s.agg[sc]; o == nil || o.usable != a.usable || o.nodes != a.nodes {
+			changed = true
+		}
+	}
+	// Sub-clusters seen before keep an entry (0, no nodes): "measured, nothing
+	// usable" is different from "unknown".
+	for sc := range s.agg {
+		if agg[sc] == nil {
+			agg[sc] = &aggregate{observedAt: now}
+		}
+	}
+	s.results, s.agg, s.counts, s.synced, s.resyncAt = results, agg, counts, true, now
+	s.m.setNodeCounts(&s.counts)
+	s.mu.Unlock()
+	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
+	if changed {
+		s.notify()
+	}
+	// Staleness deadlines for the contributing nodes.
+	for name, res := range results {
+		if contributes(res) {
+			s.queue.AddAfter(name, res.FreshUntil.Sub(now))
+		}
+	}
+}
+
+func (s *Source) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Changed implements capacity.Source.
+func (s *Source) Changed() <-chan struct{} { return s.changed }
+
+// HasSynced reports whether the first full computation after the initial
+// list has happened (before that, Snapshot is empty).
+func (s *Source) HasSynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
+}
+
+// Snapshot implements capacity.Source. Before the caches have synced it is
+// empty: a partial list would under-state capacity. After that it holds
+// DefaultSubCluster, the configured SubClusters and every sub-cluster a
+// NodeManager pod has named since start, with 0 where no node contributes.
+func (s *Source) Snapshot() map[string]capacity.SubCluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.synced {
+		return map[string]capacity.SubCluster{}
+	}
+	out := make(map[string]capacity.SubCluster, len(s.agg)+len(s.cfg.SubClusters)+1)
+	for _, sc := range append([]string{s.cfg.DefaultSubCluster}, s.cfg.SubClusters...) {
+		out[sc] = capacity.SubCluster{ID: sc, ObservedAt: s.resyncAt}
+	}
+	for sc, a := range s.agg {
+		out[sc] = capacity.SubCluster{ID: sc, Usable: a.usable, Nodes: a.nodes, ObservedAt: a.observedAt}
+	}
+	return out
+}
+
+// NodeCounts returns how many nodes are in each NodeStatus.
+func (s *Source) NodeCounts() map[NodeStatus]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[NodeStatus]int, numNodeStatus)
+	for st, n := range s.counts {
+		if n > 0 {
+			out[NodeStatus(st)] = n
+		}
+	}
+	return out
+}
+
+// Nodes returns every known node's last result, keyed by node name.
+func (s *Source) Nodes() map[string]NodeResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.results)
+}
