@@ -7,8 +7,8 @@ import (
 	"math"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"gopkg.in/inf.v0"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
