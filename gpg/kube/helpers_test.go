@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,7 @@ func nodeManager(clusterID string) podOpt {
 
 func initContainer(cpu, mem string, sidecar bool) podOpt {
 	return func(p *corev1.Pod) {
-		c := corev1.Container{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{Requests: reqs(cpu, mem)}}
+		c := corev1.Container{Name: fmt.Sprintf("init%d", len(p.Spec.InitContainers)), Image: "busybox", Resources: corev1.ResourceRequirements{Requests: reqs(cpu, mem)}}
 		if sidecar {
 			always := corev1.ContainerRestartPolicyAlways
 			c.RestartPolicy = &always
@@ -116,7 +117,7 @@ func initContainer(cpu, mem string, sidecar bool) podOpt {
 
 func container(cpu, mem string) podOpt {
 	return func(p *corev1.Pod) {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "extra", Image: "busybox",
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("extra%d", len(p.Spec.Containers)), Image: "busybox",
 			Resources: corev1.ResourceRequirements{Requests: reqs(cpu, mem)}})
 	}
 }
