@@ -238,41 +238,97 @@ type nodeRules struct {
 	staleAfter        time.Duration
 }
 
-// nodeSubCluster finds the sub-cluster of the node's running NodeManagers.
-func (r nodeRules) nodeSubCluster(pods []*corev1.Pod) (string, NodeStatus) {
-	sc := ""
+// nodeFacts is what the rule needs from a Node, read once per Node event
+// (the annotation's JSON is not re-parsed on every recomputation).
+type nodeFacts struct {
+	ready        bool      // Ready condition True
+	heartbeat    time.Time // its LastHeartbeatTime
+	batchPresent bool      // batch-cpu and batch-memory in status.allocatable
+	origin       Batch
+	originOK     bool // annotation present and readable
+}
+
+func factsOfNode(node *corev1.Node) nodeFacts {
+	var f nodeFacts
+	if c := readyCondition(node); c != nil {
+		f.ready = c.Status == corev1.ConditionTrue
+		f.heartbeat = c.LastHeartbeatTime.Time
+	}
+	_, cpuOK := node.Status.Allocatable[BatchCPU]
+	_, memOK := node.Status.Allocatable[BatchMemory]
+	f.batchPresent = cpuOK && memOK
+	if ann, ok := node.Annotations[AnnotationOriginBatch]; ok {
+		b, err := DecodeOriginBatch(ann)
+		f.origin, f.originOK = b, err == nil
+	}
+	return f
+}
+
+// podFacts is what the rule needs from a Pod, read once per Pod event.
+type podFacts struct {
+	nodeManager bool
+	running     bool   // phase Running
+	terminated  bool   // phase Succeeded or Failed
+	clusterID   string // a NodeManager's cluster-id annotation ("" = none)
+	request     Batch  // effective batch request
+}
+
+func factsOfPod(pod *corev1.Pod) podFacts {
+	f := podFacts{
+		nodeManager: IsNodeManager(pod),
+		running:     pod.Status.Phase == corev1.PodRunning,
+		terminated:  terminated(pod),
+	}
+	if f.nodeManager {
+		f.clusterID = pod.Annotations[AnnotationClusterID]
+	} else {
+		f.request = PodBatchRequests(pod)
+	}
+	return f
+}
+
+// compute is the rule over API objects (see evaluate).
+func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time) NodeResult {
+	facts := make(map[string]podFacts, len(pods))
 	for _, p := range pods {
-		if !IsNodeManager(p) || p.Status.Phase != corev1.PodRunning {
+		facts[p.Namespace+"/"+p.Name] = factsOfPod(p)
+	}
+	return r.evaluate(factsOfNode(node), facts, now)
+}
+
+// evaluate is the whole per-node rule: origin batch minus the effective
+// batch requests of the node's non-terminated, non-NodeManager pods, floored
+// at 0, in YARN units, for the sub-cluster of its running NodeManagers; 0
+// when the node is unusable or its figures are untrustworthy.
+func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.Time) NodeResult {
+	sc := ""
+	var used Batch
+	for _, p := range pods {
+		if !p.nodeManager {
+			if !p.terminated {
+				used = used.add(p.request)
+			}
 			continue
 		}
-		id := p.Annotations[AnnotationClusterID]
+		if !p.running {
+			continue
+		}
+		id := p.clusterID
 		if id == "" {
 			id = r.defaultSubCluster
 		}
 		if sc != "" && sc != id {
-			return "", NodeConflict
+			return NodeResult{Status: NodeConflict}
 		}
 		sc = id
 	}
 	if sc == "" {
-		return "", NodeNoNodeManager
+		return NodeResult{Status: NodeNoNodeManager}
 	}
-	return sc, NodeContributing
-}
-
-// compute is the whole per-node rule: origin batch minus the effective batch
-// requests of the node's non-terminated, non-NodeManager pods, floored at 0,
-// in YARN units; 0 when the node is unusable or its figures are untrustworthy.
-func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time) NodeResult {
-	sc, st := r.nodeSubCluster(pods)
-	if st != NodeContributing {
-		return NodeResult{Status: st}
-	}
-	ready := readyCondition(node)
-	if ready == nil || ready.Status != corev1.ConditionTrue {
+	if !node.ready {
 		return NodeResult{Status: NodeNotReady}
 	}
-	freshUntil := ready.LastHeartbeatTime.Add(r.staleAfter)
+	freshUntil := node.heartbeat.Add(r.staleAfter)
 	if !now.Before(freshUntil) {
 		return NodeResult{Status: NodeStale}
 	}
@@ -280,27 +336,13 @@ func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time)
 	// its NodeMetric is stale (degrade) or colocation is off; the origin
 	// annotation may then still hold an old figure. A present value, even 0
 	// (YARN may hold all of it), means Koordinator vouches for the node.
-	_, cpuOK := node.Status.Allocatable[BatchCPU]
-	_, memOK := node.Status.Allocatable[BatchMemory]
-	if !cpuOK || !memOK {
+	if !node.batchPresent {
 		return NodeResult{Status: NodeBatchReset}
 	}
-	ann, ok := node.Annotations[AnnotationOriginBatch]
-	if !ok {
+	if !node.originOK {
 		return NodeResult{Status: NodeBadOrigin}
 	}
-	origin, err := DecodeOriginBatch(ann)
-	if err != nil {
-		return NodeResult{Status: NodeBadOrigin}
-	}
-	var used Batch
-	for _, p := range pods {
-		if IsNodeManager(p) || terminated(p) {
-			continue
-		}
-		used = used.add(PodBatchRequests(p))
-	}
-	free := Batch{MilliCPU: max(origin.MilliCPU-used.MilliCPU, 0), Memory: max(origin.Memory-used.Memory, 0)}
+	free := Batch{MilliCPU: max(node.origin.MilliCPU-used.MilliCPU, 0), Memory: max(node.origin.Memory-used.Memory, 0)}
 	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: NodeContributing, FreshUntil: freshUntil}
 }
 

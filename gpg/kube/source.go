@@ -25,9 +25,6 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 )
 
-// podNodeIndex indexes pods by spec.nodeName.
-const podNodeIndex = "spec.nodeName"
-
 // Source is a capacity.Source for one Kubernetes cluster. Create it with
 // New, start it with Run; Snapshot is empty until the informers have synced.
 type Source struct {
@@ -37,17 +34,27 @@ type Source struct {
 	rules nodeRules
 	m     *metrics
 
-	nodes cache.SharedIndexInformer
-	pods  cache.SharedIndexInformer
+	nodeInformer cache.SharedIndexInformer
+	podInformer  cache.SharedIndexInformer
 	// queue holds node names. sync never fails (it reads local caches), so
 	// there is no rate limiting, only delays for staleness deadlines.
 	queue workqueue.TypedDelayingInterface[string]
 
 	changed chan struct{}
 
-	// mu serialises every computation and its application, so a result
-	// never overwrites one computed from a newer cache state.
-	mu       sync.Mutex
+	// nodeSynced and podSynced report that the event handlers have seen
+	// every object of the informers' initial lists.
+	nodeSynced, podSynced cache.InformerSynced
+
+	// mu guards the facts (written by the event handlers) and serialises
+	// every computation with its application, so a result never overwrites
+	// one computed from newer facts.
+	mu sync.Mutex
+	// The facts the rule needs, extracted once per event: recomputing a node
+	// reads these small structs, not API objects or annotation JSON.
+	nodes    map[string]nodeFacts           // node name -> facts
+	podsOn   map[string]map[string]podFacts // node name -> pod key -> facts
+	podNode  map[string]string              // pod key -> node name
 	synced   bool
 	resyncAt time.Time             // last Recompute
 	results  map[string]NodeResult // node name -> last result
@@ -86,6 +93,9 @@ func New(cfg Config) (*Source, error) {
 		rules:   nodeRules{defaultSubCluster: cfg.DefaultSubCluster, staleAfter: cfg.StaleAfter.D()},
 		m:       newMetrics(cfg.Registerer, cfg.Name),
 		changed: make(chan struct{}, 1),
+		nodes:   make(map[string]nodeFacts),
+		podsOn:  make(map[string]map[string]podFacts),
+		podNode: make(map[string]string),
 		results: make(map[string]NodeResult),
 		agg:     make(map[string]*aggregate),
 	}
@@ -98,49 +108,42 @@ func New(cfg Config) (*Source, error) {
 	}
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.clock})
 
-	s.nodes = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+	s.nodeInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.Nodes().List(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.Nodes().Watch(ctx, o)
 		}), &corev1.Node{}, cache.SharedIndexInformerOptions{})
-	s.pods = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+	s.podInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.Pods(metav1.NamespaceAll).List(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.Pods(metav1.NamespaceAll).Watch(ctx, o)
-		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{
-		Indexers: cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				return []string{p.Spec.NodeName}, nil
-			}
-			return nil, nil
-		}},
-	})
-	for _, inf := range []cache.SharedIndexInformer{s.nodes, s.pods} {
+		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{})
+	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.enqueueNode(obj) },
-		UpdateFunc: func(_, obj any) { s.enqueueNode(obj) },
-		DeleteFunc: func(obj any) { s.enqueueNode(obj) },
+	reg, err := s.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { s.onNode(obj, false) },
+		DeleteFunc: func(obj any) { s.onNode(obj, true) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.nodeSynced = reg.HasSynced
+	if reg, err = s.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onPod(obj, false) },
+		UpdateFunc: func(_, obj any) { s.onPod(obj, false) },
+		DeleteFunc: func(obj any) { s.onPod(obj, true) },
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { s.enqueuePodNode(obj) },
-		UpdateFunc: func(old, obj any) {
-			s.enqueuePodNode(old) // a pod is bound once, but be level-based about it
-			s.enqueuePodNode(obj)
-		},
-		DeleteFunc: func(obj any) { s.enqueuePodNode(obj) },
-	}); err != nil {
-		return nil, err
-	}
+	s.podSynced = reg.HasSynced
 	return s, nil
 }
 
@@ -151,22 +154,72 @@ func listWatch(client any, list cache.ListWithContextFunc, w cache.WatchFuncWith
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: w}, client)
 }
 
-func (s *Source) enqueueNode(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		s.queue.Add(t.Key) // nodes are cluster-scoped: the key is the name
+// onNode records a Node's facts and queues the node.
+func (s *Source) onNode(obj any, deleted bool) {
+	var name string
+	var node *corev1.Node
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		name, deleted = o.Key, true // nodes are cluster-scoped: the key is the name
+	case *corev1.Node:
+		name, node = o.Name, o
+	default:
 		return
 	}
-	if n, ok := obj.(*corev1.Node); ok {
-		s.queue.Add(n.Name)
+	s.mu.Lock()
+	if deleted {
+		delete(s.nodes, name)
+	} else {
+		s.nodes[name] = factsOfNode(node)
 	}
+	s.mu.Unlock()
+	s.queue.Add(name)
 }
 
-func (s *Source) enqueuePodNode(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+// onPod records a Pod's facts under its node and queues the node (and the
+// node it left, should a pod ever move).
+func (s *Source) onPod(obj any, deleted bool) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
 	}
-	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-		s.queue.Add(p.Spec.NodeName)
+	var pod *corev1.Pod
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		deleted = true
+	case *corev1.Pod:
+		pod = o
+	default:
+		return
+	}
+	node := ""
+	if !deleted {
+		node = pod.Spec.NodeName
+	}
+	s.mu.Lock()
+	prev := s.podNode[key]
+	if prev != "" && prev != node {
+		delete(s.podsOn[prev], key)
+		if len(s.podsOn[prev]) == 0 {
+			delete(s.podsOn, prev)
+		}
+		delete(s.podNode, key)
+	}
+	if node != "" {
+		on := s.podsOn[node]
+		if on == nil {
+			on = make(map[string]podFacts)
+			s.podsOn[node] = on
+		}
+		on[key] = factsOfPod(pod)
+		s.podNode[key] = node
+	}
+	s.mu.Unlock()
+	if prev != "" && prev != node {
+		s.queue.Add(prev)
+	}
+	if node != "" {
+		s.queue.Add(node)
 	}
 }
 
@@ -179,15 +232,15 @@ func (s *Source) Run(ctx context.Context, workers int) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.queue.ShutDown()
-	for _, inf := range []cache.SharedIndexInformer{s.nodes, s.pods} {
+	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
 		wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 	s.log.Info("waiting for the node and pod caches")
-	if !cache.WaitForCacheSync(ctx.Done(), s.nodes.HasSynced, s.pods.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.nodeSynced, s.podSynced) {
 		return ctx.Err()
 	}
 	s.Recompute()
-	s.log.Info("caches synced", "nodes", len(s.nodes.GetStore().ListKeys()), "pods", len(s.pods.GetStore().ListKeys()))
+	s.log.Info("caches synced", "nodes", len(s.nodeInformer.GetStore().ListKeys()), "pods", len(s.podInformer.GetStore().ListKeys()))
 	for range workers {
 		wg.Go(func() {
 			for s.processNext() {
@@ -216,31 +269,18 @@ func (s *Source) processNext() bool {
 	return true
 }
 
-// podsOn lists the (trimmed) pods bound to a node.
-func (s *Source) podsOn(node string) []*corev1.Pod {
-	objs, err := s.pods.GetIndexer().ByIndex(podNodeIndex, node)
-	if err != nil { // only for an unknown index name
-		panic(err)
-	}
-	pods := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		pods = append(pods, o.(*corev1.Pod))
-	}
-	return pods
-}
-
-// computeLocked evaluates one node from the caches.
+// computeLocked evaluates one node from the recorded facts.
 func (s *Source) computeLocked(name string, now time.Time) (NodeResult, bool) {
-	obj, exists, err := s.nodes.GetIndexer().GetByKey(name)
-	if err != nil || !exists {
+	nf, ok := s.nodes[name]
+	if !ok {
 		return NodeResult{}, false
 	}
-	return s.rules.compute(obj.(*corev1.Node), s.podsOn(name), now), true
+	return s.rules.evaluate(nf, s.podsOn[name], now), true
 }
 
-// sync brings one node's contribution up to date with the caches. It is
-// idempotent and level-based: it looks at the current node and pods, never
-// at the event that queued it.
+// sync brings one node's contribution up to date with the facts recorded
+// from the caches' events. It is idempotent and level-based: it looks at the
+// node's and its pods' current facts, never at the event that queued it.
 func (s *Source) sync(name string) {
 	now := s.clock.Now()
 	s.mu.Lock()
@@ -313,13 +353,9 @@ func (s *Source) Recompute() {
 	results := make(map[string]NodeResult, len(s.results))
 	agg := make(map[string]*aggregate, len(s.agg))
 	var counts [numNodeStatus]int
-	// One pass over the pod index per node: ByIndex copies only that node's
-	// pods, so the whole pass is O(nodes + pods).
-	for _, name := range s.nodes.GetIndexer().ListKeys() {
-		res, exists := s.computeLocked(name, now)
-		if !exists {
-			continue
-		}
+	// O(nodes + pods): each node reads its own pods' facts.
+	for name := range s.nodes {
+		res, _ := s.computeLocked(name, now)
 		results[name] = res
 		counts[res.Status]++
 		if contributes(res) {
@@ -349,16 +385,25 @@ func (s *Source) Recompute() {
 	}
 	s.results, s.agg, s.counts, s.synced, s.resyncAt = results, agg, counts, true, now
 	s.m.setNodeCounts(&s.counts)
+	// Staleness deadlines for the contributing nodes, queued after unlocking
+	// (results belongs to the workers once published).
+	type deadline struct {
+		name string
+		in   time.Duration
+	}
+	deadlines := make([]deadline, 0, len(results))
+	for name, res := range results {
+		if contributes(res) {
+			deadlines = append(deadlines, deadline{name, res.FreshUntil.Sub(now)})
+		}
+	}
 	s.mu.Unlock()
 	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
 	if changed {
 		s.notify()
 	}
-	// Staleness deadlines for the contributing nodes.
-	for name, res := range results {
-		if contributes(res) {
-			s.queue.AddAfter(name, res.FreshUntil.Sub(now))
-		}
+	for _, d := range deadlines {
+		s.queue.AddAfter(d.name, d.in)
 	}
 }
 

@@ -270,6 +270,21 @@ func TestIncrementalMatchesRecompute(t *testing.T) {
 	}
 	f := newFixture(t, nil, objs...)
 	cs := f.client.CoreV1()
+	// Resyncs run while events are applied (a regression: Recompute read its
+	// published results after unlocking, racing the workers).
+	stop := make(chan struct{})
+	resyncs := make(chan struct{})
+	go func() {
+		defer close(resyncs)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				f.src.Recompute()
+			}
+		}
+	}()
 	for step := range 300 {
 		node := fmt.Sprintf("n%d", rng.IntN(nodes))
 		name := fmt.Sprintf("p%d", rng.IntN(40))
@@ -302,6 +317,8 @@ func TestIncrementalMatchesRecompute(t *testing.T) {
 			t.Fatalf("step %d: %v", step, err)
 		}
 	}
+	close(stop)
+	<-resyncs
 	want := truth(t, f)
 	var got map[string]capacity.SubCluster
 	testPoll(t, "incremental figures to match the objects", func() bool {
