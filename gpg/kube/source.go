@@ -26,7 +26,8 @@ import (
 )
 
 // Source is a capacity.Source for one Kubernetes cluster. Create it with
-// New, start it with Run; Snapshot is empty until the informers have synced.
+// New and start it (once) with Run; Snapshot is empty until the first full
+// computation after the initial lists.
 type Source struct {
 	cfg   Config
 	log   *slog.Logger
@@ -36,8 +37,8 @@ type Source struct {
 
 	nodeInformer cache.SharedIndexInformer
 	podInformer  cache.SharedIndexInformer
-	// queue holds node names. sync never fails (it reads local caches), so
-	// there is no rate limiting, only delays for staleness deadlines.
+	// queue holds node names. sync never fails (it reads recorded facts, no
+	// API calls), so there is no rate limiting, only staleness delays.
 	queue workqueue.TypedDelayingInterface[string]
 
 	changed chan struct{}
@@ -70,8 +71,8 @@ type aggregate struct {
 
 var _ capacity.Source = (*Source)(nil)
 
-// New builds a Source from a validated-by-it Config. It connects lazily: Run
-// starts the watches.
+// New validates cfg and builds a Source. It connects lazily: Run starts the
+// watches.
 func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
@@ -196,8 +197,18 @@ func (s *Source) onPod(obj any, deleted bool) {
 	if !deleted {
 		node = pod.Spec.NodeName
 	}
+	var facts podFacts
+	if node != "" {
+		facts = factsOfPod(pod)
+	}
 	s.mu.Lock()
 	prev := s.podNode[key]
+	if prev == node && node != "" && s.podsOn[node][key] == facts {
+		// Most pod updates (conditions, container statuses) change nothing
+		// the rule reads: no work for the queue.
+		s.mu.Unlock()
+		return
+	}
 	if prev != "" && prev != node {
 		delete(s.podsOn[prev], key)
 		if len(s.podsOn[prev]) == 0 {
@@ -211,7 +222,7 @@ func (s *Source) onPod(obj any, deleted bool) {
 			on = make(map[string]podFacts)
 			s.podsOn[node] = on
 		}
-		on[key] = factsOfPod(pod)
+		on[key] = facts
 		s.podNode[key] = node
 	}
 	s.mu.Unlock()
