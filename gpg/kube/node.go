@@ -227,6 +227,9 @@ type NodeResult struct {
 	SubCluster string
 	Usable     capacity.Resources
 	Status     NodeStatus
+	// NodeID is the YARN NodeId ("host:port") of the node's NodeManager,
+	// when exactly one runs there and it carries the annotation.
+	NodeID string
 	// FreshUntil is when the node turns stale if nothing refreshes it (zero
 	// unless Status is NodeContributing).
 	FreshUntil time.Time
@@ -270,6 +273,7 @@ type podFacts struct {
 	running     bool   // phase Running
 	terminated  bool   // phase Succeeded or Failed
 	clusterID   string // a NodeManager's cluster-id annotation ("" = none)
+	nodeID      string // a NodeManager's node-id annotation ("" = none)
 	request     Batch  // effective batch request
 }
 
@@ -281,6 +285,7 @@ func factsOfPod(pod *corev1.Pod) podFacts {
 	}
 	if f.nodeManager {
 		f.clusterID = pod.Annotations[AnnotationClusterID]
+		f.nodeID = pod.Annotations[AnnotationNodeID]
 	} else {
 		f.request = PodBatchRequests(pod)
 	}
@@ -301,7 +306,7 @@ func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time)
 // at 0, in YARN units, for the sub-cluster of its running NodeManagers; 0
 // when the node is unusable or its figures are untrustworthy.
 func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.Time) NodeResult {
-	sc := ""
+	sc, nodeID, nms := "", "", 0
 	var used Batch
 	for _, p := range pods {
 		if !p.nodeManager {
@@ -320,7 +325,11 @@ func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.T
 		if sc != "" && sc != id {
 			return NodeResult{Status: NodeConflict}
 		}
-		sc = id
+		sc, nodeID = id, p.nodeID
+		nms++
+	}
+	if nms > 1 {
+		nodeID = "" // which NodeManager would own the capacity is unclear
 	}
 	if sc == "" {
 		return NodeResult{Status: NodeNoNodeManager}
@@ -343,7 +352,7 @@ func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.T
 		return NodeResult{Status: NodeBadOrigin}
 	}
 	free := Batch{MilliCPU: max(node.origin.MilliCPU-used.MilliCPU, 0), Memory: max(node.origin.Memory-used.Memory, 0)}
-	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: NodeContributing, FreshUntil: freshUntil}
+	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: NodeContributing, FreshUntil: freshUntil, NodeID: nodeID}
 }
 
 func readyCondition(node *corev1.Node) *corev1.NodeCondition {

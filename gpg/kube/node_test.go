@@ -209,7 +209,7 @@ func TestNodeCompute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := rules.compute(tc.node, tc.pods, testNow)
-			got.FreshUntil = time.Time{}
+			got.FreshUntil, got.NodeID = time.Time{}, ""
 			if got != tc.want {
 				t.Errorf("compute = %+v, want %+v", got, tc.want)
 			}
@@ -220,7 +220,7 @@ func TestNodeCompute(t *testing.T) {
 				trimmed[i] = TrimPod(p)
 			}
 			gotT := rules.compute(TrimNode(tc.node), trimmed, testNow)
-			gotT.FreshUntil = time.Time{}
+			gotT.FreshUntil, gotT.NodeID = time.Time{}, ""
 			if gotT != tc.want {
 				t.Errorf("compute on trimmed objects = %+v, want %+v", gotT, tc.want)
 			}
@@ -235,6 +235,21 @@ func TestFreshUntil(t *testing.T) {
 		[]*corev1.Pod{mkPod("y", "nm", "n1", "", "", nodeManager(""))}, testNow)
 	if want := hb.Add(10 * time.Minute); !got.FreshUntil.Equal(want) {
 		t.Errorf("FreshUntil = %v, want %v", got.FreshUntil, want)
+	}
+}
+
+func TestNodeID(t *testing.T) {
+	rules := nodeRules{defaultSubCluster: "sc", staleAfter: time.Hour}
+	n := mkNode("n1", origin("1000", "1Gi"))
+	one := rules.compute(n, []*corev1.Pod{mkPod("y", "nm", "n1", "", "", nodeManager(""))}, testNow)
+	if one.NodeID != "n1:8041" {
+		t.Errorf("one NodeManager: NodeID %q, want n1:8041", one.NodeID)
+	}
+	two := rules.compute(n, []*corev1.Pod{
+		mkPod("y", "nm", "n1", "", "", nodeManager("")), mkPod("y", "nm2", "n1", "", "", nodeManager("sc")),
+	}, testNow)
+	if two.Status != NodeContributing || two.NodeID != "" {
+		t.Errorf("two NodeManagers of one sub-cluster: %+v, want contributing without a NodeID", two)
 	}
 }
 
