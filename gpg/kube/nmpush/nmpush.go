@@ -64,9 +64,9 @@ type Config struct {
 	// In-process wiring.
 	// Dial, if set, replaces the Hadoop IPC client (tests).
 	Dial       func(subCluster string, addrs []string) (Caller, error) `json:"-"`
-	Logger     *slog.Logger                                           `json:"-"`
-	Registerer prometheus.Registerer                                  `json:"-"`
-	Clock      clock.WithTicker                                       `json:"-"`
+	Logger     *slog.Logger                                            `json:"-"`
+	Registerer prometheus.Registerer                                   `json:"-"`
+	Clock      clock.WithTicker                                        `json:"-"`
 }
 
 // DefaultConfig returns the defaults (Koordinator's 10% / 300 s).

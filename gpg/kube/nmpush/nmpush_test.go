@@ -154,7 +154,7 @@ func TestChanged(t *testing.T) {
 		want     bool
 	}{
 		{r(10, 1000), r(10, 1000), false},
-		{r(10, 1000), r(11, 1000), true},  // exactly 10%
+		{r(10, 1000), r(11, 1000), true},   // exactly 10%
 		{r(100, 1000), r(91, 1000), false}, // 9%
 		{r(10, 1000), r(10, 899), true},
 		{r(0, 0), r(1, 0), true},
