@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -44,10 +43,10 @@ type Config struct {
 
 	// In-process wiring (not from files).
 	// Client, if set, is used instead of Kubeconfig (tests, embedding).
-	Client     corev1client.CoreV1Interface `json:"-"`
-	Logger     *slog.Logger                 `json:"-"`
-	Registerer prometheus.Registerer        `json:"-"` // nil: no metrics
-	Clock      clock.WithTicker             `json:"-"` // nil: the real clock
+	Client     Client                `json:"-"`
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"` // nil: no metrics
+	Clock      clock.WithTicker      `json:"-"` // nil: the real clock
 }
 
 // DefaultConfig returns the defaults.

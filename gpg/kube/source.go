@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -83,7 +82,7 @@ func New(cfg Config) (*Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		if client, err = corev1client.NewForConfig(rc); err != nil {
+		if client, err = NewClient(rc); err != nil {
 			return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
 		}
 	}
@@ -111,17 +110,17 @@ func New(cfg Config) (*Source, error) {
 
 	s.nodeInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Nodes().List(ctx, o)
+			return client.ListNodes(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.Nodes().Watch(ctx, o)
+			return client.WatchNodes(ctx, o)
 		}), &corev1.Node{}, cache.SharedIndexInformerOptions{})
 	s.podInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Pods(metav1.NamespaceAll).List(ctx, o)
+			return client.ListPods(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.Pods(metav1.NamespaceAll).Watch(ctx, o)
+			return client.WatchPods(ctx, o)
 		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{})
 	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
 		if err := inf.SetTransform(transform); err != nil {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -38,11 +39,27 @@ type fixture struct {
 	src    *Source
 }
 
-// fakeCore is client-go's fake CoreV1 client, marked (as the fake Clientset
-// is) as unable to stream watch-lists.
-type fakeCore struct{ corev1client.CoreV1Interface }
+// fakeCore adapts client-go's fake CoreV1 client to Client, marked (as the
+// fake Clientset is) as unable to stream watch-lists.
+type fakeCore struct{ c corev1client.CoreV1Interface }
 
 func (fakeCore) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (f fakeCore) ListNodes(ctx context.Context, o metav1.ListOptions) (*corev1.NodeList, error) {
+	return f.c.Nodes().List(ctx, o)
+}
+
+func (f fakeCore) WatchNodes(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return f.c.Nodes().Watch(ctx, o)
+}
+
+func (f fakeCore) ListPods(ctx context.Context, o metav1.ListOptions) (*corev1.PodList, error) {
+	return f.c.Pods(metav1.NamespaceAll).List(ctx, o)
+}
+
+func (f fakeCore) WatchPods(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return f.c.Pods(metav1.NamespaceAll).Watch(ctx, o)
+}
 
 // newFixture runs a Source over a fake clientset seeded with objs, on a fake
 // clock at testNow.
@@ -216,7 +233,7 @@ func TestSourceOnlyListsAndWatches(t *testing.T) {
 func TestSnapshotEmptyUntilSynced(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DefaultSubCluster = "sc-a"
-	cfg.Client = fake.NewClientset(mkNode("n1", origin("1000", "1Gi"))).CoreV1()
+	cfg.Client = fakeCore{fake.NewClientset(mkNode("n1", origin("1000", "1Gi"))).CoreV1()}
 	src, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
@@ -212,49 +211,33 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 }
 
 // NewStaticClient serves fixed Nodes and Pods to list, and watches that
-// never deliver an event. Only Nodes() and Pods() are implemented; the
-// Source uses nothing else.
-func NewStaticClient(nodes []corev1.Node, pods []corev1.Pod) corev1client.CoreV1Interface {
-	return &staticCore{nodes: nodes, pods: pods}
+// never deliver an event.
+func NewStaticClient(nodes []corev1.Node, pods []corev1.Pod) kube.Client {
+	return &staticClient{nodes: nodes, pods: pods}
 }
 
-type staticCore struct {
-	corev1client.CoreV1Interface // nil: any other call panics
-	nodes                        []corev1.Node
-	pods                         []corev1.Pod
+type staticClient struct {
+	nodes []corev1.Node
+	pods  []corev1.Pod
 }
 
 // IsWatchListSemanticsUnSupported makes the reflector list, then watch,
 // instead of asking this client to stream the initial list.
-func (*staticCore) IsWatchListSemanticsUnSupported() bool { return true }
+func (*staticClient) IsWatchListSemanticsUnSupported() bool { return true }
 
-func (c *staticCore) Nodes() corev1client.NodeInterface { return &staticNodes{c: c} }
-
-func (c *staticCore) Pods(string) corev1client.PodInterface { return &staticPods{c: c} }
-
-type staticNodes struct {
-	corev1client.NodeInterface
-	c *staticCore
+func (c *staticClient) ListNodes(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
+	return &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(c.nodes)}, nil
 }
 
-func (n *staticNodes) List(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
-	return &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(n.c.nodes)}, nil
-}
-
-func (n *staticNodes) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+func (c *staticClient) WatchNodes(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 	return newIdleWatch(ctx), nil
 }
 
-type staticPods struct {
-	corev1client.PodInterface
-	c *staticCore
+func (c *staticClient) ListPods(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
+	return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(c.pods)}, nil
 }
 
-func (p *staticPods) List(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
-	return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: slices.Clone(p.c.pods)}, nil
-}
-
-func (p *staticPods) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+func (c *staticClient) WatchPods(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 	return newIdleWatch(ctx), nil
 }
 
