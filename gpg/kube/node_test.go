@@ -3,7 +3,6 @@ package kube
 import (
 	"errors"
 	"math"
-	"reflect"
 	"testing"
 	"time"
 
@@ -213,17 +212,6 @@ func TestNodeCompute(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("compute = %+v, want %+v", got, tc.want)
 			}
-			// The informers store trimmed objects: the rule must give the same
-			// answer on them.
-			trimmed := make([]*corev1.Pod, len(tc.pods))
-			for i, p := range tc.pods {
-				trimmed[i] = TrimPod(p)
-			}
-			gotT := rules.compute(TrimNode(tc.node), trimmed, testNow)
-			gotT.FreshUntil, gotT.NodeID = time.Time{}, ""
-			if gotT != tc.want {
-				t.Errorf("compute on trimmed objects = %+v, want %+v", gotT, tc.want)
-			}
 		})
 	}
 }
@@ -277,8 +265,8 @@ func TestPodBatchRequests(t *testing.T) {
 			if got := PodBatchRequests(tc.pod); got != tc.want {
 				t.Errorf("PodBatchRequests = %+v, want %+v", got, tc.want)
 			}
-			if got := PodBatchRequests(TrimPod(tc.pod)); got != tc.want {
-				t.Errorf("PodBatchRequests(TrimPod) = %+v, want %+v", got, tc.want)
+			if got := recordOfPod(tc.pod).facts.request; got != tc.want {
+				t.Errorf("stored record's request = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
@@ -314,24 +302,28 @@ func TestDecodeOriginBatch(t *testing.T) {
 	}
 }
 
-func TestTrimIsIdempotentAndSmall(t *testing.T) {
-	p := mkPod("yarn", "nm", "n1", "1000", "1Gi", nodeManager("sc-1"), initContainer("500", "", true), overhead("1", ""))
-	once := TrimPod(p)
-	if twice := TrimPod(once); !reflect.DeepEqual(once, twice) {
-		t.Errorf("TrimPod is not idempotent:\n%+v\n%+v", once, twice)
+func TestTransformRecords(t *testing.T) {
+	p := mkPod("yarn", "nm", "n1", "1000", "1Gi", nodeManager("sc-1"))
+	out, err := transform(p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if once.Annotations[AnnotationClusterID] != "sc-1" || once.Annotations[AnnotationNodeID] != "n1:8041" || !IsNodeManager(once) {
-		t.Errorf("TrimPod lost NodeManager identity: %+v", once.ObjectMeta)
+	rec := out.(*podRecord)
+	if rec.Namespace != "yarn" || rec.Name != "nm" || rec.node != "n1" || rec.facts != factsOfPod(p) {
+		t.Errorf("pod record %+v", rec)
 	}
-	if _, ok := once.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; ok || once.Spec.Containers[0].Image != "" {
-		t.Errorf("TrimPod kept what the rule does not read: %+v", once.Spec.Containers[0])
+	if rec.facts.clusterID != "sc-1" || rec.facts.nodeID != "n1:8041" || !rec.facts.nodeManager {
+		t.Errorf("pod record lost NodeManager identity: %+v", rec.facts)
+	}
+	if again, _ := transform(rec); again != any(rec) {
+		t.Error("a record is transformed again")
 	}
 	n := mkNode("n1", refOrigin)
-	tn := TrimNode(n)
-	if twice := TrimNode(tn); !reflect.DeepEqual(tn, twice) {
-		t.Errorf("TrimNode is not idempotent")
+	nout, _ := transform(n)
+	if nr := nout.(*nodeRecord); nr.Name != "n1" || nr.facts != factsOfNode(n) || nr.facts.origin != (Batch{60646, 245976973438}) {
+		t.Errorf("node record %+v", nr)
 	}
-	if len(tn.Annotations) != 1 || len(tn.Status.Allocatable) != 2 || len(tn.Status.Conditions) != 1 {
-		t.Errorf("TrimNode kept too much or too little: %+v", tn)
+	if c := rec.DeepCopyObject().(*podRecord); c == rec || c.facts != rec.facts || c.Name != rec.Name {
+		t.Error("DeepCopyObject")
 	}
 }

@@ -157,12 +157,12 @@ func listWatch(client any, list cache.ListWithContextFunc, w cache.WatchFuncWith
 // onNode records a Node's facts and queues the node.
 func (s *Source) onNode(obj any, deleted bool) {
 	var name string
-	var node *corev1.Node
+	var rec *nodeRecord
 	switch o := obj.(type) {
 	case cache.DeletedFinalStateUnknown:
 		name, deleted = o.Key, true // nodes are cluster-scoped: the key is the name
-	case *corev1.Node:
-		name, node = o.Name, o
+	case *nodeRecord:
+		name, rec = o.Name, o
 	default:
 		return
 	}
@@ -170,7 +170,7 @@ func (s *Source) onNode(obj any, deleted bool) {
 	if deleted {
 		delete(s.nodes, name)
 	} else {
-		s.nodes[name] = factsOfNode(node)
+		s.nodes[name] = rec.facts
 	}
 	s.mu.Unlock()
 	s.queue.Add(name)
@@ -183,22 +183,19 @@ func (s *Source) onPod(obj any, deleted bool) {
 	if err != nil {
 		return
 	}
-	var pod *corev1.Pod
+	var rec *podRecord
 	switch o := obj.(type) {
 	case cache.DeletedFinalStateUnknown:
 		deleted = true
-	case *corev1.Pod:
-		pod = o
+	case *podRecord:
+		rec = o
 	default:
 		return
 	}
 	node := ""
-	if !deleted {
-		node = pod.Spec.NodeName
-	}
 	var facts podFacts
-	if node != "" {
-		facts = factsOfPod(pod)
+	if !deleted {
+		node, facts = rec.node, rec.facts
 	}
 	s.mu.Lock()
 	prev := s.podNode[key]
