@@ -292,8 +292,12 @@ func (s *Source) sync(name string) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	res, exists := s.computeLocked(name, now)
+	prev, had := s.results[name]
 	changed := s.applyLocked(name, res, exists, now)
 	s.mu.Unlock()
+	if exists && res.Status == NodeConflict && (!had || prev.Status != NodeConflict) {
+		s.log.Warn("NodeManagers of two sub-clusters run on one node; it counts for neither", "node", name)
+	}
 	s.m.syncs.Inc()
 	if changed {
 		s.notify()
