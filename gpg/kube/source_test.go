@@ -2,11 +2,13 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -388,6 +390,35 @@ func truth(t *testing.T, f *fixture) map[string]capacity.SubCluster {
 		out[r.SubCluster] = s
 	}
 	return out
+}
+
+func TestConfigFromJSON(t *testing.T) {
+	cfg := DefaultConfig()
+	in := `{"name":"east","kubeconfig":"/etc/k.conf","context":"c1","default_sub_cluster":"sc-1",
+		"sub_clusters":["sc-2"],"resync_period":"1m","stale_after":"20m"}`
+	if err := json.Unmarshal([]byte(in), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "east" || cfg.Kubeconfig != "/etc/k.conf" || cfg.Context != "c1" || cfg.DefaultSubCluster != "sc-1" ||
+		len(cfg.SubClusters) != 1 || cfg.ResyncPeriod.D() != time.Minute || cfg.StaleAfter.D() != 20*time.Minute {
+		t.Errorf("decoded %+v", cfg)
+	}
+	if err := json.Unmarshal([]byte(`{"stale_after":15}`), &cfg); err == nil {
+		t.Error("a number for a duration was accepted")
+	}
+	// Two clusters' Sources share one metrics registry.
+	reg := prometheus.NewRegistry()
+	for _, name := range []string{"a", "b"} {
+		c := DefaultConfig()
+		c.Name, c.DefaultSubCluster, c.Registerer = name, "sc", reg
+		c.Client = fakeCore{fake.NewClientset().CoreV1()}
+		if _, err := New(c); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

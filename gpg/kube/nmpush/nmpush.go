@@ -45,6 +45,9 @@ type Caller interface {
 
 // Config tunes a Pusher.
 type Config struct {
+	// Name is the Kubernetes cluster's name (kube.Config.Name), labelling
+	// logs and metrics so one GPG can run a Pusher per cluster.
+	Name string `json:"name"`
 	// RMs maps a sub-cluster to its RM admin addresses
 	// (yarn.resourcemanager.admin.address; more than one = HA failover).
 	// NodeManagers of other sub-clusters are left alone.
@@ -137,12 +140,14 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 	if p.clock == nil {
 		p.clock = clock.RealClock{}
 	}
+	p.log = p.log.With("kubernetes_cluster", cfg.Name)
+	labels := prometheus.Labels{"kubernetes_cluster": cfg.Name}
 	p.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "yarnfed_gpg_kube_update_node_resource_calls_total",
+		Name: "yarnfed_gpg_kube_update_node_resource_calls_total", ConstLabels: labels,
 		Help: "updateNodeResource calls to RMs, by sub-cluster and result (ok, error).",
 	}, []string{"sub_cluster", "result"})
 	p.pushedNMs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "yarnfed_gpg_kube_node_resource_pushes_total",
+		Name: "yarnfed_gpg_kube_node_resource_pushes_total", ConstLabels: labels,
 		Help: "NodeManager capacities accepted by their RM, by sub-cluster.",
 	}, []string{"sub_cluster"})
 	if cfg.Registerer != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
@@ -92,6 +93,8 @@ func TestPushDebouncedAndBatched(t *testing.T) {
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	cfg := DefaultConfig()
+	cfg.Name = "k8s-1"
+	cfg.Registerer = prometheus.NewRegistry()
 	cfg.RMs = map[string][]string{"sc-a": {rmA.addr}, "sc-b": {rmB.addr}}
 	cfg.User = "yarn"
 	cfg.Clock = clk
@@ -128,6 +131,12 @@ func TestPushDebouncedAndBatched(t *testing.T) {
 	}
 	if got := rmB.takeCalls(); len(got) != 1 {
 		t.Errorf("after MaxAge RM B calls %v, want one", got)
+	}
+	// A second cluster's Pusher registers beside the first.
+	cfg2 := cfg
+	cfg2.Name = "k8s-2"
+	if _, err := New(cfg2, src); err != nil {
+		t.Errorf("second Pusher on one registry: %v", err)
 	}
 
 	// A failed call is retried at the next interval.
