@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,13 +88,21 @@ func grantReadOnly(t *testing.T, c *kubetest.Cluster, user string) {
 	}
 }
 
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
 // TestRealAPIServer: a real kube-apiserver and etcd, Koordinator-shaped
 // Nodes, NodeManager and batch pods; the Source, running with a token bound
 // only to rbac.yaml's role, reports exactly the hand-computed capacity and
 // follows a change of one pod's request.
 func TestRealAPIServer(t *testing.T) {
 	const gpgUser = "yarnfed-gpg"
-	c := kubetest.Start(t, kubetest.Options{Users: []kubetest.User{{Name: gpgUser}}})
+	c := kubetest.Start(t, kubetest.Options{Users: []kubetest.User{{Name: gpgUser}, {Name: "unbound"}}})
 	ctx := context.Background()
 	admin, err := corev1client.NewForConfig(c.RESTConfig(c.AdminToken))
 	if err != nil {
@@ -189,6 +199,31 @@ func TestRealAPIServer(t *testing.T) {
 	testPoll(t, "the new capacity", func() bool { return equalSnapshots(src.Snapshot(), want) })
 	// Informational (no timing assertion): the bound is 60 s.
 	t.Logf("pod replaced -> new capacity in the snapshot: %v", time.Since(changeStart))
+
+	// Without the role, the source never syncs (an empty snapshot, not a
+	// wrong one) and says why.
+	reg := prometheus.NewRegistry()
+	denied := DefaultConfig()
+	denied.Name = "denied"
+	denied.Kubeconfig = c.WriteKubeconfig(t, c.Users["unbound"].Token)
+	denied.DefaultSubCluster = "sc-a"
+	denied.Registerer = reg
+	dsrc, err := New(denied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithCancel(ctx)
+	ddone := make(chan error, 1)
+	go func() { ddone <- dsrc.Run(dctx, 1) }()
+	testPoll(t, "forbidden lists to be counted", func() bool {
+		return counterValue(t, dsrc.m.watchErrors.WithLabelValues("nodes")) > 0 &&
+			counterValue(t, dsrc.m.watchErrors.WithLabelValues("pods")) > 0
+	})
+	if dsrc.HasSynced() || len(dsrc.Snapshot()) != 0 {
+		t.Errorf("a source without RBAC synced or reported: %v", dsrc.Snapshot())
+	}
+	dcancel()
+	<-ddone
 
 	// The GPG's identity can read nodes and pods and do nothing else.
 	gpg, err := corev1client.NewForConfig(c.RESTConfig(c.Users[gpgUser].Token))

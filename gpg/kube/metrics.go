@@ -10,6 +10,7 @@ type metrics struct {
 	syncs            prometheus.Counter
 	recomputeSeconds prometheus.Observer
 	nodes            *prometheus.GaugeVec
+	watchErrors      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, cluster string) *metrics {
@@ -27,10 +28,14 @@ func newMetrics(reg prometheus.Registerer, cluster string) *metrics {
 		Name: "yarnfed_gpg_kube_nodes", ConstLabels: labels,
 		Help: "Nodes by what they contribute to YARN (status=contributing) or why they contribute nothing.",
 	}, []string{"status"})
+	watchErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "yarnfed_gpg_kube_watch_errors_total", ConstLabels: labels,
+		Help: "Failed lists and watches of nodes or pods (RBAC denials, unreachable API server); the informers retry.",
+	}, []string{"resource"})
 	if reg != nil {
-		reg.MustRegister(syncs, recompute, nodes)
+		reg.MustRegister(syncs, recompute, nodes, watchErrors)
 	}
-	return &metrics{syncs: syncs, recomputeSeconds: recompute, nodes: nodes}
+	return &metrics{syncs: syncs, recomputeSeconds: recompute, nodes: nodes, watchErrors: watchErrors}
 }
 
 func (m *metrics) setNodeCounts(counts *[numNodeStatus]int) {

@@ -7,13 +7,16 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -122,8 +125,11 @@ func New(cfg Config) (*Source, error) {
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.WatchPods(ctx, o)
 		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{})
-	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": s.nodeInformer, "pods": s.podInformer} {
 		if err := inf.SetTransform(transform); err != nil {
+			return nil, err
+		}
+		if err := inf.SetWatchErrorHandlerWithContext(s.watchErrorHandler(resource)); err != nil {
 			return nil, err
 		}
 	}
@@ -152,6 +158,19 @@ func New(cfg Config) (*Source, error) {
 // to list-then-watch; a real API server streams.
 func listWatch(client any, list cache.ListWithContextFunc, w cache.WatchFuncWithContext) cache.ListerWatcher {
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: w}, client)
+}
+
+// watchErrorHandler reports failed lists and watches (an RBAC denial, an
+// unreachable API server) in our log and metrics; the informer retries with
+// backoff either way. Routine watch ends stay quiet.
+func (s *Source) watchErrorHandler(resource string) cache.WatchErrorHandlerWithContext {
+	return func(_ context.Context, _ *cache.Reflector, err error) {
+		if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
+		}
+		s.m.watchErrors.WithLabelValues(resource).Inc()
+		s.log.Warn("list/watch failed; retrying", "resource", resource, "err", err)
+	}
 }
 
 // onNode records a Node's facts and queues the node.
