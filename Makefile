@@ -31,6 +31,9 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@mkdir -p e2e/target
 	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
 
+kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) the real kube-apiserver and etcd gpg/kube's tests start.
+	scripts/kube-binaries.sh
+
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 1000x: executions, not seconds).
 	scripts/fuzz-smoke.sh
 
@@ -46,4 +49,4 @@ verify-generate: ## Fail if generated code differs from the .proto files.
 bench: ## Go micro-benchmarks (ns/op, allocs/op).
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-.PHONY: help build dev test test-interop lint unit fuzz-smoke fuzz generate verify-generate bench
+.PHONY: help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench

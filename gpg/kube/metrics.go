@@ -1,0 +1,45 @@
+package kube
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the Source's Prometheus series; with a nil Registerer they are
+// created but not exported.
+type metrics struct {
+	syncs            prometheus.Counter
+	recomputeSeconds prometheus.Observer
+	nodes            *prometheus.GaugeVec
+	watchErrors      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, cluster string) *metrics {
+	labels := prometheus.Labels{"kubernetes_cluster": cluster}
+	syncs := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "yarnfed_gpg_kube_node_syncs_total", ConstLabels: labels,
+		Help: "Per-node capacity computations triggered by Node or Pod events and staleness deadlines.",
+	})
+	recompute := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "yarnfed_gpg_kube_recompute_seconds", ConstLabels: labels,
+		Help:    "Time of a full recomputation of every node from the informer caches.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	})
+	nodes := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "yarnfed_gpg_kube_nodes", ConstLabels: labels,
+		Help: "Nodes by what they contribute to YARN (status=contributing) or why they contribute nothing.",
+	}, []string{"status"})
+	watchErrors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "yarnfed_gpg_kube_watch_errors_total", ConstLabels: labels,
+		Help: "Failed lists and watches of nodes or pods (RBAC denials, unreachable API server); the informers retry.",
+	}, []string{"resource"})
+	if reg != nil {
+		reg.MustRegister(syncs, recompute, nodes, watchErrors)
+	}
+	return &metrics{syncs: syncs, recomputeSeconds: recompute, nodes: nodes, watchErrors: watchErrors}
+}
+
+func (m *metrics) setNodeCounts(counts *[numNodeStatus]int) {
+	for st, n := range counts {
+		m.nodes.WithLabelValues(NodeStatus(st).String()).Set(float64(n))
+	}
+}

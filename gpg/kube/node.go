@@ -1,0 +1,365 @@
+package kube
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gopkg.in/inf.v0"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+)
+
+// Names Koordinator and the YARN-on-Kubernetes deployments use
+// (REFERENCE §6).
+const (
+	// BatchCPU is Koordinator's batch CPU, an integer count of milli-cores.
+	BatchCPU corev1.ResourceName = "kubernetes.io/batch-cpu"
+	// BatchMemory is Koordinator's batch memory, in bytes.
+	BatchMemory corev1.ResourceName = "kubernetes.io/batch-memory"
+	// AnnotationOriginBatch holds the node's origin batch total as JSON
+	// {"resources":{"kubernetes.io/batch-cpu":"...","kubernetes.io/batch-memory":"..."}}.
+	AnnotationOriginBatch = "node.koordinator.sh/originExtendedAllocatable"
+
+	// LabelComponent with value ComponentNodeManager marks a YARN NodeManager pod.
+	LabelComponent       = "app.kubernetes.io/component"
+	ComponentNodeManager = "node-manager"
+	// AnnotationNodeID is the NodeManager's YARN NodeId ("host:port").
+	AnnotationNodeID = "yarn.hadoop.apache.org/node-id"
+	// AnnotationClusterID names the NodeManager's sub-cluster; without it the
+	// Config's DefaultSubCluster applies.
+	AnnotationClusterID = "yarn.hadoop.apache.org/cluster-id"
+)
+
+// Batch is an amount of Koordinator batch resources in Kubernetes units.
+type Batch struct {
+	MilliCPU int64 // milli-cores
+	Memory   int64 // bytes
+}
+
+// YARN converts to YARN's units, rounding down: a fraction of a core or of a
+// MiB is not something YARN can hand out. Negative amounts become 0.
+func (b Batch) YARN() capacity.Resources {
+	return capacity.Resources{
+		VCores:   max(b.MilliCPU, 0) / 1000,
+		MemoryMB: max(b.Memory, 0) >> 20,
+	}
+}
+
+// ErrBadOrigin is wrapped by every DecodeOriginBatch failure.
+var ErrBadOrigin = errors.New("bad " + AnnotationOriginBatch + " annotation")
+
+// originAnnotation is Koordinator's OriginAllocatable. resource.Quantity reads
+// both JSON strings ("12k") and numbers (12000), as the API server and
+// Koordinator write them.
+type originAnnotation struct {
+	Resources map[corev1.ResourceName]resource.Quantity `json:"resources"`
+}
+
+// DecodeOriginBatch reads the origin batch total from the annotation's value.
+// A resource absent from the map is 0. A value that is negative, fractional
+// beyond the unit or past int64 is an error: the whole annotation is then
+// untrustworthy and the caller counts the node as 0, never as unlimited.
+func DecodeOriginBatch(s string) (Batch, error) {
+	var a originAnnotation
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return Batch{}, fmt.Errorf("%w: %v", ErrBadOrigin, err)
+	}
+	if a.Resources == nil {
+		return Batch{}, fmt.Errorf("%w: no resources", ErrBadOrigin)
+	}
+	var b Batch
+	for name, dst := range map[corev1.ResourceName]*int64{BatchCPU: &b.MilliCPU, BatchMemory: &b.Memory} {
+		q, ok := a.Resources[name]
+		if !ok {
+			continue
+		}
+		v, ok := quantityInt64(q)
+		if !ok || v < 0 {
+			return Batch{}, fmt.Errorf("%w: %s %q is not an integer in [0, 2^63)", ErrBadOrigin, name, q.String())
+		}
+		*dst = v
+	}
+	return b, nil
+}
+
+// EncodeOriginBatch is DecodeOriginBatch's inverse, in the form Koordinator
+// writes (tests and tools use it to make nodes).
+func EncodeOriginBatch(b Batch) string {
+	a := originAnnotation{Resources: map[corev1.ResourceName]resource.Quantity{
+		BatchCPU:    *resource.NewQuantity(b.MilliCPU, resource.DecimalSI),
+		BatchMemory: *resource.NewQuantity(b.Memory, resource.BinarySI),
+	}}
+	out, err := json.Marshal(a)
+	if err != nil {
+		panic(err) // a map of quantities always marshals
+	}
+	return string(out)
+}
+
+// quantityInt64 is q as an exact int64, whatever form it was written in
+// (AsInt64 alone refuses some exact integers, e.g. 19 digits).
+func quantityInt64(q resource.Quantity) (int64, bool) {
+	if v, ok := q.AsInt64(); ok {
+		return v, true
+	}
+	d := q.AsDec()
+	var whole inf.Dec
+	whole.Round(d, 0, inf.RoundDown)
+	if whole.Cmp(d) != 0 {
+		return 0, false // a fraction
+	}
+	u := whole.UnscaledBig() // scale 0: the value itself
+	if !u.IsInt64() {
+		return 0, false
+	}
+	return u.Int64(), true
+}
+
+// requestValue reads a request, rounding a fraction up and saturating at
+// MaxInt64: what is subtracted errs on the side of less capacity.
+func requestValue(rl corev1.ResourceList, name corev1.ResourceName) int64 {
+	q, ok := rl[name]
+	if !ok {
+		return 0
+	}
+	if v, ok := q.AsInt64(); ok {
+		return max(v, 0)
+	}
+	if q.Sign() <= 0 {
+		return 0
+	}
+	if q.CmpInt64(math.MaxInt64) >= 0 {
+		return math.MaxInt64
+	}
+	return q.Value() // rounds up
+}
+
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func (b Batch) add(o Batch) Batch {
+	return Batch{MilliCPU: addSat(b.MilliCPU, o.MilliCPU), Memory: addSat(b.Memory, o.Memory)}
+}
+
+func (b Batch) max(o Batch) Batch {
+	return Batch{MilliCPU: max(b.MilliCPU, o.MilliCPU), Memory: max(b.Memory, o.Memory)}
+}
+
+func containerBatch(c *corev1.Container) Batch {
+	return Batch{MilliCPU: requestValue(c.Resources.Requests, BatchCPU), Memory: requestValue(c.Resources.Requests, BatchMemory)}
+}
+
+// PodBatchRequests is the pod's effective batch request, by the rule the
+// scheduler and kubelet use for any resource (KEP-753 with sidecars): the
+// larger of (app containers + restartable init "sidecar" containers) and the
+// largest init-time need (each ordinary init container plus the sidecars
+// started before it), plus the pod overhead.
+func PodBatchRequests(pod *corev1.Pod) Batch {
+	var sum Batch
+	for i := range pod.Spec.Containers {
+		sum = sum.add(containerBatch(&pod.Spec.Containers[i]))
+	}
+	var sidecars, initPeak Batch
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		req := containerBatch(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum = sum.add(req)
+			sidecars = sidecars.add(req)
+			initPeak = initPeak.max(sidecars)
+		} else {
+			initPeak = initPeak.max(req.add(sidecars))
+		}
+	}
+	eff := sum.max(initPeak)
+	if pod.Spec.Overhead != nil {
+		eff = eff.add(Batch{MilliCPU: requestValue(pod.Spec.Overhead, BatchCPU), Memory: requestValue(pod.Spec.Overhead, BatchMemory)})
+	}
+	return eff
+}
+
+// IsNodeManager reports whether the pod is a YARN NodeManager.
+func IsNodeManager(pod *corev1.Pod) bool {
+	return pod.Labels[LabelComponent] == ComponentNodeManager
+}
+
+func terminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// NodeStatus says why a node contributes what it does. Every value but
+// NodeContributing means it contributes nothing.
+type NodeStatus int
+
+const (
+	NodeContributing  NodeStatus = iota
+	NodeNoNodeManager            // no running NodeManager pod: YARN cannot use it
+	NodeConflict                 // running NodeManagers of two sub-clusters
+	NodeNotReady                 // Ready condition missing or not True
+	NodeStale                    // Ready condition not refreshed within the staleness bound
+	NodeBatchReset               // Koordinator removed batch from status.allocatable
+	NodeBadOrigin                // origin annotation missing or unreadable
+	numNodeStatus
+)
+
+var nodeStatusNames = [...]string{"contributing", "no_node_manager", "conflict", "not_ready", "stale", "batch_reset", "bad_origin"}
+
+func (s NodeStatus) String() string {
+	if s < 0 || s >= numNodeStatus {
+		return fmt.Sprintf("NodeStatus(%d)", int(s))
+	}
+	return nodeStatusNames[s]
+}
+
+// NodeResult is what one node gives YARN.
+type NodeResult struct {
+	// SubCluster is where the node's capacity counts ("" unless
+	// Status is NodeContributing).
+	SubCluster string
+	Usable     capacity.Resources
+	Status     NodeStatus
+	// NodeID is the YARN NodeId ("host:port") of the node's NodeManager,
+	// when exactly one runs there and it carries the annotation.
+	NodeID string
+	// FreshUntil is when the node turns stale if nothing refreshes it (zero
+	// unless Status is NodeContributing).
+	FreshUntil time.Time
+}
+
+// Rules for one node's contribution.
+type nodeRules struct {
+	defaultSubCluster string
+	staleAfter        time.Duration
+}
+
+// nodeFacts is what the rule needs from a Node, read once per Node event
+// (the annotation's JSON is not re-parsed on every recomputation).
+type nodeFacts struct {
+	ready        bool      // Ready condition True
+	heartbeat    time.Time // its LastHeartbeatTime
+	batchPresent bool      // batch-cpu and batch-memory in status.allocatable
+	origin       Batch
+	originOK     bool // annotation present and readable
+}
+
+func factsOfNode(node *corev1.Node) nodeFacts {
+	var f nodeFacts
+	if c := readyCondition(node); c != nil {
+		f.ready = c.Status == corev1.ConditionTrue
+		f.heartbeat = c.LastHeartbeatTime.Time
+	}
+	_, cpuOK := node.Status.Allocatable[BatchCPU]
+	_, memOK := node.Status.Allocatable[BatchMemory]
+	f.batchPresent = cpuOK && memOK
+	if ann, ok := node.Annotations[AnnotationOriginBatch]; ok {
+		b, err := DecodeOriginBatch(ann)
+		f.origin, f.originOK = b, err == nil
+	}
+	return f
+}
+
+// podFacts is what the rule needs from a Pod, read once per Pod event.
+type podFacts struct {
+	nodeManager bool
+	running     bool   // phase Running
+	terminated  bool   // phase Succeeded or Failed
+	clusterID   string // a NodeManager's cluster-id annotation ("" = none)
+	nodeID      string // a NodeManager's node-id annotation ("" = none)
+	request     Batch  // effective batch request
+}
+
+func factsOfPod(pod *corev1.Pod) podFacts {
+	f := podFacts{
+		nodeManager: IsNodeManager(pod),
+		running:     pod.Status.Phase == corev1.PodRunning,
+		terminated:  terminated(pod),
+	}
+	if f.nodeManager {
+		f.clusterID = pod.Annotations[AnnotationClusterID]
+		f.nodeID = pod.Annotations[AnnotationNodeID]
+	} else {
+		f.request = PodBatchRequests(pod)
+	}
+	return f
+}
+
+// compute is the rule over API objects (see evaluate).
+func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time) NodeResult {
+	facts := make(map[string]podFacts, len(pods))
+	for _, p := range pods {
+		facts[p.Namespace+"/"+p.Name] = factsOfPod(p)
+	}
+	return r.evaluate(factsOfNode(node), facts, now)
+}
+
+// evaluate is the whole per-node rule: origin batch minus the effective
+// batch requests of the node's non-terminated, non-NodeManager pods, floored
+// at 0, in YARN units, for the sub-cluster of its running NodeManagers; 0
+// when the node is unusable or its figures are untrustworthy.
+func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.Time) NodeResult {
+	sc, nodeID, nms := "", "", 0
+	var used Batch
+	for _, p := range pods {
+		if !p.nodeManager {
+			if !p.terminated {
+				used = used.add(p.request)
+			}
+			continue
+		}
+		if !p.running {
+			continue
+		}
+		id := p.clusterID
+		if id == "" {
+			id = r.defaultSubCluster
+		}
+		if sc != "" && sc != id {
+			return NodeResult{Status: NodeConflict}
+		}
+		sc, nodeID = id, p.nodeID
+		nms++
+	}
+	if nms > 1 {
+		nodeID = "" // which NodeManager would own the capacity is unclear
+	}
+	if sc == "" {
+		return NodeResult{Status: NodeNoNodeManager}
+	}
+	if !node.ready {
+		return NodeResult{Status: NodeNotReady}
+	}
+	freshUntil := node.heartbeat.Add(r.staleAfter)
+	if !now.Before(freshUntil) {
+		return NodeResult{Status: NodeStale}
+	}
+	// koord-manager deletes batch-cpu/batch-memory from the node status when
+	// its NodeMetric is stale (degrade) or colocation is off; the origin
+	// annotation may then still hold an old figure. A present value, even 0
+	// (YARN may hold all of it), means Koordinator vouches for the node.
+	if !node.batchPresent {
+		return NodeResult{Status: NodeBatchReset}
+	}
+	if !node.originOK {
+		return NodeResult{Status: NodeBadOrigin}
+	}
+	free := Batch{MilliCPU: max(node.origin.MilliCPU-used.MilliCPU, 0), Memory: max(node.origin.Memory-used.Memory, 0)}
+	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: NodeContributing, FreshUntil: freshUntil, NodeID: nodeID}
+}
+
+func readyCondition(node *corev1.Node) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}

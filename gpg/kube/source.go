@@ -1,0 +1,496 @@
+// Package kube is the GPG's capacity source for Kubernetes co-location
+// clusters: it watches Nodes and Pods with client-go informers and computes,
+// per YARN sub-cluster, the Koordinator batch capacity YARN can really use
+// (see DESIGN.md for the rule and why). A Source implements
+// capacity.Source.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/yarnfed/yarnfed/gpg/capacity"
+)
+
+// Source is a capacity.Source for one Kubernetes cluster. Create it with
+// New and start it (once) with Run; Snapshot is empty until the first full
+// computation after the initial lists.
+type Source struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.WithTicker
+	rules nodeRules
+	m     *metrics
+
+	nodeInformer cache.SharedIndexInformer
+	podInformer  cache.SharedIndexInformer
+	// queue holds node names. sync never fails (it reads recorded facts, no
+	// API calls), so there is no rate limiting, only staleness delays.
+	queue workqueue.TypedDelayingInterface[string]
+
+	changed chan struct{}
+
+	// nodeSynced and podSynced report that the event handlers have seen
+	// every object of the informers' initial lists.
+	nodeSynced, podSynced cache.InformerSynced
+
+	// mu guards the facts (written by the event handlers) and serialises
+	// every computation with its application, so a result never overwrites
+	// one computed from newer facts.
+	mu sync.Mutex
+	// The facts the rule needs, extracted once per event: recomputing a node
+	// reads these small structs, not API objects or annotation JSON.
+	nodes    map[string]nodeFacts           // node name -> facts
+	podsOn   map[string]map[string]podFacts // node name -> pod key -> facts
+	podNode  map[string]string              // pod key -> node name
+	synced   bool
+	resyncAt time.Time             // last Recompute
+	results  map[string]NodeResult // node name -> last result
+	agg      map[string]*aggregate // sub-cluster -> sum over its nodes
+	counts   [numNodeStatus]int
+}
+
+type aggregate struct {
+	usable     capacity.Resources
+	nodes      int
+	observedAt time.Time
+}
+
+var _ capacity.Source = (*Source)(nil)
+
+// New validates cfg and builds a Source. It connects lazily: Run starts the
+// watches.
+func New(cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
+	}
+	client := cfg.Client
+	if client == nil {
+		rc, err := cfg.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		if client, err = NewClient(rc); err != nil {
+			return nil, fmt.Errorf("kubernetes cluster %q: %w", cfg.Name, err)
+		}
+	}
+	s := &Source{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		rules:   nodeRules{defaultSubCluster: cfg.DefaultSubCluster, staleAfter: cfg.StaleAfter.D()},
+		m:       newMetrics(cfg.Registerer, cfg.Name),
+		changed: make(chan struct{}, 1),
+		nodes:   make(map[string]nodeFacts),
+		podsOn:  make(map[string]map[string]podFacts),
+		podNode: make(map[string]string),
+		results: make(map[string]NodeResult),
+		agg:     make(map[string]*aggregate),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("kubernetes_cluster", cfg.Name)
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.clock})
+
+	s.nodeInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.ListNodes(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.WatchNodes(ctx, o)
+		}), &corev1.Node{}, cache.SharedIndexInformerOptions{})
+	s.podInformer = cache.NewSharedIndexInformerWithOptions(listWatch(client,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.ListPods(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.WatchPods(ctx, o)
+		}), &corev1.Pod{}, cache.SharedIndexInformerOptions{})
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": s.nodeInformer, "pods": s.podInformer} {
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, err
+		}
+		if err := inf.SetWatchErrorHandlerWithContext(s.watchErrorHandler(resource)); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := s.nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { s.onNode(obj, false) },
+		DeleteFunc: func(obj any) { s.onNode(obj, true) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.nodeSynced = reg.HasSynced
+	if reg, err = s.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onPod(obj, false) },
+		UpdateFunc: func(_, obj any) { s.onPod(obj, false) },
+		DeleteFunc: func(obj any) { s.onPod(obj, true) },
+	}); err != nil {
+		return nil, err
+	}
+	s.podSynced = reg.HasSynced
+	return s, nil
+}
+
+// listWatch builds the informers' ListerWatcher. A client that says it
+// cannot stream a watch-list (client-go's fakes) makes the reflector fall back
+// to list-then-watch; a real API server streams.
+func listWatch(client any, list cache.ListWithContextFunc, w cache.WatchFuncWithContext) cache.ListerWatcher {
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: w}, client)
+}
+
+// watchErrorHandler reports failed lists and watches (an RBAC denial, an
+// unreachable API server) in our log and metrics; the informer retries with
+// backoff either way. Routine watch ends stay quiet.
+func (s *Source) watchErrorHandler(resource string) cache.WatchErrorHandlerWithContext {
+	return func(_ context.Context, _ *cache.Reflector, err error) {
+		if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
+		}
+		s.m.watchErrors.WithLabelValues(resource).Inc()
+		s.log.Warn("list/watch failed; retrying", "resource", resource, "err", err)
+	}
+}
+
+// onNode records a Node's facts and queues the node.
+func (s *Source) onNode(obj any, deleted bool) {
+	var name string
+	var rec *nodeRecord
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		name, deleted = o.Key, true // nodes are cluster-scoped: the key is the name
+	case *nodeRecord:
+		name, rec = o.Name, o
+	default:
+		return
+	}
+	s.mu.Lock()
+	if deleted {
+		delete(s.nodes, name)
+	} else {
+		s.nodes[name] = rec.facts
+	}
+	s.mu.Unlock()
+	s.queue.Add(name)
+}
+
+// onPod records a Pod's facts under its node and queues the node (and the
+// node it left, should a pod ever move).
+func (s *Source) onPod(obj any, deleted bool) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	var rec *podRecord
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		deleted = true
+	case *podRecord:
+		rec = o
+	default:
+		return
+	}
+	node := ""
+	var facts podFacts
+	if !deleted {
+		node, facts = rec.node, rec.facts
+	}
+	s.mu.Lock()
+	prev := s.podNode[key]
+	if prev == node && node != "" && s.podsOn[node][key] == facts {
+		// Most pod updates (conditions, container statuses) change nothing
+		// the rule reads: no work for the queue.
+		s.mu.Unlock()
+		return
+	}
+	if prev != "" && prev != node {
+		delete(s.podsOn[prev], key)
+		if len(s.podsOn[prev]) == 0 {
+			delete(s.podsOn, prev)
+		}
+		delete(s.podNode, key)
+	}
+	if node != "" {
+		on := s.podsOn[node]
+		if on == nil {
+			on = make(map[string]podFacts)
+			s.podsOn[node] = on
+		}
+		on[key] = facts
+		s.podNode[key] = node
+	}
+	s.mu.Unlock()
+	if prev != "" && prev != node {
+		s.queue.Add(prev)
+	}
+	if node != "" {
+		s.queue.Add(node)
+	}
+}
+
+// Run watches until ctx ends, with workers goroutines applying node changes.
+// It returns ctx's error once everything it started has stopped.
+func (s *Source) Run(ctx context.Context, workers int) error {
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer s.queue.ShutDown()
+	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	s.log.Info("waiting for the node and pod caches")
+	if !cache.WaitForCacheSync(ctx.Done(), s.nodeSynced, s.podSynced) {
+		return ctx.Err()
+	}
+	s.Recompute()
+	s.log.Info("caches synced", "nodes", len(s.nodeInformer.GetStore().ListKeys()), "pods", len(s.podInformer.GetStore().ListKeys()))
+	for range workers {
+		wg.Go(func() {
+			for s.processNext() {
+			}
+		})
+	}
+	t := s.clock.NewTicker(s.cfg.ResyncPeriod.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+			s.Recompute()
+		}
+	}
+}
+
+func (s *Source) processNext() bool {
+	name, quit := s.queue.Get()
+	if quit {
+		return false
+	}
+	defer s.queue.Done(name)
+	s.sync(name)
+	return true
+}
+
+// computeLocked evaluates one node from the recorded facts.
+func (s *Source) computeLocked(name string, now time.Time) (NodeResult, bool) {
+	nf, ok := s.nodes[name]
+	if !ok {
+		return NodeResult{}, false
+	}
+	return s.rules.evaluate(nf, s.podsOn[name], now), true
+}
+
+// sync brings one node's contribution up to date with the facts recorded
+// from the caches' events. It is idempotent and level-based: it looks at the
+// node's and its pods' current facts, never at the event that queued it.
+func (s *Source) sync(name string) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	res, exists := s.computeLocked(name, now)
+	prev, had := s.results[name]
+	changed := s.applyLocked(name, res, exists, now)
+	s.mu.Unlock()
+	if exists && res.Status == NodeConflict && (!had || prev.Status != NodeConflict) {
+		s.log.Warn("NodeManagers of two sub-clusters run on one node; it counts for neither", "node", name)
+	}
+	s.m.syncs.Inc()
+	if changed {
+		s.notify()
+	}
+	if exists && res.Status == NodeContributing {
+		// Level-based staleness: look again when the node would turn stale.
+		s.queue.AddAfter(name, res.FreshUntil.Sub(now))
+	}
+}
+
+func contributes(r NodeResult) bool { return r.Status == NodeContributing }
+
+// applyLocked records a node's result and reports whether any sub-cluster's
+// figures changed.
+func (s *Source) applyLocked(name string, res NodeResult, exists bool, now time.Time) bool {
+	old, had := s.results[name]
+	if had {
+		s.counts[old.Status]--
+	}
+	if exists {
+		s.results[name] = res
+		s.counts[res.Status]++
+	} else {
+		delete(s.results, name)
+	}
+	s.m.setNodeCounts(&s.counts)
+	oldC, newC := had && contributes(old), exists && contributes(res)
+	if oldC == newC && (!newC || (old.SubCluster == res.SubCluster && old.Usable == res.Usable)) {
+		return false
+	}
+	if oldC {
+		a := s.agg[old.SubCluster]
+		a.usable.VCores -= old.Usable.VCores
+		a.usable.MemoryMB -= old.Usable.MemoryMB
+		a.nodes--
+		a.observedAt = now
+	}
+	if newC {
+		a := s.aggFor(res.SubCluster)
+		a.usable.VCores += res.Usable.VCores
+		a.usable.MemoryMB += res.Usable.MemoryMB
+		a.nodes++
+		a.observedAt = now
+	}
+	return true
+}
+
+func (s *Source) aggFor(sc string) *aggregate {
+	a := s.agg[sc]
+	if a == nil {
+		a = &aggregate{}
+		s.agg[sc] = a
+	}
+	return a
+}
+
+// Recompute evaluates every node from the caches and rebuilds the
+// per-sub-cluster sums from scratch (the resync, and the benchmark's unit).
+// It marks the source synced.
+func (s *Source) Recompute() {
+	start := time.Now()
+	now := s.clock.Now()
+	s.mu.Lock()
+	results := make(map[string]NodeResult, len(s.results))
+	agg := make(map[string]*aggregate, len(s.agg))
+	var counts [numNodeStatus]int
+	// O(nodes + pods): each node reads its own pods' facts.
+	for name := range s.nodes {
+		res, _ := s.computeLocked(name, now)
+		results[name] = res
+		counts[res.Status]++
+		if contributes(res) {
+			a := agg[res.SubCluster]
+			if a == nil {
+				a = &aggregate{}
+				agg[res.SubCluster] = a
+			}
+			a.usable.VCores += res.Usable.VCores
+			a.usable.MemoryMB += res.Usable.MemoryMB
+			a.nodes++
+		}
+	}
+	changed := !s.synced || len(agg) != len(s.agg)
+	for sc, a := range agg {
+		a.observedAt = now
+		if o := s.agg[sc]; o == nil || o.usable != a.usable || o.nodes != a.nodes {
+			changed = true
+		}
+	}
+	// Sub-clusters seen before keep an entry (0, no nodes): "measured, nothing
+	// usable" is different from "unknown".
+	for sc := range s.agg {
+		if agg[sc] == nil {
+			agg[sc] = &aggregate{observedAt: now}
+		}
+	}
+	s.results, s.agg, s.counts, s.synced, s.resyncAt = results, agg, counts, true, now
+	s.m.setNodeCounts(&s.counts)
+	// Staleness deadlines for the contributing nodes, queued after unlocking
+	// (results belongs to the workers once published).
+	type deadline struct {
+		name string
+		in   time.Duration
+	}
+	deadlines := make([]deadline, 0, len(results))
+	for name, res := range results {
+		if contributes(res) {
+			deadlines = append(deadlines, deadline{name, res.FreshUntil.Sub(now)})
+		}
+	}
+	s.mu.Unlock()
+	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
+	if changed {
+		s.notify()
+	}
+	for _, d := range deadlines {
+		s.queue.AddAfter(d.name, d.in)
+	}
+}
+
+func (s *Source) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Changed implements capacity.Source.
+func (s *Source) Changed() <-chan struct{} { return s.changed }
+
+// HasSynced reports whether the first full computation after the initial
+// list has happened (before that, Snapshot is empty).
+func (s *Source) HasSynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
+}
+
+// Snapshot implements capacity.Source. Before the caches have synced it is
+// empty: a partial list would under-state capacity. After that it holds
+// DefaultSubCluster, the configured SubClusters and every sub-cluster a
+// NodeManager pod has named since start, with 0 where no node contributes.
+func (s *Source) Snapshot() map[string]capacity.SubCluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.synced {
+		return map[string]capacity.SubCluster{}
+	}
+	out := make(map[string]capacity.SubCluster, len(s.agg)+len(s.cfg.SubClusters)+1)
+	for _, sc := range append([]string{s.cfg.DefaultSubCluster}, s.cfg.SubClusters...) {
+		out[sc] = capacity.SubCluster{ID: sc, ObservedAt: s.resyncAt}
+	}
+	for sc, a := range s.agg {
+		out[sc] = capacity.SubCluster{ID: sc, Usable: a.usable, Nodes: a.nodes, ObservedAt: a.observedAt}
+	}
+	return out
+}
+
+// NodeCounts returns how many nodes are in each NodeStatus.
+func (s *Source) NodeCounts() map[NodeStatus]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[NodeStatus]int, numNodeStatus)
+	for st, n := range s.counts {
+		if n > 0 {
+			out[NodeStatus(st)] = n
+		}
+	}
+	return out
+}
+
+// Nodes returns every known node's last result, keyed by node name.
+func (s *Source) Nodes() map[string]NodeResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.results)
+}
