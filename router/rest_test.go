@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,40 @@ func TestHealthAndReady(t *testing.T) {
 	poll(t, "not ready without a routable sub-cluster", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 503 })
 	if c, _ := f.do("GET", "/healthz", "", "", ""); c != 200 {
 		t.Fatal("healthz")
+	}
+}
+
+// TestRESTOptions: Hadoop's HTTP client sends OPTIONS before each request
+// and fails on anything but 200 (yarn top showed uptime 0 through the
+// router). An RM's Jersey answers 200 with the path's methods in Allow.
+func TestRESTOptions(t *testing.T) {
+	f := newFed(t, 1, nil)
+	tests := []struct {
+		path      string
+		code      int
+		allow     []string
+		forbidden []string
+	}{
+		{"/ws/v1/cluster/info", 200, []string{"GET", "HEAD", "OPTIONS"}, []string{"POST", "PUT"}},
+		{"/ws/v1/cluster/apps", 200, []string{"GET", "POST", "OPTIONS"}, []string{"PUT"}},
+		{"/ws/v1/cluster/apps/application_1_0001/state", 200, []string{"GET", "PUT", "OPTIONS"}, []string{"POST"}},
+		{"/ws/v1/cluster/no-such-thing", 404, nil, nil},
+	}
+	for _, tc := range tests {
+		code, _, h := f.doH("OPTIONS", tc.path, "", "", "")
+		if code != tc.code {
+			t.Fatalf("OPTIONS %s: %d, want %d", tc.path, code, tc.code)
+		}
+		allow := strings.Split(h.Get("Allow"), ",")
+		for _, m := range tc.allow {
+			if !slices.Contains(allow, m) {
+				t.Errorf("OPTIONS %s: Allow %q lacks %s", tc.path, h.Get("Allow"), m)
+			}
+		}
+		for _, m := range tc.forbidden {
+			if slices.Contains(allow, m) {
+				t.Errorf("OPTIONS %s: Allow %q has %s", tc.path, h.Get("Allow"), m)
+			}
+		}
 	}
 }
