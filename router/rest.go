@@ -174,8 +174,9 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 		return restReply{}, err
 	}
 	mc := resp.GetMaximumCapability()
+	// The RM renders the maximum capability with its resourceInformations.
 	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
-		MaximumResourceCapability: rmrest.ResourceInfo{Memory: mc.GetMemory(), VCores: mc.GetVirtualCores()}}
+		MaximumResourceCapability: rmrest.NewResourceInfo(mc.GetMemory(), mc.GetVirtualCores())}
 	return reply(http.StatusOK, na, na), nil
 }
 
@@ -195,10 +196,20 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 		return restReply{}, err
 	}
 	// Hadoop answers 202 Accepted with the app's URL in Location.
-	loc := (&url.URL{Scheme: "http", Host: req.Host, Path: "/ws/v1/cluster/apps/" + AppIDString(asc.GetApplicationId())}).String()
+	loc := requestURL(req, "/ws/v1/cluster/apps/"+AppIDString(asc.GetApplicationId()))
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
 	}{}, location: loc}, nil
+}
+
+// requestURL is an absolute URL for path on the host the client called
+// (what Java's HttpServletRequest.getRequestURL gives an RM).
+func requestURL(req *http.Request, path string) string {
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	}
+	return (&url.URL{Scheme: scheme, Host: req.Host, Path: path}).String()
 }
 
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
@@ -267,7 +278,11 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
 		return reply(http.StatusOK, st, st), nil
 	}
-	return reply(http.StatusAccepted, st, st), nil
+	// In progress: like the RM, point Location at this request's URL (the
+	// state resource to poll), without the query string.
+	out := reply(http.StatusAccepted, st, st)
+	out.location = requestURL(req, req.URL.Path)
+	return out, nil
 }
 
 func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
@@ -377,6 +392,7 @@ func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {
 		LogAggregationStatus:   strings.TrimPrefix(a.GetLogAggregationStatus().String(), "LOG_"),
 		UnmanagedApplication:   a.GetUnmanagedApplication(),
 		AppNodeLabelExpression: a.GetAppNodeLabelExpression(), AMNodeLabelExpression: a.GetAmNodeLabelExpression(),
+		HasAppNodeLabelExpression: a.AppNodeLabelExpression != nil, HasAMNodeLabelExpression: a.AmNodeLabelExpression != nil,
 	}
 	if a.LogAggregationStatus == nil {
 		out.LogAggregationStatus = "DISABLED"

@@ -215,3 +215,59 @@ func TestRESTOptions(t *testing.T) {
 		}
 	}
 }
+
+// fakeRMWeb serves an RM's REST documents verbatim (what a real RM sent,
+// empty fields included) and registers it as sc's web address.
+func (f *fed) fakeRMWeb(sc router.SubClusterID, docs map[string]string) {
+	f.t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		for suffix, doc := range docs {
+			if strings.HasSuffix(req.URL.Path, suffix) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, doc)
+				return
+			}
+		}
+		http.NotFound(w, req)
+	}))
+	f.t.Cleanup(srv.Close)
+	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://")})
+}
+
+// TestRESTKeepsRMFields: fields found missing when stock Hadoop ran
+// through the router: an empty amNodeLabelExpression and the attempts'
+// nodesBlacklistedBySystem (the RM's documents re-rendered), the
+// new-application's resourceInformations, and the Location header of a
+// kill in progress (202).
+func TestRESTKeepsRMFields(t *testing.T) {
+	f := newFed(t, 1, nil)
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	app := router.AppIDString(id)
+	f.fakeRMWeb("SC-1", map[string]string{
+		"/apps/" + app: `{"app":{"id":"` + app + `","name":"x","amNodeLabelExpression":"","resourceSecondsMap":{}}}`,
+		"/appattempts": `{"appAttempts":{"appAttempt":[{"id":1,"appAttemptId":"appattempt_x","blacklistedNodes":"","nodesBlacklistedBySystem":"n9"}]}}`,
+	})
+	poll(t, "app document from the RM's REST API", func() bool {
+		code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
+		return code == 200 && strings.Contains(string(b), `"name":"x"`)
+	})
+	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", ""); code != 200 || !strings.Contains(string(b), `"amNodeLabelExpression":""`) {
+		t.Errorf("app: %d %s: want the RM's empty amNodeLabelExpression", code, b)
+	}
+	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app+"/appattempts", "", "", ""); code != 200 || !strings.Contains(string(b), `"nodesBlacklistedBySystem":"n9"`) {
+		t.Errorf("attempts: %d %s: want nodesBlacklistedBySystem", code, b)
+	}
+	if code, b := f.do("POST", "/ws/v1/cluster/apps/new-application", "", "", ""); code != 200 ||
+		!strings.Contains(string(b), `"maximum-resource-capability":{"memory":`) || !strings.Contains(string(b), `"resourceInformations":{"resourceInformation":[`) {
+		t.Errorf("new-application: %d %s: want resourceInformations", code, b)
+	}
+	f.rms["SC-1"].SetKillInProgress(true)
+	code, b, h := f.doH("PUT", "/ws/v1/cluster/apps/"+app+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
+	if code != http.StatusAccepted || !strings.HasSuffix(h.Get("Location"), "/ws/v1/cluster/apps/"+app+"/state") {
+		t.Errorf("kill in progress: %d %s Location=%q, want 202 with the state URL", code, b, h.Get("Location"))
+	}
+}

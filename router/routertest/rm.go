@@ -33,6 +33,17 @@ type RM struct {
 	// instead. apply=true means the call is applied first, then the error
 	// returned (a lost reply).
 	Intercept func(method string) (err error, apply bool)
+
+	killInProgress bool
+}
+
+// SetKillInProgress makes forceKillApplication answer "not completed yet"
+// and leave the application's state alone, as a real RM does while the
+// kill is under way.
+func (rm *RM) SetKillInProgress(on bool) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	rm.killInProgress = on
 }
 
 // NewRM returns an RM whose application ids start from clusterTimestamp.
@@ -159,6 +170,9 @@ func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
 		a, ok := rm.apps[router.AppIDString(id)]
 		if !ok {
 			return nil, notFound(id)
+		}
+		if rm.killInProgress {
+			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(false)}, nil
 		}
 		a.YarnApplicationState = yarnpb.YarnApplicationStateProto_KILLED.Enum()
 		return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
