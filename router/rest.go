@@ -147,8 +147,15 @@ func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 		status, class = http.StatusNotFound, rmrest.ClassNotFound
 	case isClass(err, hadoopipc.ClassAccessControl):
 		status, class = http.StatusForbidden, rmrest.ClassForbidden
-	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable):
+	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable), errors.Is(err, ErrSubClusterDown):
 		status = http.StatusServiceUnavailable
+	case isSubClusterDown(err):
+		// An RM that is down, hung or standby: the service is unavailable,
+		// not broken (clients and proxies retry a 503).
+		status = http.StatusServiceUnavailable
+		if errors.As(err, &rpc) {
+			class = rpc.Class
+		}
 	case errors.As(err, &rpc):
 		class = rpc.Class
 	}
@@ -156,6 +163,13 @@ func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 	return status, rmrest.RemoteExceptionResponse{RemoteException: rmrest.RemoteException{
 		Exception: short, Message: err.Error(), JavaClassName: class,
 	}}
+}
+
+// isSubClusterDown reports whether err is a sub-cluster that did not serve
+// the call (refused, timed out, standby) rather than one that answered.
+func isSubClusterDown(err error) bool {
+	var sce *SubClusterError
+	return errors.As(err, &sce) && rmDown(sce.Err)
 }
 
 func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
@@ -294,12 +308,16 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var atts []rmrest.AppAttempt
-			if err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 				atts, err = c.GetAppAttempts(ctx, AppIDString(id))
 				return err
-			}); err == nil {
+			})
+			if err == nil {
 				out := rmrest.AppAttempts{AppAttempt: atts}
 				return reply(http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out), nil
+			}
+			if herr := r.restHung(ctx, home, "GET /ws/v1/cluster/apps/{appid}/appattempts", err); herr != nil {
+				return restReply{}, herr
 			}
 		}
 	}

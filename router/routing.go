@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -161,8 +162,11 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 			return ok && !r.brk.open(id) && !bl.excludes(sc)
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return firstErr(lastErr, err)
+			}
 			if lastErr != nil {
-				return lastErr
+				return r.homeDown(id, lastErr)
 			}
 			state := "not registered"
 			if cur, ok := r.members.get(id); ok {
@@ -171,7 +175,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 					state += ", circuit open"
 				}
 			}
-			return fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err)
+			return r.homeDown(id, fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err))
 		}
 		auditOf(ctx).sc = sc.ID
 		err = r.callSC(ctx, sc, method, req, resp)
@@ -182,13 +186,53 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 		switch {
 		case cached && isClass(err, hadoopipc.ClassApplicationNotFound):
 			r.homes.drop(AppIDString(app)) // stale cache: re-read the store
+		case timedOut(err):
+			bl.addHung(sc)
 		case rmDown(err):
 			bl.add(sc)
 		default:
 			return err
 		}
 	}
+	var sce *SubClusterError
+	if rmDown(lastErr) && errors.As(lastErr, &sce) {
+		return r.homeDown(sce.SubCluster, lastErr)
+	}
 	return lastErr
+}
+
+// homeDown marks err, a failure to reach home id after the failover
+// window, as retriable while id is expected back (registered, not in a
+// final state): a client talking to that RM directly would keep retrying
+// its connection, so a client of the router must not get a final error
+// while the RM restarts or fails over. A sub-cluster that is gone for good
+// gives the error as it is.
+func (r *Router) homeDown(id SubClusterID, err error) error {
+	sc, ok := r.members.get(id)
+	if !ok || final(sc.State) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrSubClusterDown, err)
+}
+
+// timedOut reports whether err is a call that got no answer in time (a
+// hung RM), as opposed to one refused or answered.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// final reports whether a sub-cluster in state s is not expected back
+// without an operator (Hadoop's isFinal: LOST, UNREGISTERED, DECOMMISSIONED).
+func final(s SubClusterState) bool {
+	switch s {
+	case StateLost, StateUnregistered, StateDecommissioned:
+		return true
+	}
+	return false
 }
 
 type scResult[Resp any] struct {
