@@ -123,6 +123,7 @@ type breakers struct {
 	onChange func(sc SubClusterID, to gobreaker.State)
 	mu       sync.Mutex
 	m        map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]
+	addr     map[SubClusterID]string // the RM address each breaker judges
 	genMu    sync.Mutex
 	gen      map[SubClusterID]uint64 // times each breaker left the open state
 }
@@ -136,7 +137,8 @@ func (b *breakers) generation(id SubClusterID) uint64 {
 }
 
 func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)) *breakers {
-	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, onChange: onChange, gen: map[SubClusterID]uint64{}}
+	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, addr: map[SubClusterID]string{},
+		onChange: onChange, gen: map[SubClusterID]uint64{}}
 	b.settings = func(name string) gobreaker.Settings {
 		return gobreaker.Settings{
 			Name:        name,
@@ -166,15 +168,56 @@ func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)
 	return b
 }
 
-func (b *breakers) get(id SubClusterID) *gobreaker.CircuitBreaker[struct{}] {
+// get returns sc's breaker. A breaker judges one RM: when the sub-cluster's
+// RM address changes (an HA failover its agent registered) the new RM gets
+// a fresh, closed breaker instead of the old one's open interval.
+func (b *breakers) get(sc SubClusterInfo) *gobreaker.CircuitBreaker[struct{}] {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	cb, ok := b.m[id]
-	if !ok {
-		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(id)))
-		b.m[id] = cb
+	cb, ok := b.m[sc.ID]
+	fresh := ok && b.addr[sc.ID] != sc.ClientRMServiceAddress
+	if !ok || fresh {
+		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(sc.ID)))
+		b.m[sc.ID], b.addr[sc.ID] = cb, sc.ClientRMServiceAddress
+	}
+	b.mu.Unlock()
+	if fresh {
+		b.renewed(sc.ID)
 	}
 	return cb
+}
+
+// retain gives every sub-cluster whose RM address changed in current a
+// fresh breaker, so the new active RM is routable at once, and forgets
+// the breakers of sub-clusters that are gone.
+func (b *breakers) retain(current map[SubClusterID]SubClusterInfo) {
+	var renewed []SubClusterID
+	b.mu.Lock()
+	for id := range b.m {
+		sc, ok := current[id]
+		switch {
+		case !ok:
+			delete(b.m, id)
+			delete(b.addr, id)
+		case b.addr[id] != sc.ClientRMServiceAddress:
+			b.m[id] = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(id)))
+			b.addr[id] = sc.ClientRMServiceAddress
+			renewed = append(renewed, id)
+		}
+	}
+	b.mu.Unlock()
+	for _, id := range renewed {
+		b.renewed(id)
+	}
+}
+
+// renewed records that id's breaker was replaced by a closed one.
+func (b *breakers) renewed(id SubClusterID) {
+	b.genMu.Lock()
+	b.gen[id]++
+	b.genMu.Unlock()
+	if b.onChange != nil {
+		b.onChange(id, gobreaker.StateClosed)
+	}
 }
 
 // open reports whether routing must skip id. Half-open counts as routable so
@@ -190,7 +233,7 @@ func (b *breakers) open(id SubClusterID) bool {
 // to ErrSubClusterUnavailable.
 func (b *breakers) intercept(next RMCaller) RMCaller {
 	return func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
-		_, err := b.get(sc.ID).Execute(func() (struct{}, error) {
+		_, err := b.get(sc).Execute(func() (struct{}, error) {
 			return struct{}{}, next(ctx, sc, user, method, req, resp)
 		})
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {

@@ -86,6 +86,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	r.pool = newPool(dial)
 	r.members.onFetch = func(rows map[SubClusterID]SubClusterInfo) {
+		r.brk.retain(rows) // before anyone routes on the new rows
 		r.pool.retain(rows)
 		n := 0
 		for _, sc := range rows {
