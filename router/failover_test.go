@@ -63,7 +63,9 @@ func TestPinnedQueueWaitsOutFailover(t *testing.T) {
 	var wg sync.WaitGroup
 	var err error
 	ops := f.store.Ops("GetSubClusters")
-	wg.Go(func() { err = f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}) })
+	wg.Go(func() {
+		err = f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{})
+	})
 	poll(t, "submission waiting", func() bool { return f.store.Ops("GetSubClusters") > ops+2 })
 	f.store.SetState("SC-1", router.StateRunning) // the new active registered
 	wg.Wait()

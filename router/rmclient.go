@@ -29,18 +29,31 @@ type DialFunc func(ctx context.Context, sc SubClusterInfo, user string) (RMClien
 // HadoopDialer returns the production DialFunc. All clients share one
 // connection pool (connections are per server and credentials).
 func HadoopDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	return hadoopDialer(hadoopipc.ProtocolApplicationClient, clientAddr, dialTimeout, log)
+}
+
+// HadoopAdminDialer is HadoopDialer for the RMs' admin protocol (the
+// sub-cluster's RMAdminServiceAddress).
+func HadoopAdminDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	return hadoopDialer(hadoopipc.ProtocolRMAdmin, adminAddr, dialTimeout, log)
+}
+
+func clientAddr(sc SubClusterInfo) string { return sc.ClientRMServiceAddress }
+func adminAddr(sc SubClusterInfo) string  { return sc.RMAdminServiceAddress }
+
+func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
 	shared := hadoopipc.NewPool()
 	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
 		if user == "" {
 			user = "yarnfed" // in-process callers without an IPC identity
 		}
-		addrs := splitAddrs(sc.ClientRMServiceAddress)
+		addrs := splitAddrs(addrOf(sc))
 		if len(addrs) == 0 {
-			return nil, fmt.Errorf("sub-cluster %s has no client RM address", sc.ID)
+			return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
 		}
 		return hadoopipc.NewClient(hadoopipc.ClientConfig{
 			Addresses:   addrs,
-			Protocol:    hadoopipc.ProtocolApplicationClient,
+			Protocol:    protocol,
 			Version:     1,
 			User:        user,
 			DialTimeout: dialTimeout,
@@ -58,9 +71,10 @@ type RMCaller func(ctx context.Context, sc SubClusterInfo, user, method string, 
 // forwards as the calling user, like Hadoop's per-user proxies. A changed
 // address (RM HA failover reported by the agent) gets a fresh client.
 type pool struct {
-	dial DialFunc
-	mu   sync.Mutex
-	m    map[poolKey]RMClient
+	dial   DialFunc
+	addrOf func(SubClusterInfo) string // the address the clients dial
+	mu     sync.Mutex
+	m      map[poolKey]RMClient
 }
 
 type poolKey struct {
@@ -69,10 +83,12 @@ type poolKey struct {
 	user string
 }
 
-func newPool(dial DialFunc) *pool { return &pool{dial: dial, m: map[poolKey]RMClient{}} }
+func newPool(dial DialFunc, addrOf func(SubClusterInfo) string) *pool {
+	return &pool{dial: dial, addrOf: addrOf, m: map[poolKey]RMClient{}}
+}
 
 func (p *pool) get(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error) {
-	k := poolKey{sc.ID, sc.ClientRMServiceAddress, user}
+	k := poolKey{sc.ID, p.addrOf(sc), user}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.m[k]; ok {
@@ -91,7 +107,7 @@ func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, c := range p.m {
-		if sc, ok := current[k.sc]; !ok || sc.ClientRMServiceAddress != k.addr {
+		if sc, ok := current[k.sc]; !ok || p.addrOf(sc) != k.addr {
 			_ = c.Close()
 			delete(p.m, k)
 		}
@@ -110,7 +126,7 @@ func (p *pool) close() {
 func (p *pool) call(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
 	c, err := p.get(ctx, sc, user)
 	if err != nil {
-		return fmt.Errorf("%w: dial %s: %w", errNotSent, sc.ClientRMServiceAddress, err)
+		return fmt.Errorf("%w: dial %s: %w", errNotSent, p.addrOf(sc), err)
 	}
 	return c.Call(ctx, method, req, resp)
 }
