@@ -200,6 +200,14 @@ func (r *Router) saveQueueWeights(ctx context.Context, reg *policies.Registry, w
 		if manager == "" {
 			manager = defaultWeightsManager
 		}
+		if class, err := reg.ManagerClass(manager); err == nil && !reg.SupportsWeights(class) {
+			// Stock routeradmin sends its yarn.federation.policy-manager,
+			// by default UniformBroadcast, which would ignore the weights.
+			return hadoopipc.Errorf(hadoopipc.ClassYarnException,
+				"queue %s: policy manager %s does not use queue weights; set yarn.federation.policy-manager in the routeradmin "+
+					"client's configuration to a weighted manager (WeightedLocalityPolicyManager, PriorityBroadcastPolicyManager, "+
+					"WeightedHomePolicyManager)", x.queue, class)
+		}
 		if cfgs[i], err = reg.QueuePolicyConfig(q, manager, policies.Env{}); err != nil {
 			return hadoopipc.Errorf(hadoopipc.ClassYarnException, "queue %s: %v", x.queue, err)
 		}

@@ -202,6 +202,14 @@ func TestAdminQueuePolicies(t *testing.T) {
 	if _, ok := a.store.Policy("root.b"); ok {
 		t.Fatal("a refused batch wrote root.b")
 	}
+	// Stock routeradmin sends Hadoop's default manager, which ignores weights.
+	uniform := &yarnpb.SaveFederationQueuePolicyRequestProto{Queue: proto.String("root.u"),
+		FederationQueueWeight:  weight("root.u", "SC-1:1.0", "SC-1:1.0", "1.0"),
+		PolicyManagerClassName: proto.String("org.apache.hadoop.yarn.server.federation.policies.manager.UniformBroadcastPolicyManager")}
+	if err := c.Call(ctxT(t), "saveFederationQueuePolicy", uniform, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err == nil ||
+		!strings.Contains(err.Error(), "yarn.federation.policy-manager") {
+		t.Fatalf("weights under UniformBroadcast: %v", err)
+	}
 	batch := &yarnpb.BatchSaveFederationQueuePoliciesRequestProto{}
 	for _, qn := range []string{"root.b", "root.c", "root.d", "root.e"} {
 		w := weight(qn, "SC-1:0.5,SC-2:0.5", "SC-1:0.5,SC-2:0.5", "0.5")
