@@ -185,19 +185,17 @@ func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)
 }
 
 // get returns sc's breaker. A breaker judges one RM: when the sub-cluster's
-// RM address changes (an HA failover its agent registered) the new RM gets
-// a fresh, closed breaker instead of the old one's open interval.
+// RM address changes (an HA failover its agent registered) retain gives
+// the new RM a fresh, closed breaker instead of the old one's open
+// interval. get itself never replaces one: a call still holding the old
+// address must not reset the new RM's breaker.
 func (b *breakers) get(sc SubClusterInfo) *gobreaker.CircuitBreaker[struct{}] {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	cb, ok := b.m[sc.ID]
-	fresh := ok && b.addr[sc.ID] != sc.ClientRMServiceAddress
-	if !ok || fresh {
+	if !ok {
 		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(sc.ID)))
 		b.m[sc.ID], b.addr[sc.ID] = cb, sc.ClientRMServiceAddress
-	}
-	b.mu.Unlock()
-	if fresh {
-		b.renewed(sc.ID)
 	}
 	return cb
 }
