@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 )
 
@@ -101,4 +102,43 @@ func TestHungHomeRM(t *testing.T) {
 	if n := rm.Calls("getApplicationReport") - before; n != 0 {
 		t.Fatalf("after the RM's REST API timed out, its IPC port was tried too (%d calls): a second timeout", n)
 	}
+}
+
+// TestNothingRoutableIsRetriable: the same rule for calls with no home:
+// when the only sub-cluster is down or between RMs past the failover
+// window, new applications, submissions and lists answer with what
+// Hadoop's client retries; once nothing is expected back, a final error.
+func TestNothingRoutableIsRetriable(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(50 * time.Millisecond) })
+	id := f.newApp(f.client)
+	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	once, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.router.ClientRMAddr().String()},
+		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice", FailoverAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = once.Close() })
+	calls := map[string]func() error{
+		"getNewApplication": func() error {
+			return once.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+		},
+		"submitApplication": func() error {
+			return once.Call(ctxT(t), "submitApplication", submitReq(id, "default"), &yarnpb.SubmitApplicationResponseProto{})
+		},
+		"getApplications": func() error {
+			return once.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, &yarnpb.GetApplicationsResponseProto{})
+		},
+	}
+	for name, call := range calls {
+		if err := call(); remoteClass(err) != hadoopipc.ClassStandby {
+			t.Errorf("%s with the only RM down: %v, want %s", name, err, hadoopipc.ClassStandby)
+		}
+	}
+	f.store.SetState("SC-1", router.StateUnhealthy) // between RMs
+	poll(t, "SC-1 out of routing", func() bool { return remoteClass(calls["getApplications"]()) == hadoopipc.ClassStandby })
+	f.store.SetState("SC-1", router.StateDecommissioned) // gone for good
+	poll(t, "a final error once nothing is expected back", func() bool {
+		err := calls["getNewApplication"]()
+		return err != nil && remoteClass(err) != hadoopipc.ClassStandby
+	})
 }

@@ -48,7 +48,7 @@ func (r *Router) onAny(ctx context.Context, method string, do func(sc SubCluster
 			return len(cands) > 0
 		})
 		if err != nil {
-			return firstErr(lastErr, err)
+			return r.unroutable(firstErr(lastErr, err))
 		}
 		sc := cands[rand.IntN(len(cands))]
 		if err := do(sc); err != nil {
@@ -59,7 +59,7 @@ func (r *Router) onAny(ctx context.Context, method string, do func(sc SubCluster
 		}
 		return nil
 	}
-	return lastErr
+	return r.unroutable(lastErr)
 }
 
 // homeOf returns the home of app: the cache, then the store, then asking
@@ -250,7 +250,7 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 		cands = r.members.candidates(nil)
 		return len(cands) > 0
 	}); err != nil {
-		return nil, err
+		return nil, r.unroutable(err)
 	}
 	out := make([]scResult[Resp], len(cands))
 	errs := make([]error, len(cands))
@@ -276,9 +276,30 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 		}
 	}
 	if len(failed) > 0 && (!partial || len(ok) == 0) {
-		return ok, joinSC(failed)
+		return ok, r.unroutable(joinSC(failed))
 	}
 	return ok, nil
+}
+
+// unroutable marks err, a call that found no sub-cluster to serve it (none
+// routable within the failover window, or the ones tried were down), as
+// retriable while some registered sub-cluster is expected back (not in a
+// final state): as for a home that is down (homeDown), the client retries
+// as it would retry an RM it talks to directly. Errors an RM answered
+// with, and a federation with nothing left to come back, stay as they are.
+func (r *Router) unroutable(err error) error {
+	if err == nil || errors.Is(err, ErrSubClusterDown) {
+		return err
+	}
+	if !errors.Is(err, ErrNoActiveSubCluster) && !isSubClusterDown(err) {
+		return err
+	}
+	for _, sc := range r.members.all() {
+		if !final(sc.State) {
+			return fmt.Errorf("%w: %w", ErrSubClusterDown, err)
+		}
+	}
+	return err
 }
 
 // joinSC keeps the first error's Java class (errors.As finds it) while the

@@ -72,9 +72,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		})
 		switch {
 		case werr != nil && perr != nil && noneEligible(perr) && ctx.Err() == nil:
-			return nil, firstErr(lastErr, fmt.Errorf("submitApplication %s: policy: %w (%w)", app, ErrNoActiveSubCluster, perr))
+			return nil, r.unroutable(firstErr(lastErr, fmt.Errorf("submitApplication %s: policy: %w (%w)", app, ErrNoActiveSubCluster, perr)))
 		case werr != nil:
-			return nil, firstErr(lastErr, fmt.Errorf("submitApplication %s: %w", app, werr))
+			return nil, r.unroutable(firstErr(lastErr, fmt.Errorf("submitApplication %s: %w", app, werr)))
 		case perr != nil:
 			return nil, fmt.Errorf("submitApplication %s: policy: %w", app, perr)
 		}
@@ -155,7 +155,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		r.log.Warn("submission failed, trying another sub-cluster", "app", app, "subcluster", home, "try", try, "err", err)
 		bl.add(sc)
 	}
-	return nil, lastErr
+	return nil, r.unroutable(lastErr)
 }
 
 // noneEligible reports whether a policy refused because none of the
