@@ -257,3 +257,33 @@ func TestAppKeepsEmptyLabelExpressions(t *testing.T) {
 		t.Errorf("%s", out)
 	}
 }
+
+// FuzzAppJSON: App's own JSON codec (it keeps empty label expressions)
+// never panics on an RM's document, and what it renders decodes to the
+// same App.
+func FuzzAppJSON(f *testing.F) {
+	f.Add(`{"id":"application_1_0001","amNodeLabelExpression":"","resourceSecondsMap":{}}`)
+	f.Add(`{"appNodeLabelExpression":"gpu","timeouts":{"timeout":[{"type":"LIFETIME"}]}}`)
+	f.Add(`{"amNodeLabelExpression":null}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var a App
+		if json.Unmarshal([]byte(s), &a) != nil {
+			return
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatalf("marshal %+v: %v", a, err)
+		}
+		var back App
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("re-decode %s: %v", b, err)
+		}
+		if back.AMNodeLabelExpression != a.AMNodeLabelExpression || back.HasAMNodeLabelExpression != (a.HasAMNodeLabelExpression || a.AMNodeLabelExpression != "") ||
+			back.AppNodeLabelExpression != a.AppNodeLabelExpression {
+			t.Fatalf("round trip changed the label expressions: %+v -> %s -> %+v", a, b, back)
+		}
+		if _, err := xml.Marshal(a); err != nil && !strings.Contains(err.Error(), "xml:") {
+			t.Fatalf("xml: %v", err)
+		}
+	})
+}
