@@ -340,8 +340,9 @@ func (r *Router) getFederationSubClusters(ctx context.Context, _ *yarnpb.GetSubC
 // (NEW or RUNNING); without a name, every usable sub-cluster whose last
 // heartbeat is older than subClusterExpiry. Each result says what happened,
 // as Hadoop's reply does. (Hadoop 3.4 compares the heartbeat age the wrong
-// way round for a named sub-cluster; a named deregistration here always
-// applies, as `yarnfedctl subcluster deregister` does.)
+// way round and so marks live sub-clusters lost; here an expired heartbeat
+// is what marks one, and a named deregistration always applies, as
+// `yarnfedctl subcluster deregister` does.)
 func (r *Router) deregisterSubCluster(ctx context.Context, q *yarnpb.DeregisterSubClusterRequestProto) (*yarnpb.DeregisterSubClusterResponseProto, error) {
 	as, err := r.adminStore()
 	if err != nil {
