@@ -1,7 +1,9 @@
 package router
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"os/user"
 	"slices"
 	"strings"
@@ -20,11 +22,13 @@ type ACL struct {
 // router's safe default; Hadoop's DEFAULT_YARN_ADMIN_ACL is "*").
 func ParseACL(s string) (ACL, error) {
 	if s == "" {
-		u, err := user.Current()
-		if err != nil {
-			return ACL{}, fmt.Errorf("no ACL given and the current user is unknown: %w", err)
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			return ACL{users: []string{u.Username}}, nil
 		}
-		return ACL{users: []string{u.Username}}, nil
+		if name := os.Getenv("USER"); name != "" {
+			return ACL{users: []string{name}}, nil
+		}
+		return ACL{}, errors.New("no ACL given and the user this process runs as is unknown: set admin_acl")
 	}
 	if strings.TrimSpace(s) == "*" {
 		return ACL{all: true}, nil

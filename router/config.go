@@ -184,8 +184,10 @@ func (c *Config) Validate() error {
 	if c.Breaker.ConsecutiveFailures < 1 {
 		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
 	}
-	if _, err := ParseACL(c.AdminACL); err != nil {
-		errs = append(errs, fmt.Errorf("admin_acl: %w", err))
+	if c.AdminListener != nil || c.AdminAddress != "" {
+		if _, err := ParseACL(c.AdminACL); err != nil {
+			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
+		}
 	}
 	if c.HomeCacheTTL > 0 && c.HomeCacheSize < 1 {
 		errs = append(errs, errors.New("home_cache_size: must be >= 1 when home_cache_ttl > 0"))

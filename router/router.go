@@ -159,15 +159,15 @@ func New(cfg Config) (*Router, error) {
 // there and router-issued delegation tokens do not log in to it (an RM's
 // admin port does not take them either).
 func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
+	if cfg.AdminListener == nil && cfg.AdminAddress == "" {
+		return nil
+	}
 	acl, err := ParseACL(cfg.AdminACL)
 	if err != nil {
 		return fmt.Errorf("router admin_acl: %w", err)
 	}
 	r.adminACL, r.groupsOf = acl, unixGroups
 	if r.adminLn = cfg.AdminListener; r.adminLn == nil {
-		if cfg.AdminAddress == "" {
-			return nil
-		}
 		if r.adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
 			return fmt.Errorf("router admin listen: %w", err)
 		}
