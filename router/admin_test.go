@@ -351,3 +351,39 @@ func TestAdminDeregisterAndList(t *testing.T) {
 		t.Fatal("home row still stored")
 	}
 }
+
+// TestAdminOverTheWire: the fanned-out RM admin calls dial each
+// sub-cluster's RM admin address with Hadoop IPC (a simulated RM here).
+func TestAdminOverTheWire(t *testing.T) {
+	rm := startSim(t, "SC-1", 1_700_000_000_000)
+	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	a := rm.Addrs()
+	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: a.Admin,
+		RMWebServiceAddress: a.Web, State: router.StateRunning})
+	f.router = f.newRouter(func(c *router.Config) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Dial = nil // real Hadoop IPC to the RM
+		c.AdminListener, c.AdminACL = ln, "admin"
+	}, routertest.NewRM("unused", 1))
+	ad := &adminFed{fed: f}
+	if err := ad.as("admin").Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}); err != nil {
+		t.Fatalf("refreshQueues through the router to a simulated RM: %v", err)
+	}
+	// A sub-cluster whose admin address is not listening fails the call,
+	// naming it: the call really goes over the wire.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	_ = dead.Close()
+	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: deadAddr,
+		RMWebServiceAddress: a.Web, State: router.StateRunning})
+	poll(t, "refreshQueues to a dead admin address fails", func() bool {
+		err := ad.as("admin").Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+		return err != nil && strings.Contains(err.Error(), "SC-1")
+	})
+}
