@@ -89,6 +89,16 @@ func (r *Router) auditLog(ctx context.Context, op string, a *audit, err error) {
 // Java class (clients rebuild typed exceptions from it) with the sub-cluster
 // named in the message; router errors map to the closest Hadoop class.
 func toRemote(err error) *hadoopipc.RemoteError {
+	if errors.Is(err, ErrSubClusterDown) {
+		// StandbyException is what Hadoop's RMProxy retries for as long as
+		// it would wait for an RM connection, in both of its policies:
+		// non-HA retries it (like IOException) up to
+		// yarn.resourcemanager.connect.max-wait.ms; HA fails over (to the
+		// next router, which answers alike) up to its failover limit.
+		// RetriableException would be retried only once by an HA client,
+		// and a YarnException not at all.
+		return hadoopipc.Errorf(hadoopipc.ClassStandby, "%v", err)
+	}
 	var re *hadoopipc.RemoteError
 	if errors.As(err, &re) {
 		out := &hadoopipc.RemoteError{Class: re.Class, Message: re.Message, Code: re.Code}

@@ -18,6 +18,10 @@ import (
 const (
 	DefaultClientRMAddress = "0.0.0.0:8050"
 	DefaultWebAddress      = "0.0.0.0:8089"
+	// DefaultAdminAddress is yarn.router.rmadmin.address. DefaultConfig
+	// leaves the admin port off (in-process routers in tests and `yarnfed
+	// dev` must not bind a fixed port); `yarnfed router` turns it on here.
+	DefaultAdminAddress = "0.0.0.0:8052"
 )
 
 // BreakerConfig tunes the per-sub-cluster circuit breakers.
@@ -82,16 +86,30 @@ type Config struct {
 	// bound client RPC address.
 	TokenService string        `json:"token_service"`
 	Breaker      BreakerConfig `json:"breaker"`
+	// AdminAddress serves ResourceManagerAdministrationProtocol (`yarn
+	// routeradmin`, `yarn rmadmin` through the router;
+	// yarn.router.rmadmin.address). Empty disables it. Ignored if
+	// AdminListener is set.
+	AdminAddress string `json:"admin_address"`
+	// AdminACL says who may call the admin port, in the syntax of Hadoop's
+	// yarn.admin.acl: "user1,user2 group1,group2", "*" for everyone, " "
+	// for no one. Empty (the default) means only the user the router runs
+	// as: Hadoop's own default ("*") would let anyone change routing.
+	AdminACL string `json:"admin_acl"`
 
 	// In-process wiring (not from files).
-	ClientListener net.Listener          `json:"-"`
-	WebListener    net.Listener          `json:"-"`
-	Store          StateStore            `json:"-"`
-	Policies       PolicyFactory         `json:"-"` // nil: built-in policies
-	Dial           DialFunc              `json:"-"` // nil: hadoopipc
-	Logger         *slog.Logger          `json:"-"`
-	Registerer     prometheus.Registerer `json:"-"` // nil: no metrics
-	Gatherer       prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
+	ClientListener net.Listener `json:"-"`
+	WebListener    net.Listener `json:"-"`
+	AdminListener  net.Listener `json:"-"`
+	// AdminDial opens a sub-cluster RM's admin protocol for the fanned-out
+	// RM admin calls (nil: hadoopipc to RMAdminServiceAddress).
+	AdminDial  DialFunc              `json:"-"`
+	Store      StateStore            `json:"-"`
+	Policies   PolicyFactory         `json:"-"` // nil: built-in policies
+	Dial       DialFunc              `json:"-"` // nil: hadoopipc
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"` // nil: no metrics
+	Gatherer   prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
 	// OnSubmitted, if set, is told about every successful submission (for
 	// `yarnfed dev`'s live view of where apps land and why). It must not block.
 	OnSubmitted func(SubmitEvent) `json:"-"`
@@ -179,6 +197,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Breaker.ConsecutiveFailures < 1 {
 		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
+	}
+	if c.AdminListener != nil || c.AdminAddress != "" {
+		if _, err := ParseACL(c.AdminACL); err != nil {
+			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
+		}
 	}
 	if c.HomeCacheTTL > 0 && c.HomeCacheSize < 1 {
 		errs = append(errs, errors.New("home_cache_size: must be >= 1 when home_cache_ttl > 0"))

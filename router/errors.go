@@ -18,6 +18,11 @@ var (
 	// ErrSubClusterUnavailable: the sub-cluster's circuit breaker is open, so
 	// the call was not sent. Safe to retry elsewhere (nothing reached the RM).
 	ErrSubClusterUnavailable = errors.New("sub-cluster unavailable (circuit open)")
+	// ErrSubClusterDown: the sub-cluster a call must go to (an app's home)
+	// is down, hung or failing over and is expected back: the client should
+	// retry, as it would retry an RM it talks to directly: IPC answers
+	// StandbyException (see toRemote), REST 503.
+	ErrSubClusterDown = errors.New("sub-cluster temporarily unavailable, retry later")
 	// ErrAppNotFound: no sub-cluster knows the application.
 	ErrAppNotFound = errors.New("application not found in any sub-cluster")
 	// ErrBadRequest: the client request is malformed.

@@ -196,8 +196,9 @@ type blacklist struct {
 }
 
 type blEntry struct {
-	sc  SubClusterInfo
-	gen uint64 // breaker recoveries seen when blacklisted
+	sc   SubClusterInfo
+	gen  uint64 // breaker recoveries seen when blacklisted
+	hung bool   // timed out: only a new RM address lifts the entry
 }
 
 func (r *Router) newBlacklist() *blacklist {
@@ -208,6 +209,14 @@ func (b *blacklist) add(sc SubClusterInfo) {
 	b.m[sc.ID] = blEntry{sc: sc, gen: b.brk.generation(sc.ID)}
 }
 
+// addHung blacklists sc after a call to it timed out. A hung RM still
+// heartbeats through its agent and its breaker may let a probe through,
+// but calling it again would cost this request another full call timeout;
+// only a failover to another RM address makes it worth a second try.
+func (b *blacklist) addHung(sc SubClusterInfo) {
+	b.m[sc.ID] = blEntry{sc: sc, gen: b.brk.generation(sc.ID), hung: true}
+}
+
 func (b *blacklist) excludes(sc SubClusterInfo) bool {
 	if b == nil {
 		return false
@@ -215,6 +224,9 @@ func (b *blacklist) excludes(sc SubClusterInfo) bool {
 	e, ok := b.m[sc.ID]
 	if !ok {
 		return false
+	}
+	if e.hung {
+		return e.sc.ClientRMServiceAddress == sc.ClientRMServiceAddress
 	}
 	if b.brk.generation(sc.ID) != e.gen {
 		return false // its breaker lets calls through again since

@@ -147,8 +147,15 @@ func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 		status, class = http.StatusNotFound, rmrest.ClassNotFound
 	case isClass(err, hadoopipc.ClassAccessControl):
 		status, class = http.StatusForbidden, rmrest.ClassForbidden
-	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable):
+	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable), errors.Is(err, ErrSubClusterDown):
 		status = http.StatusServiceUnavailable
+	case isSubClusterDown(err):
+		// An RM that is down, hung or standby: the service is unavailable,
+		// not broken (clients and proxies retry a 503).
+		status = http.StatusServiceUnavailable
+		if errors.As(err, &rpc) {
+			class = rpc.Class
+		}
 	case errors.As(err, &rpc):
 		class = rpc.Class
 	}
@@ -156,6 +163,13 @@ func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 	return status, rmrest.RemoteExceptionResponse{RemoteException: rmrest.RemoteException{
 		Exception: short, Message: err.Error(), JavaClassName: class,
 	}}
+}
+
+// isSubClusterDown reports whether err is a sub-cluster that did not serve
+// the call (refused, timed out, standby) rather than one that answered.
+func isSubClusterDown(err error) bool {
+	var sce *SubClusterError
+	return errors.As(err, &sce) && rmDown(sce.Err)
 }
 
 func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
@@ -174,8 +188,9 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 		return restReply{}, err
 	}
 	mc := resp.GetMaximumCapability()
+	// The RM renders the maximum capability with its resourceInformations.
 	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
-		MaximumResourceCapability: rmrest.ResourceInfo{Memory: mc.GetMemory(), VCores: mc.GetVirtualCores()}}
+		MaximumResourceCapability: rmrest.NewResourceInfo(mc.GetMemory(), mc.GetVirtualCores())}
 	return reply(http.StatusOK, na, na), nil
 }
 
@@ -195,10 +210,20 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 		return restReply{}, err
 	}
 	// Hadoop answers 202 Accepted with the app's URL in Location.
-	loc := (&url.URL{Scheme: "http", Host: req.Host, Path: "/ws/v1/cluster/apps/" + AppIDString(asc.GetApplicationId())}).String()
+	loc := requestURL(req, "/ws/v1/cluster/apps/"+AppIDString(asc.GetApplicationId()))
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
 	}{}, location: loc}, nil
+}
+
+// requestURL is an absolute URL for path on the host the client called
+// (what Java's HttpServletRequest.getRequestURL gives an RM).
+func requestURL(req *http.Request, path string) string {
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	}
+	return (&url.URL{Scheme: scheme, Host: req.Host, Path: path}).String()
 }
 
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
@@ -267,7 +292,11 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
 		return reply(http.StatusOK, st, st), nil
 	}
-	return reply(http.StatusAccepted, st, st), nil
+	// In progress: like the RM, point Location at this request's URL (the
+	// state resource to poll), without the query string.
+	out := reply(http.StatusAccepted, st, st)
+	out.location = requestURL(req, req.URL.Path)
+	return out, nil
 }
 
 func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
@@ -279,12 +308,16 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var atts []rmrest.AppAttempt
-			if err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 				atts, err = c.GetAppAttempts(ctx, AppIDString(id))
 				return err
-			}); err == nil {
+			})
+			if err == nil {
 				out := rmrest.AppAttempts{AppAttempt: atts}
 				return reply(http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out), nil
+			}
+			if herr := r.restHung(ctx, home, "GET /ws/v1/cluster/apps/{appid}/appattempts", err); herr != nil {
+				return restReply{}, herr
 			}
 		}
 	}
@@ -377,6 +410,7 @@ func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {
 		LogAggregationStatus:   strings.TrimPrefix(a.GetLogAggregationStatus().String(), "LOG_"),
 		UnmanagedApplication:   a.GetUnmanagedApplication(),
 		AppNodeLabelExpression: a.GetAppNodeLabelExpression(), AMNodeLabelExpression: a.GetAmNodeLabelExpression(),
+		HasAppNodeLabelExpression: a.AppNodeLabelExpression != nil, HasAMNodeLabelExpression: a.AmNodeLabelExpression != nil,
 	}
 	if a.LogAggregationStatus == nil {
 		out.LogAggregationStatus = "DISABLED"

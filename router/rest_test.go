@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,96 @@ func TestHealthAndReady(t *testing.T) {
 	poll(t, "not ready without a routable sub-cluster", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 503 })
 	if c, _ := f.do("GET", "/healthz", "", "", ""); c != 200 {
 		t.Fatal("healthz")
+	}
+}
+
+// TestRESTOptions: Hadoop's HTTP client sends OPTIONS before each request
+// and fails on anything but 200 (yarn top showed uptime 0 through the
+// router). An RM's Jersey answers 200 with the path's methods in Allow.
+func TestRESTOptions(t *testing.T) {
+	f := newFed(t, 1, nil)
+	tests := []struct {
+		path      string
+		code      int
+		allow     []string
+		forbidden []string
+	}{
+		{"/ws/v1/cluster/info", 200, []string{"GET", "HEAD", "OPTIONS"}, []string{"POST", "PUT"}},
+		{"/ws/v1/cluster/apps", 200, []string{"GET", "POST", "OPTIONS"}, []string{"PUT"}},
+		{"/ws/v1/cluster/apps/application_1_0001/state", 200, []string{"GET", "PUT", "OPTIONS"}, []string{"POST"}},
+		{"/ws/v1/cluster/no-such-thing", 404, nil, nil},
+	}
+	for _, tc := range tests {
+		code, _, h := f.doH("OPTIONS", tc.path, "", "", "")
+		if code != tc.code {
+			t.Fatalf("OPTIONS %s: %d, want %d", tc.path, code, tc.code)
+		}
+		allow := strings.Split(h.Get("Allow"), ",")
+		for _, m := range tc.allow {
+			if !slices.Contains(allow, m) {
+				t.Errorf("OPTIONS %s: Allow %q lacks %s", tc.path, h.Get("Allow"), m)
+			}
+		}
+		for _, m := range tc.forbidden {
+			if slices.Contains(allow, m) {
+				t.Errorf("OPTIONS %s: Allow %q has %s", tc.path, h.Get("Allow"), m)
+			}
+		}
+	}
+}
+
+// fakeRMWeb serves an RM's REST documents verbatim (what a real RM sent,
+// empty fields included) and registers it as sc's web address.
+func (f *fed) fakeRMWeb(sc router.SubClusterID, docs map[string]string) {
+	f.t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		for suffix, doc := range docs {
+			if strings.HasSuffix(req.URL.Path, suffix) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, doc)
+				return
+			}
+		}
+		http.NotFound(w, req)
+	}))
+	f.t.Cleanup(srv.Close)
+	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://")})
+}
+
+// TestRESTKeepsRMFields: fields found missing when stock Hadoop ran
+// through the router: an empty amNodeLabelExpression and the attempts'
+// nodesBlacklistedBySystem (the RM's documents re-rendered), the
+// new-application's resourceInformations, and the Location header of a
+// kill in progress (202).
+func TestRESTKeepsRMFields(t *testing.T) {
+	f := newFed(t, 1, nil)
+	id := f.newApp(f.client)
+	if err := f.submit(f.client, id); err != nil {
+		t.Fatal(err)
+	}
+	app := router.AppIDString(id)
+	f.fakeRMWeb("SC-1", map[string]string{
+		"/apps/" + app: `{"app":{"id":"` + app + `","name":"x","amNodeLabelExpression":"","resourceSecondsMap":{}}}`,
+		"/appattempts": `{"appAttempts":{"appAttempt":[{"id":1,"appAttemptId":"appattempt_x","blacklistedNodes":"","nodesBlacklistedBySystem":"n9"}]}}`,
+	})
+	poll(t, "app document from the RM's REST API", func() bool {
+		code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
+		return code == 200 && strings.Contains(string(b), `"name":"x"`)
+	})
+	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", ""); code != 200 || !strings.Contains(string(b), `"amNodeLabelExpression":""`) {
+		t.Errorf("app: %d %s: want the RM's empty amNodeLabelExpression", code, b)
+	}
+	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app+"/appattempts", "", "", ""); code != 200 || !strings.Contains(string(b), `"nodesBlacklistedBySystem":"n9"`) {
+		t.Errorf("attempts: %d %s: want nodesBlacklistedBySystem", code, b)
+	}
+	if code, b := f.do("POST", "/ws/v1/cluster/apps/new-application", "", "", ""); code != 200 ||
+		!strings.Contains(string(b), `"maximum-resource-capability":{"memory":`) || !strings.Contains(string(b), `"resourceInformations":{"resourceInformation":[`) {
+		t.Errorf("new-application: %d %s: want resourceInformations", code, b)
+	}
+	f.rms["SC-1"].SetKillInProgress(true)
+	code, b, h := f.doH("PUT", "/ws/v1/cluster/apps/"+app+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
+	if code != http.StatusAccepted || !strings.HasSuffix(h.Get("Location"), "/ws/v1/cluster/apps/"+app+"/state") {
+		t.Errorf("kill in progress: %d %s Location=%q, want 202 with the state URL", code, b, h.Get("Location"))
 	}
 }

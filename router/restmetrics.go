@@ -42,20 +42,19 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 		})
 	}
 	wg.Wait()
-	var sum rmrest.ClusterMetrics
+	var ok []*rmrest.ClusterMetrics
 	var failed []error
-	ok := 0
 	for i := range cands {
 		if errs[i] != nil {
 			failed = append(failed, errs[i])
 			continue
 		}
-		ok++
-		addMetrics(&sum, got[i])
+		ok = append(ok, got[i])
 	}
-	if len(failed) > 0 && (!r.cfg.PartialResults || ok == 0) {
+	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
 		return restReply{}, joinSC(failed)
 	}
+	sum := MergeClusterMetrics(ok)
 	return reply(http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum), nil
 }
 
@@ -107,6 +106,33 @@ func ParseCapability(s string) (*rmrest.ClusterMetrics, error) {
 		return nil, fmt.Errorf("capability: %w", err)
 	}
 	return &bare, nil
+}
+
+// MergeClusterMetrics combines sub-clusters' clusterMetrics: counts and
+// amounts are summed; the fields that are ratios are recomputed the way an
+// RM computes them, from the summed amounts (adding 17% and 62% would say
+// 79%, or 124% for two busy RMs).
+func MergeClusterMetrics(ms []*rmrest.ClusterMetrics) rmrest.ClusterMetrics {
+	var sum rmrest.ClusterMetrics
+	busy := int32(-1) // an RM sends -1 when its event-processing monitor is off
+	for _, m := range ms {
+		addMetrics(&sum, m)
+		busy = max(busy, m.RMSchedulerBusyPct)
+	}
+	// The RM: utilized * 100 / total, integer division, 0 without capacity.
+	sum.UtilizedMBPercent, sum.UtilizedVCoresPercent = 0, 0
+	if sum.TotalMB > 0 {
+		sum.UtilizedMBPercent = int32(sum.UtilizedMB * 100 / sum.TotalMB)
+	}
+	if sum.TotalVirtualCores > 0 {
+		sum.UtilizedVCoresPercent = int32(sum.UtilizedVirtualCores * 100 / sum.TotalVirtualCores)
+	}
+	// Each scheduler is busy on its own: the federation reports the busiest.
+	sum.RMSchedulerBusyPct = busy
+	if len(ms) == 0 {
+		sum.RMSchedulerBusyPct = 0
+	}
+	return sum
 }
 
 // addMetrics adds every integer field (and the cross-partition resources)

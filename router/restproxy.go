@@ -32,13 +32,15 @@ func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.
 	if len(addrs) == 0 {
 		return errNoWeb
 	}
+	// One call timeout for the whole HA list, as for an IPC call: a hung
+	// RM must not cost a timeout per address.
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+	defer cancel()
 	var lastErr error
 	for _, a := range addrs {
 		c := rmrest.NewClient(a)
 		c.HTTP, c.User = r.http, userOf(ctx)
-		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
 		err := fn(cctx, c)
-		cancel()
 		if err == nil {
 			return nil
 		}
@@ -47,8 +49,22 @@ func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.
 		if errors.As(err, &re) && re.Status == http.StatusNotFound {
 			return err // an answer, not an outage
 		}
+		if timedOut(err) {
+			return err // the budget is spent
+		}
 	}
 	return lastErr
+}
+
+// restHung turns a REST call to sc that timed out into the request's
+// answer: the RM is hung, and falling back to its IPC port would make the
+// client wait a second call timeout for the same RM. Other failures (no
+// web address, REST refused) fall back to IPC.
+func (r *Router) restHung(ctx context.Context, sc SubClusterID, what string, err error) error {
+	if err == nil || !timedOut(err) || ctx.Err() != nil {
+		return nil
+	}
+	return r.homeDown(sc, &SubClusterError{SubCluster: sc, Method: what, Err: err})
 }
 
 func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
@@ -60,11 +76,15 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var app *rmrest.App
-			if err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 				app, err = c.GetApp(ctx, AppIDString(id))
 				return err
-			}); err == nil {
+			})
+			if err == nil {
 				return reply(http.StatusOK, rmrest.AppResponse{App: *app}, *app), nil
+			}
+			if herr := r.restHung(ctx, home, "GET /ws/v1/cluster/apps/{appid}", err); herr != nil {
+				return restReply{}, herr
 			}
 		}
 	}
@@ -128,6 +148,9 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		})
 		if rerr == nil {
 			return apps, nil
+		}
+		if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/apps", rerr); herr != nil {
+			return nil, herr
 		}
 		return r.appsOverIPC(ctx, sc, q)
 	})
@@ -249,6 +272,8 @@ func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node
 			return err
 		}); rerr == nil {
 			return nodes, nil
+		} else if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/nodes", rerr); herr != nil {
+			return nil, herr
 		}
 		preq := &yarnpb.GetClusterNodesRequestProto{}
 		for _, s := range strings.Split(states, ",") {

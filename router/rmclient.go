@@ -29,18 +29,31 @@ type DialFunc func(ctx context.Context, sc SubClusterInfo, user string) (RMClien
 // HadoopDialer returns the production DialFunc. All clients share one
 // connection pool (connections are per server and credentials).
 func HadoopDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	return hadoopDialer(hadoopipc.ProtocolApplicationClient, clientAddr, dialTimeout, log)
+}
+
+// HadoopAdminDialer is HadoopDialer for the RMs' admin protocol (the
+// sub-cluster's RMAdminServiceAddress).
+func HadoopAdminDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	return hadoopDialer(hadoopipc.ProtocolRMAdmin, adminAddr, dialTimeout, log)
+}
+
+func clientAddr(sc SubClusterInfo) string { return sc.ClientRMServiceAddress }
+func adminAddr(sc SubClusterInfo) string  { return sc.RMAdminServiceAddress }
+
+func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
 	shared := hadoopipc.NewPool()
 	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
 		if user == "" {
 			user = "yarnfed" // in-process callers without an IPC identity
 		}
-		addrs := splitAddrs(sc.ClientRMServiceAddress)
+		addrs := splitAddrs(addrOf(sc))
 		if len(addrs) == 0 {
-			return nil, fmt.Errorf("sub-cluster %s has no client RM address", sc.ID)
+			return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
 		}
 		return hadoopipc.NewClient(hadoopipc.ClientConfig{
 			Addresses:   addrs,
-			Protocol:    hadoopipc.ProtocolApplicationClient,
+			Protocol:    protocol,
 			Version:     1,
 			User:        user,
 			DialTimeout: dialTimeout,
@@ -58,9 +71,10 @@ type RMCaller func(ctx context.Context, sc SubClusterInfo, user, method string, 
 // forwards as the calling user, like Hadoop's per-user proxies. A changed
 // address (RM HA failover reported by the agent) gets a fresh client.
 type pool struct {
-	dial DialFunc
-	mu   sync.Mutex
-	m    map[poolKey]RMClient
+	dial   DialFunc
+	addrOf func(SubClusterInfo) string // the address the clients dial
+	mu     sync.Mutex
+	m      map[poolKey]RMClient
 }
 
 type poolKey struct {
@@ -69,10 +83,12 @@ type poolKey struct {
 	user string
 }
 
-func newPool(dial DialFunc) *pool { return &pool{dial: dial, m: map[poolKey]RMClient{}} }
+func newPool(dial DialFunc, addrOf func(SubClusterInfo) string) *pool {
+	return &pool{dial: dial, addrOf: addrOf, m: map[poolKey]RMClient{}}
+}
 
 func (p *pool) get(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error) {
-	k := poolKey{sc.ID, sc.ClientRMServiceAddress, user}
+	k := poolKey{sc.ID, p.addrOf(sc), user}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.m[k]; ok {
@@ -91,7 +107,7 @@ func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, c := range p.m {
-		if sc, ok := current[k.sc]; !ok || sc.ClientRMServiceAddress != k.addr {
+		if sc, ok := current[k.sc]; !ok || p.addrOf(sc) != k.addr {
 			_ = c.Close()
 			delete(p.m, k)
 		}
@@ -110,7 +126,7 @@ func (p *pool) close() {
 func (p *pool) call(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
 	c, err := p.get(ctx, sc, user)
 	if err != nil {
-		return fmt.Errorf("%w: dial %s: %w", errNotSent, sc.ClientRMServiceAddress, err)
+		return fmt.Errorf("%w: dial %s: %w", errNotSent, p.addrOf(sc), err)
 	}
 	return c.Call(ctx, method, req, resp)
 }
@@ -123,6 +139,7 @@ type breakers struct {
 	onChange func(sc SubClusterID, to gobreaker.State)
 	mu       sync.Mutex
 	m        map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]
+	addr     map[SubClusterID]string // the RM address each breaker judges
 	genMu    sync.Mutex
 	gen      map[SubClusterID]uint64 // times each breaker left the open state
 }
@@ -136,7 +153,8 @@ func (b *breakers) generation(id SubClusterID) uint64 {
 }
 
 func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)) *breakers {
-	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, onChange: onChange, gen: map[SubClusterID]uint64{}}
+	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, addr: map[SubClusterID]string{},
+		onChange: onChange, gen: map[SubClusterID]uint64{}}
 	b.settings = func(name string) gobreaker.Settings {
 		return gobreaker.Settings{
 			Name:        name,
@@ -166,15 +184,54 @@ func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)
 	return b
 }
 
-func (b *breakers) get(id SubClusterID) *gobreaker.CircuitBreaker[struct{}] {
+// get returns sc's breaker. A breaker judges one RM: when the sub-cluster's
+// RM address changes (an HA failover its agent registered) retain gives
+// the new RM a fresh, closed breaker instead of the old one's open
+// interval. get itself never replaces one: a call still holding the old
+// address must not reset the new RM's breaker.
+func (b *breakers) get(sc SubClusterInfo) *gobreaker.CircuitBreaker[struct{}] {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cb, ok := b.m[id]
+	cb, ok := b.m[sc.ID]
 	if !ok {
-		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(id)))
-		b.m[id] = cb
+		cb = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(sc.ID)))
+		b.m[sc.ID], b.addr[sc.ID] = cb, sc.ClientRMServiceAddress
 	}
 	return cb
+}
+
+// retain gives every sub-cluster whose RM address changed in current a
+// fresh breaker, so the new active RM is routable at once, and forgets
+// the breakers of sub-clusters that are gone.
+func (b *breakers) retain(current map[SubClusterID]SubClusterInfo) {
+	var renewed []SubClusterID
+	b.mu.Lock()
+	for id := range b.m {
+		sc, ok := current[id]
+		switch {
+		case !ok:
+			delete(b.m, id)
+			delete(b.addr, id)
+		case b.addr[id] != sc.ClientRMServiceAddress:
+			b.m[id] = gobreaker.NewCircuitBreaker[struct{}](b.settings(string(id)))
+			b.addr[id] = sc.ClientRMServiceAddress
+			renewed = append(renewed, id)
+		}
+	}
+	b.mu.Unlock()
+	for _, id := range renewed {
+		b.renewed(id)
+	}
+}
+
+// renewed records that id's breaker was replaced by a closed one.
+func (b *breakers) renewed(id SubClusterID) {
+	b.genMu.Lock()
+	b.gen[id]++
+	b.genMu.Unlock()
+	if b.onChange != nil {
+		b.onChange(id, gobreaker.StateClosed)
+	}
 }
 
 // open reports whether routing must skip id. Half-open counts as routable so
@@ -190,7 +247,7 @@ func (b *breakers) open(id SubClusterID) bool {
 // to ErrSubClusterUnavailable.
 func (b *breakers) intercept(next RMCaller) RMCaller {
 	return func(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
-		_, err := b.get(sc.ID).Execute(func() (struct{}, error) {
+		_, err := b.get(sc).Execute(func() (struct{}, error) {
 			return struct{}{}, next(ctx, sc, user, method, req, resp)
 		})
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {

@@ -25,19 +25,24 @@ import (
 
 // Router is one stateless router instance; run any number side by side.
 type Router struct {
-	cfg      Config
-	log      *slog.Logger
-	store    StateStore
-	members  *membership
-	homes    *homeCache
-	policies *queuePolicies
-	pool     *pool
-	brk      *breakers
-	metrics  *metrics
-	call     RMCaller // breaker -> metrics -> pool
+	cfg       Config
+	log       *slog.Logger
+	store     StateStore
+	members   *membership
+	homes     *homeCache
+	policies  *queuePolicies
+	pool      *pool
+	adminPool *pool // RM admin protocol clients
+	brk       *breakers
+	metrics   *metrics
+	call      RMCaller // breaker -> metrics -> pool
 
 	ipc      *hadoopipc.Server
 	clientLn net.Listener
+	admin    *hadoopipc.Server // nil: admin port off
+	adminLn  net.Listener
+	adminACL ACL
+	groupsOf func(user string) []string
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -85,9 +90,16 @@ func New(cfg Config) (*Router, error) {
 	if dial == nil {
 		dial = HadoopDialer(cfg.DialTimeout.D(), log)
 	}
-	r.pool = newPool(dial)
+	r.pool = newPool(dial, clientAddr)
+	adminDial := cfg.AdminDial
+	if adminDial == nil {
+		adminDial = HadoopAdminDialer(cfg.DialTimeout.D(), log)
+	}
+	r.adminPool = newPool(adminDial, adminAddr)
 	r.members.onFetch = func(rows map[SubClusterID]SubClusterInfo) {
+		r.brk.retain(rows) // before anyone routes on the new rows
 		r.pool.retain(rows)
+		r.adminPool.retain(rows)
 		n := 0
 		for _, sc := range rows {
 			if r.members.routable(sc) {
@@ -136,7 +148,43 @@ func New(cfg Config) (*Router, error) {
 	if r.webLn != nil {
 		r.web = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	}
+	if err := r.openAdmin(cfg, log); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// openAdmin binds the admin port and builds its IPC server: its own
+// server, so that only ResourceManagerAdministrationProtocol is served
+// there and router-issued delegation tokens do not log in to it (an RM's
+// admin port does not take them either).
+func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
+	if cfg.AdminListener == nil && cfg.AdminAddress == "" {
+		return nil
+	}
+	acl, err := ParseACL(cfg.AdminACL)
+	if err != nil {
+		return fmt.Errorf("router admin_acl: %w", err)
+	}
+	r.adminACL, r.groupsOf = acl, unixGroups
+	if r.adminLn = cfg.AdminListener; r.adminLn == nil {
+		if r.adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
+			return fmt.Errorf("router admin listen: %w", err)
+		}
+	}
+	acfg := hadoopipc.DefaultServerConfig()
+	acfg.Logger = log
+	r.admin = hadoopipc.NewServer(acfg)
+	return r.admin.Register(r.adminProtocol())
+}
+
+// AdminAddr is the bound admin address, or nil when the admin port is off.
+func (r *Router) AdminAddr() net.Addr {
+	if r.adminLn == nil {
+		return nil
+	}
+	return r.adminLn.Addr()
 }
 
 // ClientRMAddr is the bound ApplicationClientProtocol address.
@@ -158,12 +206,15 @@ func (r *Router) Run(ctx context.Context) error {
 	// reach (a liveness probe would otherwise restart a router that is only
 	// waiting for it); /readyz says "starting" until the first membership
 	// read, and calls wait for a routable sub-cluster meanwhile.
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- r.ipc.Serve(r.clientLn) }()
 	if r.web != nil {
 		go func() { errc <- r.web.Serve(r.webLn) }()
 	}
-	r.log.Info("router serving", "clientrm", r.ClientRMAddr().String(), "web", fmt.Sprint(r.WebAddr()))
+	if r.admin != nil {
+		go func() { errc <- r.admin.Serve(r.adminLn) }()
+	}
+	r.log.Info("router serving", "clientrm", r.ClientRMAddr().String(), "web", fmt.Sprint(r.WebAddr()), "admin", fmt.Sprint(r.AdminAddr()))
 	go func() {
 		if err := r.members.refresh(runCtx); err != nil {
 			// Not fatal: the store may come up after the router.
@@ -184,7 +235,11 @@ func (r *Router) Run(ctx context.Context) error {
 	if r.web != nil {
 		_ = r.web.Shutdown(sctx)
 	}
+	if r.admin != nil {
+		_ = r.admin.Shutdown(sctx)
+	}
 	r.pool.close()
+	r.adminPool.close()
 	if errors.Is(err, hadoopipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -202,7 +257,14 @@ func (r *Router) Close() error {
 		if r.webLn != nil {
 			_ = r.webLn.Close()
 		}
+		if r.admin != nil {
+			_ = r.admin.Close()
+		}
+		if r.adminLn != nil {
+			_ = r.adminLn.Close()
+		}
 		r.pool.close()
+		r.adminPool.close()
 	})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ func (r *Router) onAny(ctx context.Context, method string, do func(sc SubCluster
 			return len(cands) > 0
 		})
 		if err != nil {
-			return firstErr(lastErr, err)
+			return r.unroutable(firstErr(lastErr, err))
 		}
 		sc := cands[rand.IntN(len(cands))]
 		if err := do(sc); err != nil {
@@ -58,7 +59,7 @@ func (r *Router) onAny(ctx context.Context, method string, do func(sc SubCluster
 		}
 		return nil
 	}
-	return lastErr
+	return r.unroutable(lastErr)
 }
 
 // homeOf returns the home of app: the cache, then the store, then asking
@@ -161,8 +162,11 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 			return ok && !r.brk.open(id) && !bl.excludes(sc)
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return firstErr(lastErr, err)
+			}
 			if lastErr != nil {
-				return lastErr
+				return r.homeDown(id, lastErr)
 			}
 			state := "not registered"
 			if cur, ok := r.members.get(id); ok {
@@ -171,7 +175,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 					state += ", circuit open"
 				}
 			}
-			return fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err)
+			return r.homeDown(id, fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err))
 		}
 		auditOf(ctx).sc = sc.ID
 		err = r.callSC(ctx, sc, method, req, resp)
@@ -182,13 +186,53 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 		switch {
 		case cached && isClass(err, hadoopipc.ClassApplicationNotFound):
 			r.homes.drop(AppIDString(app)) // stale cache: re-read the store
+		case timedOut(err):
+			bl.addHung(sc)
 		case rmDown(err):
 			bl.add(sc)
 		default:
 			return err
 		}
 	}
+	var sce *SubClusterError
+	if rmDown(lastErr) && errors.As(lastErr, &sce) {
+		return r.homeDown(sce.SubCluster, lastErr)
+	}
 	return lastErr
+}
+
+// homeDown marks err, a failure to reach home id after the failover
+// window, as retriable while id is expected back (registered, not in a
+// final state): a client talking to that RM directly would keep retrying
+// its connection, so a client of the router must not get a final error
+// while the RM restarts or fails over. A sub-cluster that is gone for good
+// gives the error as it is.
+func (r *Router) homeDown(id SubClusterID, err error) error {
+	sc, ok := r.members.get(id)
+	if !ok || final(sc.State) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrSubClusterDown, err)
+}
+
+// timedOut reports whether err is a call that got no answer in time (a
+// hung RM), as opposed to one refused or answered.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// final reports whether a sub-cluster in state s is not expected back
+// without an operator (Hadoop's isFinal: LOST, UNREGISTERED, DECOMMISSIONED).
+func final(s SubClusterState) bool {
+	switch s {
+	case StateLost, StateUnregistered, StateDecommissioned:
+		return true
+	}
+	return false
 }
 
 type scResult[Resp any] struct {
@@ -206,7 +250,7 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 		cands = r.members.candidates(nil)
 		return len(cands) > 0
 	}); err != nil {
-		return nil, err
+		return nil, r.unroutable(err)
 	}
 	out := make([]scResult[Resp], len(cands))
 	errs := make([]error, len(cands))
@@ -232,9 +276,30 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 		}
 	}
 	if len(failed) > 0 && (!partial || len(ok) == 0) {
-		return ok, joinSC(failed)
+		return ok, r.unroutable(joinSC(failed))
 	}
 	return ok, nil
+}
+
+// unroutable marks err, a call that found no sub-cluster to serve it (none
+// routable within the failover window, or the ones tried were down), as
+// retriable while some registered sub-cluster is expected back (not in a
+// final state): as for a home that is down (homeDown), the client retries
+// as it would retry an RM it talks to directly. Errors an RM answered
+// with, and a federation with nothing left to come back, stay as they are.
+func (r *Router) unroutable(err error) error {
+	if err == nil || errors.Is(err, ErrSubClusterDown) {
+		return err
+	}
+	if !errors.Is(err, ErrNoActiveSubCluster) && !isSubClusterDown(err) {
+		return err
+	}
+	for _, sc := range r.members.all() {
+		if !final(sc.State) {
+			return fmt.Errorf("%w: %w", ErrSubClusterDown, err)
+		}
+	}
+	return err
 }
 
 // joinSC keeps the first error's Java class (errors.As finds it) while the

@@ -95,3 +95,20 @@ type MembershipWatcher interface {
 	// and closes the channel when ctx ends or the watch breaks.
 	WatchSubClusters(ctx context.Context) (<-chan struct{}, error)
 }
+
+// AdminStore is what the router's admin protocol (RM admin port, `yarn
+// routeradmin`) writes: queue policies, sub-cluster deregistration and
+// application-home cleanup. A StateStore without it serves the admin
+// port's RM calls but refuses the federation ones.
+type AdminStore interface {
+	// SavePolicy writes (creates or replaces) one queue's policy.
+	SavePolicy(ctx context.Context, p PolicyConfiguration) error
+	// ListPolicies returns every stored queue policy.
+	ListPolicies(ctx context.Context) ([]PolicyConfiguration, error)
+	// DeletePolicies removes the named queues' policies.
+	DeletePolicies(ctx context.Context, queues []string) error
+	// SetSubClusterState sets a sub-cluster's state (deregistration).
+	SetSubClusterState(ctx context.Context, id SubClusterID, state SubClusterState) error
+	// RemoveApplicationHome deletes an application's home row.
+	RemoveApplicationHome(ctx context.Context, app string) error
+}

@@ -178,3 +178,32 @@ func (s *ClientStore) ReserveTokenSequence(ctx context.Context, n int) (int32, e
 	first, err := s.c.ReserveRange(ctx, storepb.Counter_COUNTER_TOKEN_SEQUENCE, int64(n))
 	return int32(first), err
 }
+
+// SavePolicy writes a queue policy exactly as `yarnfedctl policy` does.
+func (s *ClientStore) SavePolicy(ctx context.Context, p PolicyConfiguration) error {
+	return s.c.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: p.Queue, Type: p.Type, Params: p.Params})
+}
+
+func (s *ClientStore) ListPolicies(ctx context.Context) ([]PolicyConfiguration, error) {
+	ps, err := s.c.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PolicyConfiguration, len(ps))
+	for i, p := range ps {
+		out[i] = PolicyConfiguration{Queue: p.GetQueue(), Type: p.GetType(), Params: p.GetParams()}
+	}
+	return out, nil
+}
+
+func (s *ClientStore) DeletePolicies(ctx context.Context, queues []string) error {
+	return s.c.DeletePolicies(ctx, queues...)
+}
+
+func (s *ClientStore) SetSubClusterState(ctx context.Context, id SubClusterID, state SubClusterState) error {
+	return s.c.DeregisterSubCluster(ctx, string(id), storepb.SubClusterState(state))
+}
+
+func (s *ClientStore) RemoveApplicationHome(ctx context.Context, app string) error {
+	return s.c.DeleteApplicationHome(ctx, app)
+}

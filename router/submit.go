@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/policies"
 )
 
 // submitApplication: per try, the queue's policy picks a home among routable,
@@ -54,15 +56,27 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			}
 		}
 		var cands []SubClusterInfo
-		if err := r.members.waitFor(ctx, r.window(lastErr), func() bool {
+		var chosen SubClusterID
+		var perr error
+		// A policy that finds nothing eligible among the routable
+		// sub-clusters (weights pin the queue to one that is failing over)
+		// waits out the failover window as an empty candidate list does;
+		// other policy errors are final.
+		werr := r.members.waitFor(ctx, r.window(lastErr), func() bool {
 			cands = r.members.candidates(bl)
-			return len(cands) > 0
-		}); err != nil {
-			return nil, firstErr(lastErr, fmt.Errorf("submitApplication %s: %w", app, err))
-		}
-		chosen, err := pol.SelectHome(ctx, sub, cands)
-		if err != nil {
-			return nil, fmt.Errorf("submitApplication %s: policy: %w", app, err)
+			if len(cands) == 0 {
+				return false
+			}
+			chosen, perr = pol.SelectHome(ctx, sub, cands)
+			return !noneEligible(perr)
+		})
+		switch {
+		case werr != nil && perr != nil && noneEligible(perr) && ctx.Err() == nil:
+			return nil, r.unroutable(firstErr(lastErr, fmt.Errorf("submitApplication %s: policy: %w (%w)", app, ErrNoActiveSubCluster, perr)))
+		case werr != nil:
+			return nil, r.unroutable(firstErr(lastErr, fmt.Errorf("submitApplication %s: %w", app, werr)))
+		case perr != nil:
+			return nil, fmt.Errorf("submitApplication %s: policy: %w", app, perr)
 		}
 		if r.crash(stepPolicy) {
 			return nil, errCrash
@@ -141,7 +155,14 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		r.log.Warn("submission failed, trying another sub-cluster", "app", app, "subcluster", home, "try", try, "err", err)
 		bl.add(sc)
 	}
-	return nil, lastErr
+	return nil, r.unroutable(lastErr)
+}
+
+// noneEligible reports whether a policy refused because none of the
+// candidates it was given may take the application (zero weights,
+// blacklist), which changes when membership does.
+func noneEligible(err error) bool {
+	return errors.Is(err, policies.ErrNoActiveSubCluster) || errors.Is(err, ErrNoActiveSubCluster)
 }
 
 // acceptedBy asks sc whether it knows app. If the RM is down it waits out

@@ -2,6 +2,7 @@ package router
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -35,5 +36,40 @@ func (r *Router) Handler() http.Handler {
 		mux.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.restRoutes(mux)
-	return mux
+	return withOptions(mux)
+}
+
+// withOptions answers OPTIONS for every served path as an RM's Jersey stack
+// does: 200 with the path's methods in Allow. Hadoop's HTTP client
+// (AuthenticatedURL: KerberosAuthenticator falling back to
+// PseudoAuthenticator) sends OPTIONS before every request and gives up
+// unless it gets 200, so a 405 here breaks `yarn top` and friends.
+func withOptions(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodOptions {
+			mux.ServeHTTP(w, req)
+			return
+		}
+		allow := allowedMethods(mux, req)
+		if len(allow) == 0 {
+			http.NotFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ","))
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// allowedMethods lists the methods mux serves at req's path (HEAD wherever
+// GET is served, as net/http and Jersey both do).
+func allowedMethods(mux *http.ServeMux, req *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

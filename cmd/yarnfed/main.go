@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "yarnfed",
-		Short:         "YARN Federation control plane: statestore, router, amrmproxy, gpg",
+		Short:         "YARN Federation control plane",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -47,5 +48,21 @@ func newRootCmd() *cobra.Command {
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newDevCmd())
+	root.Long = root.Short + ": " + strings.Join(roleNames(root), ", ")
 	return root
+}
+
+// roleNames lists the registered subcommands that run something, so the
+// help names exactly the roles this binary has (it once listed roles that
+// did not exist yet).
+func roleNames(root *cobra.Command) []string {
+	var out []string
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "version", "help", "completion":
+			continue
+		}
+		out = append(out, c.Name())
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 
 // newRouterCmd is `yarnfed router`: the YARN Federation Router.
 func newRouterCmd() *cobra.Command {
-	cfg := router.DefaultConfig()
+	cfg := routerRoleDefaults()
 	var (
 		configFile string
 		storeAddrs = "127.0.0.1:9090"
@@ -24,11 +24,13 @@ func newRouterCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "router",
-		Short: "Run the YARN Federation Router (ApplicationClientProtocol on 8050, RM REST API on 8089)",
+		Short: "Run the YARN Federation Router (ApplicationClientProtocol on 8050, RM REST API on 8089, admin on 8052)",
 		Long: `The router serves unmodified YARN clients: point yarn.resourcemanager.address at its client
 RPC address (Hadoop's yarn.router.clientrm.address, default 8050) and the RM web address at its REST
 address (yarn.router.webapp.address, default 8089). It keeps no state: sub-clusters, application
 homes and queue policies live in the state store, so any number of routers can run side by side.
+The admin port (yarn.router.rmadmin.address, default 8052) serves 'yarn routeradmin' and 'yarn
+rmadmin' (fanned out to the sub-clusters' RMs); only users in --admin-acl may change anything.
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
 Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Prometheus).`,
@@ -42,7 +44,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 			}
 			if configFile != "" {
 				// The file sits under the flags: re-apply flags the user set.
-				fileCfg := router.DefaultConfig()
+				fileCfg := routerRoleDefaults()
 				if err := router.LoadConfigFile(configFile, &fileCfg); err != nil {
 					return err
 				}
@@ -62,7 +64,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), storeAddrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), storeAddrs)
 			return r.Run(cmd.Context())
 		},
 	}
@@ -72,6 +74,8 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.ClientRMAddress, "clientrm-address", cfg.ClientRMAddress, "ApplicationClientProtocol listen address (yarn.router.clientrm.address)")
 	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "REST listen address (yarn.router.webapp.address); empty disables")
+	f.StringVar(&cfg.AdminAddress, "admin-address", cfg.AdminAddress, "ResourceManagerAdministrationProtocol listen address (yarn.router.rmadmin.address); empty disables")
+	f.StringVar(&cfg.AdminACL, "admin-acl", cfg.AdminACL, `who may use the admin port, as yarn.admin.acl: "user1,user2 group1,group2" or "*" (default: the user the router runs as)`)
 	f.IntVar(&cfg.SubmitRetries, "submit-retries", cfg.SubmitRetries, "sub-clusters tried per submission (yarn.router.submit.retry)")
 	f.BoolVar(&cfg.PartialResults, "partial-results", cfg.PartialResults, "list calls skip failing sub-clusters (yarn.router.clientrm.partial-results.enabled)")
 	f.Var(durationFlag{&cfg.FailoverWait}, "failover-wait", "how long a call waits for a routable sub-cluster before failing")
@@ -79,6 +83,14 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(durationFlag{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
 	f.Var(durationFlag{&cfg.SubClusterHeartbeatExpiry}, "subcluster-heartbeat-expiry", "a sub-cluster whose last heartbeat is older takes no new work (0 disables)")
 	return cmd
+}
+
+// routerRoleDefaults are router.DefaultConfig plus what only the
+// standalone role turns on: the admin port on Hadoop's 8052.
+func routerRoleDefaults() router.Config {
+	cfg := router.DefaultConfig()
+	cfg.AdminAddress = router.DefaultAdminAddress
+	return cfg
 }
 
 // overlayChangedFlags copies the values of explicitly set flags from
@@ -93,6 +105,8 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"call-timeout":                func() { fileCfg.CallTimeout = flagCfg.CallTimeout },
 		"membership-refresh":          func() { fileCfg.MembershipRefresh = flagCfg.MembershipRefresh },
 		"subcluster-heartbeat-expiry": func() { fileCfg.SubClusterHeartbeatExpiry = flagCfg.SubClusterHeartbeatExpiry },
+		"admin-address":               func() { fileCfg.AdminAddress = flagCfg.AdminAddress },
+		"admin-acl":                   func() { fileCfg.AdminACL = flagCfg.AdminACL },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {

@@ -163,3 +163,33 @@ func TestRouterConfigPrecedence(t *testing.T) {
 		t.Fatalf("precedence wrong: %+v", fileCfg)
 	}
 }
+
+// TestRouterRoleAdminPort: `yarnfed router` serves the admin port on
+// Hadoop's 8052 by default (in-process routers do not), and --admin-acl /
+// --admin-address override a config file.
+func TestRouterRoleAdminPort(t *testing.T) {
+	if got := routerRoleDefaults().AdminAddress; got != router.DefaultAdminAddress {
+		t.Fatalf("role default admin address %q", got)
+	}
+	if router.DefaultConfig().AdminAddress != "" {
+		t.Fatal("router.DefaultConfig binds the admin port")
+	}
+	file := filepath.Join(t.TempDir(), "router.json")
+	if err := os.WriteFile(file, []byte(`{"admin_acl":"alice","admin_address":"127.0.0.1:1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRouterCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--admin-acl", "bob ops"}); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg := routerRoleDefaults()
+	flagCfg.AdminACL = "bob ops"
+	fileCfg := routerRoleDefaults()
+	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
+		t.Fatal(err)
+	}
+	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
+	if fileCfg.AdminACL != "bob ops" || fileCfg.AdminAddress != "127.0.0.1:1" {
+		t.Fatalf("admin precedence wrong: acl %q address %q", fileCfg.AdminACL, fileCfg.AdminAddress)
+	}
+}

@@ -219,3 +219,71 @@ func FuzzLongMap(f *testing.F) {
 		}
 	})
 }
+
+// TestAppKeepsEmptyLabelExpressions: the router re-renders the RM's app
+// documents; an empty amNodeLabelExpression the RM sent must stay, a
+// missing one stay missing (it once dropped the empty ones).
+func TestAppKeepsEmptyLabelExpressions(t *testing.T) {
+	in := `{"app":{"id":"application_1_0001","amNodeLabelExpression":"","resourceSecondsMap":{}}}`
+	var r AppResponse
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"amNodeLabelExpression":""`) {
+		t.Errorf("JSON lost the empty amNodeLabelExpression: %s", out)
+	}
+	if strings.Contains(string(out), `appNodeLabelExpression`) {
+		t.Errorf("JSON invented an appNodeLabelExpression: %s", out)
+	}
+	x, err := xml.Marshal(Apps{App: []App{r.App}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(x), `<app><id>application_1_0001</id>`) || !strings.Contains(string(x), `<amNodeLabelExpression></amNodeLabelExpression>`) ||
+		strings.Contains(string(x), "appNodeLabelExpression") {
+		t.Errorf("XML: %s", x)
+	}
+	if x, _ := xml.Marshal(r.App); !strings.HasPrefix(string(x), "<app><id>") {
+		t.Errorf("root XML: %s", x)
+	}
+	// A set expression survives either way.
+	var r2 AppResponse
+	_ = json.Unmarshal([]byte(`{"app":{"id":"a","appNodeLabelExpression":"gpu"}}`), &r2)
+	if out, _ := json.Marshal(r2.App); !strings.Contains(string(out), `"appNodeLabelExpression":"gpu"`) || strings.Contains(string(out), "amNodeLabel") {
+		t.Errorf("%s", out)
+	}
+}
+
+// FuzzAppJSON: App's own JSON codec (it keeps empty label expressions)
+// never panics on an RM's document, and what it renders decodes to the
+// same App.
+func FuzzAppJSON(f *testing.F) {
+	f.Add(`{"id":"application_1_0001","amNodeLabelExpression":"","resourceSecondsMap":{}}`)
+	f.Add(`{"appNodeLabelExpression":"gpu","timeouts":{"timeout":[{"type":"LIFETIME"}]}}`)
+	f.Add(`{"amNodeLabelExpression":null}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var a App
+		if json.Unmarshal([]byte(s), &a) != nil {
+			return
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatalf("marshal %+v: %v", a, err)
+		}
+		var back App
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("re-decode %s: %v", b, err)
+		}
+		if back.AMNodeLabelExpression != a.AMNodeLabelExpression || back.HasAMNodeLabelExpression != (a.HasAMNodeLabelExpression || a.AMNodeLabelExpression != "") ||
+			back.AppNodeLabelExpression != a.AppNodeLabelExpression {
+			t.Fatalf("round trip changed the label expressions: %+v -> %s -> %+v", a, b, back)
+		}
+		if _, err := xml.Marshal(a); err != nil && !strings.Contains(err.Error(), "xml:") {
+			t.Fatalf("xml: %v", err)
+		}
+	})
+}

@@ -120,53 +120,58 @@ type ClusterMetricsResponse struct {
 
 // App is one application (AppInfo).
 type App struct {
-	XMLName                    xml.Name         `json:"-" xml:"app"`
-	ID                         string           `json:"id" xml:"id"`
-	User                       string           `json:"user" xml:"user"`
-	Name                       string           `json:"name" xml:"name"`
-	Queue                      string           `json:"queue" xml:"queue"`
-	State                      string           `json:"state" xml:"state"`
-	FinalStatus                string           `json:"finalStatus" xml:"finalStatus"`
-	Progress                   float32          `json:"progress" xml:"progress"`
-	TrackingUI                 string           `json:"trackingUI" xml:"trackingUI"`
-	TrackingURL                string           `json:"trackingUrl,omitempty" xml:"trackingUrl,omitempty"`
-	Diagnostics                string           `json:"diagnostics" xml:"diagnostics"`
-	ClusterID                  int64            `json:"clusterId" xml:"clusterId"`
-	RMClusterID                string           `json:"rmClusterId" xml:"rmClusterId"`
-	ApplicationType            string           `json:"applicationType" xml:"applicationType"`
-	ApplicationTags            string           `json:"applicationTags" xml:"applicationTags"`
-	Priority                   int32            `json:"priority" xml:"priority"`
-	StartedTime                int64            `json:"startedTime" xml:"startedTime"`
-	LaunchTime                 int64            `json:"launchTime" xml:"launchTime"`
-	FinishedTime               int64            `json:"finishedTime" xml:"finishedTime"`
-	ElapsedTime                int64            `json:"elapsedTime" xml:"elapsedTime"`
-	AMContainerLogs            string           `json:"amContainerLogs,omitempty" xml:"amContainerLogs,omitempty"`
-	AMHostHTTPAddress          string           `json:"amHostHttpAddress,omitempty" xml:"amHostHttpAddress,omitempty"`
-	AMRPCAddress               string           `json:"amRPCAddress,omitempty" xml:"amRPCAddress,omitempty"`
-	MasterNodeID               string           `json:"masterNodeId" xml:"masterNodeId"`
-	AllocatedMB                int64            `json:"allocatedMB" xml:"allocatedMB"`
-	AllocatedVCores            int64            `json:"allocatedVCores" xml:"allocatedVCores"`
-	ReservedMB                 int64            `json:"reservedMB" xml:"reservedMB"`
-	ReservedVCores             int64            `json:"reservedVCores" xml:"reservedVCores"`
-	RunningContainers          int32            `json:"runningContainers" xml:"runningContainers"`
-	MemorySeconds              int64            `json:"memorySeconds" xml:"memorySeconds"`
-	VCoreSeconds               int64            `json:"vcoreSeconds" xml:"vcoreSeconds"`
-	QueueUsagePercentage       float32          `json:"queueUsagePercentage" xml:"queueUsagePercentage"`
-	ClusterUsagePercentage     float32          `json:"clusterUsagePercentage" xml:"clusterUsagePercentage"`
-	ResourceSecondsMap         LongMap          `json:"resourceSecondsMap" xml:"resourceSecondsMap>entry"`
-	PreemptedResourceMB        int64            `json:"preemptedResourceMB" xml:"preemptedResourceMB"`
-	PreemptedResourceVCores    int64            `json:"preemptedResourceVCores" xml:"preemptedResourceVCores"`
-	NumNonAMContainerPreempted int32            `json:"numNonAMContainerPreempted" xml:"numNonAMContainerPreempted"`
-	NumAMContainerPreempted    int32            `json:"numAMContainerPreempted" xml:"numAMContainerPreempted"`
-	PreemptedMemorySeconds     int64            `json:"preemptedMemorySeconds" xml:"preemptedMemorySeconds"`
-	PreemptedVcoreSeconds      int64            `json:"preemptedVcoreSeconds" xml:"preemptedVcoreSeconds"`
-	PreemptedResourceSecsMap   LongMap          `json:"preemptedResourceSecondsMap" xml:"preemptedResourceSecondsMap>entry"`
-	LogAggregationStatus       string           `json:"logAggregationStatus" xml:"logAggregationStatus"`
-	UnmanagedApplication       bool             `json:"unmanagedApplication" xml:"unmanagedApplication"`
-	AppNodeLabelExpression     string           `json:"appNodeLabelExpression,omitempty" xml:"appNodeLabelExpression,omitempty"`
-	AMNodeLabelExpression      string           `json:"amNodeLabelExpression,omitempty" xml:"amNodeLabelExpression,omitempty"`
-	ResourceInfo               *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
-	Timeouts                   *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
+	XMLName                    xml.Name `json:"-" xml:"app"`
+	ID                         string   `json:"id" xml:"id"`
+	User                       string   `json:"user" xml:"user"`
+	Name                       string   `json:"name" xml:"name"`
+	Queue                      string   `json:"queue" xml:"queue"`
+	State                      string   `json:"state" xml:"state"`
+	FinalStatus                string   `json:"finalStatus" xml:"finalStatus"`
+	Progress                   float32  `json:"progress" xml:"progress"`
+	TrackingUI                 string   `json:"trackingUI" xml:"trackingUI"`
+	TrackingURL                string   `json:"trackingUrl,omitempty" xml:"trackingUrl,omitempty"`
+	Diagnostics                string   `json:"diagnostics" xml:"diagnostics"`
+	ClusterID                  int64    `json:"clusterId" xml:"clusterId"`
+	RMClusterID                string   `json:"rmClusterId" xml:"rmClusterId"`
+	ApplicationType            string   `json:"applicationType" xml:"applicationType"`
+	ApplicationTags            string   `json:"applicationTags" xml:"applicationTags"`
+	Priority                   int32    `json:"priority" xml:"priority"`
+	StartedTime                int64    `json:"startedTime" xml:"startedTime"`
+	LaunchTime                 int64    `json:"launchTime" xml:"launchTime"`
+	FinishedTime               int64    `json:"finishedTime" xml:"finishedTime"`
+	ElapsedTime                int64    `json:"elapsedTime" xml:"elapsedTime"`
+	AMContainerLogs            string   `json:"amContainerLogs,omitempty" xml:"amContainerLogs,omitempty"`
+	AMHostHTTPAddress          string   `json:"amHostHttpAddress,omitempty" xml:"amHostHttpAddress,omitempty"`
+	AMRPCAddress               string   `json:"amRPCAddress,omitempty" xml:"amRPCAddress,omitempty"`
+	MasterNodeID               string   `json:"masterNodeId" xml:"masterNodeId"`
+	AllocatedMB                int64    `json:"allocatedMB" xml:"allocatedMB"`
+	AllocatedVCores            int64    `json:"allocatedVCores" xml:"allocatedVCores"`
+	ReservedMB                 int64    `json:"reservedMB" xml:"reservedMB"`
+	ReservedVCores             int64    `json:"reservedVCores" xml:"reservedVCores"`
+	RunningContainers          int32    `json:"runningContainers" xml:"runningContainers"`
+	MemorySeconds              int64    `json:"memorySeconds" xml:"memorySeconds"`
+	VCoreSeconds               int64    `json:"vcoreSeconds" xml:"vcoreSeconds"`
+	QueueUsagePercentage       float32  `json:"queueUsagePercentage" xml:"queueUsagePercentage"`
+	ClusterUsagePercentage     float32  `json:"clusterUsagePercentage" xml:"clusterUsagePercentage"`
+	ResourceSecondsMap         LongMap  `json:"resourceSecondsMap" xml:"resourceSecondsMap>entry"`
+	PreemptedResourceMB        int64    `json:"preemptedResourceMB" xml:"preemptedResourceMB"`
+	PreemptedResourceVCores    int64    `json:"preemptedResourceVCores" xml:"preemptedResourceVCores"`
+	NumNonAMContainerPreempted int32    `json:"numNonAMContainerPreempted" xml:"numNonAMContainerPreempted"`
+	NumAMContainerPreempted    int32    `json:"numAMContainerPreempted" xml:"numAMContainerPreempted"`
+	PreemptedMemorySeconds     int64    `json:"preemptedMemorySeconds" xml:"preemptedMemorySeconds"`
+	PreemptedVcoreSeconds      int64    `json:"preemptedVcoreSeconds" xml:"preemptedVcoreSeconds"`
+	PreemptedResourceSecsMap   LongMap  `json:"preemptedResourceSecondsMap" xml:"preemptedResourceSecondsMap>entry"`
+	LogAggregationStatus       string   `json:"logAggregationStatus" xml:"logAggregationStatus"`
+	UnmanagedApplication       bool     `json:"unmanagedApplication" xml:"unmanagedApplication"`
+	AppNodeLabelExpression     string   `json:"appNodeLabelExpression,omitempty" xml:"appNodeLabelExpression,omitempty"`
+	AMNodeLabelExpression      string   `json:"amNodeLabelExpression,omitempty" xml:"amNodeLabelExpression,omitempty"`
+	// HasAppNodeLabelExpression and HasAMNodeLabelExpression say the
+	// expression is set even when empty: the RM omits a null expression
+	// and sends an empty one as "" (see App.MarshalJSON).
+	HasAppNodeLabelExpression bool             `json:"-" xml:"-"`
+	HasAMNodeLabelExpression  bool             `json:"-" xml:"-"`
+	ResourceInfo              *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
+	Timeouts                  *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
 }
 
 // AppResourceInfo is an application's usage per node partition (the
@@ -227,9 +232,11 @@ type AppAttempt struct {
 	NodeID           string   `json:"nodeId" xml:"nodeId"`
 	LogsLink         string   `json:"logsLink" xml:"logsLink"`
 	BlacklistedNodes string   `json:"blacklistedNodes" xml:"blacklistedNodes"`
-	AppAttemptID     string   `json:"appAttemptId" xml:"appAttemptId"`
-	ExportPorts      string   `json:"exportPorts" xml:"exportPorts"`
-	AppAttemptState  string   `json:"appAttemptState" xml:"appAttemptState"`
+	// NodesBlacklistedBySystem: nodes the RM's AM blacklisting excluded.
+	NodesBlacklistedBySystem string `json:"nodesBlacklistedBySystem" xml:"nodesBlacklistedBySystem"`
+	AppAttemptID             string `json:"appAttemptId" xml:"appAttemptId"`
+	ExportPorts              string `json:"exportPorts" xml:"exportPorts"`
+	AppAttemptState          string `json:"appAttemptState" xml:"appAttemptState"`
 }
 
 // AppAttempts is /apps/{appid}/appattempts.

@@ -33,6 +33,26 @@ type RM struct {
 	// instead. apply=true means the call is applied first, then the error
 	// returned (a lost reply).
 	Intercept func(method string) (err error, apply bool)
+
+	killInProgress bool
+	hung           bool
+}
+
+// SetHung makes every call block until the caller gives up, as an RM that
+// accepts connections but no longer answers (GC storm, stuck scheduler).
+func (rm *RM) SetHung(on bool) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	rm.hung = on
+}
+
+// SetKillInProgress makes forceKillApplication answer "not completed yet"
+// and leave the application's state alone, as a real RM does while the
+// kill is under way.
+func (rm *RM) SetKillInProgress(on bool) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	rm.killInProgress = on
 }
 
 // NewRM returns an RM whose application ids start from clusterTimestamp.
@@ -69,12 +89,17 @@ func (rm *RM) AddApp(r *yarnpb.ApplicationReportProto) {
 
 // Call serves one ApplicationClientProtocol call. Requests and responses are
 // copied through the wire encoding so tests cannot share memory by accident.
-func (rm *RM) Call(_ context.Context, method string, req, resp proto.Message) error {
+func (rm *RM) Call(ctx context.Context, method string, req, resp proto.Message) error {
 	var intercepted error
 	rm.mu.Lock()
 	rm.calls[method]++
 	icpt := rm.Intercept
+	hung := rm.hung
 	rm.mu.Unlock()
+	if hung {
+		<-ctx.Done() // a hung RM: the caller's timeout is all that ends the call
+		return ctx.Err()
+	}
 	if icpt != nil {
 		err, apply := icpt(method)
 		if err != nil && !apply {
@@ -159,6 +184,9 @@ func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
 		a, ok := rm.apps[router.AppIDString(id)]
 		if !ok {
 			return nil, notFound(id)
+		}
+		if rm.killInProgress {
+			return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(false)}, nil
 		}
 		a.YarnApplicationState = yarnpb.YarnApplicationStateProto_KILLED.Enum()
 		return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil

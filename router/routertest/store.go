@@ -294,3 +294,76 @@ func (s *Store) ReserveTokenSequence(_ context.Context, n int) (int32, error) {
 	s.seq += int32(n)
 	return first, nil
 }
+
+// SavePolicy, ListPolicies, DeletePolicies, SetSubClusterState and
+// RemoveApplicationHome make Store a router.AdminStore.
+func (s *Store) SavePolicy(_ context.Context, p router.PolicyConfiguration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("SavePolicy"); err != nil {
+		return err
+	}
+	p.Params = append([]byte(nil), p.Params...)
+	s.policies[p.Queue] = p
+	return nil
+}
+
+func (s *Store) ListPolicies(_ context.Context) ([]router.PolicyConfiguration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("ListPolicies"); err != nil {
+		return nil, err
+	}
+	var out []router.PolicyConfiguration
+	for _, p := range s.policies {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (s *Store) DeletePolicies(_ context.Context, queues []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("DeletePolicies"); err != nil {
+		return err
+	}
+	for _, q := range queues {
+		delete(s.policies, q)
+	}
+	return nil
+}
+
+func (s *Store) SetSubClusterState(_ context.Context, id router.SubClusterID, state router.SubClusterState) error {
+	s.mu.Lock()
+	if err := s.enter("SetSubClusterState"); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	sc, ok := s.scs[id]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("sub-cluster %s: not registered", id)
+	}
+	sc.State = state // a deregistration keeps the last heartbeat time
+	s.Put(sc)
+	return nil
+}
+
+func (s *Store) RemoveApplicationHome(_ context.Context, app string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("RemoveApplicationHome"); err != nil {
+		return err
+	}
+	delete(s.homes, app)
+	delete(s.submissions, app)
+	return nil
+}
+
+// Policy returns the stored policy of queue (for asserting stored bytes).
+func (s *Store) Policy(queue string) (router.PolicyConfiguration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[queue]
+	return p, ok
+}

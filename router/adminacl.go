@@ -1,0 +1,104 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+)
+
+// ACL is an access control list in the syntax of Hadoop's
+// AccessControlList (yarn.admin.acl): comma-separated users, a space, then
+// comma-separated groups; "*" allows everyone.
+type ACL struct {
+	all    bool
+	users  []string
+	groups []string
+}
+
+// ParseACL parses s. An empty s means the user this process runs as (the
+// router's safe default; Hadoop's DEFAULT_YARN_ADMIN_ACL is "*").
+func ParseACL(s string) (ACL, error) {
+	if s == "" {
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			return ACL{users: []string{u.Username}}, nil
+		}
+		if name := os.Getenv("USER"); name != "" {
+			return ACL{users: []string{name}}, nil
+		}
+		return ACL{}, errors.New("no ACL given and the user this process runs as is unknown: set admin_acl")
+	}
+	if strings.TrimSpace(s) == "*" {
+		return ACL{all: true}, nil
+	}
+	usersPart, groupsPart, _ := strings.Cut(s, " ")
+	split := func(p string) []string {
+		var out []string
+		for _, x := range strings.Split(p, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	a := ACL{users: split(usersPart), groups: split(groupsPart)}
+	for _, n := range append(slices.Clone(a.users), a.groups...) {
+		if n == "*" {
+			return ACL{}, fmt.Errorf("%q: \"*\" must stand alone", s)
+		}
+	}
+	return a, nil
+}
+
+// Allows reports whether name (whose groups groupsOf returns) is in the
+// list.
+func (a ACL) Allows(name string, groupsOf func(string) []string) bool {
+	if a.all {
+		return true
+	}
+	if name == "" {
+		return false
+	}
+	if slices.Contains(a.users, name) {
+		return true
+	}
+	if len(a.groups) == 0 {
+		return false
+	}
+	for _, g := range groupsOf(name) {
+		if slices.Contains(a.groups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// String renders the list in Hadoop's syntax.
+func (a ACL) String() string {
+	if a.all {
+		return "*"
+	}
+	return strings.Join(a.users, ",") + " " + strings.Join(a.groups, ",")
+}
+
+// unixGroups resolves a user's groups on the router's host, as Hadoop's
+// default ShellBasedUnixGroupsMapping does on the RM's.
+func unixGroups(name string) []string {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, id := range ids {
+		if g, err := user.LookupGroupId(id); err == nil {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
