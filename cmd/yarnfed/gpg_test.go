@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -234,7 +235,9 @@ func TestGPGConfigPrecedence(t *testing.T) {
 		t.Fatal("a misspelt key was accepted")
 	}
 	// A Kubernetes section is never silently ignored.
-	cfg.Kubernetes = []gpg.KubeClusterConfig{{Name: "k8s", SubClusterID: "SC-K8S"}}
+	k := kube.DefaultConfig()
+	k.Name, k.DefaultSubCluster = "k8s", "SC-K8S"
+	cfg.Kubernetes = []kube.Config{k}
 	if src, err := newCapacitySource(context.Background(), cfg, nil); err == nil && src == nil {
 		t.Fatal("a kubernetes section was accepted without a capacity source")
 	}
