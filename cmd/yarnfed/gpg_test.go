@@ -234,12 +234,15 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
 		t.Fatal("a misspelt key was accepted")
 	}
-	// A Kubernetes section is never silently ignored.
+	// A Kubernetes section is never silently ignored: a cluster that
+	// cannot be configured stops the role at start-up, naming it.
 	k := kube.DefaultConfig()
-	k.Name, k.DefaultSubCluster = "k8s", "SC-K8S"
+	k.Name, k.DefaultSubCluster, k.Kubeconfig = "k8s-east", "SC-K8S", filepath.Join(t.TempDir(), "missing.kubeconfig")
 	cfg.Kubernetes = []kube.Config{k}
-	if src, err := newCapacitySource(context.Background(), cfg, nil); err == nil && src == nil {
-		t.Fatal("a kubernetes section was accepted without a capacity source")
+	if src, wait, err := newCapacitySource(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "k8s-east") {
+		t.Fatalf("a kubernetes section with a missing kubeconfig: source %v, err %v", src, err)
+	} else {
+		wait()
 	}
 }
 
