@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
-	"log/slog"
+	"encoding/json"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,11 +38,12 @@ import (
 // real: a kube-apiserver (kubetest) holding Koordinator-shaped Nodes,
 // NodeManager pods and batch pods; a 3-replica Raft store; two simrm
 // sub-clusters registered by their agents, one of them (SC-K8S) the
-// co-location sub-cluster; the GPG wired exactly as `yarnfed gpg` wires it
-// (newCapacitySource from a "kubernetes" config entry, interval 1 h so only
-// events drive rounds); and a router. It checks that
+// co-location sub-cluster; the `yarnfed gpg` command itself, configured by a
+// file with a "kubernetes" entry (interval 1 h, so only events drive
+// rounds); and a router. It checks that
 //  1. the capacity published in the store equals the hand-computed truth and
-//     the stored weights are the capacity policy's target for it;
+//     the stored weights are the capacity policy's target for it (the
+//     role's /gpg/v1/status agrees; its /prom has the source's metrics);
 //  2. replacing one batch pod with a larger request moves the published
 //     capacity and the weights (the latency is logged, not asserted);
 //  3. with no usable batch capacity left, SC-K8S's weight drains to 0 and the
@@ -48,7 +53,6 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	kc := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
 	if err != nil {
 		t.Fatal(err)
@@ -100,46 +104,62 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 		return true
 	})
 
-	// The GPG, as the role builds it from its config file.
-	cfg := gpg.DefaultConfig()
-	cfg.ID, cfg.WebAddress, cfg.Store, cfg.Logger = "gpg-k8s", "", sc, log
-	reg := prometheus.NewRegistry()
-	cfg.Registerer, cfg.Gatherer = reg, reg
-	cfg.Interval = gpg.Duration(time.Hour) // rounds come from events only
-	kcfg := kube.DefaultConfig()
-	kcfg.Name, kcfg.Kubeconfig, kcfg.DefaultSubCluster = "k8s-test", kc.WriteKubeconfig(t, kc.AdminToken), "SC-K8S"
-	cfg.Kubernetes = []kube.Config{kcfg}
-	if err := cfg.Validate(); err != nil {
+	// The GPG: the `yarnfed gpg` command itself, in process, with a config
+	// file naming the Kubernetes cluster (the kubeconfig an operator would
+	// hand it) and a one-hour interval, so only events drive rounds.
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "gpg.json")
+	kubeconfig := kc.WriteKubeconfig(t, kc.AdminToken)
+	if err := os.WriteFile(cfgFile, []byte(`{"interval":"1h","kubernetes":[
+		{"name":"k8s-test","kubeconfig":"`+kubeconfig+`","default_sub_cluster":"SC-K8S"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srcCtx, srcCancel := context.WithCancel(ctx)
-	src, waitSrc, err := newCapacitySource(srcCtx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srcCancel(); waitSrc() })
-	// The source's own figure first (the GPG starts after it synced, so its
-	// first write is the target itself, not a glide from RM-only weights).
-	storetest.Poll(t, 60*time.Second, func() bool { return sameCapacity(src.Snapshot()["SC-K8S"], truth) })
-	g, err := gpg.New(cfg, src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gpgCmd := newGPGCmd()
+	var gpgOut syncBuffer
+	gpgCmd.SetOut(&gpgOut)
+	gpgCmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--web-address", "127.0.0.1:0",
+		"--id", "gpg-k8s", "--log-level", "warn"})
 	gctx, gcancel := context.WithCancel(ctx)
-	gdone := make(chan struct{})
-	go func() { _ = g.Run(gctx); close(gdone) }()
-	t.Cleanup(func() { gcancel(); <-gdone })
+	gdone := make(chan error, 1)
+	go func() { gdone <- gpgCmd.ExecuteContext(gctx) }()
+	t.Cleanup(func() {
+		gcancel()
+		if err := <-gdone; err != nil {
+			t.Errorf("yarnfed gpg: %v", err)
+		}
+	})
+	web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
+	var webAddr string
+	storetest.Poll(t, 30*time.Second, func() bool {
+		m := web.FindStringSubmatch(gpgOut.String())
+		if m != nil {
+			webAddr = m[1]
+		}
+		return m != nil
+	})
 
 	// 1. Published capacity = truth; weights = the capacity policy's target:
 	// each sub-cluster's share of the headroom in its scarcer resource.
 	// SC-K8S: min(41984 MiB, 20 vcores) against SC-1's 16384 MiB, 16 vcores
 	// (no application runs yet): shares min(41984/58368, 20/36) = 20/36 and
-	// min(16384/58368, 16/36) = 16384/58368, normalized.
+	// min(16384/58368, 16/36) = 16384/58368, normalized. (Should a round run
+	// before the source's first sync, it weights by the RMs alone, 0.8/0.2,
+	// and the next one moves the rest of the way: within max_step.)
 	waitPublished(t, sc, truth)
 	want := targetOf(20.0/36, 16384.0/58368)
 	waitStoredWeights(t, sc, func(w map[string]float64) bool { return nearWeights(w, want, 1e-4) })
-	if got := g.Status().Target; !nearWeights(got, want, 1e-9) {
-		t.Fatalf("target weights %v, want %v", got, want)
+	var status gpg.Status
+	getJSON(t, "http://"+webAddr+"/gpg/v1/status", &status)
+	if !status.Holding || !nearWeights(status.Target, want, 1e-9) {
+		t.Fatalf("status %+v, want holding and target %v", status, want)
+	}
+	// The Kubernetes source's metrics are on the role's registry.
+	prom := getText(t, "http://"+webAddr+"/prom")
+	for _, m := range []string{`yarnfed_gpg_kube_nodes{kubernetes_cluster="k8s-test",status="contributing"} 2`,
+		`yarnfed_gpg_kube_nodes{kubernetes_cluster="k8s-test",status="no_node_manager"} 1`} {
+		if !strings.Contains(prom, m) {
+			t.Errorf("/prom lacks %s", m)
+		}
 	}
 	before := storedWeights(t, sc)
 	t.Logf("initial: published %+v, weights %v", truth.Usable, before)
@@ -420,4 +440,25 @@ func nearWeights(got, want map[string]float64, tol float64) bool {
 		}
 	}
 	return true
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(getText(t, url)), v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }

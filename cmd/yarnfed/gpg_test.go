@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/klog/v2"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
@@ -290,5 +292,47 @@ func TestBenchGPGSmall(t *testing.T) {
 		if targets[name] != "met" {
 			t.Errorf("%s: %s\n%s", name, targets[name], out.String())
 		}
+	}
+}
+
+// TestGPGKubernetesLogging: the role's logger receives both the Kubernetes
+// source's own messages (tagged with the cluster's name) and client-go's
+// klog output, tagged component=client-go. The API server is unreachable:
+// the source never reports a figure.
+func TestGPGKubernetesLogging(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback: connection refused at once.
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := gpg.DefaultConfig()
+	k := kube.DefaultConfig()
+	k.Name, k.DefaultSubCluster, k.Kubeconfig = "unreachable", "SC-K8S", kubeconfig
+	cfg.Kubernetes = []kube.Config{k}
+	cfg.Registerer = prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	src, wait, err := newCapacitySource(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); wait() }()
+	storetest.Poll(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "waiting for the node and pod caches") && strings.Contains(logs.String(), "kubernetes_cluster=unreachable")
+	})
+	if len(src.Snapshot()) != 0 {
+		t.Errorf("a source that never listed reported %v", src.Snapshot())
+	}
+	klog.InfoS("klog probe", "x", 1)
+	klog.Flush()
+	if !strings.Contains(logs.String(), "component=client-go") || !strings.Contains(logs.String(), "klog probe") {
+		t.Errorf("klog output not routed to the role's logger:\n%s", logs.String())
 	}
 }
