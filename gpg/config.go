@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/gpg/kube"
 )
 
 // DefaultWebAddress is Hadoop's GPG web address
@@ -56,9 +58,10 @@ type Config struct {
 	Generator GeneratorConfig `json:"generator"`
 
 	// Kubernetes lists co-location clusters whose Koordinator batch
-	// capacity the GPG reads (package gpg/kube builds a capacity.Source
-	// from them; the role wires it in). Empty: no capacity source.
-	Kubernetes []KubeClusterConfig `json:"kubernetes"`
+	// capacity the GPG reads: package gpg/kube's own configuration, one
+	// entry per cluster, each decoded from its defaults (the role builds
+	// one kube.Source per entry). Empty: no capacity source.
+	Kubernetes []kube.Config `json:"kubernetes"`
 
 	// In-process wiring (not from files).
 	Store       Store                 `json:"-"`
@@ -68,26 +71,6 @@ type Config struct {
 	Registerer  prometheus.Registerer `json:"-"`
 	Gatherer    prometheus.Gatherer   `json:"-"`
 	Now         func() time.Time      `json:"-"` // nil: time.Now
-}
-
-// KubeClusterConfig is one Kubernetes cluster lending batch capacity to
-// YARN NodeManager pods (the hook for gpg/kube).
-type KubeClusterConfig struct {
-	// Name labels the cluster in logs and metrics.
-	Name string `json:"name"`
-	// Kubeconfig is the path of a kubeconfig file; empty means in-cluster
-	// configuration.
-	Kubeconfig string `json:"kubeconfig"`
-	// Context selects a kubeconfig context (empty: its current one).
-	Context string `json:"context"`
-	// SubClusterID is the sub-cluster of NodeManager pods that carry no
-	// yarn.hadoop.apache.org/cluster-id annotation.
-	SubClusterID string `json:"subcluster_id"`
-	// NodeManagerSelector selects NodeManager pods (default
-	// app.kubernetes.io/component=node-manager).
-	NodeManagerSelector string `json:"nodemanager_selector"`
-	// Namespace limits the pods watched (empty: all).
-	Namespace string `json:"namespace"`
 }
 
 // LivenessConfig marks silent sub-clusters lost (Hadoop SubClusterCleaner).
@@ -285,9 +268,19 @@ func (c *Config) Validate() error {
 	default:
 		add("generator.load_based.scaling: %q, must be LINEAR, QUADRATIC, LOG or NONE", lb.Scaling)
 	}
+	names := make(map[string]int, len(c.Kubernetes))
 	for i, k := range c.Kubernetes {
-		if k.SubClusterID == "" && k.Name == "" {
-			add("kubernetes[%d]: name or subcluster_id required", i)
+		// The name labels the cluster's metrics and logs: two clusters
+		// sharing one would collide in the registry.
+		if strings.TrimSpace(k.Name) == "" {
+			add("kubernetes[%d].name: required (labels the cluster's logs and metrics)", i)
+		} else if j, dup := names[k.Name]; dup {
+			add("kubernetes[%d].name: %q already names kubernetes[%d]", i, k.Name, j)
+		} else {
+			names[k.Name] = i
+		}
+		if err := k.Validate(); err != nil {
+			add("kubernetes[%d] (%s): %w", i, k.Name, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -51,6 +51,7 @@ func (g *GPG) policyRound(ctx context.Context, fence *client.Fence) (RoundResult
 	}
 	res := g.compute(scs, stored, snap)
 	res.Compute = time.Since(start)
+	g.warnUnknownSubClusters(scs, snap)
 	cfg := g.cfg.Generator
 	for _, p := range res.Policies {
 		g.log.Info("gpg policy: queue weights", "queue", p.GetQueue(), "params", string(p.GetParams()), "read_only", cfg.ReadOnly)
@@ -207,4 +208,32 @@ func moved(old, cur int64, threshold float64) bool {
 		return true
 	}
 	return math.Abs(float64(cur-old))/float64(old) > threshold
+}
+
+// warnUnknownSubClusters says, once per id, when a capacity source reports
+// a sub-cluster the store does not know: its figure is ignored, which is
+// right for a sub-cluster not registered yet and wrong for a typo in
+// default_sub_cluster or a cluster-id annotation, which only an operator
+// can tell apart.
+func (g *GPG) warnUnknownSubClusters(scs []*pb.SubClusterInfo, snap map[string]capacity.SubCluster) {
+	if len(snap) == 0 {
+		return
+	}
+	known := make(map[string]bool, len(scs))
+	for _, sc := range scs {
+		known[sc.GetSubClusterId()] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, m := range snap {
+		if known[id] || g.warnedUnknown[id] {
+			continue
+		}
+		if g.warnedUnknown == nil {
+			g.warnedUnknown = map[string]bool{}
+		}
+		g.warnedUnknown[id] = true
+		g.log.Warn("gpg: a capacity source reports a sub-cluster the state store does not know; its figure is ignored until it registers (a typo in default_sub_cluster or a cluster-id annotation?)",
+			"subcluster", id, "usable_mb", m.Usable.MemoryMB, "usable_vcores", m.Usable.VCores, "nodes", m.Nodes)
+	}
 }

@@ -3,7 +3,9 @@ package gpg
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,4 +230,21 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 	if !errors.Is(err, client.ErrFenced) {
 		t.Fatalf("stale fence: %v", err)
 	}
+}
+
+// A source naming a sub-cluster the store does not know is ignored, with
+// one warning per id (a typo is only visible this way).
+func TestGeneratorWarnsOnceAboutUnknownSubCluster(t *testing.T) {
+	var logs strings.Builder
+	e := newGenEnv(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	e.src.Set(capacity.SubCluster{ID: "SC-TYPO", Usable: capacity.Resources{MemoryMB: 1, VCores: 1}, Nodes: 1, ObservedAt: e.clk.Now()})
+	e.round(t)
+	e.round(t)
+	if n := strings.Count(logs.String(), "subcluster=SC-TYPO"); n != 1 {
+		t.Fatalf("%d warnings about SC-TYPO, want 1:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "subcluster=SC-1") {
+		t.Fatalf("warned about a known sub-cluster:\n%s", logs.String())
+	}
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
 }

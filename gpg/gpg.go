@@ -51,6 +51,9 @@ type GPG struct {
 	lastClean   time.Time
 	cleanResult cleanResult
 	ready       bool
+	// warnedUnknown: capacity-source sub-clusters the store does not know,
+	// already warned about.
+	warnedUnknown map[string]bool
 }
 
 // New validates cfg and wires a GPG. src may be nil (no capacity source:

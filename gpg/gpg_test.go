@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/gpg/kube"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -243,6 +246,19 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny lease", func(c *Config) { c.LeaseTTL = Duration(time.Millisecond) }, "lease_ttl"},
 		{"zero max per round", func(c *Config) { c.Cleaner.MaxPerRound = 0 }, "max_per_round"},
 		{"negative grace", func(c *Config) { c.Cleaner.Grace = Duration(-time.Second) }, "cleaner.grace"},
+		{"kubernetes entry valid", func(c *Config) { c.Kubernetes = []kube.Config{kubeCluster("east", "SC-K8S")} }, ""},
+		{"kubernetes entry without sub-cluster", func(c *Config) { c.Kubernetes = []kube.Config{kubeCluster("east", "")} },
+			"kubernetes[0] (east): default_sub_cluster: required"},
+		{"kubernetes entry without name", func(c *Config) { c.Kubernetes = []kube.Config{kubeCluster("", "SC-K8S")} },
+			"kubernetes[0].name: required"},
+		{"kubernetes names collide", func(c *Config) {
+			c.Kubernetes = []kube.Config{kubeCluster("east", "SC-1"), kubeCluster("east", "SC-2")}
+		}, `kubernetes[1].name: "east" already names kubernetes[0]`},
+		{"kubernetes entry stale_after too short", func(c *Config) {
+			k := kubeCluster("east", "SC-K8S")
+			k.StaleAfter = kube.Duration(time.Second)
+			c.Kubernetes = []kube.Config{k}
+		}, "kubernetes[0] (east): stale_after"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,5 +276,58 @@ func TestConfigValidate(t *testing.T) {
 	cfg.Generator.Manager = "UniformBroadcast"
 	if _, err := New(cfg, nil); err == nil {
 		t.Fatal("a manager that takes no weights was accepted")
+	}
+}
+
+func kubeCluster(name, sc string) kube.Config {
+	k := kube.DefaultConfig()
+	k.Name, k.DefaultSubCluster = name, sc
+	return k
+}
+
+// TestConfigFileKubernetes: each "kubernetes" entry of a config file is
+// gpg/kube's own Config, decoded on top of its defaults, with unknown keys
+// refused inside the entries too.
+func TestConfigFileKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{"kubernetes":[
+		{"name":"east","kubeconfig":"/etc/yarnfed/east.kubeconfig","default_sub_cluster":"SC-K8S"},
+		{"name":"west","context":"w","default_sub_cluster":"SC-W","sub_clusters":["SC-W2"],"stale_after":"20m"}]}`)
+	cfg := DefaultConfig()
+	cfg.Store = gpgtest.NewFakeStore(nil)
+	if err := LoadConfigFile(good, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	def := kube.DefaultConfig()
+	if len(cfg.Kubernetes) != 2 {
+		t.Fatalf("%d clusters", len(cfg.Kubernetes))
+	}
+	east, west := cfg.Kubernetes[0], cfg.Kubernetes[1]
+	if east.Kubeconfig != "/etc/yarnfed/east.kubeconfig" || east.DefaultSubCluster != "SC-K8S" ||
+		east.ResyncPeriod != def.ResyncPeriod || east.StaleAfter != def.StaleAfter {
+		t.Errorf("east = %+v (defaults not applied?)", east)
+	}
+	if west.Context != "w" || len(west.SubClusters) != 1 || west.StaleAfter.D() != 20*time.Minute || west.ResyncPeriod != def.ResyncPeriod {
+		t.Errorf("west = %+v", west)
+	}
+	for name, body := range map[string]string{
+		"misspelt key in an entry": `{"kubernetes":[{"name":"east","default_subcluster":"SC-K8S"}]}`,
+		"the old hook's key":       `{"kubernetes":[{"name":"east","subcluster_id":"SC-K8S"}]}`,
+		"number for a duration":    `{"kubernetes":[{"name":"east","default_sub_cluster":"SC-K8S","stale_after":900}]}`,
+	} {
+		cfg := DefaultConfig()
+		if err := LoadConfigFile(write("bad.json", body), &cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

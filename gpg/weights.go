@@ -142,11 +142,19 @@ func stepToward(old, target Weights, threshold, maxStep float64) (next Weights, 
 		return next, len(target) > 0, 1
 	}
 	ids := unionIDs(old, target)
+	// A sub-cluster the target gives nothing (no usable capacity, or no
+	// longer eligible) is drained completely, however small its stored
+	// weight: hysteresis damps wobbles, but applications sent where there
+	// is no room would only wait there.
+	drain := false
 	for _, id := range ids {
 		distance += math.Abs(target[id] - old[id])
+		if target[id] == 0 && old[id] > 0 {
+			drain = true
+		}
 	}
 	distance /= 2
-	if distance <= threshold {
+	if distance <= threshold && !drain {
 		return old, false, distance
 	}
 	alpha := math.Min(1, maxStep/distance)

@@ -94,6 +94,9 @@ func TestStepToward(t *testing.T) {
 		{"big move is bounded by max_step", Weights{"A": 0.5, "B": 0.5}, Weights{"A": 1, "B": 0}, true, Weights{"A": 0.7, "B": 0.3}},
 		{"new sub-cluster glides in", Weights{"A": 1}, Weights{"A": 0.5, "B": 0.5}, true, Weights{"A": 0.8, "B": 0.2}},
 		{"vanished sub-cluster glides out then drops", Weights{"A": 0.9, "Z": 0.1}, Weights{"A": 1}, true, Weights{"A": 1}},
+		{"zero target drains below threshold", Weights{"A": 0.97, "B": 0.03}, Weights{"A": 1, "B": 0}, true, Weights{"A": 1, "B": 0}},
+		{"vanished sub-cluster drains below threshold", Weights{"A": 0.97, "Z": 0.03}, Weights{"A": 1}, true, Weights{"A": 1}},
+		{"stored zero stays below threshold", Weights{"A": 1, "B": 0}, Weights{"A": 0.97, "B": 0.03}, false, Weights{"A": 1, "B": 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
+	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/policies"
@@ -34,10 +35,14 @@ type devConfig struct {
 	StoreAddr     string
 	RouterAddr    string
 	RouterWebAddr string
-	Demo          bool
-	DemoApps      int // 0 = until interrupted
-	DemoInterval  time.Duration
-	LogLevel      string
+	// GPG runs a Global Policy Generator (no Kubernetes) that manages the
+	// analytics queue's weights; GPGWebAddr serves its status ("" = none).
+	GPG          bool
+	GPGWebAddr   string
+	Demo         bool
+	DemoApps     int // 0 = until interrupted
+	DemoInterval time.Duration
+	LogLevel     string
 	// ready, if set, receives the running federation once it serves (tests).
 	ready func(*devFederation)
 }
@@ -48,6 +53,8 @@ func defaultDevConfig() devConfig {
 		StoreAddr:     "127.0.0.1:9090",
 		RouterAddr:    "127.0.0.1:8050",
 		RouterWebAddr: "127.0.0.1:8089",
+		GPG:           true,
+		GPGWebAddr:    "127.0.0.1:8069",
 		DemoInterval:  500 * time.Millisecond,
 		LogLevel:      "warn",
 	}
@@ -62,8 +69,9 @@ func newDevCmd() *cobra.Command {
 		Long: `dev starts, in this one process and on loopback only: a single-replica Raft state store, N
 sub-clusters each run by simrm (a SIMULATED ResourceManager; the last one is an HA pair) with a
 sub-cluster agent registering and heartbeating it, and a router serving ApplicationClientProtocol
-and the RM REST API, and one AMRMProxy per sub-cluster (as if beside one of its NodeManagers).
-Three queues get federation policies so routing decisions are visible. It prints every endpoint
+and the RM REST API, one AMRMProxy per sub-cluster (as if beside one of its NodeManagers), and a
+Global Policy Generator. Queues get federation policies so routing decisions are visible: the GPG
+keeps analytics' weights following each sub-cluster's headroom; etl is pinned (the GPG leaves it). It prints every endpoint
 and copy-paste examples; --demo first runs one application whose AM, through the AMRMProxy, gets
 containers from every sub-cluster, then drives a stream of submissions through the router and
 prints, live, where each application landed and which policy put it there.`,
@@ -81,6 +89,8 @@ prints, live, where each application landed and which policy put it there.`,
 	f.StringVar(&cfg.StoreAddr, "store-address", cfg.StoreAddr, "state store gRPC address")
 	f.StringVar(&cfg.RouterAddr, "router-address", cfg.RouterAddr, "router ApplicationClientProtocol address (yarn.resourcemanager.address for clients)")
 	f.StringVar(&cfg.RouterWebAddr, "router-web-address", cfg.RouterWebAddr, "router RM REST API address")
+	f.BoolVar(&cfg.GPG, "gpg", cfg.GPG, "run a Global Policy Generator (weights of the analytics queue from headroom)")
+	f.StringVar(&cfg.GPGWebAddr, "gpg-web-address", cfg.GPGWebAddr, "GPG status and metrics address (empty disables)")
 	f.BoolVar(&cfg.Demo, "demo", cfg.Demo, "submit applications continuously and show where they land and why")
 	f.IntVar(&cfg.DemoApps, "demo-apps", cfg.DemoApps, "with --demo: stop after this many applications (0 = until interrupted)")
 	f.DurationVar(&cfg.DemoInterval, "demo-interval", cfg.DemoInterval, "with --demo: pause between submissions")
@@ -95,6 +105,7 @@ type devFederation struct {
 	rms     map[string][]*simrm.RM // sub-cluster id -> RMs (HA pair: active first)
 	ids     []string
 	router  *router.Router
+	gpg     *gpg.GPG // nil without --gpg
 	confDir string
 	// proxies: one AMRMProxy per sub-cluster, as if beside one of its
 	// NodeManagers.
@@ -171,6 +182,11 @@ func runDev(ctx context.Context, cfg devConfig, out io.Writer) error {
 	go func() { errc <- fed.router.Run(ctx) }()
 	for _, p := range fed.proxies {
 		go func() { _ = p.Run(ctx) }()
+	}
+	gpgDone := make(chan struct{})
+	if fed.gpg != nil {
+		go func() { _ = fed.gpg.Run(ctx); close(gpgDone) }()
+		defer func() { cancel(); <-gpgDone }()
 	}
 	if cfg.Demo {
 		if err := runSpanDemo(ctx, fed, out); err != nil && ctx.Err() == nil {
@@ -290,6 +306,21 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	if err := f.startProxies(ctx, dir, log); err != nil {
 		return f, err
 	}
+	if cfg.GPG {
+		// As `yarnfed gpg` runs it, without Kubernetes. It manages the
+		// stored weighted queues that are not pinned (analytics), not "*":
+		// the default queue keeps UniformBroadcast, whose Broadcast AMRM
+		// policy the span demo shows.
+		gcfg := gpg.DefaultConfig()
+		gcfg.ID, gcfg.WebAddress, gcfg.Store = "dev-gpg", cfg.GPGWebAddr, f.sc
+		gcfg.Generator.ManageDefault = false
+		gcfg.Logger = log.With("component", "gpg")
+		greg := prometheus.NewRegistry()
+		gcfg.Registerer, gcfg.Gatherer = greg, greg
+		if f.gpg, err = gpg.New(gcfg, nil); err != nil {
+			return f, fmt.Errorf("gpg: %w", err)
+		}
+	}
 	return f, f.writeClientConf()
 }
 
@@ -332,7 +363,10 @@ func (f *devFederation) seedPolicies(ctx context.Context) error {
 		return err
 	}
 	for _, pc := range cfgs {
-		if err := f.sc.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: pc.Queue, Type: pc.Type, Params: pc.Params}); err != nil {
+		// etl's priorities are an operator's choice: pinned, so a GPG
+		// leaves them alone (yarnfedctl policy unpin hands them over).
+		pinned := pc.Queue == "etl"
+		if err := f.sc.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: pc.Queue, Type: pc.Type, Params: pc.Params, Pinned: pinned}); err != nil {
 			return err
 		}
 	}
@@ -406,6 +440,13 @@ func (f *devFederation) printWelcome(out io.Writer, cfg devConfig) {
 		}
 	}
 	fmt.Fprintf(out, "  router         client %s  web http://%s\n", f.router.ClientRMAddr(), f.router.WebAddr())
+	if f.gpg != nil {
+		web := "no web"
+		if a := f.gpg.WebAddr(); a != nil {
+			web = fmt.Sprintf("status http://%s/gpg/v1/status", a)
+		}
+		fmt.Fprintf(out, "  gpg            %s (sets analytics' weights from headroom; etl is pinned)\n", web)
+	}
 	for _, id := range f.ids {
 		fmt.Fprintf(out, "  %-5s amrmproxy      scheduler address for AMs on a %s node: %s\n", id, id, f.proxies[id].AMRMAddr())
 	}
@@ -441,12 +482,18 @@ func (f *devFederation) describePolicy(ctx context.Context, q string) string {
 	if pc.GetQueue() != q {
 		from = fmt.Sprintf(" (from %q)", pc.GetQueue())
 	}
+	if pc.GetPinned() {
+		from += " (pinned)"
+	}
 	ws := append([]policies.Weight(nil), info.RouterWeights...)
 	sort.Slice(ws, func(i, j int) bool { return ws[i].ID < ws[j].ID })
 	return fmt.Sprintf("%s%s, router weights %s", strings.TrimSuffix(typ, "PolicyManager"), from, policies.FormatWeightString(ws))
 }
 
 func (f *devFederation) close() {
+	if f.gpg != nil {
+		_ = f.gpg.Close() // the web listener, when Run never ran
+	}
 	for _, p := range f.proxies {
 		p.Close()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,7 +20,7 @@ import (
 // applications routed by their queue's policy.
 func TestDevDemo(t *testing.T) {
 	cfg := defaultDevConfig()
-	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.Demo, cfg.DemoApps, cfg.DemoInterval = true, 9, time.Millisecond
 	cfg.LogLevel = "error"
@@ -33,7 +34,7 @@ func TestDevDemo(t *testing.T) {
 		t.Fatalf("runDev: %v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"state store", "sc1", "sc3   simrm (HA standby)", "router", "curl -s http://", "yarnfedctl --store"} {
+	for _, want := range []string{"state store", "sc1", "sc3   simrm (HA standby)", "router", "gpg            status http://", "curl -s http://", "yarnfedctl --store"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -72,6 +73,61 @@ func TestDevDemo(t *testing.T) {
 			t.Errorf("etl application %s landed on %s, want sc3 (highest priority)", r[1], r[3])
 		}
 	}
+}
+
+// TestDevGPG: the embedded GPG moves the analytics queue's weights from
+// their seeded values toward each sub-cluster's headroom (sc3 has the most
+// NodeManagers), and leaves the pinned etl queue as seeded.
+func TestDevGPG(t *testing.T) {
+	cfg := defaultDevConfig()
+	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.LogLevel = "error"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seeded, err := devPolicyConfigs([]string{"sc1", "sc2", "sc3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := map[string][]byte{}
+	for _, pc := range seeded {
+		seed[pc.Queue] = pc.Params
+	}
+	var moved, etlKept bool
+	var analytics string
+	cfg.ready = func(f *devFederation) {
+		go func() {
+			defer cancel() // runDev returns once the check is done
+			for ctx.Err() == nil {
+				a, aerr := f.sc.GetPolicy(ctx, "analytics")
+				e, eerr := f.sc.GetPolicy(ctx, "etl")
+				if aerr == nil && eerr == nil && !bytes.Equal(a.GetParams(), seed["analytics"]) {
+					info, err := policies.ParseWeightedPolicyInfo(a.GetParams())
+					moved = err == nil && weightOf(info.RouterWeights, "sc3") > weightOf(info.RouterWeights, "sc1")
+					etlKept = e.GetPinned() && bytes.Equal(e.GetParams(), seed["etl"])
+					analytics = string(a.GetParams())
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	var out syncBuffer
+	if err := runDev(ctx, cfg, &out); err != nil {
+		t.Fatalf("runDev: %v\n%s", err, out.String())
+	}
+	if !moved || !etlKept {
+		t.Fatalf("analytics moved toward sc3: %v (%s); etl pinned and unchanged: %v\n%s", moved, analytics, etlKept, out.String())
+	}
+}
+
+func weightOf(ws []policies.Weight, id string) float32 {
+	for _, w := range ws {
+		if string(w.ID) == id {
+			return w.Value
+		}
+	}
+	return 0
 }
 
 // TestDevPoliciesAreValid builds every seeded policy through the policies

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/gpg/kube"
 )
 
 // newGPGCmd is `yarnfed gpg`: the Global Policy Generator.
@@ -68,7 +71,9 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Store = sc
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			src, err := newCapacitySource(cmd.Context(), cfg, log)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			src, waitSources, err := newCapacitySource(ctx, cfg, log)
+			defer func() { cancel(); waitSources() }()
 			if err != nil {
 				return err
 			}
@@ -79,7 +84,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 			defer g.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
 				cfg.ID, g.WebAddr(), storeAddrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
-			return g.Run(cmd.Context())
+			return g.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
@@ -157,17 +162,47 @@ func overlayGPGFlags(fs *pflag.FlagSet, fileCfg, flagCfg *gpg.Config) {
 	}
 }
 
-// newCapacitySource builds the capacity source of cfg.Kubernetes, running
-// until ctx ends. The Kubernetes source (package gpg/kube) is wired in here
-// when it lands, e.g.
-//
-//	return kube.NewSource(ctx, cfg.Kubernetes, log) // starts informers, returns a capacity.Source
-//
-// Until then a configured Kubernetes section is an error rather than
-// silently ignored.
-func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (capacity.Source, error) {
+// kubeWorkers is the number of goroutines applying node changes per
+// Kubernetes cluster: a sync reads recorded facts under the source's mutex,
+// so more workers would mostly wait.
+const kubeWorkers = 2
+
+// newCapacitySource starts one gpg/kube Source per configured Kubernetes
+// cluster (informers on Nodes and Pods, until ctx ends) and merges them
+// into the one capacity.Source the GPG reads. With no cluster configured
+// it returns nil (weights from the RMs' own figures). wait blocks until
+// every started source has stopped; call it after ctx ends.
+func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (src capacity.Source, wait func(), err error) {
+	wait = func() {}
 	if len(cfg.Kubernetes) == 0 {
-		return nil, nil
+		return nil, wait, nil
 	}
-	return nil, fmt.Errorf("gpg config: kubernetes: this build has no Kubernetes capacity source (gpg/kube) yet")
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// client-go logs through klog (reflector retries, throttling); route it
+	// into the role's logger instead of klog's own stderr format.
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	var srcs []*kube.Source
+	for _, k := range cfg.Kubernetes {
+		k.Logger, k.Registerer = log, cfg.Registerer
+		s, err := kube.New(k)
+		if err != nil {
+			return nil, wait, fmt.Errorf("gpg config: %w", err)
+		}
+		srcs = append(srcs, s)
+	}
+	var wg sync.WaitGroup
+	all := make([]capacity.Source, len(srcs))
+	for i, s := range srcs {
+		all[i] = s
+		name := cfg.Kubernetes[i].Name
+		wg.Go(func() {
+			if err := s.Run(ctx, kubeWorkers); err != nil && ctx.Err() == nil {
+				log.Error("kubernetes capacity source stopped", "kubernetes_cluster", name, "err", err)
+			}
+		})
+	}
+	log.Info("watching Kubernetes clusters for batch capacity", "clusters", len(srcs))
+	return capacity.Merge(ctx, all...), wg.Wait, nil
 }

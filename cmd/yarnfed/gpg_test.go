@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/klog/v2"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -233,36 +236,103 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
 		t.Fatal("a misspelt key was accepted")
 	}
-	// A Kubernetes section is never silently ignored.
-	cfg.Kubernetes = []gpg.KubeClusterConfig{{Name: "k8s", SubClusterID: "SC-K8S"}}
-	if src, err := newCapacitySource(context.Background(), cfg, nil); err == nil && src == nil {
-		t.Fatal("a kubernetes section was accepted without a capacity source")
+	// A Kubernetes section is never silently ignored: a cluster that
+	// cannot be configured stops the role at start-up, naming it.
+	k := kube.DefaultConfig()
+	k.Name, k.DefaultSubCluster, k.Kubeconfig = "k8s-east", "SC-K8S", filepath.Join(t.TempDir(), "missing.kubeconfig")
+	cfg.Kubernetes = []kube.Config{k}
+	if src, wait, err := newCapacitySource(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "k8s-east") {
+		t.Fatalf("a kubernetes section with a missing kubeconfig: source %v, err %v", src, err)
+	} else {
+		wait()
 	}
 }
 
-// TestBenchGPGSmall runs `yarnfed bench gpg` small: it starts a real store,
-// and every round that changes capacity writes exactly once, every steady
-// round not at all.
+// TestBenchGPGSmall runs `yarnfed bench gpg` small: the Kubernetes
+// recompute checks its figures against the closed-form truth, the GPG bench
+// starts a real store, every round that changes capacity writes exactly once,
+// every steady round not at all, and each figure is printed against its
+// target.
 func TestBenchGPGSmall(t *testing.T) {
 	cmd := newBenchGPGCmd()
 	var out strings.Builder
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--subclusters", "6", "--nodes", "120", "--queues", "2", "--rounds", "4"})
+	cmd.SetArgs([]string{"--subclusters", "6", "--nodes", "120", "--queues", "2", "--rounds", "4", "--kube-rounds", "2"})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
 	var changing, steady []string
+	var kube bool
+	targets := map[string]string{}
 	for _, l := range lines {
 		switch {
+		case strings.HasPrefix(l, "1. Kubernetes full recompute") && strings.Contains(l, "120 nodes, 600 pods, 6 sub-clusters, figures checked"):
+			kube = true
 		case strings.HasPrefix(l, "capacity changes every round"):
 			changing = strings.Fields(l)
 		case strings.HasPrefix(l, "steady"):
 			steady = strings.Fields(l)
+		case strings.HasPrefix(l, "  ") && strings.Contains(l, "target"):
+			f := strings.Fields(l)
+			targets[strings.TrimSpace(l[:60])] = f[len(f)-1]
 		}
 	}
 	// Columns from the end: ... writes/round queues/rnd.
-	if len(changing) < 2 || changing[len(changing)-2] != "1" || len(steady) < 2 || steady[len(steady)-2] != "0" {
+	if !kube || len(changing) < 2 || changing[len(changing)-2] != "1" || len(steady) < 2 || steady[len(steady)-2] != "0" {
 		t.Fatalf("bench output:\n%s", out.String())
+	}
+	for _, name := range []string{"Kubernetes full recompute, median", "GPG round while capacity changes, p99",
+		"store writes per round while capacity changes", "store writes per steady round"} {
+		if _, ok := targets[name]; !ok {
+			t.Errorf("no %q line against its target:\n%s", name, out.String())
+		}
+	}
+	for _, name := range []string{"store writes per round while capacity changes", "store writes per steady round"} {
+		if targets[name] != "met" {
+			t.Errorf("%s: %s\n%s", name, targets[name], out.String())
+		}
+	}
+}
+
+// TestGPGKubernetesLogging: the role's logger receives both the Kubernetes
+// source's own messages (tagged with the cluster's name) and client-go's
+// klog output, tagged component=client-go. The API server is unreachable:
+// the source never reports a figure.
+func TestGPGKubernetesLogging(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback: connection refused at once.
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := gpg.DefaultConfig()
+	k := kube.DefaultConfig()
+	k.Name, k.DefaultSubCluster, k.Kubeconfig = "unreachable", "SC-K8S", kubeconfig
+	cfg.Kubernetes = []kube.Config{k}
+	cfg.Registerer = prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	src, wait, err := newCapacitySource(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); wait() }()
+	storetest.Poll(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "waiting for the node and pod caches") && strings.Contains(logs.String(), "kubernetes_cluster=unreachable")
+	})
+	if len(src.Snapshot()) != 0 {
+		t.Errorf("a source that never listed reported %v", src.Snapshot())
+	}
+	klog.InfoS("klog probe", "x", 1)
+	klog.Flush()
+	if !strings.Contains(logs.String(), "component=client-go") || !strings.Contains(logs.String(), "klog probe") {
+		t.Errorf("klog output not routed to the role's logger:\n%s", logs.String())
 	}
 }

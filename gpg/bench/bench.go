@@ -113,11 +113,26 @@ type sample struct {
 	queues, caps   int
 }
 
+// Phase summarises the rounds of one phase.
+type Phase struct {
+	Rounds                 int
+	P50, P99, Max          time.Duration // full round
+	ComputeP50, ComputeP99 time.Duration
+	MinWrites, MaxWrites   int64 // store writes per round
+	QueuesWrittenPerRound  float64
+}
+
+// Result is what Run measured.
+type Result struct {
+	Changing Phase // capacity changes every round: every round must write once
+	Steady   Phase // nothing changes: no round may write
+}
+
 // Run sets up the federation in cfg.Store, runs the two phases and prints
 // a table to out.
-func Run(ctx context.Context, cfg Config, out io.Writer) error {
+func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 	if cfg.Store == nil {
-		return fmt.Errorf("bench gpg: no store")
+		return Result{}, fmt.Errorf("bench gpg: no store")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -131,7 +146,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		info := &pb.SubClusterInfo{SubClusterId: id, State: pb.SubClusterState_SC_RUNNING, Capability: capJSON,
 			AmrmServiceAddress: "rm:8030", ClientRmServiceAddress: "rm:8032", RmAdminServiceAddress: "rm:8033", RmWebServiceAddress: "rm:8088"}
 		if err := cfg.Store.RegisterSubCluster(ctx, info); err != nil {
-			return fmt.Errorf("register %s: %w", id, err)
+			return Result{}, fmt.Errorf("register %s: %w", id, err)
 		}
 	}
 	for i := range cfg.Nodes {
@@ -141,7 +156,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	for q := range cfg.Queues {
 		p := &pb.PolicyConfiguration{Queue: fmt.Sprintf("root.q%02d", q), Type: gpg.DefaultManager, Params: []byte(`{"headroomAlpha":"1.0"}`)}
 		if err := cfg.Store.SetPolicy(ctx, p); err != nil {
-			return err
+			return Result{}, err
 		}
 	}
 	st := &countingStore{Store: cfg.Store}
@@ -150,10 +165,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	gcfg.Registerer = prometheus.NewRegistry()
 	g, err := gpg.New(gcfg, src)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	if !g.TryLease(ctx) {
-		return fmt.Errorf("bench gpg: lease held by another GPG (a GPG runs against this store?)")
+		return Result{}, fmt.Errorf("bench gpg: lease held by another GPG (a GPG runs against this store?)")
 	}
 	round := func() (sample, error) {
 		if !g.TryLease(ctx) {
@@ -171,7 +186,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	// Warm up: first weights and capacities for every queue.
 	for range 3 {
 		if _, err := round(); err != nil {
-			return err
+			return Result{}, err
 		}
 	}
 	fmt.Fprintf(out, "GPG policy round: %d sub-clusters, %d Kubernetes nodes (summed every round), %d queues + '*', real state store\n\n",
@@ -186,7 +201,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		f = 1 / f
 		s, err := round()
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		changing = append(changing, s)
 	}
@@ -194,7 +209,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	for range 50 {
 		s, err := round()
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		if s.writes == 0 {
 			break
@@ -203,18 +218,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	for range cfg.Rounds {
 		s, err := round()
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		steady = append(steady, s)
 	}
-	report(out, "capacity changes every round", changing)
-	report(out, "steady (no write: hysteresis)", steady)
+	res := Result{Changing: report(out, "capacity changes every round", changing), Steady: report(out, "steady (no write: hysteresis)", steady)}
 	fmt.Fprintln(out, "\nround = read membership and policies (watch-fed client cache), sum every node, weights for every queue, one fenced write;")
 	fmt.Fprintln(out, "compute = the capacity snapshot and the weights alone. Target: round <= 100ms, one store write per round.")
-	return nil
+	return res, nil
 }
 
-func report(out io.Writer, name string, ss []sample) {
+func report(out io.Writer, name string, ss []sample) Phase {
 	rounds := make([]time.Duration, len(ss))
 	comp := make([]time.Duration, len(ss))
 	var minW, maxW int64 = 1 << 62, 0
@@ -227,12 +241,16 @@ func report(out io.Writer, name string, ss []sample) {
 	slices.Sort(rounds)
 	slices.Sort(comp)
 	pct := func(d []time.Duration, p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+	ph := Phase{Rounds: len(ss), P50: pct(rounds, 0.5), P99: pct(rounds, 0.99), Max: rounds[len(rounds)-1],
+		ComputeP50: pct(comp, 0.5), ComputeP99: pct(comp, 0.99), MinWrites: minW, MaxWrites: maxW,
+		QueuesWrittenPerRound: float64(queues) / float64(len(ss))}
 	writes := fmt.Sprintf("%d", minW)
 	if minW != maxW {
 		writes = fmt.Sprintf("%d-%d", minW, maxW)
 	}
-	fmt.Fprintf(out, "%-30s %6d %9s %9s %9s %11s %11s %12s %10.1f\n", name, len(ss), ms(pct(rounds, 0.5)), ms(pct(rounds, 0.99)), ms(rounds[len(rounds)-1]),
-		ms(pct(comp, 0.5)), ms(pct(comp, 0.99)), writes, float64(queues)/float64(len(ss)))
+	fmt.Fprintf(out, "%-30s %6d %9s %9s %9s %11s %11s %12s %10.1f\n", name, ph.Rounds, ms(ph.P50), ms(ph.P99), ms(ph.Max),
+		ms(ph.ComputeP50), ms(ph.ComputeP99), writes, ph.QueuesWrittenPerRound)
+	return ph
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }

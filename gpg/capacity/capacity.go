@@ -1,7 +1,8 @@
 // Package capacity is the contract between the GPG's capacity sources (today:
 // Kubernetes co-location clusters, package gpg/kube) and the parts of the GPG
 // that act on capacity (the policy generator and the capability it publishes).
-// It holds types only, so either side can be built and tested alone.
+// It holds types and Merge only, so either side can be built and tested
+// alone.
 package capacity
 
 import "time"

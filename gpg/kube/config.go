@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,23 @@ func DefaultConfig() Config {
 		ResyncPeriod: Duration(5 * time.Minute),
 		StaleAfter:   Duration(15 * time.Minute),
 	}
+}
+
+// UnmarshalJSON decodes a config file section on top of DefaultConfig, so
+// each entry of a list of clusters gets the defaults for what it leaves out
+// (a plain decode would leave them zero, which Validate refuses). Unknown
+// keys are errors: a misspelt key must not fall back to a default silently.
+// Fields that are not read from files (Client, Logger, ...) are reset.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config // no methods: no recursion
+	p := plain(DefaultConfig())
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*c = Config(p)
+	return nil
 }
 
 // Validate reports every problem at once.

@@ -11,6 +11,7 @@ type metrics struct {
 	recomputeSeconds prometheus.Observer
 	nodes            *prometheus.GaugeVec
 	watchErrors      *prometheus.CounterVec
+	synced           prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, cluster string) *metrics {
@@ -32,10 +33,14 @@ func newMetrics(reg prometheus.Registerer, cluster string) *metrics {
 		Name: "yarnfed_gpg_kube_watch_errors_total", ConstLabels: labels,
 		Help: "Failed lists and watches of nodes or pods (RBAC denials, unreachable API server); the informers retry.",
 	}, []string{"resource"})
+	synced := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "yarnfed_gpg_kube_synced", ConstLabels: labels,
+		Help: "1 once the initial node and pod lists arrived and capacity is computed; 0 before (no figure from this cluster).",
+	})
 	if reg != nil {
-		reg.MustRegister(syncs, recompute, nodes, watchErrors)
+		reg.MustRegister(syncs, recompute, nodes, watchErrors, synced)
 	}
-	return &metrics{syncs: syncs, recomputeSeconds: recompute, nodes: nodes, watchErrors: watchErrors}
+	return &metrics{syncs: syncs, recomputeSeconds: recompute, nodes: nodes, watchErrors: watchErrors, synced: synced}
 }
 
 func (m *metrics) setNodeCounts(counts *[numNodeStatus]int) {

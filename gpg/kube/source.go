@@ -262,10 +262,11 @@ func (s *Source) Run(ctx context.Context, workers int) error {
 		wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 	s.log.Info("waiting for the node and pod caches")
-	if !cache.WaitForCacheSync(ctx.Done(), s.nodeSynced, s.podSynced) {
+	if !s.waitForSync(ctx) {
 		return ctx.Err()
 	}
 	s.Recompute()
+	s.m.synced.Set(1)
 	s.log.Info("caches synced", "nodes", len(s.nodeInformer.GetStore().ListKeys()), "pods", len(s.podInformer.GetStore().ListKeys()))
 	for range workers {
 		wg.Go(func() {
@@ -281,6 +282,32 @@ func (s *Source) Run(ctx context.Context, workers int) error {
 			return ctx.Err()
 		case <-t.C():
 			s.Recompute()
+		}
+	}
+}
+
+// SyncWarnEvery is how often Run warns while the initial lists have not
+// arrived.
+const SyncWarnEvery = 30 * time.Second
+
+// waitForSync waits for the informers' initial lists, warning every
+// SyncWarnEvery until they arrive. client-go's watch-list retries a refused
+// connection or a 429 inside the reflector without calling the watch error
+// handler, so without this an API server that is down would be silent; the
+// warning covers every cause. It returns false if ctx ends first.
+func (s *Source) waitForSync(ctx context.Context) bool {
+	synced := make(chan bool, 1)
+	go func() { synced <- cache.WaitForCacheSync(ctx.Done(), s.nodeSynced, s.podSynced) }()
+	start := s.clock.Now()
+	t := s.clock.NewTicker(SyncWarnEvery)
+	defer t.Stop()
+	for {
+		select {
+		case ok := <-synced:
+			return ok
+		case <-t.C():
+			s.log.Warn("Kubernetes nodes and pods not listed yet: no capacity figure from this cluster (its sub-clusters are weighted by their RMs alone) until they are; check the API server address and the RBAC role",
+				"waiting", s.clock.Since(start).Round(time.Second))
 		}
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -438,4 +442,79 @@ func TestConfigValidate(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
+}
+
+// neverListing is a Client whose lists block until their context ends, as
+// when client-go keeps retrying an API server that refuses connections.
+type neverListing struct{ fakeCore }
+
+func (neverListing) ListNodes(ctx context.Context, _ metav1.ListOptions) (*corev1.NodeList, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (neverListing) ListPods(ctx context.Context, _ metav1.ListOptions) (*corev1.PodList, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWarnsWhileNotSynced: a source whose lists never arrive says so every
+// SyncWarnEvery (whatever the cause) and reports synced=0, then 1 once
+// lists arrive (TestRealAPIServer and the fixture cover the arriving part).
+func TestWarnsWhileNotSynced(t *testing.T) {
+	var logs lockedBuffer
+	clk := clocktesting.NewFakeClock(testNow)
+	reg := prometheus.NewRegistry()
+	cfg := DefaultConfig()
+	cfg.Name, cfg.DefaultSubCluster = "down", "sc-a"
+	cfg.Client = neverListing{fakeCore{fake.NewClientset().CoreV1()}}
+	cfg.Clock, cfg.Registerer = clk, reg
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	src, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, 1) }()
+	defer func() { cancel(); <-done }()
+	// The workqueue waits on the fake clock too, so step until the warning
+	// shows rather than waiting for "a" waiter.
+	testPoll(t, "a not-synced warning", func() bool {
+		clk.Step(SyncWarnEvery)
+		return strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "not listed yet") &&
+			strings.Contains(logs.String(), "kubernetes_cluster=down")
+	})
+	var m dto.Metric
+	if err := src.m.synced.Write(&m); err != nil || m.GetGauge().GetValue() != 0 {
+		t.Errorf("synced gauge %v, %v; want 0", m.GetGauge().GetValue(), err)
+	}
+	if src.HasSynced() || len(src.Snapshot()) != 0 {
+		t.Error("a source that never listed synced or reported")
+	}
+}
+
+func TestSyncedGauge(t *testing.T) {
+	f := newFixture(t, nil, mkNode("n1", origin("1000", "1Gi")))
+	testPoll(t, "synced=1", func() bool {
+		var m dto.Metric
+		return f.src.m.synced.Write(&m) == nil && m.GetGauge().GetValue() == 1
+	})
 }
