@@ -492,6 +492,7 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 		{"routeradmin -policy -s", routerCLI, []string{"-policy", "-s", "root.a;SC-1:1.0,SC-2:0.0;SC-1:0.5,SC-2:0.5;1.0"}, "saveFederationQueuePolicy", true},
 		{"routeradmin -policy -bs", routerCLI, []string{"-policy", "-bs", "--format", "xml", "-f", weightsFile}, "batchSaveFederationQueuePolicies", true},
 		{"routeradmin -subCluster -deregisterSubCluster", routerCLI, []string{"-subCluster", "-deregisterSubCluster", "-sc", "SC-1"}, "deregisterSubCluster", true},
+		{"routeradmin -policy -d", routerCLI, []string{"-policy", "-d", "--queue", "root.b"}, "deleteFederationPoliciesByQueues", true},
 		{"rmadmin -refreshQueues", rmAdminCLI, []string{"-refreshQueues"}, "refreshQueues", false},
 	}
 	for _, c := range refused {
@@ -525,6 +526,26 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 		if got := adminCalls(t, f.simrms[i], "refreshQueues"); got[nonAdminUser] != 0 {
 			t.Errorf("%s's RM served refreshQueues for %s: %v", f.ids[i], nonAdminUser, got)
 		}
+	}
+
+	// Reading is open to anyone, as on an RM: mallory lists the
+	// sub-clusters in Hadoop's table.
+	out = j.runAs(t, nonAdminUser, weighted, routerCLI, "-subCluster", "-getSubClusters")
+	t.Logf("routeradmin -subCluster -getSubClusters:\n%s", out.stdout)
+	for _, id := range f.ids {
+		if out.exit != 0 || !regexp.MustCompile(`\|\s*`+id+`\s*\|\s*SC_RUNNING\s*\|`).MatchString(out.stdout) {
+			t.Errorf("getSubClusters as %s: want %s SC_RUNNING, got exit %d\nstdout: %s\nstderr: %s",
+				nonAdminUser, id, out.exit, out.stdout, tail(out.stderr, 2000))
+		}
+	}
+
+	// The administrator deletes root.b's policy.
+	out = j.runAs(t, adminUser, weighted, routerCLI, "-policy", "-d", "--queue", "root.b")
+	if out.exit != 0 || !strings.Contains(out.stdout, "queues = root.b delete success.") {
+		t.Errorf("delete root.b: exit %d\nstdout: %s\nstderr: %s", out.exit, out.stdout, tail(out.stderr, 3000))
+	}
+	if got := f.storedPolicies(); len(got) != 1 || got["root.a"] == "" {
+		t.Errorf("after deleting root.b the store holds %v, want root.a only", got)
 	}
 
 	// 7. SC-1 goes away (its agent stops heartbeating); the administrator
