@@ -578,8 +578,11 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 		out := j.runAs(t, adminUser, weighted, rmAdminCLI, "-refreshQueues", "-subClusterId", "SC-1")
 		reached := adminCalls(t, f.simrms[0], "refreshQueues")[adminUser] > served
 		if out.exit == 0 {
-			t.Skipf("KNOWN ROUTER GAP (reported): rmadmin -refreshQueues -subClusterId SC-1 with SC-1 SC_LOST succeeded "+
-				"(reached SC-1's RM: %v); Hadoop refuses a named sub-cluster that is not active", reached)
+			t.Errorf("rmadmin -refreshQueues -subClusterId SC-1 with SC-1 SC_LOST succeeded (reached SC-1's RM: %v); "+
+				"Hadoop's router refuses a named sub-cluster that is not active", reached)
+		}
+		if !strings.Contains(out.stdout+out.stderr, "subClusterId = SC-1 is not an active subCluster.") {
+			t.Errorf("refusal text: %s%s, want Hadoop's \"subClusterId = SC-1 is not an active subCluster.\"", out.stdout, out.stderr)
 		}
 		if reached {
 			t.Errorf("a refused refreshQueues for deregistered SC-1 still reached its RM")

@@ -450,9 +450,11 @@ func (r *Router) adminTargets(ctx context.Context, req proto.Message, method str
 		id = strings.TrimSpace(req.ProtoReflect().Get(fd).String())
 	}
 	if id != "" {
+		// As Hadoop's router: a named sub-cluster must be active (RUNNING);
+		// a deregistered or lost one is refused, not called.
 		sc, ok := r.members.get(SubClusterID(id))
-		if !ok {
-			return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s: sub-cluster %s is not registered", method, id)
+		if !ok || !sc.State.Active() {
+			return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "subClusterId = %s is not an active subCluster.", id)
 		}
 		return []SubClusterInfo{sc}, nil
 	}

@@ -299,6 +299,17 @@ func TestAdminRMCallsFanOut(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SC-2") {
 		t.Fatalf("a failing sub-cluster: %v, want an error naming SC-2", err)
 	}
+	// A named sub-cluster that is not active is refused, as Hadoop's router
+	// does, and its RM is not called.
+	a.store.SetState("SC-1", router.StateLost)
+	poll(t, "the router sees SC-1 lost", func() bool {
+		return c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{}) != nil
+	})
+	calls := a.admins["SC-1"].Calls("refreshNodes")
+	err = c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{})
+	if err == nil || !strings.Contains(err.Error(), "subClusterId = SC-1 is not an active subCluster.") || a.admins["SC-1"].Calls("refreshNodes") != calls {
+		t.Fatalf("refreshNodes for a lost SC-1: %v, want refused without calling it", err)
+	}
 }
 
 // TestAdminDeregisterAndList: deregisterSubCluster by id and by expired
