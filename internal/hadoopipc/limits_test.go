@@ -305,3 +305,36 @@ func TestServerConfigValidateLimits(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 }
+
+// FuzzServeConnPreAuth: any byte stream a peer sends through a whole
+// connection (preamble, handshake packets, anything) ends with every byte
+// of the pre-auth budget returned, and the counter never exceeds the
+// budget while packets above the free size are in play.
+func FuzzServeConnPreAuth(f *testing.F) {
+	pre := []byte{'h', 'r', 'p', 'c', 9, 0, authProtocolSASL}
+	f.Add(append(append([]byte{}, pre...), 0, 0, 64, 0, 1, 2, 3))
+	f.Add(append(append([]byte{}, pre...), mustPacket(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))...))
+	f.Add([]byte{'h', 'r', 'p', 'c', 9, 0, authProtocolNone, 0, 0, 2, 0})
+	f.Add([]byte("GET / HTTP/1.1\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		cfg := tokenConfig()
+		cfg.PreAuthBufferBytes = 16 << 10
+		cfg.HandshakeTimeout = time.Second
+		s := NewServer(cfg)
+		if err := s.Register(echoProtocol(nil)); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srvEnd, peer := net.Pipe()
+		go io.Copy(io.Discard, peer) // replies, so the server never blocks on writes
+		go func() {
+			peer.Write(in)
+			peer.Close()
+		}()
+		c := newServerConn(s, srvEnd)
+		c.serve()
+		if n := s.PreAuthBufferedBytes(); n != 0 {
+			t.Fatalf("%d pre-auth bytes still reserved after the connection ended", n)
+		}
+	})
+}
