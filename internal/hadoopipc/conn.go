@@ -219,9 +219,10 @@ func (c *serverConn) servePreAuthPacket() bool {
 	}
 	if n > preAuthFree {
 		if !c.srv.reservePreAuth(n) {
-			c.srv.metrics.rejected.WithLabelValues("preauth_budget").Inc()
 			c.sendFatal(callIDAuthFailed, invalidRetryCount, fatal(fatalUnknown, ClassRetriable,
 				"server busy: too many unauthenticated connections sending large packets; retry later"))
+			// Counted once the reply is out (tests wait for the count).
+			c.srv.metrics.rejected.WithLabelValues("preauth_budget").Inc()
 			return false
 		}
 		defer c.srv.releasePreAuth(n)
