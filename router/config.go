@@ -56,6 +56,9 @@ type WebConfig struct {
 	// MaxConns caps open connections; further ones wait in the listen
 	// backlog until one closes.
 	MaxConns int `json:"max_conns"`
+	// MaxConnsPerAddr caps open connections from one IP address (further
+	// ones are closed at once), so one host cannot hold all MaxConns.
+	MaxConnsPerAddr int `json:"max_conns_per_addr"`
 }
 
 // IPCConfig bounds the Hadoop IPC ports (client and admin) against peers
@@ -214,6 +217,7 @@ func DefaultConfig() Config {
 			IdleTimeout:       Duration(time.Minute),
 			MaxHeaderBytes:    64 << 10,
 			MaxConns:          1024,
+			MaxConnsPerAddr:   128,
 		},
 		IPC: IPCConfig{
 			MaxConns:           hadoopipc.DefaultMaxConns,
@@ -285,6 +289,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Web.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("web.max_conns: %d, must be >= 1", c.Web.MaxConns))
+	}
+	if c.Web.MaxConnsPerAddr < 1 {
+		errs = append(errs, fmt.Errorf("web.max_conns_per_addr: %d, must be >= 1", c.Web.MaxConnsPerAddr))
 	}
 	for name, n := range map[string]int64{"ipc.max_conns": int64(c.IPC.MaxConns), "ipc.max_conns_per_addr": int64(c.IPC.MaxConnsPerAddr),
 		"ipc.preauth_buffer_bytes": c.IPC.PreAuthBufferBytes} {

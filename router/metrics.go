@@ -19,6 +19,7 @@ type metrics struct {
 	routable   prometheus.Gauge
 	homeLookup *prometheus.CounterVec // source: cache, store, fanout
 	evictions  *prometheus.CounterVec // pool: client, admin
+	webRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -62,9 +63,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "yarnfed_router_rm_client_evictions_total",
 			Help: "Per-user RM clients closed because the pool reached max_rm_clients, by pool (client, admin).",
 		}, []string{"pool"}),
+		webRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yarnfed_router_web_connections_refused_total",
+			Help: "REST connections closed on accept because their address had web.max_conns_per_addr open.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions)
+		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused)
 	}
 	return m
 }

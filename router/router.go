@@ -150,7 +150,10 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	if r.webLn != nil {
-		r.webLn = netutil.LimitListener(r.webLn, cfg.Web.MaxConns)
+		// Per address outside the global cap, so a refused connection
+		// gives its global slot straight back.
+		r.webLn = limitPerAddr(netutil.LimitListener(r.webLn, cfg.Web.MaxConns), cfg.Web.MaxConnsPerAddr,
+			r.metrics.webRefused.Inc)
 		r.web = &http.Server{
 			Handler:           r.Handler(),
 			ReadHeaderTimeout: cfg.Web.ReadHeaderTimeout.D(),

@@ -161,3 +161,50 @@ func TestRESTHeaderBound(t *testing.T) {
 	}
 	getHealthz(t, addr)
 }
+
+// TestRESTPerAddressCap: one address past web.max_conns_per_addr gets the
+// extra connections closed at once; another address is served, and so is
+// the first once it closes one.
+func TestRESTPerAddressCap(t *testing.T) {
+	addr := webFed(t, func(w *router.WebConfig) {
+		w.ReadHeaderTimeout = router.Duration(time.Hour)
+		w.ReadTimeout = router.Duration(time.Hour)
+		w.MaxConnsPerAddr = 2
+	})
+	closed := make(chan string, 2)
+	first := slowPeer(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", closed)
+	slowPeer(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", closed)
+	// Both held: prove the server has accepted them by a served request
+	// from elsewhere, then the third from this address is closed.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	resp, err := other.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Skipf("cannot use 127.0.0.2 here: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("client from another address: %s", resp.Status)
+	}
+	poll(t, "third connection from one address closed on accept", func() bool {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		io.WriteString(nc, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(nc)
+		return len(b) == 0 // closed without an answer
+	})
+	first.Close()
+	poll(t, "a freed slot served", func() bool {
+		c := &http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}

@@ -88,6 +88,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(durationFlag{&cfg.Web.IdleTimeout}, "web-idle-timeout", "REST: keep-alive connections idle this long are closed")
 	f.IntVar(&cfg.Web.MaxHeaderBytes, "web-max-header-bytes", cfg.Web.MaxHeaderBytes, "REST: largest request headers accepted")
 	f.IntVar(&cfg.Web.MaxConns, "web-max-conns", cfg.Web.MaxConns, "REST: open connections; more wait in the listen backlog")
+	f.IntVar(&cfg.Web.MaxConnsPerAddr, "web-max-conns-per-addr", cfg.Web.MaxConnsPerAddr, "REST: open connections from one IP address; more are closed")
 	f.IntVar(&cfg.IPC.MaxConns, "ipc-max-conns", cfg.IPC.MaxConns, "IPC: open connections per port")
 	f.IntVar(&cfg.IPC.MaxConnsPerAddr, "ipc-max-conns-per-addr", cfg.IPC.MaxConnsPerAddr, "IPC: open connections from one IP address (raise behind a large NAT)")
 	f.Var(durationFlag{&cfg.IPC.HandshakeTimeout}, "ipc-handshake-timeout", "IPC: time for preamble, SASL and connection context")
@@ -125,6 +126,7 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"web-idle-timeout":            func() { fileCfg.Web.IdleTimeout = flagCfg.Web.IdleTimeout },
 		"web-max-header-bytes":        func() { fileCfg.Web.MaxHeaderBytes = flagCfg.Web.MaxHeaderBytes },
 		"web-max-conns":               func() { fileCfg.Web.MaxConns = flagCfg.Web.MaxConns },
+		"web-max-conns-per-addr":      func() { fileCfg.Web.MaxConnsPerAddr = flagCfg.Web.MaxConnsPerAddr },
 		"ipc-max-conns":               func() { fileCfg.IPC.MaxConns = flagCfg.IPC.MaxConns },
 		"ipc-max-conns-per-addr":      func() { fileCfg.IPC.MaxConnsPerAddr = flagCfg.IPC.MaxConnsPerAddr },
 		"ipc-handshake-timeout":       func() { fileCfg.IPC.HandshakeTimeout = flagCfg.IPC.HandshakeTimeout },
