@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 )
 
 // Hadoop's default router ports (yarn.router.clientrm.address,
@@ -33,6 +35,57 @@ type BreakerConfig struct {
 	OpenFor Duration `json:"open_for"`
 	// Interval clears closed-state counts periodically (0 = never).
 	Interval Duration `json:"interval"`
+}
+
+// WebConfig bounds what HTTP peers, authenticated or not, can make the
+// REST server hold (DESIGN.md, "Resource limits").
+type WebConfig struct {
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout Duration `json:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included
+	// (slow-body peers). Request bodies are small JSON documents.
+	ReadTimeout Duration `json:"read_timeout"`
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of the response: fanned-out calls (call_timeout each) and writing a
+	// large application list to a slow reader.
+	WriteTimeout Duration `json:"write_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout Duration `json:"idle_timeout"`
+	// MaxHeaderBytes bounds request headers (SPNEGO tokens need a few KiB).
+	MaxHeaderBytes int `json:"max_header_bytes"`
+	// MaxConns caps open connections; further ones wait in the listen
+	// backlog until one closes.
+	MaxConns int `json:"max_conns"`
+	// MaxConnsPerAddr caps open connections from one IP address (further
+	// ones are closed at once), so one host cannot hold all MaxConns.
+	MaxConnsPerAddr int `json:"max_conns_per_addr"`
+}
+
+// IPCConfig bounds the Hadoop IPC ports (client and admin) against peers
+// that have not authenticated; see internal/hadoopipc DESIGN.md, "Limits
+// before authentication".
+type IPCConfig struct {
+	// MaxConns caps open connections per port.
+	MaxConns int `json:"max_conns"`
+	// MaxConnsPerAddr caps open connections from one IP address. Raise it
+	// when many clients reach the router through one NAT address.
+	MaxConnsPerAddr int `json:"max_conns_per_addr"`
+	// HandshakeTimeout bounds preamble, SASL and connection context.
+	HandshakeTimeout Duration `json:"handshake_timeout"`
+	// IdleTimeout closes connections with no call in flight.
+	IdleTimeout Duration `json:"idle_timeout"`
+	// PreAuthBufferBytes bounds bytes buffered across connections that
+	// have not finished their handshake.
+	PreAuthBufferBytes int64 `json:"preauth_buffer_bytes"`
+}
+
+// apply copies the limits onto an IPC server config.
+func (c IPCConfig) apply(s *hadoopipc.ServerConfig) {
+	s.MaxConns = c.MaxConns
+	s.MaxConnsPerAddr = c.MaxConnsPerAddr
+	s.HandshakeTimeout = c.HandshakeTimeout.D()
+	s.IdleTimeout = c.IdleTimeout.D()
+	s.PreAuthBufferBytes = c.PreAuthBufferBytes
 }
 
 // Config is everything a Router needs. Build it with DefaultConfig, then a
@@ -86,6 +139,15 @@ type Config struct {
 	// bound client RPC address.
 	TokenService string        `json:"token_service"`
 	Breaker      BreakerConfig `json:"breaker"`
+	// Web bounds the REST server's connections.
+	Web WebConfig `json:"web"`
+	// IPC bounds the Hadoop IPC ports' connections.
+	IPC IPCConfig `json:"ipc"`
+	// MaxRMClients bounds the per-(sub-cluster, user) RM clients kept for
+	// forwarding, each pool separately (client and admin protocol); the
+	// least recently used is closed beyond it, so cycling user names
+	// cannot grow it without bound.
+	MaxRMClients int `json:"max_rm_clients"`
 	// AdminAddress serves ResourceManagerAdministrationProtocol (`yarn
 	// routeradmin`, `yarn rmadmin` through the router;
 	// yarn.router.rmadmin.address). Empty disables it. Ignored if
@@ -148,6 +210,23 @@ func DefaultConfig() Config {
 			ConsecutiveFailures: 3,
 			OpenFor:             Duration(5 * time.Second),
 		},
+		Web: WebConfig{
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(30 * time.Second),
+			WriteTimeout:      Duration(2 * time.Minute),
+			IdleTimeout:       Duration(time.Minute),
+			MaxHeaderBytes:    64 << 10,
+			MaxConns:          1024,
+			MaxConnsPerAddr:   128,
+		},
+		IPC: IPCConfig{
+			MaxConns:           hadoopipc.DefaultMaxConns,
+			MaxConnsPerAddr:    hadoopipc.DefaultMaxConnsPerAddr,
+			HandshakeTimeout:   Duration(hadoopipc.DefaultHandshakeTimeout),
+			IdleTimeout:        Duration(hadoopipc.DefaultIdleTimeout),
+			PreAuthBufferBytes: hadoopipc.DefaultPreAuthBufferBytes,
+		},
+		MaxRMClients: 4096,
 	}
 }
 
@@ -190,6 +269,8 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]Duration{
 		"membership_refresh": c.MembershipRefresh, "call_timeout": c.CallTimeout,
 		"dial_timeout": c.DialTimeout, "breaker.open_for": c.Breaker.OpenFor,
+		"web.read_header_timeout": c.Web.ReadHeaderTimeout, "web.read_timeout": c.Web.ReadTimeout,
+		"web.write_timeout": c.Web.WriteTimeout, "web.idle_timeout": c.Web.IdleTimeout,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))
@@ -202,6 +283,31 @@ func (c *Config) Validate() error {
 		if _, err := ParseACL(c.AdminACL); err != nil {
 			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
 		}
+	}
+	if c.Web.MaxHeaderBytes < 1 {
+		errs = append(errs, fmt.Errorf("web.max_header_bytes: %d, must be >= 1", c.Web.MaxHeaderBytes))
+	}
+	if c.Web.MaxConns < 1 {
+		errs = append(errs, fmt.Errorf("web.max_conns: %d, must be >= 1", c.Web.MaxConns))
+	}
+	if c.Web.MaxConnsPerAddr < 1 {
+		errs = append(errs, fmt.Errorf("web.max_conns_per_addr: %d, must be >= 1", c.Web.MaxConnsPerAddr))
+	}
+	for name, n := range map[string]int64{"ipc.max_conns": int64(c.IPC.MaxConns), "ipc.max_conns_per_addr": int64(c.IPC.MaxConnsPerAddr),
+		"ipc.preauth_buffer_bytes": c.IPC.PreAuthBufferBytes} {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("%s: %d, must be >= 1", name, n))
+		}
+	}
+	if c.IPC.HandshakeTimeout <= 0 || c.IPC.IdleTimeout <= 0 || c.IPC.HandshakeTimeout > c.IPC.IdleTimeout {
+		errs = append(errs, fmt.Errorf("ipc.handshake_timeout (%v) and ipc.idle_timeout (%v): must be > 0, the handshake no longer than idleness",
+			c.IPC.HandshakeTimeout.D(), c.IPC.IdleTimeout.D()))
+	}
+	if c.IPC.PreAuthBufferBytes > 0 && c.IPC.PreAuthBufferBytes < hadoopipc.DefaultMaxPreAuthFrame {
+		errs = append(errs, fmt.Errorf("ipc.preauth_buffer_bytes: %d, must hold one handshake packet (%d)", c.IPC.PreAuthBufferBytes, hadoopipc.DefaultMaxPreAuthFrame))
+	}
+	if c.MaxRMClients < 1 {
+		errs = append(errs, fmt.Errorf("max_rm_clients: %d, must be >= 1", c.MaxRMClients))
 	}
 	if c.HomeCacheTTL > 0 && c.HomeCacheSize < 1 {
 		errs = append(errs, errors.New("home_cache_size: must be >= 1 when home_cache_ttl > 0"))

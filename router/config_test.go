@@ -23,6 +23,14 @@ func TestConfigValidate(t *testing.T) {
 		{"negative wait", func(c *router.Config) { c.FailoverWait = -1 }, "failover_wait"},
 		{"zero call timeout", func(c *router.Config) { c.CallTimeout = 0 }, "call_timeout"},
 		{"zero breaker threshold", func(c *router.Config) { c.Breaker.ConsecutiveFailures = 0 }, "breaker.consecutive_failures"},
+		{"no REST read timeout", func(c *router.Config) { c.Web.ReadTimeout = 0 }, "web.read_timeout"},
+		{"no REST connection cap", func(c *router.Config) { c.Web.MaxConns = 0 }, "web.max_conns"},
+		{"no REST per-address cap", func(c *router.Config) { c.Web.MaxConnsPerAddr = 0 }, "web.max_conns_per_addr"},
+		{"no REST header bound", func(c *router.Config) { c.Web.MaxHeaderBytes = 0 }, "web.max_header_bytes"},
+		{"no IPC per-address cap", func(c *router.Config) { c.IPC.MaxConnsPerAddr = 0 }, "ipc.max_conns_per_addr"},
+		{"handshake longer than idleness", func(c *router.Config) { c.IPC.HandshakeTimeout = router.Duration(time.Hour) }, "ipc.handshake_timeout"},
+		{"pre-auth budget below one packet", func(c *router.Config) { c.IPC.PreAuthBufferBytes = 1024 }, "ipc.preauth_buffer_bytes"},
+		{"unbounded RM clients", func(c *router.Config) { c.MaxRMClients = 0 }, "max_rm_clients"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,8 @@ type metrics struct {
 	retries    *prometheus.CounterVec   // method
 	routable   prometheus.Gauge
 	homeLookup *prometheus.CounterVec // source: cache, store, fanout
+	evictions  *prometheus.CounterVec // pool: client, admin
+	webRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -57,9 +59,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "yarnfed_router_home_lookups_total",
 			Help: "Application home lookups by source (cache, store, fanout).",
 		}, []string{"source"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_rm_client_evictions_total",
+			Help: "Per-user RM clients closed because the pool reached max_rm_clients, by pool (client, admin).",
+		}, []string{"pool"}),
+		webRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yarnfed_router_web_connections_refused_total",
+			Help: "REST connections closed on accept because their address had web.max_conns_per_addr open.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup)
+		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused)
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/sony/gobreaker/v2"
 	"google.golang.org/protobuf/proto"
 
@@ -26,8 +27,10 @@ type RMClient interface {
 // hadoopipc with sc.ClientRMServiceAddress (comma-separated = HA list).
 type DialFunc func(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error)
 
-// HadoopDialer returns the production DialFunc. All clients share one
-// connection pool (connections are per server and credentials).
+// HadoopDialer returns the production DialFunc. Each client owns its
+// connections (they are per server and credentials anyway, and the pool
+// below keeps one client per user), so closing an evicted client closes
+// its sockets at once instead of after the connection idle time.
 func HadoopDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
 	return hadoopDialer(hadoopipc.ProtocolApplicationClient, clientAddr, dialTimeout, log)
 }
@@ -42,7 +45,6 @@ func clientAddr(sc SubClusterInfo) string { return sc.ClientRMServiceAddress }
 func adminAddr(sc SubClusterInfo) string  { return sc.RMAdminServiceAddress }
 
 func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
-	shared := hadoopipc.NewPool()
 	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
 		if user == "" {
 			user = "yarnfed" // in-process callers without an IPC identity
@@ -58,7 +60,6 @@ func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeo
 			User:        user,
 			DialTimeout: dialTimeout,
 			Logger:      log,
-			Pool:        shared,
 		})
 	}
 }
@@ -70,11 +71,22 @@ type RMCaller func(ctx context.Context, sc SubClusterInfo, user, method string, 
 // pool keeps one RMClient per (sub-cluster, RM address, user): the router
 // forwards as the calling user, like Hadoop's per-user proxies. A changed
 // address (RM HA failover reported by the agent) gets a fresh client.
+//
+// User names come from callers the router has not vetted (SIMPLE auth
+// takes any name), so the pool is an LRU of at most max clients: cycling
+// user names costs the least recently used user a re-dial, never memory or
+// descriptors. An evicted client may still carry calls; it is closed when
+// the last of them ends (refs), so eviction never fails a call.
 type pool struct {
 	dial   DialFunc
 	addrOf func(SubClusterInfo) string // the address the clients dial
 	mu     sync.Mutex
-	m      map[poolKey]RMClient
+	lru    *simplelru.LRU[poolKey, *pooled]
+	// doomed collects clients to close once mu is released (onEvict runs
+	// under mu; Close may block on sockets).
+	doomed []RMClient
+	// evictions counts clients dropped for the size bound (for metrics).
+	evictions func()
 }
 
 type poolKey struct {
@@ -83,52 +95,104 @@ type poolKey struct {
 	user string
 }
 
-func newPool(dial DialFunc, addrOf func(SubClusterInfo) string) *pool {
-	return &pool{dial: dial, addrOf: addrOf, m: map[poolKey]RMClient{}}
+// pooled is one client and the calls using it; both fields are guarded by
+// pool.mu.
+type pooled struct {
+	c       RMClient
+	refs    int  // calls in flight on c
+	dropped bool // no longer in the pool: close when refs reaches 0
 }
 
-func (p *pool) get(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error) {
+func newPool(dial DialFunc, addrOf func(SubClusterInfo) string, max int) *pool {
+	p := &pool{dial: dial, addrOf: addrOf, evictions: func() {}}
+	l, err := simplelru.NewLRU[poolKey, *pooled](max, p.onEvict)
+	if err != nil {
+		panic(fmt.Sprintf("router: client pool of size %d: %v", max, err)) // Validate refuses max < 1
+	}
+	p.lru = l
+	return p
+}
+
+// onEvict runs under mu for every client leaving the pool (size bound,
+// retain, close).
+func (p *pool) onEvict(_ poolKey, e *pooled) {
+	e.dropped = true
+	if e.refs == 0 {
+		p.doomed = append(p.doomed, e.c)
+	}
+}
+
+// unlock releases mu and closes the clients that left the pool meanwhile.
+func (p *pool) unlock() {
+	doomed := p.doomed
+	p.doomed = nil
+	p.mu.Unlock()
+	for _, c := range doomed {
+		_ = c.Close()
+	}
+}
+
+// acquire returns the client for (sc, user), dialling it if needed, with a
+// reference the caller gives back with release.
+func (p *pool) acquire(ctx context.Context, sc SubClusterInfo, user string) (*pooled, error) {
 	k := poolKey{sc.ID, p.addrOf(sc), user}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.m[k]; ok {
-		return c, nil
+	defer p.unlock()
+	if e, ok := p.lru.Get(k); ok {
+		e.refs++
+		return e, nil
 	}
 	c, err := p.dial(ctx, sc, user)
 	if err != nil {
 		return nil, err
 	}
-	p.m[k] = c
-	return c, nil
+	e := &pooled{c: c, refs: 1}
+	if p.lru.Add(k, e) {
+		p.evictions()
+	}
+	return e, nil
 }
 
-// retain closes clients whose sub-cluster vanished or moved address.
-func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
+func (p *pool) release(e *pooled) {
+	p.mu.Lock()
+	defer p.unlock()
+	if e.refs--; e.refs == 0 && e.dropped {
+		p.doomed = append(p.doomed, e.c)
+	}
+}
+
+// len is the number of clients in the pool (evicted ones still finishing
+// calls are not counted).
+func (p *pool) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k, c := range p.m {
+	return p.lru.Len()
+}
+
+// retain drops clients whose sub-cluster vanished or moved address.
+func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
+	p.mu.Lock()
+	defer p.unlock()
+	for _, k := range p.lru.Keys() {
 		if sc, ok := current[k.sc]; !ok || p.addrOf(sc) != k.addr {
-			_ = c.Close()
-			delete(p.m, k)
+			p.lru.Remove(k)
 		}
 	}
 }
 
 func (p *pool) close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, c := range p.m {
-		_ = c.Close()
-		delete(p.m, k)
-	}
+	defer p.unlock()
+	p.lru.Purge()
 }
 
 func (p *pool) call(ctx context.Context, sc SubClusterInfo, user, method string, req, resp proto.Message) error {
-	c, err := p.get(ctx, sc, user)
+	e, err := p.acquire(ctx, sc, user)
 	if err != nil {
 		return fmt.Errorf("%w: dial %s: %w", errNotSent, p.addrOf(sc), err)
 	}
-	return c.Call(ctx, method, req, resp)
+	defer p.release(e)
+	return e.c.Call(ctx, method, req, resp)
 }
 
 // breakers holds one gobreaker per sub-cluster. A breaker counts only

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+	"golang.org/x/net/netutil"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
@@ -90,12 +91,14 @@ func New(cfg Config) (*Router, error) {
 	if dial == nil {
 		dial = HadoopDialer(cfg.DialTimeout.D(), log)
 	}
-	r.pool = newPool(dial, clientAddr)
+	r.pool = newPool(dial, clientAddr, cfg.MaxRMClients)
+	r.pool.evictions = r.metrics.evictions.WithLabelValues("client").Inc
 	adminDial := cfg.AdminDial
 	if adminDial == nil {
 		adminDial = HadoopAdminDialer(cfg.DialTimeout.D(), log)
 	}
-	r.adminPool = newPool(adminDial, adminAddr)
+	r.adminPool = newPool(adminDial, adminAddr, cfg.MaxRMClients)
+	r.adminPool.evictions = r.metrics.evictions.WithLabelValues("admin").Inc
 	r.members.onFetch = func(rows map[SubClusterID]SubClusterInfo) {
 		r.brk.retain(rows) // before anyone routes on the new rows
 		r.pool.retain(rows)
@@ -130,6 +133,7 @@ func New(cfg Config) (*Router, error) {
 	}
 
 	ipcCfg := hadoopipc.DefaultServerConfig()
+	cfg.IPC.apply(&ipcCfg)
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	if ts, ok := cfg.Store.(TokenStore); ok {
@@ -146,7 +150,19 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	if r.webLn != nil {
-		r.web = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		// Per address outside the global cap, so a refused connection
+		// gives its global slot straight back.
+		r.webLn = limitPerAddr(netutil.LimitListener(r.webLn, cfg.Web.MaxConns), cfg.Web.MaxConnsPerAddr,
+			r.metrics.webRefused.Inc)
+		r.web = &http.Server{
+			Handler:           r.Handler(),
+			ReadHeaderTimeout: cfg.Web.ReadHeaderTimeout.D(),
+			ReadTimeout:       cfg.Web.ReadTimeout.D(),
+			WriteTimeout:      cfg.Web.WriteTimeout.D(),
+			IdleTimeout:       cfg.Web.IdleTimeout.D(),
+			MaxHeaderBytes:    cfg.Web.MaxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		}
 	}
 	if err := r.openAdmin(cfg, log); err != nil {
 		r.Close()
@@ -174,6 +190,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 		}
 	}
 	acfg := hadoopipc.DefaultServerConfig()
+	cfg.IPC.apply(&acfg)
 	acfg.Logger = log
 	r.admin = hadoopipc.NewServer(acfg)
 	return r.admin.Register(r.adminProtocol())

@@ -82,6 +82,19 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(durationFlag{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
 	f.Var(durationFlag{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
 	f.Var(durationFlag{&cfg.SubClusterHeartbeatExpiry}, "subcluster-heartbeat-expiry", "a sub-cluster whose last heartbeat is older takes no new work (0 disables)")
+	f.Var(durationFlag{&cfg.Web.ReadHeaderTimeout}, "web-read-header-timeout", "REST: time to read a request's headers")
+	f.Var(durationFlag{&cfg.Web.ReadTimeout}, "web-read-timeout", "REST: time to read a whole request, body included")
+	f.Var(durationFlag{&cfg.Web.WriteTimeout}, "web-write-timeout", "REST: time from a request's headers to the end of its response")
+	f.Var(durationFlag{&cfg.Web.IdleTimeout}, "web-idle-timeout", "REST: keep-alive connections idle this long are closed")
+	f.IntVar(&cfg.Web.MaxHeaderBytes, "web-max-header-bytes", cfg.Web.MaxHeaderBytes, "REST: largest request headers accepted")
+	f.IntVar(&cfg.Web.MaxConns, "web-max-conns", cfg.Web.MaxConns, "REST: open connections; more wait in the listen backlog")
+	f.IntVar(&cfg.Web.MaxConnsPerAddr, "web-max-conns-per-addr", cfg.Web.MaxConnsPerAddr, "REST: open connections from one IP address; more are closed")
+	f.IntVar(&cfg.IPC.MaxConns, "ipc-max-conns", cfg.IPC.MaxConns, "IPC: open connections per port")
+	f.IntVar(&cfg.IPC.MaxConnsPerAddr, "ipc-max-conns-per-addr", cfg.IPC.MaxConnsPerAddr, "IPC: open connections from one IP address (raise behind a large NAT)")
+	f.Var(durationFlag{&cfg.IPC.HandshakeTimeout}, "ipc-handshake-timeout", "IPC: time for preamble, SASL and connection context")
+	f.Var(durationFlag{&cfg.IPC.IdleTimeout}, "ipc-idle-timeout", "IPC: connections with no call in flight are closed after this")
+	f.Int64Var(&cfg.IPC.PreAuthBufferBytes, "ipc-preauth-buffer-bytes", cfg.IPC.PreAuthBufferBytes, "IPC: bytes buffered across connections still in their handshake")
+	f.IntVar(&cfg.MaxRMClients, "max-rm-clients", cfg.MaxRMClients, "per-user RM clients kept (least recently used closed beyond it)")
 	return cmd
 }
 
@@ -107,6 +120,19 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"subcluster-heartbeat-expiry": func() { fileCfg.SubClusterHeartbeatExpiry = flagCfg.SubClusterHeartbeatExpiry },
 		"admin-address":               func() { fileCfg.AdminAddress = flagCfg.AdminAddress },
 		"admin-acl":                   func() { fileCfg.AdminACL = flagCfg.AdminACL },
+		"web-read-header-timeout":     func() { fileCfg.Web.ReadHeaderTimeout = flagCfg.Web.ReadHeaderTimeout },
+		"web-read-timeout":            func() { fileCfg.Web.ReadTimeout = flagCfg.Web.ReadTimeout },
+		"web-write-timeout":           func() { fileCfg.Web.WriteTimeout = flagCfg.Web.WriteTimeout },
+		"web-idle-timeout":            func() { fileCfg.Web.IdleTimeout = flagCfg.Web.IdleTimeout },
+		"web-max-header-bytes":        func() { fileCfg.Web.MaxHeaderBytes = flagCfg.Web.MaxHeaderBytes },
+		"web-max-conns":               func() { fileCfg.Web.MaxConns = flagCfg.Web.MaxConns },
+		"web-max-conns-per-addr":      func() { fileCfg.Web.MaxConnsPerAddr = flagCfg.Web.MaxConnsPerAddr },
+		"ipc-max-conns":               func() { fileCfg.IPC.MaxConns = flagCfg.IPC.MaxConns },
+		"ipc-max-conns-per-addr":      func() { fileCfg.IPC.MaxConnsPerAddr = flagCfg.IPC.MaxConnsPerAddr },
+		"ipc-handshake-timeout":       func() { fileCfg.IPC.HandshakeTimeout = flagCfg.IPC.HandshakeTimeout },
+		"ipc-idle-timeout":            func() { fileCfg.IPC.IdleTimeout = flagCfg.IPC.IdleTimeout },
+		"ipc-preauth-buffer-bytes":    func() { fileCfg.IPC.PreAuthBufferBytes = flagCfg.IPC.PreAuthBufferBytes },
+		"max-rm-clients":              func() { fileCfg.MaxRMClients = flagCfg.MaxRMClients },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {

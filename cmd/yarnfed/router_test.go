@@ -193,3 +193,28 @@ func TestRouterRoleAdminPort(t *testing.T) {
 		t.Fatalf("admin precedence wrong: acl %q address %q", fileCfg.AdminACL, fileCfg.AdminAddress)
 	}
 }
+
+// TestRouterLimitFlags: the resource-limit keys read from a file, and
+// their flags override it (defaults < file < flags).
+func TestRouterLimitFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "router.json")
+	if err := os.WriteFile(file, []byte(`{"web":{"read_timeout":"7s","max_conns":2},"ipc":{"max_conns_per_addr":9,"handshake_timeout":"3s"},"max_rm_clients":5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRouterCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--web-max-conns", "3", "--ipc-max-conns-per-addr", "11", "--max-rm-clients", "6"}); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg := router.DefaultConfig()
+	flagCfg.Web.MaxConns, flagCfg.IPC.MaxConnsPerAddr, flagCfg.MaxRMClients = 3, 11, 6
+	fileCfg := router.DefaultConfig()
+	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
+		t.Fatal(err)
+	}
+	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
+	def := router.DefaultConfig()
+	if fileCfg.Web.ReadTimeout.D() != 7*time.Second || fileCfg.Web.MaxConns != 3 || fileCfg.IPC.MaxConnsPerAddr != 11 ||
+		fileCfg.IPC.HandshakeTimeout.D() != 3*time.Second || fileCfg.MaxRMClients != 6 || fileCfg.Web.IdleTimeout != def.Web.IdleTimeout {
+		t.Fatalf("precedence wrong: web %+v ipc %+v max_rm_clients %d", fileCfg.Web, fileCfg.IPC, fileCfg.MaxRMClients)
+	}
+}

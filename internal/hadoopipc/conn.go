@@ -2,6 +2,7 @@ package hadoopipc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -55,8 +56,10 @@ type serverConn struct {
 	userCtx        context.Context
 	unwrapPending  []byte // partial inner packet of auth-int wrapped data
 	connectionProt string
-	rbuf           []byte // reused packet buffer: decoding copies out of it
-	lingering      bool   // a last reply was sent: close gently (see lingerClose)
+	rbuf           []byte    // reused packet buffer: decoding copies out of it
+	handshakeBy    time.Time // HandshakeTimeout: the context must have arrived by then
+	bigReader      bool      // br was enlarged after the handshake
+	lingering      bool      // a last reply was sent: close gently (see lingerClose)
 }
 
 // lingerClose half-closes after a FATAL (or HTTP) reply and discards what
@@ -80,13 +83,16 @@ const (
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(s.baseCtx)
 	c := &serverConn{
-		srv:    s,
-		nc:     nc,
-		br:     bufio.NewReaderSize(nc, 16<<10),
-		remote: nc.RemoteAddr(),
-		ctx:    ctx,
-		cancel: cancel,
-		sem:    make(chan struct{}, s.cfg.MaxInFlightPerConn),
+		srv: s,
+		nc:  nc,
+		// A small read buffer until the handshake is done: an
+		// unauthenticated peer pins 1 KiB here, not 16 (see upgradeReader).
+		br:          bufio.NewReaderSize(nc, preAuthReadBuf),
+		remote:      nc.RemoteAddr(),
+		handshakeBy: time.Now().Add(s.cfg.HandshakeTimeout),
+		ctx:         ctx,
+		cancel:      cancel,
+		sem:         make(chan struct{}, s.cfg.MaxInFlightPerConn),
 	}
 	// A peer that stops reading must not pin handlers forever: writes time
 	// out after the idle timeout and a failed write closes the connection.
@@ -136,20 +142,25 @@ func (c *serverConn) serve() {
 		}
 	}()
 	if err := c.handshake(); err != nil {
+		if isTimeout(err) && !c.draining.Load() {
+			c.srv.metrics.rejected.WithLabelValues("handshake_timeout").Inc()
+		}
 		c.debug("ipc handshake ended", err)
 		return
 	}
 	for {
-		idle := c.srv.cfg.IdleTimeout
-		if c.relay != nil && c.relay.slot {
-			// A relayed challenge is out and holds an upstream connection
-			// and a pending-login slot for a peer not yet authenticated:
-			// its answer gets TokenRelayTimeout, not the idle timeout.
-			idle = min(idle, c.srv.cfg.TokenRelayTimeout)
+		if !c.contextRead {
+			if !c.servePreAuthPacket() {
+				return
+			}
+			continue
+		}
+		if !c.bigReader {
+			c.upgradeReader()
 		}
 		// Wait for the first byte of the next packet with the idle
 		// deadline; a timeout with calls in flight is not idleness.
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 		if c.draining.Load() {
 			graceful = true
 			return
@@ -166,14 +177,10 @@ func (c *serverConn) serve() {
 			return
 		}
 		// The packet itself must arrive within the idle timeout too.
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 		frame, err := readFrame(c.br, c.srv.cfg.MaxFrameBytes, c.rbuf)
 		if err != nil {
-			if errors.Is(err, ErrFrameTooLarge) {
-				c.srv.metrics.rejected.WithLabelValues("frame_too_large").Inc()
-				c.sendFatal(callIDAuthFailed, invalidRetryCount, fatal(fatalInvalidRPCHeader, ClassRpcServerException, "%v", err))
-			}
-			c.debug("ipc connection read ended", err)
+			c.frameReadFailed(err)
 			return
 		}
 		if cap(frame) <= 64<<10 {
@@ -185,9 +192,124 @@ func (c *serverConn) serve() {
 	}
 }
 
+// servePreAuthPacket reads and handles one packet of a connection that has
+// not sent its connection context. Everything an unauthenticated peer can
+// make us hold is bounded here: the whole handshake must end by
+// handshakeBy (HandshakeTimeout from accept), a packet may be at most
+// MaxPreAuthFrameBytes, and packets above preAuthFree bytes must fit in the
+// server-wide PreAuthBufferBytes budget while they are read and handled.
+// It reports whether the connection goes on.
+func (c *serverConn) servePreAuthPacket() bool {
+	deadline := c.handshakeBy
+	if c.relay != nil && c.relay.slot {
+		// A relayed challenge is out and holds an upstream connection
+		// and a pending-login slot for a peer not yet authenticated:
+		// its answer gets TokenRelayTimeout at most.
+		deadline = earliest(deadline, time.Now().Add(c.srv.cfg.TokenRelayTimeout))
+	}
+	c.nc.SetReadDeadline(deadline)
+	if c.draining.Load() {
+		return false
+	}
+	var lenBuf [4]byte
+	n, err := readFrameLen(c.br, c.srv.cfg.MaxPreAuthFrameBytes, &lenBuf)
+	if err != nil {
+		c.frameReadFailed(err)
+		return false
+	}
+	if n > preAuthFree {
+		if !c.srv.reservePreAuth(n) {
+			c.sendFatal(callIDAuthFailed, invalidRetryCount, fatal(fatalUnknown, ClassRetriable,
+				"server busy: too many unauthenticated connections sending large packets; retry later"))
+			// Counted once the reply is out (tests wait for the count).
+			c.srv.metrics.rejected.WithLabelValues("preauth_budget").Inc()
+			return false
+		}
+		defer c.srv.releasePreAuth(n)
+	} else {
+		// Always admitted, so a legitimate handshake cannot be starved by
+		// others' large packets; counted all the same.
+		c.srv.reservePreAuthSmall(n)
+		defer c.srv.releasePreAuth(n)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(c.br, frame); err != nil {
+		c.frameReadFailed(err)
+		return false
+	}
+	return c.processPacket(frame) == nil
+}
+
+// frameReadFailed accounts for a packet that could not be read.
+func (c *serverConn) frameReadFailed(err error) {
+	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		c.srv.metrics.rejected.WithLabelValues("frame_too_large").Inc()
+		c.sendFatal(callIDAuthFailed, invalidRetryCount, fatal(fatalInvalidRPCHeader, ClassRpcServerException, "%v", err))
+	case isTimeout(err) && !c.contextRead && !c.draining.Load():
+		c.srv.metrics.rejected.WithLabelValues("handshake_timeout").Inc()
+	}
+	c.debug("ipc connection read ended", err)
+}
+
+// upgradeReader swaps the handshake's small read buffer for the full-size
+// one, keeping bytes already buffered (a client may send its first call
+// right behind the context).
+func (c *serverConn) upgradeReader() {
+	c.bigReader = true
+	var src io.Reader = c.nc
+	if n := c.br.Buffered(); n > 0 {
+		rest, _ := c.br.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(rest)), c.nc)
+	}
+	c.br = bufio.NewReaderSize(src, 16<<10)
+}
+
+// Pre-auth read sizes: the handshake's read buffer, and the packet size up
+// to which a handshake packet is admitted whatever the budget says (SASL
+// NEGOTIATE, a DIGEST-MD5 response and a connection context are all well
+// below it).
+const (
+	preAuthReadBuf = 1 << 10
+	preAuthFree    = 1 << 10
+)
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// reservePreAuth takes n bytes of the pre-auth budget, if they fit.
+func (s *Server) reservePreAuth(n int) bool {
+	for {
+		cur := s.preAuthBytes.Load()
+		if cur+int64(n) > s.cfg.PreAuthBufferBytes {
+			return false
+		}
+		if s.preAuthBytes.CompareAndSwap(cur, cur+int64(n)) {
+			s.metrics.preAuth.Add(float64(n))
+			return true
+		}
+	}
+}
+
+// reservePreAuthSmall counts a small handshake packet, which is admitted
+// regardless of the budget (bounded by MaxConns * preAuthFree).
+func (s *Server) reservePreAuthSmall(n int) {
+	s.preAuthBytes.Add(int64(n))
+	s.metrics.preAuth.Add(float64(n))
+}
+
+func (s *Server) releasePreAuth(n int) {
+	s.preAuthBytes.Add(-int64(n))
+	s.metrics.preAuth.Sub(float64(n))
+}
+
 // handshake reads the preamble and answers the ways it can be wrong.
 func (c *serverConn) handshake() error {
-	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	c.nc.SetReadDeadline(c.handshakeBy)
 	// Checked after setting the deadline: a drain that came first would
 	// otherwise be overwritten and wait out the whole timeout.
 	if c.draining.Load() {

@@ -12,6 +12,7 @@ type Metrics struct {
 	conns       prometheus.Gauge
 	connsTotal  prometheus.Counter
 	authFailure prometheus.Counter
+	preAuth     prometheus.Gauge
 }
 
 // newMetrics registers the collectors with reg; a nil reg keeps them
@@ -43,9 +44,13 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "yarnfed_ipc_auth_failures_total",
 			Help: "SASL logins that failed (FATAL_UNAUTHORIZED).",
 		}),
+		preAuth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "yarnfed_ipc_preauth_buffered_bytes",
+			Help: "Bytes buffered for packets of connections that have not completed their handshake (bounded by PreAuthBufferBytes).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.duration, m.rejected, m.conns, m.connsTotal, m.authFailure)
+		reg.MustRegister(m.calls, m.duration, m.rejected, m.conns, m.connsTotal, m.authFailure, m.preAuth)
 	}
 	return m
 }

@@ -40,8 +40,28 @@ type ServerConfig struct {
 	// long without a packet. It also bounds the handshake and each packet.
 	IdleTimeout time.Duration
 	// MaxConns caps open connections; further ones are closed on accept.
-	MaxConns     int
-	Interceptors []Interceptor // extra middleware, outermost first (inside auth, outside recovery)
+	MaxConns int
+	// MaxConnsPerAddr caps open connections from one remote IP address, so
+	// one host cannot take all MaxConns slots; further ones are closed on
+	// accept. Default 512 (see DESIGN.md, "Limits": NAT gateways).
+	MaxConnsPerAddr int
+	// HandshakeTimeout bounds the whole handshake of a connection:
+	// preamble, SASL and connection context, from accept. It is far
+	// shorter than IdleTimeout because a peer that has not authenticated
+	// has no reason to be slow. Default 10 s; at most IdleTimeout.
+	HandshakeTimeout time.Duration
+	// MaxPreAuthFrameBytes bounds one packet before the connection context
+	// is read (SASL messages and the context are a few hundred bytes);
+	// a longer length prefix is FATAL before anything is allocated.
+	// Default 16 KiB; at most MaxFrameBytes.
+	MaxPreAuthFrameBytes int
+	// PreAuthBufferBytes bounds the bytes buffered, across all
+	// connections, for packets above 1 KiB that arrive before the
+	// connection context. A packet that does not fit is FATAL
+	// RetriableException (legitimate handshake packets are smaller and are
+	// always admitted). Default 32 MiB.
+	PreAuthBufferBytes int64
+	Interceptors       []Interceptor // extra middleware, outermost first (inside auth, outside recovery)
 
 	// Authorize is consulted by the auth interceptor for every call; nil
 	// allows every authenticated user.
@@ -80,6 +100,10 @@ const (
 	DefaultMaxInFlightPerConn = 256
 	DefaultIdleTimeout        = 2 * time.Minute
 	DefaultMaxConns           = 10000
+	DefaultMaxConnsPerAddr    = 512
+	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultMaxPreAuthFrame    = 16 << 10
+	DefaultPreAuthBufferBytes = 32 << 20
 	DefaultTokenRelayTimeout  = 15 * time.Second
 	DefaultMaxPendingRelay    = 128
 )
@@ -88,12 +112,16 @@ const (
 // default limits.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
-		AllowSimple:        true,
-		MaxFrameBytes:      DefaultMaxFrameBytes,
-		MaxInFlightPerConn: DefaultMaxInFlightPerConn,
-		IdleTimeout:        DefaultIdleTimeout,
-		MaxConns:           DefaultMaxConns,
-		QOPs:               []string{"auth"},
+		AllowSimple:          true,
+		MaxFrameBytes:        DefaultMaxFrameBytes,
+		MaxInFlightPerConn:   DefaultMaxInFlightPerConn,
+		IdleTimeout:          DefaultIdleTimeout,
+		MaxConns:             DefaultMaxConns,
+		MaxConnsPerAddr:      DefaultMaxConnsPerAddr,
+		HandshakeTimeout:     DefaultHandshakeTimeout,
+		MaxPreAuthFrameBytes: DefaultMaxPreAuthFrame,
+		PreAuthBufferBytes:   DefaultPreAuthBufferBytes,
+		QOPs:                 []string{"auth"},
 	}
 }
 
@@ -102,11 +130,15 @@ func DefaultServerConfig() ServerConfig {
 func (c ServerConfig) Validate() error {
 	var errs []error
 	if c.MaxFrameBytes < 0 || c.MaxInFlightPerConn < 0 || c.MaxConns < 0 || c.IdleTimeout < 0 ||
-		c.TokenRelayTimeout < 0 || c.MaxPendingRelayLogins < 0 {
+		c.TokenRelayTimeout < 0 || c.MaxPendingRelayLogins < 0 || c.MaxConnsPerAddr < 0 ||
+		c.HandshakeTimeout < 0 || c.MaxPreAuthFrameBytes < 0 || c.PreAuthBufferBytes < 0 {
 		errs = append(errs, errors.New("hadoopipc: negative limit in ServerConfig"))
 	}
 	if c.MaxFrameBytes > 1<<31-1 {
 		errs = append(errs, fmt.Errorf("hadoopipc: MaxFrameBytes %d exceeds what the wire's signed length can carry", c.MaxFrameBytes))
+	}
+	if c.PreAuthBufferBytes > 0 && c.MaxPreAuthFrameBytes > 0 && c.PreAuthBufferBytes < int64(c.MaxPreAuthFrameBytes) {
+		errs = append(errs, fmt.Errorf("hadoopipc: PreAuthBufferBytes %d is less than one MaxPreAuthFrameBytes (%d)", c.PreAuthBufferBytes, c.MaxPreAuthFrameBytes))
 	}
 	if !c.AllowSimple && c.Secrets == nil && c.TokenRelay == nil {
 		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and neither Secrets nor TokenRelay is set)"))
@@ -139,6 +171,10 @@ type Server struct {
 
 	relaySlots chan struct{} // pending relayed logins (TokenRelay)
 
+	// preAuthBytes counts the bytes of packets being read or held before
+	// connections' contexts (the PreAuthBufferBytes budget).
+	preAuthBytes atomic.Int64
+
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 
@@ -146,6 +182,7 @@ type Server struct {
 	closing   bool
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
+	perAddr   map[string]int // open connections by remote IP
 	connWG    sync.WaitGroup
 }
 
@@ -169,6 +206,21 @@ func NewServer(cfg ServerConfig) *Server {
 	if len(cfg.QOPs) == 0 {
 		cfg.QOPs = []string{"auth"}
 	}
+	if cfg.MaxConnsPerAddr <= 0 {
+		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	// Neither limit can be looser before authentication than after.
+	cfg.HandshakeTimeout = min(cfg.HandshakeTimeout, cfg.IdleTimeout)
+	if cfg.MaxPreAuthFrameBytes <= 0 {
+		cfg.MaxPreAuthFrameBytes = DefaultMaxPreAuthFrame
+	}
+	cfg.MaxPreAuthFrameBytes = min(cfg.MaxPreAuthFrameBytes, cfg.MaxFrameBytes)
+	if cfg.PreAuthBufferBytes <= 0 {
+		cfg.PreAuthBufferBytes = DefaultPreAuthBufferBytes
+	}
 	if cfg.TokenRelayTimeout <= 0 {
 		cfg.TokenRelayTimeout = DefaultTokenRelayTimeout
 	}
@@ -181,6 +233,7 @@ func NewServer(cfg ServerConfig) *Server {
 		metrics:    newMetrics(cfg.Registerer),
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*serverConn]struct{}),
+		perAddr:    make(map[string]int),
 		relaySlots: make(chan struct{}, cfg.MaxPendingRelayLogins),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
@@ -274,6 +327,15 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	ip := remoteIP(nc.RemoteAddr())
+	if s.perAddr[ip] >= s.cfg.MaxConnsPerAddr {
+		s.mu.Unlock()
+		s.metrics.rejected.WithLabelValues("max_conns_per_addr").Inc()
+		s.log.Warn("ipc per-address connection cap reached; closing new connection", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnsPerAddr)
+		nc.Close()
+		return
+	}
+	s.perAddr[ip]++
 	c := newServerConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
@@ -285,10 +347,30 @@ func (s *Server) startConn(nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		if s.perAddr[ip]--; s.perAddr[ip] <= 0 {
+			delete(s.perAddr, ip)
+		}
 		s.mu.Unlock()
 		s.metrics.conns.Dec()
 	}()
 }
+
+// remoteIP is the per-address limit's key: the IP without the port (the
+// whole address string for non-IP transports).
+func remoteIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
+}
+
+// PreAuthBufferedBytes reports the bytes currently buffered for packets of
+// connections that have not sent their connection context (what
+// PreAuthBufferBytes bounds).
+func (s *Server) PreAuthBufferedBytes() int64 { return s.preAuthBytes.Load() }
 
 // Shutdown stops accepting connections and reading new calls, waits for the
 // calls in flight to finish and their replies to be written, then closes the
