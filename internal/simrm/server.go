@@ -199,6 +199,10 @@ func (r *RM) startLocked(ctx context.Context, client, sched, admin, web string) 
 		sc.Secrets = secrets
 		sc.AllowSimple = allowSimple
 		sc.Interceptors = []hadoopipc.Interceptor{r.faultInterceptor()}
+		// A Hadoop RM has no per-address cap, and every router, proxy and
+		// agent in a loopback federation dials from 127.0.0.1 (one connection
+		// per user): only the total cap applies, as on a real RM.
+		sc.MaxConnsPerAddr = sc.MaxConns
 		srv := hadoopipc.NewServer(sc)
 		for _, p := range protos {
 			if err := srv.Register(p); err != nil {
