@@ -162,7 +162,7 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 
 	f.clientRM, f.routerWS = freeAddr(t), freeAddr(t)
 	f.router = startProc(t, dir, "router", f.yarnfed, "router", "--store", f.store,
-		"--clientrm-address", f.clientRM, "--web-address", f.routerWS,
+		"--clientrm-address", f.clientRM, "--web-address", f.routerWS, "--admin-address", "",
 		"--membership-refresh", "200ms", "--call-timeout", "20s")
 	wantNodes := f.clusters[0].info.NMs + f.clusters[1].info.NMs
 	waitUntil(t, 60*time.Second, "the router to see both sub-clusters", f.router, func() (bool, string) {
