@@ -608,9 +608,12 @@ func (a *attempt) finishUAMs(ctx context.Context, req *yarnpb.FinishApplicationM
 				continue
 			}
 			if why, lost := a.lostReason(sc, u, now); lost {
+				a.uamFinished[sc] = true
+				if !u.submitted() {
+					continue // never got onto that RM: nothing to abandon
+				}
 				// Its RM expires the attempt itself (AM liveness, or after
 				// a restart with recovery); see DESIGN.md.
-				a.uamFinished[sc] = true
 				a.p.metrics.uamsAbandoned.WithLabelValues(sc).Inc()
 				a.p.audit.Info("uam-abandon", "attempt", a.id.String(), "subcluster", sc, "reason", why)
 				a.p.log.Warn("finishing without unregistering the UAM of a lost secondary", "attempt", a.id, "subcluster", sc, "reason", why)

@@ -402,6 +402,13 @@ func (u *uamConn) startFinish(p *Proxy, req *yarnpb.FinishApplicationMasterReque
 	return done
 }
 
+// submitted: the UAM got its token, so it exists on its RM.
+func (u *uamConn) submitted() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.token != nil
+}
+
 func (u *uamConn) finishResult() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
