@@ -42,6 +42,11 @@ type attempt struct {
 	unsaved     map[string]string // container adds a failed disk write left behind
 	unsavedDel  []string
 	uamFinished map[string]bool
+	// aborted holds containers reported to the AM as ABORTED because their
+	// sub-cluster was lost (container -> that sub-cluster). Should the RM
+	// come back and report one again, the AM does not see it twice.
+	aborted        map[containerKey]string
+	unsavedAborted map[string]string
 	// resync: an RM forgot our registration (restart); the AM's next
 	// allocate is answered ApplicationMasterNotRegisteredException so it
 	// re-registers and re-sends its whole state.
@@ -54,11 +59,13 @@ type attempt struct {
 	delivery        *state.Delivery
 	redeliver       []*yarnpb.ContainerProto
 	redeliverTokens []*yarnpb.NMTokenProto
+	redeliverAborts []*yarnpb.ContainerStatusProto
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
 	a := &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
-		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{}}
+		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{},
+		aborted: map[containerKey]string{}}
 	a.touch()
 	return a
 }
@@ -231,6 +238,9 @@ func (a *attempt) retryUAM(old *uamConn) *uamConn {
 		return nil
 	}
 	u := newUAMConn(a, old.sc)
+	old.mu.Lock()
+	u.unansweredSince = old.unansweredSince // the silence goes on
+	old.mu.Unlock()
 	a.uams[old.sc] = u
 	go u.reattach(a.p, tok, registered)
 	return u
@@ -254,7 +264,7 @@ func (a *attempt) timedOut(now time.Time) []policies.SubClusterID {
 	return out
 }
 
-func isClosed(c chan struct{}) bool {
+func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:
 		return true
@@ -369,15 +379,22 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 		AMCommand:  home.AMCommand, AmRmToken: home.AmRmToken, ApplicationPriority: home.ApplicationPriority,
 		CollectorInfo: home.CollectorInfo, EnhancedHeadroom: home.EnhancedHeadroom,
 		// Containers a crash kept from the AM come first (see decideRedelivery).
-		AllocatedContainers: a.redeliver, NmTokens: a.redeliverTokens,
+		AllocatedContainers: a.redeliver, NmTokens: a.redeliverTokens, CompletedContainerStatuses: a.redeliverAborts,
 	}
 	a.redeliver, a.redeliverTokens = nil, nil
 	add := map[string]string{}
 	var del []string
+	aborted := map[string]string{}
+	stale := map[string][]*yarnpb.ContainerIdProto{} // aborted containers an RM showed again: release them there
 	take := func(sc string, r *yarnpb.AllocateResponseProto) {
+		r.CompletedContainerStatuses = a.dropAborted(sc, r.CompletedContainerStatuses)
 		for _, c := range r.AllocatedContainers {
 			k := keyOf(c.GetId())
 			if _, dup := a.containers[k]; dup {
+				continue
+			}
+			if _, gone := a.aborted[k]; gone {
+				stale[sc] = append(stale[sc], c.GetId())
 				continue
 			}
 			a.containers[k] = sc
@@ -419,9 +436,26 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 			take(sc, r)
 		}
 	}
+	// Containers of a lost secondary: the AM hears they were ABORTED and
+	// asks again; the RM, should it come back, is told to release them.
+	now := time.Now()
+	for _, sc := range scs {
+		if why, lost := a.lostReason(sc, a.uams[sc], now); lost {
+			for _, st := range a.abortContainers(sc, why, aborted) {
+				delete(add, keyOf(st.GetContainerId()).String())
+				stale[sc] = append(stale[sc], st.GetContainerId())
+				out.CompletedContainerStatuses = append(out.CompletedContainerStatuses, st)
+			}
+		}
+	}
+	for sc, ids := range stale {
+		if u := a.uams[sc]; u != nil {
+			u.release(ids)
+		}
+	}
 	// Headroom and node counts: the home and every secondary not timed out.
 	excluded := map[string]bool{}
-	for _, sc := range a.timedOut(time.Now()) {
+	for _, sc := range a.timedOut(now) {
 		excluded[string(sc)] = true
 	}
 	var limit *yarnpb.ResourceProto
@@ -449,8 +483,14 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 		}
 	}
 	del = append(del, a.unsavedDel...)
+	for k, v := range a.unsavedAborted {
+		aborted[k] = v
+	}
 	var d *state.Delivery
-	if len(out.AllocatedContainers) > 0 {
+	if len(out.AllocatedContainers) > 0 || len(a.redeliverAborts) > 0 || len(aborted) > 0 {
+		// The aborted statuses made here (or redelivered) ride in d too: a
+		// crash before the AM got this answer must not leave it waiting for
+		// containers that are gone.
 		d = &state.Delivery{ResponseID: responseID}
 		for _, c := range out.AllocatedContainers {
 			d.Containers = append(d.Containers, mustMarshal(c))
@@ -458,13 +498,19 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 		for _, t := range out.NmTokens {
 			d.NMTokens = append(d.NMTokens, mustMarshal(t))
 		}
+		for _, st := range out.CompletedContainerStatuses {
+			if _, ours := a.aborted[keyOf(st.GetContainerId())]; ours && st.GetExitStatus() == int32(yarnpb.ContainerExitStatusProto_ABORTED) {
+				d.Aborted = append(d.Aborted, mustMarshal(st))
+			}
+		}
 	}
-	if err := a.p.state.UpdateContainers(a.id.String(), add, del, d); err != nil {
+	a.redeliverAborts = nil
+	if err := a.p.state.UpdateContainers(a.id.String(), add, del, aborted, d); err != nil {
 		a.p.log.Error("cannot persist container ownership; will retry", "attempt", a.id, "err", err)
 		a.p.metrics.stateErrors.Inc()
-		a.unsaved, a.unsavedDel = add, del
+		a.unsaved, a.unsavedDel, a.unsavedAborted = add, del, aborted
 	} else {
-		a.unsaved, a.unsavedDel = nil, nil
+		a.unsaved, a.unsavedDel, a.unsavedAborted = nil, nil, nil
 	}
 	return out
 }
@@ -498,7 +544,14 @@ func (a *attempt) decideRedelivery(amResponseID int32) {
 			a.redeliverTokens = append(a.redeliverTokens, t)
 		}
 	}
-	a.p.log.Info("AM never received containers handed out before the restart; redelivering", "attempt", a.id, "containers", len(a.redeliver))
+	for _, b := range d.Aborted {
+		st := &yarnpb.ContainerStatusProto{}
+		if proto.Unmarshal(b, st) == nil {
+			a.redeliverAborts = append(a.redeliverAborts, st)
+		}
+	}
+	a.p.log.Info("AM never received the last answer before the restart; redelivering", "attempt", a.id,
+		"containers", len(a.redeliver), "aborted", len(a.redeliverAborts))
 }
 
 func mustParse(k string) containerKey {
@@ -506,38 +559,18 @@ func mustParse(k string) containerKey {
 	return ck
 }
 
-// finish unregisters every UAM, then the home. If a UAM did not
-// unregister the AM is told isUnregistered=false and retries.
+// finish unregisters every UAM, then the home. A UAM whose sub-cluster
+// is lost (lostReason) is abandoned rather than waited for: the
+// application finishes on the sub-clusters that can still hear it. A
+// reachable UAM that has not unregistered within finish_wait (a slow or
+// failing RM) makes the answer isUnregistered=false, so the AM retries.
 func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.regResp == nil {
 		return nil, false, fmt.Errorf("%w: Application Master is trying to unregister before registering for: %s", ErrNotRegistered, a.id.AppKey())
 	}
-	var todo []*uamConn
-	for sc, u := range a.uams {
-		if !a.uamFinished[sc] {
-			todo = append(todo, u)
-		}
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []error
-	for _, u := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := u.finish(ctx, a.p, req)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", u.sc, err))
-				return
-			}
-			a.uamFinished[u.sc] = true
-		}()
-	}
-	wg.Wait()
+	failed := a.finishUAMs(ctx, req, time.Now().Add(a.p.cfg.FinishWait.D()))
 	rm, _, err := a.homeRM(ctx)
 	if err != nil {
 		return nil, false, err
@@ -553,8 +586,142 @@ func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	return resp, resp.GetIsUnregistered(), nil
 }
 
+// finishRetryEvery spaces the retries of a UAM unregister that failed
+// fast (open breaker) within one finish call.
+const finishRetryEvery = 200 * time.Millisecond
+
+// finishUAMs unregisters every UAM not yet unregistered, abandoning those
+// whose sub-cluster is lost, until all are done or the deadline passes,
+// and returns what is still not unregistered. Unregisters run in the
+// background (bounded by call_timeout each): one the deadline cuts short
+// goes on, and the AM's retry picks up its result. Holding the AM's call
+// up to finish_wait, rather than answering false at once, turns an AM's
+// 100 ms retry loop into about one call per finish_wait.
+func (a *attempt) finishUAMs(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto, deadline time.Time) []error {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		now := time.Now()
+		inflight := map[*uamConn]<-chan struct{}{}
+		for sc, u := range a.uams {
+			if a.uamFinished[sc] {
+				continue
+			}
+			if why, lost := a.lostReason(sc, u, now); lost {
+				a.uamFinished[sc] = true
+				if !u.submitted() {
+					continue // never got onto that RM: nothing to abandon
+				}
+				// Its RM expires the attempt itself (AM liveness, or after
+				// a restart with recovery); see DESIGN.md.
+				a.p.metrics.uamsAbandoned.WithLabelValues(sc).Inc()
+				a.p.audit.Info("uam-abandon", "attempt", a.id.String(), "subcluster", sc, "reason", why)
+				a.p.log.Warn("finishing without unregistering the UAM of a lost secondary", "attempt", a.id, "subcluster", sc, "reason", why)
+				continue
+			}
+			inflight[u] = u.startFinish(a.p, req)
+		}
+		var failed []error
+		for u, done := range inflight {
+			select {
+			case <-done:
+			case <-wctx.Done():
+			}
+			if !isClosed(done) {
+				failed = append(failed, fmt.Errorf("%s: unregister still in flight", u.sc))
+				continue
+			}
+			if err := u.finishResult(); err != nil {
+				failed = append(failed, fmt.Errorf("%s: %w", u.sc, err))
+				continue
+			}
+			a.uamFinished[u.sc] = true
+		}
+		if len(failed) == 0 || wctx.Err() != nil {
+			return failed
+		}
+		t := time.NewTimer(finishRetryEvery)
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			t.Stop()
+			return failed
+		}
+	}
+}
+
 func (a *attempt) close() {
 	for _, u := range a.uams {
 		u.close()
 	}
+}
+
+// finalState: membership says the sub-cluster is gone for good.
+func finalState(s policies.SubClusterState) bool {
+	return s == policies.StateLost || s == policies.StateUnregistered || s == policies.StateDecommissioned
+}
+
+// lostReason says whether secondary sc is lost to this attempt, and why:
+// membership has it in a final state, or its RM has left a call
+// unanswered for subcluster_timeout. A UAM still launching is never lost
+// here (its launch is bounded by uam_launch_timeout).
+func (a *attempt) lostReason(sc string, u *uamConn, now time.Time) (string, bool) {
+	if u == nil || !isClosed(u.ready) {
+		return "", false
+	}
+	if m, ok := a.p.members.get(sc); ok && finalState(m.State) {
+		return fmt.Sprintf("sub-cluster %s is %s in the federation membership", sc, m.State), true
+	}
+	timeout := a.p.cfg.SubClusterTimeout.D()
+	if d := u.unansweredFor(now); d > timeout {
+		return fmt.Sprintf("the RM of sub-cluster %s has not answered for %s (subcluster_timeout %s)", sc, d.Round(time.Millisecond), timeout), true
+	}
+	return "", false
+}
+
+// abortContainers moves every live container of lost sub-cluster sc to
+// the aborted set (and into persist, for the caller's state write) and
+// returns the ABORTED statuses the AM must see: distributed shell asks
+// again for ABORTED containers only, MapReduce reschedules the task.
+func (a *attempt) abortContainers(sc, why string, persist map[string]string) []*yarnpb.ContainerStatusProto {
+	var out []*yarnpb.ContainerStatusProto
+	for k, owner := range a.containers {
+		if owner != sc {
+			continue
+		}
+		delete(a.containers, k)
+		a.aborted[k] = sc
+		persist[k.String()] = sc
+		out = append(out, &yarnpb.ContainerStatusProto{
+			ContainerId: k.proto(), State: yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
+			ExitStatus:  proto.Int32(int32(yarnpb.ContainerExitStatusProto_ABORTED)),
+			Diagnostics: proto.String("Container aborted by the yarnfed AMRMProxy: " + why),
+		})
+	}
+	if len(out) > 0 {
+		sort.Slice(out, func(i, j int) bool { return out[i].GetContainerId().GetId() < out[j].GetContainerId().GetId() })
+		a.p.metrics.containersAborted.WithLabelValues(sc).Add(float64(len(out)))
+		a.p.audit.Info("subcluster-lost", "attempt", a.id.String(), "subcluster", sc, "containers_aborted", len(out), "reason", why)
+		a.p.log.Warn("secondary lost; its containers are reported ABORTED to the AM", "attempt", a.id, "subcluster", sc,
+			"containers", len(out), "reason", why)
+	}
+	return out
+}
+
+// dropAborted removes from an RM's completed statuses the containers the
+// AM was already told were ABORTED: it must not count them twice.
+func (a *attempt) dropAborted(sc string, in []*yarnpb.ContainerStatusProto) []*yarnpb.ContainerStatusProto {
+	if len(a.aborted) == 0 {
+		return in
+	}
+	out := in[:0:0]
+	for _, st := range in {
+		if _, gone := a.aborted[keyOf(st.GetContainerId())]; gone {
+			a.p.log.Info("dropping a completion the AM already had as ABORTED", "attempt", a.id, "subcluster", sc,
+				"container", keyOf(st.GetContainerId()).String(), "exit", st.GetExitStatus())
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
 }

@@ -54,6 +54,11 @@ type Config struct {
 	// left out of splitting and headroom (Hadoop
 	// yarn.nodemanager.federation.amrmproxy.subcluster.timeout.ms, 60 s).
 	SubClusterTimeout Duration `json:"subcluster_timeout"`
+	// FinishWait is how long a finish call waits for (and retries) the
+	// unregister of reachable UAMs before answering isUnregistered=false
+	// (the AM then retries, every 100 ms for distributed shell): fewer,
+	// longer calls. Lost sub-clusters are never waited for.
+	FinishWait Duration `json:"finish_wait"`
 	// SecondaryWait bounds how long an AM heartbeat waits for the
 	// secondaries' answers after the home answered; later answers are
 	// merged into the next heartbeat.
@@ -104,6 +109,7 @@ func DefaultConfig() Config {
 		RPCProtection:      "authentication",
 		SubClusterTimeout:  Duration(60 * time.Second),
 		SecondaryWait:      Duration(200 * time.Millisecond),
+		FinishWait:         Duration(time.Second),
 		CallTimeout:        Duration(30 * time.Second),
 		DialTimeout:        Duration(5 * time.Second),
 		UAMLaunchTimeout:   Duration(60 * time.Second),
@@ -161,6 +167,7 @@ func (c *Config) Validate() error {
 		"subcluster_timeout": c.SubClusterTimeout, "secondary_wait": c.SecondaryWait, "call_timeout": c.CallTimeout,
 		"dial_timeout": c.DialTimeout, "uam_launch_timeout": c.UAMLaunchTimeout, "uam_register_backoff": c.UAMRegisterBackoff,
 		"membership_refresh": c.MembershipRefresh, "breaker.open_for": c.Breaker.OpenFor, "attempt_expiry": c.AttemptExpiry,
+		"finish_wait": c.FinishWait,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))

@@ -213,7 +213,7 @@ type testAM struct {
 	asks       map[askKey]*yarnpb.ResourceRequestProto
 	resendAll  bool
 	got        map[containerKey]*yarnpb.ContainerProto
-	completed  map[containerKey]bool
+	completed  map[containerKey]*yarnpb.ContainerStatusProto
 	nmTokens   map[string]bool
 	reRegs     int
 	last       *yarnpb.AllocateResponseProto
@@ -228,7 +228,7 @@ func (f *fed) newAM(tok *commonpb.TokenProto) *testAM {
 	}
 	f.t.Cleanup(func() { c.Close() })
 	return &testAM{t: f.t, c: c, reg: &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("am-host"), RpcPort: proto.Int32(1234), TrackingUrl: proto.String("")},
-		asks: map[askKey]*yarnpb.ResourceRequestProto{}, got: map[containerKey]*yarnpb.ContainerProto{}, completed: map[containerKey]bool{}, nmTokens: map[string]bool{}}
+		asks: map[askKey]*yarnpb.ResourceRequestProto{}, got: map[containerKey]*yarnpb.ContainerProto{}, completed: map[containerKey]*yarnpb.ContainerStatusProto{}, nmTokens: map[string]bool{}}
 }
 
 func (am *testAM) register() (*yarnpb.RegisterApplicationMasterResponseProto, error) {
@@ -303,7 +303,13 @@ func (am *testAM) heartbeat(asks []*yarnpb.ResourceRequestProto, rel []*yarnpb.C
 		}
 	}
 	for _, s := range resp.CompletedContainerStatuses {
-		am.completed[keyOf(s.GetContainerId())] = true
+		// An RM reports a completion once; an AM counting completions
+		// (distributed shell) would count a second report twice.
+		k := keyOf(s.GetContainerId())
+		if _, dup := am.completed[k]; dup {
+			am.t.Fatalf("completion of container %v reported twice", k)
+		}
+		am.completed[k] = s
 	}
 	for _, n := range resp.NmTokens {
 		am.nmTokens[n.GetNodeId().GetHost()] = true
@@ -337,7 +343,7 @@ func (am *testAM) finish() (*yarnpb.FinishApplicationMasterResponseProto, error)
 func (f *fed) bySC(am *testAM) map[string]int {
 	out := map[string]int{}
 	for _, c := range am.got {
-		if am.completed[keyOf(c.GetId())] {
+		if am.completed[keyOf(c.GetId())] != nil {
 			continue
 		}
 		out[f.owner(c.GetId())]++

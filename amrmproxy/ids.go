@@ -94,3 +94,10 @@ func parseContainerKey(s string) (containerKey, error) {
 	}
 	return k, nil
 }
+
+// proto rebuilds the container id (attempt id and the deprecated app id).
+func (k containerKey) proto() *yarnpb.ContainerIdProto {
+	app := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(k.ts), Id: proto.Int32(k.app)}
+	return &yarnpb.ContainerIdProto{AppId: app, Id: proto.Int64(k.id),
+		AppAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(k.attempt)}}
+}

@@ -10,6 +10,9 @@ type metrics struct {
 	containers  *prometheus.CounterVec
 	attempts    prometheus.Gauge
 	stateErrors prometheus.Counter
+	// containersAborted and uamsAbandoned count what a lost secondary cost.
+	containersAborted *prometheus.CounterVec
+	uamsAbandoned     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,9 +32,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Application attempts this proxy serves (registered or recovered)."}),
 		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_state_write_errors_total",
 			Help: "Failed writes of per-attempt state to the local disk."}),
+		containersAborted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_containers_aborted_total",
+			Help: "Containers reported ABORTED to AMs because their secondary sub-cluster was lost, by sub-cluster."}, []string{"subcluster"}),
+		uamsAbandoned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_uams_abandoned_total",
+			Help: "Unmanaged AMs left unregistered at finish because their sub-cluster was lost, by sub-cluster."}, []string{"subcluster"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors} {
+		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors, m.containersAborted, m.uamsAbandoned} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -372,6 +372,15 @@ func (p *Proxy) recover() error {
 			}
 			a.containers[ck] = sc
 		}
+		lost := map[string][]*yarnpb.ContainerIdProto{}
+		for k, sc := range r.Aborted {
+			ck, err := parseContainerKey(k)
+			if err != nil {
+				return fmt.Errorf("attempt %s: %w", id, err)
+			}
+			a.aborted[ck] = sc
+			lost[sc] = append(lost[sc], ck.proto())
+		}
 		for _, ur := range r.UAMs {
 			tok := &commonpb.TokenProto{}
 			if err := proto.Unmarshal(ur.Token, tok); err != nil {
@@ -379,6 +388,9 @@ func (p *Proxy) recover() error {
 			}
 			u := newUAMConn(a, ur.SubCluster)
 			a.uams[ur.SubCluster] = u
+			// Whether their release reached the RM before the restart is
+			// unknown; releasing twice is harmless (the RM ignores it).
+			u.release(lost[ur.SubCluster])
 			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
@@ -395,6 +407,7 @@ func (p *Proxy) recover() error {
 // reattach connects a recovered UAM with its stored token; one whose
 // registration never completed registers now.
 func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) {
+	u.callStarted(time.Now())
 	err := u.attach(p, tok, false)
 	if err == nil {
 		u.rel.setRegister(u.a.regReq)
@@ -405,6 +418,7 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 			err = u.register(p.ctx, p)
 		}
 	}
+	u.callEnded(err)
 	u.mu.Lock()
 	u.err = err
 	u.lastOK = time.Now()

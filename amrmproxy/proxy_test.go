@@ -101,7 +101,7 @@ func TestBroadcastSpansSubClustersAndMerges(t *testing.T) {
 		}
 	}
 	am.heartbeat(nil, []*yarnpb.ContainerIdProto{victim})
-	am.until("the released SC-3 container to complete", func() bool { return am.completed[keyOf(victim)] })
+	am.until("the released SC-3 container to complete", func() bool { return am.completed[keyOf(victim)] != nil })
 	if n := f.rmApp("SC-3", app).GetAppResource_Usage().GetNumUsedContainers(); n != 1 {
 		t.Fatalf("SC-3 still runs %d containers of the app, want 1", n)
 	}

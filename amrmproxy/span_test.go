@@ -191,7 +191,7 @@ func TestRestartRecoversWithoutLosingOrDuplicatingContainers(t *testing.T) {
 	}
 	am2.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, []*yarnpb.ContainerIdProto{victim})
 	am2.until("one more container per sub-cluster", func() bool { return len(am2.got) == 9 })
-	am2.until("the release to complete", func() bool { return am2.completed[keyOf(victim)] })
+	am2.until("the release to complete", func() bool { return am2.completed[keyOf(victim)] != nil })
 	for i := 0; i < 5; i++ {
 		am2.heartbeat(nil, nil)
 		time.Sleep(20 * time.Millisecond)

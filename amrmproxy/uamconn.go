@@ -36,11 +36,20 @@ type uamConn struct {
 	results  []*yarnpb.AllocateResponseProto
 	lastOK   time.Time
 	failedAt time.Time // when launch or re-attach failed
-	addr     string    // the AMRM address(es) the client dials
-	finished bool
-	closed   bool
+	// unansweredSince is when the oldest call the RM has not answered
+	// since its last answer started (zero: none). Silence is measured
+	// from calls made, not from the last answer, so an AM that heartbeats
+	// rarely does not make a healthy secondary look lost.
+	unansweredSince time.Time
+	addr            string // the AMRM address(es) the client dials
+	finished        bool
+	closed          bool
 	// registered: the UAM's registration is done (at the RM and on disk).
 	registered bool
+	// finishing is closed when the unregister in flight ended, with
+	// finishErr its result.
+	finishing chan struct{}
+	finishErr error
 }
 
 func newUAMConn(a *attempt, sc string) *uamConn {
@@ -51,7 +60,9 @@ func newUAMConn(a *attempt, sc string) *uamConn {
 // it (with retries) and persists each step, so a restarted proxy
 // re-attaches instead of submitting again.
 func (u *uamConn) launch(ctx context.Context, p *Proxy) {
+	u.callStarted(time.Now())
 	err := u.doLaunch(ctx, p)
+	u.callEnded(err)
 	result := "ok"
 	if err != nil {
 		result = "error"
@@ -218,6 +229,7 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 	u.followMembership(p)
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.CallTimeout.D())
 	start := time.Now()
+	u.callStarted(start)
 	var resp *yarnpb.AllocateResponseProto
 	err := p.brk.do(u.sc, func() error {
 		var err error
@@ -225,6 +237,7 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 		return err
 	})
 	cancel()
+	u.callEnded(err)
 	p.metrics.rmAllocate.WithLabelValues(u.sc).Observe(time.Since(start).Seconds())
 	if err == nil && resp.GetAmRmToken() != nil && len(resp.GetAmRmToken().GetIdentifier()) > 0 {
 		// The secondary rolled its master key: use and keep the new token.
@@ -241,6 +254,11 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 		// The secondary restarted: its asks are gone. The AM re-sends its
 		// whole state after re-registering, which re-splits everything.
 		u.a.resync.Store(true)
+		// Releases are the proxy's own business too (containers of a lost
+		// sub-cluster): keep them; the AM re-sends its asks itself.
+		if len(req.Release) > 0 {
+			u.pending = mergeRequest(&yarnpb.AllocateRequestProto{Release: req.Release}, orEmpty(u.pending))
+		}
 		p.log.Info("secondary RM forgot the UAM's registration; asking the AM to re-register", "attempt", u.a.id, "subcluster", u.sc)
 	} else if !errors.Is(err, context.Canceled) {
 		// The request is lost to this RM; keep its releases and asks for
@@ -306,8 +324,49 @@ func (u *uamConn) take() []*yarnpb.AllocateResponseProto {
 
 func (u *uamConn) timedOut(now time.Time, timeout time.Duration) bool {
 	u.mu.Lock()
+	failed := u.err != nil
+	u.mu.Unlock()
+	return failed || u.unansweredFor(now) > timeout
+}
+
+// callStarted notes a call to the RM (heartbeat, launch, re-attach,
+// finish) for the silence clock.
+func (u *uamConn) callStarted(now time.Time) {
+	u.mu.Lock()
+	if u.unansweredSince.IsZero() {
+		u.unansweredSince = now
+	}
+	u.mu.Unlock()
+}
+
+// callEnded stops the silence clock when the RM answered, even with an
+// application error (that proves it alive).
+func (u *uamConn) callEnded(err error) {
+	if err != nil && rmDown(err) {
+		return
+	}
+	u.mu.Lock()
+	u.unansweredSince = time.Time{}
+	u.mu.Unlock()
+}
+
+// unansweredFor is how long the RM has left a call unanswered (0: none).
+func (u *uamConn) unansweredFor(now time.Time) time.Duration {
+	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.err != nil || now.Sub(u.lastOK) > timeout
+	if u.unansweredSince.IsZero() {
+		return 0
+	}
+	return now.Sub(u.unansweredSince)
+}
+
+// release queues releases for this RM; they go with the next heartbeat
+// that reaches it (failed heartbeats keep them).
+func (u *uamConn) release(ids []*yarnpb.ContainerIdProto) {
+	if len(ids) == 0 {
+		return
+	}
+	u.enqueue(&yarnpb.AllocateRequestProto{Release: ids})
 }
 
 func (u *uamConn) isReady() bool {
@@ -319,6 +378,41 @@ func (u *uamConn) isReady() bool {
 	default:
 		return false
 	}
+}
+
+// startFinish starts an unregister unless one is in flight, and returns
+// a channel closed when it ends (see finishResult). It runs under the
+// proxy's context, not the AM's call: an AM call cut short by finish_wait
+// does not cancel it.
+func (u *uamConn) startFinish(p *Proxy, req *yarnpb.FinishApplicationMasterRequestProto) <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.finishing != nil && !isClosed(u.finishing) {
+		return u.finishing
+	}
+	done := make(chan struct{})
+	u.finishing = done
+	go func() {
+		err := u.finish(p.ctx, p, req)
+		u.mu.Lock()
+		u.finishErr = err
+		u.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// submitted: the UAM got its token, so it exists on its RM.
+func (u *uamConn) submitted() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.token != nil
+}
+
+func (u *uamConn) finishResult() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.finishErr
 }
 
 // finish unregisters the UAM.
@@ -340,6 +434,7 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 		return nil // never launched: nothing to unregister
 	}
 	var resp *yarnpb.FinishApplicationMasterResponseProto
+	u.callStarted(time.Now())
 	err = p.brk.do(u.sc, func() error {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout.D())
 		defer cancel()
@@ -350,6 +445,7 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 		resp, err = rm.Finish(cctx, req)
 		return err
 	})
+	u.callEnded(err)
 	if err != nil {
 		return err
 	}

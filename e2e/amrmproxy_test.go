@@ -4,8 +4,13 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,17 +240,127 @@ func TestAMRMProxyRestart(t *testing.T) {
 	f.waitQuiet(t, f.clusters[0], f.clusters[1])
 }
 
+// The secondary dies while the application has containers running on it.
+// The proxies run with --subcluster-timeout 10s (Hadoop's and our default
+// is 60 s) so the test does not wait a minute for SC-2 to count as lost.
+// Once it does, the proxy reports SC-2's containers to the AM as completed
+// ABORTED (-100); distributed shell asks again for exactly those, the asks
+// go to SC-1 (SC-2 is out of splitting), and at finish the proxy abandons
+// SC-2's UAM instead of answering isUnregistered=false forever.
 func TestAMRMProxySecondaryRMDies(t *testing.T) {
 	needAMRMProxy(t)
-	f := startSpan(t, withAMRMProxy)
-	d := dsRun{name: "rmdies-ds", marker: uniqueMarker("rmdies-ds")}
-	done, _ := f.startDS(t, d, 6, 15, true)
+	const subClusterTimeout = 10 * time.Second
+	f := startSpan(t, withAMRMProxy, "--subcluster-timeout", subClusterTimeout.String())
+	const n = 6
+	// Every container prints a start line, sleeps, then prints its
+	// evidence: SC-2 is killed while its containers sleep.
+	d := dsRun{name: "rmdies-ds", marker: uniqueMarker("rmdies-ds"), startMarker: true}
+	done, id := f.startDS(t, d, n, 45, true)
 
-	// The secondary's RM and NodeManagers die at once (SIGKILL of its JVM).
+	// Kill only once all n containers run and some run on SC-2: a
+	// container SC-2's NodeManager had not started yet would be a failed
+	// launch for the AM, not a lost container.
+	var lost []string
+	waitUntil(t, 2*time.Minute, "all shell containers started, some on "+spanSecondary, nil, func() (bool, string) {
+		started := f.containerEvidence(d.startedMarker())
+		lost = lost[:0]
+		for c, sc := range started {
+			if sc == spanSecondary {
+				lost = append(lost, c)
+			}
+		}
+		return len(started) == n && len(lost) > 0, fmt.Sprintf("started %v", started)
+	})
+	sort.Strings(lost)
+	// The host is lost: its JVM (RM and NM) and the containers its NM
+	// started (they run in their own sessions and would outlive the JVM).
 	f.clusters[1].kill()
-	t.Logf("killed %s (RM and NMs) mid-application", spanSecondary)
+	killed := time.Now()
+	procs := killContainerProcesses(t, f.clusters[1])
+	t.Logf("killed %s (RM and NM, and %d container processes) with %d of %d shell containers running there: %v",
+		spanSecondary, procs, len(lost), n, lost)
 
 	r := <-done
+	t.Logf("distributed shell ended %s after the kill", time.Since(killed).Round(time.Second))
 	f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
+	ev := f.containerEvidence(d.marker)
+	per := map[string]int{}
+	for _, sc := range ev {
+		per[sc]++
+	}
+	if len(ev) != n {
+		t.Errorf("%d shell containers succeeded (%v), want -num_containers %d", len(ev), sortedKeys(ev), n)
+	}
+	for _, c := range lost {
+		if _, ok := ev[c]; ok {
+			t.Errorf("container %s on the killed %s ended successfully", c, spanSecondary)
+		}
+	}
+	if per[spanHome] != n {
+		t.Errorf("succeeded per sub-cluster %v, want all %d on %s (the %d lost ones re-ran there)", per, n, spanHome, len(lost))
+	}
+
+	// The proxy's own account: the lost containers reported ABORTED, the
+	// UAM abandoned at finish, and how often the AM called finish.
+	p := f.proxies[0]
+	prom, _ := tryRESTAt(proxyWeb(p), "/prom")
+	for metric, want := range map[string]int{
+		`yarnfed_amrmproxy_containers_aborted_total{subcluster="SC-2"}`: len(lost),
+		`yarnfed_amrmproxy_uams_abandoned_total{subcluster="SC-2"}`:     1,
+	} {
+		if got := promValue(string(prom), metric); got != float64(want) {
+			t.Errorf("%s = %v, want %d", metric, got, want)
+		}
+	}
+	logb, _ := os.ReadFile(p.logPath)
+	t.Logf("the AM called finish %d times through %s", strings.Count(string(logb), "msg=finish audit=amrmproxy attempt=appattempt_"+strings.TrimPrefix(id, "application_")), p.name)
 	f.waitQuiet(t, f.clusters[0])
+}
+
+// promValue reads one sample from a Prometheus text exposition (-1: absent).
+func promValue(text, metric string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, metric+" "); ok {
+			var x float64
+			if _, err := fmt.Sscan(v, &x); err == nil {
+				return x
+			}
+		}
+	}
+	return -1
+}
+
+// killContainerProcesses SIGKILLs the process group of every container
+// mc's NodeManagers launched, found by the pid files the NM writes
+// (nmPrivate/<app>/<container>/<container>.pid; DefaultContainerExecutor
+// starts each container in its own session, so pid = process group). A pid
+// is only killed while its environment still names that container.
+func killContainerProcesses(t *testing.T, mc *miniCluster) int {
+	t.Helper()
+	n := 0
+	_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".pid") || !strings.Contains(p, "nmPrivate") {
+			return nil
+		}
+		container := strings.TrimSuffix(d.Name(), ".pid")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			return nil
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !strings.Contains(string(env), "CONTAINER_ID="+container+"\x00") {
+			return nil // gone already, or the pid is someone else's now
+		}
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+			t.Logf("kill process group of %s (%d): %v", container, pid, err)
+			return nil
+		}
+		n++
+		return nil
+	})
+	return n
 }

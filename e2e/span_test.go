@@ -67,6 +67,8 @@ type spanFed struct {
 	routerWS string // the router's REST address
 	proxies  [2]*proc
 	relays   [2]*tcpRelayFake
+	// proxyArgs are extra flags for every proxy (a test's own tuning).
+	proxyArgs []string
 }
 
 // amSchedulerKind is what answers the AMs' scheduler address.
@@ -91,11 +93,12 @@ var spanClusterSettings = []string{
 }
 
 // startSpan starts the spanning federation and waits until the router sees
-// both sub-clusters; everything stops at cleanup.
-func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
+// both sub-clusters; everything stops at cleanup. proxyArgs are added to
+// each `yarnfed amrmproxy` command line.
+func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed {
 	t.Helper()
 	j := needJava(t)
-	f := &spanFed{t: t, j: j, ids: [2]string{spanHome, spanSecondary}}
+	f := &spanFed{t: t, j: j, ids: [2]string{spanHome, spanSecondary}, proxyArgs: proxyArgs}
 	start := time.Now()
 	f.yarnfed, f.ctl = yarnfedBinaries(t)
 	t.Logf("yarnfed binaries ready in %s", time.Since(start).Round(time.Millisecond))
@@ -135,6 +138,13 @@ func startSpan(t *testing.T, kind amSchedulerKind) *spanFed {
 				// re-dials after this; Hadoop's 30 s default would only make
 				// the restart scenarios slower.
 				"yarn.resourcemanager.connect.retry-interval.ms=2000",
+				// An AM that ends stops every container it started, also
+				// those on a NodeManager that died (TestAMRMProxySecondaryRMDies
+				// kills SC-2's): Hadoop's client retries each for 3 min by
+				// default before unregistering, longer than the test waits.
+				// Same in a single cluster that lost a node.
+				"yarn.client.nodemanager-connect.max-wait-ms=5000",
+				"yarn.client.nodemanager-connect.retry-interval-ms=1000",
 			},
 		})
 	}
@@ -194,10 +204,11 @@ func (f *spanFed) startProxy(i int) *proc {
 	f.t.Helper()
 	web := freeAddr(f.t)
 	_ = f.amrmHeld[i].Close() // the proxy binds it next
-	p := startProc(f.t, f.dir, "amrmproxy-"+f.ids[i], f.yarnfed, "amrmproxy",
+	args := append([]string{"amrmproxy",
 		"--store", f.store, "--subcluster-id", f.ids[i],
 		"--amrm-address", f.amrm[i], "--web-address", web,
-		"--data-dir", filepath.Join(f.dir, "amrmproxy-"+f.ids[i]))
+		"--data-dir", filepath.Join(f.dir, "amrmproxy-"+f.ids[i])}, f.proxyArgs...)
+	p := startProc(f.t, f.dir, "amrmproxy-"+f.ids[i], f.yarnfed, args...)
 	f.waitProxyReady(p, web)
 	return p
 }
@@ -244,17 +255,29 @@ func needAMRMProxy(t *testing.T) {
 type dsRun struct {
 	name   string // -appname, unique per run
 	marker string // printed by every shell container
+	// startMarker: each container also prints startedMarker() and its id
+	// before sleeping, so a container is known to run before it ends.
+	startMarker bool
 }
 
-// shellEvidence is what each shell container prints: the marker, then the
-// container id the NodeManager gave it (its epoch names the sub-cluster).
+// command is each shell container's script. The evidence it leaves is the
+// marker, then the container id the NodeManager gave it (its epoch names
+// the sub-cluster), printed when the container ends successfully.
 func (d dsRun) command(sleep int) string {
 	cmd := "echo " + d.marker + " $CONTAINER_ID"
 	if sleep > 0 {
 		cmd = fmt.Sprintf("sleep %d; %s", sleep, cmd)
 	}
+	if d.startMarker {
+		// Grouped: distributed shell appends the stdout redirection to the
+		// command line, which would otherwise bind to the last command only.
+		cmd = "{ echo " + d.startedMarker() + " $CONTAINER_ID; " + cmd + "; }"
+	}
 	return cmd
 }
+
+// startedMarker is printed by a container when it starts (startMarker).
+func (d dsRun) startedMarker() string { return d.marker + "-started" }
 
 // runDS runs Hadoop's distributed shell client through the router (its AM
 // classpath: the NM's $HADOOP_CONF_DIR, i.e. the AM-facing yarn-site.xml,

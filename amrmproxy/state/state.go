@@ -7,7 +7,10 @@
 //	"meta"        JSON Attempt (home, queue, user, register request/response)
 //	"uam"/<sc>    JSON UAM (its AMRMToken, registration)
 //	"containers"/<container key> -> sub-cluster id
-//	"delivery"    JSON Delivery: the last answer to the AM that carried containers
+//	"aborted"/<container key>    -> sub-cluster id: reported ABORTED to the AM
+//	              because that sub-cluster was lost; never to be shown again
+//	"delivery"    JSON Delivery: the last answer to the AM that carried
+//	              containers or ABORTED statuses
 //
 // Every write is one bbolt transaction, committed with fsync (bbolt's
 // default) before the proxy answers the AM: what the AM has been told is
@@ -31,6 +34,7 @@ var (
 	keyDelivery   = []byte("delivery")
 	bktUAM        = []byte("uam")
 	bktContainers = []byte("containers")
+	bktAborted    = []byte("aborted")
 )
 
 // ErrCorrupt: a stored record does not decode.
@@ -63,6 +67,9 @@ type Delivery struct {
 	ResponseID int32    `json:"response_id"`
 	Containers [][]byte `json:"containers"` // ContainerProto
 	NMTokens   [][]byte `json:"nm_tokens"`  // NMTokenProto
+	// Aborted are the ContainerStatusProtos the proxy itself made for
+	// containers of a lost sub-cluster, carried by the same answer.
+	Aborted [][]byte `json:"aborted,omitempty"`
 }
 
 // Recovered is one attempt as read back at start-up.
@@ -70,6 +77,7 @@ type Recovered struct {
 	Attempt    Attempt
 	UAMs       []UAM
 	Containers map[string]string // container key -> sub-cluster
+	Aborted    map[string]string // container key -> lost sub-cluster
 	Delivery   *Delivery
 }
 
@@ -143,10 +151,11 @@ func (s *Store) PutUAM(attempt string, u UAM) error {
 }
 
 // UpdateContainers records new containers (key -> sub-cluster), forgets
-// completed ones and, if d is not nil, the answer that delivers the new
-// ones, in one transaction.
-func (s *Store) UpdateContainers(attempt string, add map[string]string, remove []string, d *Delivery) error {
-	if len(add) == 0 && len(remove) == 0 && d == nil {
+// completed ones, moves aborted ones (key -> their lost sub-cluster) from
+// the live map to the aborted set and, if d is not nil, records the answer
+// that delivers the new ones, in one transaction.
+func (s *Store) UpdateContainers(attempt string, add map[string]string, remove []string, aborted map[string]string, d *Delivery) error {
+	if len(add) == 0 && len(remove) == 0 && len(aborted) == 0 && d == nil {
 		return nil
 	}
 	var db []byte
@@ -173,6 +182,20 @@ func (s *Store) UpdateContainers(attempt string, add map[string]string, remove [
 		for _, k := range remove {
 			if err := cb.Delete([]byte(k)); err != nil {
 				return err
+			}
+		}
+		if len(aborted) > 0 {
+			xb, err := ab.CreateBucketIfNotExists(bktAborted)
+			if err != nil {
+				return err
+			}
+			for k, sc := range aborted {
+				if err := cb.Delete([]byte(k)); err != nil {
+					return err
+				}
+				if err := xb.Put([]byte(k), []byte(sc)); err != nil {
+					return err
+				}
 			}
 		}
 		if db != nil {
@@ -205,7 +228,7 @@ func (s *Store) Load() ([]Recovered, error) {
 			if err != nil {
 				return err
 			}
-			rec := Recovered{Attempt: r, Containers: map[string]string{}}
+			rec := Recovered{Attempt: r, Containers: map[string]string{}, Aborted: map[string]string{}}
 			if ub := ab.Bucket(bktUAM); ub != nil {
 				if err := ub.ForEach(func(k, v []byte) error {
 					u, err := DecodeUAM(v)
@@ -221,6 +244,12 @@ func (s *Store) Load() ([]Recovered, error) {
 			if cb := ab.Bucket(bktContainers); cb != nil {
 				_ = cb.ForEach(func(k, v []byte) error {
 					rec.Containers[string(k)] = string(v)
+					return nil
+				})
+			}
+			if xb := ab.Bucket(bktAborted); xb != nil {
+				_ = xb.ForEach(func(k, v []byte) error {
+					rec.Aborted[string(k)] = string(v)
 					return nil
 				})
 			}

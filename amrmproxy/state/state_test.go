@@ -18,10 +18,14 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if err := s.PutUAM(a.Attempt, UAM{SubCluster: "SC-2", Token: []byte("t"), Registered: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateContainers(a.Attempt, map[string]string{"c1": "SC-1", "c2": "SC-2", "c3": "SC-2"}, nil, &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}); err != nil {
+	if err := s.UpdateContainers(a.Attempt, map[string]string{"c1": "SC-1", "c2": "SC-2", "c3": "SC-2", "c4": "SC-2"}, nil, nil, &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateContainers(a.Attempt, nil, []string{"c3"}, nil); err != nil {
+	if err := s.UpdateContainers(a.Attempt, nil, []string{"c3"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// c4's sub-cluster was lost: it leaves the live map for the aborted set.
+	if err := s.UpdateContainers(a.Attempt, nil, nil, map[string]string{"c4": "SC-2"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -37,7 +41,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Recovered{{Attempt: a, UAMs: []UAM{{SubCluster: "SC-2", Token: []byte("t"), Registered: true}},
-		Containers: map[string]string{"c1": "SC-1", "c2": "SC-2"}, Delivery: &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}}}
+		Containers: map[string]string{"c1": "SC-1", "c2": "SC-2"}, Aborted: map[string]string{"c4": "SC-2"}, Delivery: &Delivery{ResponseID: 4, Containers: [][]byte{{9}}}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
