@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -15,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
+	"github.com/yarnfed/yarnfed/gpg/kube/nmpush"
 )
 
 // newGPGCmd is `yarnfed gpg`: the Global Policy Generator.
@@ -43,7 +46,9 @@ Each round (every --interval, and a debounce (1s) after a capacity change or mem
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags. The JSON
 "kubernetes" section names co-location clusters whose Koordinator batch capacity becomes each
-sub-cluster's published capacity and weight input.
+sub-cluster's published capacity and weight input; its optional "node_resource_push" (off by
+default) also sends each NodeManager's usable capacity to its RM (updateNodeResource, admin
+addresses from the state store's membership; only the lease holder pushes).
 Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status.`,
 		Example: `  yarnfed gpg --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090
   yarnfed gpg --config gpg.json --read-only --dry-run`,
@@ -72,7 +77,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 			cfg.Store = sc
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
 			ctx, cancel := context.WithCancel(cmd.Context())
-			src, waitSources, err := newCapacitySource(ctx, cfg, log)
+			src, kubes, waitSources, err := newCapacitySource(ctx, cfg, log)
 			defer func() { cancel(); waitSources() }()
 			if err != nil {
 				return err
@@ -82,6 +87,11 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 				return err
 			}
 			defer g.Close()
+			waitPush, err := startNodeResourcePush(ctx, cfg, kubes, g, log)
+			defer func() { cancel(); waitPush() }()
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
 				cfg.ID, g.WebAddr(), storeAddrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
 			return g.Run(ctx)
@@ -169,32 +179,33 @@ const kubeWorkers = 2
 
 // newCapacitySource starts one gpg/kube Source per configured Kubernetes
 // cluster (informers on Nodes and Pods, until ctx ends) and merges them
-// into the one capacity.Source the GPG reads. With no cluster configured
-// it returns nil (weights from the RMs' own figures). wait blocks until
-// every started source has stopped; call it after ctx ends.
-func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (src capacity.Source, wait func(), err error) {
+// into the one capacity.Source the GPG reads; kubes are the sources
+// themselves, in config order (the node-resource push reads their
+// per-node results). With no cluster configured it returns nil (weights
+// from the RMs' own figures). wait blocks until every started source has
+// stopped; call it after ctx ends.
+func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (src capacity.Source, kubes []*kube.Source, wait func(), err error) {
 	wait = func() {}
 	if len(cfg.Kubernetes) == 0 {
-		return nil, wait, nil
+		return nil, nil, wait, nil
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	// client-go logs through klog (reflector retries, throttling); route it
 	// into the role's logger instead of klog's own stderr format.
-	klog.SetSlogLogger(log.With("component", "client-go"))
-	var srcs []*kube.Source
+	routeKlog(log.With("component", "client-go"))
 	for _, k := range cfg.Kubernetes {
 		k.Logger, k.Registerer = log, cfg.Registerer
 		s, err := kube.New(k)
 		if err != nil {
-			return nil, wait, fmt.Errorf("gpg config: %w", err)
+			return nil, nil, wait, fmt.Errorf("gpg config: %w", err)
 		}
-		srcs = append(srcs, s)
+		kubes = append(kubes, s)
 	}
 	var wg sync.WaitGroup
-	all := make([]capacity.Source, len(srcs))
-	for i, s := range srcs {
+	all := make([]capacity.Source, len(kubes))
+	for i, s := range kubes {
 		all[i] = s
 		name := cfg.Kubernetes[i].Name
 		wg.Go(func() {
@@ -203,6 +214,96 @@ func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (s
 			}
 		})
 	}
-	log.Info("watching Kubernetes clusters for batch capacity", "clusters", len(srcs))
-	return capacity.Merge(ctx, all...), wg.Wait, nil
+	log.Info("watching Kubernetes clusters for batch capacity", "clusters", len(kubes))
+	return capacity.Merge(ctx, all...), kubes, wg.Wait, nil
+}
+
+// startNodeResourcePush runs gpg/kube/nmpush for every Kubernetes cluster
+// whose node_resource_push is enabled (kubes[i] is cfg.Kubernetes[i]'s
+// source), until ctx ends: each NodeManager's usable capacity goes to its
+// RM with updateNodeResource. The RM admin addresses come from the state
+// store's membership, as the GPG's rounds read it (the sub-cluster agent
+// re-registers them on RM failover), and only the lease holder pushes.
+// wait blocks until every pusher has stopped; call it after ctx ends.
+func startNodeResourcePush(ctx context.Context, cfg gpg.Config, kubes []*kube.Source, g *gpg.GPG, log *slog.Logger) (wait func(), err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var pushers []*nmpush.Pusher
+	closeAll := func() {
+		for _, p := range pushers {
+			_ = p.Close()
+		}
+	}
+	for i, k := range cfg.Kubernetes {
+		if !k.NodeResourcePush.Enabled {
+			continue
+		}
+		p, err := nmpush.New(nmpush.Config{
+			Name: k.Name, PushConfig: k.NodeResourcePush,
+			RMs: nmpush.RMsFunc(g.RMAdminAddresses), Active: g.Holding,
+			Logger: log, Registerer: cfg.Registerer,
+		}, kubes[i])
+		if err != nil {
+			closeAll()
+			return func() {}, fmt.Errorf("gpg config: kubernetes %s: %w", k.Name, err)
+		}
+		pushers = append(pushers, p)
+		log.Info("pushing NodeManager capacities to their RMs (updateNodeResource)", "kubernetes_cluster", k.Name,
+			"user", k.NodeResourcePush.User, "interval", k.NodeResourcePush.Interval.D(),
+			"min_change", k.NodeResourcePush.MinChange, "max_age", k.NodeResourcePush.MaxAge.D())
+	}
+	var wg sync.WaitGroup
+	for _, p := range pushers {
+		wg.Go(func() {
+			defer p.Close()
+			_ = p.Run(ctx) // returns ctx's error when ctx ends
+		})
+	}
+	return wg.Wait, nil
+}
+
+// klogRoute sends klog's output (client-go's) to the logger of the role
+// that started most recently. klog.SetSlogLogger is not synchronized with
+// klog's readers (running informers), so it is called once, with a handler
+// that forwards to the current logger; a second role in one process (tests
+// run several GPGs) swaps the target without a race.
+var klogRoute struct {
+	once sync.Once
+	to   atomic.Pointer[slog.Logger]
+}
+
+func routeKlog(log *slog.Logger) {
+	klogRoute.to.Store(log)
+	klogRoute.once.Do(func() { klog.SetSlogLogger(slog.New(klogForward{})) })
+}
+
+// klogForward is a slog.Handler that hands each record to klogRoute's
+// current logger, after the attributes and groups added on the way.
+type klogForward struct {
+	with []func(slog.Handler) slog.Handler
+}
+
+func (f klogForward) target() slog.Handler {
+	h := klogRoute.to.Load().Handler()
+	for _, w := range f.with {
+		h = w(h)
+	}
+	return h
+}
+
+func (f klogForward) Enabled(ctx context.Context, l slog.Level) bool {
+	return klogRoute.to.Load().Handler().Enabled(ctx, l)
+}
+
+func (f klogForward) Handle(ctx context.Context, r slog.Record) error {
+	return f.target().Handle(ctx, r)
+}
+
+func (f klogForward) WithAttrs(as []slog.Attr) slog.Handler {
+	return klogForward{with: append(slices.Clip(f.with), func(h slog.Handler) slog.Handler { return h.WithAttrs(as) })}
+}
+
+func (f klogForward) WithGroup(name string) slog.Handler {
+	return klogForward{with: append(slices.Clip(f.with), func(h slog.Handler) slog.Handler { return h.WithGroup(name) })}
 }

@@ -304,7 +304,7 @@ func (k *koordCluster) replacePod(ns, name, node, cpu, mem string) {
 
 // startSimSubCluster runs a simrm RM with nodes NodeManagers (8 GiB, 8
 // vcores each) and the agent that registers and heartbeats it.
-func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster, id string, i int64, nodes int) {
+func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster, id string, i int64, nodes int) *simrm.RM {
 	t.Helper()
 	cfg := simrm.TestConfig()
 	cfg.ClusterID, cfg.ClusterTimestamp, cfg.Nodes = id, 1_700_000_000_000+i, nodes
@@ -329,6 +329,7 @@ func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster
 	adone := make(chan struct{})
 	go func() { _ = agent.Run(actx); close(adone) }()
 	t.Cleanup(func() { acancel(); <-adone })
+	return rm
 }
 
 // startRouterClient runs a router over rc and returns a function that

@@ -241,7 +241,7 @@ func TestGPGConfigPrecedence(t *testing.T) {
 	k := kube.DefaultConfig()
 	k.Name, k.DefaultSubCluster, k.Kubeconfig = "k8s-east", "SC-K8S", filepath.Join(t.TempDir(), "missing.kubeconfig")
 	cfg.Kubernetes = []kube.Config{k}
-	if src, wait, err := newCapacitySource(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "k8s-east") {
+	if src, _, wait, err := newCapacitySource(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "k8s-east") {
 		t.Fatalf("a kubernetes section with a missing kubeconfig: source %v, err %v", src, err)
 	} else {
 		wait()
@@ -319,7 +319,7 @@ current-context: x
 	cfg.Kubernetes = []kube.Config{k}
 	cfg.Registerer = prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
-	src, wait, err := newCapacitySource(ctx, cfg, log)
+	src, _, wait, err := newCapacitySource(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	// 15 min matches koord-manager's degrade time for NodeMetrics. It also
 	// turns a lost API-server watch into 0 capacity instead of frozen figures.
 	StaleAfter Duration `json:"stale_after"`
+	// NodeResourcePush optionally pushes each NodeManager's usable
+	// capacity to its RM (gpg/kube/nmpush); off by default.
+	NodeResourcePush PushConfig `json:"node_resource_push"`
 
 	// In-process wiring (not from files).
 	// Client, if set, is used instead of Kubeconfig (tests, embedding).
@@ -55,6 +58,8 @@ func DefaultConfig() Config {
 	return Config{
 		ResyncPeriod: Duration(5 * time.Minute),
 		StaleAfter:   Duration(15 * time.Minute),
+
+		NodeResourcePush: DefaultPushConfig(),
 	}
 }
 
@@ -91,6 +96,11 @@ func (c *Config) Validate() error {
 	}
 	if c.StaleAfter < Duration(time.Minute) {
 		errs = append(errs, fmt.Errorf("stale_after: %v, must be >= 1m (the kubelet refreshes node status every few minutes)", c.StaleAfter.D()))
+	}
+	if c.NodeResourcePush.Enabled {
+		if err := c.NodeResourcePush.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("node_resource_push: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

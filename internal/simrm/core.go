@@ -914,10 +914,53 @@ func (c *core) SetNodeLost(host string, lost bool) error {
 	c.nodeSeq++
 	n.changed = c.nodeSeq
 	c.changedNodes = append(c.changedNodes, nodeChange{n: n, seq: c.nodeSeq})
+	c.compactChangedNodes()
+	return nil
+}
+
+// compactChangedNodes bounds the change list: only each node's latest
+// change matters to anyone.
+func (c *core) compactChangedNodes() {
 	if len(c.changedNodes) > 2*len(c.nodes)+64 {
-		// Only each node's latest change matters to anyone.
 		c.changedNodes = slices.DeleteFunc(c.changedNodes, func(e nodeChange) bool { return e.seq != e.n.changed })
 	}
+}
+
+// UpdateNodeResource sets NodeManagers' total capability, as the RM admin
+// call updateNodeResource does. As Hadoop's AdminService, a request naming
+// a node the RM does not know (or one that is LOST: Hadoop keeps those
+// apart from its running nodes) changes nothing and fails as a whole.
+// Running containers stay where they are (overCommitTimeout -1, Hadoop's
+// default: no preemption), so a node shrunk below its usage has no free
+// capacity until enough of them end. The cluster total follows, and every
+// AM hears of the node in updated_nodes.
+func (c *core) UpdateNodeResource(updates map[NodeID]Resource) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nodes := make(map[NodeID]*node, len(updates))
+	for id, r := range updates {
+		n, ok := c.hosts[id.Host]
+		if !ok || n.id != id || n.lost {
+			return errorf(ErrInvalidRequest, "Resource update get failed on all nodes due to change resource on an unrecognized node: %s", id)
+		}
+		if r.MemoryMB < 0 || r.VCores < 0 {
+			return errorf(ErrInvalidRequest, "invalid resource %s for node %s", r, id)
+		}
+		nodes[id] = n
+	}
+	for id, n := range nodes {
+		r := updates[id]
+		if r == n.total {
+			continue
+		}
+		c.total = c.total.sub(n.total).add(r)
+		n.total = r
+		c.freeGen++ // sizes that did not fit before may fit now
+		c.nodeSeq++
+		n.changed = c.nodeSeq
+		c.changedNodes = append(c.changedNodes, nodeChange{n: n, seq: c.nodeSeq})
+	}
+	c.compactChangedNodes()
 	return nil
 }
 

@@ -840,3 +840,43 @@ func TestInsertByPriorityMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateNodeResourceOverCommit: shrinking a node below what runs on it
+// keeps the containers (overCommitTimeout -1) and places nothing new there
+// until it has room; growing it lets remembered sizes fit again.
+func TestUpdateNodeResourceOverCommit(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 1; cfg.SimAM.ContainerRuntime = time.Hour })
+	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(4, 1024)}})
+	c.tick()
+	if got := d.allocate(AllocateRequest{}).Allocated; len(got) != 4 {
+		t.Fatalf("allocated %d", len(got))
+	}
+	id := c.Nodes()[0].ID
+	if err := c.UpdateNodeResource(map[NodeID]Resource{id: {MemoryMB: 2048, VCores: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	n := c.Nodes()[0]
+	if n.Total != (Resource{MemoryMB: 2048, VCores: 2}) || n.NumContainers != 4 {
+		t.Fatalf("after shrinking: %+v", n)
+	}
+	if resp := d.allocate(AllocateRequest{}); len(resp.Completed) != 0 || len(resp.UpdatedNodes) != 1 ||
+		resp.UpdatedNodes[0].Total != n.Total {
+		t.Fatalf("shrinking preempted %d containers or was not reported: updated %+v", len(resp.Completed), resp.UpdatedNodes)
+	}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}})
+	c.tick()
+	if got := d.allocate(AllocateRequest{}).Allocated; len(got) != 0 {
+		t.Fatalf("placed %d containers on an over-committed node", len(got))
+	}
+	if err := c.UpdateNodeResource(map[NodeID]Resource{id: {MemoryMB: 16384, VCores: 16}}); err != nil {
+		t.Fatal(err)
+	}
+	c.tick()
+	if got := d.allocate(AllocateRequest{}).Allocated; len(got) != 1 {
+		t.Fatalf("after growing: allocated %d, want 1", len(got))
+	}
+	if m := c.Metrics(); m.Total != (Resource{MemoryMB: 16384, VCores: 16}) {
+		t.Fatalf("cluster total %v", m.Total)
+	}
+}

@@ -3,6 +3,7 @@ package simrm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -487,5 +488,65 @@ func TestAMRMSecretsVerifiesIssuedTokensOnly(t *testing.T) {
 	}
 	if _, _, err := sm.RetrievePassword([]byte("forged")); err == nil {
 		t.Fatal("forged identifier accepted")
+	}
+}
+
+func TestIPCUpdateNodeResource(t *testing.T) {
+	rm := startRM(t, func(c *Config) { c.Nodes = 2 })
+	ctx := context.Background()
+	hosts := rm.NodeHosts()
+	admin := ipcClient(t, rm.Addrs().Admin, hadoopipc.ProtocolRMAdmin, "yarn", nil)
+	entry := func(host string, port int32, mb int64, vcores int32) *yarnpb.NodeResourceMapProto {
+		return &yarnpb.NodeResourceMapProto{
+			NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)},
+			ResourceOption: &yarnpb.ResourceOptionProto{
+				Resource:          &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(vcores)},
+				OverCommitTimeout: proto.Int32(-1),
+			},
+		}
+	}
+	update := func(entries ...*yarnpb.NodeResourceMapProto) error {
+		return admin.Call(ctx, "updateNodeResource", &yarnpb.UpdateNodeResourceRequestProto{NodeResourceMap: entries}, &yarnpb.UpdateNodeResourceResponseProto{})
+	}
+	totals := func() map[string]string {
+		nodes, err := rmrest.NewClient(rm.Addrs().Web).GetNodes(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, n := range nodes {
+			out[n.ID] = fmt.Sprintf("%d/%d", n.TotalResource.Memory, n.TotalResource.VCores)
+		}
+		return out
+	}
+	n0, n1 := hosts[0]+":8041", hosts[1]+":8041"
+
+	if err := update(entry(hosts[0], 8041, 3000, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(totals()), fmt.Sprint(map[string]string{n0: "3000/3", n1: "8192/8"}); got != want {
+		t.Fatalf("node totals %s, want %s", got, want)
+	}
+	if m := rm.core().Metrics(); m.Total != (Resource{MemoryMB: 3000 + 8192, VCores: 11}) {
+		t.Fatalf("cluster total %v", m.Total)
+	}
+
+	// As Hadoop's AdminService: one unknown node (wrong port, unknown host)
+	// fails the whole request and changes nothing.
+	for _, bad := range []*yarnpb.NodeResourceMapProto{entry(hosts[1], 9999, 1, 1), entry("nope", 8041, 1, 1)} {
+		err := update(entry(hosts[1], 8041, 1024, 1), bad)
+		if remoteClass(err) != hadoopipc.ClassYarnException {
+			t.Fatalf("unknown node %v: %v, want a YarnException", bad.GetNodeId(), err)
+		}
+	}
+	if got := totals()[n1]; got != "8192/8" {
+		t.Fatalf("a refused request changed node 1 to %s", got)
+	}
+	// A LOST node is not among the RM's running nodes either.
+	if err := rm.SetNodeLost(hosts[1], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(entry(hosts[1], 8041, 1024, 1)); remoteClass(err) != hadoopipc.ClassYarnException {
+		t.Fatalf("lost node: %v", err)
 	}
 }

@@ -420,8 +420,9 @@ func (r *RM) faultInterceptor() hadoopipc.Interceptor {
 }
 
 // adminProtocol serves the refresh calls of `yarn rmadmin` as successful
-// no-ops (simrm's configuration is fixed at start) and getGroupsForUser with
-// the user as its only group. Other admin methods are not registered, so
+// no-ops (simrm's configuration is fixed at start), updateNodeResource (the
+// nodes' capability changes) and getGroupsForUser with the user as its only
+// group. Other admin methods are not registered, so
 // they answer RpcNoSuchMethodException.
 func (r *RM) adminProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
@@ -434,11 +435,29 @@ func (r *RM) adminProtocol() hadoopipc.Protocol {
 			noop[*yarnpb.RefreshUserToGroupsMappingsRequestProto, *yarnpb.RefreshUserToGroupsMappingsResponseProto]("refreshUserToGroupsMappings", newOf[yarnpb.RefreshUserToGroupsMappingsRequestProto](), newOf[yarnpb.RefreshUserToGroupsMappingsResponseProto]()),
 			noop[*yarnpb.RefreshAdminAclsRequestProto, *yarnpb.RefreshAdminAclsResponseProto]("refreshAdminAcls", newOf[yarnpb.RefreshAdminAclsRequestProto](), newOf[yarnpb.RefreshAdminAclsResponseProto]()),
 			noop[*yarnpb.RefreshServiceAclsRequestProto, *yarnpb.RefreshServiceAclsResponseProto]("refreshServiceAcls", newOf[yarnpb.RefreshServiceAclsRequestProto](), newOf[yarnpb.RefreshServiceAclsResponseProto]()),
+			method("updateNodeResource", newOf[yarnpb.UpdateNodeResourceRequestProto](), r.updateNodeResource),
 			method("getGroupsForUser", newOf[yarnpb.GetGroupsForUserRequestProto](), func(_ context.Context, req *yarnpb.GetGroupsForUserRequestProto) (*yarnpb.GetGroupsForUserResponseProto, error) {
 				return &yarnpb.GetGroupsForUserResponseProto{Groups: []string{req.GetUser()}}, nil
 			}),
 		},
 	}
+}
+
+// updateNodeResource sets the named nodes' total capability (the GPG's
+// node-resource push, `yarn rmadmin -updateNodeResource`).
+func (r *RM) updateNodeResource(_ context.Context, req *yarnpb.UpdateNodeResourceRequestProto) (*yarnpb.UpdateNodeResourceResponseProto, error) {
+	updates := make(map[NodeID]Resource, len(req.GetNodeResourceMap()))
+	for _, e := range req.GetNodeResourceMap() {
+		res := e.GetResourceOption().GetResource()
+		if e.GetNodeId() == nil || res == nil {
+			return nil, errorf(ErrInvalidRequest, "updateNodeResource: an entry without node id or resource")
+		}
+		updates[NodeID{Host: e.GetNodeId().GetHost(), Port: e.GetNodeId().GetPort()}] = Resource{MemoryMB: res.GetMemory(), VCores: res.GetVirtualCores()}
+	}
+	if err := r.core().UpdateNodeResource(updates); err != nil {
+		return nil, err
+	}
+	return &yarnpb.UpdateNodeResourceResponseProto{}, nil
 }
 
 func noop[Req, Resp proto.Message](name string, newReq func() Req, newResp func() Resp) hadoopipc.Method {

@@ -43,74 +43,72 @@ type Caller interface {
 	Call(ctx context.Context, method string, req, resp proto.Message) error
 }
 
-// Config tunes a Pusher.
+// RMs says where each sub-cluster's RM admin service is now. The GPG
+// answers from the state store's membership (rmAdminServiceAddress, which
+// the sub-cluster agent re-registers on every RM failover), so addresses
+// follow HA failovers without configuration.
+type RMs interface {
+	// AdminAddresses maps a sub-cluster to its RM admin addresses
+	// (yarn.resourcemanager.admin.address; several = try in order).
+	AdminAddresses(ctx context.Context) (map[string][]string, error)
+}
+
+// RMsFunc adapts a function (such as (*gpg.GPG).RMAdminAddresses) to RMs.
+type RMsFunc func(ctx context.Context) (map[string][]string, error)
+
+// AdminAddresses calls f.
+func (f RMsFunc) AdminAddresses(ctx context.Context) (map[string][]string, error) { return f(ctx) }
+
+// StaticRMs is a fixed RMs (tests, tools).
+type StaticRMs map[string][]string
+
+// AdminAddresses returns the map itself.
+func (s StaticRMs) AdminAddresses(context.Context) (map[string][]string, error) { return s, nil }
+
+// Config tunes a Pusher. The settings come from the Kubernetes cluster's
+// config section (kube.PushConfig; Enabled is the caller's business).
 type Config struct {
 	// Name is the Kubernetes cluster's name (kube.Config.Name), labelling
 	// logs and metrics so one GPG can run a Pusher per cluster.
-	Name string `json:"name"`
-	// RMs maps a sub-cluster to its RM admin addresses
-	// (yarn.resourcemanager.admin.address; more than one = HA failover).
-	// NodeManagers of other sub-clusters are left alone.
-	RMs map[string][]string `json:"rms"`
-	// User is the SIMPLE-auth user; it must be in the RM's yarn.admin.acl.
-	User string `json:"user"`
-	// MinChange is the relative change of vcores or memory that is pushed
-	// at once (0.10: Koordinator's own threshold for batch node updates).
-	MinChange float64 `json:"min_change"`
-	// MaxAge re-pushes an unchanged figure (an RM restart forgets it).
-	MaxAge kube.Duration `json:"max_age"`
-	// Interval is how often due NodeManagers are collected and sent.
-	Interval kube.Duration `json:"interval"`
-	// CallTimeout bounds one updateNodeResource call.
-	CallTimeout kube.Duration `json:"call_timeout"`
+	Name string
+	kube.PushConfig
 
-	// In-process wiring.
+	// RMs is asked for the RM admin addresses before every push; a
+	// sub-cluster it does not name is left alone.
+	RMs RMs
+	// Active, if set, gates every push: only the GPG holding the lease
+	// pushes, so two GPGs never both do. A standby forgets what it pushed,
+	// so a new tenure starts by pushing every NodeManager once.
+	Active func() bool
 	// Dial, if set, replaces the Hadoop IPC client (tests).
-	Dial       func(subCluster string, addrs []string) (Caller, error) `json:"-"`
-	Logger     *slog.Logger                                            `json:"-"`
-	Registerer prometheus.Registerer                                   `json:"-"`
-	Clock      clock.WithTicker                                        `json:"-"`
+	Dial       func(subCluster string, addrs []string) (Caller, error)
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Clock      clock.WithTicker
 }
 
 // DefaultConfig returns the defaults (Koordinator's 10% / 300 s).
 func DefaultConfig() Config {
-	return Config{
-		MinChange:   0.10,
-		MaxAge:      kube.Duration(5 * time.Minute),
-		Interval:    kube.Duration(10 * time.Second),
-		CallTimeout: kube.Duration(30 * time.Second),
-	}
+	return Config{PushConfig: kube.DefaultPushConfig()}
 }
 
 // Validate reports every problem at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if len(c.RMs) == 0 {
-		errs = append(errs, errors.New("rms: at least one sub-cluster's RM admin address"))
+	if c.RMs == nil {
+		errs = append(errs, errors.New("rms: required (where the RM admin services are)"))
 	}
-	for sc, addrs := range c.RMs {
-		if len(addrs) == 0 {
-			errs = append(errs, fmt.Errorf("rms[%s]: no address", sc))
-		}
-	}
-	if c.User == "" {
-		errs = append(errs, errors.New("user: required (an RM admin)"))
-	}
-	if c.MinChange < 0 || c.MinChange > 1 {
-		errs = append(errs, fmt.Errorf("min_change: %v, must be in [0, 1]", c.MinChange))
-	}
-	for name, d := range map[string]kube.Duration{"max_age": c.MaxAge, "interval": c.Interval, "call_timeout": c.CallTimeout} {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, d.D()))
-		}
+	if err := c.PushConfig.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // pushed is the last figure an RM accepted for one NodeManager.
 type pushed struct {
-	usable capacity.Resources
-	at     time.Time
+	subCluster string
+	usable     capacity.Resources
+	at         time.Time
 }
 
 // Pusher sends NodeManager capacities to their RMs.
@@ -120,11 +118,12 @@ type Pusher struct {
 	log   *slog.Logger
 	clock clock.WithTicker
 
-	calls, pushedNMs *prometheus.CounterVec
+	calls, pushedNMs, rounds *prometheus.CounterVec
 
 	mu      sync.Mutex
-	callers map[string]Caller // sub-cluster -> admin client
-	last    map[string]pushed // NodeId -> last accepted push
+	addrs   map[string][]string // sub-cluster -> admin addresses last read
+	callers map[string]Caller   // sub-cluster -> admin client for addrs
+	last    map[string]pushed   // NodeId -> last accepted push
 }
 
 // New validates cfg and builds a Pusher over src.
@@ -133,7 +132,7 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 		return nil, fmt.Errorf("nmpush: %w", err)
 	}
 	p := &Pusher{cfg: cfg, src: src, log: cfg.Logger, clock: cfg.Clock,
-		callers: map[string]Caller{}, last: map[string]pushed{}}
+		addrs: map[string][]string{}, callers: map[string]Caller{}, last: map[string]pushed{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -150,8 +149,15 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 		Name: "yarnfed_gpg_kube_node_resource_pushes_total", ConstLabels: labels,
 		Help: "NodeManager capacities accepted by their RM, by sub-cluster.",
 	}, []string{"sub_cluster"})
+	p.rounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "yarnfed_gpg_kube_node_resource_push_rounds_total", ConstLabels: labels,
+		Help: "Node-resource push rounds, by result (pushed: this GPG holds the lease and pushed what was due; standby: another GPG acts; no_rms: the RM addresses could not be read).",
+	}, []string{"result"})
+	for _, r := range []string{"pushed", "standby", "no_rms"} {
+		p.rounds.WithLabelValues(r)
+	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(p.calls, p.pushedNMs)
+		cfg.Registerer.MustRegister(p.calls, p.pushedNMs, p.rounds)
 	}
 	return p, nil
 }
@@ -201,13 +207,31 @@ type due struct {
 // a node the source cannot vouch for (stale, reset, not ready) keeps what
 // its RM has, so losing the Kubernetes API does not zero a whole
 // sub-cluster in YARN; the GPG's weights already count it as 0. It returns
-// the number of NodeManagers whose figure an RM accepted.
+// the number of NodeManagers whose figure an RM accepted. It does nothing
+// while Active says another GPG acts.
 func (p *Pusher) PushOnce(ctx context.Context) int {
+	if !p.active() {
+		p.mu.Lock()
+		clear(p.last)
+		p.mu.Unlock()
+		p.rounds.WithLabelValues("standby").Inc()
+		return 0
+	}
+	rms, err := p.cfg.RMs.AdminAddresses(ctx)
+	if err != nil {
+		p.rounds.WithLabelValues("no_rms").Inc()
+		if ctx.Err() == nil {
+			p.log.Warn("node-resource push: cannot read the RM admin addresses; retrying next interval", "err", err)
+		}
+		return 0
+	}
+	p.rounds.WithLabelValues("pushed").Inc()
 	now := p.clock.Now()
 	bySC := map[string][]due{}
 	p.mu.Lock()
+	p.followAddresses(rms)
 	for _, r := range p.src.Nodes() {
-		if r.Status != kube.NodeContributing || r.NodeID == "" || p.cfg.RMs[r.SubCluster] == nil {
+		if r.Status != kube.NodeContributing || r.NodeID == "" || len(p.addrs[r.SubCluster]) == 0 {
 			continue
 		}
 		host, portStr, err := net.SplitHostPort(r.NodeID)
@@ -216,7 +240,8 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 			p.log.Warn("skipping a NodeManager with an unusable node-id annotation", "node_id", r.NodeID)
 			continue
 		}
-		if l, ok := p.last[r.NodeID]; ok && !changed(l.usable, r.Usable, p.cfg.MinChange) && now.Sub(l.at) < p.cfg.MaxAge.D() {
+		if l, ok := p.last[r.NodeID]; ok && l.subCluster == r.SubCluster &&
+			!changed(l.usable, r.Usable, p.cfg.MinChange) && now.Sub(l.at) < p.cfg.MaxAge.D() {
 			continue
 		}
 		bySC[r.SubCluster] = append(bySC[r.SubCluster], due{r.NodeID, host, int32(port), r.Usable})
@@ -227,21 +252,87 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 	for _, sc := range slices.Sorted(maps.Keys(bySC)) {
 		batch := bySC[sc]
 		slices.SortFunc(batch, func(a, b due) int { return cmp.Compare(a.nodeID, b.nodeID) })
-		if err := p.send(ctx, sc, batch); err != nil {
-			p.calls.WithLabelValues(sc, "error").Inc()
-			p.log.Warn("updateNodeResource failed; retrying next interval", "sub_cluster", sc, "node_managers", len(batch), "err", err)
-			continue
-		}
-		p.calls.WithLabelValues(sc, "ok").Inc()
-		p.pushedNMs.WithLabelValues(sc).Add(float64(len(batch)))
+		ok := p.sendBatch(ctx, sc, batch)
 		p.mu.Lock()
-		for _, d := range batch {
-			p.last[d.nodeID] = pushed{usable: d.usable, at: now}
+		for _, d := range ok {
+			p.last[d.nodeID] = pushed{subCluster: sc, usable: d.usable, at: now}
 		}
 		p.mu.Unlock()
-		accepted += len(batch)
+		accepted += len(ok)
 	}
 	return accepted
+}
+
+func (p *Pusher) active() bool { return p.cfg.Active == nil || p.cfg.Active() }
+
+// followAddresses adopts the current RM admin addresses. A sub-cluster
+// whose addresses changed (an RM failover re-registered the new active RM)
+// gets a new client, and its NodeManagers are pushed again at once: the
+// new RM has only what the NodeManagers registered with. Call with p.mu
+// held.
+func (p *Pusher) followAddresses(rms map[string][]string) {
+	for sc, addrs := range p.addrs {
+		if cur, ok := rms[sc]; ok && slices.Equal(cur, addrs) {
+			continue
+		}
+		if c, ok := p.callers[sc].(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+		delete(p.callers, sc)
+		delete(p.addrs, sc)
+		maps.DeleteFunc(p.last, func(_ string, l pushed) bool { return l.subCluster == sc })
+		p.log.Info("node-resource push: RM admin address changed", "sub_cluster", sc, "from", addrs, "to", rms[sc])
+	}
+	for sc, addrs := range rms {
+		if len(addrs) > 0 {
+			p.addrs[sc] = slices.Clone(addrs)
+		}
+	}
+}
+
+// sendBatch sends one batch and returns the entries the RM accepted. A
+// Hadoop RM refuses a whole request when any node in it is unknown to it
+// (AdminService: "Resource update get failed on all nodes ..."), so when
+// the RM answered with an error, each NodeManager is retried alone: one
+// NodeManager that has not registered yet, or a wrong node-id annotation,
+// must not hold back every other NodeManager of its sub-cluster.
+func (p *Pusher) sendBatch(ctx context.Context, sc string, batch []due) []due {
+	if !p.active() {
+		return nil // the lease lapsed during an earlier sub-cluster's call
+	}
+	err := p.send(ctx, sc, batch)
+	p.count(sc, len(batch), err)
+	if err == nil {
+		return batch
+	}
+	var re *hadoopipc.RemoteError
+	if len(batch) == 1 || !errors.As(err, &re) || hadoopipc.IsStandby(err) {
+		p.log.Warn("updateNodeResource failed; retrying next interval", "sub_cluster", sc, "node_managers", len(batch), "err", err)
+		return nil
+	}
+	var ok []due
+	for _, d := range batch {
+		if !p.active() {
+			break
+		}
+		err := p.send(ctx, sc, []due{d})
+		p.count(sc, 1, err)
+		if err != nil {
+			p.log.Warn("updateNodeResource refused for a NodeManager; retrying next interval", "sub_cluster", sc, "node_id", d.nodeID, "err", err)
+			continue
+		}
+		ok = append(ok, d)
+	}
+	return ok
+}
+
+func (p *Pusher) count(sc string, n int, err error) {
+	if err != nil {
+		p.calls.WithLabelValues(sc, "error").Inc()
+		return
+	}
+	p.calls.WithLabelValues(sc, "ok").Inc()
+	p.pushedNMs.WithLabelValues(sc).Add(float64(n))
 }
 
 // overCommitNone is Hadoop's ResourceOption default (-1): if the new
@@ -287,10 +378,10 @@ func (p *Pusher) caller(sc string) (Caller, error) {
 	var c Caller
 	var err error
 	if p.cfg.Dial != nil {
-		c, err = p.cfg.Dial(sc, p.cfg.RMs[sc])
+		c, err = p.cfg.Dial(sc, p.addrs[sc])
 	} else {
 		c, err = hadoopipc.NewClient(hadoopipc.ClientConfig{
-			Addresses: p.cfg.RMs[sc],
+			Addresses: p.addrs[sc],
 			Protocol:  hadoopipc.ProtocolRMAdmin,
 			User:      p.cfg.User,
 			Logger:    p.log,

@@ -44,7 +44,10 @@ type adminRM struct {
 	mu    sync.Mutex
 	calls [][]string // per call: "host:port=vcores/mb/timeout"
 	fail  bool
-	addr  string
+	// unknown NodeIds make the whole request fail, as a Hadoop RM's
+	// AdminService does for a node it does not know.
+	unknown map[string]bool
+	addr    string
 }
 
 func startAdminRM(t *testing.T) *adminRM {
@@ -58,6 +61,11 @@ func startAdminRM(t *testing.T) *adminRM {
 				defer rm.mu.Unlock()
 				if rm.fail {
 					return nil, errors.New("RM says no")
+				}
+				for _, e := range req.GetNodeResourceMap() {
+					if id := fmt.Sprintf("%s:%d", e.GetNodeId().GetHost(), e.GetNodeId().GetPort()); rm.unknown[id] {
+						return nil, fmt.Errorf("Resource update get failed on all nodes due to change resource on an unrecognized node: %s", id)
+					}
 				}
 				var call []string
 				for _, e := range req.GetNodeResourceMap() {
@@ -95,7 +103,7 @@ func TestPushDebouncedAndBatched(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Name = "k8s-1"
 	cfg.Registerer = prometheus.NewRegistry()
-	cfg.RMs = map[string][]string{"sc-a": {rmA.addr}, "sc-b": {rmB.addr}}
+	cfg.RMs = StaticRMs{"sc-a": {rmA.addr}, "sc-b": {rmB.addr}}
 	cfg.User = "yarn"
 	cfg.Clock = clk
 	p, err := New(cfg, src)
@@ -180,7 +188,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil {
 		t.Error("config without RMs and user validated")
 	}
-	cfg.RMs = map[string][]string{"sc": {"127.0.0.1:8033"}}
+	cfg.RMs = StaticRMs{"sc": {"127.0.0.1:8033"}}
 	cfg.User = "yarn"
 	if err := cfg.Validate(); err != nil {
 		t.Error(err)
@@ -190,4 +198,141 @@ func TestConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil {
 		t.Error("bad config validated")
 	}
+}
+
+// newPusher builds a Pusher on a fake clock over rms.
+func newPusher(t *testing.T, src NodeSource, rms RMs, active func() bool) (*Pusher, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg := DefaultConfig()
+	cfg.Name, cfg.User, cfg.RMs, cfg.Active, cfg.Registerer = "k8s", "yarn", rms, active, reg
+	cfg.Clock = clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	p, err := New(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, reg
+}
+
+func TestOnlyTheActiveGPGPushes(t *testing.T) {
+	rm := startAdminRM(t)
+	src := &fakeNodes{m: map[string]kube.NodeResult{}}
+	src.set("n1", "sc-a", "n1.example:8041", 8, 8192)
+	var mu sync.Mutex
+	active := false
+	setActive := func(v bool) { mu.Lock(); active = v; mu.Unlock() }
+	p, reg := newPusher(t, src, StaticRMs{"sc-a": {rm.addr}}, func() bool { mu.Lock(); defer mu.Unlock(); return active })
+	ctx := context.Background()
+
+	if n := p.PushOnce(ctx); n != 0 || len(rm.takeCalls()) != 0 {
+		t.Fatalf("a standby pushed %d NodeManagers", n)
+	}
+	setActive(true)
+	if n := p.PushOnce(ctx); n != 1 {
+		t.Fatalf("the lease holder pushed %d, want 1", n)
+	}
+	if n := p.PushOnce(ctx); n != 0 {
+		t.Fatalf("an unchanged figure was pushed again (%d)", n)
+	}
+	// Losing the lease and getting it back: another GPG may have pushed
+	// in between, so the new tenure pushes everything once.
+	setActive(false)
+	p.PushOnce(ctx)
+	setActive(true)
+	p.PushOnce(ctx)
+	if got, want := fmt.Sprint(rm.takeCalls()), "[[n1.example:8041=8/8192/-1] [n1.example:8041=8/8192/-1]]"; got != want {
+		t.Errorf("RM calls %s, want %s", got, want)
+	}
+	if got := counterValue(t, reg, "yarnfed_gpg_kube_node_resource_push_rounds_total", "standby"); got != 2 {
+		t.Errorf("standby rounds %v, want 2", got)
+	}
+}
+
+// movingRMs is an RMs whose answer the test changes (a failover).
+type movingRMs struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+func (r *movingRMs) AdminAddresses(context.Context) (map[string][]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.m), nil
+}
+
+func TestFollowsRMFailover(t *testing.T) {
+	rm1, rm2 := startAdminRM(t), startAdminRM(t)
+	src := &fakeNodes{m: map[string]kube.NodeResult{}}
+	src.set("n1", "sc-a", "n1.example:8041", 8, 8192)
+	src.set("n2", "sc-b", "n2.example:8041", 4, 4096)
+	rms := &movingRMs{m: map[string][]string{"sc-a": {rm1.addr}}}
+	p, _ := newPusher(t, src, rms, nil)
+	ctx := context.Background()
+
+	if n := p.PushOnce(ctx); n != 1 { // sc-b has no RM yet: left alone
+		t.Fatalf("pushed %d, want 1", n)
+	}
+	// The agent re-registers sc-a with the new active RM; sc-b joins.
+	rms.mu.Lock()
+	rms.m = map[string][]string{"sc-a": {rm2.addr}, "sc-b": {rm1.addr}}
+	rms.mu.Unlock()
+	if n := p.PushOnce(ctx); n != 2 {
+		t.Fatalf("after the failover pushed %d, want 2 (the new RM gets the unchanged figure at once)", n)
+	}
+	if got, want := fmt.Sprint(rm1.takeCalls()), "[[n1.example:8041=8/8192/-1] [n2.example:8041=4/4096/-1]]"; got != want {
+		t.Errorf("old RM calls %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(rm2.takeCalls()), "[[n1.example:8041=8/8192/-1]]"; got != want {
+		t.Errorf("new RM calls %s, want %s", got, want)
+	}
+}
+
+func TestUnknownNodeManagerDoesNotBlockOthers(t *testing.T) {
+	rm := startAdminRM(t)
+	rm.unknown = map[string]bool{"n2.example:8041": true}
+	src := &fakeNodes{m: map[string]kube.NodeResult{}}
+	src.set("n1", "sc-a", "n1.example:8041", 8, 8192)
+	src.set("n2", "sc-a", "n2.example:8041", 4, 4096)
+	src.set("n3", "sc-a", "n3.example:8041", 2, 2048)
+	p, _ := newPusher(t, src, StaticRMs{"sc-a": {rm.addr}}, nil)
+	ctx := context.Background()
+	if n := p.PushOnce(ctx); n != 2 {
+		t.Fatalf("pushed %d, want 2 (all but the NodeManager the RM does not know)", n)
+	}
+	if got, want := fmt.Sprint(rm.takeCalls()), "[[n1.example:8041=8/8192/-1] [n3.example:8041=2/2048/-1]]"; got != want {
+		t.Errorf("RM calls %s, want %s", got, want)
+	}
+	// Once it registers, it is pushed; the others are not resent.
+	rm.mu.Lock()
+	rm.unknown = nil
+	rm.mu.Unlock()
+	if n := p.PushOnce(ctx); n != 1 {
+		t.Fatalf("pushed %d, want 1", n)
+	}
+	if got, want := fmt.Sprint(rm.takeCalls()), "[[n2.example:8041=4/4096/-1]]"; got != want {
+		t.Errorf("RM calls %s, want %s", got, want)
+	}
+}
+
+func counterValue(t *testing.T, g prometheus.Gatherer, name, label string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s}", name, label)
+	return 0
 }

@@ -1,0 +1,41 @@
+package kube
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNodeResourcePushConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, json, err string
+		check           func(PushConfig) bool
+	}{
+		{"off by default", `{"default_sub_cluster":"sc"}`, "", func(p PushConfig) bool { return p == DefaultPushConfig() && !p.Enabled }},
+		{"keys decoded onto defaults", `{"default_sub_cluster":"sc","node_resource_push":{"enabled":true,"user":"yarn","interval":"1s"}}`, "",
+			func(p PushConfig) bool {
+				return p.Enabled && p.User == "yarn" && p.Interval.D() == time.Second && p.MinChange == 0.10 && p.MaxAge.D() == 5*time.Minute
+			}},
+		{"unknown key", `{"default_sub_cluster":"sc","node_resource_push":{"enabled":true,"usr":"yarn"}}`, `unknown field "usr"`, nil},
+		{"enabled needs a user", `{"default_sub_cluster":"sc","node_resource_push":{"enabled":true}}`, "node_resource_push: user: required", nil},
+		{"bad values", `{"default_sub_cluster":"sc","node_resource_push":{"enabled":true,"user":"y","min_change":1.5,"max_age":"0s"}}`, "min_change", nil},
+		{"disabled is not checked", `{"default_sub_cluster":"sc","node_resource_push":{"min_change":1.5}}`, "", func(p PushConfig) bool { return !p.Enabled }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Config
+			err := json.Unmarshal([]byte(tc.json), &c)
+			if err == nil {
+				err = c.Validate()
+			}
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("err %v, want one containing %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.check != nil && !tc.check(c.NodeResourcePush):
+				t.Fatalf("decoded %+v", c.NodeResourcePush)
+			}
+		})
+	}
+}
