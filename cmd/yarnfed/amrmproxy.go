@@ -84,6 +84,7 @@ func bindAMRMProxyFlags(f *pflag.FlagSet, cfg *amrmproxy.Config) {
 	f.StringVar(&cfg.DefaultPolicy, "default-policy", cfg.DefaultPolicy, "policy manager when the store has none for the queue or *")
 	f.BoolVar(&cfg.NoSync, "no-sync", cfg.NoSync, "do not fsync state writes (faster, may forget containers on a machine crash)")
 	f.Var(amrmDuration{&cfg.SubClusterTimeout}, "subcluster-timeout", "a secondary silent this long is left out of splitting and headroom")
+	f.Var(amrmDuration{&cfg.FinishWait}, "finish-wait", "longest a finish call waits for (and retries) the UAMs' unregisters before answering isUnregistered=false")
 	f.Var(amrmDuration{&cfg.SecondaryWait}, "secondary-wait", "longest an AM heartbeat waits for the secondaries after the home answered")
 	f.Var(amrmDuration{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
 	f.Var(amrmDuration{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period")
