@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/gpg/kube"
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // DefaultWebAddress is Hadoop's GPG web address
@@ -286,38 +287,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Duration is a time.Duration that reads "10s"-style strings from JSON.
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"10s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// String and Set make *Duration a pflag.Value.
-func (d *Duration) String() string { return time.Duration(*d).String() }
-
-func (d *Duration) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Type names the flag type.
-func (d *Duration) Type() string { return "duration" }
+// Duration is the duration type every role's config uses ("10s" in files
+// and flags).
+type Duration = config.Duration

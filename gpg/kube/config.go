@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
+
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // Config describes one Kubernetes co-location cluster. Build it with
@@ -132,23 +134,6 @@ func (c *Config) RESTConfig() (*rest.Config, error) {
 	return rc, nil
 }
 
-// Duration is a time.Duration that reads "10ms"-style strings from JSON.
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"10ms\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is the duration type every role's config uses ("10s" in files
+// and flags).
+type Duration = config.Duration
