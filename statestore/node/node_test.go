@@ -38,6 +38,7 @@ func testConfig(t *testing.T, id string) Config {
 	cfg.HTTPAddress = "127.0.0.1:0"
 	cfg.HeartbeatTimeout = Duration(200 * time.Millisecond)
 	cfg.ElectionTimeout = Duration(200 * time.Millisecond)
+	cfg.Insecure = true
 	return cfg
 }
 
