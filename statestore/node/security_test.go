@@ -386,7 +386,9 @@ func TestInterceptors(t *testing.T) {
 }
 
 // panicky is a fake StateStore whose GetVersion panics.
-type panicky struct{ pb.UnimplementedStateStoreServer }
+type panicky struct {
+	pb.UnimplementedStateStoreServer
+}
 
 func (panicky) GetVersion(context.Context, *pb.GetVersionRequest) (*pb.GetVersionResponse, error) {
 	panic("boom")
