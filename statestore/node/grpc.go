@@ -61,7 +61,7 @@ func newGRPCServer(cfg Config, tls *security.Reloader) *grpc.Server {
 	stream := []grpc.StreamServerInterceptor{metrics.StreamServerInterceptor(), logging.StreamServerInterceptor(accessLog, logOpts...)}
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxContextBytes + 1<<20)}
 	if tls != nil {
-		auth := security.Authorizer{Logger: log}
+		auth := security.Authorizer{}
 		unary = append(unary, auth.Unary())
 		stream = append(stream, auth.Stream())
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tls.ServerConfig(""))))

@@ -3,7 +3,6 @@ package security
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 
 	"google.golang.org/grpc"
@@ -134,8 +133,8 @@ func Allowed(id Identity, fullMethod string, req any) error {
 // Authorizer is the gRPC auth interceptor pair. Every call needs a verified
 // client certificate (the transport checked the chain) whose roles allow
 // the method; refusals are PermissionDenied (Unauthenticated without a
-// certificate) and are logged.
-type Authorizer struct{ Logger *slog.Logger }
+// certificate); the access-log interceptor outside it records them.
+type Authorizer struct{}
 
 func (a Authorizer) check(ctx context.Context, method string, req any) error {
 	id, ok := PeerIdentity(ctx)
@@ -143,9 +142,6 @@ func (a Authorizer) check(ctx context.Context, method string, req any) error {
 		return status.Error(codes.Unauthenticated, "statestore: a client certificate is required")
 	}
 	if err := Allowed(id, method, req); err != nil {
-		if a.Logger != nil {
-			a.Logger.Warn("statestore: call refused", "method", method, "peer", id.Name, "roles", id.Roles, "err", err)
-		}
 		return status.Error(codes.PermissionDenied, "statestore: "+err.Error())
 	}
 	return nil
