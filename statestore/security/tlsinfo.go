@@ -209,6 +209,9 @@ func (r *Reloader) ServerConfig(requireRole Role) *tls.Config {
 		// RequireAnyClientCert + our own verification (below) instead of
 		// RequireAndVerifyClientCert: ClientCAs would be fixed at start.
 		ClientAuth: tls.RequireAnyClientCert,
+		// A resumed session skips VerifyPeerCertificate: no tickets, so
+		// every connection is checked against the current CA and roles.
+		SessionTicketsDisabled: true,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			_, err := r.verify(raw, x509.ExtKeyUsageClientAuth, requireRole)
 			return err
