@@ -282,7 +282,7 @@ func (h *harness) startRouter(name string, st *storeCluster, extra ...string) *r
 	r := &routerProc{name: name}
 	h.launch("router "+name, 2, 20*time.Second, func(ports []string) []*proc {
 		r.clientrm, r.web = ports[0], ports[1]
-		args := append([]string{"router", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web,
+		args := append([]string{"router", "--admin-address", "", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web,
 			"--membership-refresh", "200ms", "--failover-wait", "3s", "--call-timeout", "5s"}, extra...)
 		r.p = h.spawn(name, args...)
 		return []*proc{r.p}

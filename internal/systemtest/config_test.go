@@ -44,7 +44,7 @@ func TestConfigFiles(t *testing.T) {
 
 	routerConf := write("router.json", fmt.Sprintf(`{"clientrm_address":%q,"web_address":%q,"partial_results":true,
 		"membership_refresh":"200ms","breaker":{"consecutive_failures":2,"open_for":"1s"}}`, cliFile, web))
-	r := h.spawn("router-1", "router", "--config", routerConf, "--store", grpc, "--clientrm-address", cliFlag)
+	r := h.spawn("router-1", "router", "--admin-address", "", "--config", routerConf, "--store", grpc, "--clientrm-address", cliFlag)
 	want := fmt.Sprintf("router: clientrm %s, web %s", cliFlag, web)
 	waitFor(t, 20*time.Second, "router bound where file and flag say", func() (bool, string) {
 		if r.bindFailed() {

@@ -738,7 +738,7 @@ func TestStartOrderIndependent(t *testing.T) {
 	rm := &simRM{id: "SC-1", client: ports[3], sched: ports[4], admin: ports[5], web: ports[6]}
 	r := &routerProc{name: "router-1", clientrm: ports[7], web: ports[8]}
 
-	r.p = h.spawn(r.name, "router", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web,
+	r.p = h.spawn(r.name, "router", "--admin-address", "", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web,
 		"--membership-refresh", "200ms", "--failover-wait", "3s")
 	rm.agent = h.spawn("agent-SC-1", "subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(),
 		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", rm.client, rm.sched, rm.admin, rm.web),
@@ -781,7 +781,7 @@ func TestRouterHealthWhileStoreDown(t *testing.T) {
 	h := newHarness(t)
 	ports := freePorts(t, 3)
 	r := &routerProc{name: "router-1", clientrm: ports[1], web: ports[2]}
-	r.p = h.spawn(r.name, "router", "--store", ports[0], "--clientrm-address", r.clientrm, "--web-address", r.web)
+	r.p = h.spawn(r.name, "router", "--admin-address", "", "--store", ports[0], "--clientrm-address", r.clientrm, "--web-address", r.web)
 	waitFor(t, 5*time.Second, "/healthz answers with the store down", func() (bool, string) {
 		code, body, err := httpGet("http://" + r.web + "/healthz")
 		return err == nil && code == 200, fmt.Sprintf("%d %s %v", code, body, err)
