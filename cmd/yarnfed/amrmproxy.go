@@ -17,7 +17,7 @@ func newAMRMProxyCmd() *cobra.Command {
 	cfg := amrmproxy.DefaultConfig()
 	var (
 		configFile string
-		storeAddrs = "127.0.0.1:9090"
+		store      *storeFlags
 		logLevel   = "info"
 	)
 	cmd := &cobra.Command{
@@ -46,7 +46,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 			if cfg, err = amrmproxyConfigWithFile(cmd.Flags(), cfg, configFile); err != nil {
 				return err
 			}
-			sc, err := newStoreClient(storeAddrs, log)
+			sc, err := store.client(log)
 			if err != nil {
 				return err
 			}
@@ -60,13 +60,13 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "amrmproxy: home %s, amrm %s, web %s, store %s, data %s\n",
-				cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), storeAddrs, cfg.DataDir)
+				cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), store.addrs, cfg.DataDir)
 			return p.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "JSON config file (see amrmproxy.Config's json tags)")
-	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	store = bindStoreFlags(f)
 	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
 	bindAMRMProxyFlags(f, &cfg)
 	return cmd

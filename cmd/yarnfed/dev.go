@@ -225,6 +225,8 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	storeCfg.RaftAddress = "127.0.0.1:0"
 	storeCfg.HTTPAddress = ""
 	storeCfg.Bootstrap = true
+	// dev is one process on loopback: plaintext, said so in the log.
+	storeCfg.Insecure = true
 	storeCfg.Logger = log.With("component", "statestore")
 	if f.store, err = node.Start(ctx, storeCfg); err != nil {
 		return f, fmt.Errorf("state store: %w", err)

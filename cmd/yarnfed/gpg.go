@@ -25,7 +25,7 @@ func newGPGCmd() *cobra.Command {
 	cfg := gpg.DefaultConfig()
 	var (
 		configFile string
-		storeAddrs = "127.0.0.1:9090"
+		store      *storeFlags
 		logLevel   = "info"
 	)
 	cmd := &cobra.Command{
@@ -67,7 +67,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 				overlayGPGFlags(cmd.Flags(), &fileCfg, &cfg)
 				cfg = fileCfg
 			}
-			sc, err := newStoreClient(storeAddrs, log)
+			sc, err := store.client(log)
 			if err != nil {
 				return err
 			}
@@ -93,13 +93,13 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
-				cfg.ID, g.WebAddr(), storeAddrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
+				cfg.ID, g.WebAddr(), store.addrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
 			return g.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "JSON config file (see gpg.Config's json tags)")
-	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	store = bindStoreFlags(f)
 	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
 	for _, b := range gpgFlags(&cfg) {
 		b.bind(f)

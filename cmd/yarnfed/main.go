@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newDevCmd())
+	root.AddCommand(newCertsCmd())
 	root.Long = root.Short + ": " + strings.Join(roleNames(root), ", ")
 	return root
 }

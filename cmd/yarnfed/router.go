@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/router"
-	"github.com/yarnfed/yarnfed/statestore/client"
 )
 
 // newRouterCmd is `yarnfed router`: the YARN Federation Router.
@@ -19,7 +17,7 @@ func newRouterCmd() *cobra.Command {
 	cfg := routerRoleDefaults()
 	var (
 		configFile string
-		storeAddrs = "127.0.0.1:9090"
+		store      *storeFlags
 		logLevel   = "info"
 	)
 	cmd := &cobra.Command{
@@ -51,7 +49,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 				overlayChangedFlags(cmd, &fileCfg, &cfg)
 				cfg = fileCfg
 			}
-			sc, err := newStoreClient(storeAddrs, log)
+			sc, err := store.client(log)
 			if err != nil {
 				return err
 			}
@@ -64,13 +62,13 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), storeAddrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), store.addrs)
 			return r.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "JSON config file (see router.Config's json tags)")
-	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	store = bindStoreFlags(f)
 	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.ClientRMAddress, "clientrm-address", cfg.ClientRMAddress, "ApplicationClientProtocol listen address (yarn.router.clientrm.address)")
 	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "REST listen address (yarn.router.webapp.address); empty disables")
@@ -160,23 +158,4 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
-}
-
-// newStoreClient connects to the state store replicas (any replica works;
-// the client moves on when one is down).
-func newStoreClient(addrs string, log *slog.Logger) (*client.Client, error) {
-	var list []string
-	for _, a := range strings.Split(addrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			list = append(list, a)
-		}
-	}
-	if len(list) == 0 {
-		return nil, fmt.Errorf("--store: no address")
-	}
-	c, err := client.New(client.Config{Addrs: list, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("--store %s: %w", addrs, err)
-	}
-	return c, nil
 }

@@ -28,6 +28,11 @@ with statestore/client through any replica's gRPC address.
 Start a single replica with --bootstrap. For three (or five) replicas, start each with --bootstrap and
 the same --peers list, or bootstrap one and start the others with --join pointing at it.
 
+Security: with --tls-cert/--tls-key/--tls-ca (a certificate with O=replica from the federation CA;
+see 'yarnfed certs'), gRPC and Raft use mutual TLS and every RPC is authorized by the caller's
+certificate roles (statestore/DESIGN.md "Security"). --insecure runs plaintext and unauthenticated
+for development, with a warning; for now so does a replica given neither.
+
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
 HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader is known).`,
 		Example: `  yarnfed statestore --bootstrap --data-dir /var/lib/yarnfed/ss

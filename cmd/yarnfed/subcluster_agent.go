@@ -19,7 +19,7 @@ func newSubclusterAgentCmd() *cobra.Command {
 	cfg := subclusteragent.DefaultConfig()
 	var (
 		rms         []string
-		storeAddrs  = "127.0.0.1:9090"
+		store       *storeFlags
 		logLevel    = "info"
 		metricsAddr string
 	)
@@ -47,7 +47,7 @@ clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for e
 				}
 				cfg.RMs = append(cfg.RMs, ep)
 			}
-			sc, err := newStoreClient(storeAddrs, log)
+			sc, err := store.client(log)
 			if err != nil {
 				return err
 			}
@@ -71,14 +71,14 @@ clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for e
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), storeAddrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), store.addrs)
 			return a.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.SubClusterID, "subcluster-id", "", "sub-cluster id (required), e.g. SC-1")
 	f.StringArrayVar(&rms, "rm", nil, "an RM of the sub-cluster (repeat for HA)")
-	f.StringVar(&storeAddrs, "store", storeAddrs, "state store gRPC addresses, comma-separated (any replica)")
+	store = bindStoreFlags(f)
 	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve /prom and /healthz here (empty: off)")
 	f.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often each RM is probed (failover detection time)")

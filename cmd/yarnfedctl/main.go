@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -22,6 +23,7 @@ import (
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
+	"github.com/yarnfed/yarnfed/statestore/security"
 )
 
 // Exit codes: 1 for a failed operation, 2 for a command line that could not
@@ -63,6 +65,7 @@ type ctl struct {
 	reg *policies.Registry
 
 	storeAddrs string
+	storeSec   security.ClientFlags
 	timeout    time.Duration
 	output     string
 
@@ -136,6 +139,12 @@ Exit status: 0 success, 1 the operation failed, 2 the command line was not under
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.storeAddrs, "store", defStore, "state store replica gRPC addresses, host:port[,host:port...] (env "+envStore+")")
+	// Transport security: --store-tls-cert/--store-tls-key/--store-tls-ca
+	// (an admin certificate; env YARNFED_STORE_TLS_CERT, _KEY, _CA) or
+	// --store-insecure (env YARNFED_STORE_INSECURE=1).
+	c.storeSec.TLS = security.TLSInfo{CertFile: getenv(envStore + "_TLS_CERT"), KeyFile: getenv(envStore + "_TLS_KEY"), CAFile: getenv(envStore + "_TLS_CA")}
+	c.storeSec.Insecure = getenv(envStore+"_INSECURE") == "1" || getenv(envStore+"_INSECURE") == "true"
+	c.storeSec.BindFlags(pf)
 	pf.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on the command after this long, retries across replicas included")
 	pf.StringVarP(&c.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -241,8 +250,12 @@ func (c *ctl) client() (*client.Client, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	tc, err := c.storeSec.TLSConfig(slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--store-tls: %w", err)}
+	}
 	callTimeout := min(5*time.Second, c.timeout)
-	cl, err := client.New(client.Config{Addrs: addrs, DisableCache: true, CallTimeout: callTimeout, RetryTimeout: c.timeout})
+	cl, err := client.New(client.Config{Addrs: addrs, DisableCache: true, CallTimeout: callTimeout, RetryTimeout: c.timeout, TLS: tc})
 	if err != nil {
 		return nil, err
 	}

@@ -335,6 +335,7 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 			nc.GRPCAddress, nc.RaftAddress, nc.HTTPAddress = "127.0.0.1:0", raftAddr, ""
 			nc.Bootstrap, nc.FSMSync, nc.NoSync = true, cfg.FSMSync, cfg.UnsafeNoSync
 			nc.Logger = cfg.Logger
+			nc.Insecure = true // loopback benchmark
 			peers = append(peers, nc.NodeID+"="+raftAddr)
 			cfgs = append(cfgs, nc)
 		}
@@ -416,7 +417,7 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 		id := fmt.Sprintf("bench%d", i)
 		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
 			"--data-dir", filepath.Join(cfg.Dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
-			"--http-address", "", "--log-level", "warn"}
+			"--http-address", "", "--log-level", "warn", "--insecure"}
 		if cfg.FSMSync {
 			args = append(args, "--fsm-sync")
 		}

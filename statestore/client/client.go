@@ -9,6 +9,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -40,6 +42,9 @@ var (
 	// ErrFenced: a fenced write's caller no longer holds its lease; nothing
 	// was written.
 	ErrFenced = errors.New("statestore: lease not held")
+	// ErrPermissionDenied: the replica refused the caller's certificate
+	// (missing, or its roles do not allow the call).
+	ErrPermissionDenied = errors.New("statestore: permission denied")
 	// ErrInternal: anything else the server reported.
 	ErrInternal = errors.New("statestore: internal error")
 )
@@ -48,7 +53,12 @@ var (
 type Config struct {
 	// Addrs are replica gRPC addresses (host:port); at least one.
 	Addrs []string
-	// DialOptions default to insecure transport credentials.
+	// TLS, when set, dials the replicas with mutual TLS (see
+	// security.ClientFlags); nil is plaintext. Ignored when DialOptions is
+	// set.
+	TLS *tls.Config
+	// DialOptions replace the default options (transport credentials from
+	// TLS, a 64 MiB receive limit).
 	DialOptions []grpc.DialOption
 	// CallTimeout bounds one attempt when ctx has no earlier deadline
 	// (default 5s).
@@ -101,8 +111,12 @@ func New(cfg Config) (*Client, error) {
 		cfg.WatchSilence = 3500 * time.Millisecond
 	}
 	if len(cfg.DialOptions) == 0 {
+		creds := insecure.NewCredentials()
+		if cfg.TLS != nil {
+			creds = credentials.NewTLS(cfg.TLS)
+		}
 		cfg.DialOptions = []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(creds),
 			// A batch answer carries the stored contexts of inserts that
 			// found an existing row.
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20)),
@@ -183,6 +197,8 @@ func fromStatus(err error) error {
 		s = ErrUnknownOutcome
 	case codes.FailedPrecondition:
 		s = ErrFenced
+	case codes.PermissionDenied, codes.Unauthenticated:
+		s = ErrPermissionDenied
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())
 	case codes.Canceled:

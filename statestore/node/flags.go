@@ -28,6 +28,8 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.Var(durationValue{&cfg.SnapshotInterval}, "snapshot-interval", "how often to check whether to snapshot")
 	f.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between snapshots")
 	f.IntVar(&cfg.MaxContextBytes, "max-context-bytes", cfg.MaxContextBytes, "largest application submission context accepted")
+	cfg.TLS.BindFlags(f, "", "replica")
+	f.BoolVar(&cfg.Insecure, "insecure", cfg.Insecure, "serve gRPC and Raft in plaintext without authentication (development only; logs a warning)")
 	f.IntVar(&cfg.MaxListApplications, "max-list-applications", cfg.MaxListApplications, "cap of one application-home listing (yarn.federation.state-store.max-applications)")
 }
 

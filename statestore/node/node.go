@@ -19,8 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/security"
 	"github.com/yarnfed/yarnfed/statestore/server"
 	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -87,6 +90,15 @@ type Config struct {
 	// MaxListApplications caps one page of application homes
 	// (yarn.federation.state-store.max-applications).
 	MaxListApplications int `json:"max_list_applications"`
+
+	// TLS is the replica's certificate, key and trusted CA: mutual TLS on
+	// gRPC and Raft. The certificate needs O=replica (and the server and
+	// client auth key usages): it is presented to clients, to Raft peers,
+	// and when forwarding to the leader.
+	TLS security.TLSInfo `json:"tls"`
+	// Insecure runs plaintext and unauthenticated, with a warning
+	// (development only).
+	Insecure bool `json:"insecure"`
 
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"`
@@ -164,6 +176,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_context_bytes %d outside 1..4MiB (gRPC messages are capped at 4 MiB)", c.MaxContextBytes)
 	case c.MaxListApplications <= 0:
 		return fmt.Errorf("max_list_applications %d must be positive", c.MaxListApplications)
+	case c.Insecure && !c.TLS.Empty():
+		return errors.New("insecure and tls are exclusive")
 	case c.HeartbeatTimeout < Duration(5*time.Millisecond) || c.ElectionTimeout < Duration(5*time.Millisecond):
 		return errors.New("heartbeat_timeout and election_timeout must be at least 5ms")
 	}
@@ -191,7 +205,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("peers must include this node (%s)", c.NodeID)
 		}
 	}
-	return nil
+	return c.TLS.Validate()
 }
 
 // Node is a running replica.
@@ -200,6 +214,7 @@ type Node struct {
 	Store *store.Store
 	srv   *server.Server
 	grpc  *grpc.Server
+	tls   *security.Reloader // nil: plaintext
 	lis   net.Listener
 	http  *http.Server
 	hlis  net.Listener
@@ -218,6 +233,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg}
+	useTLS, err := security.CheckMode(cfg.TLS, cfg.Insecure, "--insecure", cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if useTLS {
+		if n.tls, err = security.NewReloader(cfg.TLS); err != nil {
+			return nil, err
+		}
+	}
 	if n.lis, err = net.Listen("tcp", cfg.GRPCAddress); err != nil {
 		return nil, err
 	}
@@ -234,14 +258,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		HeartbeatTimeout: time.Duration(cfg.HeartbeatTimeout), ElectionTimeout: time.Duration(cfg.ElectionTimeout),
 		LeaderLeaseTimeout: time.Duration(cfg.HeartbeatTimeout) / 2,
 		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold,
-		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer,
+		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer, RaftTLS: n.tls,
 	})
 	if err != nil {
 		n.lis.Close()
 		return nil, err
 	}
-	n.srv = server.New(server.Config{Store: n.Store, Logger: cfg.Logger})
-	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxContextBytes + 1<<20))
+	n.srv = server.New(server.Config{Store: n.Store, Logger: cfg.Logger, DialOptions: n.dialOptions()})
+	n.grpc = newGRPCServer(cfg, n.tls)
 	n.srv.Register(n.grpc)
 	go n.grpc.Serve(n.lis)
 	if cfg.HTTPAddress != "" {
@@ -271,7 +295,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // join asks the existing cluster to admit this node, retrying until the
 // cluster has a leader or ctx ends.
 func (n *Node) join(ctx context.Context, grpcAdv string) error {
-	c, err := client.New(client.Config{Addrs: n.cfg.Join, DisableCache: true, RetryTimeout: time.Minute, Logger: n.cfg.Logger})
+	c, err := client.New(client.Config{Addrs: n.cfg.Join, DisableCache: true, RetryTimeout: time.Minute, Logger: n.cfg.Logger, DialOptions: n.dialOptions()})
 	if err != nil {
 		return err
 	}
@@ -284,6 +308,16 @@ func (n *Node) join(ctx context.Context, grpcAdv string) error {
 		return fmt.Errorf("join via %v: %w", n.cfg.Join, err)
 	}
 	return nil
+}
+
+// dialOptions reach other replicas (forwarding to the leader, joining)
+// with this replica's own identity.
+func (n *Node) dialOptions() []grpc.DialOption {
+	creds := insecure.NewCredentials()
+	if n.tls != nil {
+		creds = credentials.NewTLS(n.tls.ClientConfig())
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}
 }
 
 // GRPCAddr returns the bound gRPC address.

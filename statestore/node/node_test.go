@@ -38,6 +38,7 @@ func testConfig(t *testing.T, id string) Config {
 	cfg.HTTPAddress = "127.0.0.1:0"
 	cfg.HeartbeatTimeout = Duration(200 * time.Millisecond)
 	cfg.ElectionTimeout = Duration(200 * time.Millisecond)
+	cfg.Insecure = true
 	return cfg
 }
 
@@ -112,6 +113,10 @@ func TestValidate(t *testing.T) {
 		{"malformed peer", func(c *Config) { c.Bootstrap = true; c.Peers = []string{"statestore-0"} }, "id=host:port"},
 		{"bad address", func(c *Config) { c.RaftAddress = "nope" }, "raft_address"},
 		{"huge context", func(c *Config) { c.MaxContextBytes = 64 << 20 }, "max_context_bytes"},
+		{"tls without ca", func(c *Config) { c.TLS.CertFile, c.TLS.KeyFile = "c", "k" }, "ca_file"},
+		{"tls and insecure", func(c *Config) {
+			c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile, c.Insecure = "c", "k", "a", true
+		}, "exclusive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

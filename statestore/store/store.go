@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -40,6 +41,10 @@ type Config struct {
 	// Transport overrides the TCP transport (tests use raft's in-memory
 	// transport to cut links).
 	Transport raft.Transport
+	// RaftTLS, when set, runs the Raft transport over mutual TLS
+	// (security.StreamLayer: both ends need a replica certificate) instead
+	// of plain TCP.
+	RaftTLS *security.Reloader
 	// GRPCAddr is the address other replicas forward requests to; the
 	// leader records it in the FSM.
 	GRPCAddr string
@@ -164,7 +169,18 @@ func Open(cfg Config) (*Store, error) {
 			cleanup()
 			return nil, fmt.Errorf("raft advertise address %q: %w", adv, err)
 		}
-		if s.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 8, 10*time.Second, hlog); err != nil {
+		if cfg.RaftTLS != nil {
+			var adv net.Addr
+			if cfg.RaftAdvertise != "" {
+				adv = advAddr
+			}
+			layer, err := security.NewStreamLayer(cfg.RaftAddr, adv, cfg.RaftTLS)
+			if err != nil {
+				cleanup()
+				return nil, fmt.Errorf("raft transport: %w", err)
+			}
+			s.trans = raft.NewNetworkTransportWithLogger(layer, 8, 10*time.Second, hlog)
+		} else if s.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 8, 10*time.Second, hlog); err != nil {
 			cleanup()
 			return nil, fmt.Errorf("raft transport: %w", err)
 		}

@@ -1,0 +1,107 @@
+package security
+
+import (
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+)
+
+// allMethods lists every RPC the state store serves, from the generated
+// service descriptors: a new RPC appears here without anyone listing it.
+func allMethods() []string {
+	var out []string
+	for _, sd := range []grpc.ServiceDesc{pb.StateStore_ServiceDesc, pb.Cluster_ServiceDesc} {
+		for _, m := range sd.Methods {
+			out = append(out, "/"+sd.ServiceName+"/"+m.MethodName)
+		}
+		for _, s := range sd.Streams {
+			out = append(out, "/"+sd.ServiceName+"/"+s.StreamName)
+		}
+	}
+	return out
+}
+
+// TestTableCoversEveryRPC fails when an RPC is added to store.proto without
+// an authorization entry (it would be refused to everyone), or an entry
+// names an RPC that no longer exists.
+func TestTableCoversEveryRPC(t *testing.T) {
+	methods := allMethods()
+	for _, m := range methods {
+		roles, ok := Table[m]
+		if !ok {
+			t.Errorf("%s has no entry in security.Table", m)
+			continue
+		}
+		if !slices.Contains(roles, RoleReplica) {
+			t.Errorf("%s: replicas must be allowed (followers forward every call to the leader)", m)
+		}
+	}
+	for m := range Table {
+		if !slices.Contains(methods, m) {
+			t.Errorf("security.Table has %s, which the services do not serve", m)
+		}
+	}
+}
+
+// TestAllowedFollowsTable checks every RPC x role against the one table.
+func TestAllowedFollowsTable(t *testing.T) {
+	for _, m := range allMethods() {
+		for _, r := range AllRoles {
+			name := "SC-1"
+			var req any
+			switch m {
+			case pb.StateStore_RegisterSubCluster_FullMethodName:
+				req = &pb.RegisterSubClusterRequest{Info: &pb.SubClusterInfo{SubClusterId: name}}
+			case pb.StateStore_Heartbeat_FullMethodName:
+				req = &pb.HeartbeatRequest{SubClusterId: name}
+			}
+			err := Allowed(Identity{Name: name, Roles: []Role{r}}, m, req)
+			if want := slices.Contains(Table[m], r); (err == nil) != want {
+				t.Errorf("%s as %s: err %v, want allowed=%v", m, r, err, want)
+			}
+		}
+	}
+}
+
+// TestAllowedPolicy pins the decisions the threat model rests on.
+func TestAllowedPolicy(t *testing.T) {
+	id := func(name string, roles ...Role) Identity { return Identity{Name: name, Roles: roles} }
+	cases := []struct {
+		name   string
+		id     Identity
+		method string
+		req    any
+		ok     bool
+	}{
+		{"admin formats", id("ops", RoleAdmin), pb.StateStore_Format_FullMethodName, nil, true},
+		{"admin joins", id("ops", RoleAdmin), pb.Cluster_Join_FullMethodName, nil, true},
+		{"admin cannot read master keys", id("ops", RoleAdmin), pb.StateStore_GetMasterKey_FullMethodName, nil, false},
+		{"router reads master keys", id("r1", RoleRouter), pb.StateStore_GetMasterKey_FullMethodName, nil, true},
+		{"router cannot format", id("r1", RoleRouter), pb.StateStore_Format_FullMethodName, nil, false},
+		{"router cannot join", id("r1", RoleRouter), pb.Cluster_Join_FullMethodName, nil, false},
+		{"router cannot remove", id("r1", RoleRouter), pb.Cluster_Remove_FullMethodName, nil, false},
+		{"gpg sets policies fenced", id("g1", RoleGPG), pb.StateStore_SetPolicies_FullMethodName, nil, true},
+		{"gpg cannot format", id("g1", RoleGPG), pb.StateStore_Format_FullMethodName, nil, false},
+		{"gpg cannot read master keys", id("g1", RoleGPG), pb.StateStore_GetMasterKey_FullMethodName, nil, false},
+		{"amrmproxy cannot add homes", id("p1", RoleAMRMProxy), pb.StateStore_AddApplicationHome_FullMethodName, nil, false},
+		{"amrmproxy reads policies", id("p1", RoleAMRMProxy), pb.StateStore_GetPolicy_FullMethodName, nil, true},
+		{"agent heartbeats its own sub-cluster", id("SC-1", RoleAgent), pb.StateStore_Heartbeat_FullMethodName, &pb.HeartbeatRequest{SubClusterId: "SC-1"}, true},
+		{"agent cannot heartbeat another", id("SC-1", RoleAgent), pb.StateStore_Heartbeat_FullMethodName, &pb.HeartbeatRequest{SubClusterId: "SC-2"}, false},
+		{"agent cannot register another", id("SC-1", RoleAgent), pb.StateStore_RegisterSubCluster_FullMethodName, &pb.RegisterSubClusterRequest{Info: &pb.SubClusterInfo{SubClusterId: "SC-2"}}, false},
+		{"agent cannot deregister", id("SC-1", RoleAgent), pb.StateStore_DeregisterSubCluster_FullMethodName, nil, false},
+		{"agent cannot read homes", id("SC-1", RoleAgent), pb.StateStore_GetApplicationHome_FullMethodName, nil, false},
+		{"admin+agent registers any", id("SC-1", RoleAgent, RoleAdmin), pb.StateStore_RegisterSubCluster_FullMethodName, &pb.RegisterSubClusterRequest{Info: &pb.SubClusterInfo{SubClusterId: "SC-9"}}, true},
+		{"no role", id("x"), pb.StateStore_ListSubClusters_FullMethodName, nil, false},
+		{"unknown method", id("ops", RoleAdmin), "/yarnfed.statestore.v1.StateStore/Nope", nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := Allowed(c.id, c.method, c.req); (err == nil) != c.ok {
+				t.Fatalf("Allowed = %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,240 @@
+// Package security is the state store's transport security: one TLSInfo
+// (certificate, key and trusted CA files, reloaded when they change) that
+// yields the server and client tls.Config for gRPC and the Raft transport,
+// the identity and role a client certificate carries, and the per-RPC
+// authorization table every replica enforces.
+package security
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// TLSInfo names the PEM files of one party: its certificate chain and key,
+// and the CA bundle it trusts for its peers. The files are re-read when
+// their modification time or size changes (checked at most once a second),
+// so rotating them on disk takes effect for new connections without a
+// restart.
+type TLSInfo struct {
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	CAFile   string `json:"ca_file"`
+}
+
+// Empty reports whether no file is set (plaintext).
+func (i TLSInfo) Empty() bool { return i.CertFile == "" && i.KeyFile == "" && i.CAFile == "" }
+
+// Validate requires all three files once any is set: mutual TLS needs a
+// certificate to present and a CA to check the peer's against.
+func (i TLSInfo) Validate() error {
+	if i.Empty() {
+		return nil
+	}
+	if i.CertFile == "" || i.KeyFile == "" || i.CAFile == "" {
+		return errors.New("tls: cert_file, key_file and ca_file must all be set (mutual TLS)")
+	}
+	return nil
+}
+
+// BindFlags defines <prefix>tls-cert, <prefix>tls-key and <prefix>tls-ca.
+func (i *TLSInfo) BindFlags(f *pflag.FlagSet, prefix, who string) {
+	f.StringVar(&i.CertFile, prefix+"tls-cert", i.CertFile, who+" certificate (PEM); with --"+prefix+"tls-key and --"+prefix+"tls-ca enables mutual TLS")
+	f.StringVar(&i.KeyFile, prefix+"tls-key", i.KeyFile, who+" private key (PEM)")
+	f.StringVar(&i.CAFile, prefix+"tls-ca", i.CAFile, "CA bundle (PEM) trusted for peer certificates")
+}
+
+// ErrPlaintext is returned by CheckMode when neither TLS nor an explicit
+// insecure flag is configured and plaintext is not allowed by default.
+var ErrPlaintext = errors.New("no TLS certificate configured: set cert, key and CA files, or pass the insecure flag to run plaintext")
+
+// PlaintextByDefault keeps an unconfigured process plaintext (with a
+// warning) rather than refusing to start. It is true only until every
+// launcher (the e2e harness) passes the insecure flag explicitly; see
+// statestore/DESIGN.md "Security".
+const PlaintextByDefault = true
+
+// CheckMode decides between TLS and plaintext for one process and logs a
+// warning whenever the result is plaintext. flag names the insecure flag in
+// messages.
+func CheckMode(info TLSInfo, insecure bool, flag string, log *slog.Logger) (useTLS bool, err error) {
+	if err := info.Validate(); err != nil {
+		return false, err
+	}
+	switch {
+	case !info.Empty() && insecure:
+		return false, fmt.Errorf("%s and TLS files are exclusive", flag)
+	case !info.Empty():
+		return true, nil
+	case insecure:
+		log.Warn("state store traffic is PLAINTEXT and UNAUTHENTICATED ("+flag+"): anyone who reaches the port can rewrite or wipe the federation; development only", "flag", flag)
+		return false, nil
+	case PlaintextByDefault:
+		log.Warn("state store traffic is PLAINTEXT and UNAUTHENTICATED: no TLS files given; pass "+flag+" to acknowledge, or configure mutual TLS (a future release will refuse to start)", "flag", flag)
+		return false, nil
+	}
+	return false, fmt.Errorf("%w (%s)", ErrPlaintext, flag)
+}
+
+// MinVersion is TLS 1.3: every party is ours, no legacy peer to serve.
+const MinVersion = tls.VersionTLS13
+
+// reloadEvery bounds how often the files are stat'ed.
+const reloadEvery = time.Second
+
+// Reloader holds the current key pair and CA pool of a TLSInfo.
+type Reloader struct {
+	info TLSInfo
+
+	mu      sync.Mutex
+	checked time.Time
+	stamp   [3]fileStamp
+	cert    *tls.Certificate
+	pool    *x509.CertPool
+	err     error
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+// NewReloader loads info's files once; an error here is a startup error.
+func NewReloader(info TLSInfo) (*Reloader, error) {
+	if err := info.Validate(); err != nil {
+		return nil, err
+	}
+	if info.Empty() {
+		return nil, errors.New("tls: no files configured")
+	}
+	r := &Reloader{info: info}
+	if err := r.reload(true); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// current returns the key pair and pool, re-reading the files if they
+// changed. A failed reload keeps the previous good pair (a half-written
+// rotation must not take the process down) and is retried next time.
+func (r *Reloader) current() (*tls.Certificate, *x509.CertPool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.checked) >= reloadEvery {
+		_ = r.reload(false)
+	}
+	return r.cert, r.pool
+}
+
+func (r *Reloader) reload(force bool) error {
+	r.checked = time.Now()
+	var st [3]fileStamp
+	for i, p := range []string{r.info.CertFile, r.info.KeyFile, r.info.CAFile} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		st[i] = fileStamp{fi.ModTime(), fi.Size()}
+	}
+	if !force && st == r.stamp {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(r.info.CertFile, r.info.KeyFile)
+	if err != nil {
+		return fmt.Errorf("tls: key pair %s/%s: %w", r.info.CertFile, r.info.KeyFile, err)
+	}
+	if cert.Leaf == nil && len(cert.Certificate) > 0 {
+		cert.Leaf, _ = x509.ParseCertificate(cert.Certificate[0])
+	}
+	caPEM, err := os.ReadFile(r.info.CAFile)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("tls: %s holds no PEM certificate", r.info.CAFile)
+	}
+	r.cert, r.pool, r.stamp = &cert, pool, st
+	return nil
+}
+
+// verify checks a peer's chain against the current pool for usage and
+// returns its identity; requireRole, when set, must be among its roles.
+func (r *Reloader) verify(rawCerts [][]byte, usage x509.ExtKeyUsage, requireRole Role) (Identity, error) {
+	if len(rawCerts) == 0 {
+		return Identity{}, errors.New("tls: peer presented no certificate")
+	}
+	certs := make([]*x509.Certificate, len(rawCerts))
+	for i, raw := range rawCerts {
+		c, err := x509.ParseCertificate(raw)
+		if err != nil {
+			return Identity{}, fmt.Errorf("tls: peer certificate: %w", err)
+		}
+		certs[i] = c
+	}
+	_, pool := r.current()
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+		return Identity{}, fmt.Errorf("tls: peer certificate: %w", err)
+	}
+	id := IdentityOf(certs[0])
+	if requireRole != "" && !id.Has(requireRole) {
+		return Identity{}, fmt.Errorf("tls: peer %q lacks role %s", id.Name, requireRole)
+	}
+	return id, nil
+}
+
+// ServerConfig is the tls.Config of a listener that requires a client
+// certificate signed by the current CA; requireRole, when set, must be one
+// of the client's roles (the Raft port requires RoleReplica). Chains are
+// verified by hand against the pool current at handshake time, so a CA
+// rotation needs no restart either.
+func (r *Reloader) ServerConfig(requireRole Role) *tls.Config {
+	return &tls.Config{
+		MinVersion: MinVersion,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			c, _ := r.current()
+			return c, nil
+		},
+		// RequireAnyClientCert + our own verification (below) instead of
+		// RequireAndVerifyClientCert: ClientCAs would be fixed at start.
+		ClientAuth: tls.RequireAnyClientCert,
+		// A resumed session skips VerifyPeerCertificate: no tickets, so
+		// every connection is checked against the current CA and roles.
+		SessionTicketsDisabled: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			_, err := r.verify(raw, x509.ExtKeyUsageClientAuth, requireRole)
+			return err
+		},
+	}
+}
+
+// ClientConfig is the tls.Config to dial a replica: it presents the
+// current certificate and accepts only a server certificate from the
+// current CA carrying RoleReplica. Host names are not checked: the CA is
+// the federation's own, and what a client must know is that it talks to a
+// replica, whatever address it was given.
+func (r *Reloader) ClientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: MinVersion,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, _ := r.current()
+			return c, nil
+		},
+		InsecureSkipVerify: true, // replaced by VerifyPeerCertificate below
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			_, err := r.verify(raw, x509.ExtKeyUsageServerAuth, RoleReplica)
+			return err
+		},
+	}
+}
