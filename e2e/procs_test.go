@@ -214,16 +214,20 @@ func httpOK(url string) (bool, string) {
 	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
 }
 
-// runCtl runs yarnfedctl as an operator would, failing the test on error.
+// runCtl runs yarnfedctl as an operator would and returns its stdout
+// (stderr carries warnings, such as the plaintext one, and goes into the
+// failure message only), failing the test on error.
 func runCtl(t testing.TB, ctl string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var out bytes.Buffer
+	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, ctl, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	// The e2e federations' stores are plaintext; the operator says so.
+	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("yarnfedctl %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
 	return out.String()
 }

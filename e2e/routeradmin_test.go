@@ -85,7 +85,8 @@ func startAdminFed(t *testing.T) *adminFed {
 		"--data-dir", filepath.Join(dir, "statestore"), "--grpc-address", grpcAddr,
 		"--raft-address", raftAddr, "--http-address", httpAddr,
 		"--bootstrap", "--peers", "ss1="+raftAddr,
-		"--heartbeat-timeout", "500ms", "--election-timeout", "500ms")
+		"--heartbeat-timeout", "500ms", "--election-timeout", "500ms",
+		"--insecure") // loopback test federation: plaintext, asked for
 
 	// The RMs start meanwhile. Debug logging makes simrm log every IPC call
 	// it serves (method and user): the evidence that an admin call the
@@ -112,13 +113,13 @@ func startAdminFed(t *testing.T) *adminFed {
 			return httpOK("http://" + a.web + "/ws/v1/cluster/info")
 		})
 		f.agents[i] = startProc(t, dir, "agent-"+f.ids[i], yarnfed, "subcluster-agent",
-			"--subcluster-id", f.ids[i], "--store", f.store,
+			"--subcluster-id", f.ids[i], "--store", f.store, "--store-insecure",
 			"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", a.client, a.sched, a.admin, a.web),
 			"--probe-interval", "500ms", "--heartbeat-interval", "2s")
 	}
 
 	f.client, f.admin, f.routerW = freeAddr(t), freeAddr(t), freeAddr(t)
-	f.router = startProc(t, dir, "router", yarnfed, "router", "--store", f.store,
+	f.router = startProc(t, dir, "router", yarnfed, "router", "--store", f.store, "--store-insecure",
 		"--clientrm-address", f.client, "--web-address", f.routerW,
 		"--admin-address", f.admin, "--admin-acl", adminUser,
 		"--membership-refresh", "200ms", "--call-timeout", "10s")

@@ -156,14 +156,15 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 		"--data-dir", filepath.Join(dir, "statestore"), "--grpc-address", grpcAddr,
 		"--raft-address", raftAddr, "--http-address", httpAddr,
 		"--bootstrap", "--peers", "ss1="+raftAddr,
-		"--heartbeat-timeout", "500ms", "--election-timeout", "500ms")
+		"--heartbeat-timeout", "500ms", "--election-timeout", "500ms",
+		"--insecure") // loopback test federation: plaintext, asked for
 	waitUntil(t, 30*time.Second, "the state store's leader", st, func() (bool, string) {
 		return httpOK("http://" + httpAddr + "/readyz")
 	})
 
 	for i, mc := range f.clusters {
 		f.agents[i] = startProc(t, dir, "agent-"+f.ids[i], f.yarnfed, "subcluster-agent",
-			"--subcluster-id", f.ids[i], "--store", f.store,
+			"--subcluster-id", f.ids[i], "--store", f.store, "--store-insecure",
 			"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s",
 				loopback(mc.info.RM), loopback(mc.info.Scheduler), loopback(mc.info.Admin), loopback(mc.info.Web)),
 			"--probe-interval", "500ms", "--probe-timeout", "2s", "--heartbeat-interval", "2s")
@@ -171,7 +172,7 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 	runCtl(t, f.ctl, "--store", f.store, "policy", "save", "--manager", spanManager, "-s", spanPolicy)
 
 	f.clientRM, f.routerWS = freeAddr(t), freeAddr(t)
-	f.router = startProc(t, dir, "router", f.yarnfed, "router", "--store", f.store,
+	f.router = startProc(t, dir, "router", f.yarnfed, "router", "--store", f.store, "--store-insecure",
 		"--clientrm-address", f.clientRM, "--web-address", f.routerWS, "--admin-address", "",
 		"--membership-refresh", "200ms", "--call-timeout", "20s")
 	wantNodes := f.clusters[0].info.NMs + f.clusters[1].info.NMs
@@ -205,7 +206,7 @@ func (f *spanFed) startProxy(i int) *proc {
 	web := freeAddr(f.t)
 	_ = f.amrmHeld[i].Close() // the proxy binds it next
 	args := append([]string{"amrmproxy",
-		"--store", f.store, "--subcluster-id", f.ids[i],
+		"--store", f.store, "--store-insecure", "--subcluster-id", f.ids[i],
 		"--amrm-address", f.amrm[i], "--web-address", web,
 		"--data-dir", filepath.Join(f.dir, "amrmproxy-"+f.ids[i])}, f.proxyArgs...)
 	p := startProc(f.t, f.dir, "amrmproxy-"+f.ids[i], f.yarnfed, args...)

@@ -35,8 +35,9 @@ AM with the same ApplicationId. Per-attempt state lives in --data-dir, so a rest
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
 Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
-		Example: `  yarnfed amrmproxy --store 10.0.0.1:9090,10.0.0.2:9090 --subcluster-id SC-1 --data-dir /var/lib/yarnfed/amrmproxy
-  yarnfed amrmproxy --config amrmproxy.json --amrm-address 0.0.0.0:8049`,
+		Example: `  yarnfed amrmproxy --store 10.0.0.1:9090,10.0.0.2:9090 --subcluster-id SC-1 --data-dir /var/lib/yarnfed/amrmproxy \
+      --store-tls-cert pki/nm-1/cert.crt --store-tls-key pki/nm-1/cert.key --store-tls-ca pki/nm-1/ca.crt
+  yarnfed amrmproxy --config amrmproxy.json --amrm-address 0.0.0.0:8049 --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube/kubebench"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
+	"github.com/yarnfed/yarnfed/statestore/security"
 )
 
 // newBenchGPGCmd is `yarnfed bench gpg`: the time of a full GPG policy
@@ -23,6 +24,7 @@ func newBenchGPGCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
 	kcfg := kubebench.DefaultConfig()
 	var addrs string
+	var sec security.ClientFlags // for --store: a running store is a client like any other
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "gpg",
@@ -67,6 +69,8 @@ nothing changes.`,
 				nc.NodeID, nc.DataDir = "bench-gpg", filepath.Join(dir, "store")
 				nc.GRPCAddress, nc.RaftAddress, nc.HTTPAddress, nc.Bootstrap = "127.0.0.1:0", raftAddr, "", true
 				nc.Logger = log
+				nc.Insecure = true // loopback benchmark, in this process
+				sec = security.ClientFlags{Insecure: true}
 				n, err := node.Start(cmd.Context(), nc)
 				if err != nil {
 					return err
@@ -80,7 +84,11 @@ nothing changes.`,
 				}
 				list = []string{n.GRPCAddr()}
 			}
-			c, err := client.New(client.Config{Addrs: list, Logger: log})
+			tc, err := sec.TLSConfig(log)
+			if err != nil {
+				return err
+			}
+			c, err := client.New(client.Config{Addrs: list, Logger: log, TLS: tc})
 			if err != nil {
 				return err
 			}
@@ -119,6 +127,7 @@ nothing changes.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&addrs, "store", "", "use a running (empty) state store at these gRPC addresses instead of starting one")
+	sec.BindFlags(f)
 	f.IntVar(&cfg.SubClusters, "subclusters", cfg.SubClusters, "sub-clusters")
 	f.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "Kubernetes nodes lending batch capacity")
 	f.IntVar(&cfg.Queues, "queues", cfg.Queues, "queues with their own weighted policy (plus '*')")

@@ -460,7 +460,7 @@ func (f *devFederation) printWelcome(out io.Writer, cfg devConfig) {
 Try it:
   curl -s http://%[1]s/ws/v1/cluster/metrics
   curl -s http://%[1]s/ws/v1/cluster/apps
-  yarnfedctl --store %[2]s subcluster list
+  yarnfedctl --store-insecure --store %[2]s subcluster list
   HADOOP_CONF_DIR=%[3]s yarn application -list     # any Hadoop 3.x client, unmodified
 Press Ctrl-C to stop.
 `, f.router.WebAddr(), f.store.GRPCAddr(), f.confDir)

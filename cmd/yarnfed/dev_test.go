@@ -34,7 +34,7 @@ func TestDevDemo(t *testing.T) {
 		t.Fatalf("runDev: %v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"state store", "sc1", "sc3   simrm (HA standby)", "router", "gpg            status http://", "curl -s http://", "yarnfedctl --store"} {
+	for _, want := range []string{"state store", "sc1", "sc3   simrm (HA standby)", "router", "gpg            status http://", "curl -s http://", "yarnfedctl --store-insecure --store"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}

@@ -50,8 +50,9 @@ sub-cluster's published capacity and weight input; its optional "node_resource_p
 default) also sends each NodeManager's usable capacity to its RM (updateNodeResource, admin
 addresses from the state store's membership; only the lease holder pushes).
 Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status.`,
-		Example: `  yarnfed gpg --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090
-  yarnfed gpg --config gpg.json --read-only --dry-run`,
+		Example: `  yarnfed gpg --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090 \
+      --store-tls-cert pki/gpg-1/cert.crt --store-tls-key pki/gpg-1/cert.key --store-tls-ca pki/gpg-1/ca.crt
+  yarnfed gpg --config gpg.json --read-only --dry-run --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)

@@ -117,7 +117,7 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	gpgCmd := newGPGCmd()
 	var gpgOut syncBuffer
 	gpgCmd.SetOut(&gpgOut)
-	gpgCmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--web-address", "127.0.0.1:0",
+	gpgCmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
 		"--id", "gpg-k8s", "--log-level", "warn"})
 	gctx, gcancel := context.WithCancel(ctx)
 	gdone := make(chan error, 1)

@@ -83,7 +83,7 @@ func TestGPGNodeResourcePush(t *testing.T) {
 		cmd := newGPGCmd()
 		var out syncBuffer
 		cmd.SetOut(&out)
-		cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--web-address", "127.0.0.1:0",
+		cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
 			"--id", id, "--log-level", "warn"})
 		gctx, gcancel := context.WithCancel(ctx)
 		done := make(chan error, 1)

@@ -32,8 +32,9 @@ rmadmin' (fanned out to the sub-clusters' RMs); only users in --admin-acl may ch
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
 Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Prometheus).`,
-		Example: `  yarnfed router --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090
-  yarnfed router --config router.json --partial-results`,
+		Example: `  yarnfed router --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090 \
+      --store-tls-cert pki/router-1/cert.crt --store-tls-key pki/router-1/cert.key --store-tls-ca pki/router-1/ca.crt
+  yarnfed router --config router.json --partial-results --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)

@@ -31,14 +31,16 @@ the same --peers list, or bootstrap one and start the others with --join pointin
 Security: with --tls-cert/--tls-key/--tls-ca (a certificate with O=replica from the federation CA;
 see 'yarnfed certs'), gRPC and Raft use mutual TLS and every RPC is authorized by the caller's
 certificate roles (statestore/DESIGN.md "Security"). --insecure runs plaintext and unauthenticated
-for development, with a warning; for now so does a replica given neither.
+for a test or dev federation, with a warning. A replica given neither refuses to start.
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.
 HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader is known).`,
-		Example: `  yarnfed statestore --bootstrap --data-dir /var/lib/yarnfed/ss
-  yarnfed statestore --node-id ss1 --bootstrap --peers ss1=10.0.0.1:9091,ss2=10.0.0.2:9091,ss3=10.0.0.3:9091 \
+		Example: `  yarnfed statestore --bootstrap --data-dir /tmp/ss --insecure
+  yarnfed statestore --node-id ss1 --tls-cert pki/ss1/cert.crt --tls-key pki/ss1/cert.key --tls-ca pki/ss1/ca.crt \
+      --bootstrap --peers ss1=10.0.0.1:9091,ss2=10.0.0.2:9091,ss3=10.0.0.3:9091 \
       --grpc-address 10.0.0.1:9090 --raft-address 10.0.0.1:9091 --http-address 10.0.0.1:9092
-  yarnfed statestore --node-id ss4 --join 10.0.0.1:9090 --raft-address 10.0.0.4:9091`,
+  yarnfed statestore --node-id ss4 --join 10.0.0.1:9090 --raft-address 10.0.0.4:9091 \
+      --tls-cert pki/ss4/cert.crt --tls-key pki/ss4/cert.key --tls-ca pki/ss4/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := node.Resolve(cmd.Flags(), cfg, configFile)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -39,6 +40,9 @@ func (s *storeFlags) client(log *slog.Logger) (*client.Client, error) {
 		return nil, fmt.Errorf("--store: no address")
 	}
 	tc, err := s.sec.TLSConfig(log)
+	if errors.Is(err, security.ErrPlaintext) {
+		return nil, err // names its own flags
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--store-tls: %w", err)
 	}

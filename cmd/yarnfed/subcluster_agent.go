@@ -33,8 +33,9 @@ HA failover, and marks the sub-cluster SC_UNHEALTHY while no RM is active.
 
 --rm takes a bare host (Hadoop's default ports 8032/8030/8033/8088) or
 clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for each RM of an HA pair.`,
-		Example: `  yarnfed subcluster-agent --subcluster-id SC-1 --rm rm1.example.com --rm rm2.example.com --store 10.0.0.1:9090`,
-		Args:    cobra.NoArgs,
+		Example: `  yarnfed subcluster-agent --subcluster-id SC-1 --rm rm1.example.com --rm rm2.example.com --store 10.0.0.1:9090 \
+      --store-tls-cert pki/SC-1/cert.crt --store-tls-key pki/SC-1/cert.key --store-tls-ca pki/SC-1/ca.crt`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
 			if err != nil {

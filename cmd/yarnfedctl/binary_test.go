@@ -38,11 +38,19 @@ func TestProcessExitCodes(t *testing.T) {
 		{"help", []string{"--help"}, exitOK, ""},
 		{"usage error", []string{"policy", "list", "--bogus"}, exitUsage, "unknown flag: --bogus"},
 		{"refused input", []string{"policy", "save", "-s", "q;SC-1:0.5;SC-1:1.0;1.0", "--dry-run"}, exitError, "routerPolicyWeights: weights sum to 0.5"},
-		{"store down", []string{"--store", closed, "--timeout", "200ms", "store", "status"}, exitError, "statestore: unavailable"},
+		{"store down", []string{"--store-insecure", "--store", closed, "--timeout", "200ms", "store", "status"}, exitError, "statestore: unavailable"},
+		{"no transport", []string{"--store", closed, "store", "status"}, exitUsage, "give --store-tls-cert, --store-tls-key and --store-tls-ca"},
+		{"no transport names env", []string{"--store", closed, "store", "status"}, exitUsage, "YARNFED_STORE_INSECURE=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], tc.args...)
-			cmd.Env = append(os.Environ(), envRunMain+"=1")
+			// The parent's YARNFED_STORE_* would change what is tested.
+			cmd.Env = []string{envRunMain + "=1"}
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "YARNFED_STORE") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			err := cmd.Run()

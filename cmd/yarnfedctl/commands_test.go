@@ -238,7 +238,7 @@ func TestStoreUnavailable(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close()
 	var out, errb strings.Builder
-	code := run(context.Background(), []string{"--store", addr, "--timeout", "300ms", "policy", "list"},
+	code := run(context.Background(), []string{"--store", addr, "--store-insecure", "--timeout", "300ms", "policy", "list"},
 		streams{in: strings.NewReader(""), out: &out, err: &errb}, func(string) string { return "" }, time.Now)
 	if code != exitError || !strings.Contains(errb.String(), "check --store or $YARNFED_STORE") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
@@ -248,7 +248,7 @@ func TestStoreUnavailable(t *testing.T) {
 func TestStoreFromEnvironment(t *testing.T) {
 	h := newHarness(t)
 	var out, errb strings.Builder
-	env := map[string]string{envStore: h.c.Nodes[0].Addr}
+	env := map[string]string{envStore: h.c.Nodes[0].Addr, envStore + "_INSECURE": "1"}
 	code := run(context.Background(), []string{"store", "status", "-o", "json"},
 		streams{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return env[k] }, time.Now)
 	if code != exitOK || !strings.Contains(out.String(), h.c.Nodes[0].ID) {
@@ -266,8 +266,8 @@ func TestStoreListFailsOverAndFollowersForward(t *testing.T) {
 	h := &harness{t: t, c: c, env: map[string]string{}}
 	addrs := c.Nodes[dead].Addr + "," + c.Nodes[follower].Addr
 	for _, args := range [][]string{
-		{"--store", addrs, "policy", "save", "-s", hadoopDocsString},
-		{"--store", addrs, "policy", "get", "root.a"},
+		{"--store", addrs, "--store-insecure", "policy", "save", "-s", hadoopDocsString},
+		{"--store", addrs, "--store-insecure", "policy", "get", "root.a"},
 	} {
 		var out, errb strings.Builder
 		code := run(context.Background(), args, streams{in: strings.NewReader(""), out: &out, err: &errb},

@@ -251,6 +251,9 @@ func (c *ctl) client() (*client.Client, error) {
 		return nil, usageError{err}
 	}
 	tc, err := c.storeSec.TLSConfig(slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if errors.Is(err, security.ErrPlaintext) {
+		return nil, usageError{fmt.Errorf("%w (or env %s_TLS_CERT, _KEY and _CA; %s_INSECURE=1)", err, envStore, envStore)}
+	}
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--store-tls: %w", err)}
 	}

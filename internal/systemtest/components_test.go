@@ -33,6 +33,16 @@ type storeCluster struct {
 
 // startStore starts n replicas, each with --bootstrap and the same
 // --peers, and waits until all of them know the same leader.
+// storeTransport returns a replica's extra flags plus --insecure unless
+// they configure TLS: plaintext must be asked for (statestore/DESIGN.md
+// "Security").
+func storeTransport(extra []string) []string {
+	if slices.Contains(extra, "--tls-cert") {
+		return extra
+	}
+	return append(append([]string{}, extra...), "--insecure")
+}
+
 func (h *harness) startStore(n int, extra ...string) *storeCluster {
 	h.t.Helper()
 	sc := &storeCluster{h: h}
@@ -55,7 +65,7 @@ func (h *harness) startStore(n int, extra ...string) *storeCluster {
 				// Short timeouts keep the leader-kill test fast; not so short
 				// that a busy 2-core machine flaps leaders.
 				"--heartbeat-timeout", "500ms", "--election-timeout", "500ms"}
-			nd.p = h.spawn("statestore-"+nd.id, append(args, extra...)...)
+			nd.p = h.spawn("statestore-"+nd.id, append(args, storeTransport(extra)...)...)
 			ps = append(ps, nd.p)
 		}
 		return ps
@@ -238,7 +248,7 @@ func (h *harness) startSimRM(id string, ts int64, extra ...string) *simRM {
 // More RMs (an HA pair) may follow; rm is the one expected active.
 func (h *harness) startAgent(rm *simRM, st *storeCluster, standbys ...*simRM) {
 	h.t.Helper()
-	args := []string{"subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(),
+	args := []string{"subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(), "--store-insecure",
 		"--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s"}
 	for _, r := range append([]*simRM{rm}, standbys...) {
 		args = append(args, "--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", r.client, r.sched, r.admin, r.web))
@@ -282,7 +292,7 @@ func (h *harness) startRouter(name string, st *storeCluster, extra ...string) *r
 	r := &routerProc{name: name}
 	h.launch("router "+name, 2, 20*time.Second, func(ports []string) []*proc {
 		r.clientrm, r.web = ports[0], ports[1]
-		args := append([]string{"router", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "",
+		args := append([]string{"router", "--store", st.addrs(), "--store-insecure", "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "",
 			"--membership-refresh", "200ms", "--failover-wait", "3s", "--call-timeout", "5s"}, extra...)
 		r.p = h.spawn(name, args...)
 		return []*proc{r.p}

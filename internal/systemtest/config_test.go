@@ -24,7 +24,7 @@ func TestConfigFiles(t *testing.T) {
 	}
 
 	storeConf := write("statestore.json", fmt.Sprintf(`{"node_id":"ss1","data_dir":%q,"grpc_address":%q,"raft_address":%q,
-		"http_address":%q,"bootstrap":true,"heartbeat_timeout":"500ms","election_timeout":"500ms"}`,
+		"http_address":%q,"bootstrap":true,"insecure":true,"heartbeat_timeout":"500ms","election_timeout":"500ms"}`,
 		h.path("data/ss1"), grpc, raft, httpFile))
 	st := &storeCluster{h: h, nodes: []*storeNode{{id: "ss1", grpc: grpc, raft: raft, httpAddr: httpFlag}}}
 	st.nodes[0].p = h.spawn("statestore-ss1", "statestore", "--config", storeConf, "--http-address", httpFlag)
@@ -44,7 +44,7 @@ func TestConfigFiles(t *testing.T) {
 
 	routerConf := write("router.json", fmt.Sprintf(`{"clientrm_address":%q,"web_address":%q,"partial_results":true,
 		"membership_refresh":"200ms","breaker":{"consecutive_failures":2,"open_for":"1s"}}`, cliFile, web))
-	r := h.spawn("router-1", "router", "--config", routerConf, "--store", grpc, "--clientrm-address", cliFlag, "--admin-address", "")
+	r := h.spawn("router-1", "router", "--config", routerConf, "--store", grpc, "--store-insecure", "--clientrm-address", cliFlag, "--admin-address", "")
 	want := fmt.Sprintf("router: clientrm %s, web %s", cliFlag, web)
 	waitFor(t, 20*time.Second, "router bound where file and flag say", func() (bool, string) {
 		if r.bindFailed() {

@@ -653,7 +653,7 @@ func TestRouterMembershipWithFrozenStoreReplica(t *testing.T) {
 	sc3 := h.startSimRM("SC-3", 1_700_000_000_002)
 	sc3.agent = h.spawn("agent-SC-3", "subcluster-agent", "--subcluster-id", "SC-3",
 		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", sc3.client, sc3.sched, sc3.admin, sc3.web),
-		"--store", f.st.addrsFirst(leader), "--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s")
+		"--store", f.st.addrsFirst(leader), "--store-insecure", "--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s")
 	h.waitSubCluster(f.st, sc3, pb.SubClusterState_SC_RUNNING)
 	waitFor(t, 20*time.Second, "the router routes to SC-3 (joined while its store replica is frozen)", func() (bool, string) {
 		n, err := y.nodeManagers()
@@ -738,9 +738,9 @@ func TestStartOrderIndependent(t *testing.T) {
 	rm := &simRM{id: "SC-1", client: ports[3], sched: ports[4], admin: ports[5], web: ports[6]}
 	r := &routerProc{name: "router-1", clientrm: ports[7], web: ports[8]}
 
-	r.p = h.spawn(r.name, "router", "--store", st.addrs(), "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "",
+	r.p = h.spawn(r.name, "router", "--store", st.addrs(), "--store-insecure", "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "",
 		"--membership-refresh", "200ms", "--failover-wait", "3s")
-	rm.agent = h.spawn("agent-SC-1", "subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(),
+	rm.agent = h.spawn("agent-SC-1", "subcluster-agent", "--subcluster-id", rm.id, "--store", st.addrs(), "--store-insecure",
 		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", rm.client, rm.sched, rm.admin, rm.web),
 		"--probe-interval", "200ms", "--probe-timeout", "1s", "--heartbeat-interval", "1s")
 	// Let both run without a store for a while (a scenario step, not an
@@ -750,7 +750,7 @@ func TestStartOrderIndependent(t *testing.T) {
 	nd := st.nodes[0]
 	nd.dir = dataDir(h, "ss1")
 	nd.p = h.spawn("statestore-ss1", "statestore", "--node-id", nd.id, "--data-dir", nd.dir, "--bootstrap",
-		"--grpc-address", nd.grpc, "--raft-address", nd.raft, "--http-address", nd.httpAddr)
+		"--grpc-address", nd.grpc, "--raft-address", nd.raft, "--http-address", nd.httpAddr, "--insecure")
 	rm.p = h.spawn("simrm-SC-1", "simrm", "--cluster-id", rm.id, "--cluster-timestamp", "1700000000000",
 		"--client-address", rm.client, "--scheduler-address", rm.sched, "--admin-address", rm.admin, "--webapp-address", rm.web,
 		"--nodes", fmt.Sprint(simNodes))
@@ -781,7 +781,7 @@ func TestRouterHealthWhileStoreDown(t *testing.T) {
 	h := newHarness(t)
 	ports := freePorts(t, 3)
 	r := &routerProc{name: "router-1", clientrm: ports[1], web: ports[2]}
-	r.p = h.spawn(r.name, "router", "--store", ports[0], "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "")
+	r.p = h.spawn(r.name, "router", "--store", ports[0], "--store-insecure", "--clientrm-address", r.clientrm, "--web-address", r.web, "--admin-address", "")
 	waitFor(t, 5*time.Second, "/healthz answers with the store down", func() (bool, string) {
 		code, body, err := httpGet("http://" + r.web + "/healthz")
 		return err == nil && code == 200, fmt.Sprintf("%d %s %v", code, body, err)

@@ -42,7 +42,7 @@ func (h *harness) startGPG(name string, st *storeCluster, extra ...string) *gpgP
 	g := &gpgProc{name: name}
 	h.launch(name, 1, 20*time.Second, func(ports []string) []*proc {
 		g.web = ports[0]
-		args := append([]string{"gpg", "--id", name, "--store", st.addrs(), "--web-address", g.web,
+		args := append([]string{"gpg", "--id", name, "--store", st.addrs(), "--store-insecure", "--web-address", g.web,
 			"--interval", "200ms", "--lease-ttl", "2s", "--subcluster-expiry", "4s",
 			"--cleaner-interval", "500ms", "--cleaner-grace", "1s", "--cleaner-min-rm-uptime", "0s"}, extra...)
 		g.p = h.spawn(name, args...)

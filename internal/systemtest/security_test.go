@@ -72,7 +72,44 @@ func runCtl(args ...string) (string, error) {
 	var b bytes.Buffer
 	cmd := exec.CommandContext(ctx, yarnfedctlBin, args...)
 	cmd.Stdout, cmd.Stderr = &b, &b
-	cmd.Env = append(os.Environ(), "YARNFED_STORE=")
+	cmd.Env = append(os.Environ(), "YARNFED_STORE=", "YARNFED_STORE_INSECURE=")
 	err := cmd.Run()
 	return b.String(), err
+}
+
+// TestPlaintextMustBeAskedFor: a replica given neither certificates nor
+// --insecure, a router given neither --store-tls-* nor --store-insecure,
+// and yarnfedctl given neither (nor the env variables) exit at once with an
+// error naming both ways out, as an operator who forgot the flags sees it.
+func TestPlaintextMustBeAskedFor(t *testing.T) {
+	h := newHarness(t)
+	ports := freePorts(t, 5)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		flags []string
+	}{
+		{"statestore", []string{"statestore", "--node-id", "ss1", "--data-dir", dataDir(h, "ss1"), "--bootstrap",
+			"--grpc-address", ports[0], "--raft-address", ports[1], "--http-address", ports[2]}, []string{"--tls-cert", "--insecure"}},
+		{"router", []string{"router", "--store", ports[0], "--clientrm-address", ports[3], "--web-address", ports[4], "--admin-address", ""},
+			[]string{"--store-tls-cert", "--store-insecure"}},
+	} {
+		p := h.spawn(c.name, c.args...)
+		waitFor(t, 20*time.Second, c.name+" exits", func() (bool, string) {
+			dead, _ := p.exited()
+			return dead, p.tail(5)
+		})
+		if _, err := p.exited(); err == nil {
+			t.Errorf("%s exited 0 without a transport", c.name)
+		}
+		for _, want := range append(c.flags, "refusing to start") {
+			if !p.logContains(want) {
+				t.Errorf("%s: log does not name %q:\n%s", c.name, want, p.tail(10))
+			}
+		}
+	}
+	s, err := runCtl("--store", ports[0], "store", "status")
+	if err == nil || !strings.Contains(s, "--store-insecure") || !strings.Contains(s, "YARNFED_STORE_INSECURE=1") {
+		t.Errorf("yarnfedctl without a transport: err %v\n%s", err, s)
+	}
 }

@@ -208,7 +208,7 @@ func (sc *storeCluster) addReplica(t *testing.T, extra ...string) *storeNode {
 		} else {
 			args = append(args, "--join", sc.nodes[0].grpc)
 		}
-		args = append(args, extra...)
+		args = append(args, storeTransport(extra)...)
 		nd.p = h.spawn("statestore-"+nd.id, args...)
 		return []*proc{nd.p}
 	}, func() (bool, string) {

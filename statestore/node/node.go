@@ -96,8 +96,8 @@ type Config struct {
 	// client auth key usages): it is presented to clients, to Raft peers,
 	// and when forwarding to the leader.
 	TLS security.TLSInfo `json:"tls"`
-	// Insecure runs plaintext and unauthenticated, with a warning
-	// (development only).
+	// Insecure runs plaintext and unauthenticated, with a warning (test and
+	// dev federations only). With neither TLS nor Insecure, Start refuses.
 	Insecure bool `json:"insecure"`
 
 	Logger     *slog.Logger          `json:"-"`
@@ -233,7 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg}
-	useTLS, err := security.CheckMode(cfg.TLS, cfg.Insecure, "--insecure", cfg.Logger)
+	useTLS, err := security.CheckMode(cfg.TLS, cfg.Insecure, security.ServerMode, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
@@ -257,5 +259,23 @@ func TestJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
 	defer cl.Close()
 	if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: "*", Type: "UniformBroadcastPolicyManager"}); err != nil {
 		t.Fatalf("write with b and c as the majority: %v", err)
+	}
+}
+
+// TestStartRefusesPlaintextByDefault: a replica with neither TLS files nor
+// Insecure does not start, and binds nothing.
+func TestStartRefusesPlaintextByDefault(t *testing.T) {
+	cfg := testConfig(t, "a")
+	cfg.Insecure = false
+	cfg.Bootstrap = true
+	n, err := Start(context.Background(), cfg)
+	if err == nil {
+		n.Close()
+	}
+	if !errors.Is(err, security.ErrPlaintext) {
+		t.Fatalf("Start() = %v, want ErrPlaintext", err)
+	}
+	if _, statErr := os.Stat(cfg.DataDir); statErr == nil {
+		t.Errorf("refused replica created its data dir")
 	}
 }

@@ -27,7 +27,7 @@ func (c ClientFlags) TLSConfig(log *slog.Logger) (*tls.Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	use, err := CheckMode(c.TLS, c.Insecure, "--store-insecure", log)
+	use, err := CheckMode(c.TLS, c.Insecure, ClientMode, log)
 	if err != nil || !use {
 		return nil, err
 	}

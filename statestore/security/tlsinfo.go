@@ -51,36 +51,42 @@ func (i *TLSInfo) BindFlags(f *pflag.FlagSet, prefix, who string) {
 	f.StringVar(&i.CAFile, prefix+"tls-ca", i.CAFile, "CA bundle (PEM) trusted for peer certificates")
 }
 
-// ErrPlaintext is returned by CheckMode when neither TLS nor an explicit
-// insecure flag is configured and plaintext is not allowed by default.
-var ErrPlaintext = errors.New("no TLS certificate configured: set cert, key and CA files, or pass the insecure flag to run plaintext")
+// ErrPlaintext is returned by CheckMode when a process is given neither
+// TLS files nor the explicit insecure flag: it refuses to start rather than
+// serve or speak the federation's state in the clear.
+var ErrPlaintext = errors.New("refusing to start: no TLS certificate for the state store")
 
-// PlaintextByDefault keeps an unconfigured process plaintext (with a
-// warning) rather than refusing to start. It is true only until every
-// launcher (the e2e harness) passes the insecure flag explicitly; see
-// statestore/DESIGN.md "Security".
-const PlaintextByDefault = true
+// Mode names, for messages, the options through which one process chooses
+// its state store transport.
+type Mode struct {
+	TLSFlags string // e.g. "--tls-cert, --tls-key and --tls-ca"
+	Insecure string // e.g. "--insecure"
+}
 
-// CheckMode decides between TLS and plaintext for one process and logs a
-// warning whenever the result is plaintext. flag names the insecure flag in
-// messages.
-func CheckMode(info TLSInfo, insecure bool, flag string, log *slog.Logger) (useTLS bool, err error) {
+// ServerMode and ClientMode are the options of `yarnfed statestore` and of
+// every store client role.
+var (
+	ServerMode = Mode{TLSFlags: "--tls-cert, --tls-key and --tls-ca", Insecure: "--insecure"}
+	ClientMode = Mode{TLSFlags: "--store-tls-cert, --store-tls-key and --store-tls-ca", Insecure: "--store-insecure"}
+)
+
+// CheckMode decides between TLS and plaintext for one process. Plaintext
+// needs the explicit insecure flag and is logged as a warning; with neither
+// TLS files nor the flag the result is ErrPlaintext, naming both ways out.
+func CheckMode(info TLSInfo, insecure bool, m Mode, log *slog.Logger) (useTLS bool, err error) {
 	if err := info.Validate(); err != nil {
 		return false, err
 	}
 	switch {
 	case !info.Empty() && insecure:
-		return false, fmt.Errorf("%s and TLS files are exclusive", flag)
+		return false, fmt.Errorf("%s and TLS files are exclusive", m.Insecure)
 	case !info.Empty():
 		return true, nil
 	case insecure:
-		log.Warn("state store traffic is PLAINTEXT and UNAUTHENTICATED ("+flag+"): anyone who reaches the port can rewrite or wipe the federation; development only", "flag", flag)
-		return false, nil
-	case PlaintextByDefault:
-		log.Warn("state store traffic is PLAINTEXT and UNAUTHENTICATED: no TLS files given; pass "+flag+" to acknowledge, or configure mutual TLS (a future release will refuse to start)", "flag", flag)
+		log.Warn("state store traffic is PLAINTEXT and UNAUTHENTICATED ("+m.Insecure+"): anyone who reaches the port can rewrite or wipe the federation; development only", "flag", m.Insecure)
 		return false, nil
 	}
-	return false, fmt.Errorf("%w (%s)", ErrPlaintext, flag)
+	return false, fmt.Errorf("%w: give %s (`yarnfed certs` issues a CA and per-role certificates), or pass %s to run plaintext and unauthenticated in a test or dev federation", ErrPlaintext, m.TLSFlags, m.Insecure)
 }
 
 // MinVersion is TLS 1.3: every party is ours, no legacy peer to serve.
