@@ -179,6 +179,21 @@ func TestJavaYarnClientThroughRouterToRealRMs(t *testing.T) {
 	if len(homes) == 0 {
 		t.Error("no AMRMToken obtained through the router worked at either RM")
 	}
+	// The unmanaged apps no AM ran for stay ACCEPTED and hold the queue's AM
+	// share (maximum-am-resource-percent) on their home: kill them through
+	// the router, as a user would, or a distributed shell AM placed on the
+	// same RM below may never be admitted (it was, when the uniform policy put
+	// five of the six apps on one RM).
+	rc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{r.ClientRMAddr().String()},
+		Protocol: hadoopipc.ProtocolApplicationClient, User: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	for _, rep := range reports[:apps-1] {
+		call(t, rc, "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: parseAppID(t, rep.ApplicationID)},
+			&yarnpb.KillApplicationResponseProto{})
+	}
 
 	// The Router's REST documents must look like an RM's to REST clients:
 	// same JSON field paths as the real RM for the same resource.
