@@ -8,8 +8,9 @@ PKGS ?= ./...
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## Build the yarnfed and yarnfedctl binaries into ./bin.
+build: ## Build bin/yarnfed (the server), bin/yarnfedctl, and bin/yarnfed-bench (the same with the benchmarks).
 	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -tags bench -o bin/yarnfed-bench ./cmd/yarnfed
 
 dev: ## Run the embedded federation on loopback (the main job).
 	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
@@ -20,10 +21,11 @@ lint: ## gofmt and go vet.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags bench ./cmd/yarnfed/
 	$(GO) vet -tags interop ./e2e/
 
 unit: ## Unit and in-process integration tests with the race detector.
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m -tags bench $(PKGS)
 
 test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and our client against a real RM.
 	@# The Go tests run Maven themselves when the classpath is stale, and skip
