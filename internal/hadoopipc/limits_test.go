@@ -202,14 +202,26 @@ func TestPerAddressConnectionLimit(t *testing.T) {
 	// A slot freed by a closed connection is reusable.
 	held[0].nc.Close()
 	poll(t, "a freed per-address slot", func() bool {
+		// Until the server has seen the close, this connection is refused
+		// and reset: every write here reports that instead of failing the
+		// test (the rawConn helpers would).
 		r := dialRaw(t, ts.addr)
 		defer r.nc.Close()
-		r.preamble(authProtocolNone)
-		r.context("alice")
-		if _, err := r.nc.Write(mustFrame(t, reqHeader(1), &commonpb.RequestHeaderProto{
-			MethodName: proto.String("echo"), DeclaringClassProtocolName: proto.String(testProtocol), ClientProtocolVersion: proto.Uint64(1),
-		}, &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("z")})); err != nil {
-			return false
+		ctxHeader := reqHeader(callIDConnectionContext)
+		ctxHeader.RetryCount = proto.Int32(-1)
+		for _, b := range [][]byte{
+			{'h', 'r', 'p', 'c', 9, 0, authProtocolNone},
+			mustFrame(t, ctxHeader, &commonpb.IpcConnectionContextProto{
+				UserInfo: &commonpb.UserInformationProto{EffectiveUser: proto.String("alice")},
+				Protocol: proto.String(testProtocol),
+			}),
+			mustFrame(t, reqHeader(1), &commonpb.RequestHeaderProto{
+				MethodName: proto.String("echo"), DeclaringClassProtocolName: proto.String(testProtocol), ClientProtocolVersion: proto.Uint64(1),
+			}, &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("z")}),
+		} {
+			if _, err := r.nc.Write(b); err != nil {
+				return false
+			}
 		}
 		h, _, err := tryReply(r)
 		return err == nil && h.GetStatus() == commonpb.RpcResponseHeaderProto_SUCCESS
