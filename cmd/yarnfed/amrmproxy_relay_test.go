@@ -10,48 +10,16 @@ import (
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
-	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
 // TestAMRMProxyRelayedLogins runs the production wiring: the AM's token
 // login is relayed to the home RM, which alone can check it.
 func TestAMRMProxyRelayedLogins(t *testing.T) {
-	cl := storetest.NewCluster(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var rms []*simrm.RM
-	for i, id := range []string{"SC-1", "SC-2"} {
-		cfg := simrm.TestConfig()
-		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		rm, err := simrm.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rm.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rm.Close() })
-		rms = append(rms, rm)
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = 50 * time.Millisecond
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
-	}
-	sc := cl.Client()
-	storetest.Poll(t, 20*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
+	sc, rms := twoSimSubClusters(t, ctx)
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "", t.TempDir()
 	cfg.Store = amrmproxy.ClientStore{C: sc}
