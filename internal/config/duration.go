@@ -1,5 +1,6 @@
-// Package config holds what every role's configuration shares, so the
-// roles read their files and flags the same way. Today that is Duration.
+// Package config is the one configuration mechanism of every role:
+// defaults, then a JSON file, then flags, then Validate (Loader), with one
+// duration type (Duration) in files and on the command line.
 package config
 
 import (
