@@ -1,13 +1,10 @@
 package amrmproxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +30,7 @@ type BreakerConfig struct {
 }
 
 // Config is everything a proxy needs. Build it with DefaultConfig, then a
-// file (LoadConfigFile), then flags, then call Validate.
+// file (internal/config.Loader, in the role), then flags, then call Validate.
 type Config struct {
 	// SubClusterID is the sub-cluster of the NodeManager host this proxy
 	// sits beside: the home of every AM it serves.
@@ -121,21 +118,6 @@ func DefaultConfig() Config {
 		DefaultPolicy:      PolicyUniformBroadcast,
 		Breaker:            BreakerConfig{ConsecutiveFailures: 3, OpenFor: Duration(5 * time.Second)},
 	}
-}
-
-// LoadConfigFile overlays a JSON config file onto cfg; unknown keys are
-// errors.
-func LoadConfigFile(path string, cfg *Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("amrmproxy config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("amrmproxy config %s: %w", path, err)
-	}
-	return nil
 }
 
 // ErrProtection: integrity or privacy was asked for; the relayed SASL

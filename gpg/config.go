@@ -1,8 +1,6 @@
 package gpg
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,7 +35,7 @@ const (
 const DefaultManager = "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager"
 
 // Config is everything a GPG needs. Build it with DefaultConfig, then a
-// file (LoadConfigFile), then flags, then call Validate.
+// file (internal/config.Loader, in the role), then flags, then call Validate.
 type Config struct {
 	// ID names this GPG instance as the lease holder; default
 	// hostname-pid.
@@ -177,21 +175,6 @@ func DefaultConfig() Config {
 			LoadBased: LoadBasedConfig{PendingMinimum: 100, PendingMaximum: 1000, WeightMinimum: 0, EditMaximum: 3, Scaling: "LINEAR"},
 		},
 	}
-}
-
-// LoadConfigFile overlays a JSON config file onto cfg. Unknown keys are
-// errors, so a typo does not silently fall back to a default.
-func LoadConfigFile(path string, cfg *Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("gpg config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("gpg config %s: %w", path, err)
-	}
-	return nil
 }
 
 // Validate reports every problem at once.

@@ -1,13 +1,10 @@
 package router
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,7 +87,7 @@ func (c IPCConfig) apply(s *hadoopipc.ServerConfig) {
 }
 
 // Config is everything a Router needs. Build it with DefaultConfig, then a
-// file (LoadConfigFile), then flags, then call Validate.
+// file (internal/config.Loader, in the role), then flags, then call Validate.
 type Config struct {
 	// ClientRMAddress is where ApplicationClientProtocol is served
 	// (Hadoop yarn.router.clientrm.address). Ignored if ClientListener is set.
@@ -229,21 +226,6 @@ func DefaultConfig() Config {
 		},
 		MaxRMClients: 4096,
 	}
-}
-
-// LoadConfigFile overlays a JSON config file onto cfg. Unknown keys are
-// errors, so a typo does not silently fall back to a default.
-func LoadConfigFile(path string, cfg *Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("router config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("router config %s: %w", path, err)
-	}
-	return nil
 }
 
 // Validate reports every problem at once.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/router"
 )
 
@@ -27,7 +28,7 @@ func FuzzParseAppID(f *testing.F) {
 	})
 }
 
-func FuzzLoadConfigFile(f *testing.F) {
+func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{`{}`, `{"failover_wait":"1s","breaker":{"consecutive_failures":2}}`, `{"x":1}`, `[`} {
 		f.Add([]byte(s))
 	}
@@ -38,7 +39,7 @@ func FuzzLoadConfigFile(f *testing.F) {
 			t.Skip()
 		}
 		c := router.DefaultConfig()
-		_ = router.LoadConfigFile(p, &c) // must not panic
+		_ = config.DecodeFile(p, &c) // must not panic
 		_ = c.Validate()
 	})
 }

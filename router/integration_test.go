@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
@@ -46,8 +47,8 @@ func (a agentStore) SubClusterHeartbeat(_ context.Context, id string, st subclus
 func startSim(t *testing.T, id string, ts int64) *simrm.RM {
 	t.Helper()
 	cfg := simrm.TestConfig()
-	cfg.ClusterID, cfg.ClusterTimestamp = id, ts // distinct timestamps: app ids must not collide across SCs
-	cfg.SimAM.ContainerRuntime = time.Hour       // apps stay running until killed
+	cfg.ClusterID, cfg.ClusterTimestamp = id, ts            // distinct timestamps: app ids must not collide across SCs
+	cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) // apps stay running until killed
 	rm, err := simrm.New(cfg)
 	if err != nil {
 		t.Fatal(err)

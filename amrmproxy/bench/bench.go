@@ -20,6 +20,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -344,7 +345,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			}
 		}
 		for i, rm := range f3.rms {
-			rm.SetFaults(simrm.FaultConfig{Latency: cfg.FanoutLatency[i]})
+			rm.SetFaults(simrm.FaultConfig{Latency: config.Duration(cfg.FanoutLatency[i])})
 		}
 		slowest := f3.rms[len(f3.rms)-1]
 		slowAMs, err := makeAMs(ctx, slowest, slowest.Addrs().Scheduler, cfg.AMs)

@@ -1,25 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // newAMRMProxyCmd is `yarnfed amrmproxy`: the per-node AMRMProxy.
 func newAMRMProxyCmd() *cobra.Command {
-	cfg := amrmproxy.DefaultConfig()
-	var (
-		configFile string
-		store      *storeFlags
-		logLevel   = "info"
-	)
+	cfg := amrmproxyRoleDefaults()
+	var loader *config.Loader[amrmproxyRole]
 	cmd := &cobra.Command{
 		Use:   "amrmproxy",
 		Short: "Run the AMRMProxy beside a NodeManager (ApplicationMasterProtocol on 8049)",
@@ -40,20 +36,22 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
   yarnfed amrmproxy --config amrmproxy.json --amrm-address 0.0.0.0:8049 --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			role, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			if cfg, err = amrmproxyConfigWithFile(cmd.Flags(), cfg, configFile); err != nil {
+			log, err := role.logger()
+			if err != nil {
 				return err
 			}
-			sc, err := store.client(log)
+			sc, err := role.client(log)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg := role.Config
 			cfg.Store = amrmproxy.ClientStore{C: sc}
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
 			p, err := amrmproxy.Open(cfg)
@@ -61,21 +59,14 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "amrmproxy: home %s, amrm %s, web %s, store %s, data %s\n",
-				cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), store.addrs, cfg.DataDir)
+				cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), role.addrs(), cfg.DataDir)
 			return p.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (see amrmproxy.Config's json tags)")
-	store = bindStoreFlags(f)
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
-	bindAMRMProxyFlags(f, &cfg)
-	return cmd
-}
-
-// bindAMRMProxyFlags is the one list of config flags (also used to
-// re-apply set flags over a config file).
-func bindAMRMProxyFlags(f *pflag.FlagSet, cfg *amrmproxy.Config) {
+	loader = config.NewLoader(f, &cfg, amrmproxyRoleDefaults)
+	cfg.storeConn.bindFlags(f)
+	cfg.roleLog.bindFlags(f)
 	f.StringVar(&cfg.SubClusterID, "subcluster-id", cfg.SubClusterID, "sub-cluster of this NodeManager host (the home of its AMs)")
 	f.StringVar(&cfg.AMRMAddress, "amrm-address", cfg.AMRMAddress, "ApplicationMasterProtocol listen address (yarn.nodemanager.amrmproxy.address)")
 	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "/healthz, /readyz, /prom listen address; empty disables")
@@ -84,44 +75,31 @@ func bindAMRMProxyFlags(f *pflag.FlagSet, cfg *amrmproxy.Config) {
 	f.StringVar(&cfg.MachineList, "machine-list", cfg.MachineList, "yarn.federation.machine-list file (node,subcluster,rack); default: learn nodes from the RMs")
 	f.StringVar(&cfg.DefaultPolicy, "default-policy", cfg.DefaultPolicy, "policy manager when the store has none for the queue or *")
 	f.BoolVar(&cfg.NoSync, "no-sync", cfg.NoSync, "do not fsync state writes (faster, may forget containers on a machine crash)")
-	f.Var(amrmDuration{&cfg.SubClusterTimeout}, "subcluster-timeout", "a secondary silent this long is left out of splitting and headroom")
-	f.Var(amrmDuration{&cfg.FinishWait}, "finish-wait", "longest a finish call waits for (and retries) the UAMs' unregisters before answering isUnregistered=false")
-	f.Var(amrmDuration{&cfg.SecondaryWait}, "secondary-wait", "longest an AM heartbeat waits for the secondaries after the home answered")
-	f.Var(amrmDuration{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
-	f.Var(amrmDuration{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period")
-	f.Var(amrmDuration{&cfg.AttemptExpiry}, "attempt-expiry", "forget an attempt whose AM has not called for this long")
+	f.Var(&cfg.SubClusterTimeout, "subcluster-timeout", "a secondary silent this long is left out of splitting and headroom")
+	f.Var(&cfg.FinishWait, "finish-wait", "longest a finish call waits for (and retries) the UAMs' unregisters before answering isUnregistered=false")
+	f.Var(&cfg.SecondaryWait, "secondary-wait", "longest an AM heartbeat waits for the secondaries after the home answered")
+	f.Var(&cfg.CallTimeout, "call-timeout", "timeout of one call to one RM")
+	f.Var(&cfg.MembershipRefresh, "membership-refresh", "membership poll period")
+	f.Var(&cfg.AttemptExpiry, "attempt-expiry", "forget an attempt whose AM has not called for this long")
+	loader.DocumentKeys()
+	return cmd
 }
 
-// amrmDuration lets an amrmproxy.Duration be a flag.
-type amrmDuration struct{ d *amrmproxy.Duration }
-
-func (f amrmDuration) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return time.Duration(*f.d).String()
+// amrmproxyRole is `yarnfed amrmproxy`'s configuration: amrmproxy.Config's
+// keys at the top level of the file, plus the store connection and log
+// level.
+type amrmproxyRole struct {
+	amrmproxy.Config
+	storeConn
+	roleLog
 }
-func (f amrmDuration) Set(s string) error { return f.d.UnmarshalJSON([]byte(`"` + s + `"`)) }
-func (f amrmDuration) Type() string       { return "duration" }
 
-// amrmproxyConfigWithFile puts the config file under the flags: defaults,
-// then the file, then every flag the user set (re-applied by name through
-// the same flag list).
-func amrmproxyConfigWithFile(flags *pflag.FlagSet, flagCfg amrmproxy.Config, configFile string) (amrmproxy.Config, error) {
-	if configFile == "" {
-		return flagCfg, nil
-	}
-	fileCfg := amrmproxy.DefaultConfig()
-	if err := amrmproxy.LoadConfigFile(configFile, &fileCfg); err != nil {
-		return flagCfg, err
-	}
-	again := pflag.NewFlagSet("again", pflag.ContinueOnError)
-	bindAMRMProxyFlags(again, &fileCfg)
-	var ferr error
-	flags.Visit(func(f *pflag.Flag) {
-		if again.Lookup(f.Name) != nil && ferr == nil {
-			ferr = again.Set(f.Name, f.Value.String())
-		}
-	})
-	return fileCfg, ferr
+func amrmproxyRoleDefaults() amrmproxyRole {
+	return amrmproxyRole{Config: amrmproxy.DefaultConfig(), storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
+}
+
+// Validate checks the role's own settings; amrmproxy.Open validates the
+// rest once the store is wired in.
+func (r *amrmproxyRole) Validate() error {
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate())
 }

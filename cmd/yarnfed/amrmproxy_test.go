@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -18,32 +17,6 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
-
-func TestAMRMProxyFlagsOverConfigFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "amrmproxy.json")
-	if err := os.WriteFile(file, []byte(`{"subcluster_id":"SC-9","data_dir":"/from/file","secondary_wait":"70ms"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := newAMRMProxyCmd()
-	if err := cmd.ParseFlags([]string{"--config", file, "--data-dir", "/from/flag", "--subcluster-timeout", "5s"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := amrmproxy.DefaultConfig()
-	cfg.DataDir, cfg.SubClusterTimeout = "/from/flag", amrmproxy.Duration(5*time.Second)
-	got, err := amrmproxyConfigWithFile(cmd.Flags(), cfg, file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.SubClusterID != "SC-9" || got.DataDir != "/from/flag" || got.SecondaryWait.D() != 70*time.Millisecond || got.SubClusterTimeout.D() != 5*time.Second {
-		t.Fatalf("precedence defaults < file < flags broken: %+v", got)
-	}
-	if err := os.WriteFile(file, []byte(`{"subcluster_idd":"x"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := amrmproxyConfigWithFile(cmd.Flags(), cfg, file); err == nil {
-		t.Fatal("unknown key accepted")
-	}
-}
 
 // TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
 // process, over the real Raft store: membership comes from sub-cluster
@@ -136,7 +109,7 @@ func twoSimSubClusters(t *testing.T, ctx context.Context) (*client.Client, []*si
 		acfg := subclusteragent.DefaultConfig()
 		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
 		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = 50 * time.Millisecond
+		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
 		agent, err := subclusteragent.New(acfg)
 		if err != nil {
 			t.Fatal(err)

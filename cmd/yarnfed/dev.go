@@ -18,6 +18,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/gpg"
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/policies"
@@ -250,7 +251,7 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 		rcfg.Nodes = 4 * i // unequal sizes make load-based views interesting
 		rcfg.HostPrefix = id + "-node-"
 		rcfg.Queues = queues
-		rcfg.SimAM.ContainerRuntime = 5 * time.Second
+		rcfg.SimAM.ContainerRuntime = config.Duration(5 * time.Second)
 		rcfg.Logger = log.With("component", "simrm", "subcluster", id)
 		rm, err := simrm.New(rcfg)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,23 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/nmpush"
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // newGPGCmd is `yarnfed gpg`: the Global Policy Generator.
 func newGPGCmd() *cobra.Command {
-	cfg := gpg.DefaultConfig()
-	var (
-		configFile string
-		store      *storeFlags
-		logLevel   = "info"
-	)
+	cfg := gpgRoleDefaults()
+	var loader *config.Loader[gpgRole]
 	cmd := &cobra.Command{
 		Use:   "gpg",
 		Short: "Run the Global Policy Generator (liveness, safe app-home cleaner, queue weights; web on 8069)",
@@ -55,26 +52,22 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
   yarnfed gpg --config gpg.json --read-only --dry-run --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			role, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			if configFile != "" {
-				// The file sits under the flags: re-apply flags the user set.
-				fileCfg := gpg.DefaultConfig()
-				if err := gpg.LoadConfigFile(configFile, &fileCfg); err != nil {
-					return err
-				}
-				overlayGPGFlags(cmd.Flags(), &fileCfg, &cfg)
-				cfg = fileCfg
+			log, err := role.logger()
+			if err != nil {
+				return err
 			}
-			sc, err := store.client(log)
+			sc, err := role.client(log)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg := role.Config
 			cfg.Store = sc
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
 			ctx, cancel := context.WithCancel(cmd.Context())
@@ -94,84 +87,49 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
-				cfg.ID, g.WebAddr(), store.addrs, cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
+				cfg.ID, g.WebAddr(), role.addrs(), cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
 			return g.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (see gpg.Config's json tags)")
-	store = bindStoreFlags(f)
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
-	for _, b := range gpgFlags(&cfg) {
-		b.bind(f)
-	}
+	loader = config.NewLoader(f, &cfg, gpgRoleDefaults)
+	cfg.storeConn.bindFlags(f)
+	cfg.roleLog.bindFlags(f)
+	f.StringVar(&cfg.ID, "id", cfg.ID, "lease holder name of this GPG")
+	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "web listen address (yarn.federation.gpg.webapp.address); empty disables")
+	f.Var(&cfg.Interval, "interval", "period of a full round")
+	f.Var(&cfg.LeaseTTL, "lease-ttl", "lease time to live: a dead GPG is replaced within it")
+	f.Var(&cfg.Liveness.Expiry, "subcluster-expiry", "heartbeat age that makes a sub-cluster SC_LOST (yarn.federation.gpg.subcluster.heartbeat.expiration-ms)")
+	f.StringVar(&cfg.Generator.Policy, "policy", cfg.Generator.Policy, "global policy: capacity or load-based (Hadoop LoadBasedGlobalPolicy)")
+	f.BoolVar(&cfg.Generator.ReadOnly, "read-only", cfg.Generator.ReadOnly, "compute and log weights, write none (yarn.federation.gpg.policy.generator.readonly)")
+	f.Float64Var(&cfg.Generator.Threshold, "threshold", cfg.Generator.Threshold, "rewrite a queue only when more than this share of new applications would go elsewhere")
+	f.Float64Var(&cfg.Generator.MaxStep, "max-step", cfg.Generator.MaxStep, "largest share of new applications one round may redirect")
+	f.BoolVar(&cfg.Cleaner.DryRun, "dry-run", cfg.Cleaner.DryRun, "cleaner logs what it would delete and deletes nothing")
+	f.Var(&cfg.Cleaner.Interval, "cleaner-interval", "period of the application-home cleaner")
+	f.Var(&cfg.Cleaner.Grace, "cleaner-grace", "application homes younger than this are never deleted")
+	f.Var(&cfg.Cleaner.MinRMUptime, "cleaner-min-rm-uptime", "no deletion while an RM has been up for less (it may still be recovering applications)")
+	f.IntVar(&cfg.Cleaner.MaxPerRound, "cleaner-max-per-round", cfg.Cleaner.MaxPerRound, "most application homes deleted per round")
+	loader.DocumentKeys()
 	return cmd
 }
 
-// gpgFlag binds one flag to a field and can copy that field between
-// configs, so the file/flag precedence needs no second list.
-type gpgFlag struct {
-	bind func(*pflag.FlagSet)
-	name string
-	copy func(dst, src *gpg.Config)
+// gpgRole is `yarnfed gpg`'s configuration: gpg.Config's keys at the top
+// level of the file (its "kubernetes" entries are gpg/kube's own config,
+// each decoded over kube.DefaultConfig), plus the store connection and log
+// level.
+type gpgRole struct {
+	gpg.Config
+	storeConn
+	roleLog
 }
 
-func gpgFlags(cfg *gpg.Config) []gpgFlag {
-	return []gpgFlag{
-		{func(f *pflag.FlagSet) { f.StringVar(&cfg.ID, "id", cfg.ID, "lease holder name of this GPG") }, "id",
-			func(d, s *gpg.Config) { d.ID = s.ID }},
-		{func(f *pflag.FlagSet) {
-			f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "web listen address (yarn.federation.gpg.webapp.address); empty disables")
-		}, "web-address", func(d, s *gpg.Config) { d.WebAddress = s.WebAddress }},
-		{func(f *pflag.FlagSet) { f.Var(&cfg.Interval, "interval", "period of a full round") }, "interval",
-			func(d, s *gpg.Config) { d.Interval = s.Interval }},
-		{func(f *pflag.FlagSet) {
-			f.Var(&cfg.LeaseTTL, "lease-ttl", "lease time to live: a dead GPG is replaced within it")
-		}, "lease-ttl",
-			func(d, s *gpg.Config) { d.LeaseTTL = s.LeaseTTL }},
-		{func(f *pflag.FlagSet) {
-			f.Var(&cfg.Liveness.Expiry, "subcluster-expiry", "heartbeat age that makes a sub-cluster SC_LOST (yarn.federation.gpg.subcluster.heartbeat.expiration-ms)")
-		}, "subcluster-expiry", func(d, s *gpg.Config) { d.Liveness.Expiry = s.Liveness.Expiry }},
-		{func(f *pflag.FlagSet) {
-			f.StringVar(&cfg.Generator.Policy, "policy", cfg.Generator.Policy, "global policy: capacity or load-based (Hadoop LoadBasedGlobalPolicy)")
-		}, "policy", func(d, s *gpg.Config) { d.Generator.Policy = s.Generator.Policy }},
-		{func(f *pflag.FlagSet) {
-			f.BoolVar(&cfg.Generator.ReadOnly, "read-only", cfg.Generator.ReadOnly, "compute and log weights, write none (yarn.federation.gpg.policy.generator.readonly)")
-		}, "read-only", func(d, s *gpg.Config) { d.Generator.ReadOnly = s.Generator.ReadOnly }},
-		{func(f *pflag.FlagSet) {
-			f.Float64Var(&cfg.Generator.Threshold, "threshold", cfg.Generator.Threshold, "rewrite a queue only when more than this share of new applications would go elsewhere")
-		}, "threshold", func(d, s *gpg.Config) { d.Generator.Threshold = s.Generator.Threshold }},
-		{func(f *pflag.FlagSet) {
-			f.Float64Var(&cfg.Generator.MaxStep, "max-step", cfg.Generator.MaxStep, "largest share of new applications one round may redirect")
-		}, "max-step", func(d, s *gpg.Config) { d.Generator.MaxStep = s.Generator.MaxStep }},
-		{func(f *pflag.FlagSet) {
-			f.BoolVar(&cfg.Cleaner.DryRun, "dry-run", cfg.Cleaner.DryRun, "cleaner logs what it would delete and deletes nothing")
-		}, "dry-run", func(d, s *gpg.Config) { d.Cleaner.DryRun = s.Cleaner.DryRun }},
-		{func(f *pflag.FlagSet) {
-			f.Var(&cfg.Cleaner.Interval, "cleaner-interval", "period of the application-home cleaner")
-		}, "cleaner-interval",
-			func(d, s *gpg.Config) { d.Cleaner.Interval = s.Cleaner.Interval }},
-		{func(f *pflag.FlagSet) {
-			f.Var(&cfg.Cleaner.Grace, "cleaner-grace", "application homes younger than this are never deleted")
-		}, "cleaner-grace", func(d, s *gpg.Config) { d.Cleaner.Grace = s.Cleaner.Grace }},
-		{func(f *pflag.FlagSet) {
-			f.Var(&cfg.Cleaner.MinRMUptime, "cleaner-min-rm-uptime", "no deletion while an RM has been up for less (it may still be recovering applications)")
-		}, "cleaner-min-rm-uptime", func(d, s *gpg.Config) { d.Cleaner.MinRMUptime = s.Cleaner.MinRMUptime }},
-		{func(f *pflag.FlagSet) {
-			f.IntVar(&cfg.Cleaner.MaxPerRound, "cleaner-max-per-round", cfg.Cleaner.MaxPerRound, "most application homes deleted per round")
-		}, "cleaner-max-per-round", func(d, s *gpg.Config) { d.Cleaner.MaxPerRound = s.Cleaner.MaxPerRound }},
-	}
+func gpgRoleDefaults() gpgRole {
+	return gpgRole{Config: gpg.DefaultConfig(), storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
 }
 
-// overlayGPGFlags copies explicitly set flags from flagCfg onto fileCfg:
-// defaults < file < flags.
-func overlayGPGFlags(fs *pflag.FlagSet, fileCfg, flagCfg *gpg.Config) {
-	for _, b := range gpgFlags(flagCfg) {
-		if fs.Changed(b.name) {
-			b.copy(fileCfg, flagCfg)
-		}
-	}
-}
+// Validate checks the role's own settings; gpg.New validates the rest once
+// the store is wired in.
+func (r *gpgRole) Validate() error { return errors.Join(r.roleLog.validate(), r.storeConn.validate()) }
 
 // kubeWorkers is the number of goroutines applying node changes per
 // Kubernetes cluster: a sync reads recorded facts under the source's mutex,

@@ -24,6 +24,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -320,7 +321,7 @@ func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster
 	acfg := subclusteragent.DefaultConfig()
 	acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
 	acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-	acfg.ProbeInterval = 200 * time.Millisecond
+	acfg.ProbeInterval = config.Duration(200 * time.Millisecond)
 	agent, err := subclusteragent.New(acfg)
 	if err != nil {
 		t.Fatal(err)

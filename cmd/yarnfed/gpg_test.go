@@ -18,6 +18,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/gpg/kube"
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -42,7 +43,7 @@ func TestGPGWithRealStore(t *testing.T) {
 	for i, id := range []string{"SC-1", "SC-2"} {
 		cfg := simrm.TestConfig()
 		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		cfg.SimAM.ContainerRuntime = time.Hour
+		cfg.SimAM.ContainerRuntime = config.Duration(time.Hour)
 		rm, err := simrm.New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +56,7 @@ func TestGPGWithRealStore(t *testing.T) {
 		acfg := subclusteragent.DefaultConfig()
 		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
 		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = 50 * time.Millisecond
+		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
 		agent, err := subclusteragent.New(acfg)
 		if err != nil {
 			t.Fatal(err)
@@ -207,37 +208,11 @@ func TestGPGWithRealStore(t *testing.T) {
 	}
 }
 
-// TestGPGConfigPrecedence: defaults < --config file < explicit flags.
-func TestGPGConfigPrecedence(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "gpg.json")
-	if err := os.WriteFile(file, []byte(`{"interval":"7s","generator":{"policy":"load-based","threshold":0.1},"cleaner":{"dry_run":true}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := newGPGCmd()
-	if err := cmd.ParseFlags([]string{"--config", file, "--threshold", "0.2", "--read-only"}); err != nil {
-		t.Fatal(err)
-	}
-	flagCfg := gpg.DefaultConfig()
-	flagCfg.Generator.Threshold, flagCfg.Generator.ReadOnly = 0.2, true
-	fileCfg := gpg.DefaultConfig()
-	if err := gpg.LoadConfigFile(file, &fileCfg); err != nil {
-		t.Fatal(err)
-	}
-	overlayGPGFlags(cmd.Flags(), &fileCfg, &flagCfg)
-	if fileCfg.Interval.D() != 7*time.Second || fileCfg.Generator.Policy != gpg.PolicyLoadBased || fileCfg.Generator.Threshold != 0.2 ||
-		!fileCfg.Generator.ReadOnly || !fileCfg.Cleaner.DryRun || fileCfg.Cleaner.MaxPerRound != 1000 {
-		t.Fatalf("precedence wrong: %+v", fileCfg)
-	}
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"generator":{"treshold":0.1}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+// TestGPGKubeSectionFailsStart: a Kubernetes section is never silently
+// ignored: a cluster that cannot be configured stops the role at start-up,
+// naming it.
+func TestGPGKubeSectionFailsStart(t *testing.T) {
 	cfg := gpg.DefaultConfig()
-	if err := gpg.LoadConfigFile(bad, &cfg); err == nil {
-		t.Fatal("a misspelt key was accepted")
-	}
-	// A Kubernetes section is never silently ignored: a cluster that
-	// cannot be configured stops the role at start-up, naming it.
 	k := kube.DefaultConfig()
 	k.Name, k.DefaultSubCluster, k.Kubeconfig = "k8s-east", "SC-K8S", filepath.Join(t.TempDir(), "missing.kubeconfig")
 	cfg.Kubernetes = []kube.Config{k}

@@ -1,25 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/router"
 )
 
 // newRouterCmd is `yarnfed router`: the YARN Federation Router.
 func newRouterCmd() *cobra.Command {
 	cfg := routerRoleDefaults()
-	var (
-		configFile string
-		store      *storeFlags
-		logLevel   = "info"
-	)
+	var loader *config.Loader[routerRole]
 	cmd := &cobra.Command{
 		Use:   "router",
 		Short: "Run the YARN Federation Router (ApplicationClientProtocol on 8050, RM REST API on 8089, admin on 8052)",
@@ -37,126 +33,81 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
   yarnfed router --config router.json --partial-results --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			role, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			if configFile != "" {
-				// The file sits under the flags: re-apply flags the user set.
-				fileCfg := routerRoleDefaults()
-				if err := router.LoadConfigFile(configFile, &fileCfg); err != nil {
-					return err
-				}
-				overlayChangedFlags(cmd, &fileCfg, &cfg)
-				cfg = fileCfg
+			log, err := role.logger()
+			if err != nil {
+				return err
 			}
-			sc, err := store.client(log)
+			sc, err := role.client(log)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg := role.Config
 			cfg.Store = router.NewClientStore(sc)
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
 			r, err := router.New(cfg)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), store.addrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), role.addrs())
 			return r.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (see router.Config's json tags)")
-	store = bindStoreFlags(f)
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
+	loader = config.NewLoader(f, &cfg, routerRoleDefaults)
+	cfg.storeConn.bindFlags(f)
+	cfg.roleLog.bindFlags(f)
 	f.StringVar(&cfg.ClientRMAddress, "clientrm-address", cfg.ClientRMAddress, "ApplicationClientProtocol listen address (yarn.router.clientrm.address)")
 	f.StringVar(&cfg.WebAddress, "web-address", cfg.WebAddress, "REST listen address (yarn.router.webapp.address); empty disables")
 	f.StringVar(&cfg.AdminAddress, "admin-address", cfg.AdminAddress, "ResourceManagerAdministrationProtocol listen address (yarn.router.rmadmin.address); empty disables")
 	f.StringVar(&cfg.AdminACL, "admin-acl", cfg.AdminACL, `who may use the admin port, as yarn.admin.acl: "user1,user2 group1,group2" or "*" (default: the user the router runs as)`)
 	f.IntVar(&cfg.SubmitRetries, "submit-retries", cfg.SubmitRetries, "sub-clusters tried per submission (yarn.router.submit.retry)")
 	f.BoolVar(&cfg.PartialResults, "partial-results", cfg.PartialResults, "list calls skip failing sub-clusters (yarn.router.clientrm.partial-results.enabled)")
-	f.Var(durationFlag{&cfg.FailoverWait}, "failover-wait", "how long a call waits for a routable sub-cluster before failing")
-	f.Var(durationFlag{&cfg.CallTimeout}, "call-timeout", "timeout of one call to one RM")
-	f.Var(durationFlag{&cfg.MembershipRefresh}, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
-	f.Var(durationFlag{&cfg.SubClusterHeartbeatExpiry}, "subcluster-heartbeat-expiry", "a sub-cluster whose last heartbeat is older takes no new work (0 disables)")
-	f.Var(durationFlag{&cfg.Web.ReadHeaderTimeout}, "web-read-header-timeout", "REST: time to read a request's headers")
-	f.Var(durationFlag{&cfg.Web.ReadTimeout}, "web-read-timeout", "REST: time to read a whole request, body included")
-	f.Var(durationFlag{&cfg.Web.WriteTimeout}, "web-write-timeout", "REST: time from a request's headers to the end of its response")
-	f.Var(durationFlag{&cfg.Web.IdleTimeout}, "web-idle-timeout", "REST: keep-alive connections idle this long are closed")
+	f.Var(&cfg.FailoverWait, "failover-wait", "how long a call waits for a routable sub-cluster before failing")
+	f.Var(&cfg.CallTimeout, "call-timeout", "timeout of one call to one RM")
+	f.Var(&cfg.MembershipRefresh, "membership-refresh", "membership poll period (a store watch refreshes sooner)")
+	f.Var(&cfg.SubClusterHeartbeatExpiry, "subcluster-heartbeat-expiry", "a sub-cluster whose last heartbeat is older takes no new work (0 disables)")
+	f.Var(&cfg.Web.ReadHeaderTimeout, "web-read-header-timeout", "REST: time to read a request's headers")
+	f.Var(&cfg.Web.ReadTimeout, "web-read-timeout", "REST: time to read a whole request, body included")
+	f.Var(&cfg.Web.WriteTimeout, "web-write-timeout", "REST: time from a request's headers to the end of its response")
+	f.Var(&cfg.Web.IdleTimeout, "web-idle-timeout", "REST: keep-alive connections idle this long are closed")
 	f.IntVar(&cfg.Web.MaxHeaderBytes, "web-max-header-bytes", cfg.Web.MaxHeaderBytes, "REST: largest request headers accepted")
 	f.IntVar(&cfg.Web.MaxConns, "web-max-conns", cfg.Web.MaxConns, "REST: open connections; more wait in the listen backlog")
 	f.IntVar(&cfg.Web.MaxConnsPerAddr, "web-max-conns-per-addr", cfg.Web.MaxConnsPerAddr, "REST: open connections from one IP address; more are closed")
 	f.IntVar(&cfg.IPC.MaxConns, "ipc-max-conns", cfg.IPC.MaxConns, "IPC: open connections per port")
 	f.IntVar(&cfg.IPC.MaxConnsPerAddr, "ipc-max-conns-per-addr", cfg.IPC.MaxConnsPerAddr, "IPC: open connections from one IP address (raise behind a large NAT)")
-	f.Var(durationFlag{&cfg.IPC.HandshakeTimeout}, "ipc-handshake-timeout", "IPC: time for preamble, SASL and connection context")
-	f.Var(durationFlag{&cfg.IPC.IdleTimeout}, "ipc-idle-timeout", "IPC: connections with no call in flight are closed after this")
+	f.Var(&cfg.IPC.HandshakeTimeout, "ipc-handshake-timeout", "IPC: time for preamble, SASL and connection context")
+	f.Var(&cfg.IPC.IdleTimeout, "ipc-idle-timeout", "IPC: connections with no call in flight are closed after this")
 	f.Int64Var(&cfg.IPC.PreAuthBufferBytes, "ipc-preauth-buffer-bytes", cfg.IPC.PreAuthBufferBytes, "IPC: bytes buffered across connections still in their handshake")
 	f.IntVar(&cfg.MaxRMClients, "max-rm-clients", cfg.MaxRMClients, "per-user RM clients kept (least recently used closed beyond it)")
+	loader.DocumentKeys()
 	return cmd
+}
+
+// routerRole is `yarnfed router`'s configuration: router.Config's keys at
+// the top level of the file, plus the store connection and log level.
+type routerRole struct {
+	router.Config
+	storeConn
+	roleLog
 }
 
 // routerRoleDefaults are router.DefaultConfig plus what only the
 // standalone role turns on: the admin port on Hadoop's 8052.
-func routerRoleDefaults() router.Config {
+func routerRoleDefaults() routerRole {
 	cfg := router.DefaultConfig()
 	cfg.AdminAddress = router.DefaultAdminAddress
-	return cfg
+	return routerRole{Config: cfg, storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
 }
 
-// overlayChangedFlags copies the values of explicitly set flags from
-// flagCfg onto fileCfg, so precedence is defaults < file < flags.
-func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
-	set := map[string]func(){
-		"clientrm-address":            func() { fileCfg.ClientRMAddress = flagCfg.ClientRMAddress },
-		"web-address":                 func() { fileCfg.WebAddress = flagCfg.WebAddress },
-		"submit-retries":              func() { fileCfg.SubmitRetries = flagCfg.SubmitRetries },
-		"partial-results":             func() { fileCfg.PartialResults = flagCfg.PartialResults },
-		"failover-wait":               func() { fileCfg.FailoverWait = flagCfg.FailoverWait },
-		"call-timeout":                func() { fileCfg.CallTimeout = flagCfg.CallTimeout },
-		"membership-refresh":          func() { fileCfg.MembershipRefresh = flagCfg.MembershipRefresh },
-		"subcluster-heartbeat-expiry": func() { fileCfg.SubClusterHeartbeatExpiry = flagCfg.SubClusterHeartbeatExpiry },
-		"admin-address":               func() { fileCfg.AdminAddress = flagCfg.AdminAddress },
-		"admin-acl":                   func() { fileCfg.AdminACL = flagCfg.AdminACL },
-		"web-read-header-timeout":     func() { fileCfg.Web.ReadHeaderTimeout = flagCfg.Web.ReadHeaderTimeout },
-		"web-read-timeout":            func() { fileCfg.Web.ReadTimeout = flagCfg.Web.ReadTimeout },
-		"web-write-timeout":           func() { fileCfg.Web.WriteTimeout = flagCfg.Web.WriteTimeout },
-		"web-idle-timeout":            func() { fileCfg.Web.IdleTimeout = flagCfg.Web.IdleTimeout },
-		"web-max-header-bytes":        func() { fileCfg.Web.MaxHeaderBytes = flagCfg.Web.MaxHeaderBytes },
-		"web-max-conns":               func() { fileCfg.Web.MaxConns = flagCfg.Web.MaxConns },
-		"web-max-conns-per-addr":      func() { fileCfg.Web.MaxConnsPerAddr = flagCfg.Web.MaxConnsPerAddr },
-		"ipc-max-conns":               func() { fileCfg.IPC.MaxConns = flagCfg.IPC.MaxConns },
-		"ipc-max-conns-per-addr":      func() { fileCfg.IPC.MaxConnsPerAddr = flagCfg.IPC.MaxConnsPerAddr },
-		"ipc-handshake-timeout":       func() { fileCfg.IPC.HandshakeTimeout = flagCfg.IPC.HandshakeTimeout },
-		"ipc-idle-timeout":            func() { fileCfg.IPC.IdleTimeout = flagCfg.IPC.IdleTimeout },
-		"ipc-preauth-buffer-bytes":    func() { fileCfg.IPC.PreAuthBufferBytes = flagCfg.IPC.PreAuthBufferBytes },
-		"max-rm-clients":              func() { fileCfg.MaxRMClients = flagCfg.MaxRMClients },
-	}
-	for name, apply := range set {
-		if cmd.Flags().Changed(name) {
-			apply()
-		}
-	}
-}
-
-// durationFlag lets a router.Duration be a flag.
-type durationFlag struct{ d *router.Duration }
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.D().String()
-}
-
-func (f durationFlag) Set(s string) error { return f.d.UnmarshalJSON([]byte(`"` + s + `"`)) }
-func (f durationFlag) Type() string       { return "duration" }
-
-func newLogger(level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+// Validate checks the role's own settings; router.New validates the rest
+// once the store is wired in.
+func (r *routerRole) Validate() error {
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate())
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -33,7 +32,7 @@ func TestRouterWithRealStore(t *testing.T) {
 	for i, id := range []string{"SC-1", "SC-2"} {
 		cfg := simrm.TestConfig()
 		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		cfg.SimAM.ContainerRuntime = time.Hour
+		cfg.SimAM.ContainerRuntime = config.Duration(time.Hour)
 		rm, err := simrm.New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +45,7 @@ func TestRouterWithRealStore(t *testing.T) {
 		acfg := subclusteragent.DefaultConfig()
 		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
 		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = 50 * time.Millisecond
+		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
 		agent, err := subclusteragent.New(acfg)
 		if err != nil {
 			t.Fatal(err)
@@ -138,83 +137,5 @@ func TestRouterWithRealStore(t *testing.T) {
 	apps := &yarnpb.GetApplicationsResponseProto{}
 	if err := call(c1, "getApplications", &yarnpb.GetApplicationsRequestProto{}, apps); err != nil || len(apps.GetApplications()) != 5 {
 		t.Fatalf("getApplications: %d, %v", len(apps.GetApplications()), err)
-	}
-}
-
-// TestRouterConfigPrecedence: defaults < --config file < explicit flags.
-func TestRouterConfigPrecedence(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "router.json")
-	if err := os.WriteFile(file, []byte(`{"clientrm_address":"127.0.0.1:1","failover_wait":"7s","partial_results":true}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := newRouterCmd()
-	if err := cmd.ParseFlags([]string{"--config", file, "--clientrm-address", "127.0.0.1:2"}); err != nil {
-		t.Fatal(err)
-	}
-	flagCfg := router.DefaultConfig()
-	flagCfg.ClientRMAddress = "127.0.0.1:2"
-	fileCfg := router.DefaultConfig()
-	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
-		t.Fatal(err)
-	}
-	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
-	if fileCfg.ClientRMAddress != "127.0.0.1:2" || fileCfg.FailoverWait.D() != 7*time.Second || !fileCfg.PartialResults || fileCfg.SubmitRetries != 3 {
-		t.Fatalf("precedence wrong: %+v", fileCfg)
-	}
-}
-
-// TestRouterRoleAdminPort: `yarnfed router` serves the admin port on
-// Hadoop's 8052 by default (in-process routers do not), and --admin-acl /
-// --admin-address override a config file.
-func TestRouterRoleAdminPort(t *testing.T) {
-	if got := routerRoleDefaults().AdminAddress; got != router.DefaultAdminAddress {
-		t.Fatalf("role default admin address %q", got)
-	}
-	if router.DefaultConfig().AdminAddress != "" {
-		t.Fatal("router.DefaultConfig binds the admin port")
-	}
-	file := filepath.Join(t.TempDir(), "router.json")
-	if err := os.WriteFile(file, []byte(`{"admin_acl":"alice","admin_address":"127.0.0.1:1"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := newRouterCmd()
-	if err := cmd.ParseFlags([]string{"--config", file, "--admin-acl", "bob ops"}); err != nil {
-		t.Fatal(err)
-	}
-	flagCfg := routerRoleDefaults()
-	flagCfg.AdminACL = "bob ops"
-	fileCfg := routerRoleDefaults()
-	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
-		t.Fatal(err)
-	}
-	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
-	if fileCfg.AdminACL != "bob ops" || fileCfg.AdminAddress != "127.0.0.1:1" {
-		t.Fatalf("admin precedence wrong: acl %q address %q", fileCfg.AdminACL, fileCfg.AdminAddress)
-	}
-}
-
-// TestRouterLimitFlags: the resource-limit keys read from a file, and
-// their flags override it (defaults < file < flags).
-func TestRouterLimitFlags(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "router.json")
-	if err := os.WriteFile(file, []byte(`{"web":{"read_timeout":"7s","max_conns":2},"ipc":{"max_conns_per_addr":9,"handshake_timeout":"3s"},"max_rm_clients":5}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := newRouterCmd()
-	if err := cmd.ParseFlags([]string{"--config", file, "--web-max-conns", "3", "--ipc-max-conns-per-addr", "11", "--max-rm-clients", "6"}); err != nil {
-		t.Fatal(err)
-	}
-	flagCfg := router.DefaultConfig()
-	flagCfg.Web.MaxConns, flagCfg.IPC.MaxConnsPerAddr, flagCfg.MaxRMClients = 3, 11, 6
-	fileCfg := router.DefaultConfig()
-	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
-		t.Fatal(err)
-	}
-	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
-	def := router.DefaultConfig()
-	if fileCfg.Web.ReadTimeout.D() != 7*time.Second || fileCfg.Web.MaxConns != 3 || fileCfg.IPC.MaxConnsPerAddr != 11 ||
-		fileCfg.IPC.HandshakeTimeout.D() != 3*time.Second || fileCfg.MaxRMClients != 6 || fileCfg.Web.IdleTimeout != def.Web.IdleTimeout {
-		t.Fatalf("precedence wrong: web %+v ipc %+v max_rm_clients %d", fileCfg.Web, fileCfg.IPC, fileCfg.MaxRMClients)
 	}
 }

@@ -1,29 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 )
 
 // newSimrmCmd is `yarnfed simrm`: one simulated YARN ResourceManager.
 func newSimrmCmd() *cobra.Command {
-	cfg := simrm.DefaultConfig()
-	var (
-		queues    = "default:100"
-		logLevel  = "info"
-		amMB      = cfg.SimAM.Resource.MemoryMB
-		amVCores  = cfg.SimAM.Resource.VCores
-		maxMB     = cfg.MaxAllocation.MemoryMB
-		maxVCores = cfg.MaxAllocation.VCores
-	)
+	cfg := simrmRoleDefaults()
+	var loader *config.Loader[simrmRole]
 	cmd := &cobra.Command{
 		Use:   "simrm",
 		Short: "Run a simulated YARN ResourceManager (for dev, tests and benchmarks; not a real RM)",
@@ -43,24 +36,22 @@ Chaos control (not part of Hadoop's API), on the REST port:
   POST    /simrm/v1/restart?keepState=true&downFor=2s
   POST    /simrm/v1/transition?to=standby|active
   POST    /simrm/v1/nodes/{host}?state=LOST|RUNNING
-Prometheus metrics: GET /prom on the REST port.`,
+Prometheus metrics: GET /prom on the REST port.
+
+Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.`,
 		Example: `  yarnfed simrm --cluster-id sc1
   yarnfed simrm --cluster-id sc2 --client-address 127.0.0.1:18032 --scheduler-address 127.0.0.1:18030 \
       --admin-address 127.0.0.1:18033 --webapp-address 127.0.0.1:18088 --nodes 100 --queues default:70,batch:30:100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-			q, err := simrm.ParseQueues(queues)
+			role, err := loader.Load()
 			if err != nil {
-				return fmt.Errorf("--queues: %w", err)
+				return err
 			}
-			cfg.Queues = q
-			cfg.SimAM.Resource = simrm.Resource{MemoryMB: amMB, VCores: amVCores}
-			cfg.MaxAllocation = simrm.Resource{MemoryMB: maxMB, VCores: maxVCores}
+			cfg := role.Config
+			if cfg.Logger, err = role.logger(); err != nil {
+				return err
+			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Registerer, cfg.Gatherer = reg, reg
@@ -80,34 +71,53 @@ Prometheus metrics: GET /prom on the REST port.`,
 		},
 	}
 	f := cmd.Flags()
+	loader = config.NewLoader(f, &cfg, simrmRoleDefaults)
 	f.StringVar(&cfg.ClusterID, "cluster-id", cfg.ClusterID, "RM cluster id (yarn.resourcemanager.cluster-id); also the sub-cluster id in reports")
-	f.Int64Var(&cfg.ClusterTimestamp, "cluster-timestamp", 0, "cluster timestamp in ms, the first part of application ids (0: now)")
+	f.Int64Var(&cfg.ClusterTimestamp, "cluster-timestamp", cfg.ClusterTimestamp, "cluster timestamp in ms, the first part of application ids (0: now)")
 	f.Int64Var(&cfg.Epoch, "epoch", cfg.Epoch, "RM epoch carried in container ids' high bits (-1: derived from --cluster-id)")
 	f.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "number of simulated NodeManagers")
 	f.Int64Var(&cfg.NodeMemoryMB, "node-memory-mb", cfg.NodeMemoryMB, "memory of each node in MB")
 	f.Int32Var(&cfg.NodeVCores, "node-vcores", cfg.NodeVCores, "vcores of each node")
 	f.IntVar(&cfg.Racks, "racks", cfg.Racks, "racks the nodes are spread over (/rack-N)")
-	f.StringVar(&queues, "queues", queues, "leaf queues under root: name:capacity[:maxCapacity],... in percent (capacities sum to 100)")
-	f.Int64Var(&maxMB, "max-allocation-mb", maxMB, "largest container memory (yarn.scheduler.maximum-allocation-mb)")
-	f.Int32Var(&maxVCores, "max-allocation-vcores", maxVCores, "largest container vcores (yarn.scheduler.maximum-allocation-vcores)")
+	f.Var(&cfg.Queues, "queues", "leaf queues under root: name:capacity[:maxCapacity],... in percent (capacities sum to 100)")
+	f.Int64Var(&cfg.MaxAllocation.MemoryMB, "max-allocation-mb", cfg.MaxAllocation.MemoryMB, "largest container memory (yarn.scheduler.maximum-allocation-mb)")
+	f.Int32Var(&cfg.MaxAllocation.VCores, "max-allocation-vcores", cfg.MaxAllocation.VCores, "largest container vcores (yarn.scheduler.maximum-allocation-vcores)")
 	f.Int32Var(&cfg.MaxAppAttempts, "am-max-attempts", cfg.MaxAppAttempts, "yarn.resourcemanager.am.max-attempts")
-	f.DurationVar(&cfg.AMLivenessTimeout, "am-liveness-timeout", cfg.AMLivenessTimeout, "fail attempts whose AM is silent this long (0: never)")
-	f.DurationVar(&cfg.ContainerRuntime, "container-runtime", cfg.ContainerRuntime, "complete containers of real AMs after this long with exit 0 (0: until released)")
+	f.Var(&cfg.AMLivenessTimeout, "am-liveness-timeout", "fail attempts whose AM is silent this long (0: never)")
+	f.Var(&cfg.ContainerRuntime, "container-runtime", "complete containers of real AMs after this long with exit 0 (0: until released)")
 	f.IntVar(&cfg.SimAM.Containers, "sim-am-containers", cfg.SimAM.Containers, "containers the built-in AM of a managed application asks for")
-	f.Int64Var(&amMB, "sim-am-container-mb", amMB, "memory of each built-in AM container")
-	f.Int32Var(&amVCores, "sim-am-container-vcores", amVCores, "vcores of each built-in AM container")
-	f.DurationVar(&cfg.SimAM.ContainerRuntime, "sim-am-container-runtime", cfg.SimAM.ContainerRuntime, "how long each built-in AM container runs")
-	f.DurationVar(&cfg.SimAM.Heartbeat, "sim-am-heartbeat", cfg.SimAM.Heartbeat, "allocate interval of the built-in AM")
-	f.DurationVar(&cfg.TickInterval, "tick", cfg.TickInterval, "simulated NodeManager heartbeat: one scheduling pass per tick")
+	f.Int64Var(&cfg.SimAM.Resource.MemoryMB, "sim-am-container-mb", cfg.SimAM.Resource.MemoryMB, "memory of each built-in AM container")
+	f.Int32Var(&cfg.SimAM.Resource.VCores, "sim-am-container-vcores", cfg.SimAM.Resource.VCores, "vcores of each built-in AM container")
+	f.Var(&cfg.SimAM.ContainerRuntime, "sim-am-container-runtime", "how long each built-in AM container runs")
+	f.Var(&cfg.SimAM.Heartbeat, "sim-am-heartbeat", "allocate interval of the built-in AM")
+	f.Var(&cfg.TickInterval, "tick", "simulated NodeManager heartbeat: one scheduling pass per tick")
 	f.StringVar(&cfg.ClientAddr, "client-address", cfg.ClientAddr, "ApplicationClientProtocol address (yarn.resourcemanager.address); empty disables")
 	f.StringVar(&cfg.SchedulerAddr, "scheduler-address", cfg.SchedulerAddr, "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address); empty disables")
 	f.StringVar(&cfg.AdminAddr, "admin-address", cfg.AdminAddr, "admin protocol address (yarn.resourcemanager.admin.address); empty disables")
 	f.StringVar(&cfg.WebAddr, "webapp-address", cfg.WebAddr, "REST address (yarn.resourcemanager.webapp.address); empty disables")
-	f.BoolVar(&cfg.Standby, "standby", false, "start as an HA standby: every call answers StandbyException until transitioned")
-	f.DurationVar(&cfg.Faults.Latency, "fault-latency", 0, "added latency on every RPC and REST call")
-	f.Float64Var(&cfg.Faults.ErrorRate, "fault-error-rate", 0, "fraction [0,1] of calls failing with an injected IOException")
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
+	f.BoolVar(&cfg.Standby, "standby", cfg.Standby, "start as an HA standby: every call answers StandbyException until transitioned")
+	f.Var(&cfg.Faults.Latency, "fault-latency", "added latency on every RPC and REST call")
+	f.Float64Var(&cfg.Faults.ErrorRate, "fault-error-rate", cfg.Faults.ErrorRate, "fraction [0,1] of calls failing with an injected IOException")
+	cfg.roleLog.bindFlags(f)
+	loader.DocumentKeys()
 	return cmd
+}
+
+// simrmRole is `yarnfed simrm`'s configuration: simrm.Config's keys at the
+// top level of the file, plus the log level.
+type simrmRole struct {
+	simrm.Config
+	roleLog
+}
+
+func simrmRoleDefaults() simrmRole {
+	return simrmRole{Config: simrm.DefaultConfig(), roleLog: defaultRoleLog()}
+}
+
+// Validate checks the whole configuration before anything starts.
+func (r *simrmRole) Validate() error {
+	c := r.Config // Validate fills derived values; the role's stay as given
+	return errors.Join(r.roleLog.validate(), c.Validate())
 }
 
 func printAddrs(cmd *cobra.Command, rm *simrm.RM) {

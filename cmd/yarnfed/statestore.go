@@ -1,23 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/node"
 )
 
 // newStatestoreCmd is `yarnfed statestore`: one replica of the
 // Raft-replicated federation state store.
 func newStatestoreCmd() *cobra.Command {
-	cfg := node.DefaultConfig()
-	var configFile string
-	logLevel := "info"
+	cfg := statestoreRoleDefaults()
+	var loader *config.Loader[statestoreRole]
 	cmd := &cobra.Command{
 		Use:   "statestore",
 		Short: "Run a state store replica (gRPC on 9090, Raft on 9091, metrics/health on 9092)",
@@ -43,14 +42,15 @@ HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader 
       --tls-cert pki/ss4/cert.crt --tls-key pki/ss4/cert.key --tls-ca pki/ss4/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := node.Resolve(cmd.Flags(), cfg, configFile)
+			role, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			log, err := statestoreLogger(logLevel)
+			log, err := role.logger()
 			if err != nil {
 				return err
 			}
+			cfg := role.Config
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
@@ -64,17 +64,25 @@ HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "JSON config file (keys as in statestore/node.Config's json tags)")
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
-	node.BindFlags(f, &cfg)
+	loader = config.NewLoader(f, &cfg, statestoreRoleDefaults)
+	cfg.roleLog.bindFlags(f)
+	node.BindFlags(f, &cfg.Config)
+	loader.DocumentKeys()
 	return cmd
 }
 
-// statestoreLogger builds the role's text logger.
-func statestoreLogger(level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+// statestoreRole is `yarnfed statestore`'s configuration: node.Config's
+// keys at the top level of the file, plus the log level.
+type statestoreRole struct {
+	node.Config
+	roleLog
+}
+
+func statestoreRoleDefaults() statestoreRole {
+	return statestoreRole{Config: node.DefaultConfig(), roleLog: defaultRoleLog()}
+}
+
+// Validate checks the whole replica configuration before anything starts.
+func (r *statestoreRole) Validate() error {
+	return errors.Join(r.roleLog.validate(), r.Config.Validate())
 }

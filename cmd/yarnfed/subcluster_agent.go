@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,19 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 )
 
 // newSubclusterAgentCmd is `yarnfed subcluster-agent`: keeps a stock RM (or
 // RM HA pair) registered and heartbeating in the state store.
 func newSubclusterAgentCmd() *cobra.Command {
-	cfg := subclusteragent.DefaultConfig()
-	var (
-		rms         []string
-		store       *storeFlags
-		logLevel    = "info"
-		metricsAddr string
-	)
+	cfg := agentRoleDefaults()
+	var loader *config.Loader[agentRole]
 	cmd := &cobra.Command{
 		Use:   "subcluster-agent",
 		Short: "Register a stock ResourceManager (or HA pair) as a federation sub-cluster and heartbeat it",
@@ -32,27 +29,28 @@ for the capability), registers the active RM's addresses, heartbeats, re-registe
 HA failover, and marks the sub-cluster SC_UNHEALTHY while no RM is active.
 
 --rm takes a bare host (Hadoop's default ports 8032/8030/8033/8088) or
-clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for each RM of an HA pair.`,
+clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for each RM of an HA pair.
+In a config file, "rms" is a list of such strings or of {"clientrm", "amrm", "admin", "web"} objects.
+
+Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.`,
 		Example: `  yarnfed subcluster-agent --subcluster-id SC-1 --rm rm1.example.com --rm rm2.example.com --store 10.0.0.1:9090 \
       --store-tls-cert pki/SC-1/cert.crt --store-tls-key pki/SC-1/cert.key --store-tls-ca pki/SC-1/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			role, err := loader.Load()
 			if err != nil {
 				return err
 			}
-			for _, s := range rms {
-				ep, err := subclusteragent.ParseRMEndpoint(s)
-				if err != nil {
-					return fmt.Errorf("--rm: %w", err)
-				}
-				cfg.RMs = append(cfg.RMs, ep)
+			log, err := role.logger()
+			if err != nil {
+				return err
 			}
-			sc, err := store.client(log)
+			sc, err := role.client(log)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
+			cfg, metricsAddr := role.Config, role.MetricsAddress
 			cfg.Store = subclusteragent.NewClientStore(sc)
 			reg := prometheus.NewRegistry()
 			cfg.Logger, cfg.Registerer = log, reg
@@ -72,18 +70,40 @@ clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for e
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), store.addrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), role.addrs())
 			return a.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.SubClusterID, "subcluster-id", "", "sub-cluster id (required), e.g. SC-1")
-	f.StringArrayVar(&rms, "rm", nil, "an RM of the sub-cluster (repeat for HA)")
-	store = bindStoreFlags(f)
-	f.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error")
-	f.StringVar(&metricsAddr, "metrics-address", "", "serve /prom and /healthz here (empty: off)")
-	f.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often each RM is probed (failover detection time)")
-	f.DurationVar(&cfg.ProbeTimeout, "probe-timeout", cfg.ProbeTimeout, "timeout of one probe")
-	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", cfg.HeartbeatInterval, "re-send an unchanged state this often")
+	loader = config.NewLoader(f, &cfg, agentRoleDefaults)
+	f.StringVar(&cfg.SubClusterID, "subcluster-id", cfg.SubClusterID, "sub-cluster id (required), e.g. SC-1")
+	f.Var(&cfg.RMs, "rm", "an RM of the sub-cluster (repeat for HA)")
+	cfg.storeConn.bindFlags(f)
+	cfg.roleLog.bindFlags(f)
+	f.StringVar(&cfg.MetricsAddress, "metrics-address", cfg.MetricsAddress, "serve /prom and /healthz here (empty: off)")
+	f.Var(&cfg.ProbeInterval, "probe-interval", "how often each RM is probed (failover detection time)")
+	f.Var(&cfg.ProbeTimeout, "probe-timeout", "timeout of one probe")
+	f.Var(&cfg.HeartbeatInterval, "heartbeat-interval", "re-send an unchanged state this often")
+	loader.DocumentKeys()
 	return cmd
+}
+
+// agentRole is `yarnfed subcluster-agent`'s configuration:
+// subclusteragent.Config's keys at the top level of the file, plus the
+// metrics address, the store connection and log level.
+type agentRole struct {
+	subclusteragent.Config
+	MetricsAddress string `json:"metrics_address"`
+	storeConn
+	roleLog
+}
+
+func agentRoleDefaults() agentRole {
+	return agentRole{Config: subclusteragent.DefaultConfig(), storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
+}
+
+// Validate checks the role's own settings; subclusteragent.New validates
+// the rest once the store is wired in.
+func (r *agentRole) Validate() error {
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate())
 }

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,9 +71,7 @@ func DefaultConfig() Config {
 func (c *Config) UnmarshalJSON(b []byte) error {
 	type plain Config // no methods: no recursion
 	p := plain(DefaultConfig())
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := config.Decode(b, &p); err != nil {
 		return err
 	}
 	*c = Config(p)

@@ -231,7 +231,7 @@ func (c *core) checkLiveness(now time.Time) {
 		if a.sim != nil || at == nil || at.state.final() || at.needsAM {
 			continue
 		}
-		if now.Sub(at.lastBeat) > c.cfg.AMLivenessTimeout {
+		if now.Sub(at.lastBeat) > c.cfg.AMLivenessTimeout.D() {
 			c.failAttempt(at, fmt.Sprintf("ApplicationMaster for attempt %s timed out", at.id))
 		}
 	}
@@ -355,7 +355,7 @@ func (c *core) stepSimAMs(now time.Time) {
 		if now.Before(a.sim.nextBeat) {
 			continue
 		}
-		a.sim.nextBeat = now.Add(c.cfg.SimAM.Heartbeat)
+		a.sim.nextBeat = now.Add(c.cfg.SimAM.Heartbeat.D())
 		c.stepSimAM(a, at)
 	}
 }
@@ -388,7 +388,7 @@ func (c *core) stepSimAM(a *app, at *attempt) {
 	s.responseID = resp.ResponseID
 	s.got += len(resp.Allocated)
 	s.done += len(resp.Completed)
-	if s.done >= want && (want > 0 || c.nowMS()-s.launchedAt >= c.cfg.SimAM.ContainerRuntime.Milliseconds()) {
+	if s.done >= want && (want > 0 || c.nowMS()-s.launchedAt >= c.cfg.SimAM.ContainerRuntime.D().Milliseconds()) {
 		if _, err := c.finishLocked(at.id, FinishRequest{FinalStatus: FinalSucceeded, Diagnostics: ""}); err != nil {
 			c.cfg.Logger.Warn("simulated AM finish failed", "attempt", at.id, "err", err)
 		}

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // Resource is memory in MB and virtual cores, as Hadoop's ResourceProto.
 type Resource struct {
-	MemoryMB int64
-	VCores   int32
+	MemoryMB int64 `json:"memory_mb"`
+	VCores   int32 `json:"vcores"`
 }
 
 // String renders Hadoop's "<memory:M, vCores:V>".
@@ -60,92 +62,123 @@ func minRes(a, b Resource) Resource {
 // QueueConfig is one leaf queue under root. Capacities are percentages of
 // the cluster, as the capacity scheduler configures them.
 type QueueConfig struct {
-	Name        string
-	Capacity    float32 // guaranteed share, percent
-	MaxCapacity float32 // elastic limit, percent (0 means 100)
+	Name        string  `json:"name"`
+	Capacity    float32 `json:"capacity"`     // guaranteed share, percent
+	MaxCapacity float32 `json:"max_capacity"` // elastic limit, percent (0 means 100)
 }
+
+// Queues are the leaf queues. As a flag (--queues) they are written
+// name:capacity[:maxCapacity],... (ParseQueues).
+type Queues []QueueConfig
+
+// Set replaces the list with a parsed --queues value (pflag.Value).
+func (q *Queues) Set(s string) error {
+	v, err := ParseQueues(s)
+	if err != nil {
+		return err
+	}
+	*q = v
+	return nil
+}
+
+// String writes the list in --queues syntax (pflag.Value).
+func (q *Queues) String() string {
+	var parts []string
+	for _, c := range *q {
+		s := c.Name + ":" + strconv.FormatFloat(float64(c.Capacity), 'g', -1, 32)
+		if c.MaxCapacity != 0 {
+			s += ":" + strconv.FormatFloat(float64(c.MaxCapacity), 'g', -1, 32)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Type names the flag type in help output (pflag.Value).
+func (q *Queues) Type() string { return "queues" }
 
 // SimAMConfig shapes the built-in ApplicationMaster that simrm runs for
 // managed applications, so a federation shows container traffic without a JVM.
 type SimAMConfig struct {
-	Containers       int           // containers asked for once registered
-	Resource         Resource      // size of each container
-	ContainerRuntime time.Duration // how long each container "runs"
-	Heartbeat        time.Duration // allocate interval
+	Containers       int             `json:"containers"`        // containers asked for once registered
+	Resource         Resource        `json:"resource"`          // size of each container
+	ContainerRuntime config.Duration `json:"container_runtime"` // how long each container "runs"
+	Heartbeat        config.Duration `json:"heartbeat"`         // allocate interval
 }
 
 // FaultConfig injects failures into every RPC and REST call.
 type FaultConfig struct {
-	Latency   time.Duration // added to every call
-	ErrorRate float64       // fraction [0,1] of calls failing with a RetriableException-like error
-	Stalled   bool          // calls block until unstalled or their context ends
+	Latency   config.Duration `json:"latency"`    // added to every call
+	ErrorRate float64         `json:"error_rate"` // fraction [0,1] of calls failing with a RetriableException-like error
+	Stalled   bool            `json:"stalled"`    // calls block until unstalled or their context ends
 }
 
-// Config configures one simulated ResourceManager.
+// Config configures one simulated ResourceManager. `yarnfed simrm` reads
+// it from a JSON file (the keys below) and flags.
 type Config struct {
 	// ClusterID names the RM (yarn.resourcemanager.cluster-id); in a
 	// federation it is usually the sub-cluster id.
-	ClusterID string
+	ClusterID string `json:"cluster_id"`
 	// ClusterTimestamp is the RM start time in ms, the first part of every
 	// application id. 0 means now.
-	ClusterTimestamp int64
+	ClusterTimestamp int64 `json:"cluster_timestamp"`
 	// Epoch is carried in the high bits of every container id. -1 derives a
 	// stable non-zero value from ClusterID, so sub-clusters of one
 	// federation get distinct epochs without configuration.
-	Epoch int64
+	Epoch int64 `json:"epoch"`
 
-	Nodes        int
-	NodeMemoryMB int64
-	NodeVCores   int32
-	Racks        int
+	Nodes        int   `json:"nodes"`
+	NodeMemoryMB int64 `json:"node_memory_mb"`
+	NodeVCores   int32 `json:"node_vcores"`
+	Racks        int   `json:"racks"`
 	// HostPrefix names the simulated NodeManagers: <prefix><n>.
-	HostPrefix string
+	HostPrefix string `json:"host_prefix"`
 
-	Queues        []QueueConfig
-	MinAllocation Resource // requests are rounded up to multiples of this
-	MaxAllocation Resource // larger requests are rejected
+	Queues        Queues   `json:"queues"`
+	MinAllocation Resource `json:"min_allocation"` // requests are rounded up to multiples of this
+	MaxAllocation Resource `json:"max_allocation"` // larger requests are rejected
 	// MaxAllocationWait is how long after start MaxAllocation is reported
 	// as configured; afterwards it is capped at the largest node, as Hadoop
 	// does after yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms.
-	MaxAllocationWait time.Duration
+	MaxAllocationWait config.Duration `json:"max_allocation_wait"`
 	// MaxCompletedApps is how many finished applications the RM remembers
 	// (yarn.resourcemanager.max-completed-applications); older ones are
 	// forgotten, so a long dev run does not grow without bound.
-	MaxCompletedApps int
+	MaxCompletedApps int `json:"max_completed_apps"`
 	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts.
-	MaxAppAttempts int32
+	MaxAppAttempts int32 `json:"max_app_attempts"`
 	// AMLivenessTimeout fails an attempt whose AM stopped heartbeating.
-	AMLivenessTimeout time.Duration
+	AMLivenessTimeout config.Duration `json:"am_liveness_timeout"`
 	// ContainerRuntime ends containers of external (real) AMs after this
 	// long with exit status 0, as if their task finished; 0 keeps them until
 	// released or the application ends.
-	ContainerRuntime time.Duration
-	SimAM            SimAMConfig
+	ContainerRuntime config.Duration `json:"container_runtime"`
+	SimAM            SimAMConfig     `json:"sim_am"`
 	// TickInterval is the simulated NodeManager heartbeat: the scheduler
 	// runs a pass per tick (and when kicked by new asks).
-	TickInterval time.Duration
+	TickInterval config.Duration `json:"tick_interval"`
 
 	// Listen addresses (host:port; port 0 picks a free port).
-	ClientAddr    string // ApplicationClientProtocol, Hadoop 8032
-	SchedulerAddr string // ApplicationMasterProtocol, Hadoop 8030
-	AdminAddr     string // ResourceManagerAdministrationProtocol, Hadoop 8033
-	WebAddr       string // REST, Hadoop 8088
+	ClientAddr    string `json:"client_address"`    // ApplicationClientProtocol, Hadoop 8032
+	SchedulerAddr string `json:"scheduler_address"` // ApplicationMasterProtocol, Hadoop 8030
+	AdminAddr     string `json:"admin_address"`     // ResourceManagerAdministrationProtocol, Hadoop 8033
+	WebAddr       string `json:"webapp_address"`    // REST, Hadoop 8088
 
 	// Standby starts the RM as the standby of an HA pair: every RPC answers
 	// org.apache.hadoop.ipc.StandbyException until Transition(Active).
-	Standby bool
-	Faults  FaultConfig
+	Standby bool        `json:"standby"`
+	Faults  FaultConfig `json:"faults"`
 
 	// MasterKey signs AMRMTokens (HMAC-SHA1). Empty: random per process.
-	MasterKey []byte
+	MasterKey []byte `json:"-"`
 
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"`
 	// Gatherer, if set, is served in Prometheus text format at /prom on
 	// the web port (Hadoop 3.4's Prometheus endpoint path).
-	Gatherer prometheus.Gatherer
+	Gatherer prometheus.Gatherer `json:"-"`
 	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 }
 
 // DefaultConfig listens where a Hadoop RM does, with 8 nodes of 8 GiB/8
@@ -162,17 +195,17 @@ func DefaultConfig() Config {
 		Queues:            []QueueConfig{{Name: "default", Capacity: 100, MaxCapacity: 100}},
 		MinAllocation:     Resource{MemoryMB: 1024, VCores: 1},
 		MaxAllocation:     Resource{MemoryMB: 8192, VCores: 4},
-		MaxAllocationWait: 10 * time.Second,
+		MaxAllocationWait: config.Duration(10 * time.Second),
 		MaxAppAttempts:    2,
 		MaxCompletedApps:  1000,
-		AMLivenessTimeout: 10 * time.Minute,
+		AMLivenessTimeout: config.Duration(10 * time.Minute),
 		SimAM: SimAMConfig{
 			Containers:       2,
 			Resource:         Resource{MemoryMB: 1024, VCores: 1},
-			ContainerRuntime: 10 * time.Second,
-			Heartbeat:        time.Second,
+			ContainerRuntime: config.Duration(10 * time.Second),
+			Heartbeat:        config.Duration(time.Second),
 		},
-		TickInterval:  100 * time.Millisecond,
+		TickInterval:  config.Duration(100 * time.Millisecond),
 		ClientAddr:    "0.0.0.0:8032",
 		SchedulerAddr: "0.0.0.0:8030",
 		AdminAddr:     "0.0.0.0:8033",
@@ -185,9 +218,9 @@ func DefaultConfig() Config {
 func TestConfig() Config {
 	c := DefaultConfig()
 	c.ClientAddr, c.SchedulerAddr, c.AdminAddr, c.WebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	c.TickInterval = 10 * time.Millisecond
-	c.SimAM.ContainerRuntime = 50 * time.Millisecond
-	c.SimAM.Heartbeat = 10 * time.Millisecond
+	c.TickInterval = config.Duration(10 * time.Millisecond)
+	c.SimAM.ContainerRuntime = config.Duration(50 * time.Millisecond)
+	c.SimAM.Heartbeat = config.Duration(10 * time.Millisecond)
 	return c
 }
 

@@ -283,7 +283,7 @@ func (c *core) NewApplication() (AppID, Resource) {
 // maximum until MaxAllocationWait after start (nodes may still be
 // registering), then capped at the largest node.
 func (c *core) maxAlloc() Resource {
-	if c.now().UnixMilli()-c.startedOn < c.cfg.MaxAllocationWait.Milliseconds() {
+	if c.now().UnixMilli()-c.startedOn < c.cfg.MaxAllocationWait.D().Milliseconds() {
 		return c.cfg.MaxAllocation
 	}
 	return c.nodeMaxAlloc

@@ -1,6 +1,8 @@
 package simrm
 
 import (
+	"github.com/yarnfed/yarnfed/internal/config"
+
 	"errors"
 	"fmt"
 	"math"
@@ -41,8 +43,8 @@ func testCore(t testing.TB, mutate func(*Config)) (*core, *clock) {
 	cfg.Nodes = 4
 	cfg.NodeMemoryMB = 8192
 	cfg.NodeVCores = 8
-	cfg.SimAM.ContainerRuntime = time.Second
-	cfg.SimAM.Heartbeat = 100 * time.Millisecond
+	cfg.SimAM.ContainerRuntime = config.Duration(time.Second)
+	cfg.SimAM.Heartbeat = config.Duration(100 * time.Millisecond)
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -355,7 +357,7 @@ func TestAllocateAsksReleasesAndCompleted(t *testing.T) {
 		t.Fatalf("oversized ask: %v", err)
 	}
 	// Containers of external AMs end by themselves when configured.
-	c.cfg.ContainerRuntime = time.Second
+	c.cfg.ContainerRuntime = config.Duration(time.Second)
 	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(1, 1024)}})
 	c.tick()
 	resp = d.allocate(AllocateRequest{})
@@ -476,7 +478,7 @@ func TestQueueCapacityAndFIFO(t *testing.T) {
 func TestKillMoveAndFailures(t *testing.T) {
 	c, clk := testCore(t, func(cfg *Config) {
 		cfg.Queues = []QueueConfig{{Name: "default", Capacity: 50}, {Name: "other", Capacity: 50}}
-		cfg.AMLivenessTimeout = time.Minute
+		cfg.AMLivenessTimeout = config.Duration(time.Minute)
 	})
 	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
 	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(2, 1024)}})
@@ -627,7 +629,7 @@ func TestRestartForgetsRegistrations(t *testing.T) {
 }
 
 func TestMaxAllocationCappedAfterWait(t *testing.T) {
-	c, clk := testCore(t, func(cfg *Config) { cfg.NodeMemoryMB = 4096; cfg.MaxAllocationWait = 10 * time.Second })
+	c, clk := testCore(t, func(cfg *Config) { cfg.NodeMemoryMB = 4096; cfg.MaxAllocationWait = config.Duration(10 * time.Second) })
 	if _, m := c.NewApplication(); m.MemoryMB != 8192 {
 		t.Fatalf("right after start: %v, want the configured 8192", m)
 	}
@@ -688,7 +690,7 @@ func TestBlacklistDoesNotPoisonOthers(t *testing.T) {
 }
 
 func TestNodeLoss(t *testing.T) {
-	c, clk := testCore(t, func(cfg *Config) { cfg.Nodes = 2; cfg.SimAM.ContainerRuntime = time.Hour })
+	c, clk := testCore(t, func(cfg *Config) { cfg.Nodes = 2; cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) })
 	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
 	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(4, 1024)}})
 	c.tick()
@@ -845,7 +847,7 @@ func TestInsertByPriorityMatchesSort(t *testing.T) {
 // keeps the containers (overCommitTimeout -1) and places nothing new there
 // until it has room; growing it lets remembered sizes fit again.
 func TestUpdateNodeResourceOverCommit(t *testing.T) {
-	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 1; cfg.SimAM.ContainerRuntime = time.Hour })
+	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 1; cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) })
 	d := &amDriver{t: t, c: c, at: registered(t, c, nil)}
 	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(4, 1024)}})
 	c.tick()

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -167,7 +168,7 @@ func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
 }
 
 func TestIPCManagedAppKillAndQueries(t *testing.T) {
-	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = time.Hour })
+	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = config.Duration(time.Hour) })
 	ctx := context.Background()
 	acp := ipcClient(t, rm.Addrs().Client, hadoopipc.ProtocolApplicationClient, "bob", nil)
 	var na yarnpb.GetNewApplicationResponseProto

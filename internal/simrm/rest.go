@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -501,7 +502,7 @@ func ParseFaults(b []byte) (FaultConfig, error) {
 		if err != nil || d < 0 {
 			return FaultConfig{}, fmt.Errorf("faults: latency %q is not a non-negative duration", fj.Latency)
 		}
-		f.Latency = d
+		f.Latency = config.Duration(d)
 	}
 	if !(fj.ErrorRate >= 0 && fj.ErrorRate <= 1) {
 		return FaultConfig{}, fmt.Errorf("faults: errorRate %v is not within [0,1]", fj.ErrorRate)

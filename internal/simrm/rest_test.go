@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -33,7 +34,7 @@ func httpGet(t *testing.T, url, accept string) (int, string) {
 
 func TestRESTClientEndpoints(t *testing.T) {
 	// The app must stay RUNNING while the test looks at it.
-	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = time.Hour })
+	rm := startRM(t, func(c *Config) { c.SimAM.ContainerRuntime = config.Duration(time.Hour) })
 	ctx := context.Background()
 	cl := rmrest.NewClient(rm.Addrs().Web)
 

@@ -210,7 +210,7 @@ func (c *core) newContainer(at *attempt, n *node, res Resource, prio int32, allo
 			runtime = c.cfg.SimAM.ContainerRuntime
 		}
 		if runtime > 0 {
-			ct.expiresAt = now + runtime.Milliseconds()
+			ct.expiresAt = now + runtime.D().Milliseconds()
 			heap.Push(&c.expiry, ct)
 		}
 	}

@@ -248,7 +248,7 @@ func (r *RM) startLocked(ctx context.Context, client, sched, admin, web string) 
 // run drives the simulation: one tick per TickInterval, and one soon after
 // a kick (new asks, new applications). Only the active RM of a pair ticks.
 func (r *RM) run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.TickInterval)
+	t := time.NewTicker(r.cfg.TickInterval.D())
 	defer t.Stop()
 	for {
 		c := r.core()
@@ -392,7 +392,7 @@ func (r *RM) inject(ctx context.Context, endpoint string) error {
 		}
 	}
 	if f.Latency > 0 {
-		t := time.NewTimer(f.Latency)
+		t := time.NewTimer(f.Latency.D())
 		select {
 		case <-t.C:
 		case <-ctx.Done():

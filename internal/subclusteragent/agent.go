@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -90,29 +91,34 @@ type Prober interface {
 	Probe(ctx context.Context, rm RMEndpoint) (ProbeResult, error)
 }
 
-// Config configures an Agent.
+// Config configures an Agent. `yarnfed subcluster-agent` reads it from a
+// JSON file (the keys below) and flags.
 type Config struct {
-	SubClusterID string
+	SubClusterID string `json:"subcluster_id"`
 	// RMs of the sub-cluster: one, or the members of an HA pair.
-	RMs   []RMEndpoint
-	Store Store
+	RMs   RMList `json:"rms"`
+	Store Store  `json:"-"`
 	// ProbeInterval is how often every RM is probed; a failover is noticed
 	// within one interval and re-registered at once.
-	ProbeInterval time.Duration
+	ProbeInterval config.Duration `json:"probe_interval"`
 	// ProbeTimeout bounds one probe.
-	ProbeTimeout time.Duration
+	ProbeTimeout config.Duration `json:"probe_timeout"`
 	// HeartbeatInterval is how often an unchanged state is re-sent (Hadoop:
 	// 60 s; the state store's expiry must be longer).
-	HeartbeatInterval time.Duration
+	HeartbeatInterval config.Duration `json:"heartbeat_interval"`
 	// Prober defaults to the RM REST API (/ws/v1/cluster/info + /metrics).
-	Prober     Prober
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	Prober     Prober                `json:"-"`
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"`
 }
 
 // DefaultConfig returns the agent defaults.
 func DefaultConfig() Config {
-	return Config{ProbeInterval: time.Second, ProbeTimeout: 2 * time.Second, HeartbeatInterval: 10 * time.Second}
+	return Config{
+		ProbeInterval:     config.Duration(time.Second),
+		ProbeTimeout:      config.Duration(2 * time.Second),
+		HeartbeatInterval: config.Duration(10 * time.Second),
+	}
 }
 
 // Validate reports every problem at once.
@@ -183,7 +189,7 @@ func (a *Agent) Status() Status {
 
 // Run probes and heartbeats until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	t := time.NewTicker(a.cfg.ProbeInterval)
+	t := time.NewTicker(a.cfg.ProbeInterval.D())
 	defer t.Stop()
 	for {
 		a.Step(ctx)
@@ -203,7 +209,7 @@ func (a *Agent) Step(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, rm := range a.cfg.RMs {
 		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, a.cfg.ProbeTimeout)
+			pctx, cancel := context.WithTimeout(ctx, a.cfg.ProbeTimeout.D())
 			defer cancel()
 			results[i], errs[i] = a.cfg.Prober.Probe(pctx, rm)
 			a.metrics.probe(i, errs[i])
@@ -220,7 +226,7 @@ func (a *Agent) Step(ctx context.Context) {
 
 	a.mu.Lock()
 	prev := a.status
-	due := time.Since(a.lastBeat) >= a.cfg.HeartbeatInterval
+	due := time.Since(a.lastBeat) >= a.cfg.HeartbeatInterval.D()
 	if active >= 0 && results[active].Capability != "" {
 		a.lastCap = results[active].Capability
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
@@ -78,7 +79,7 @@ func TestAgentFollowsFailover(t *testing.T) {
 	acfg := subclusteragent.DefaultConfig()
 	acfg.SubClusterID, acfg.Store = "SC-1", st
 	acfg.RMs = []subclusteragent.RMEndpoint{endpoint(rm1), endpoint(rm0)} // standby listed first on purpose
-	acfg.HeartbeatInterval = time.Hour                                    // only changes write
+	acfg.HeartbeatInterval = config.Duration(time.Hour)                   // only changes write
 	a, err := subclusteragent.New(acfg)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestAgentRestartWhileRMDown(t *testing.T) {
 	cfg := subclusteragent.DefaultConfig()
 	cfg.SubClusterID, cfg.Store = "SC-1", st
 	cfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: "127.0.0.1:1", AMRM: "127.0.0.1:1", Admin: "127.0.0.1:1", Web: "127.0.0.1:1"}}
-	cfg.ProbeTimeout, cfg.HeartbeatInterval = time.Second, time.Hour
+	cfg.ProbeTimeout, cfg.HeartbeatInterval = config.Duration(time.Second), config.Duration(time.Hour)
 	a, err := subclusteragent.New(cfg)
 	if err != nil {
 		t.Fatal(err)

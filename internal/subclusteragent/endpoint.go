@@ -1,10 +1,13 @@
 package subclusteragent
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/yarnfed/yarnfed/internal/config"
 )
 
 // Hadoop's default RM ports.
@@ -85,4 +88,52 @@ func withDefaults(ep RMEndpoint, host string) RMEndpoint {
 	def(&ep.Admin, DefaultAdminPort)
 	def(&ep.Web, DefaultWebPort)
 	return ep
+}
+
+// RMList is a sub-cluster's RMs. As a flag (--rm, repeated) each value is
+// read by ParseRMEndpoint and appended.
+type RMList []RMEndpoint
+
+// Set appends one --rm value (pflag.Value).
+func (l *RMList) Set(s string) error {
+	ep, err := ParseRMEndpoint(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, ep)
+	return nil
+}
+
+// String lists the endpoints in --rm syntax (pflag.Value).
+func (l *RMList) String() string {
+	var parts []string
+	for _, e := range *l {
+		parts = append(parts, fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", e.ClientRM, e.AMRM, e.Admin, e.Web))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Type names the flag type in help output (pflag.Value).
+func (l *RMList) Type() string { return "rm" }
+
+// UnmarshalJSON reads an RM of a config file: a string in --rm syntax
+// ("rm1.example.com", "clientrm=h:8032,...") or an object with clientrm,
+// amrm, admin and web. Unknown keys are errors.
+func (e *RMEndpoint) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		ep, err := ParseRMEndpoint(s)
+		if err != nil {
+			return err
+		}
+		*e = ep
+		return nil
+	}
+	type plain RMEndpoint // no methods: no recursion
+	var p plain
+	if err := config.Decode(b, &p); err != nil {
+		return err
+	}
+	*e = RMEndpoint(p)
+	return nil
 }

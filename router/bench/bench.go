@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -79,7 +80,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	// simulator's queue, not the router.
 	rmCfg.Nodes = 64
 	rmCfg.SimAM.Containers = 0
-	rmCfg.Faults.Latency = cfg.RMLatency
+	rmCfg.Faults.Latency = config.Duration(cfg.RMLatency)
 	rm, err := simrm.New(rmCfg)
 	if err != nil {
 		return err

@@ -1,14 +1,10 @@
 package node
 
-import (
-	"fmt"
-	"time"
+import "github.com/spf13/pflag"
 
-	"github.com/spf13/pflag"
-)
-
-// BindFlags defines the replica's flags on fs, writing into cfg. Their
-// defaults are cfg's current values.
+// BindFlags defines the replica's flags on fs, writing into cfg's fields
+// (so internal/config.Loader finds each flag's file key). Their defaults
+// are cfg's current values.
 func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.StringVar(&cfg.NodeID, "node-id", cfg.NodeID, "stable Raft id of this replica")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the Raft log, FSM database and snapshots")
@@ -23,68 +19,12 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.BoolVar(&cfg.NonVoter, "non-voter", cfg.NonVoter, "join as a non-voting read replica")
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "fsync the FSM database per batch (otherwise rebuilt from the log after a crash)")
 	f.BoolVar(&cfg.NoSync, "unsafe-no-sync", cfg.NoSync, "skip fsync of the Raft log (loses acknowledged writes on power failure)")
-	f.Var(durationValue{&cfg.HeartbeatTimeout}, "heartbeat-timeout", "Raft heartbeat timeout")
-	f.Var(durationValue{&cfg.ElectionTimeout}, "election-timeout", "Raft election timeout")
-	f.Var(durationValue{&cfg.SnapshotInterval}, "snapshot-interval", "how often to check whether to snapshot")
+	f.Var(&cfg.HeartbeatTimeout, "heartbeat-timeout", "Raft heartbeat timeout")
+	f.Var(&cfg.ElectionTimeout, "election-timeout", "Raft election timeout")
+	f.Var(&cfg.SnapshotInterval, "snapshot-interval", "how often to check whether to snapshot")
 	f.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between snapshots")
 	f.IntVar(&cfg.MaxContextBytes, "max-context-bytes", cfg.MaxContextBytes, "largest application submission context accepted")
 	cfg.TLS.BindFlags(f, "", "replica")
 	f.BoolVar(&cfg.Insecure, "insecure", cfg.Insecure, "serve gRPC and Raft in plaintext without authentication (development only; logs a warning)")
 	f.IntVar(&cfg.MaxListApplications, "max-list-applications", cfg.MaxListApplications, "cap of one application-home listing (yarn.federation.state-store.max-applications)")
 }
-
-// Resolve builds the effective configuration: DefaultConfig, then the
-// JSON file (if any), then the flags the user set on fs (bound to flagCfg
-// with BindFlags), then Validate.
-func Resolve(fs *pflag.FlagSet, flagCfg Config, file string) (Config, error) {
-	cfg := flagCfg
-	if file != "" {
-		cfg = DefaultConfig()
-		if err := LoadConfigFile(file, &cfg); err != nil {
-			return Config{}, err
-		}
-		// Re-apply explicitly set flags over the file.
-		over := pflag.NewFlagSet("overlay", pflag.ContinueOnError)
-		BindFlags(over, &cfg)
-		var err error
-		fs.Visit(func(f *pflag.Flag) {
-			dst := over.Lookup(f.Name)
-			if dst == nil || err != nil {
-				return
-			}
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				err = dst.Value.(pflag.SliceValue).Replace(sv.GetSlice())
-				return
-			}
-			err = dst.Value.Set(f.Value.String())
-		})
-		if err != nil {
-			return Config{}, err
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, fmt.Errorf("statestore config: %w", err)
-	}
-	return cfg, nil
-}
-
-// durationValue lets a Duration be a flag.
-type durationValue struct{ d *Duration }
-
-func (v durationValue) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return time.Duration(*v.d).String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*v.d = Duration(d)
-	return nil
-}
-
-func (v durationValue) Type() string { return "duration" }

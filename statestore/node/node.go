@@ -4,15 +4,12 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -22,32 +19,13 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 	"github.com/yarnfed/yarnfed/statestore/server"
 	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
-
-// Duration is a time.Duration written as "1.5s" in config files.
-type Duration time.Duration
-
-// UnmarshalJSON accepts a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"500ms\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 // Config configures a replica process.
 type Config struct {
@@ -81,10 +59,10 @@ type Config struct {
 	// NoSync skips fsync of the Raft log: unsafe, benchmarks only.
 	NoSync bool `json:"unsafe_no_sync"`
 
-	HeartbeatTimeout  Duration `json:"heartbeat_timeout"`
-	ElectionTimeout   Duration `json:"election_timeout"`
-	SnapshotInterval  Duration `json:"snapshot_interval"`
-	SnapshotThreshold uint64   `json:"snapshot_threshold"`
+	HeartbeatTimeout  config.Duration `json:"heartbeat_timeout"`
+	ElectionTimeout   config.Duration `json:"election_timeout"`
+	SnapshotInterval  config.Duration `json:"snapshot_interval"`
+	SnapshotThreshold uint64          `json:"snapshot_threshold"`
 	// MaxContextBytes caps a stored application submission context.
 	MaxContextBytes int `json:"max_context_bytes"`
 	// MaxListApplications caps one page of application homes
@@ -114,28 +92,13 @@ func DefaultConfig() Config {
 		GRPCAddress:         "127.0.0.1:9090",
 		RaftAddress:         "127.0.0.1:9091",
 		HTTPAddress:         "127.0.0.1:9092",
-		HeartbeatTimeout:    Duration(time.Second),
-		ElectionTimeout:     Duration(time.Second),
-		SnapshotInterval:    Duration(2 * time.Minute),
+		HeartbeatTimeout:    config.Duration(time.Second),
+		ElectionTimeout:     config.Duration(time.Second),
+		SnapshotInterval:    config.Duration(2 * time.Minute),
 		SnapshotThreshold:   8192,
 		MaxContextBytes:     l.MaxContextBytes,
 		MaxListApplications: l.MaxListLimit,
 	}
-}
-
-// LoadConfigFile overlays a JSON file on cfg. Unknown keys are errors: a
-// misspelt option must not be silently ignored.
-func LoadConfigFile(path string, cfg *Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	return nil
 }
 
 // ParsePeers parses "id=host:port" entries.
@@ -178,7 +141,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_list_applications %d must be positive", c.MaxListApplications)
 	case c.Insecure && !c.TLS.Empty():
 		return errors.New("insecure and tls are exclusive")
-	case c.HeartbeatTimeout < Duration(5*time.Millisecond) || c.ElectionTimeout < Duration(5*time.Millisecond):
+	case c.HeartbeatTimeout < config.Duration(5*time.Millisecond) || c.ElectionTimeout < config.Duration(5*time.Millisecond):
 		return errors.New("heartbeat_timeout and election_timeout must be at least 5ms")
 	}
 	for _, a := range []struct{ name, v string }{{"grpc_address", c.GRPCAddress}, {"raft_address", c.RaftAddress}, {"http_address", c.HTTPAddress}, {"grpc_advertise", c.GRPCAdvertise}, {"raft_advertise", c.RaftAdvertise}} {

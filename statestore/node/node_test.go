@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -38,8 +38,8 @@ func testConfig(t *testing.T, id string) Config {
 	cfg.GRPCAddress = "127.0.0.1:0"
 	cfg.RaftAddress = freeAddr(t)
 	cfg.HTTPAddress = "127.0.0.1:0"
-	cfg.HeartbeatTimeout = Duration(200 * time.Millisecond)
-	cfg.ElectionTimeout = Duration(200 * time.Millisecond)
+	cfg.HeartbeatTimeout = config.Duration(200 * time.Millisecond)
+	cfg.ElectionTimeout = config.Duration(200 * time.Millisecond)
 	cfg.Insecure = true
 	return cfg
 }
@@ -132,18 +132,20 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestLoadConfigFile(t *testing.T) {
+// TestConfigFileKeys: node.Config's keys as a file names them (the
+// statestore role reads the file with internal/config).
+func TestConfigFileKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ss.json")
 	os.WriteFile(p, []byte(`{"node_id":"x","election_timeout":"250ms","peers":["x=h:1"]}`), 0o600)
 	c := DefaultConfig()
-	if err := LoadConfigFile(p, &c); err != nil {
+	if err := config.DecodeFile(p, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.NodeID != "x" || time.Duration(c.ElectionTimeout) != 250*time.Millisecond || c.GRPCAddress != DefaultConfig().GRPCAddress {
 		t.Fatalf("loaded %+v", c)
 	}
 	os.WriteFile(p, []byte(`{"node_idd":"x"}`), 0o600)
-	if err := LoadConfigFile(p, &c); err == nil {
+	if err := config.DecodeFile(p, &c); err == nil {
 		t.Fatal("unknown key accepted")
 	}
 }
@@ -165,49 +167,6 @@ func FuzzParsePeers(f *testing.F) {
 			seen[p.ID] = true
 		}
 	})
-}
-
-func TestResolvePrecedence(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "ss.json")
-	os.WriteFile(p, []byte(`{"node_id":"from-file","data_dir":"/file","election_timeout":"2s","peers":["from-file=h:1"],"bootstrap":true}`), 0o600)
-	cases := []struct {
-		name  string
-		args  []string
-		file  string
-		check func(Config) bool
-	}{
-		{"defaults", nil, "", func(c Config) bool { return c.NodeID == DefaultConfig().NodeID }},
-		{"flags only", []string{"--node-id=x", "--election-timeout=300ms"}, "", func(c Config) bool {
-			return c.NodeID == "x" && time.Duration(c.ElectionTimeout) == 300*time.Millisecond
-		}},
-		{"file over defaults", nil, p, func(c Config) bool {
-			return c.NodeID == "from-file" && c.DataDir == "/file" && time.Duration(c.ElectionTimeout) == 2*time.Second && c.GRPCAddress == DefaultConfig().GRPCAddress
-		}},
-		{"flags over file", []string{"--data-dir=/flag", "--election-timeout=700ms", "--peers=from-file=h:9"}, p, func(c Config) bool {
-			return c.NodeID == "from-file" && c.DataDir == "/flag" && time.Duration(c.ElectionTimeout) == 700*time.Millisecond && c.Peers[0] == "from-file=h:9"
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-			BindFlags(fs, &cfg)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			got, err := Resolve(fs, cfg, tc.file)
-			if err != nil || !tc.check(got) {
-				t.Fatalf("Resolve = %+v, %v", got, err)
-			}
-		})
-	}
-	cfg := DefaultConfig()
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	BindFlags(fs, &cfg)
-	fs.Parse([]string{"--bootstrap", "--join=h:1"})
-	if _, err := Resolve(fs, cfg, ""); err == nil {
-		t.Fatal("invalid flags accepted")
-	}
 }
 
 // TestJoinedReplicaRestartsWithoutItsSeed: a replica that joined through a
