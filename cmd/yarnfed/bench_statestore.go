@@ -3,13 +3,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/statestore/bench"
+	"github.com/yarnfed/yarnfed/statestore/security"
 )
 
 // newBenchStatestoreCmd is `yarnfed bench statestore`.
@@ -17,19 +20,31 @@ func newBenchStatestoreCmd() *cobra.Command {
 	cfg := bench.DefaultConfig()
 	var addrs, levels string
 	var inProcess bool
+	var sec security.ClientFlags
 	cmd := &cobra.Command{
 		Use:   "statestore",
 		Short: "Application-home inserts and reads: yarnfed's state store vs a ZooKeeper ensemble",
 		Long: `Starts a 3-replica state store on loopback (fsync on) and a 3-server ZooKeeper ensemble
 (Debian's zookeeper package), runs the same workload against each, and prints a table:
 application-home inserts/s with p50/p99 latency at each concurrency, then linearizable and stale
-reads/s. With --store it measures a running cluster instead (writes rows with fake application ids).`,
+reads/s. With --store it measures a running cluster instead (writes rows with fake application ids),
+over mutual TLS with --store-tls-cert/--store-tls-key/--store-tls-ca (a certificate from 'yarnfed
+certs' whose role may write application homes, e.g. router), or plaintext with --store-insecure.`,
 		Example: `  yarnfed bench statestore
-  yarnfed bench statestore --duration 10s --concurrency 64 --zookeeper=false`,
+  yarnfed bench statestore --duration 10s --concurrency 64 --zookeeper=false
+  yarnfed bench statestore --store 10.0.0.1:9090,10.0.0.2:9090 \
+      --store-tls-cert pki/router-1/cert.crt --store-tls-key pki/router-1/cert.key --store-tls-ca pki/router-1/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if addrs != "" {
 				cfg.Addrs = strings.Split(addrs, ",")
+				tc, err := sec.TLSConfig(slog.Default())
+				if err != nil {
+					return err // names the flags
+				}
+				cfg.TLS = tc
+			} else if !sec.TLS.Empty() || sec.Insecure {
+				return errors.New("--store-tls-* and --store-insecure apply to a running cluster (--store); the replicas this benchmark starts are plaintext on loopback")
 			}
 			cfg.Concurrency = nil
 			for _, l := range strings.Split(levels, ",") {
@@ -53,6 +68,7 @@ reads/s. With --store it measures a running cluster instead (writes rows with fa
 	}
 	f := cmd.Flags()
 	f.StringVar(&addrs, "store", "", "measure a running cluster at these gRPC addresses instead of starting one")
+	sec.BindFlags(f)
 	f.StringVar(&levels, "concurrency", "1,8,64,256", "concurrent clients for the insert rows, comma-separated")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each measurement")
 	f.IntVar(&cfg.ReadConcurrency, "read-concurrency", cfg.ReadConcurrency, "concurrent clients for the read rows")

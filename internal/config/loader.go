@@ -88,8 +88,13 @@ func (l *Loader[T]) Load() (T, error) {
 	parsed := *l.cfg
 	*l.cfg = l.defaults()
 	if l.file != "" {
-		if err := DecodeFile(l.file, l.cfg); err != nil {
-			return zero, err
+		b, err := os.ReadFile(l.file)
+		if err != nil {
+			return zero, fmt.Errorf("config: %w", err)
+		}
+		clearListsIn(b, reflect.ValueOf(l.cfg).Elem())
+		if err := Decode(b, l.cfg); err != nil {
+			return zero, fmt.Errorf("config %s: %w", l.file, err)
 		}
 	}
 	dst, src := reflect.ValueOf(l.cfg).Elem(), reflect.ValueOf(&parsed).Elem()
@@ -130,6 +135,10 @@ func (l *Loader[T]) Keys() (keys map[string]string, unbound []string, err error)
 	sort.Strings(unbound)
 	return keys, unbound, errors.Join(errs...)
 }
+
+// DefaultsJSON is the defaults as a file would write them: every key the
+// file takes, with its default value.
+func (l *Loader[T]) DefaultsJSON() ([]byte, error) { return json.MarshalIndent(l.defaults(), "", "  ") }
 
 // DocumentKeys appends "[file: key]" to the help text of every flag bound
 // to a config field, so operators writing a file find its keys in --help.
@@ -229,6 +238,46 @@ func jsonFields(t reflect.Type, index []int, prefix string) []fieldPath {
 		}
 	}
 	return out
+}
+
+// clearListsIn empties the list and map fields of v that document b sets,
+// so that the file's list replaces the default one. encoding/json decodes a
+// list element into the default element at that index (and merges maps),
+// so a field a file entry leaves out would otherwise keep the default
+// entry's value.
+func clearListsIn(b []byte, v reflect.Value) {
+	var doc any
+	if json.Unmarshal(b, &doc) != nil {
+		return // Decode reports it
+	}
+	for _, p := range jsonFields(v.Type(), nil, "") {
+		f := v.FieldByIndex(p.index)
+		if (f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && inDoc(doc, p.key) {
+			f.Set(reflect.Zero(f.Type()))
+		}
+	}
+}
+
+// inDoc reports whether the dotted key is set in doc, matching names
+// without regard to case as encoding/json does.
+func inDoc(doc any, key string) bool {
+	for _, part := range strings.Split(key, ".") {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return false
+		}
+		found := false
+		for k, v := range m {
+			if strings.EqualFold(k, part) {
+				doc, found = v, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeFile decodes a JSON config file over v with Decode.

@@ -120,6 +120,35 @@ func TestLoaderPrecedence(t *testing.T) {
 	}
 }
 
+// A file's list replaces the default list whole: encoding/json alone would
+// decode the file's first entry into the default first entry, keeping the
+// fields the file leaves out.
+func TestLoaderFileListReplacesDefaultList(t *testing.T) {
+	type entry struct {
+		Name string `json:"name"`
+		Max  int    `json:"max"`
+	}
+	type role struct {
+		Entries []entry        `json:"entries"`
+		Kept    []entry        `json:"kept"`
+		Labels  map[string]int `json:"labels"`
+	}
+	defaults := func() role {
+		return role{Entries: []entry{{"d", 100}}, Kept: []entry{{"k", 1}}, Labels: map[string]int{"a": 1}}
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	cfg := defaults()
+	l := NewLoader(fs, &cfg, defaults)
+	if err := fs.Parse([]string{"--config", writeFile(t, `{"Entries":[{"name":"f"}],"labels":{"b":2}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Load()
+	want := role{Entries: []entry{{"f", 0}}, Kept: []entry{{"k", 1}}, Labels: map[string]int{"b": 2}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load = %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func TestLoaderFlagOutsideConfigKeepsItsValue(t *testing.T) {
 	fs, _, l, outside := newTestFlags()
 	if err := fs.Parse([]string{"--config", writeFile(t, `{"addr":"f:1"}`), "--outside", "y"}); err != nil {

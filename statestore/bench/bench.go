@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,10 @@ type Config struct {
 	// Addrs points at a running cluster instead of starting three
 	// replicas on loopback.
 	Addrs []string
+	// TLS is the client transport to the running cluster at Addrs (mutual
+	// TLS, as every store client role); nil is plaintext. The replicas
+	// the benchmark starts itself are plaintext on loopback.
+	TLS *tls.Config
 	// Dir holds the replicas' and ZooKeeper's data (default: a temp dir,
 	// removed afterwards).
 	Dir string
@@ -264,11 +269,23 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.FSMSync {
 		sync += ", FSM fsync on"
 	}
-	where := "in this process"
-	if cfg.Executable != "" {
-		where = "as separate processes"
+	where := "3 replicas on loopback in this process"
+	switch {
+	case len(cfg.Addrs) > 0:
+		transport := "plaintext"
+		if cfg.TLS != nil {
+			transport = "mutual TLS"
+		}
+		where = fmt.Sprintf("the running cluster at %s (%s)", strings.Join(cfg.Addrs, ","), transport)
+	case cfg.Executable != "":
+		where = "3 replicas on loopback as separate processes"
 	}
-	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback %s (%s), %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", where, sync, cfg.Duration, cfg.Conns)
+	if len(cfg.Addrs) > 0 {
+		sync = "" // not ours to say
+	} else {
+		sync = " (" + sync + ")"
+	}
+	fmt.Fprintf(w, "\nstate store benchmark: %s%s, %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", where, sync, cfg.Duration, cfg.Conns)
 	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
 	for _, r := range rows {
 		y, z := r.res["yarnfed"], r.res["zookeeper"]
@@ -380,15 +397,19 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	var tc *tls.Config
+	if len(cfg.Addrs) > 0 {
+		tc = cfg.TLS
+	}
 	for i := 0; i < max(cfg.Conns, 1); i++ {
-		c, err := client.New(client.Config{Addrs: addrs, DisableCache: true, Logger: cfg.Logger})
+		c, err := client.New(client.Config{Addrs: addrs, DisableCache: true, Logger: cfg.Logger, TLS: tc})
 		if err != nil {
 			t.close()
 			return nil, err
 		}
 		t.clients = append(t.clients, c)
 		rot := append(append([]string{}, addrs[i%len(addrs):]...), addrs[:i%len(addrs)]...)
-		if c, err = client.New(client.Config{Addrs: rot, DisableCache: true, Logger: cfg.Logger}); err != nil {
+		if c, err = client.New(client.Config{Addrs: rot, DisableCache: true, Logger: cfg.Logger, TLS: tc}); err != nil {
 			t.close()
 			return nil, err
 		}
