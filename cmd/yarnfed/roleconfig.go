@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 )
@@ -55,14 +56,16 @@ func newLogger(level string) (*slog.Logger, error) {
 // (--store-tls-cert/-key/-ca: "store_tls": {"cert_file", "key_file",
 // "ca_file"}; --store-insecure: "store_insecure").
 type storeConn struct {
-	Store []string `json:"store"`
+	// Store is a config.List: a repeated --store replaces the list, as it
+	// did when the flag was a plain string.
+	Store config.List `json:"store"`
 	security.ClientFlags
 }
 
-func defaultStoreConn() storeConn { return storeConn{Store: []string{"127.0.0.1:9090"}} }
+func defaultStoreConn() storeConn { return storeConn{Store: config.List{"127.0.0.1:9090"}} }
 
 func (s *storeConn) bindFlags(f *pflag.FlagSet) {
-	f.StringSliceVar(&s.Store, "store", s.Store, "state store gRPC addresses, comma-separated (any replica)")
+	f.Var(&s.Store, "store", "state store gRPC addresses, comma-separated (any replica)")
 	s.ClientFlags.BindFlags(f)
 }
 

@@ -109,7 +109,7 @@ func TestRouterRoleConfig(t *testing.T) {
 			expect(t, "log_level", c.LogLevel, "debug")
 		}},
 		{name: "flags over file", file: file, args: []string{"--clientrm-address", "127.0.0.1:2", "--failover-wait", "9s",
-			"--web-read-timeout", "8s", "--web-max-conns", "3", "--admin-acl", "bob ops", "--store", "s3:9090", "--store-tls-ca", "other.crt", "--log-level", "warn"},
+			"--web-read-timeout", "8s", "--web-max-conns", "3", "--admin-acl", "bob ops", "--store", "s9:9090", "--store", "s3:9090", "--store-tls-ca", "other.crt", "--log-level", "warn"},
 			check: func(t *testing.T, c routerRole) {
 				expect(t, "clientrm_address", c.ClientRMAddress, "127.0.0.1:2")
 				expect(t, "failover_wait", c.FailoverWait, dur("9s"))
@@ -118,7 +118,7 @@ func TestRouterRoleConfig(t *testing.T) {
 				expect(t, "admin_acl", c.AdminACL, "bob ops")
 				expect(t, "ipc.max_conns_per_addr (file)", c.IPC.MaxConnsPerAddr, 9)
 				expect(t, "partial_results (file)", c.PartialResults, true)
-				expect(t, "store", strings.Join(c.addrs(), ","), "s3:9090")
+				expect(t, "store (the last --store wins)", strings.Join(c.addrs(), ","), "s3:9090")
 				expect(t, "store_tls", c.TLS, security.TLSInfo{CertFile: "r.crt", KeyFile: "r.key", CAFile: "other.crt"})
 				expect(t, "log_level", c.LogLevel, "warn")
 			}},
@@ -159,7 +159,7 @@ func TestAMRMProxyRoleConfig(t *testing.T) {
 func TestGPGRoleConfig(t *testing.T) {
 	def := gpgRoleDefaults()
 	file := `{"interval":"7s","generator":{"policy":"load-based","threshold":0.1},"cleaner":{"dry_run":true,"interval":"1h"},
-		"kubernetes":[{"name":"east","default_sub_cluster":"SC-K8S"}],"store":["s1:9090"],"store_insecure":true}`
+		"kubernetes":[{"name":"east","default_sub_cluster":"SC-K8S"}],"store":"s1:9090, s4:9090","store_insecure":true}`
 	runRoleCases(t, newGPGCmd, []roleCase[gpgRole]{
 		{name: "defaults", args: []string{"--store-insecure"}, check: func(t *testing.T, c gpgRole) {
 			expect(t, "interval", c.Interval, def.Interval)
@@ -171,6 +171,7 @@ func TestGPGRoleConfig(t *testing.T) {
 			expect(t, "generator.threshold", c.Generator.Threshold, 0.1)
 			expect(t, "cleaner.interval", c.Cleaner.Interval, dur("1h"))
 			expect(t, "cleaner.max_per_round", c.Cleaner.MaxPerRound, def.Cleaner.MaxPerRound)
+			expect(t, "store (one string)", strings.Join(c.addrs(), ","), "s1:9090,s4:9090")
 			if len(c.Kubernetes) != 1 || c.Kubernetes[0].StaleAfter != dur("15m") {
 				t.Errorf("kubernetes = %+v (entries decode over kube.DefaultConfig)", c.Kubernetes)
 			}

@@ -6,6 +6,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -45,3 +46,46 @@ func (d *Duration) Set(s string) error {
 
 // Type names the flag type in help output (pflag.Value).
 func (d *Duration) Type() string { return "duration" }
+
+// List is a comma-separated list flag that behaves as a string flag: each
+// use replaces the list (pflag's StringSlice appends on a repeated flag).
+// In a JSON file it is a list of strings, or one comma-separated string.
+// Blank items are dropped.
+type List []string
+
+// Set replaces the list with the comma-separated items of s (pflag.Value).
+func (l *List) Set(s string) error {
+	var out List
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// String joins the list with commas (pflag.Value).
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Type names the flag type in help output (pflag.Value).
+func (l *List) Type() string { return "list" }
+
+// UnmarshalJSON accepts ["a", "b"] or "a,b".
+func (l *List) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return l.Set(s)
+	}
+	var items []string
+	if err := json.Unmarshal(b, &items); err != nil {
+		return fmt.Errorf("want a list of strings or one comma-separated string: %w", err)
+	}
+	*l = nil
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			*l = append(*l, item)
+		}
+	}
+	return nil
+}

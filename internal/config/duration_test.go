@@ -46,3 +46,23 @@ func TestDurationFlagValue(t *testing.T) {
 		t.Fatal("Set(x) succeeded")
 	}
 }
+
+func TestListFlagAndJSON(t *testing.T) {
+	var l List
+	for _, tc := range []struct {
+		set  string
+		want string
+	}{{"a:1, b:2", "a:1,b:2"}, {"c:3", "c:3"}, {" , ", ""}} {
+		if err := l.Set(tc.set); err != nil || l.String() != tc.want {
+			t.Fatalf("Set(%q) = %q, %v; want %q (each use replaces)", tc.set, l.String(), err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{{`["a:1"," b:2 ",""]`, "a:1,b:2"}, {`"x:1,y:2"`, "x:1,y:2"}} {
+		if err := json.Unmarshal([]byte(tc.in), &l); err != nil || l.String() != tc.want {
+			t.Fatalf("Unmarshal(%s) = %q, %v; want %q", tc.in, l.String(), err, tc.want)
+		}
+	}
+	if err := json.Unmarshal([]byte(`5`), &l); err == nil {
+		t.Fatal("a number was accepted as a list")
+	}
+}

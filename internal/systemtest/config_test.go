@@ -42,9 +42,10 @@ func TestConfigFiles(t *testing.T) {
 		t.Errorf("the config file's http_address %s answers (%d) although the flag overrides it", httpFile, code)
 	}
 
+	// The store connection comes from the file too (store, store_insecure).
 	routerConf := write("router.json", fmt.Sprintf(`{"clientrm_address":%q,"web_address":%q,"partial_results":true,
-		"membership_refresh":"200ms","breaker":{"consecutive_failures":2,"open_for":"1s"}}`, cliFile, web))
-	r := h.spawn("router-1", "router", "--config", routerConf, "--store", grpc, "--store-insecure", "--clientrm-address", cliFlag, "--admin-address", "")
+		"membership_refresh":"200ms","breaker":{"consecutive_failures":2,"open_for":"1s"},"store":[%q],"store_insecure":true}`, cliFile, web, grpc))
+	r := h.spawn("router-1", "router", "--config", routerConf, "--clientrm-address", cliFlag, "--admin-address", "")
 	want := fmt.Sprintf("router: clientrm %s, web %s", cliFlag, web)
 	waitFor(t, 20*time.Second, "router bound where file and flag say", func() (bool, string) {
 		if r.bindFailed() {
@@ -65,6 +66,9 @@ func TestConfigFiles(t *testing.T) {
 	}{
 		{"router", "router", `{"partial_result":true}`, "partial_result"},
 		{"statestore", "statestore", `{"node_id":"x","data_dir":"d","bootstrapp":true}`, "bootstrapp"},
+		{"simrm", "simrm", `{"sim_am":{"hartbeat":"1s"}}`, "hartbeat"},
+		{"subcluster-agent", "subcluster-agent", `{"subcluster_id":"SC-1","rms":["h"],"store_insecure":true,"probe_intervall":"1s"}`, "probe_intervall"},
+		{"gpg", "gpg", `{"store_tls":{"cert_file":"c","key_file":"k","ca_file":"ca","crl_file":"x"}}`, "crl_file"},
 	} {
 		t.Run("misspelt key in "+c.name, func(t *testing.T) {
 			p := h.spawn("bad-"+c.name, c.role, "--config", write("bad-"+c.name+".json", c.conf))
