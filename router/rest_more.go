@@ -255,14 +255,14 @@ func (r *Router) restNodeLabels(ctx context.Context, req *http.Request) (restRep
 	}
 	var lists [][]rmrest.NodeLabelInfo
 	for _, g := range got {
-		var env rmrest.NodeLabelsInfoResponse
-		if err := json.Unmarshal(g.body, &env); err != nil {
+		var doc rmrest.NodeLabelsInfo
+		if err := json.Unmarshal(g.body, &doc); err != nil {
 			return restReply{}, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/get-node-labels", Err: err}
 		}
-		lists = append(lists, env.NodeLabelsInfo.NodeLabelInfo)
+		lists = append(lists, doc.NodeLabelInfo)
 	}
 	out := rmrest.NodeLabelsInfo{NodeLabelInfo: MergeNodeLabels(lists)}
-	return reply(http.StatusOK, rmrest.NodeLabelsInfoResponse{NodeLabelsInfo: out}, out), nil
+	return reply(http.StatusOK, out, out), nil
 }
 
 // MergeNodeLabels unions labels by name, summing available resources; a

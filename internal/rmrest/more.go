@@ -27,15 +27,12 @@ type StatItem struct {
 	Count int64  `json:"count" xml:"count"`
 }
 
-// NodeLabelsInfo is /ws/v1/cluster/get-node-labels.
+// NodeLabelsInfo is /ws/v1/cluster/get-node-labels. Its JSON is not
+// wrapped in the root element name (the RM lists it among its unwrapped
+// documents): {"nodeLabelInfo":[...]}, or {} without labels.
 type NodeLabelsInfo struct {
 	XMLName       xml.Name        `json:"-" xml:"nodeLabelsInfo"`
 	NodeLabelInfo []NodeLabelInfo `json:"nodeLabelInfo,omitempty" xml:"nodeLabelInfo"`
-}
-
-// NodeLabelsInfoResponse is the JSON envelope of NodeLabelsInfo.
-type NodeLabelsInfoResponse struct {
-	NodeLabelsInfo NodeLabelsInfo `json:"nodeLabelsInfo"`
 }
 
 // NodeLabelInfo is one cluster node label (partition).

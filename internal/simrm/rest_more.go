@@ -95,7 +95,7 @@ func (r *RM) restAppStats(w http.ResponseWriter, req *http.Request) {
 
 func (r *RM) restNodeLabels(w http.ResponseWriter, req *http.Request) {
 	out := rmrest.NodeLabelsInfo{}
-	writeREST(w, req, http.StatusOK, rmrest.NodeLabelsInfoResponse{NodeLabelsInfo: out}, out)
+	writeREST(w, req, http.StatusOK, out, out)
 }
 
 func (r *RM) restPriority(w http.ResponseWriter, req *http.Request) {
