@@ -38,7 +38,10 @@ func (r *Router) submitReservationVia(ctx context.Context, method, queue string,
 		return err
 	}
 	rs, _ := r.store.(ReservationStore)
-	sub := AppSubmission{Queue: queue, ReservationID: rid}
+	// The reservation is being placed, not used: the policy chooses by queue
+	// (an AppSubmission with a ReservationID means "run where that
+	// reservation lives", which the store does not know yet).
+	sub := AppSubmission{Queue: queue}
 	stored := false
 	bl := r.newBlacklist()
 	var lastErr error

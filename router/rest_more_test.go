@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,5 +285,117 @@ func TestProxyRelaysToAM(t *testing.T) {
 	}
 	if code, _, b := s.call("GET", "/proxy/application_1700000000000_9999/", "", "", ""); code != 404 {
 		t.Fatalf("unknown app: %d %s", code, b)
+	}
+}
+
+// reservationRMWeb is an RM web app that records the reservation calls it
+// gets and lists the reservations submitted to it.
+type reservationRMWeb struct {
+	mu    sync.Mutex
+	calls []string
+	ids   []string
+}
+
+func (f *fed) reservationRM(sc router.SubClusterID) *reservationRMWeb {
+	rw := &reservationRMWeb{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		rw.calls = append(rw.calls, req.Method+" "+req.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(req.URL.Path, "/reservation/submit"):
+			var in struct {
+				ID string `json:"reservation-id"`
+			}
+			_ = json.Unmarshal(body, &in)
+			rw.ids = append(rw.ids, in.ID)
+			w.WriteHeader(http.StatusAccepted)
+		case strings.HasSuffix(req.URL.Path, "/reservation/list"):
+			var items []string
+			for _, id := range rw.ids {
+				if q := req.URL.Query().Get("reservation-id"); q == "" || q == id {
+					items = append(items, `{"reservation-id":"`+id+`","queue":"`+req.URL.Query().Get("queue")+`"}`)
+				}
+			}
+			_, _ = io.WriteString(w, `{"reservations":[`+strings.Join(items, ",")+`]}`)
+		default:
+			_, _ = io.WriteString(w, `{}`)
+		}
+	}))
+	f.t.Cleanup(srv.Close)
+	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://"), LastHeartbeat: time.Now()})
+	return rw
+}
+
+func (rw *reservationRMWeb) got() []string {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return slices.Clone(rw.calls)
+}
+
+// TestRESTReservationsFollowTheirHome: the real policies place a new
+// reservation by queue (this failed with "no reservation resolver
+// configured": the placement asked for the home of the reservation being
+// placed), the store records the home, and update, delete and list go
+// there; a list without an id asks every RM and concatenates.
+func TestRESTReservationsFollowTheirHome(t *testing.T) {
+	f := newFed(t, 2, nil)
+	rms := map[router.SubClusterID]*reservationRMWeb{"SC-1": f.reservationRM("SC-1"), "SC-2": f.reservationRM("SC-2")}
+	poll(t, "web addresses visible", func() bool {
+		code, _ := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+		return code == 200
+	})
+	homes := map[router.SubClusterID]int{}
+	for i := range 6 {
+		rid := "reservation_5_000" + string(rune('1'+i))
+		code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json",
+			`{"queue":"q","reservation-id":"`+rid+`","reservation-definition":{"arrival":1}}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("submit %s: %d %s", rid, code, b)
+		}
+		home, err := f.store.GetReservationHome(ctxT(t), rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		homes[home]++
+		for _, op := range []string{"update", "delete"} {
+			if code, b := f.do("POST", "/ws/v1/cluster/reservation/"+op, "", "application/xml",
+				`<reservation-`+op+`-context><reservation-id>`+rid+`</reservation-id></reservation-`+op+`-context>`); code != 200 {
+				t.Fatalf("%s %s: %d %s", op, rid, code, b)
+			}
+		}
+		code, b = f.do("GET", "/ws/v1/cluster/reservation/list?queue=q&reservation-id="+rid, "", "", "")
+		if code != 200 || !strings.Contains(string(b), rid) {
+			t.Fatalf("list %s: %d %s", rid, code, b)
+		}
+		for sc, rw := range rms {
+			calls := strings.Join(rw.got(), ";")
+			if (sc == home) != strings.Contains(calls, "/reservation/delete") {
+				t.Fatalf("%s (home %s): %s got %s", rid, home, sc, calls)
+			}
+		}
+		for _, rw := range rms {
+			rw.mu.Lock()
+			rw.calls = nil
+			rw.mu.Unlock()
+		}
+	}
+	code, b := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+	var all struct {
+		Reservations []struct {
+			ID string `json:"reservation-id"`
+		} `json:"reservations"`
+	}
+	if code != 200 || json.Unmarshal(b, &all) != nil || len(all.Reservations) != 6 {
+		t.Fatalf("list of all: %d %s", code, b)
+	}
+	t.Logf("homes: %v", homes)
+	for _, bad := range []string{`{"queue":"q"}`, `{"queue":"q","reservation-id":"res_1"}`, `{"reservation-id":"reservation_1_0001"}`, `{`} {
+		if code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
+			t.Errorf("submit %s: %d %s, want 400", bad, code, b)
+		}
 	}
 }
