@@ -74,6 +74,31 @@ func stripKeys(keys map[string]bool, prefix string) map[string]bool {
 	return out
 }
 
+// xmlPaths lists the element paths of an XML document ("a.b.c"), as
+// jsonKeys does for JSON.
+func xmlPaths(t testing.TB, body []byte) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	d := xml.NewDecoder(strings.NewReader(string(body)))
+	var stack []string
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("not XML: %v\n%s", err, tail(string(body), 500))
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, e.Name.Local)
+			out[strings.Join(stack, ".")] = true
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
 // TestRESTMoreThroughRouterAgainstRealRMs checks every REST endpoint the
 // router gained in issue 13 against real Hadoop 3.4 RMs: field paths of
 // the JSON, XML where the router builds its own, status codes of errors,
@@ -237,6 +262,25 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 			}
 			sameKeys(t, "GET "+p, rk, jsonKeys(t, getRESTAt(t, r.WebAddr().String(), p, "application/json")))
 		}
+		// XML: the same element paths as the RMs'.
+		for _, p := range []string{"/ws/v1/cluster/appstatistics", "/ws/v1/cluster/get-node-labels"} {
+			rk := map[string]bool{}
+			for _, mc := range rms {
+				for k := range xmlPaths(t, getREST(t, mc, p, "application/xml")) {
+					rk[k] = true
+				}
+			}
+			sameKeys(t, "GET "+p+" (XML)", rk, xmlPaths(t, getRESTAt(t, r.WebAddr().String(), p, "application/xml")))
+		}
+		rx := map[string]bool{}
+		for _, mc := range rms {
+			for k := range stripKeys(xmlPaths(t, getREST(t, mc, "/ws/v1/cluster/scheduler", "application/xml")), "scheduler.") {
+				rx[k] = true
+			}
+		}
+		ox := stripKeys(xmlPaths(t, getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/scheduler", "application/xml")), router.FederationSchedulerRoot+".subCluster.")
+		delete(ox, "subClusterId")
+		sameKeys(t, "GET /scheduler (XML, per sub-cluster)", rx, ox)
 		// The app counted once, at its home.
 		var st struct {
 			AppStatInfo struct {

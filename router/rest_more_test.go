@@ -32,7 +32,7 @@ type simFed struct {
 	web  *httptest.Server
 }
 
-func newSimFed(t *testing.T) *simFed {
+func newSimFed(t *testing.T, mods ...func(*router.Config)) *simFed {
 	t.Helper()
 	store := routertest.NewStore()
 	sims := map[router.SubClusterID]*simrm.RM{
@@ -51,6 +51,9 @@ func newSimFed(t *testing.T) *simFed {
 	}
 	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Logger = ln, "", store, testLogger(t)
 	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
+	for _, m := range mods {
+		m(&cfg)
+	}
 	rt, err := router.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -396,6 +399,34 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 	for _, bad := range []string{`{"queue":"q"}`, `{"queue":"q","reservation-id":"res_1"}`, `{"reservation-id":"reservation_1_0001"}`, `{`} {
 		if code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
 			t.Errorf("submit %s: %d %s, want 400", bad, code, b)
+		}
+	}
+}
+
+// TestRESTRelayHomeDown: a home RM that hangs or is gone makes relayed
+// calls answer 503 (retriable, the RM is expected back) within the call
+// timeout, never 500, and never another RM's answer.
+func TestRESTRelayHomeDown(t *testing.T) {
+	s := newSimFed(t, func(c *router.Config) { c.CallTimeout = router.Duration(500 * time.Millisecond) })
+	id := s.submitApp(false)
+	app := router.AppIDString(id)
+	home := s.store.Homes()[app]
+	path := "/ws/v1/cluster/apps/" + app + "/priority"
+	if code, _, b := s.call("GET", path, "", "", ""); code != 200 {
+		t.Fatalf("before: %d %s", code, b)
+	}
+	s.sims[home].SetFaults(simrm.FaultConfig{Stalled: true})
+	code, _, b := s.call("GET", path, "", "", "")
+	s.sims[home].SetFaults(simrm.FaultConfig{})
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("hung home: %d %s, want 503", code, b)
+	}
+	if err := s.sims[home].Crash(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, "/proxy/" + app + "/"} {
+		if code, _, b := s.call("GET", p, "", "", ""); code != http.StatusServiceUnavailable {
+			t.Fatalf("GET %s with the home down: %d %s, want 503", p, code, b)
 		}
 	}
 }
