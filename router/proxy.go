@@ -92,6 +92,9 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 		}
 		copyHeaders(out.Header, req.Header)
 		out.Header.Del("Host")
+		// Links in compressed bodies cannot be rewritten: let the transport
+		// negotiate (and undo) compression with the RM instead of the client.
+		out.Header.Del("Accept-Encoding")
 		if ip, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
 			out.Header.Set("X-Forwarded-For", strings.TrimLeft(out.Header.Get("X-Forwarded-For")+", "+ip, ", "))
 		}

@@ -1,6 +1,7 @@
 package router_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -242,7 +243,14 @@ func TestProxyRelaysToAM(t *testing.T) {
 		case "/ws/v1/status":
 			w.Header().Set("Content-Type", "text/html")
 			w.Header().Set("X-Am", "yes")
-			_, _ = io.WriteString(w, `<a href="http://`+rmWeb+`/proxy/APP/jobs">jobs</a> q=`+req.URL.RawQuery+" "+strings.Repeat("x", 100_000)+` <a href="http://`+rmWeb+`/proxy/APP/end">`)
+			var out io.Writer = w
+			if strings.Contains(req.Header.Get("Accept-Encoding"), "gzip") {
+				w.Header().Set("Content-Encoding", "gzip")
+				zw := gzip.NewWriter(w)
+				defer zw.Close()
+				out = zw
+			}
+			_, _ = io.WriteString(out, `<a href="http://`+rmWeb+`/proxy/APP/jobs">jobs</a> q=`+req.URL.RawQuery+" "+strings.Repeat("x", 100_000)+` <a href="http://`+rmWeb+`/proxy/APP/end">`)
 		case "/post":
 			b, _ := io.ReadAll(req.Body)
 			w.WriteHeader(http.StatusCreated)
@@ -271,6 +279,18 @@ func TestProxyRelaysToAM(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A browser asks for gzip: links must still be rewritten.
+	preq, _ := http.NewRequestWithContext(ctxT(t), "GET", s.web.URL+"/proxy/"+app+"/ws/v1/status?a=1", nil)
+	preq.Header.Set("Accept-Encoding", "gzip")
+	presp, err := http.DefaultTransport.RoundTrip(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	if presp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(gz), s.web.URL+"/proxy/APP/jobs") {
+		t.Fatalf("gzip-accepting client: links not rewritten (Content-Encoding %q): %.200q", presp.Header.Get("Content-Encoding"), gz)
+	}
 	code, h, b := s.call("GET", "/proxy/"+app+"/ws/v1/status?a=1", "", "", "")
 	if code != 200 || h.Get("X-Am") != "yes" || !strings.Contains(string(b), "q=a=1") {
 		t.Fatalf("proxied page: %d %v %.200s", code, h, b)
