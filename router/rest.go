@@ -40,6 +40,7 @@ func (r *Router) restRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+p+"/apps/{appid}/appattempts", r.rest("appattempts", false, r.restAttempts))
 	mux.HandleFunc("GET "+p+"/nodes", r.rest("nodes", false, r.restNodes))
 	mux.HandleFunc("GET "+p+"/nodes/{nodeid}", r.rest("node", false, r.restNode))
+	r.restMoreRoutes(mux, p) // rest_more.go: scheduler, per-app, reservations, tokens, /proxy
 }
 
 // restReply is what a REST handler produces: a status and the value to
@@ -48,7 +49,8 @@ type restReply struct {
 	status   int
 	json     any
 	xml      any
-	location string // Location header (202 Accepted of a submission)
+	location string   // Location header (202 Accepted of a submission)
+	raw      *relayed // an RM's answer passed through as it was sent (rest_relay.go)
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
@@ -96,6 +98,10 @@ func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFun
 		}
 		if reply.location != "" {
 			w.Header().Set("Location", reply.location)
+		}
+		if reply.raw != nil {
+			reply.raw.write(w, req)
+			return
 		}
 		write(w, reply.status, asXML, reply.json, reply.xml)
 	}

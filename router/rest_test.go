@@ -195,6 +195,9 @@ func TestRESTOptions(t *testing.T) {
 		{"/ws/v1/cluster/info", 200, []string{"GET", "HEAD", "OPTIONS"}, []string{"POST", "PUT"}},
 		{"/ws/v1/cluster/apps", 200, []string{"GET", "POST", "OPTIONS"}, []string{"PUT"}},
 		{"/ws/v1/cluster/apps/application_1_0001/state", 200, []string{"GET", "PUT", "OPTIONS"}, []string{"POST"}},
+		{"/ws/v1/cluster/apps/application_1_0001/priority", 200, []string{"GET", "PUT", "OPTIONS"}, []string{"POST", "DELETE"}},
+		{"/ws/v1/cluster/reservation/submit", 200, []string{"POST", "OPTIONS"}, []string{"GET", "PUT"}},
+		{"/ws/v1/cluster/delegation-token", 200, []string{"POST", "DELETE", "OPTIONS"}, []string{"GET", "PUT"}},
 		{"/ws/v1/cluster/no-such-thing", 404, nil, nil},
 	}
 	for _, tc := range tests {

@@ -50,6 +50,9 @@ type Router struct {
 	started  time.Time
 	http     *http.Client // to RM REST APIs
 
+	proxyOnce sync.Once
+	proxyHTTP *http.Client // to home RMs' web proxies (proxy.go): streams, no overall timeout
+
 	tokens   *tokens  // nil: the store keeps no delegation tokens
 	scSeries sync.Map // sub-cluster + NUL + method -> *scSeries
 

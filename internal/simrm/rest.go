@@ -41,6 +41,7 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("PUT /ws/v1/cluster/apps/{appid}/state", r.restPutAppState)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes/{nodeid}", r.restNode)
+	r.restMoreRoutes(mux) // rest_more.go
 	// simrm's own control API and Prometheus endpoint bypass fault
 	// injection: chaos runs must be able to lift a stall they set.
 	control := http.NewServeMux()

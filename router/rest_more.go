@@ -1,0 +1,308 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+)
+
+// The rest of the RM REST API (issue 13). Per-application calls are
+// relayed to the app's home RM (rest_relay.go), reservations to the
+// reservation's home (rest_reservation.go); scheduler, appstatistics and
+// node labels ask every sub-cluster and merge the way Hadoop's Router
+// does; delegation tokens are rest_dtoken.go, /proxy is proxy.go.
+
+func (r *Router) restMoreRoutes(mux *http.ServeMux, p string) {
+	mux.HandleFunc("GET "+p+"/scheduler", r.rest("scheduler", false, r.restScheduler))
+	mux.HandleFunc("GET "+p+"/appstatistics", r.rest("appstatistics", false, r.restAppStatistics))
+	mux.HandleFunc("GET "+p+"/get-node-labels", r.rest("get-node-labels", false, r.restNodeLabels))
+
+	app := p + "/apps/{appid}"
+	mux.HandleFunc("GET "+app+"/priority", r.rest("app-priority", false, r.relayApp(nil)))
+	mux.HandleFunc("PUT "+app+"/priority", r.rest("app-priority-put", true, r.relayApp(checkBody(DecodeAppPriority))))
+	mux.HandleFunc("GET "+app+"/queue", r.rest("app-queue", false, r.relayApp(nil)))
+	mux.HandleFunc("PUT "+app+"/queue", r.rest("app-queue-put", true, r.relayApp(checkBody(DecodeAppQueue))))
+	mux.HandleFunc("GET "+app+"/timeouts", r.rest("app-timeouts", false, r.relayApp(nil)))
+	mux.HandleFunc("GET "+app+"/timeouts/{type}", r.rest("app-timeout", false, r.relayApp(nil)))
+	mux.HandleFunc("PUT "+app+"/timeout", r.rest("app-timeout-put", true, r.relayApp(checkBody(DecodeAppTimeout))))
+	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}", r.rest("appattempt", false, r.relayApp(nil)))
+	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}/containers", r.rest("appattempt-containers", false, r.relayApp(nil)))
+	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}/containers/{containerid}", r.rest("appattempt-container", false, r.relayApp(nil)))
+
+	res := p + "/reservation"
+	mux.HandleFunc("POST "+res+"/new-reservation", r.rest("new-reservation", true, r.restNewReservation))
+	mux.HandleFunc("POST "+res+"/submit", r.rest("reservation-submit", true, r.restSubmitReservation))
+	mux.HandleFunc("POST "+res+"/update", r.rest("reservation-update", true, r.restReservationOnHome(DecodeReservationUpdate)))
+	mux.HandleFunc("POST "+res+"/delete", r.rest("reservation-delete", true, r.restReservationOnHome(DecodeReservationDelete)))
+	mux.HandleFunc("GET "+res+"/list", r.rest("reservation-list", false, r.restListReservations))
+
+	mux.HandleFunc("POST "+p+"/delegation-token", r.rest("delegation-token", true, r.restDelegationToken))
+	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restDelegationToken))
+	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restDelegationToken))
+
+	mux.HandleFunc("/proxy/{appid}", r.proxyApp)
+	mux.HandleFunc("/proxy/{appid}/{rest...}", r.proxyApp)
+}
+
+// checkBody validates a request body with decode before it is relayed, so
+// malformed input gets a 400 from the router and never reaches an RM.
+func checkBody[T any](decode func(contentType string, body []byte) (T, error)) func(*http.Request, []byte) error {
+	return func(req *http.Request, body []byte) error {
+		_, err := decode(req.Header.Get("Content-Type"), body)
+		return err
+	}
+}
+
+// relayApp relays a per-application call to the app's home RM, checking
+// the body first when check is set.
+func (r *Router) relayApp(check func(*http.Request, []byte) error) restHandler {
+	return func(ctx context.Context, req *http.Request) (restReply, error) {
+		var body []byte
+		if check != nil {
+			var err error
+			if body, err = readBody(req); err != nil {
+				return restReply{}, err
+			}
+			if err := check(req, body); err != nil {
+				return restReply{}, err
+			}
+		}
+		return r.relayOnAppHome(ctx, req, body)
+	}
+}
+
+// fetchAll GETs path from every routable sub-cluster (JSON unless accept
+// says otherwise) under the partial-results rule. An RM that answers 4xx
+// refused the query itself, which every RM would: that answer is returned
+// as the request's.
+func (r *Router) fetchAll(ctx context.Context, req *http.Request, path, accept string) ([]scBody, *relayed, error) {
+	get := req.Clone(ctx)
+	get.Method = http.MethodGet
+	get.Header = http.Header{"Accept": {accept}}
+	var mu sync.Mutex
+	var refused *relayed
+	got, err := perSC(ctx, r, "GET "+path, func(sc SubClusterInfo) (scBody, error) {
+		rl, err := r.relay(ctx, sc, get, path, nil)
+		if err != nil {
+			return scBody{}, err
+		}
+		switch {
+		case rl.status == http.StatusOK:
+			return scBody{sc: sc.ID, body: rl.body}, nil
+		case rl.status >= 400 && rl.status < 500:
+			mu.Lock()
+			refused = rl
+			mu.Unlock()
+			return scBody{}, fmt.Errorf("HTTP %d", rl.status)
+		}
+		return scBody{}, fmt.Errorf("HTTP %d: %s", rl.status, truncate(rl.body, 300))
+	})
+	if refused != nil {
+		return nil, refused, nil
+	}
+	return got, nil, err
+}
+
+type scBody struct {
+	sc   SubClusterID
+	body []byte
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// restScheduler answers as Hadoop's Router does: the scheduler document of
+// every sub-cluster, each marked with its subClusterId (queue trees of
+// different RMs do not add up into one). Each RM's own document is kept
+// as the RM sent it, in JSON or XML.
+func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restReply, error) {
+	asXML := wantsXML(req)
+	accept := "application/json"
+	if asXML {
+		accept = "application/xml"
+	}
+	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/scheduler", accept)
+	if refused != nil || err != nil {
+		return restReply{raw: refused}, err
+	}
+	slices.SortFunc(got, func(a, b scBody) int { return strings.Compare(string(a.sc), string(b.sc)) })
+	var out []byte
+	if asXML {
+		out, err = mergeSchedulerXML(got)
+	} else {
+		out, err = mergeSchedulerJSON(got)
+	}
+	if err != nil {
+		return restReply{}, err
+	}
+	ctype := "application/json; charset=utf-8"
+	if asXML {
+		ctype = "application/xml; charset=utf-8"
+	}
+	return restReply{raw: &relayed{status: http.StatusOK, ctype: ctype, body: out}}, nil
+}
+
+// FederationSchedulerRoot is the root element (and JSON key) of the merged
+// scheduler document, JAXB's name for Hadoop's FederationSchedulerTypeInfo.
+const FederationSchedulerRoot = "federationSchedulerTypeInfo"
+
+func mergeSchedulerJSON(got []scBody) ([]byte, error) {
+	items := make([]map[string]json.RawMessage, 0, len(got))
+	for _, g := range got {
+		var env struct {
+			Scheduler map[string]json.RawMessage `json:"scheduler"`
+		}
+		if err := json.Unmarshal(g.body, &env); err != nil || env.Scheduler == nil {
+			return nil, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/scheduler", Err: fmt.Errorf("not a scheduler document: %v", err)}
+		}
+		id, _ := json.Marshal(string(g.sc))
+		env.Scheduler["subClusterId"] = id
+		items = append(items, env.Scheduler)
+	}
+	return json.Marshal(map[string]any{FederationSchedulerRoot: map[string]any{"subCluster": items}})
+}
+
+func mergeSchedulerXML(got []scBody) ([]byte, error) {
+	var b strings.Builder
+	b.WriteString(xml.Header[:len(xml.Header)-1])
+	b.WriteString("<" + FederationSchedulerRoot + ">")
+	for _, g := range got {
+		var doc struct {
+			XMLName xml.Name
+			Attrs   []xml.Attr `xml:",any,attr"`
+			Inner   []byte     `xml:",innerxml"`
+		}
+		if err := xml.Unmarshal(g.body, &doc); err != nil || doc.XMLName.Local != "scheduler" {
+			return nil, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/scheduler", Err: fmt.Errorf("not a scheduler document: %v", err)}
+		}
+		b.WriteString("<subCluster")
+		for _, a := range doc.Attrs {
+			name := a.Name.Local
+			if a.Name.Space == "xmlns" {
+				name = "xmlns:" + name
+			} else if a.Name.Space != "" {
+				continue // a prefixed attribute of the root; JAXB puts none there
+			}
+			b.WriteString(" " + name + `="`)
+			_ = xml.EscapeText(&b, []byte(a.Value))
+			b.WriteString(`"`)
+		}
+		b.WriteString(">")
+		b.Write(doc.Inner)
+		b.WriteString("<subClusterId>")
+		_ = xml.EscapeText(&b, []byte(g.sc))
+		b.WriteString("</subClusterId></subCluster>")
+	}
+	b.WriteString("</" + FederationSchedulerRoot + ">")
+	return []byte(b.String()), nil
+}
+
+// restAppStatistics sums every sub-cluster's counts per (state, type). An
+// application with UAMs in secondaries is counted once, at its home: RMs
+// count UAM copies too, as they do in their own metrics.
+func (r *Router) restAppStatistics(ctx context.Context, req *http.Request) (restReply, error) {
+	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/appstatistics", "application/json")
+	if refused != nil || err != nil {
+		return restReply{raw: refused}, err
+	}
+	var lists [][]rmrest.StatItem
+	for _, g := range got {
+		var env rmrest.AppStatInfoResponse
+		if err := json.Unmarshal(g.body, &env); err != nil {
+			return restReply{}, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/appstatistics", Err: err}
+		}
+		lists = append(lists, env.AppStatInfo.StatItem)
+	}
+	out := rmrest.AppStatInfo{StatItem: MergeStatItems(lists)}
+	return reply(http.StatusOK, rmrest.AppStatInfoResponse{AppStatInfo: out}, out), nil
+}
+
+// MergeStatItems adds counts of the same (state, type), in first-seen order.
+func MergeStatItems(lists [][]rmrest.StatItem) []rmrest.StatItem {
+	out := []rmrest.StatItem{}
+	idx := map[[2]string]int{}
+	for _, l := range lists {
+		for _, it := range l {
+			k := [2]string{it.State, it.Type}
+			if i, ok := idx[k]; ok {
+				out[i].Count += it.Count
+				continue
+			}
+			idx[k] = len(out)
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// restNodeLabels is the union of the sub-clusters' cluster node labels; a
+// label several RMs have reports what all of them have available.
+func (r *Router) restNodeLabels(ctx context.Context, req *http.Request) (restReply, error) {
+	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/get-node-labels", "application/json")
+	if refused != nil || err != nil {
+		return restReply{raw: refused}, err
+	}
+	var lists [][]rmrest.NodeLabelInfo
+	for _, g := range got {
+		var doc rmrest.NodeLabelsInfo
+		if err := json.Unmarshal(g.body, &doc); err != nil {
+			return restReply{}, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/get-node-labels", Err: err}
+		}
+		lists = append(lists, doc.NodeLabelInfo)
+	}
+	out := rmrest.NodeLabelsInfo{NodeLabelInfo: MergeNodeLabels(lists)}
+	return reply(http.StatusOK, out, out), nil
+}
+
+// MergeNodeLabels unions labels by name, summing available resources; a
+// label exclusive anywhere stays exclusive.
+func MergeNodeLabels(lists [][]rmrest.NodeLabelInfo) []rmrest.NodeLabelInfo {
+	var out []rmrest.NodeLabelInfo
+	idx := map[string]int{}
+	for _, l := range lists {
+		for _, nl := range l {
+			i, ok := idx[nl.Name]
+			if !ok {
+				idx[nl.Name] = len(out)
+				if nl.PartitionInfo != nil {
+					pi := *nl.PartitionInfo
+					pi.ResourceAvailable.ResourceInformations = cloneRI(pi.ResourceAvailable.ResourceInformations)
+					nl.PartitionInfo = &pi
+				}
+				out = append(out, nl)
+				continue
+			}
+			d := &out[i]
+			d.Exclusivity = d.Exclusivity || nl.Exclusivity
+			if nl.PartitionInfo == nil {
+				continue
+			}
+			if d.PartitionInfo == nil {
+				d.PartitionInfo = &rmrest.PartitionInfo{}
+			}
+			s := nl.PartitionInfo.ResourceAvailable
+			d.PartitionInfo.ResourceAvailable.Memory += s.Memory
+			d.PartitionInfo.ResourceAvailable.VCores += s.VCores
+			addResourceInformations(&d.PartitionInfo.ResourceAvailable, &s)
+		}
+	}
+	return out
+}
+
+func cloneRI(ri *rmrest.ResourceInformations) *rmrest.ResourceInformations {
+	if ri == nil {
+		return nil
+	}
+	return &rmrest.ResourceInformations{ResourceInformation: slices.Clone(ri.ResourceInformation)}
+}
