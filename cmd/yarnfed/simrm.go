@@ -91,6 +91,8 @@ Prometheus metrics: GET /prom on the REST port.`,
 	f.Int64Var(&maxMB, "max-allocation-mb", maxMB, "largest container memory (yarn.scheduler.maximum-allocation-mb)")
 	f.Int32Var(&maxVCores, "max-allocation-vcores", maxVCores, "largest container vcores (yarn.scheduler.maximum-allocation-vcores)")
 	f.Int32Var(&cfg.MaxAppAttempts, "am-max-attempts", cfg.MaxAppAttempts, "yarn.resourcemanager.am.max-attempts")
+	f.IntVar(&cfg.MaxApplications, "max-applications", cfg.MaxApplications, "applications waiting or running at once (yarn.scheduler.capacity.maximum-applications); more are rejected (0: no limit)")
+	f.IntVar(&cfg.MaxCompletedApps, "max-completed-applications", cfg.MaxCompletedApps, "finished applications remembered (yarn.resourcemanager.max-completed-applications)")
 	f.DurationVar(&cfg.AMLivenessTimeout, "am-liveness-timeout", cfg.AMLivenessTimeout, "fail attempts whose AM is silent this long (0: never)")
 	f.DurationVar(&cfg.ContainerRuntime, "container-runtime", cfg.ContainerRuntime, "complete containers of real AMs after this long with exit 0 (0: until released)")
 	f.IntVar(&cfg.SimAM.Containers, "sim-am-containers", cfg.SimAM.Containers, "containers the built-in AM of a managed application asks for")
