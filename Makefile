@@ -48,7 +48,10 @@ generate: ## Regenerate protobuf Go code with the pinned tools.
 verify-generate: ## Fail if generated code differs from the .proto files.
 	scripts/verify-genproto.sh
 
+lincheck-long: ## The store's history-checked linearizability under faults, long: make lincheck-long LINCHECK_DURATION=30m (default 10m).
+	YARNFED_LINCHECK_DURATION=$(or $(LINCHECK_DURATION),10m) $(GO) test -count=1 -timeout 90m -run '^TestStoreLinearizableUnderFaults$$' -v ./internal/systemtest/
+
 bench: ## Go micro-benchmarks (ns/op, allocs/op).
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-.PHONY: help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench
+.PHONY: help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

@@ -83,6 +83,8 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.Int64Var(&cfg.MaxAllocation.MemoryMB, "max-allocation-mb", cfg.MaxAllocation.MemoryMB, "largest container memory (yarn.scheduler.maximum-allocation-mb)")
 	f.Int32Var(&cfg.MaxAllocation.VCores, "max-allocation-vcores", cfg.MaxAllocation.VCores, "largest container vcores (yarn.scheduler.maximum-allocation-vcores)")
 	f.Int32Var(&cfg.MaxAppAttempts, "am-max-attempts", cfg.MaxAppAttempts, "yarn.resourcemanager.am.max-attempts")
+	f.IntVar(&cfg.MaxApplications, "max-applications", cfg.MaxApplications, "applications waiting or running at once (yarn.scheduler.capacity.maximum-applications); more are rejected (0: no limit)")
+	f.IntVar(&cfg.MaxCompletedApps, "max-completed-applications", cfg.MaxCompletedApps, "finished applications remembered (yarn.resourcemanager.max-completed-applications)")
 	f.Var(&cfg.AMLivenessTimeout, "am-liveness-timeout", "fail attempts whose AM is silent this long (0: never)")
 	f.Var(&cfg.ContainerRuntime, "container-runtime", "complete containers of real AMs after this long with exit 0 (0: until released)")
 	f.IntVar(&cfg.SimAM.Containers, "sim-am-containers", cfg.SimAM.Containers, "containers the built-in AM of a managed application asks for")

@@ -145,6 +145,13 @@ type Config struct {
 	// (yarn.resourcemanager.max-completed-applications); older ones are
 	// forgotten, so a long dev run does not grow without bound.
 	MaxCompletedApps int `json:"max_completed_apps"`
+	// MaxApplications bounds the applications waiting or running at once
+	// (yarn.scheduler.capacity.maximum-applications, Hadoop's default
+	// 10000), each leaf queue its capacity's share; a submission beyond it
+	// is rejected: the application FAILS with the capacity scheduler's
+	// message. It keeps a backlog under sustained submissions bounded, as
+	// on a real RM. 0 means no limit.
+	MaxApplications int `json:"max_applications"`
 	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts.
 	MaxAppAttempts int32 `json:"max_app_attempts"`
 	// AMLivenessTimeout fails an attempt whose AM stopped heartbeating.
@@ -198,6 +205,7 @@ func DefaultConfig() Config {
 		MaxAllocationWait: config.Duration(10 * time.Second),
 		MaxAppAttempts:    2,
 		MaxCompletedApps:  1000,
+		MaxApplications:   10000,
 		AMLivenessTimeout: config.Duration(10 * time.Minute),
 		SimAM: SimAMConfig{
 			Containers:       2,
@@ -244,6 +252,9 @@ func (c *Config) Validate() error {
 	}
 	if !c.MaxAllocation.atLeast(c.MinAllocation) {
 		errs = append(errs, fmt.Errorf("maximum allocation %v is below the minimum %v", c.MaxAllocation, c.MinAllocation))
+	}
+	if c.MaxApplications < 0 {
+		errs = append(errs, fmt.Errorf("max applications must be >= 0, got %d", c.MaxApplications))
 	}
 	if c.MaxCompletedApps < 0 {
 		errs = append(errs, fmt.Errorf("max completed apps must be >= 0, got %d", c.MaxCompletedApps))

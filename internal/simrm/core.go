@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +49,7 @@ type core struct {
 	appOrder  []*app // submission order; may hold forgotten apps until compacted
 	completed []*app // finished applications, oldest first
 	forgotten int    // forgotten apps still in appOrder
+	qseqNext  int64  // next app.qseq
 	nextAppID int32
 
 	expiry expiryHeap // containers that end by themselves
@@ -96,13 +96,6 @@ type nodeChange struct {
 	seq int64
 }
 
-type queue struct {
-	cfg    QueueConfig
-	used   Resource
-	nconts int32
-	apps   []*app // live (non-final) applications, FIFO order
-}
-
 type app struct {
 	id          AppID
 	name, user  string
@@ -122,6 +115,11 @@ type app struct {
 	progress    float32
 
 	submitted, started, launched, finished int64
+
+	// qseq orders applications of equal priority and submission time by
+	// arrival in their queue; qlist is the queue list holding it.
+	qseq  int64
+	qlist qList
 
 	attempts    []*attempt
 	memSeconds  int64
@@ -390,8 +388,20 @@ func (c *core) Submit(req SubmitRequest) error {
 		c.retire(a)
 		return nil
 	}
+	if limit := c.maxQueueApps(q); limit > 0 && q.size() >= limit {
+		// The capacity scheduler's yarn.scheduler.capacity.maximum-applications:
+		// the submission call succeeds and the application is rejected
+		// (FAILED, the reason in its diagnostics, which YarnClient raises).
+		a.state = AppFailed
+		a.finalStatus = FinalFailed
+		a.finished = now
+		a.diagnostics = fmt.Sprintf("org.apache.hadoop.security.AccessControlException: Queue %s already has %d applications, cannot accept submission of application: %s", queuePath(q.cfg.Name), q.size(), a.id)
+		c.appsFailed++
+		c.retire(a)
+		return nil
+	}
 	a.state = AppAccepted
-	insertByPriority(q, a)
+	c.enqueue(q, a)
 	c.newAttempt(a, now)
 	if !a.unmanaged {
 		a.sim = &simAM{}
@@ -400,27 +410,22 @@ func (c *core) Submit(req SubmitRequest) error {
 	return nil
 }
 
-// insertByPriority places a newly submitted application where sortQueue
-// would: after every application of the same or higher priority (it is the
-// newest). A binary search instead of a re-sort keeps submission O(log n)
-// with thousands of applications waiting in the queue.
-func insertByPriority(q *queue, a *app) {
-	i := sort.Search(len(q.apps), func(i int) bool {
-		x := q.apps[i]
-		return x.priority < a.priority || x.priority == a.priority && x.submitted > a.submitted
-	})
-	q.apps = slices.Insert(q.apps, i, a)
+// maxQueueApps is a queue's share of MaxApplications (the capacity
+// scheduler gives each leaf maximum-applications x its absolute capacity);
+// 0 means no limit.
+func (c *core) maxQueueApps(q *queue) int {
+	if c.cfg.MaxApplications <= 0 {
+		return 0
+	}
+	return max(1, int(float64(c.cfg.MaxApplications)*float64(q.cfg.Capacity)/100))
 }
 
-// sortQueue keeps FIFO order with application priority first, as the
-// capacity scheduler's FIFO ordering policy does.
-func (c *core) sortQueue(q *queue) {
-	sort.SliceStable(q.apps, func(i, j int) bool {
-		if q.apps[i].priority != q.apps[j].priority {
-			return q.apps[i].priority > q.apps[j].priority
-		}
-		return q.apps[i].submitted < q.apps[j].submitted
-	})
+// enqueue makes a the newest arrival in q; newAttempt then files it as
+// waiting or running.
+func (c *core) enqueue(q *queue, a *app) {
+	c.qseqNext++
+	a.qseq = c.qseqNext
+	a.qlist = qNone
 }
 
 func (c *core) newAttempt(a *app, now int64) *attempt {
@@ -450,6 +455,9 @@ func (c *core) newAttempt(a *app, now int64) *attempt {
 	} else {
 		at.needsAM = true
 		a.diagnostics = diagWaitingForAM
+	}
+	if q := c.queueByName[a.queue]; q != nil {
+		q.place(a)
 	}
 	return at
 }
@@ -628,7 +636,7 @@ func (c *core) endApp(a *app, st AppState, fs FinalStatus, ast AttemptState, dia
 		c.appsKilled++
 	}
 	if q := c.queueByName[a.queue]; q != nil {
-		q.apps = slices.DeleteFunc(q.apps, func(x *app) bool { return x == a })
+		q.remove(a)
 	}
 	a.sim = nil
 	c.retire(a)
@@ -710,14 +718,14 @@ func (c *core) Move(id AppID, target, user string) error {
 		}
 	}
 	if src != nil {
-		src.apps = slices.DeleteFunc(src.apps, func(x *app) bool { return x == a })
+		src.remove(a)
 		src.used = src.used.sub(used)
 		src.nconts -= n
 	}
-	dst.apps = append(dst.apps, a)
+	c.enqueue(dst, a)
+	dst.place(a)
 	dst.used = dst.used.add(used)
 	dst.nconts += n
-	c.sortQueue(dst)
 	a.queue = target
 	return nil
 }
@@ -746,7 +754,7 @@ func (c *core) UpdatePriority(id AppID, prio int32) (int32, error) {
 	}
 	a.priority = prio
 	if q := c.queueByName[a.queue]; q != nil {
-		c.sortQueue(q)
+		q.resort()
 	}
 	return prio, nil
 }
@@ -993,13 +1001,13 @@ func (c *core) Metrics() ClusterMetrics {
 		ContainersPending: c.pendingContainers, TotalNodes: int32(len(c.nodes)), ActiveNodes: int32(len(c.nodes)) - c.lostNodes, LostNodes: c.lostNodes,
 	}
 	for _, q := range c.queues {
-		for _, a := range q.apps {
+		q.each(func(a *app) {
 			if a.state == AppRunning {
 				m.AppsRunning++
 			} else {
 				m.AppsPending++
 			}
-		}
+		})
 	}
 	return m
 }
@@ -1046,7 +1054,7 @@ func (c *core) Queue(name string, withApps bool) (QueueReport, error) {
 func (c *core) queueReport(q *queue, withApps bool) QueueReport {
 	r := QueueReport{
 		Name: q.cfg.Name, Capacity: q.cfg.Capacity / 100, MaxCapacity: q.cfg.MaxCapacity / 100,
-		State: "RUNNING", Used: q.used, NumApps: int32(len(q.apps)), NumContainers: q.nconts,
+		State: "RUNNING", Used: q.used, NumApps: int32(q.size()), NumContainers: q.nconts,
 	}
 	guaranteed := float32(c.total.MemoryMB) * q.cfg.Capacity / 100
 	if guaranteed > 0 {
@@ -1055,7 +1063,7 @@ func (c *core) queueReport(q *queue, withApps bool) QueueReport {
 	if c.total.MemoryMB > 0 {
 		r.AbsoluteUsed = float32(q.used.MemoryMB) / float32(c.total.MemoryMB)
 	}
-	for _, a := range q.apps {
+	q.each(func(a *app) {
 		if a.state == AppRunning {
 			r.NumActive++
 		} else {
@@ -1069,7 +1077,7 @@ func (c *core) queueReport(q *queue, withApps bool) QueueReport {
 		if withApps {
 			r.Apps = append(r.Apps, a.id)
 		}
-	}
+	})
 	return r
 }
 

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -467,9 +465,8 @@ func TestQueueCapacityAndFIFO(t *testing.T) {
 	if _, err := c.UpdatePriority(a2.at.App, 5); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	first := c.queueByName["a"].apps[0].id
-	c.mu.Unlock()
+	qa, _ = c.Queue("a", true)
+	first := qa.Apps[0]
 	if first != a2.at.App {
 		t.Fatalf("priority did not reorder the queue: first is %s", first)
 	}
@@ -667,6 +664,49 @@ func TestCompletedAppsAreForgottenBeyondTheLimit(t *testing.T) {
 	}
 }
 
+// TestMaxApplicationsRejects: beyond yarn.scheduler.capacity.maximum-applications
+// (each queue its capacity's share) a submission succeeds and the
+// application FAILS with the capacity scheduler's message; a slot frees
+// when a live application ends. Live plus remembered applications stay
+// bounded however many are submitted.
+func TestMaxApplicationsRejects(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) {
+		cfg.MaxApplications, cfg.MaxCompletedApps = 8, 4
+		cfg.Queues = []QueueConfig{{Name: "default", Capacity: 50}, {Name: "other", Capacity: 50}}
+	})
+	var live []AppID
+	for i := 0; i < 4; i++ {
+		live = append(live, submit(t, c, nil))
+	}
+	id := submit(t, c, nil)
+	rep, err := c.AppReport(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("org.apache.hadoop.security.AccessControlException: Queue root.default already has 4 applications, cannot accept submission of application: %s", id)
+	if rep.State != AppFailed || rep.FinalStatus != FinalFailed || rep.Diagnostics != want {
+		t.Fatalf("fifth submission to a queue of 4: %s %s %q", rep.State, rep.FinalStatus, rep.Diagnostics)
+	}
+	// The other queue has its own share.
+	if rep, _ := c.AppReport(submit(t, c, func(r *SubmitRequest) { r.Queue = "other" })); rep.State != AppAccepted {
+		t.Fatalf("submission to the other queue: %s", rep.State)
+	}
+	if _, err := c.Kill(live[0], "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := c.AppReport(submit(t, c, nil)); rep.State != AppAccepted {
+		t.Fatalf("submission after a kill freed a slot: %s %q", rep.State, rep.Diagnostics)
+	}
+	for i := 0; i < 100; i++ {
+		submit(t, c, nil)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.apps) > 8+4 {
+		t.Fatalf("holding %d applications after 100 more submissions, want at most 8 live + 4 completed", len(c.apps))
+	}
+}
+
 // One attempt's blacklist must not stop another's same-sized ask.
 func TestBlacklistDoesNotPoisonOthers(t *testing.T) {
 	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 2 })
@@ -823,23 +863,6 @@ func TestClusterTimestampsUniqueInProcess(t *testing.T) {
 	}
 	if got := rm.Config().ClusterTimestamp; got != 42 {
 		t.Fatalf("explicit cluster timestamp changed to %d", got)
-	}
-}
-
-// TestInsertByPriorityMatchesSort: the O(log n) insert on submission must
-// leave a queue exactly as re-sorting it would.
-func TestInsertByPriorityMatchesSort(t *testing.T) {
-	c := &core{}
-	rng := rand.New(rand.NewPCG(1, 2))
-	q, want := &queue{}, &queue{}
-	for i := 0; i < 500; i++ {
-		a := &app{priority: int32(rng.IntN(4)), submitted: int64(i / 3)} // equal times too
-		insertByPriority(q, a)
-		want.apps = append(want.apps, a)
-		c.sortQueue(want)
-		if !slices.Equal(q.apps, want.apps) {
-			t.Fatalf("after %d inserts the queue order differs from a sort", i+1)
-		}
 	}
 }
 

@@ -34,51 +34,91 @@ func (c *core) schedule() {
 	copy(order, c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
 	for _, q := range order {
-		limit := c.queueLimit(q)
-		for _, a := range q.apps {
-			at := a.current()
-			if at == nil || at.state.final() {
+		c.scheduleQueue(q, failed, now)
+	}
+}
+
+// scheduleQueue serves one queue in its FIFO order: the running and the
+// waiting lists merged (see queue.go). Waiting applications are visited
+// only while some AM size among them could still be placed; the rest of
+// the list is skipped once none can, which is what the per-application
+// checks would have concluded one by one.
+func (c *core) scheduleQueue(q *queue, failed *[]Resource, now int64) {
+	limit := c.queueLimit(q)
+	var placed []*app // moved to running after the walk: the lists stay put while merged
+	ri, wi := 0, 0
+	waitOpen := len(q.waiting) > 0 && !c.allWaitingBlocked(q, limit, *failed)
+	for {
+		var a *app
+		switch {
+		case waitOpen && wi < len(q.waiting) && (ri >= len(q.running) || appBefore(q.waiting[wi], q.running[ri])):
+			a = q.waiting[wi]
+			wi++
+		case ri < len(q.running):
+			a = q.running[ri]
+			ri++
+		default:
+			for _, p := range placed {
+				q.waitSizes[p.amResource]++ // place counts it out again
+				q.place(p)
+			}
+			return
+		}
+		at := a.current()
+		if at == nil || at.state.final() {
+			continue
+		}
+		if at.needsAM {
+			res := a.amResource
+			if c.amBlocked(res, q, limit, *failed) {
 				continue
 			}
-			if at.needsAM {
-				res := a.amResource
-				if !limit.fits(q.used.add(res)) {
-					continue
+			n := c.placeAny(at, res, failed)
+			if n == nil {
+				waitOpen = !c.allWaitingBlocked(q, limit, *failed)
+				continue
+			}
+			ct := c.newContainer(at, n, res, 0, 0, true, now)
+			at.amContainer = ct
+			at.needsAM = false
+			// ALLOCATED -> LAUNCHED at once: the simulated NodeManager
+			// starts the AM container immediately.
+			at.state = AttemptLaunched
+			c.markLaunched(a)
+			a.launched = now
+			a.diagnostics = diagLaunched
+			if a.sim != nil {
+				a.sim.launchedAt = now
+			}
+			placed = append(placed, a)
+			if q.waitSizes[res]--; q.waitSizes[res] <= 0 {
+				delete(q.waitSizes, res)
+			}
+			// The queue's use grew: sizes that fitted may not any more.
+			waitOpen = waitOpen && !c.allWaitingBlocked(q, limit, *failed)
+			continue
+		}
+		before := q.used
+		for _, k := range at.askKeys {
+			s := at.asks[k]
+			for s.any() > 0 {
+				if !limit.fits(q.used.add(s.capability)) {
+					break
 				}
-				n := c.placeAny(at, res, failed)
+				n := c.place(at, s, failed)
 				if n == nil {
-					continue
+					break
 				}
-				ct := c.newContainer(at, n, res, 0, 0, true, now)
-				at.amContainer = ct
-				at.needsAM = false
-				// ALLOCATED -> LAUNCHED at once: the simulated NodeManager
-				// starts the AM container immediately.
-				at.state = AttemptLaunched
-				c.markLaunched(a)
-				a.launched = now
-				a.diagnostics = diagLaunched
-				if a.sim != nil {
-					a.sim.launchedAt = now
-				}
-				continue
+				ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
+				at.newly = append(at.newly, ct)
+				c.decrement(at, s, n)
 			}
-			for _, k := range at.askKeys {
-				s := at.asks[k]
-				for s.any() > 0 {
-					if !limit.fits(q.used.add(s.capability)) {
-						break
-					}
-					n := c.place(at, s, failed)
-					if n == nil {
-						break
-					}
-					ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
-					at.newly = append(at.newly, ct)
-					c.decrement(at, s, n)
-				}
-			}
-			c.dropEmptyAsks(at)
+		}
+		c.dropEmptyAsks(at)
+		if waitOpen && q.used != before {
+			// Containers granted to a running application took room a
+			// waiting AM might have needed.
+			waitOpen = !c.allWaitingBlocked(q, limit, *failed)
 		}
 	}
 }
