@@ -162,7 +162,7 @@ type Config struct {
 
 	// In-process wiring (not from files).
 	// Version is the build's version, shown on the web UI's About page.
-	Version string `json:"-"`
+	Version        string       `json:"-"`
 	ClientListener net.Listener `json:"-"`
 	WebListener    net.Listener `json:"-"`
 	AdminListener  net.Listener `json:"-"`
