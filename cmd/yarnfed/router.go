@@ -101,6 +101,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 // standalone role turns on: the admin port on Hadoop's 8052.
 func routerRoleDefaults() router.Config {
 	cfg := router.DefaultConfig()
+	cfg.Version = version // the web UI's About page
 	cfg.AdminAddress = router.DefaultAdminAddress
 	return cfg
 }
