@@ -31,7 +31,7 @@ import (
 var uiFiles embed.FS
 
 // uiPageNames are the pages; each is ui/templates/NAME.tmpl inside the layout.
-var uiPageNames = []string{"about", "federation", "nodes", "apps", "policies"}
+var uiPageNames = []string{"about", "federation", "nodes", "apps", "app", "policies"}
 
 var uiPages = parseUIPages()
 
@@ -84,6 +84,7 @@ func (r *Router) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/federation", r.page("federation", r.uiFederation))
 	mux.HandleFunc("GET /cluster/nodes", r.page("nodes", r.uiNodes))
 	mux.HandleFunc("GET /cluster/apps", r.page("apps", r.uiApps))
+	mux.HandleFunc("GET /cluster/app/{appid}", r.page("app", r.uiApp))
 	mux.HandleFunc("GET /cluster/policies", r.page("policies", r.uiPolicies))
 	static, _ := fs.Sub(uiFiles, "ui/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
@@ -406,6 +407,43 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 	}
 	d.Shown = len(d.Apps)
 	return "Applications", d, nil
+}
+
+type uiAppDetail struct {
+	App         rmrest.App
+	Home        SubClusterID
+	RMURL       string
+	Attempts    []rmrest.AppAttempt
+	AttemptsErr string
+}
+
+// uiApp is one application: the document and attempts REST serves for it
+// (/apps/{id}, /apps/{id}/appattempts), and its home.
+func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
+	rep, err := r.restApp(ctx, req)
+	if err != nil {
+		return "Application", nil, err
+	}
+	app, _ := rep.xml.(rmrest.App)
+	d := uiAppDetail{App: app}
+	if id, perr := ParseAppID(app.ID); perr == nil {
+		if home, _, herr := r.homeOf(ctx, id); herr == nil {
+			d.Home = home
+			if sc, ok := r.members.get(home); ok {
+				if addrs := splitAddrs(sc.RMWebServiceAddress); len(addrs) > 0 {
+					d.RMURL = "http://" + addrs[0] + "/cluster/app/" + url.PathEscape(app.ID)
+				}
+			}
+		}
+	}
+	arep, aerr := r.restAttempts(ctx, req)
+	if atts, ok := arep.xml.(rmrest.AppAttempts); ok && aerr == nil {
+		d.Attempts = atts.AppAttempt
+	} else if aerr != nil {
+		_, body := restFailure(aerr)
+		d.AttemptsErr = body.RemoteException.Message
+	}
+	return "Application " + app.ID, d, nil
 }
 
 // restQuery keeps the query parameters REST understands (not user.name).

@@ -453,7 +453,29 @@ func TestBrowserUI(t *testing.T) {
 		}
 		screenshot(t, ctx, shots, "apps")
 
-		// Links: the app's REST document, its home's row, its RM's page.
+		// Links: the app's page, its REST document, its home's row, its RM's page.
+		run(t, ctx, "app link", chromedp.Click(chromedp.CSS(row+` a.app-link`)), chromedp.WaitVisible(chromedp.CSS("#app-detail")))
+		if loc := location(t, ctx); loc != f.base+"/cluster/app/"+f.hostile {
+			t.Errorf("app link led to %s", loc)
+		}
+		if got := textOf(t, ctx, "#app-detail td.name"); got != hostile {
+			t.Errorf("app page shows the hostile name as %q", got)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('#pwned, main script, main img').length`); n != 0 {
+			t.Errorf("app page: the hostile name became %d elements", n)
+		}
+		stored, err := f.store.Client().GetApplicationHome(context.Background(), f.hostile, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := textOf(t, ctx, "#app-detail a.home-link"); got != stored.GetHomeSubClusterId() {
+			t.Errorf("app page says home %s, store %s", got, stored.GetHomeSubClusterId())
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('#attempts tr.attempt').length`); n != 1 {
+			t.Errorf("app page lists %d attempts, want 1", n)
+		}
+		screenshot(t, ctx, shots, "app")
+		run(t, ctx, "reopen apps", chromedp.Navigate(f.base+"/cluster/apps"), chromedp.WaitVisible(chromedp.CSS("#apps")))
 		run(t, ctx, "REST link", chromedp.Click(chromedp.CSS(row+` a.app-rest`)))
 		waitLocation(t, ctx, f.base+"/ws/v1/cluster/apps/"+f.hostile)
 		// A browser asks for XML first (Accept: ...application/xml...), and

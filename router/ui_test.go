@@ -52,6 +52,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		{"/cluster/federation", []string{`id="sc-SC-1"`, `id="sc-SC-2"`, "0.7 / 0.7", "0.3 / 0.3", "not published"}},
 		{"/cluster/nodes", []string{`id="node-count">`}},
 		{"/cluster/apps", []string{`id="app-count">1<`, router.AppIDString(id), `href="/ws/v1/cluster/apps/` + router.AppIDString(id) + `"`}},
+		{"/cluster/app/" + router.AppIDString(id), []string{`id="app-detail"`, `class="home-link" href="/cluster/federation#sc-`}},
 		{"/cluster/policies", []string{`id="policy-count">1<`, "WeightedLocalityPolicyManager", "SC-1:0.7"}},
 	}
 	for _, tc := range cases {
@@ -83,7 +84,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		})
 	}
 	// The hostile strings are there, escaped.
-	for _, p := range []string{"/cluster/apps", "/cluster/policies", "/cluster/federation"} {
+	for _, p := range []string{"/cluster/apps", "/cluster/app/" + router.AppIDString(id), "/cluster/policies", "/cluster/federation"} {
 		resp, err := http.Get(srv.URL + p)
 		if err != nil {
 			t.Fatal(err)
