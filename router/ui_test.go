@@ -31,6 +31,11 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 	if err := f.client.Call(ctxT(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
+	// An AM may set any tracking URL; a javascript: one must not become a
+	// live link.
+	evil := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(1000), Id: proto.Int32(77)}
+	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: evil, User: proto.String("mallory"), Name: proto.String("am"),
+		Queue: proto.String("default"), TrackingUrl: proto.String("javascript:alert(document.cookie)")})
 	q, err := policies.ParsePolicySaveString("root.x" + strings.ReplaceAll(hostile, ";", "") + ";SC-1:0.7,SC-2:0.3;SC-1:0.7,SC-2:0.3;1.0")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +56,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		{"/cluster/about", []string{`id="sc-routable">2<`}},
 		{"/cluster/federation", []string{`id="sc-SC-1"`, `id="sc-SC-2"`, "0.7 / 0.7", "0.3 / 0.3", "not published"}},
 		{"/cluster/nodes", []string{`id="node-count">`}},
-		{"/cluster/apps", []string{`id="app-count">1<`, router.AppIDString(id), `href="/ws/v1/cluster/apps/` + router.AppIDString(id) + `"`}},
+		{"/cluster/apps", []string{`id="app-count">2<`, `<a class="tracking" href="#ZgotmplZ">`, router.AppIDString(id), `href="/ws/v1/cluster/apps/` + router.AppIDString(id) + `"`}},
 		{"/cluster/app/" + router.AppIDString(id), []string{`id="app-detail"`, `class="home-link" href="/cluster/federation#sc-`}},
 		{"/cluster/policies", []string{`id="policy-count">1<`, "WeightedLocalityPolicyManager", "SC-1:0.7"}},
 	}
@@ -78,7 +83,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 					t.Errorf("page lacks %q", w)
 				}
 			}
-			if strings.Contains(page, "<script") || strings.Contains(page, `<img id="pwned"`) {
+			if strings.Contains(page, "<script") || strings.Contains(page, `<img id="pwned"`) || strings.Contains(page, "javascript:") {
 				t.Errorf("user input rendered as markup:\n%s", page)
 			}
 		})
