@@ -21,7 +21,7 @@ const hostile = `</td></tr></table><script>document.title="xss"</script><img id=
 
 // TestUIPagesRenderAndEscape: every page renders (200, HTML, the
 // no-script CSP) over fake RMs, and user input appears only escaped. The
-// browser tests (ui_browser_test.go) check the same in Chromium; this one
+// browser tests (cmd/yarnfed/webui_browser_test.go) check the same in Chromium; this one
 // runs everywhere.
 func TestUIPagesRenderAndEscape(t *testing.T) {
 	f := newFed(t, 2, func(c *router.Config) { c.Version = "v-test" })

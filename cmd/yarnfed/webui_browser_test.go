@@ -1,9 +1,10 @@
-package router_test
+package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -30,12 +31,19 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
-// Browser tests of the web UI: a router over two simulated RMs (with their
-// sub-cluster agents) and a three-replica Raft state store, driven by
-// headless Chromium through the DevTools protocol (chromedp). Skipped when
-// no Chromium is installed, unless YARNFED_BROWSER_REQUIRED=1 (CI).
-// Screenshots of every page go to $YARNFED_ARTIFACTS/webui (kept) or a
-// temporary directory (removed).
+// hostileName is an application name built to break out of every HTML
+// context a page might put it in.
+const hostileName = `</td></tr></table><script>document.title="xss"</script><img id="pwned" src="x" onerror="alert(1)">'"&amp;`
+
+// Browser tests of the router's web UI (router/ui.go): a router over two
+// simulated RMs (with their sub-cluster agents) and a three-replica Raft
+// state store, driven by headless Chromium through the DevTools protocol
+// (chromedp). They live here, not in router/, because router's tests may
+// not import the store's test cluster (internal/layout); the router's own
+// page tests over fakes are router/ui_test.go. Skipped when no Chromium is
+// installed, unless YARNFED_BROWSER_REQUIRED=1 (CI). Screenshots of every
+// page go to $YARNFED_ARTIFACTS/webui (kept) or a temporary directory
+// (removed).
 
 // browserPath finds Debian's chromium (or another Chromium-based browser).
 func browserPath(t *testing.T) string {
@@ -70,11 +78,11 @@ func artifactDir(t *testing.T) string {
 
 // uiFed is the federation the browser looks at.
 type uiFed struct {
-	store   *storetest.Cluster
-	router  *router.Router
-	base    string // http://127.0.0.1:port
-	apps    []string
-	hostile string // the id of the app with the hostile name
+	store      *storetest.Cluster
+	router     *router.Router
+	base       string // http://127.0.0.1:port
+	apps       []string
+	hostileApp string // the id of the app named hostileName
 }
 
 func startUIFed(t *testing.T) *uiFed {
@@ -134,7 +142,7 @@ func startUIFed(t *testing.T) *uiFed {
 	cfg := router.DefaultConfig()
 	cfg.Version = "v9.9.9-uitest"
 	cfg.Store = rs
-	cfg.Logger = testLogger(t)
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
 	for _, ln := range []*net.Listener{&cfg.ClientListener, &cfg.WebListener} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -170,17 +178,18 @@ func startUIFed(t *testing.T) *uiFed {
 		}
 		name := fmt.Sprintf("ui-test-%d", i)
 		if i == 0 {
-			name = hostile
+			name = hostileName
 		}
-		req := submitReq(nr.GetApplicationId(), "default")
-		req.ApplicationSubmissionContext.ApplicationName = proto.String(name)
+		req := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
+			ApplicationId: nr.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String("default"),
+		}}
 		if err := c.Call(ctx, "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
 		id := router.AppIDString(nr.GetApplicationId())
 		f.apps = append(f.apps, id)
 		if i == 0 {
-			f.hostile = id
+			f.hostileApp = id
 		}
 	}
 	return f
@@ -226,11 +235,11 @@ func newBrowser(t *testing.T) context.Context {
 
 // stepTimeout bounds one browser step (a missing element fails the test
 // instead of hanging it).
-const stepTimeout = 30 * time.Second
+const browserStepTimeout = 30 * time.Second
 
-func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+func browserDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -239,9 +248,9 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 
 // eval runs JavaScript in the page (DevTools evaluation: the page's CSP,
 // which forbids scripts, does not apply to it).
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
+func browserEval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
 	if err != nil {
@@ -250,9 +259,9 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
-func textOf(t *testing.T, ctx context.Context, sel string) string {
+func browserText(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
@@ -261,9 +270,9 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
-func intOf(t *testing.T, ctx context.Context, sel string) int {
+func browserInt(t *testing.T, ctx context.Context, sel string) int {
 	t.Helper()
-	s := textOf(t, ctx, sel)
+	s := browserText(t, ctx, sel)
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		t.Fatalf("%s: %q is not a number", sel, s)
@@ -271,7 +280,7 @@ func intOf(t *testing.T, ctx context.Context, sel string) int {
 	return n
 }
 
-func location(t *testing.T, ctx context.Context) string {
+func browserLocation(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil {
@@ -281,12 +290,12 @@ func location(t *testing.T, ctx context.Context) string {
 }
 
 // waitLocation waits for a navigation (a clicked link) to reach want.
-func waitLocation(t *testing.T, ctx context.Context, want string) {
+func browserWaitLocation(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		loc := location(t, ctx)
-		if loc == want && eval[string](t, ctx, `document.readyState`) == "complete" {
+		loc := browserLocation(t, ctx)
+		if loc == want && browserEval[string](t, ctx, `document.readyState`) == "complete" {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -296,7 +305,7 @@ func waitLocation(t *testing.T, ctx context.Context, want string) {
 	}
 }
 
-func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+func browserShot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -318,18 +327,18 @@ func TestBrowserUI(t *testing.T) {
 	shots := artifactDir(t)
 
 	t.Run("about", func(t *testing.T) {
-		run(t, ctx, "open /", chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS("#store")))
-		if loc := location(t, ctx); loc != f.base+"/cluster" {
+		browserDo(t, ctx, "open /", chromedp.Navigate(f.base+"/"), chromedp.WaitVisible(chromedp.CSS("#store")))
+		if loc := browserLocation(t, ctx); loc != f.base+"/cluster" {
 			t.Errorf("/ led to %s, want /cluster", loc)
 		}
-		if got := textOf(t, ctx, "#version"); got != "v9.9.9-uitest" {
+		if got := browserText(t, ctx, "#version"); got != "v9.9.9-uitest" {
 			t.Errorf("version %q", got)
 		}
 		leader := f.store.Nodes[f.store.Leader()].ID
-		if got := textOf(t, ctx, "#store-leader"); !strings.HasPrefix(got, leader+" ") {
+		if got := browserText(t, ctx, "#store-leader"); !strings.HasPrefix(got, leader+" ") {
 			t.Errorf("store leader %q, want %s", got, leader)
 		}
-		if got := intOf(t, ctx, "#sc-count"); got != 2 {
+		if got := browserInt(t, ctx, "#sc-count"); got != 2 {
 			t.Errorf("sub-clusters %d, want 2", got)
 		}
 		var m rmrest.ClusterMetricsResponse
@@ -338,86 +347,86 @@ func TestBrowserUI(t *testing.T) {
 			"#m-appsSubmitted": int(m.ClusterMetrics.AppsSubmitted), "#m-activeNodes": int(m.ClusterMetrics.ActiveNodes),
 			"#m-totalMB": int(m.ClusterMetrics.TotalMB), "#m-totalVirtualCores": int(m.ClusterMetrics.TotalVirtualCores),
 		} {
-			if got := intOf(t, ctx, sel); got != want {
+			if got := browserInt(t, ctx, sel); got != want {
 				t.Errorf("%s = %d, REST says %d", sel, got, want)
 			}
 		}
 		if m.ClusterMetrics.AppsSubmitted != int32(len(f.apps)) || m.ClusterMetrics.ActiveNodes != 5 {
 			t.Errorf("REST metrics: %d apps submitted, %d active nodes; want %d and 5", m.ClusterMetrics.AppsSubmitted, m.ClusterMetrics.ActiveNodes, len(f.apps))
 		}
-		screenshot(t, ctx, shots, "about")
+		browserShot(t, ctx, shots, "about")
 	})
 
 	t.Run("federation", func(t *testing.T) {
-		run(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-federation")), chromedp.WaitVisible(chromedp.CSS("#subclusters")))
+		browserDo(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-federation")), chromedp.WaitVisible(chromedp.CSS("#subclusters")))
 		stored, err := f.store.Client().ListSubClusters(context.Background(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := intOf(t, ctx, "#sc-count"); got != len(stored) {
+		if got := browserInt(t, ctx, "#sc-count"); got != len(stored) {
 			t.Errorf("page shows %d sub-clusters, the store has %d", got, len(stored))
 		}
-		if got := textOf(t, ctx, "#sc-SC-2 .pub-memoryMB"); got != "12345" {
+		if got := browserText(t, ctx, "#sc-SC-2 .pub-memoryMB"); got != "12345" {
 			t.Errorf("SC-2 published memory %q, want the GPG's 12345", got)
 		}
-		if got := textOf(t, ctx, "#sc-SC-1 .published"); !strings.Contains(got, "not published") {
+		if got := browserText(t, ctx, "#sc-SC-1 .published"); !strings.Contains(got, "not published") {
 			t.Errorf("SC-1 published cell %q", got)
 		}
 		// Capability is what the agent heartbeated: SC-1 has 2 nodes, SC-2 3.
 		for sc, nodes := range map[string]string{"SC-1": "2", "SC-2": "3"} {
-			if got := textOf(t, ctx, "#sc-"+sc+" .cap-activeNodes"); got != nodes {
+			if got := browserText(t, ctx, "#sc-"+sc+" .cap-activeNodes"); got != nodes {
 				t.Errorf("%s capability shows %s active nodes, want %s", sc, got, nodes)
 			}
 		}
-		weights := eval[[]string](t, ctx, `[...document.querySelectorAll('#weights tr.queue[data-queue="default"] td.weight')].map(e => e.textContent)`)
+		weights := browserEval[[]string](t, ctx, `[...document.querySelectorAll('#weights tr.queue[data-queue="default"] td.weight')].map(e => e.textContent)`)
 		if !slices.Equal(weights, []string{"0.6 / 0.6", "0.4 / 0.4"}) {
 			t.Errorf("default queue weights %q", weights)
 		}
-		screenshot(t, ctx, shots, "federation")
+		browserShot(t, ctx, shots, "federation")
 	})
 
 	t.Run("nodes", func(t *testing.T) {
-		run(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-nodes")), chromedp.WaitVisible(chromedp.CSS("#nodes")))
+		browserDo(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-nodes")), chromedp.WaitVisible(chromedp.CSS("#nodes")))
 		var rest rmrest.NodesResponse
 		f.getJSON(t, "/ws/v1/cluster/nodes", &rest)
-		if got := intOf(t, ctx, "#node-count"); got != len(rest.Nodes.Node) || got != 5 {
+		if got := browserInt(t, ctx, "#node-count"); got != len(rest.Nodes.Node) || got != 5 {
 			t.Errorf("page shows %d nodes, REST %d, want 5", got, len(rest.Nodes.Node))
 		}
-		rows := eval[int](t, ctx, `document.querySelectorAll('#nodes tr.node').length`)
+		rows := browserEval[int](t, ctx, `document.querySelectorAll('#nodes tr.node').length`)
 		if rows != len(rest.Nodes.Node) {
 			t.Errorf("%d node rows, REST has %d nodes", rows, len(rest.Nodes.Node))
 		}
-		screenshot(t, ctx, shots, "nodes")
+		browserShot(t, ctx, shots, "nodes")
 	})
 
 	t.Run("policies", func(t *testing.T) {
-		run(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-policies")), chromedp.WaitVisible(chromedp.CSS("#policies")))
+		browserDo(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-policies")), chromedp.WaitVisible(chromedp.CSS("#policies")))
 		stored, err := f.store.Client().ListPolicies(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := intOf(t, ctx, "#policy-count"); got != len(stored) || got != 2 {
+		if got := browserInt(t, ctx, "#policy-count"); got != len(stored) || got != 2 {
 			t.Errorf("page shows %d policies, the store has %d, want 2", got, len(stored))
 		}
-		queues := eval[[]string](t, ctx, `[...document.querySelectorAll('#policies td.queue-name')].map(e => e.textContent)`)
+		queues := browserEval[[]string](t, ctx, `[...document.querySelectorAll('#policies td.queue-name')].map(e => e.textContent)`)
 		if !slices.Equal(queues, []string{"default", "root.evil<b>q</b>&<i>x</i>"}) {
 			t.Errorf("queues shown as %q", queues)
 		}
-		injected := eval[int](t, ctx, `document.querySelectorAll('main b, main i').length`)
+		injected := browserEval[int](t, ctx, `document.querySelectorAll('main b, main i').length`)
 		if injected != 0 {
 			t.Errorf("the hostile queue name became %d elements", injected)
 		}
-		screenshot(t, ctx, shots, "policies")
+		browserShot(t, ctx, shots, "policies")
 	})
 
 	t.Run("apps", func(t *testing.T) {
-		run(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-apps")), chromedp.WaitVisible(chromedp.CSS("#apps")))
+		browserDo(t, ctx, "nav", chromedp.Click(chromedp.CSS("#nav-apps")), chromedp.WaitVisible(chromedp.CSS("#apps")))
 		var rest rmrest.AppsResponse
 		f.getJSON(t, "/ws/v1/cluster/apps", &rest)
-		if got := intOf(t, ctx, "#app-count"); got != len(rest.Apps.App) || got != len(f.apps) {
+		if got := browserInt(t, ctx, "#app-count"); got != len(rest.Apps.App) || got != len(f.apps) {
 			t.Errorf("page shows %d apps, REST %d, submitted %d", got, len(rest.Apps.App), len(f.apps))
 		}
-		ids := eval[[]string](t, ctx, `[...document.querySelectorAll('#apps tr.app')].map(e => e.dataset.app)`)
+		ids := browserEval[[]string](t, ctx, `[...document.querySelectorAll('#apps tr.app')].map(e => e.dataset.app)`)
 		slices.Sort(ids)
 		want := slices.Clone(f.apps)
 		slices.Sort(want)
@@ -426,13 +435,13 @@ func TestBrowserUI(t *testing.T) {
 		}
 		// The hostile name is text: the same string back, no element, no
 		// script run, the table intact.
-		row := `#apps tr.app[data-app="` + f.hostile + `"]`
-		name := eval[string](t, ctx, `document.querySelector('`+row+` td.name').textContent`)
-		injected := eval[int](t, ctx, `document.querySelectorAll('#pwned, main script, main img').length`)
-		cells := eval[int](t, ctx, `document.querySelectorAll('`+row+` > td').length`)
-		title := eval[string](t, ctx, `document.title`)
-		if name != hostile {
-			t.Errorf("hostile name shown as %q, want %q", name, hostile)
+		row := `#apps tr.app[data-app="` + f.hostileApp + `"]`
+		name := browserEval[string](t, ctx, `document.querySelector('`+row+` td.name').textContent`)
+		injected := browserEval[int](t, ctx, `document.querySelectorAll('#pwned, main script, main img').length`)
+		cells := browserEval[int](t, ctx, `document.querySelectorAll('`+row+` > td').length`)
+		title := browserEval[string](t, ctx, `document.title`)
+		if name != hostileName {
+			t.Errorf("hostile name shown as %q, want %q", name, hostileName)
 		}
 		if injected != 0 || strings.Contains(title, "xss") {
 			t.Errorf("hostile name injected markup (%d elements, title %q)", injected, title)
@@ -442,7 +451,7 @@ func TestBrowserUI(t *testing.T) {
 		}
 		// Every app's home is the home the store recorded.
 		for _, id := range f.apps {
-			home := eval[string](t, ctx, `document.querySelector('#apps tr.app[data-app="`+id+`"] a.home-link').textContent`)
+			home := browserEval[string](t, ctx, `document.querySelector('#apps tr.app[data-app="`+id+`"] a.home-link').textContent`)
 			stored, err := f.store.Client().GetApplicationHome(context.Background(), id, false)
 			if err != nil {
 				t.Fatal(err)
@@ -451,51 +460,60 @@ func TestBrowserUI(t *testing.T) {
 				t.Errorf("%s: page says home %s, store %s", id, home, stored.GetHomeSubClusterId())
 			}
 		}
-		screenshot(t, ctx, shots, "apps")
+		browserShot(t, ctx, shots, "apps")
 
 		// Links: the app's page, its REST document, its home's row, its RM's page.
-		run(t, ctx, "app link", chromedp.Click(chromedp.CSS(row+` a.app-link`)), chromedp.WaitVisible(chromedp.CSS("#app-detail")))
-		if loc := location(t, ctx); loc != f.base+"/cluster/app/"+f.hostile {
+		browserDo(t, ctx, "app link", chromedp.Click(chromedp.CSS(row+` a.app-link`)), chromedp.WaitVisible(chromedp.CSS("#app-detail")))
+		if loc := browserLocation(t, ctx); loc != f.base+"/cluster/app/"+f.hostileApp {
 			t.Errorf("app link led to %s", loc)
 		}
-		if got := textOf(t, ctx, "#app-detail td.name"); got != hostile {
+		if got := browserText(t, ctx, "#app-detail td.name"); got != hostileName {
 			t.Errorf("app page shows the hostile name as %q", got)
 		}
-		if n := eval[int](t, ctx, `document.querySelectorAll('#pwned, main script, main img').length`); n != 0 {
+		if n := browserEval[int](t, ctx, `document.querySelectorAll('#pwned, main script, main img').length`); n != 0 {
 			t.Errorf("app page: the hostile name became %d elements", n)
 		}
-		stored, err := f.store.Client().GetApplicationHome(context.Background(), f.hostile, false)
+		stored, err := f.store.Client().GetApplicationHome(context.Background(), f.hostileApp, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := textOf(t, ctx, "#app-detail a.home-link"); got != stored.GetHomeSubClusterId() {
+		if got := browserText(t, ctx, "#app-detail a.home-link"); got != stored.GetHomeSubClusterId() {
 			t.Errorf("app page says home %s, store %s", got, stored.GetHomeSubClusterId())
 		}
-		if n := eval[int](t, ctx, `document.querySelectorAll('#attempts tr.attempt').length`); n != 1 {
+		if n := browserEval[int](t, ctx, `document.querySelectorAll('#attempts tr.attempt').length`); n != 1 {
 			t.Errorf("app page lists %d attempts, want 1", n)
 		}
-		screenshot(t, ctx, shots, "app")
-		run(t, ctx, "reopen apps", chromedp.Navigate(f.base+"/cluster/apps"), chromedp.WaitVisible(chromedp.CSS("#apps")))
-		run(t, ctx, "REST link", chromedp.Click(chromedp.CSS(row+` a.app-rest`)))
-		waitLocation(t, ctx, f.base+"/ws/v1/cluster/apps/"+f.hostile)
+		browserShot(t, ctx, shots, "app")
+		browserDo(t, ctx, "reopen apps", chromedp.Navigate(f.base+"/cluster/apps"), chromedp.WaitVisible(chromedp.CSS("#apps")))
+		browserDo(t, ctx, "REST link", chromedp.Click(chromedp.CSS(row+` a.app-rest`)))
+		browserWaitLocation(t, ctx, f.base+"/ws/v1/cluster/apps/"+f.hostileApp)
 		// A browser asks for XML first (Accept: ...application/xml...), and
 		// gets the RM's XML document, as from an RM.
-		gotID := eval[string](t, ctx, `document.querySelector('app > id').textContent`)
-		gotName := eval[string](t, ctx, `document.querySelector('app > name').textContent`)
-		if gotID != f.hostile || gotName != hostile {
+		gotID := browserEval[string](t, ctx, `document.querySelector('app > id').textContent`)
+		gotName := browserEval[string](t, ctx, `document.querySelector('app > name').textContent`)
+		if gotID != f.hostileApp || gotName != hostileName {
 			t.Errorf("REST link led to app %s named %q", gotID, gotName)
 		}
-		run(t, ctx, "reopen apps", chromedp.Navigate(f.base+"/cluster/apps"), chromedp.WaitVisible(chromedp.CSS("#apps")))
-		home := textOf(t, ctx, row+" a.home-link")
-		rmHref := eval[string](t, ctx, `document.querySelector('`+row+` a.rm-link').href`)
-		run(t, ctx, "home link", chromedp.Click(chromedp.CSS(row+" a.home-link")), chromedp.WaitVisible(chromedp.CSS("#sc-"+home)))
-		if loc := location(t, ctx); loc != f.base+"/cluster/federation#sc-"+home {
+		browserDo(t, ctx, "reopen apps", chromedp.Navigate(f.base+"/cluster/apps"), chromedp.WaitVisible(chromedp.CSS("#apps")))
+		home := browserText(t, ctx, row+" a.home-link")
+		rmHref := browserEval[string](t, ctx, `document.querySelector('`+row+` a.rm-link').href`)
+		browserDo(t, ctx, "home link", chromedp.Click(chromedp.CSS(row+" a.home-link")), chromedp.WaitVisible(chromedp.CSS("#sc-"+home)))
+		if loc := browserLocation(t, ctx); loc != f.base+"/cluster/federation#sc-"+home {
 			t.Errorf("home link led to %s", loc)
 		}
 		// The RM link points at the home RM's own web UI; it must answer.
-		sc, ok := f.router.Member(router.SubClusterID(home))
-		if !ok || !strings.HasPrefix(rmHref, "http://"+sc.RMWebServiceAddress+"/cluster/app/"+f.hostile) {
-			t.Errorf("RM link %q, home RM web %q", rmHref, sc.RMWebServiceAddress)
+		scs, err := f.store.Client().ListSubClusters(context.Background(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		web := ""
+		for _, sc := range scs {
+			if sc.GetSubClusterId() == home {
+				web = sc.GetRmWebServiceAddress()
+			}
+		}
+		if web == "" || !strings.HasPrefix(rmHref, "http://"+web+"/cluster/app/"+f.hostileApp) {
+			t.Errorf("RM link %q, home RM web %q", rmHref, web)
 		}
 		if resp, err := http.Get(strings.Replace(rmHref, "/cluster/app/", "/ws/v1/cluster/apps/", 1)); err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("the home RM does not know the linked app: %v %v", err, resp)
