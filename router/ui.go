@@ -132,13 +132,13 @@ func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
 			http.Error(w, "page rendering failed", http.StatusInternalServerError)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/html; charset=utf-8")
 		// No script may run, whatever a user-supplied name smuggles in.
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
+		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("Referrer-Policy", "same-origin")
+		hdr.Set("Cache-Control", "no-store")
 		w.WriteHeader(status)
 		_, _ = w.Write(buf.Bytes())
 	}
