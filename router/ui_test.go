@@ -144,3 +144,41 @@ func TestUIFanOutFailureShown(t *testing.T) {
 		t.Fatalf("page does not show the failure:\n%s", body)
 	}
 }
+
+// TestUIErrorsMatchREST: a page answers the status its REST counterpart
+// answers for bad input and unknown applications, with the error shown.
+func TestUIErrorsMatchREST(t *testing.T) {
+	f := newFed(t, 2, nil)
+	srv := httptest.NewServer(f.router.Handler())
+	defer srv.Close()
+	cases := []struct {
+		name, page, rest string
+		status           int
+	}{
+		{"malformed app id", "/cluster/app/not-an-app", "/ws/v1/cluster/apps/not-an-app", http.StatusBadRequest},
+		{"unknown app", "/cluster/app/application_1000_9999", "/ws/v1/cluster/apps/application_1000_9999", http.StatusNotFound},
+		{"bad apps query", "/cluster/apps?states=NOPE", "/ws/v1/cluster/apps?states=NOPE", http.StatusBadRequest},
+		{"bad node state", "/cluster/nodes?states=NOPE", "/ws/v1/cluster/nodes?states=NOPE", http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := http.Get(srv.URL + tc.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(page.Body)
+			page.Body.Close()
+			rest, err := http.Get(srv.URL + tc.rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest.Body.Close()
+			if page.StatusCode != tc.status || rest.StatusCode != tc.status {
+				t.Fatalf("page %d, REST %d, want %d", page.StatusCode, rest.StatusCode, tc.status)
+			}
+			if !strings.Contains(string(body), `id="error"`) {
+				t.Fatalf("page does not show the error:\n%s", body)
+			}
+		})
+	}
+}
