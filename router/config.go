@@ -158,6 +158,8 @@ type Config struct {
 	AdminACL string `json:"admin_acl"`
 
 	// In-process wiring (not from files).
+	// Version is the build's version, shown on the web UI's About page.
+	Version        string       `json:"-"`
 	ClientListener net.Listener `json:"-"`
 	WebListener    net.Listener `json:"-"`
 	AdminListener  net.Listener `json:"-"`

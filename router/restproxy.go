@@ -141,18 +141,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		return restReply{}, err
 	}
 	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) ([]rmrest.App, error) {
-		var apps []rmrest.App
-		rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-			apps, err = c.GetApps(ctx, q)
-			return err
-		})
-		if rerr == nil {
-			return apps, nil
-		}
-		if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/apps", rerr); herr != nil {
-			return nil, herr
-		}
-		return r.appsOverIPC(ctx, sc, q)
+		return r.appsOf(ctx, sc, q)
 	})
 	if err != nil {
 		return restReply{}, err
@@ -162,6 +151,23 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		out.App = out.App[:q.Limit]
 	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
+}
+
+// appsOf is one sub-cluster's part of /apps (also the web UI's): its RM's
+// REST list, or its IPC list when the REST API does not answer.
+func (r *Router) appsOf(ctx context.Context, sc SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
+	var apps []rmrest.App
+	rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+		apps, err = c.GetApps(ctx, q)
+		return err
+	})
+	if rerr == nil {
+		return apps, nil
+	}
+	if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/apps", rerr); herr != nil {
+		return nil, herr
+	}
+	return r.appsOverIPC(ctx, sc, q)
 }
 
 // appsOverIPC is one sub-cluster's app list from its ApplicationClientProtocol.
@@ -266,29 +272,7 @@ func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
 
 func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
 	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) ([]rmrest.Node, error) {
-		var nodes []rmrest.Node
-		if rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-			nodes, err = c.GetNodes(ctx, states)
-			return err
-		}); rerr == nil {
-			return nodes, nil
-		} else if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/nodes", rerr); herr != nil {
-			return nil, herr
-		}
-		preq := &yarnpb.GetClusterNodesRequestProto{}
-		for _, s := range strings.Split(states, ",") {
-			if s != "" {
-				preq.NodeStates = append(preq.NodeStates, yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+s]))
-			}
-		}
-		resp := &yarnpb.GetClusterNodesResponseProto{}
-		if err := r.callSC(ctx, sc, "getClusterNodes", preq, resp); err != nil {
-			return nil, err
-		}
-		for _, n := range resp.GetNodeReports() {
-			nodes = append(nodes, NodeInfo(n))
-		}
-		return nodes, nil
+		return r.nodesOf(ctx, sc, states)
 	})
 	if err != nil {
 		return nil, err
@@ -298,6 +282,34 @@ func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node
 		out = append(out, l...)
 	}
 	return out, nil
+}
+
+// nodesOf is one sub-cluster's part of /nodes (also the web UI's): its
+// RM's REST list, or its IPC node reports when the REST API does not answer.
+func (r *Router) nodesOf(ctx context.Context, sc SubClusterInfo, states string) ([]rmrest.Node, error) {
+	var nodes []rmrest.Node
+	if rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
+		nodes, err = c.GetNodes(ctx, states)
+		return err
+	}); rerr == nil {
+		return nodes, nil
+	} else if herr := r.restHung(ctx, sc.ID, "GET /ws/v1/cluster/nodes", rerr); herr != nil {
+		return nil, herr
+	}
+	preq := &yarnpb.GetClusterNodesRequestProto{}
+	for _, s := range strings.Split(states, ",") {
+		if s != "" {
+			preq.NodeStates = append(preq.NodeStates, yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+s]))
+		}
+	}
+	resp := &yarnpb.GetClusterNodesResponseProto{}
+	if err := r.callSC(ctx, sc, "getClusterNodes", preq, resp); err != nil {
+		return nil, err
+	}
+	for _, n := range resp.GetNodeReports() {
+		nodes = append(nodes, NodeInfo(n))
+	}
+	return nodes, nil
 }
 
 func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, error) {

@@ -8,7 +8,7 @@ import (
 )
 
 // Handler serves the router's HTTP endpoints: health, readiness and the
-// federated RM REST API (rest.go).
+// federated RM REST API (rest.go) and the web UI (ui.go).
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -36,6 +36,7 @@ func (r *Router) Handler() http.Handler {
 		mux.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.restRoutes(mux)
+	r.uiRoutes(mux) // web UI pages (ui.go)
 	return withOptions(mux)
 }
 

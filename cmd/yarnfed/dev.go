@@ -298,6 +298,7 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	rtCfg.ClientRMAddress = cfg.RouterAddr
 	rtCfg.WebAddress = cfg.RouterWebAddr
 	rtCfg.Store = router.NewClientStore(f.sc)
+	rtCfg.Version = version
 	rtCfg.Logger = log.With("component", "router")
 	rtCfg.Registerer, rtCfg.Gatherer = reg, reg
 	if f.router, err = router.New(rtCfg); err != nil {
@@ -459,6 +460,7 @@ func (f *devFederation) printWelcome(out io.Writer, cfg devConfig) {
 	}
 	fmt.Fprintf(out, `
 Try it:
+  open http://%[1]s/cluster                        # the web UI: federation, nodes, apps, policies
   curl -s http://%[1]s/ws/v1/cluster/metrics
   curl -s http://%[1]s/ws/v1/cluster/apps
   yarnfedctl --store-insecure --store %[2]s subcluster list

@@ -102,6 +102,7 @@ type routerRole struct {
 // standalone role turns on: the admin port on Hadoop's 8052.
 func routerRoleDefaults() routerRole {
 	cfg := router.DefaultConfig()
+	cfg.Version = version // the web UI's About page
 	cfg.AdminAddress = router.DefaultAdminAddress
 	return routerRole{Config: cfg, storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
 }

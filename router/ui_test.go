@@ -1,0 +1,184 @@
+package router_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+// hostile is user input (an application name, a queue) built to break out
+// of every HTML context a page might put it in.
+const hostile = `</td></tr></table><script>document.title="xss"</script><img id="pwned" src="x" onerror="alert(1)">'"&amp;`
+
+// TestUIPagesRenderAndEscape: every page renders (200, HTML, the
+// no-script CSP) over fake RMs, and user input appears only escaped. The
+// browser tests (cmd/yarnfed/webui_browser_test.go) check the same in Chromium; this one
+// runs everywhere.
+func TestUIPagesRenderAndEscape(t *testing.T) {
+	f := newFed(t, 2, func(c *router.Config) { c.Version = "v-test" })
+	id := f.newApp(f.client)
+	req := submitReq(id, "default")
+	req.ApplicationSubmissionContext.ApplicationName = proto.String(hostile)
+	if err := f.client.Call(ctxT(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	// An AM may set any tracking URL; a javascript: one must not become a
+	// live link.
+	evil := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(1000), Id: proto.Int32(77)}
+	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: evil, User: proto.String("mallory"), Name: proto.String("am"),
+		Queue: proto.String("default"), TrackingUrl: proto.String("javascript:alert(document.cookie)")})
+	q, err := policies.ParsePolicySaveString("root.x" + strings.ReplaceAll(hostile, ";", "") + ";SC-1:0.7,SC-2:0.3;SC-1:0.7,SC-2:0.3;1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := policies.NewDefaultRegistry().QueuePolicyConfig(q, "WeightedLocality", policies.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.SetPolicy(router.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params})
+
+	srv := httptest.NewServer(f.router.Handler())
+	defer srv.Close()
+	cases := []struct {
+		path string
+		want []string // substrings of the page
+	}{
+		{"/cluster", []string{`id="sc-count">2<`, "v-test"}},
+		{"/cluster/about", []string{`id="sc-routable">2<`}},
+		{"/cluster/federation", []string{`id="sc-SC-1"`, `id="sc-SC-2"`, "0.7 / 0.7", "0.3 / 0.3", "not published"}},
+		{"/cluster/nodes", []string{`id="node-count">`}},
+		{"/cluster/apps", []string{`id="app-count">2<`, `<a class="tracking" href="#ZgotmplZ">`, router.AppIDString(id), `href="/ws/v1/cluster/apps/` + router.AppIDString(id) + `"`}},
+		{"/cluster/app/" + router.AppIDString(id), []string{`id="app-detail"`, `class="home-link" href="/cluster/federation#sc-`}},
+		{"/cluster/policies", []string{`id="policy-count">1<`, "WeightedLocalityPolicyManager", "SC-1:0.7"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
+			resp, err := http.Get(srv.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+				t.Errorf("CSP %q lets scripts run", csp)
+			}
+			page := string(body)
+			for _, w := range tc.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			if strings.Contains(page, "<script") || strings.Contains(page, `<img id="pwned"`) || strings.Contains(page, "javascript:") {
+				t.Errorf("user input rendered as markup:\n%s", page)
+			}
+		})
+	}
+	// The hostile strings are there, escaped.
+	for _, p := range []string{"/cluster/apps", "/cluster/app/" + router.AppIDString(id), "/cluster/policies", "/cluster/federation"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "&lt;script&gt;document.title=&#34;xss&#34;&lt;/script&gt;") {
+			t.Errorf("%s: the hostile input is not shown escaped", p)
+		}
+	}
+	// The stylesheet is served; / leads to the UI.
+	resp, err := http.Get(srv.URL + "/static/yarnfed.css")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") {
+		t.Fatalf("stylesheet: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noRedirect.Get(srv.URL + "/")
+	if err != nil || resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/cluster" {
+		t.Fatalf("/: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+// TestUIFanOutFailureShown: when a sub-cluster fails and partial results
+// are off, the apps page answers REST's status with the error on the page.
+func TestUIFanOutFailureShown(t *testing.T) {
+	f := newFed(t, 2, nil)
+	f.rms["SC-2"].Intercept = func(method string) (error, bool) {
+		if method == "getApplications" {
+			return hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom"), false
+		}
+		return nil, false
+	}
+	srv := httptest.NewServer(f.router.Handler())
+	defer srv.Close()
+	page, err := http.Get(srv.URL + "/cluster/apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	rest, err := http.Get(srv.URL + "/ws/v1/cluster/apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest.Body.Close()
+	if page.StatusCode != rest.StatusCode || page.StatusCode == http.StatusOK {
+		t.Fatalf("page status %d, REST %d; want the same failure", page.StatusCode, rest.StatusCode)
+	}
+	if !strings.Contains(string(body), `id="error"`) || !strings.Contains(string(body), "SC-2") {
+		t.Fatalf("page does not show the failure:\n%s", body)
+	}
+}
+
+// TestUIErrorsMatchREST: a page answers the status its REST counterpart
+// answers for bad input and unknown applications, with the error shown.
+func TestUIErrorsMatchREST(t *testing.T) {
+	f := newFed(t, 2, nil)
+	srv := httptest.NewServer(f.router.Handler())
+	defer srv.Close()
+	cases := []struct {
+		name, page, rest string
+		status           int
+	}{
+		{"malformed app id", "/cluster/app/not-an-app", "/ws/v1/cluster/apps/not-an-app", http.StatusBadRequest},
+		{"unknown app", "/cluster/app/application_1000_9999", "/ws/v1/cluster/apps/application_1000_9999", http.StatusNotFound},
+		{"bad apps query", "/cluster/apps?states=NOPE", "/ws/v1/cluster/apps?states=NOPE", http.StatusBadRequest},
+		{"bad node state", "/cluster/nodes?states=NOPE", "/ws/v1/cluster/nodes?states=NOPE", http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := http.Get(srv.URL + tc.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(page.Body)
+			page.Body.Close()
+			rest, err := http.Get(srv.URL + tc.rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest.Body.Close()
+			if page.StatusCode != tc.status || rest.StatusCode != tc.status {
+				t.Fatalf("page %d, REST %d, want %d", page.StatusCode, rest.StatusCode, tc.status)
+			}
+			if !strings.Contains(string(body), `id="error"`) {
+				t.Fatalf("page does not show the error:\n%s", body)
+			}
+		})
+	}
+}
