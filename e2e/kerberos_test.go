@@ -3,10 +3,22 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
@@ -112,4 +124,112 @@ func TestJavaKerberosYarnClientAgainstGoServer(t *testing.T) {
 			t.Errorf("message %q does not say why (Hadoop: 'SIMPLE authentication is not enabled.  Available:[...]')", l.Message)
 		}
 	})
+}
+
+// startKerberosRPCServer runs KerberosRpcServer (a real Hadoop IPC server in
+// Kerberos mode serving Hadoop's TestRpcService) and returns its address.
+func startKerberosRPCServer(t *testing.T, j *javaEnv, args ...string) string {
+	t.Helper()
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.KerberosRpcServer")
+	cmd := exec.Command(j.java, append(argv, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan driverLine, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l driverLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Op == "ready" {
+				lines <- l
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatalf("KerberosRpcServer exited; stderr:\n%s", tail(stderr.String(), 4000))
+		}
+		var r struct{ Port int }
+		l.decode(t, &r)
+		return fmt.Sprintf("127.0.0.1:%d", r.Port)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("KerberosRpcServer not ready; stderr:\n%s", tail(stderr.String(), 4000))
+	}
+	return ""
+}
+
+// Our Go client logs in from a keytab (gokrb5) and talks SASL KERBEROS to a
+// real Hadoop IPC server (Hadoop's Server + the JDK's GSSAPI acceptor): every
+// protection, the connection context Hadoop reads as the principal itself,
+// a doAs Hadoop's ProxyUsers allows, and one it refuses.
+func TestGoKerberosClientAgainstHadoopServer(t *testing.T) {
+	j := needJava(t)
+	kdc := krbtest.Start(t, krbtest.Options{})
+	rmKeytab := kdc.AddService(t, "rm/localhost")
+	routerKT := kdc.AddUser(t, "router")
+	login := krbclient.NewWithKeytab("router", kdc.Realm, kdc.Keytab(t, routerKT), kdc.Config(t), krbclient.DisablePAFXFAST(true))
+	if err := login.Login(); err != nil {
+		t.Fatal(err)
+	}
+	defer login.Destroy()
+	const protocol = "org.apache.hadoop.ipc.TestRpcBase$TestRpcService"
+	for _, protection := range []string{"authentication", "integrity", "privacy"} {
+		t.Run(protection, func(t *testing.T) {
+			addr := startKerberosRPCServer(t, j, "--krb5conf", kdc.ConfPath, "--principal", "rm/localhost@"+kdc.Realm,
+				"--keytab", rmKeytab, "--protection", protection, "--proxyuser", "router:bob")
+			call := func(user, method string, req, resp proto.Message) error {
+				c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
+					Addresses: []string{addr}, Protocol: protocol, User: user,
+					Kerberos: &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "rm/_HOST@" + kdc.Realm},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				return c.Call(ctx, method, req, resp)
+			}
+			msg := strings.Repeat("kerberos ", 2000)
+			echo := &wrapperspb.StringValue{}
+			if err := call("", "echo", wrapperspb.String(msg), echo); err != nil || echo.GetValue() != msg {
+				t.Fatalf("echo: %v (%d bytes back)", err, len(echo.GetValue()))
+			}
+			who := &wrapperspb.StringValue{}
+			if err := call("", "getAuthUser", &emptypb.Empty{}, who); err != nil || who.GetValue() != "router@"+kdc.Realm {
+				t.Fatalf("Hadoop saw user %q, err %v", who.GetValue(), err)
+			}
+			if err := call("bob", "getAuthUser", &emptypb.Empty{}, who); err != nil || who.GetValue() != "bob" {
+				t.Fatalf("doAs bob: Hadoop saw user %q, err %v", who.GetValue(), err)
+			}
+			err := call("mallory", "getAuthUser", &emptypb.Empty{}, who)
+			var re *hadoopipc.RemoteError
+			if !errors.As(err, &re) || re.Class != "org.apache.hadoop.security.authorize.AuthorizationException" {
+				t.Fatalf("doAs mallory (not in hadoop.proxyuser.router.users): %v", err)
+			}
+		})
+	}
 }
