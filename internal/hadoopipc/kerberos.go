@@ -51,6 +51,9 @@ type KerberosServerConfig struct {
 // ~12 KiB, plus the RpcSaslProto around it.
 const minKerberosPreAuthFrame = krb5sasl.MaxContextToken + 1024
 
+// Check reports what would make Validate refuse this configuration.
+func (k *KerberosServerConfig) Check() error { return k.validate() }
+
 func (k *KerberosServerConfig) validate() error {
 	if k.Keytab == nil {
 		return errors.New("hadoopipc: Kerberos.Keytab is required")

@@ -78,9 +78,15 @@ func TestKerberosLogin(t *testing.T) {
 		{"qop auth-int", []string{"auth-int"}, nil, true},
 		{"qop auth-conf", []string{"auth-conf"}, nil, true},
 		{"client prefers privacy", []string{"auth", "auth-conf"}, []string{"auth-conf", "auth"}, true},
+		{"TOKEN offered first", nil, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultServerConfig()
+			if strings.HasPrefix(tc.name, "TOKEN") {
+				// NEGOTIATE prepares a DIGEST-MD5 challenge the client
+				// then does not use.
+				cfg = tokenConfig()
+			}
 			cfg.AllowSimple = false
 			cfg.Kerberos = r.server
 			cfg.QOPs = tc.serverQOPs
