@@ -1,6 +1,7 @@
 package hadoopipc
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,33 @@ func TestKerberosSASLSeedReachesAPRep(t *testing.T) {
 		Auths: []*commonpb.RpcSaslProto_SaslAuth{srv.kerberosAuth()}, Token: fuzzAPReq(t, kt)})
 	if re != nil || reply.GetState() != commonpb.RpcSaslProto_CHALLENGE || len(reply.GetToken()) == 0 {
 		t.Fatalf("reply %v, err %v", reply, re)
+	}
+}
+
+// TestKerberosPreAuthPacketBound: with Kerberos on, a 20 KiB INITIATE (an
+// AP-REQ with a large PAC) is read and judged as Kerberos (SaslException),
+// while a packet past 65 KiB is FATAL on its length prefix.
+func TestKerberosPreAuthPacketBound(t *testing.T) {
+	cfg := DefaultServerConfig()
+	cfg.AllowSimple = false
+	cfg.Kerberos = &KerberosServerConfig{Principal: "rm/localhost@FUZZ.TEST", Keytab: fuzzKeytab(t)}
+	ts := startServer(t, cfg, echoProtocol(nil))
+
+	r := dialRaw(t, ts.addr)
+	r.preamble(authProtocolSASL)
+	big := append([]byte{0x60, 0x83, 0x00, 0x50, 0x00}, make([]byte, 20<<10)...)
+	r.packet(reqHeader(callIDSASL), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(),
+		Auths: []*commonpb.RpcSaslProto_SaslAuth{ts.srv.kerberosAuth()}, Token: big})
+	h, _ := r.reply()
+	if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetExceptionClassName() != ClassSaslException {
+		t.Fatalf("20 KiB INITIATE: %v", h)
+	}
+
+	r2 := dialRaw(t, ts.addr)
+	r2.preamble(authProtocolSASL)
+	partialFrame(r2, minKerberosPreAuthFrame+1, 0)
+	h2, _ := r2.reply()
+	if h2.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || !strings.Contains(h2.GetErrorMsg(), "limit") {
+		t.Fatalf("packet of %d bytes before the context: %v", minKerberosPreAuthFrame+1, h2)
 	}
 }
