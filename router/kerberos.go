@@ -38,6 +38,11 @@ type KerberosConfig struct {
 	// Krb5Conf is the krb5.conf used to reach the KDC for the router's own
 	// logins (RMPrincipal); default $KRB5_CONFIG, else /etc/krb5.conf.
 	Krb5Conf string `json:"krb5_conf"`
+	// LoginPrincipal is who the router is towards the RMs (the real user of
+	// its doAs calls), e.g. "router/_HOST@EXAMPLE.COM", so the RMs'
+	// hadoop.proxyuser.router.* trusts the router and not every "rm"
+	// principal. Its keys must be in Keytab too. Default: Principal.
+	LoginPrincipal string `json:"login_principal"`
 	// RMPrincipal is the sub-cluster RMs' principal
 	// (yarn.resourcemanager.principal), e.g. "rm/_HOST@EXAMPLE.COM". Empty:
 	// the router reaches the RMs with SIMPLE as the caller (insecure RMs).
@@ -68,8 +73,8 @@ func hostPrincipal(p string) (string, error) {
 
 func (k KerberosConfig) validate() []error {
 	if !k.Enabled() {
-		if k.Keytab != "" || k.RMPrincipal != "" {
-			return []error{errors.New("kerberos: keytab and rm_principal need kerberos.principal")}
+		if k.Keytab != "" || k.RMPrincipal != "" || k.LoginPrincipal != "" {
+			return []error{errors.New("kerberos: keytab, login_principal and rm_principal need kerberos.principal")}
 		}
 		return nil
 	}
@@ -123,10 +128,21 @@ func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", confPath, err)
 	}
-	name := principal[:strings.LastIndexByte(principal, '@')]
-	s.login = krbclient.NewWithKeytab(name, realm, kt, kc, krbclient.DisablePAFXFAST(true), krbclient.Logger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
+	loginAs := principal
+	if k.LoginPrincipal != "" {
+		if loginAs, err = hostPrincipal(k.LoginPrincipal); err != nil {
+			return nil, err
+		}
+	}
+	at := strings.LastIndexByte(loginAs, '@')
+	if at < 0 {
+		loginAs += "@" + realm
+		at = strings.LastIndexByte(loginAs, '@')
+	}
+	name, loginRealm := loginAs[:at], loginAs[at+1:]
+	s.login = krbclient.NewWithKeytab(name, loginRealm, kt, kc, krbclient.DisablePAFXFAST(true), krbclient.Logger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 	if err := s.login.Login(); err != nil {
-		return nil, fmt.Errorf("kerberos: router login as %s: %w", principal, err)
+		return nil, fmt.Errorf("kerberos: router login as %s: %w", loginAs, err)
 	}
 	return s, nil
 }

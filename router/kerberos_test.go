@@ -187,8 +187,14 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
 	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
 	f.client = &hadoopipc.Client{}
+	// Towards the RMs the router is yarnfed/localhost (login_principal),
+	// whose keys share the router's keytab.
+	e.kdc.AddService(t, "yarnfed/localhost")
+	both := e.kdc.ExportKeytab(t, "router/localhost", "yarnfed/localhost")
 	r := f.newRouter(func(c *router.Config) {
 		e.routerConfig(c)
+		c.Kerberos.Keytab = both
+		c.Kerberos.LoginPrincipal = "yarnfed/localhost"
 		c.Kerberos.RMPrincipal = "rm/_HOST@" + e.kdc.Realm
 		c.Dial = nil // the production dialer: Kerberos to the RM
 	}, rm)
@@ -203,8 +209,8 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 		t.Fatal("the RM saw no call")
 	}
 	for _, u := range seen {
-		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "router" || u.Principal != "router/localhost@"+e.kdc.Realm {
-			t.Fatalf("the RM saw %+v, want alice via router/localhost", u)
+		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "yarnfed" || u.Principal != "yarnfed/localhost@"+e.kdc.Realm {
+			t.Fatalf("the RM saw %+v, want alice via yarnfed/localhost", u)
 		}
 	}
 
