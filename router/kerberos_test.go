@@ -221,3 +221,49 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 		t.Fatalf("mallory through the router: %v", err)
 	}
 }
+
+// TestKerberosAdminPort: the admin port takes Kerberos and refuses SIMPLE;
+// the ACL names the principal's short name.
+func TestKerberosAdminPort(t *testing.T) {
+	e := newKrbEnv(t)
+	admin := routertest.NewAdminRM("SC-1")
+	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	rm := routertest.NewRM("SC-1", 1000)
+	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
+	f.client = &hadoopipc.Client{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.newRouter(func(c *router.Config) {
+		e.routerConfig(c)
+		c.AdminListener, c.AdminACL, c.AdminDial = ln, "admin", routertest.AdminDialer(admin)
+	}, rm)
+	dial := func(login *krbclient.Client, user string) *hadoopipc.Client {
+		cfg := hadoopipc.ClientConfig{Addresses: []string{r.AdminAddr().String()}, Protocol: hadoopipc.ProtocolRMAdmin, User: user, FailoverAttempts: 1}
+		if login != nil {
+			cfg.Kerberos = &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "router/_HOST"}
+		}
+		c, err := hadoopipc.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	refresh := func(c *hadoopipc.Client) error {
+		return c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+	}
+	if err := refresh(dial(e.loginKeytab("admin"), "")); err != nil {
+		t.Fatalf("admin over Kerberos: %v", err)
+	}
+	if err := refresh(dial(e.loginKeytab("carol"), "")); remoteClass(err) != hadoopipc.ClassAccessControl {
+		t.Fatalf("carol over Kerberos: %v", err)
+	}
+	if err := refresh(dial(nil, "admin")); remoteClass(err) != hadoopipc.ClassAccessControl {
+		t.Fatalf("SIMPLE 'admin': %v", err)
+	}
+	if n := admin.Calls("refreshQueues"); n != 1 {
+		t.Fatalf("refreshQueues reached the RM %d times, want 1", n)
+	}
+}
