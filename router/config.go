@@ -156,6 +156,9 @@ type Config struct {
 	// for no one. Empty (the default) means only the user the router runs
 	// as: Hadoop's own default ("*") would let anyone change routing.
 	AdminACL string `json:"admin_acl"`
+	// Kerberos turns on Kerberos security (see KerberosConfig); off by
+	// default.
+	Kerberos KerberosConfig `json:"kerberos"`
 
 	// In-process wiring (not from files).
 	// Version is the build's version, shown on the web UI's About page.
@@ -291,6 +294,7 @@ func (c *Config) Validate() error {
 	if c.IPC.PreAuthBufferBytes > 0 && c.IPC.PreAuthBufferBytes < hadoopipc.DefaultMaxPreAuthFrame {
 		errs = append(errs, fmt.Errorf("ipc.preauth_buffer_bytes: %d, must hold one handshake packet (%d)", c.IPC.PreAuthBufferBytes, hadoopipc.DefaultMaxPreAuthFrame))
 	}
+	errs = append(errs, c.Kerberos.validate()...)
 	if c.MaxRMClients < 1 {
 		errs = append(errs, fmt.Errorf("max_rm_clients: %d, must be >= 1", c.MaxRMClients))
 	}

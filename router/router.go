@@ -53,8 +53,9 @@ type Router struct {
 	proxyOnce sync.Once
 	proxyHTTP *http.Client // to home RMs' web proxies (proxy.go): streams, no overall timeout
 
-	tokens   *tokens  // nil: the store keeps no delegation tokens
-	scSeries sync.Map // sub-cluster + NUL + method -> *scSeries
+	tokens   *tokens        // nil: the store keeps no delegation tokens
+	krb      *kerberosSetup // nil: Kerberos off
+	scSeries sync.Map       // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
 	readyOnce sync.Once
@@ -90,15 +91,28 @@ func New(cfg Config) (*Router, error) {
 	})
 	r.members = newMembership(cfg.Store, r.brk, log)
 	r.members.expiry = cfg.SubClusterHeartbeatExpiry.D()
+	if cfg.Kerberos.Enabled() {
+		ks, err := cfg.Kerberos.setup(log)
+		if err != nil {
+			return nil, fmt.Errorf("router: %w", err)
+		}
+		r.krb = ks
+	}
 	dial := cfg.Dial
 	if dial == nil {
 		dial = HadoopDialer(cfg.DialTimeout.D(), log)
+		if r.krb != nil && r.krb.login != nil {
+			dial = HadoopKerberosDialer(hadoopipc.ProtocolApplicationClient, clientAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
+		}
 	}
 	r.pool = newPool(dial, clientAddr, cfg.MaxRMClients)
 	r.pool.evictions = r.metrics.evictions.WithLabelValues("client").Inc
 	adminDial := cfg.AdminDial
 	if adminDial == nil {
 		adminDial = HadoopAdminDialer(cfg.DialTimeout.D(), log)
+		if r.krb != nil && r.krb.login != nil {
+			adminDial = HadoopKerberosDialer(hadoopipc.ProtocolRMAdmin, adminAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
+		}
 	}
 	r.adminPool = newPool(adminDial, adminAddr, cfg.MaxRMClients)
 	r.adminPool.evictions = r.metrics.evictions.WithLabelValues("admin").Inc
@@ -139,6 +153,7 @@ func New(cfg Config) (*Router, error) {
 	cfg.IPC.apply(&ipcCfg)
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
+	r.secure(&ipcCfg)
 	if ts, ok := cfg.Store.(TokenStore); ok {
 		service := cfg.TokenService
 		if service == "" {
@@ -195,8 +210,19 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	acfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&acfg)
 	acfg.Logger = log
+	r.secure(&acfg)
 	r.admin = hadoopipc.NewServer(acfg)
 	return r.admin.Register(r.adminProtocol())
+}
+
+// secure adds Kerberos to an IPC port's config when it is on: SASL
+// KERBEROS offered, SIMPLE refused (unless kerberos.allow_simple).
+func (r *Router) secure(c *hadoopipc.ServerConfig) {
+	if r.krb == nil {
+		return
+	}
+	c.Kerberos = r.krb.server
+	c.AllowSimple = r.cfg.Kerberos.AllowSimple
 }
 
 // AdminAddr is the bound admin address, or nil when the admin port is off.
@@ -285,6 +311,9 @@ func (r *Router) Close() error {
 		}
 		r.pool.close()
 		r.adminPool.close()
+		if r.krb != nil && r.krb.login != nil {
+			r.krb.login.Destroy()
+		}
 	})
 	return nil
 }

@@ -122,6 +122,12 @@ func TestRouterRoleConfig(t *testing.T) {
 				expect(t, "store_tls", c.TLS, security.TLSInfo{CertFile: "r.crt", KeyFile: "r.key", CAFile: "other.crt"})
 				expect(t, "log_level", c.LogLevel, "warn")
 			}},
+		{name: "kerberos file under flags", file: `{"store_insecure":true,"kerberos":{"principal":"rm/_HOST@FILE.REALM","keytab":"/file.keytab","auth_to_local":"DEFAULT"}}`,
+			args: []string{"--kerberos-keytab", "/flag.keytab", "--rm-principal", "rm/_HOST@R", "--kerberos-allow-simple"},
+			check: func(t *testing.T, c routerRole) {
+				want := router.KerberosConfig{Principal: "rm/_HOST@FILE.REALM", Keytab: "/flag.keytab", RMPrincipal: "rm/_HOST@R", AuthToLocal: "DEFAULT", AllowSimple: true}
+				expect(t, "kerberos", c.Kerberos, want)
+			}},
 		{name: "unknown key is named", file: `{"web":{"read_timout":"1s"}}`, args: []string{"--store-insecure"}, wantErr: `"read_timout"`},
 		{name: "no store transport", wantErr: "--store-insecure"},
 		{name: "half a TLS setting", file: `{"store_tls":{"cert_file":"r.crt"}}`, wantErr: "ca_file"},

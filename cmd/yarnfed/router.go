@@ -86,6 +86,13 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(&cfg.IPC.IdleTimeout, "ipc-idle-timeout", "IPC: connections with no call in flight are closed after this")
 	f.Int64Var(&cfg.IPC.PreAuthBufferBytes, "ipc-preauth-buffer-bytes", cfg.IPC.PreAuthBufferBytes, "IPC: bytes buffered across connections still in their handshake")
 	f.IntVar(&cfg.MaxRMClients, "max-rm-clients", cfg.MaxRMClients, "per-user RM clients kept (least recently used closed beyond it)")
+	f.StringVar(&cfg.Kerberos.Principal, "kerberos-principal", cfg.Kerberos.Principal, `the router's Kerberos principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.router.kerberos.principal); set: SASL KERBEROS on, SIMPLE off`)
+	f.StringVar(&cfg.Kerberos.Keytab, "kerberos-keytab", cfg.Kerberos.Keytab, "keytab file of --kerberos-principal (yarn.router.keytab.file)")
+	f.StringVar(&cfg.Kerberos.Krb5Conf, "krb5-conf", cfg.Kerberos.Krb5Conf, "krb5.conf for the router's own logins (default $KRB5_CONFIG, else /etc/krb5.conf)")
+	f.StringVar(&cfg.Kerberos.RMPrincipal, "rm-principal", cfg.Kerberos.RMPrincipal, `the RMs' principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.resourcemanager.principal); set: reach RMs with Kerberos as the router acting for the caller`)
+	f.StringVar(&cfg.Kerberos.LoginPrincipal, "kerberos-login-principal", cfg.Kerberos.LoginPrincipal, `who the router is towards the RMs (its keys in --kerberos-keytab), e.g. "router/_HOST@EXAMPLE.COM"; default --kerberos-principal`)
+	f.StringVar(&cfg.Kerberos.AuthToLocal, "auth-to-local", cfg.Kerberos.AuthToLocal, "principal to user name rules (hadoop.security.auth_to_local; default DEFAULT)")
+	f.BoolVar(&cfg.Kerberos.AllowSimple, "kerberos-allow-simple", cfg.Kerberos.AllowSimple, "also accept SIMPLE logins while Kerberos is on (migration only)")
 	loader.DocumentKeys()
 	return cmd
 }
