@@ -39,6 +39,10 @@ type Client struct {
 	// User, if set, is sent as the user.name query parameter (Hadoop's
 	// pseudo authentication).
 	User string
+	// SPNEGO, if set, answers the RM's Negotiate challenge with Kerberos
+	// and keeps its hadoop.auth cookie (see SPNEGO). Nil: no Kerberos, and
+	// a Kerberized RM's 401 is an error wrapping ErrKerberosRequired.
+	SPNEGO *SPNEGO
 }
 
 // NewClient returns a client for baseURL ("host:port" gets http://).
@@ -60,27 +64,36 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("rmrest: encode request: %w", err)
 		}
-		rd = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return fmt.Errorf("rmrest: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	// A request may be sent twice (again with a token after a Negotiate
+	// challenge), so it is built from the encoded body each time.
+	newReq := func() (*http.Request, error) {
+		var rd io.Reader
+		if payload != nil {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, rd)
+		if err != nil {
+			return nil, fmt.Errorf("rmrest: %w", err)
+		}
+		req.Header.Set("Accept", "application/json")
+		if payload != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, nil
 	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	resp, err := hc.Do(req)
+	resp, negotiated, err := c.send(hc, newReq)
 	if err != nil {
 		return fmt.Errorf("rmrest: %s %s: %w", method, path, err)
 	}
@@ -91,6 +104,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if len(data) > MaxResponseBytes {
 		return fmt.Errorf("rmrest: %s: response larger than %d bytes", path, MaxResponseBytes)
+	}
+	if negotiateChallenge(resp) {
+		// Hadoop's AuthenticationFilter answers its own text, not a
+		// RemoteException: name the cause instead.
+		if c.SPNEGO == nil {
+			return fmt.Errorf("%w: %s %s: HTTP %d", ErrKerberosRequired, method, path, resp.StatusCode)
+		}
+		if negotiated {
+			return fmt.Errorf("%w: %s %s: HTTP %d %s", ErrSPNEGORefused, method, path, resp.StatusCode, bytes.TrimSpace(data))
+		}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var re RemoteExceptionResponse
@@ -106,6 +129,46 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return fmt.Errorf("rmrest: decode %s: %w", path, err)
 	}
 	return nil
+}
+
+// send sends the request newReq builds; with SPNEGO it adds the RM's
+// cookie (or a token, for an RM known to want one), and answers a Negotiate
+// challenge once with a token. negotiated says whether the last request
+// sent carried a token.
+func (c *Client) send(hc *http.Client, newReq func() (*http.Request, error)) (resp *http.Response, negotiated bool, err error) {
+	req, err := newReq()
+	if err != nil {
+		return nil, false, err
+	}
+	s := c.SPNEGO
+	if s == nil {
+		resp, err = hc.Do(req)
+		return resp, false, err
+	}
+	if negotiated, err = s.prepare(req); err != nil {
+		return nil, false, err
+	}
+	if resp, err = hc.Do(req); err != nil {
+		return nil, false, err
+	}
+	if !s.observe(req, resp) || negotiated {
+		return resp, negotiated, nil
+	}
+	// Challenged without a token (first call, or the cookie expired):
+	// once more with one.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if req, err = newReq(); err != nil {
+		return nil, false, err
+	}
+	if err = s.setToken(req); err != nil {
+		return nil, false, err
+	}
+	if resp, err = hc.Do(req); err != nil {
+		return nil, true, err
+	}
+	s.observe(req, resp)
+	return resp, true, nil
 }
 
 // GetClusterInfo is GET /ws/v1/cluster/info.
