@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/router"
@@ -298,6 +299,15 @@ func TestSubclusterAgentRoleConfig(t *testing.T) {
 			}},
 		{name: "unknown key is named", file: `{"rms":[{"clientrm":"h:1","adm":"h:2"}]}`, args: []string{"--store-insecure"}, wantErr: `"adm"`},
 		{name: "bad rm string in the file", file: `{"rms":["h:1"]}`, args: []string{"--store-insecure"}, wantErr: "host name"},
+		{name: "kerberos file under flags", file: `{"store_insecure":true,"kerberos":{"principal":"agent/_HOST@FILE.REALM","keytab":"/file.keytab","krb5_conf":"/file.conf"}}`,
+			args: []string{"--kerberos-keytab", "/flag.keytab", "--rm-http-principal", "HTTP/_HOST@R"},
+			check: func(t *testing.T, c agentRole) {
+				want := krblogin.Config{Principal: "agent/_HOST@FILE.REALM", Keytab: "/flag.keytab", Krb5Conf: "/file.conf", RMHTTPPrincipal: "HTTP/_HOST@R"}
+				expect(t, "kerberos", c.Kerberos, want)
+			}},
+		{name: "kerberos without keytab", args: []string{"--store-insecure", "--kerberos-principal", "agent/h@R"}, wantErr: "kerberos.keytab"},
+		{name: "the agent takes no IPC rm_principal", file: `{"store_insecure":true,"kerberos":{"principal":"agent/h@R","keytab":"/k","rm_principal":"rm/_HOST@R"}}`,
+			wantErr: "kerberos.rm_principal"},
 	})
 }
 

@@ -32,6 +32,10 @@ HA failover, and marks the sub-cluster SC_UNHEALTHY while no RM is active.
 clientrm=host:port,amrm=host:port,admin=host:port,web=host:port; repeat it for each RM of an HA pair.
 In a config file, "rms" is a list of such strings or of {"clientrm", "amrm", "admin", "web"} objects.
 
+Kerberized RMs: --kerberos-principal and --kerberos-keytab (file: "kerberos": {"principal",
+"keytab", "krb5_conf", "rm_http_principal"}) make the agent log in and call the REST API with
+SPNEGO, as HTTP/<RM web host> unless --rm-http-principal says otherwise.
+
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.`,
 		Example: `  yarnfed subcluster-agent --subcluster-id SC-1 --rm rm1.example.com --rm rm2.example.com --store 10.0.0.1:9090 \
       --store-tls-cert pki/SC-1/cert.crt --store-tls-key pki/SC-1/cert.key --store-tls-ca pki/SC-1/ca.crt`,
@@ -70,6 +74,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 			if err != nil {
 				return err
 			}
+			defer a.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), role.addrs())
 			return a.Run(cmd.Context())
 		},
@@ -84,6 +89,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.Var(&cfg.ProbeInterval, "probe-interval", "how often each RM is probed (failover detection time)")
 	f.Var(&cfg.ProbeTimeout, "probe-timeout", "timeout of one probe")
 	f.Var(&cfg.HeartbeatInterval, "heartbeat-interval", "re-send an unchanged state this often")
+	cfg.Kerberos.BindFlags(f, "agent", false)
 	loader.DocumentKeys()
 	return cmd
 }
@@ -102,8 +108,9 @@ func agentRoleDefaults() agentRole {
 	return agentRole{Config: subclusteragent.DefaultConfig(), storeConn: defaultStoreConn(), roleLog: defaultRoleLog()}
 }
 
-// Validate checks the role's own settings; subclusteragent.New validates
-// the rest once the store is wired in.
+// Validate checks the role's own settings and the Kerberos login's (before
+// any connection is made); subclusteragent.New validates the rest once the
+// store is wired in.
 func (r *agentRole) Validate() error {
-	return errors.Join(r.roleLog.validate(), r.storeConn.validate())
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate(), r.Kerberos.Validate(false))
 }

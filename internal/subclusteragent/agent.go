@@ -16,9 +16,11 @@ import (
 	"sync"
 	"time"
 
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -106,7 +108,12 @@ type Config struct {
 	// HeartbeatInterval is how often an unchanged state is re-sent (Hadoop:
 	// 60 s; the state store's expiry must be longer).
 	HeartbeatInterval config.Duration `json:"heartbeat_interval"`
-	// Prober defaults to the RM REST API (/ws/v1/cluster/info + /metrics).
+	// Kerberos is the agent's own login for Kerberized RMs: their REST API
+	// is called with SPNEGO (the agent makes no IPC calls, so no
+	// rm_principal). Off while kerberos.principal is empty.
+	Kerberos krblogin.Config `json:"kerberos"`
+	// Prober defaults to the RM REST API (/ws/v1/cluster/info + /metrics),
+	// with SPNEGO when Kerberos is on.
 	Prober     Prober                `json:"-"`
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"`
@@ -141,6 +148,9 @@ func (c *Config) Validate() error {
 	if c.ProbeInterval <= 0 || c.ProbeTimeout <= 0 || c.HeartbeatInterval <= 0 {
 		errs = append(errs, errors.New("probe_interval, probe_timeout and heartbeat_interval must be > 0"))
 	}
+	if err := c.Kerberos.Validate(false); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -162,13 +172,13 @@ type Agent struct {
 	status   Status
 	lastBeat time.Time
 	lastCap  string // last capability seen, kept through an outage
+
+	login *krbclient.Client // nil without Kerberos
 }
 
-// New validates cfg and returns an agent; Run starts it.
+// New validates cfg, logs in to Kerberos if configured, and returns an
+// agent; Run starts it, Close ends its Kerberos login.
 func New(cfg Config) (*Agent, error) {
-	if cfg.Prober == nil {
-		cfg.Prober = &RESTProber{HTTP: &http.Client{}}
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("subcluster agent config: %w", err)
 	}
@@ -176,8 +186,30 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), metrics: newMetrics(cfg.Registerer, cfg.SubClusterID),
-		status: Status{Active: -1, State: StateNew}}, nil
+	a := &Agent{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), metrics: newMetrics(cfg.Registerer, cfg.SubClusterID),
+		status: Status{Active: -1, State: StateNew}}
+	if cfg.Prober == nil {
+		p := &RESTProber{HTTP: &http.Client{}}
+		if cfg.Kerberos.Enabled() {
+			login, err := cfg.Kerberos.Login(log)
+			if err != nil {
+				return nil, fmt.Errorf("subcluster agent: %w", err)
+			}
+			a.login = login
+			p.SPNEGO = rmrest.NewSPNEGO(login, cfg.Kerberos.RMHTTPPrincipal)
+			a.log.Info("calling the RMs' REST API with SPNEGO", "principal", cfg.Kerberos.Principal)
+		}
+		a.cfg.Prober = p
+	}
+	return a, nil
+}
+
+// Close ends the agent's Kerberos login (its ticket renewal); Run must
+// have returned.
+func (a *Agent) Close() {
+	if a.login != nil {
+		a.login.Destroy()
+	}
 }
 
 // Status returns a snapshot of the agent's view.
@@ -308,6 +340,9 @@ func (a *Agent) record(err error, registered bool, active int, st State) {
 // /ws/v1/cluster/metrics (the capability).
 type RESTProber struct {
 	HTTP *http.Client
+	// SPNEGO, if set, authenticates to Kerberized RMs (one per identity:
+	// it keeps the RMs' hadoop.auth cookies across probes).
+	SPNEGO *rmrest.SPNEGO
 }
 
 // Probe implements Prober.
@@ -316,6 +351,7 @@ func (p *RESTProber) Probe(ctx context.Context, rm RMEndpoint) (ProbeResult, err
 	if p.HTTP != nil {
 		c.HTTP = p.HTTP
 	}
+	c.SPNEGO = p.SPNEGO
 	info, err := c.GetClusterInfo(ctx)
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("probe %s: %w", rm.Web, err)

@@ -3,12 +3,16 @@ package subclusteragent_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
+	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/rmrest/spnegotest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 )
@@ -163,5 +167,96 @@ func TestAgentRestartWhileRMDown(t *testing.T) {
 	a.Step(context.Background()) // unchanged and not due: no second write
 	if _, n, beats := st.last(); n != 0 || len(beats) != 1 || beats[0] != subclusteragent.StateUnhealthy {
 		t.Fatalf("registrations %d, heartbeats %v; want one SC_UNHEALTHY heartbeat", n, beats)
+	}
+}
+
+// TestAgentKerberos: an agent with a keytab probes an RM whose REST API
+// takes only SPNEGO (a simrm behind spnegotest, tickets from a real KDC)
+// and registers it; the same RM refuses an agent without Kerberos, which
+// then registers nothing.
+func TestAgentKerberos(t *testing.T) {
+	kdc := krbtest.Start(t, krbtest.Options{})
+	httpKT := kdc.AddService(t, "HTTP/localhost")
+	agentKT := kdc.AddService(t, "agent/localhost")
+
+	cfg := simrm.TestConfig()
+	cfg.ClusterID = "SC-K"
+	rm, err := simrm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRM(t, rm)
+	ep := spnegotest.New(spnegotest.Proxy(rm.Addrs().Web), kdc.Keytab(t, httpKT), "HTTP/localhost")
+	secured := endpoint(rm)
+	secured.Web = ep.Serve(t)
+
+	newAgent := func(k krblogin.Config) (*subclusteragent.Agent, *recStore) {
+		st := &recStore{}
+		acfg := subclusteragent.DefaultConfig()
+		acfg.SubClusterID, acfg.Store, acfg.Kerberos = "SC-K", st, k
+		acfg.RMs = []subclusteragent.RMEndpoint{secured}
+		acfg.HeartbeatInterval = config.Duration(time.Hour)
+		a, err := subclusteragent.New(acfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		return a, st
+	}
+
+	plain, st := newAgent(krblogin.Config{})
+	plain.Step(context.Background())
+	if _, n, beats := st.last(); n != 0 || len(beats) != 1 || beats[0] != subclusteragent.StateUnhealthy {
+		t.Fatalf("agent without Kerberos: %d registrations, heartbeats %v; want none and SC_UNHEALTHY", n, beats)
+	}
+	if ep.Challenges.Load() == 0 || ep.Tokens.Load() != 0 {
+		t.Fatalf("agent without Kerberos: challenges %d, tokens %d", ep.Challenges.Load(), ep.Tokens.Load())
+	}
+
+	a, st := newAgent(krblogin.Config{Principal: kdc.Principal("agent/localhost"), Keytab: agentKT, Krb5Conf: kdc.ConfPath})
+	for i := 0; i < 3; i++ {
+		a.Step(context.Background())
+	}
+	reg, n, _ := st.last()
+	if n != 1 || reg.State != subclusteragent.StateRunning || reg.RMWebServiceAddress != secured.Web {
+		t.Fatalf("Kerberized agent: %d registrations, last %+v", n, reg)
+	}
+	var cm rmrest.ClusterMetricsResponse
+	if err := json.Unmarshal([]byte(reg.Capability), &cm); err != nil || cm.ClusterMetrics.TotalNodes == 0 {
+		t.Fatalf("capability %q: %v", reg.Capability, err)
+	}
+	// Three probes of /info + /metrics: one ticket exchange, the rest on
+	// the hadoop.auth cookie.
+	if tok, hits := ep.Tokens.Load(), ep.CookieHits.Load(); tok != 1 || hits != 5 {
+		t.Fatalf("tokens %d, cookie hits %d; want 1 and 5", tok, hits)
+	}
+}
+
+func TestAgentKerberosConfig(t *testing.T) {
+	base := func() subclusteragent.Config {
+		c := subclusteragent.DefaultConfig()
+		c.SubClusterID, c.Store = "SC-1", &recStore{}
+		c.RMs = []subclusteragent.RMEndpoint{{ClientRM: "a:1", AMRM: "a:2", Web: "a:3"}}
+		return c
+	}
+	for name, k := range map[string]krblogin.Config{
+		"keytab without principal":  {Keytab: "/k"},
+		"principal without keytab":  {Principal: "agent/h@R"},
+		"principal without realm":   {Principal: "agent/h", Keytab: "/k"},
+		"rm_principal (no IPC)":     {Principal: "agent/h@R", Keytab: "/k", RMPrincipal: "rm/_HOST@R"},
+		"non-HTTP SPNEGO principal": {Principal: "agent/h@R", Keytab: "/k", RMHTTPPrincipal: "rm/_HOST@R"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := base()
+			c.Kerberos = k
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kerberos") {
+				t.Fatalf("Validate = %v, want a kerberos error", err)
+			}
+		})
+	}
+	c := base()
+	c.Kerberos = krblogin.Config{Principal: "agent/h@R", Keytab: "/nonexistent.keytab"}
+	if _, err := subclusteragent.New(c); err == nil || !strings.Contains(err.Error(), "kerberos.keytab") {
+		t.Fatalf("New with a missing keytab = %v", err)
 	}
 }

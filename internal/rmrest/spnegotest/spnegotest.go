@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/jcmturner/goidentity/v6"
@@ -163,4 +166,19 @@ func (s *statusRecorder) WriteHeader(code int) {
 		s.status = code
 	}
 	s.ResponseWriter.WriteHeader(code)
+}
+
+// Serve runs e on a loopback port until the test ends and returns its
+// address as "localhost:port", so a client's SPN is HTTP/localhost.
+func (e *Endpoint) Serve(t testing.TB) string {
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return "localhost:" + u.Port()
+}
+
+// Proxy forwards to an unsecured web address (host:port), e.g. a simrm's,
+// so it can be put behind an Endpoint.
+func Proxy(addr string) http.Handler {
+	return httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
 }
