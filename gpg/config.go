@@ -13,6 +13,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 )
 
 // DefaultWebAddress is Hadoop's GPG web address
@@ -61,6 +62,13 @@ type Config struct {
 	// entry per cluster, each decoded from its defaults (the role builds
 	// one kube.Source per entry). Empty: no capacity source.
 	Kubernetes []kube.Config `json:"kubernetes"`
+
+	// Kerberos is the GPG's own login for Kerberized RMs: the cleaner
+	// lists applications over SPNEGO, and the node-resource push calls the
+	// RM admin protocol with SASL KERBEROS (needs rm_principal) as the
+	// GPG's principal, whose short name must be in the RMs' yarn.admin.acl.
+	// Off while kerberos.principal is empty.
+	Kerberos krblogin.Config `json:"kerberos"`
 
 	// In-process wiring (not from files).
 	Store       Store                 `json:"-"`
@@ -212,6 +220,16 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseTTL.D() > 10*time.Minute {
 		add("lease_ttl: %v, must be <= 10m", c.LeaseTTL.D())
+	}
+	if err := c.Kerberos.Validate(true); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Kerberos.Enabled() && c.Kerberos.RMPrincipal == "" {
+		for _, k := range c.Kubernetes {
+			if k.NodeResourcePush.Enabled {
+				add("kerberos.rm_principal: required for kubernetes %q node_resource_push (RM admin calls over Hadoop IPC)", k.Name)
+			}
+		}
 	}
 	if c.Cleaner.MaxPerRound < 1 {
 		add("cleaner.max_per_round: %d, must be >= 1", c.Cleaner.MaxPerRound)

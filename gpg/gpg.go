@@ -23,9 +23,12 @@ import (
 	"sync"
 	"time"
 
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -43,6 +46,7 @@ type GPG struct {
 	now      func() time.Time
 	webLn    net.Listener
 	kick     chan struct{}
+	login    *krbclient.Client // nil without Kerberos
 
 	mu          sync.Mutex
 	last        RoundResult
@@ -78,9 +82,19 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 		g.now = time.Now
 	}
 	g.metrics = newMetrics(cfg.Registerer)
+	if cfg.Kerberos.Enabled() {
+		if g.login, err = cfg.Kerberos.Login(g.log); err != nil {
+			return nil, fmt.Errorf("gpg: %w", err)
+		}
+		g.log.Info("Kerberos login for the RMs", "principal", cfg.Kerberos.Principal, "rm_principal", cfg.Kerberos.RMPrincipal)
+	}
 	if g.apps == nil {
-		g.apps = &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
+		l := &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
 			minUptime: cfg.Cleaner.MinRMUptime.D(), now: g.now}
+		if g.login != nil {
+			l.spnego = rmrest.NewSPNEGO(g.login, cfg.Kerberos.RMHTTPPrincipal)
+		}
+		g.apps = l
 	}
 	g.lease = &lease{store: g.store, name: cfg.LeaseName, holder: cfg.ID, ttl: cfg.LeaseTTL.D(), log: g.log, now: g.now,
 		onHeld: func(held bool) {
@@ -93,6 +107,7 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 		}}
 	if g.webLn = cfg.WebListener; g.webLn == nil && cfg.WebAddress != "" {
 		if g.webLn, err = net.Listen("tcp", cfg.WebAddress); err != nil {
+			g.closeLogin()
 			return nil, fmt.Errorf("gpg web listen: %w", err)
 		}
 	}
@@ -110,6 +125,7 @@ func (g *GPG) WebAddr() net.Addr {
 // Close releases what New opened (the web listener) when Run is not going
 // to run; after Run returns there is nothing left to close.
 func (g *GPG) Close() error {
+	g.closeLogin()
 	if g.webLn == nil {
 		return nil
 	}
@@ -117,6 +133,22 @@ func (g *GPG) Close() error {
 		return err
 	}
 	return nil
+}
+
+func (g *GPG) closeLogin() {
+	if g.login != nil {
+		g.login.Destroy()
+	}
+}
+
+// RMKerberos is how the GPG's RM admin (Hadoop IPC) clients log in: SASL
+// KERBEROS as the GPG's principal, expecting kerberos.rm_principal. Nil
+// without Kerberos or without an RM principal (SIMPLE).
+func (g *GPG) RMKerberos() *hadoopipc.KerberosClientConfig {
+	if g.login == nil || g.cfg.Kerberos.RMPrincipal == "" {
+		return nil
+	}
+	return &hadoopipc.KerberosClientConfig{Login: g.login, ServerPrincipal: g.cfg.Kerberos.RMPrincipal}
 }
 
 // Kick asks for a round soon (after the debounce).

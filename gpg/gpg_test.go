@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -255,6 +256,20 @@ func TestConfigValidate(t *testing.T) {
 		{"kubernetes names collide", func(c *Config) {
 			c.Kubernetes = []kube.Config{kubeCluster("east", "SC-1"), kubeCluster("east", "SC-2")}
 		}, `kubernetes[1].name: "east" already names kubernetes[0]`},
+		{"kerberos keytab without principal", func(c *Config) { c.Kerberos.Keytab = "/k" }, "need kerberos.principal"},
+		{"kerberos principal without keytab", func(c *Config) { c.Kerberos.Principal = "gpg/h@R" }, "kerberos.keytab: required"},
+		{"kerberos node-resource push without rm_principal", func(c *Config) {
+			c.Kerberos = krblogin.Config{Principal: "gpg/h@R", Keytab: "/k"}
+			k := kubeCluster("east", "SC-K8S")
+			k.NodeResourcePush.Enabled, k.NodeResourcePush.User = true, "yarn"
+			c.Kubernetes = []kube.Config{k}
+		}, `kerberos.rm_principal: required for kubernetes "east" node_resource_push`},
+		{"kerberos with rm_principal and push", func(c *Config) {
+			c.Kerberos = krblogin.Config{Principal: "gpg/h@R", Keytab: "/k", RMPrincipal: "rm/_HOST@R"}
+			k := kubeCluster("east", "SC-K8S")
+			k.NodeResourcePush.Enabled, k.NodeResourcePush.User = true, "yarn"
+			c.Kubernetes = []kube.Config{k}
+		}, ""},
 		{"kubernetes entry stale_after too short", func(c *Config) {
 			k := kubeCluster("east", "SC-K8S")
 			k.StaleAfter = kube.Duration(time.Second)

@@ -39,6 +39,7 @@ var (
 // (/ws/v1/cluster/info and /ws/v1/cluster/apps).
 type restLister struct {
 	http      *http.Client
+	spnego    *rmrest.SPNEGO // nil: no Kerberos
 	user      string
 	minUptime time.Duration
 	now       func() time.Time
@@ -56,7 +57,7 @@ func (l *restLister) ListApps(ctx context.Context, sc *pb.SubClusterInfo) (map[s
 			continue
 		}
 		c := rmrest.NewClient(addr)
-		c.HTTP, c.User = l.http, l.user
+		c.HTTP, c.User, c.SPNEGO = l.http, l.user, l.spnego
 		before, err := c.GetClusterInfo(ctx)
 		if err != nil {
 			errs = append(errs, err)

@@ -46,6 +46,10 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 sub-cluster's published capacity and weight input; its optional "node_resource_push" (off by
 default) also sends each NodeManager's usable capacity to its RM (updateNodeResource, admin
 addresses from the state store's membership; only the lease holder pushes).
+Kerberized RMs: --kerberos-principal and --kerberos-keytab (file: "kerberos": {"principal",
+"keytab", "krb5_conf", "rm_principal", "rm_http_principal"}) make the GPG log in: the cleaner
+lists applications with SPNEGO, and the node-resource push uses SASL KERBEROS as the GPG's
+principal (then --rm-principal is required; its short name must be in the RMs' yarn.admin.acl).
 Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status.`,
 		Example: `  yarnfed gpg --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090 \
       --store-tls-cert pki/gpg-1/cert.crt --store-tls-key pki/gpg-1/cert.key --store-tls-ca pki/gpg-1/ca.crt
@@ -109,6 +113,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 	f.Var(&cfg.Cleaner.Grace, "cleaner-grace", "application homes younger than this are never deleted")
 	f.Var(&cfg.Cleaner.MinRMUptime, "cleaner-min-rm-uptime", "no deletion while an RM has been up for less (it may still be recovering applications)")
 	f.IntVar(&cfg.Cleaner.MaxPerRound, "cleaner-max-per-round", cfg.Cleaner.MaxPerRound, "most application homes deleted per round")
+	cfg.Kerberos.BindFlags(f, "GPG", true)
 	loader.DocumentKeys()
 	return cmd
 }
@@ -129,7 +134,9 @@ func gpgRoleDefaults() gpgRole {
 
 // Validate checks the role's own settings; gpg.New validates the rest once
 // the store is wired in.
-func (r *gpgRole) Validate() error { return errors.Join(r.roleLog.validate(), r.storeConn.validate()) }
+func (r *gpgRole) Validate() error {
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate(), r.Kerberos.Validate(true))
+}
 
 // kubeWorkers is the number of goroutines applying node changes per
 // Kubernetes cluster: a sync reads recorded facts under the source's mutex,
@@ -200,7 +207,7 @@ func startNodeResourcePush(ctx context.Context, cfg gpg.Config, kubes []*kube.So
 		}
 		p, err := nmpush.New(nmpush.Config{
 			Name: k.Name, PushConfig: k.NodeResourcePush,
-			RMs: nmpush.RMsFunc(g.RMAdminAddresses), Active: g.Holding,
+			RMs: nmpush.RMsFunc(g.RMAdminAddresses), Active: g.Holding, Kerberos: g.RMKerberos(),
 			Logger: log, Registerer: cfg.Registerer,
 		}, kubes[i])
 		if err != nil {

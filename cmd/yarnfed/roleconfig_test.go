@@ -195,6 +195,13 @@ func TestGPGRoleConfig(t *testing.T) {
 			}},
 		{name: "unknown key is named", file: `{"generator":{"treshold":0.1}}`, wantErr: `"treshold"`},
 		{name: "unknown key in a kubernetes entry is named", file: `{"kubernetes":[{"name":"e","default_subcluster":"x"}]}`, wantErr: `"default_subcluster"`},
+		{name: "kerberos file under flags", file: `{"store_insecure":true,"kerberos":{"principal":"gpg/_HOST@FILE.REALM","keytab":"/file.keytab","rm_principal":"rm/_HOST@FILE.REALM"}}`,
+			args: []string{"--kerberos-keytab", "/flag.keytab", "--rm-principal", "rm/_HOST@R", "--krb5-conf", "/flag.conf"},
+			check: func(t *testing.T, c gpgRole) {
+				want := krblogin.Config{Principal: "gpg/_HOST@FILE.REALM", Keytab: "/flag.keytab", Krb5Conf: "/flag.conf", RMPrincipal: "rm/_HOST@R"}
+				expect(t, "kerberos", c.Kerberos, want)
+			}},
+		{name: "kerberos rm_principal without principal", args: []string{"--store-insecure", "--rm-principal", "rm/_HOST@R"}, wantErr: "need kerberos.principal"},
 	})
 }
 

@@ -80,6 +80,11 @@ type Config struct {
 	// pushes, so two GPGs never both do. A standby forgets what it pushed,
 	// so a new tenure starts by pushing every NodeManager once.
 	Active func() bool
+	// Kerberos, if set, makes the RM admin clients log in with SASL
+	// KERBEROS (Kerberized RMs) as the login's principal, whose short name
+	// must be in the RMs' yarn.admin.acl; PushConfig.User is then not sent
+	// (claiming another user would need proxy-user rights on the RMs).
+	Kerberos *hadoopipc.KerberosClientConfig
 	// Dial, if set, replaces the Hadoop IPC client (tests).
 	Dial       func(subCluster string, addrs []string) (Caller, error)
 	Logger     *slog.Logger
@@ -380,11 +385,16 @@ func (p *Pusher) caller(sc string) (Caller, error) {
 	if p.cfg.Dial != nil {
 		c, err = p.cfg.Dial(sc, p.addrs[sc])
 	} else {
+		user := p.cfg.User
+		if p.cfg.Kerberos != nil {
+			user = "" // act as the login itself
+		}
 		c, err = hadoopipc.NewClient(hadoopipc.ClientConfig{
 			Addresses: p.addrs[sc],
 			Protocol:  hadoopipc.ProtocolRMAdmin,
-			User:      p.cfg.User,
+			User:      user,
 			Logger:    p.log,
+			Kerberos:  p.cfg.Kerberos,
 		})
 	}
 	if err != nil {

@@ -48,17 +48,24 @@ type adminRM struct {
 	// AdminService does for a node it does not know.
 	unknown map[string]bool
 	addr    string
+	users   []hadoopipc.User // caller of each accepted call
 }
 
 func startAdminRM(t *testing.T) *adminRM {
+	return startAdminRMWith(t, hadoopipc.DefaultServerConfig())
+}
+
+func startAdminRMWith(t *testing.T, cfg hadoopipc.ServerConfig) *adminRM {
 	rm := &adminRM{}
-	srv := ipctest.Start(t, hadoopipc.DefaultServerConfig(), hadoopipc.Protocol{
+	srv := ipctest.Start(t, cfg, hadoopipc.Protocol{
 		Name: hadoopipc.ProtocolRMAdmin, Version: 1,
 		Methods: []hadoopipc.Method{hadoopipc.NewMethod("updateNodeResource",
 			func() *yarnpb.UpdateNodeResourceRequestProto { return &yarnpb.UpdateNodeResourceRequestProto{} },
-			func(_ context.Context, req *yarnpb.UpdateNodeResourceRequestProto) (*yarnpb.UpdateNodeResourceResponseProto, error) {
+			func(ctx context.Context, req *yarnpb.UpdateNodeResourceRequestProto) (*yarnpb.UpdateNodeResourceResponseProto, error) {
 				rm.mu.Lock()
 				defer rm.mu.Unlock()
+				u, _ := hadoopipc.UserFromContext(ctx)
+				rm.users = append(rm.users, u)
 				if rm.fail {
 					return nil, errors.New("RM says no")
 				}
