@@ -96,15 +96,20 @@ func (s *SPNEGO) setToken(req *http.Request) error {
 }
 
 // observe keeps the cookies resp sets and reports whether resp is a
-// Negotiate challenge (401 whose WWW-Authenticate offers Negotiate).
+// Negotiate challenge (401 whose WWW-Authenticate offers Negotiate). Both
+// are recorded for the URL that answered (after redirects, resp.Request).
 func (s *SPNEGO) observe(req *http.Request, resp *http.Response) bool {
+	u := req.URL
+	if resp.Request != nil && resp.Request.URL != nil {
+		u = resp.Request.URL
+	}
 	if cs := resp.Cookies(); len(cs) > 0 {
-		s.jar.SetCookies(req.URL, cs)
+		s.jar.SetCookies(u, cs)
 	}
 	if !negotiateChallenge(resp) {
 		return false
 	}
-	s.negotiates.Store(req.URL.Host, true)
+	s.negotiates.Store(u.Host, true)
 	return true
 }
 
