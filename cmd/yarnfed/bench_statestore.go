@@ -19,12 +19,17 @@ func newBenchStatestoreCmd() *cobra.Command {
 	var inProcess bool
 	cmd := &cobra.Command{
 		Use:   "statestore",
-		Short: "Application-home inserts and reads: yarnfed's state store vs a ZooKeeper ensemble",
-		Long: `Starts a 3-replica state store on loopback (fsync on) and a 3-server ZooKeeper ensemble
-(Debian's zookeeper package), runs the same workload against each, and prints a table:
-application-home inserts/s with p50/p99 latency at each concurrency, then linearizable and stale
-reads/s. With --store it measures a running cluster instead (writes rows with fake application ids).`,
-		Example: `  yarnfed bench statestore
+		Short: "Application-home inserts and reads: yarnfed's state store vs ZooKeeper and etcd",
+		Long: `Starts a 3-replica state store on loopback (fsync on), a 3-server ZooKeeper ensemble
+(Debian's zookeeper package) and, with --etcd, a 3-member etcd cluster (each member its own process;
+binary from 'make kube-binaries'), runs the same workload against each, and prints a table:
+application-home inserts/s (insert-if-absent on every system; on etcd a Txn If CreateRevision==0
+Then Put Else Get) with p50/p99 latency and CPU per op at each concurrency, then linearizable and
+stale reads/s, the ratios, the servers' RSS and the load average. --rows preloads each system.
+Every run writes its own application ids (application_<run start ms>_N). With --store it measures
+a running cluster instead (writing rows with those fake application ids).`,
+		Example: `  yarnfed bench statestore --etcd
+  yarnfed bench statestore --duration 10s --concurrency 1,64,256 --rows 100000 --etcd
   yarnfed bench statestore --duration 10s --concurrency 64 --zookeeper=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,5 +67,8 @@ reads/s. With --store it measures a running cluster instead (writes rows with fa
 	f.BoolVar(&cfg.ZooKeeper, "zookeeper", cfg.ZooKeeper, "compare against a 3-server ZooKeeper ensemble")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary for ZooKeeper")
 	f.StringVar(&cfg.ZKClasspath, "zk-classpath", cfg.ZKClasspath, "ZooKeeper server classpath")
+	f.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "compare against a 3-member etcd cluster (separate processes)")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "etcd binary (default: etcd in $PATH, else the one 'make kube-binaries' built)")
+	f.IntVar(&cfg.Rows, "rows", 0, "application homes inserted into every system before measuring")
 	return cmd
 }

@@ -23,6 +23,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/procstat"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -63,7 +64,18 @@ type Config struct {
 	ZooKeeper   bool
 	Java        string
 	ZKClasspath string
-	Logger      *slog.Logger
+	// Etcd compares against a 3-member etcd cluster, each member its own
+	// process, started from EtcdBinary (default: see FindEtcd).
+	Etcd       bool
+	EtcdBinary string
+	// Rows application homes are inserted into every system before
+	// anything is measured (ids not used by the measured inserts).
+	Rows int
+	// RunID is the cluster-timestamp part of every application id this run
+	// writes (default: now in ms), so runs against a running cluster never
+	// reuse an earlier run's ids.
+	RunID  int64
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the configuration `yarnfed bench statestore` uses.
@@ -86,6 +98,9 @@ type target interface {
 	// serverCPU is CPU time used so far by server processes outside this
 	// one (ZooKeeper's JVMs); in-process replicas count as our own.
 	serverCPU() time.Duration
+	// serverRSS is the resident memory of the server processes (0 when
+	// they run in this process or elsewhere).
+	serverRSS() int64
 	close()
 }
 
@@ -111,13 +126,7 @@ func (r Result) CPUPerOp() time.Duration {
 	return r.CPU / time.Duration(r.Ops)
 }
 
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func selfCPU() time.Duration { return procstat.Self() }
 
 // PerSecond is the throughput.
 func (r Result) PerSecond() float64 {
@@ -196,15 +205,19 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		cfg.Dir = d
 	}
 
-	systems := []struct {
+	if cfg.RunID == 0 {
+		cfg.RunID = time.Now().UnixMilli()
+	}
+	type system struct {
 		name  string
 		start func() (target, error)
-	}{{"yarnfed", func() (target, error) { return startYarnfed(ctx, cfg) }}}
+	}
+	systems := []system{{"yarnfed", func() (target, error) { return startYarnfed(ctx, cfg) }}}
 	if cfg.ZooKeeper {
-		systems = append(systems, struct {
-			name  string
-			start func() (target, error)
-		}{"zookeeper", func() (target, error) { return startZooKeeper(ctx, cfg) }})
+		systems = append(systems, system{"zookeeper", func() (target, error) { return startZooKeeper(ctx, cfg) }})
+	}
+	if cfg.Etcd {
+		systems = append(systems, system{"etcd", func() (target, error) { return startEtcd(ctx, cfg) }})
 	}
 	type row struct {
 		workload string
@@ -222,17 +235,29 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		rows = append(rows, r)
 		return r
 	}
+	loadBefore := procstat.LoadAvg()
+	fmt.Fprintf(w, "# %s at start; application ids application_%d_*\n", loadBefore, cfg.RunID)
+	rss := map[string]int64{}
 	for _, sys := range systems {
 		fmt.Fprintf(w, "# starting %s...\n", sys.name)
 		t, err := sys.start()
 		if err != nil {
 			return fmt.Errorf("%s: %w", sys.name, err)
 		}
-		var maxSeq int64
+		maxSeq := int64(0)
+		if cfg.Rows > 0 {
+			t0 := time.Now()
+			if err := preload(ctx, t, cfg, cfg.Rows); err != nil {
+				t.close()
+				return fmt.Errorf("%s: preload: %w", sys.name, err)
+			}
+			maxSeq = int64(cfg.Rows)
+			fmt.Fprintf(w, "# %s: preloaded %d rows in %v\n", sys.name, cfg.Rows, time.Since(t0).Round(time.Millisecond))
+		}
 		for _, c := range cfg.Concurrency {
 			base := maxSeq
 			r := measure(ctx, t, c, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
-				return t.insert(ctx, conn, appID(base+seq))
+				return t.insert(ctx, conn, appID(cfg.RunID, base+seq))
 			})
 			maxSeq = base + r.Attempts
 			find("app-home insert", c).res[sys.name] = r
@@ -248,11 +273,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 				wl = "get (stale)"
 			}
 			r := measure(ctx, t, cfg.ReadConcurrency, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
-				return t.get(ctx, conn, appID(1+seq%max(inserted, 1)), stale)
+				return t.get(ctx, conn, appID(cfg.RunID, 1+seq%max(inserted, 1)), stale)
 			})
 			find(wl, cfg.ReadConcurrency).res[sys.name] = r
 			fmt.Fprintf(w, "# %s %s: %.0f/s, %v CPU/op\n", sys.name, wl, r.PerSecond(), r.CPUPerOp())
 		}
+		rss[sys.name] = t.serverRSS()
 		t.close()
 	}
 
@@ -265,31 +291,98 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		sync += ", FSM fsync on"
 	}
 	where := "in this process"
-	if cfg.Executable != "" {
+	switch {
+	case len(cfg.Addrs) > 0:
+		where = "already running at " + strings.Join(cfg.Addrs, ",")
+	case cfg.Executable != "":
 		where = "as separate processes"
 	}
-	fmt.Fprintf(w, "\nstate store benchmark: 3 replicas on loopback %s (%s), %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", where, sync, cfg.Duration, cfg.Conns)
-	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
-	for _, r := range rows {
-		y, z := r.res["yarnfed"], r.res["zookeeper"]
-		ratio := "-"
-		if z.PerSecond() > 0 {
-			ratio = fmt.Sprintf("%.1fx", y.PerSecond()/z.PerSecond())
-		}
-		zs := []string{"-", "-", "-", "-", "-"}
-		if _, ok := r.res["zookeeper"]; ok {
-			zs = []string{fmt.Sprintf("%.0f", z.PerSecond()), ms(z.P50), ms(z.P99), us(z.CPUPerOp()), fmt.Sprint(z.Errors)}
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.clients, y.PerSecond(), ms(y.P50), ms(y.P99), us(y.CPUPerOp()), y.Errors, zs[0], zs[1], zs[2], zs[3], zs[4], ratio)
+	fmt.Fprintf(w, "\nstate store benchmark: yarnfed 3 replicas on loopback %s (%s, plaintext gRPC)", where, sync)
+	if cfg.ZooKeeper {
+		fmt.Fprint(w, "; zookeeper 3 servers, separate JVMs (forceSync=yes)")
 	}
-	return tw.Flush()
+	if cfg.Etcd {
+		fmt.Fprint(w, "; etcd 3 members, separate processes (WAL fsync), insert = Txn(If CreateRevision==0 Then Put Else Get)")
+	}
+	fmt.Fprintf(w, "\n%s per cell, %d rows preloaded, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", cfg.Duration, cfg.Rows, cfg.Conns)
+	fmt.Fprintf(w, "%s at start, %s at end (2 cores shared: ratios in one run mean more than absolute numbers)\n", loadBefore, procstat.LoadAvg())
+	header := "workload\tclients\t"
+	for _, sys := range systems {
+		header += sys.name + " ops/s\tp50\tp99\tCPU/op\terrors\t"
+	}
+	for _, sys := range systems[1:] {
+		header += "yarnfed/" + sys.name + "\t"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		line := fmt.Sprintf("%s\t%d\t", r.workload, r.clients)
+		for _, sys := range systems {
+			x, ok := r.res[sys.name]
+			if !ok {
+				line += "-\t-\t-\t-\t-\t"
+				continue
+			}
+			line += fmt.Sprintf("%.0f\t%s\t%s\t%s\t%d\t", x.PerSecond(), ms(x.P50), ms(x.P99), us(x.CPUPerOp()), x.Errors)
+		}
+		y := r.res["yarnfed"]
+		for _, sys := range systems[1:] {
+			if p := r.res[sys.name]; p.PerSecond() > 0 {
+				line += fmt.Sprintf("%.2fx\t", y.PerSecond()/p.PerSecond())
+			} else {
+				line += "-\t"
+			}
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sys := range systems {
+		if v := rss[sys.name]; v > 0 {
+			fmt.Fprintf(w, "%s servers' RSS at the end: %d MiB (3 processes)\n", sys.name, v>>20)
+		}
+	}
+	return nil
+}
+
+// preload inserts rows application homes (ids 1..rows of this run) with 64
+// callers, so the measured inserts run against a store that is not empty.
+func preload(ctx context.Context, t target, cfg Config, rows int) error {
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(rows) || ctx.Err() != nil {
+					return
+				}
+				if err := t.insert(ctx, g%cfg.Conns, appID(cfg.RunID, i)); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("row %d: %w", i, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d)/float64(time.Microsecond)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 
-func appID(i int64) string { return fmt.Sprintf("application_1700000000000_%08d", i) }
+// appID is the i'th application id of run (a cluster timestamp): ids of
+// one run never collide with an earlier run's.
+func appID(run, i int64) string { return fmt.Sprintf("application_%d_%08d", run, i) }
 
 // ---- yarnfed ----
 
@@ -484,6 +577,8 @@ func (t *yarnfedTarget) get(ctx context.Context, conn int, id string, stale bool
 }
 
 func (t *yarnfedTarget) serverCPU() time.Duration { return procCPU(t.procs) }
+
+func (t *yarnfedTarget) serverRSS() int64 { return procRSS(t.procs) }
 
 func (t *yarnfedTarget) close() {
 	for _, c := range append(t.clients, t.stale...) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/yarnfed/yarnfed/internal/procstat"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -113,7 +115,7 @@ func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.data, _ = proto.Marshal(&pb.ApplicationHome{ApplicationId: appID(0), HomeSubClusterId: "SC-1", CreateTimeMs: time.Now().UnixMilli()})
+	t.data, _ = proto.Marshal(&pb.ApplicationHome{ApplicationId: appID(0, 0), HomeSubClusterId: "SC-1", CreateTimeMs: time.Now().UnixMilli()})
 	slog.Default().Debug("zookeeper ensemble up", "servers", clientAddrs)
 	return t, nil
 }
@@ -149,28 +151,27 @@ func (t *zkTarget) get(_ context.Context, conn int, id string, stale bool) error
 // serverCPU sums the CPU time of the ZooKeeper JVMs.
 func (t *zkTarget) serverCPU() time.Duration { return procCPU(t.procs) }
 
-// procCPU sums utime+stime of child processes from /proc.
+func (t *zkTarget) serverRSS() int64 { return procRSS(t.procs) }
+
+// procCPU sums the CPU time of child processes.
 func procCPU(procs []*exec.Cmd) time.Duration {
 	var total time.Duration
 	for _, p := range procs {
-		if p.Process == nil {
-			continue
+		if p.Process != nil {
+			total += procstat.CPU(p.Process.Pid)
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
-		if err != nil {
-			continue
+	}
+	return total
+}
+
+// procRSS sums the resident memory of child processes.
+func procRSS(procs []*exec.Cmd) int64 {
+	var total int64
+	for _, p := range procs {
+		if p.Process != nil {
+			cur, _ := procstat.RSS(p.Process.Pid)
+			total += cur
 		}
-		// Fields after the parenthesized command name; utime and stime are
-		// fields 14 and 15 of the whole line, in clock ticks (100 Hz).
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(f) < 13 {
-			continue
-		}
-		var ut, st int64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
-		total += time.Duration(ut+st) * 10 * time.Millisecond
 	}
 	return total
 }
