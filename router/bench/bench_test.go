@@ -3,6 +3,9 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +13,144 @@ import (
 	"github.com/yarnfed/yarnfed/router/bench"
 )
 
-func TestRunPrintsRatioLast(t *testing.T) {
-	cfg := bench.DefaultConfig()
-	cfg.Duration, cfg.Rounds, cfg.Concurrency = time.Second, 1, 2
+func short(cfg bench.Config) bench.Config {
+	cfg.Duration, cfg.Rounds, cfg.Concurrency = 600*time.Millisecond, 2, []int{2}
+	return cfg
+}
+
+// rowErrors returns the errors column of target's rows in the tables.
+func rows(t *testing.T, out, target string) [][]string {
+	t.Helper()
+	var got [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == target {
+			got = append(got, f)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("no %s row:\n%s", target, out)
+	}
+	return got
+}
+
+func checkRows(t *testing.T, out string, targets ...string) {
+	t.Helper()
+	for _, tg := range targets {
+		for _, f := range rows(t, out, tg) {
+			if f[1] == "0" {
+				t.Errorf("%s: no ops: %v", tg, f)
+			}
+			if f[4] != "0" {
+				t.Errorf("%s: errors: %v", tg, f)
+			}
+		}
+	}
+}
+
+func TestRunInMemoryStoreSaysSo(t *testing.T) {
+	cfg := short(bench.DefaultConfig())
+	cfg.InMemoryStore = true
 	var out bytes.Buffer
 	if err := bench.Run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ratio router/direct throughput: ") {
-		t.Fatalf("last line %q\n%s", last, out.String())
+	s := out.String()
+	t.Log("\n" + s)
+	for _, want := range []string{"IN-MEMORY store", "ratio ops/s: yarnfed/direct ", "load average"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
 	}
-	if !strings.Contains(out.String(), "router ") || !strings.Contains(out.String(), "direct ") {
-		t.Fatalf("missing rows:\n%s", out.String())
+	checkRows(t, s, "direct", "yarnfed")
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	for name, mut := range map[string]func(*bench.Config){
+		"router without store": func(c *bench.Config) { c.RouterAddr = "127.0.0.1:1"; c.Executable = "x" },
+		"memory and store":     func(c *bench.Config) { c.InMemoryStore = true; c.StoreAddrs = []string{"127.0.0.1:1"} },
+		"no executable":        func(c *bench.Config) {},
+		"unknown peer":         func(c *bench.Config) { c.Executable = "x"; c.Peer = "yarn2" },
+		"zero concurrency":     func(c *bench.Config) { c.InMemoryStore = true; c.Concurrency = []int{0} },
+	} {
+		cfg := short(bench.DefaultConfig())
+		mut(&cfg)
+		if err := bench.Run(context.Background(), cfg, &bytes.Buffer{}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
+}
+
+// buildYarnfed builds the yarnfed binary the store replicas and the
+// router run from.
+func buildYarnfed(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "yarnfed")
+	if out, err := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// TestRunRealStore is the default setup, briefly: a router process over
+// three store processes, two sub-clusters.
+func TestRunRealStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four processes")
+	}
+	cfg := short(bench.DefaultConfig())
+	cfg.Executable = buildYarnfed(t)
+	var out bytes.Buffer
+	if err := bench.Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	t.Log("\n" + s)
+	if !strings.Contains(s, "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on") {
+		t.Error("output does not name the real store")
+	}
+	checkRows(t, s, "direct", "yarnfed")
+	if f := rows(t, s, "yarnfed")[0]; f[5] == "-" || f[len(f)-1] == "-" {
+		t.Errorf("no router CPU/op or cold start: %v", f)
+	}
+}
+
+// TestRunHadoopPeer runs the whole comparison briefly: Hadoop's Router
+// over ZooKeeper and the Java client. It needs java, mvn (Maven Central or
+// a warm ~/.m2) and Debian's zookeeper; without them it skips, unless
+// YARNFED_BENCH_PEERS_REQUIRED=1 (CI).
+func TestRunHadoopPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts JVMs")
+	}
+	cfg := short(bench.DefaultConfig())
+	missing := []string{}
+	for _, bin := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		missing = append(missing, "zookeeper (apt-get install zookeeper)")
+	}
+	if len(missing) > 0 {
+		if os.Getenv("YARNFED_BENCH_PEERS_REQUIRED") != "" {
+			t.Fatalf("peers required but missing: %v", missing)
+		}
+		t.Skipf("missing %v", missing)
+	}
+	cfg.Executable = buildYarnfed(t)
+	cfg.Peer, cfg.JavaClient = "hadoop", true
+	cfg.SubClusters = 3
+	var out bytes.Buffer
+	if err := bench.Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	t.Log("\n" + s)
+	for _, want := range []string{"yarnfed/hadoop", "Hadoop 3.4.2 Router JVM", "ratio ops/s (Java client)", "3 simrm sub-clusters"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	checkRows(t, s, "direct", "yarnfed", "hadoop")
 }

@@ -493,41 +493,74 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 // startProcs starts three `statestore` processes and returns their gRPC
 // addresses, leader first.
 func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, error) {
+	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, cfg.FSMSync, cfg.UnsafeNoSync)
+	if r != nil {
+		t.procs = r.Procs
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Addrs, nil
+}
+
+// Replicas is a 3-replica state store, each replica a `yarnfed statestore`
+// process on loopback (plaintext gRPC: --insecure), Raft log fsync on.
+type Replicas struct {
+	// Addrs are the gRPC addresses, leader first.
+	Addrs []string
+	Procs []*exec.Cmd
+}
+
+// Close stops the replicas (SIGTERM, then waits).
+func (r *Replicas) Close() {
+	for _, p := range r.Procs {
+		if p.Process != nil {
+			p.Process.Signal(syscall.SIGTERM)
+			p.Wait()
+		}
+	}
+}
+
+// StartReplicas starts three `exe statestore` processes with their data
+// and logs under dir and returns once every replica knows the leader. On
+// error the returned Replicas (if any) holds what was started.
+func StartReplicas(ctx context.Context, exe, dir string, fsmSync, unsafeNoSync bool) (*Replicas, error) {
+	r := &Replicas{}
 	var raftAddrs, grpcAddrs, peers []string
 	for i := 0; i < 3; i++ {
-		r, err := freeAddr()
+		ra, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return r, err
 		}
 		g, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return r, err
 		}
-		raftAddrs, grpcAddrs = append(raftAddrs, r), append(grpcAddrs, g)
-		peers = append(peers, fmt.Sprintf("bench%d=%s", i, r))
+		raftAddrs, grpcAddrs = append(raftAddrs, ra), append(grpcAddrs, g)
+		peers = append(peers, fmt.Sprintf("bench%d=%s", i, ra))
 	}
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("bench%d", i)
 		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
-			"--data-dir", filepath.Join(cfg.Dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
+			"--data-dir", filepath.Join(dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
 			"--http-address", "", "--log-level", "warn", "--insecure"}
-		if cfg.FSMSync {
+		if fsmSync {
 			args = append(args, "--fsm-sync")
 		}
-		if cfg.UnsafeNoSync {
+		if unsafeNoSync {
 			args = append(args, "--unsafe-no-sync")
 		}
-		logf, err := os.Create(filepath.Join(cfg.Dir, id+".log"))
+		logf, err := os.Create(filepath.Join(dir, id+".log"))
 		if err != nil {
-			return nil, err
+			return r, err
 		}
-		cmd := exec.Command(cfg.Executable, args...)
+		cmd := exec.Command(exe, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return r, err
 		}
-		t.procs = append(t.procs, cmd)
+		r.Procs = append(r.Procs, cmd)
 	}
 	// Ready when every replica knows the leader's address.
 	deadline := time.Now().Add(30 * time.Second)
@@ -536,7 +569,7 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 		for _, a := range grpcAddrs {
 			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second})
 			if err != nil {
-				return nil, err
+				return r, err
 			}
 			st, err := c.Status(ctx)
 			c.Close()
@@ -547,16 +580,16 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 			leader = st.GetLeaderGrpcAddress()
 		}
 		if ready {
-			out := []string{leader}
+			r.Addrs = []string{leader}
 			for _, a := range grpcAddrs {
 				if a != leader {
-					out = append(out, a)
+					r.Addrs = append(r.Addrs, a)
 				}
 			}
-			return out, nil
+			return r, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("statestore processes not ready within 30s (logs in %s)", cfg.Dir)
+			return r, fmt.Errorf("statestore processes not ready within 30s (logs in %s)", dir)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
