@@ -246,39 +246,53 @@ func runJavaClient(ctx context.Context, cfg Config, w io.Writer, targets []*targ
 		fmt.Fprintln(tw, "target\tops/s\tp50\tp99\terrors\trouter CPU/op\t")
 		rates := map[string]float64{}
 		for _, t := range targets {
-			cpu0 := time.Duration(0)
-			if t.pid > 0 {
-				cpu0 = procstat.CPU(t.pid)
-			}
 			cmd := exec.CommandContext(ctx, cfg.Java, append(opts, "-Xmx1g", "-cp", cp, "org.yarnfed.bench.HadoopPeer", "client",
 				t.addr, fmt.Sprint(c), fmt.Sprint(cfg.Duration.Milliseconds()))...)
-			var stderr bytes.Buffer
+			var stderr, stdout bytes.Buffer
 			cmd.Stderr = &stderr
-			out, err := cmd.Output()
+			pipe, err := cmd.StdoutPipe()
 			if err != nil {
-				return fmt.Errorf("java client against %s: %w\n%s", t.name, err, tail(stderr.String(), 3000))
+				return err
 			}
-			var r struct {
-				Ops, Errors             int64
-				ElapsedNs, P50Ns, P99Ns int64
+			if err := cmd.Start(); err != nil {
+				return err
 			}
-			sc := bufio.NewScanner(bytes.NewReader(out))
+			// The helper prints START after its warm-up and the JSON result
+			// line after the measured window: the router's CPU between the
+			// two is what the measured ops cost.
+			var r struct{ Ops, Errors, ElapsedNs, P50Ns, P99Ns int64 }
+			var cpu0, cpu1 time.Duration
+			sc := bufio.NewScanner(pipe)
+			var parseErr error
 			for sc.Scan() {
-				if line := sc.Text(); strings.HasPrefix(line, "{") {
+				line := sc.Text()
+				stdout.WriteString(line + "\n")
+				switch {
+				case line == "START" && t.pid > 0:
+					cpu0 = procstat.CPU(t.pid)
+				case strings.HasPrefix(line, "{"):
+					if t.pid > 0 {
+						cpu1 = procstat.CPU(t.pid)
+					}
 					var raw map[string]int64
 					if err := json.Unmarshal([]byte(line), &raw); err != nil {
-						return fmt.Errorf("java client output %q: %w", line, err)
+						parseErr = fmt.Errorf("java client output %q: %w", line, err)
 					}
 					r.Ops, r.Errors, r.ElapsedNs, r.P50Ns, r.P99Ns = raw["ops"], raw["errors"], raw["elapsed_ns"], raw["p50_ns"], raw["p99_ns"]
 				}
 			}
-			if r.ElapsedNs == 0 {
-				return fmt.Errorf("java client against %s printed no result:\n%s", t.name, tail(string(out)+stderr.String(), 3000))
+			if err := cmd.Wait(); err != nil {
+				return fmt.Errorf("java client against %s: %w\n%s", t.name, err, tail(stderr.String(), 3000))
 			}
-			// The whole client run (2 s warm-up included) is charged to its ops.
+			if parseErr != nil {
+				return parseErr
+			}
+			if r.ElapsedNs == 0 {
+				return fmt.Errorf("java client against %s printed no result:\n%s", t.name, tail(stdout.String()+stderr.String(), 3000))
+			}
 			cpu := "-"
-			if t.pid > 0 && r.Ops > 0 {
-				cpu = fmt.Sprintf("%.0fus (incl. warm-up)", float64(procstat.CPU(t.pid)-cpu0)/float64(r.Ops)/1e3)
+			if t.pid > 0 && r.Ops > 0 && cpu1 > 0 {
+				cpu = fmt.Sprintf("%.0fus", float64(cpu1-cpu0)/float64(r.Ops)/1e3)
 			}
 			rate := float64(r.Ops) / (float64(r.ElapsedNs) / 1e9)
 			rates[t.name] = rate

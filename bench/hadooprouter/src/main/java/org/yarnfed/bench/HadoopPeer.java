@@ -87,6 +87,11 @@ public final class HadoopPeer {
       clients[i].init(conf);
       clients[i].start();
     }
+    if (print) {
+      // The Go side samples the router's CPU time here and at the result line.
+      System.out.println("START");
+      System.out.flush();
+    }
     List<List<Long>> lat = new ArrayList<>();
     AtomicLong errors = new AtomicLong();
     Thread[] threads = new Thread[workers];
@@ -128,6 +133,7 @@ public final class HadoopPeer {
     long p99 = all.isEmpty() ? 0 : all.get((all.size() - 1) * 99 / 100);
     System.out.printf("{\"ops\":%d,\"errors\":%d,\"elapsed_ns\":%d,\"p50_ns\":%d,\"p99_ns\":%d}%n",
         all.size(), errors.get(), elapsed, p50, p99);
+    System.out.flush();
   }
 
   private static void op(YarnClient c) throws Exception {
