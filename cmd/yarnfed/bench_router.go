@@ -72,6 +72,7 @@ leaves out the store write every real submission pays). --store and --router mea
 	f.StringVar(&cfg.HadoopHeap, "hadoop-heap", cfg.HadoopHeap, "the Hadoop Router JVM's -Xmx")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary")
 	f.StringVar(&cfg.ZKClasspath, "zk-classpath", cfg.ZKClasspath, "ZooKeeper server classpath")
+	f.StringVar(&cfg.Dir, "dir", "", "keep the processes' data and logs here (default: a temp dir, removed)")
 	f.BoolVar(&verbose, "verbose", false, "log simrm activity to stderr")
 	return cmd
 }

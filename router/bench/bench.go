@@ -111,7 +111,7 @@ type target struct {
 	name string
 	// clients[i] serves worker i%len(clients).
 	clients []*hadoopipc.Client
-	// addr is the address a Java client uses (direct: the first RM).
+	// addr is the address(es, comma-separated) a Java client uses.
 	addr string
 	// proc is the router's process when we know it (CPU, RSS).
 	pid       int
@@ -214,7 +214,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	for _, a := range rms {
 		rmClientAddrs = append(rmClientAddrs, a.Client)
 	}
-	direct := &target{name: "direct", addr: rmClientAddrs[0], note: fmt.Sprintf("%d simrm, callers spread over them", len(rms))}
+	direct := &target{name: "direct", addr: strings.Join(rmClientAddrs, ","), note: fmt.Sprintf("%d simrm, callers spread over them", len(rms))}
 	var err error
 	if direct.clients, err = mkClients(rmClientAddrs...); err != nil {
 		return err

@@ -224,8 +224,8 @@ func startHadoop(ctx context.Context, cfg Config, rms []simrm.Addrs, scID func(i
 }
 
 // runJavaClient drives each target with Hadoop's YarnClient from one JVM
-// (our helper's `client` mode) and prints a second table. Direct goes to
-// the first sub-cluster's RM only.
+// (our helper's `client` mode) and prints a second table. Direct clients
+// are spread over the RMs, as the Go client's are.
 func runJavaClient(ctx context.Context, cfg Config, w io.Writer, targets []*target, hp *hadoopPeer) error {
 	cp := ""
 	if hp != nil {
@@ -241,7 +241,7 @@ func runJavaClient(ctx context.Context, cfg Config, w io.Writer, targets []*targ
 		return err
 	}
 	for _, c := range cfg.Concurrency {
-		fmt.Fprintf(w, "\n%d clients, %v per target (Hadoop %s YarnClient, one per thread, one JVM; direct = the first RM only)\n", c, cfg.Duration, hadoopVersion)
+		fmt.Fprintf(w, "\n%d clients, %v per target (Hadoop %s YarnClient, one per thread, one JVM)\n", c, cfg.Duration, hadoopVersion)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "target\tops/s\tp50\tp99\terrors\trouter CPU/op\t")
 		rates := map[string]float64{}

@@ -27,9 +27,10 @@ import org.apache.hadoop.yarn.server.federation.store.records.SubClusterState;
  *   register ZK_ADDRS ID=CLIENT,AMRM,ADMIN,WEB ...
  *       registers each sub-cluster as RUNNING through Hadoop's own
  *       ZookeeperFederationStateStore (the store Hadoop's Router then reads).
- *   client ADDR CONCURRENCY MILLIS
- *       Hadoop's YarnClient against ADDR: each op is getNewApplication +
- *       submitApplication + getApplicationReport; prints one JSON line.
+ *   client ADDR[,ADDR...] CONCURRENCY MILLIS
+ *       Hadoop's YarnClient, thread i against ADDR i mod n: each op is
+ *       getNewApplication + submitApplication + getApplicationReport; prints
+ *       START after a 2 s warm-up, then one JSON line.
  * </pre>
  */
 public final class HadoopPeer {
@@ -42,7 +43,7 @@ public final class HadoopPeer {
     } else if (args.length == 4 && args[0].equals("client")) {
       client(args[1], Integer.parseInt(args[2]), Long.parseLong(args[3]));
     } else {
-      System.err.println("usage: HadoopPeer register ZK ID=CLIENT,AMRM,ADMIN,WEB... | client ADDR CONCURRENCY MILLIS");
+      System.err.println("usage: HadoopPeer register ZK ID=CLIENT,AMRM,ADMIN,WEB... | client ADDR[,ADDR...] CONCURRENCY MILLIS");
       System.exit(2);
     }
   }
@@ -71,18 +72,18 @@ public final class HadoopPeer {
   }
 
   /** One client per thread, as separate user processes would have. */
-  private static void client(String addr, int workers, long millis) throws Exception {
-    Configuration conf = new YarnConfiguration();
-    conf.set(YarnConfiguration.RM_ADDRESS, addr);
-    conf.setInt("yarn.client.failover-max-attempts", 1);
+  private static void client(String addrs, int workers, long millis) throws Exception {
+    String[] list = addrs.split(",");
     // Warm up: connections and the JIT, outside the measured window.
-    run(conf, workers, 2000, false);
-    run(conf, workers, millis, true);
+    run(list, workers, 2000, false);
+    run(list, workers, millis, true);
   }
 
-  private static void run(Configuration conf, int workers, long millis, boolean print) throws Exception {
+  private static void run(String[] addrs, int workers, long millis, boolean print) throws Exception {
     YarnClient[] clients = new YarnClient[workers];
     for (int i = 0; i < workers; i++) {
+      Configuration conf = new YarnConfiguration();
+      conf.set(YarnConfiguration.RM_ADDRESS, addrs[i % addrs.length]);
       clients[i] = YarnClient.createYarnClient();
       clients[i].init(conf);
       clients[i].start();
