@@ -65,6 +65,7 @@ leaves out the store write every real submission pays). --store and --router mea
 	f.DurationVar(&cfg.RMLatency, "rm-latency", 0, "service time simrm adds to every call (a real RM's is milliseconds); 0 = pure overhead")
 	f.BoolVar(&cfg.InMemoryStore, "in-memory-store", false, "router in this process over an in-memory store (leaves out the store write; said in the output)")
 	f.StringVar(&store, "store", "", "use a running state store (gRPC addresses, plaintext) instead of starting three replicas")
+	f.BoolVar(&cfg.StoreTLS, "store-tls", false, "run the started store with mutual TLS (yarnfed certs), as deployed; default plaintext (--insecure), like the peer's ZooKeeper")
 	f.StringVar(&cfg.RouterAddr, "router", "", "measure a running router (clientrm address) that reads --store")
 	f.StringVar(&cfg.Peer, "peer", "", `"hadoop": also measure Apache Hadoop's Router over a ZooKeeper ensemble`)
 	f.BoolVar(&cfg.JavaClient, "java-client", false, "also drive every target with Hadoop's Java YarnClient")

@@ -13,6 +13,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ import (
 	"github.com/yarnfed/yarnfed/router/routertest"
 	ssbench "github.com/yarnfed/yarnfed/statestore/bench"
 	"github.com/yarnfed/yarnfed/statestore/client"
+	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -73,6 +75,10 @@ type Config struct {
 	// of starting three replicas; the sub-clusters are registered there as
 	// bench-SC-N.
 	StoreAddrs []string
+	// StoreTLS runs the started store with mutual TLS (certificates from
+	// `yarnfed certs`), the router and the bench as its clients, as
+	// deployed; default plaintext (--insecure), like the peer's ZooKeeper.
+	StoreTLS bool
 	// RouterAddr measures a running router (its clientrm address) instead
 	// of starting one; it must read the store at StoreAddrs.
 	RouterAddr string
@@ -149,6 +155,9 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	}
 	if cfg.RouterAddr != "" && len(cfg.StoreAddrs) == 0 {
 		return errors.New("bench: --router needs --store: the sub-clusters are registered in the store that router reads")
+	}
+	if cfg.StoreTLS && (cfg.InMemoryStore || len(cfg.StoreAddrs) > 0) {
+		return errors.New("bench: --store-tls applies to the store this bench starts")
 	}
 	if cfg.InMemoryStore && (cfg.RouterAddr != "" || len(cfg.StoreAddrs) > 0) {
 		return errors.New("bench: the in-memory store runs a router in this process; it does not combine with --router/--store")
@@ -263,8 +272,24 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		}
 	default:
 		storeAddrs := cfg.StoreAddrs
+		var opt ssbench.ReplicaOptions
+		var benchTLS *tls.Config
+		routerStoreArgs := []string{"--store-insecure"}
+		if cfg.StoreTLS {
+			opt.PKIDir = filepath.Join(cfg.Dir, "pki")
+			out, err := exec.Command(cfg.Executable, "certs", "--dir", opt.PKIDir, "bench0=replica", "bench1=replica", "bench2=replica",
+				"bench-admin=admin", "bench-router=router").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("yarnfed certs: %w\n%s", err, out)
+			}
+			if benchTLS, err = (security.ClientFlags{TLS: ssbench.TLSInfo(opt.PKIDir, "bench-admin")}).TLSConfig(log); err != nil {
+				return err
+			}
+			ti := ssbench.TLSInfo(opt.PKIDir, "bench-router")
+			routerStoreArgs = []string{"--store-tls-cert", ti.CertFile, "--store-tls-key", ti.KeyFile, "--store-tls-ca", ti.CAFile}
+		}
 		if len(storeAddrs) == 0 {
-			reps, err := ssbench.StartReplicas(ctx, cfg.Executable, cfg.Dir, false, false)
+			reps, err := ssbench.StartReplicas(ctx, cfg.Executable, cfg.Dir, opt)
 			if reps != nil {
 				defer reps.Close()
 			}
@@ -273,10 +298,13 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			}
 			storeAddrs = reps.Addrs
 			storeDesc = "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on, plaintext gRPC (--insecure, loopback)"
+			if cfg.StoreTLS {
+				storeDesc = "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on, mutual TLS 1.3 (`yarnfed certs`)"
+			}
 		} else {
 			storeDesc = "running state store at " + strings.Join(storeAddrs, ",") + " (plaintext gRPC)"
 		}
-		sc, err := client.New(client.Config{Addrs: storeAddrs, Logger: log})
+		sc, err := client.New(client.Config{Addrs: storeAddrs, Logger: log, TLS: benchTLS})
 		if err != nil {
 			return err
 		}
@@ -334,8 +362,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 				return err
 			}
 			defer logf.Close()
-			cmd := exec.Command(cfg.Executable, "router", "--store", strings.Join(storeAddrs, ","), "--store-insecure",
-				"--clientrm-address", addr, "--web-address", "", "--admin-address", "", "--log-level", "warn")
+			cmd := exec.Command(cfg.Executable, append(append([]string{"router", "--store", strings.Join(storeAddrs, ",")}, routerStoreArgs...),
+				"--clientrm-address", addr, "--web-address", "", "--admin-address", "", "--log-level", "warn")...)
 			cmd.Stdout, cmd.Stderr = logf, logf
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			t0 := time.Now()

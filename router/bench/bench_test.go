@@ -71,6 +71,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no executable":        func(c *bench.Config) {},
 		"unknown peer":         func(c *bench.Config) { c.Executable = "x"; c.Peer = "yarn2" },
 		"zero concurrency":     func(c *bench.Config) { c.InMemoryStore = true; c.Concurrency = []int{0} },
+		"tls and memory":       func(c *bench.Config) { c.InMemoryStore = true; c.StoreTLS = true },
 	} {
 		cfg := short(bench.DefaultConfig())
 		mut(&cfg)
@@ -97,20 +98,27 @@ func TestRunRealStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
-	cfg := short(bench.DefaultConfig())
-	cfg.Executable = buildYarnfed(t)
-	var out bytes.Buffer
-	if err := bench.Run(context.Background(), cfg, &out); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	s := out.String()
-	t.Log("\n" + s)
-	if !strings.Contains(s, "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on") {
-		t.Error("output does not name the real store")
-	}
-	checkRows(t, s, "direct", "yarnfed")
-	if f := rows(t, s, "yarnfed")[0]; f[5] == "-" || f[len(f)-1] == "-" {
-		t.Errorf("no router CPU/op or cold start: %v", f)
+	exe := buildYarnfed(t)
+	for _, tls := range []bool{false, true} {
+		cfg := short(bench.DefaultConfig())
+		cfg.Executable, cfg.StoreTLS = exe, tls
+		var out bytes.Buffer
+		if err := bench.Run(context.Background(), cfg, &out); err != nil {
+			t.Fatalf("tls=%v: %v\n%s", tls, err, out.String())
+		}
+		s := out.String()
+		t.Log("\n" + s)
+		want := "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on, plaintext gRPC (--insecure"
+		if tls {
+			want = "3-replica state store, separate `yarnfed statestore` processes, Raft log fsync on, mutual TLS"
+		}
+		if !strings.Contains(s, want) {
+			t.Errorf("tls=%v: output does not say %q", tls, want)
+		}
+		checkRows(t, s, "direct", "yarnfed")
+		if f := rows(t, s, "yarnfed")[0]; f[5] == "-" || f[len(f)-1] == "-" {
+			t.Errorf("no router CPU/op or cold start: %v", f)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/procstat"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
+	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -493,7 +495,7 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 // startProcs starts three `statestore` processes and returns their gRPC
 // addresses, leader first.
 func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, error) {
-	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, cfg.FSMSync, cfg.UnsafeNoSync)
+	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{FSMSync: cfg.FSMSync, UnsafeNoSync: cfg.UnsafeNoSync})
 	if r != nil {
 		t.procs = r.Procs
 	}
@@ -503,8 +505,24 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 	return r.Addrs, nil
 }
 
+// ReplicaOptions shape StartReplicas' processes.
+type ReplicaOptions struct {
+	FSMSync, UnsafeNoSync bool
+	// PKIDir, when set, holds `yarnfed certs` output with parties bench0,
+	// bench1, bench2 (replica) and bench-admin (admin): the replicas then
+	// run mutual TLS, as deployed, instead of --insecure.
+	PKIDir string
+}
+
+// TLSInfo is party's certificate files in a `yarnfed certs` directory.
+func TLSInfo(pkiDir, party string) security.TLSInfo {
+	d := filepath.Join(pkiDir, party)
+	return security.TLSInfo{CertFile: filepath.Join(d, "cert.crt"), KeyFile: filepath.Join(d, "cert.key"), CAFile: filepath.Join(d, "ca.crt")}
+}
+
 // Replicas is a 3-replica state store, each replica a `yarnfed statestore`
-// process on loopback (plaintext gRPC: --insecure), Raft log fsync on.
+// process on loopback (plaintext gRPC with --insecure, or mutual TLS),
+// Raft log fsync on.
 type Replicas struct {
 	// Addrs are the gRPC addresses, leader first.
 	Addrs []string
@@ -524,8 +542,15 @@ func (r *Replicas) Close() {
 // StartReplicas starts three `exe statestore` processes with their data
 // and logs under dir and returns once every replica knows the leader. On
 // error the returned Replicas (if any) holds what was started.
-func StartReplicas(ctx context.Context, exe, dir string, fsmSync, unsafeNoSync bool) (*Replicas, error) {
+func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*Replicas, error) {
 	r := &Replicas{}
+	var probeTLS *tls.Config
+	if opt.PKIDir != "" {
+		var err error
+		if probeTLS, err = (security.ClientFlags{TLS: TLSInfo(opt.PKIDir, "bench-admin")}).TLSConfig(nil); err != nil {
+			return r, err
+		}
+	}
 	var raftAddrs, grpcAddrs, peers []string
 	for i := 0; i < 3; i++ {
 		ra, err := freeAddr()
@@ -543,11 +568,17 @@ func StartReplicas(ctx context.Context, exe, dir string, fsmSync, unsafeNoSync b
 		id := fmt.Sprintf("bench%d", i)
 		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
 			"--data-dir", filepath.Join(dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
-			"--http-address", "", "--log-level", "warn", "--insecure"}
-		if fsmSync {
+			"--http-address", "", "--log-level", "warn"}
+		if opt.PKIDir != "" {
+			ti := TLSInfo(opt.PKIDir, id)
+			args = append(args, "--tls-cert", ti.CertFile, "--tls-key", ti.KeyFile, "--tls-ca", ti.CAFile)
+		} else {
+			args = append(args, "--insecure")
+		}
+		if opt.FSMSync {
 			args = append(args, "--fsm-sync")
 		}
-		if unsafeNoSync {
+		if opt.UnsafeNoSync {
 			args = append(args, "--unsafe-no-sync")
 		}
 		logf, err := os.Create(filepath.Join(dir, id+".log"))
@@ -567,7 +598,7 @@ func StartReplicas(ctx context.Context, exe, dir string, fsmSync, unsafeNoSync b
 	for {
 		leader, ready := "", true
 		for _, a := range grpcAddrs {
-			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second})
+			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second, TLS: probeTLS})
 			if err != nil {
 				return r, err
 			}
