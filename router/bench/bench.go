@@ -127,7 +127,10 @@ type target struct {
 
 // result is one target at one concurrency.
 type result struct {
-	lat      []time.Duration
+	lat []time.Duration
+	// calls are the latencies of each call of the op (getNewApplication,
+	// submitApplication, getApplicationReport): where an op's time goes.
+	calls    [3][]time.Duration
 	ops      int64
 	errors   int64
 	elapsed  time.Duration
@@ -444,7 +447,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 func printTable(w io.Writer, title string, targets []*target, res map[string]*result) {
 	fmt.Fprintf(w, "\n%s\n", title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tops/s\tp50\tp99\terrors\trouter CPU/op\trouter RSS (peak)\tcold start\t")
+	fmt.Fprintln(tw, "target\tops/s\tp50\tp99\terrors\trouter CPU/op\trouter RSS (peak)\tcold start\tp50 new/submit/report\t")
 	for _, t := range targets {
 		r := res[t.name]
 		cpu, rss, cold := "-", "-", "-"
@@ -456,7 +459,8 @@ func printTable(w io.Writer, title string, targets []*target, res map[string]*re
 		if t.coldStart > 0 {
 			cold = t.coldStart.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", t.name, r.rate(), ms(pct(r.lat, 50)), ms(pct(r.lat, 99)), r.errors, cpu, rss, cold)
+		split := fmt.Sprintf("%.2f/%.2f/%.2fms", msf(pct(r.calls[0], 50)), msf(pct(r.calls[1], 50)), msf(pct(r.calls[2], 50)))
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", t.name, r.rate(), ms(pct(r.lat, 50)), ms(pct(r.lat, 99)), r.errors, cpu, rss, cold, split)
 	}
 	tw.Flush()
 	d := res["direct"].rate()
@@ -509,6 +513,7 @@ func (t *target) round(ctx context.Context, workers int, d time.Duration, r *res
 	start := time.Now()
 	var ops, fails atomic.Int64
 	lats := make([][]time.Duration, workers)
+	calls := make([][3][]time.Duration, workers)
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -516,7 +521,7 @@ func (t *target) round(ctx context.Context, workers int, d time.Duration, r *res
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				s := time.Now()
-				err := op(ctx, c)
+				d, err := op(ctx, c)
 				if err != nil {
 					if ctx.Err() == nil {
 						fails.Add(1)
@@ -525,6 +530,9 @@ func (t *target) round(ctx context.Context, workers int, d time.Duration, r *res
 					continue
 				}
 				lats[i] = append(lats[i], time.Since(s))
+				for k := range d {
+					calls[i][k] = append(calls[i][k], d[k])
+				}
 				ops.Add(1)
 			}
 		})
@@ -542,28 +550,38 @@ func (t *target) round(ctx context.Context, workers int, d time.Duration, r *res
 	if e, ok := firstErr.Load().(error); ok && r.firstErr == nil {
 		r.firstErr = e
 	}
-	for _, l := range lats {
+	for i, l := range lats {
 		r.lat = append(r.lat, l...)
+		for k := range calls[i] {
+			r.calls[k] = append(r.calls[k], calls[i][k]...)
+		}
 	}
 	return nil
 }
 
-// op is one application's worth of client calls.
-func op(ctx context.Context, c *hadoopipc.Client) error {
+// op is one application's worth of client calls; it returns each call's
+// latency.
+func op(ctx context.Context, c *hadoopipc.Client) (d [3]time.Duration, err error) {
+	t0 := time.Now()
 	na := &yarnpb.GetNewApplicationResponseProto{}
 	if err := c.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		return err
+		return d, err
 	}
+	t1 := time.Now()
 	req := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: na.GetApplicationId(), ApplicationName: proto.String("bench"), Queue: proto.String("default"),
 		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"sleep 1"}},
 	}}
 	if err := c.Call(ctx, "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-		return err
+		return d, err
 	}
+	t2 := time.Now()
 	rr := &yarnpb.GetApplicationReportRequestProto{ApplicationId: na.GetApplicationId()}
-	return c.Call(ctx, "getApplicationReport", rr, &yarnpb.GetApplicationReportResponseProto{})
+	if err := c.Call(ctx, "getApplicationReport", rr, &yarnpb.GetApplicationReportResponseProto{}); err != nil {
+		return d, err
+	}
+	return [3]time.Duration{t1.Sub(t0), t2.Sub(t1), time.Since(t2)}, nil
 }
 
 func pct(d []time.Duration, p int) time.Duration {
@@ -574,6 +592,8 @@ func pct(d []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
 }
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 
