@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/router/bench"
+	ssbench "github.com/yarnfed/yarnfed/statestore/bench"
+	"github.com/yarnfed/yarnfed/statestore/client"
+	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
 func short(cfg bench.Config) bench.Config {
@@ -161,4 +165,72 @@ func TestRunHadoopPeer(t *testing.T) {
 		}
 	}
 	checkRows(t, s, "direct", "yarnfed", "hadoop")
+}
+
+// TestRunRunningStoreAndRouter measures a store and a router the bench did
+// not start (--store, --router): it registers its sub-clusters in that
+// store, the running router picks them up, and it leaves them unregistered.
+func TestRunRunningStoreAndRouter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four processes")
+	}
+	exe := buildYarnfed(t)
+	dir := t.TempDir()
+	reps, err := ssbench.StartReplicas(context.Background(), exe, dir, ssbench.ReplicaOptions{})
+	if reps != nil {
+		defer reps.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	router := exec.Command(exe, "router", "--store", strings.Join(reps.Addrs, ","), "--store-insecure",
+		"--clientrm-address", addr, "--web-address", "", "--admin-address", "", "--log-level", "warn")
+	if err := router.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { router.Process.Kill(); router.Wait() }()
+
+	cfg := short(bench.DefaultConfig())
+	cfg.StoreAddrs, cfg.RouterAddr = reps.Addrs, addr
+	var out bytes.Buffer
+	if err := bench.Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	t.Log("\n" + s)
+	for _, want := range []string{"running state store at " + strings.Join(reps.Addrs, ","), "running router at " + addr} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	checkRows(t, s, "direct", "yarnfed")
+
+	// The bench's sub-clusters are left unregistered in the running store.
+	c, err := client.New(client.Config{Addrs: reps.Addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	scs, err := c.ListSubClusters(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sc := range scs {
+		if strings.HasPrefix(sc.GetSubClusterId(), "bench-SC-") {
+			n++
+			if sc.GetState() != pb.SubClusterState_SC_UNREGISTERED {
+				t.Errorf("%s left %v", sc.GetSubClusterId(), sc.GetState())
+			}
+		}
+	}
+	if n != cfg.SubClusters {
+		t.Errorf("%d bench sub-clusters in the store, want %d", n, cfg.SubClusters)
+	}
 }
