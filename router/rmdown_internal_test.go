@@ -30,3 +30,24 @@ func TestRefusedLoginIsNotRMDown(t *testing.T) {
 		t.Fatal("a transport error no longer counts")
 	}
 }
+
+func TestKerberosConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    KerberosConfig
+		ok   bool
+	}{
+		{"off", KerberosConfig{}, true},
+		{"on", KerberosConfig{Principal: "rm/_HOST@R", Keytab: "/k"}, true},
+		{"to secure RMs", KerberosConfig{Principal: "rm/_HOST@R", Keytab: "/k", RMPrincipal: "rm/_HOST@R"}, true},
+		{"no keytab", KerberosConfig{Principal: "rm/_HOST@R"}, false},
+		{"no realm", KerberosConfig{Principal: "rm/_HOST", Keytab: "/k"}, false},
+		{"keytab without principal", KerberosConfig{Keytab: "/k"}, false},
+		{"SIMPLE callers vouched for at secure RMs", KerberosConfig{Principal: "rm/_HOST@R", Keytab: "/k", RMPrincipal: "rm/_HOST@R", AllowSimple: true}, false},
+		{"bad rules", KerberosConfig{Principal: "rm/_HOST@R", Keytab: "/k", AuthToLocal: "RULE:[1"}, false},
+	} {
+		if errs := tc.k.validate(); (len(errs) == 0) != tc.ok {
+			t.Errorf("%s: %v", tc.name, errs)
+		}
+	}
+}
