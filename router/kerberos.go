@@ -175,6 +175,26 @@ func HadoopKerberosDialer(protocol string, addrOf func(SubClusterInfo) string, l
 	}
 }
 
+// ClassAuthorization is what Hadoop answers a refused proxy user.
+const ClassAuthorization = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+// authorizeProxy is the IPC ports' Authorize with Kerberos on: callers
+// acting for others pass only Config.AuthorizeProxyUser.
+func (r *Router) authorizeProxy(ctx context.Context, info *hadoopipc.CallInfo) error {
+	u := info.User
+	if u.RealUser == "" {
+		return nil
+	}
+	if r.cfg.AuthorizeProxyUser != nil {
+		return r.cfg.AuthorizeProxyUser(ctx, info)
+	}
+	real := u.RealUser
+	if u.Principal != "" {
+		real = u.Principal
+	}
+	return hadoopipc.Errorf(ClassAuthorization, "User: %s is not allowed to impersonate %s", real, u.Name)
+}
+
 // delegationTokenAllowed is Hadoop's isAllowedDelegationTokenOp: with
 // Kerberos on, only a Kerberos-authenticated connection (a proxy user's real
 // user counts) may get a token; without, anyone but a token holder (a
