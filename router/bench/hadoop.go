@@ -216,7 +216,7 @@ func startHadoop(ctx context.Context, cfg Config, rms []simrm.Addrs, scID func(i
 		return h, err
 	}
 	defer c.Close()
-	if h.coldStart, err = waitServing(ctx, c, t0, 120*time.Second); err != nil {
+	if h.coldStart, err = waitServing(ctx, c, t0, 300*time.Second); err != nil {
 		lb, _ := os.ReadFile(logf.Name())
 		return h, fmt.Errorf("Hadoop Router: %w\n%s", err, tail(string(lb), 3000))
 	}
