@@ -54,4 +54,12 @@ lincheck-long: ## The store's history-checked linearizability under faults, long
 bench: ## Go micro-benchmarks (ns/op, allocs/op).
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-.PHONY: help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long
+bench-peers: ## Store vs ZooKeeper and etcd, router vs Hadoop's Router over ZooKeeper, ratios in one run (BENCH_DURATION, BENCH_ROWS, BENCH_ARGS).
+	$(GO) build -tags bench -o bin/yarnfed-bench ./cmd/yarnfed
+	@# etcd (and kube-apiserver) from the Go module proxy via hack/kube; reused from ~/.cache/yarnfed.
+	etcd_dir=$$(scripts/kube-binaries.sh) && \
+	  bin/yarnfed-bench bench statestore --etcd --etcd-binary "$$etcd_dir/etcd" --duration $(or $(BENCH_DURATION),5s) \
+	    --concurrency 1,64,256 --rows $(or $(BENCH_ROWS),10000)
+	bin/yarnfed-bench bench router --peer hadoop --java-client --duration $(or $(BENCH_DURATION),5s) --concurrency 1,16,64 $(BENCH_ARGS)
+
+.PHONY: bench-peers help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

@@ -175,6 +175,12 @@ type Config struct {
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"` // nil: no metrics
 	Gatherer   prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
+	// AuthorizeProxyUser decides, when Kerberos is on, whether a caller
+	// acting for someone else (User.RealUser set: a doAs) may: Hadoop's
+	// hadoop.proxyuser.<real>.hosts/users/groups. Nil refuses every doAs
+	// (AuthorizationException), so that no Kerberos principal can make the
+	// router act for another user at the RMs unchecked.
+	AuthorizeProxyUser hadoopipc.Authorizer `json:"-"`
 	// OnSubmitted, if set, is told about every successful submission (for
 	// `yarnfed dev`'s live view of where apps land and why). It must not block.
 	OnSubmitted func(SubmitEvent) `json:"-"`

@@ -51,7 +51,8 @@ type KerberosConfig struct {
 	// (hadoop.security.auth_to_local); empty means DEFAULT.
 	AuthToLocal string `json:"auth_to_local"`
 	// AllowSimple keeps SIMPLE logins open next to Kerberos (a migration
-	// aid; Hadoop's secure servers refuse SIMPLE).
+	// aid; Hadoop's secure servers refuse SIMPLE). Refused with RMPrincipal:
+	// the router would vouch for names nobody proved.
 	AllowSimple bool `json:"allow_simple"`
 }
 
@@ -84,6 +85,11 @@ func (k KerberosConfig) validate() []error {
 	}
 	if !strings.Contains(k.Principal, "@") {
 		errs = append(errs, fmt.Errorf("kerberos.principal %q: needs its realm (service/host@REALM)", k.Principal))
+	}
+	if k.AllowSimple && k.RMPrincipal != "" {
+		// The router would vouch, with its own Kerberos identity, for
+		// whatever name an unauthenticated SIMPLE caller claims.
+		errs = append(errs, errors.New("kerberos.allow_simple and kerberos.rm_principal together would let SIMPLE callers act as anyone on the secure RMs"))
 	}
 	if _, err := authtolocal.Parse(k.AuthToLocal, "R"); err != nil {
 		errs = append(errs, fmt.Errorf("kerberos.auth_to_local: %w", err))
@@ -167,6 +173,26 @@ func HadoopKerberosDialer(protocol string, addrOf func(SubClusterInfo) string, l
 			Kerberos:    &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: rmPrincipal},
 		})
 	}
+}
+
+// ClassAuthorization is what Hadoop answers a refused proxy user.
+const ClassAuthorization = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+// authorizeProxy is the IPC ports' Authorize with Kerberos on: callers
+// acting for others pass only Config.AuthorizeProxyUser.
+func (r *Router) authorizeProxy(ctx context.Context, info *hadoopipc.CallInfo) error {
+	u := info.User
+	if u.RealUser == "" {
+		return nil
+	}
+	if r.cfg.AuthorizeProxyUser != nil {
+		return r.cfg.AuthorizeProxyUser(ctx, info)
+	}
+	real := u.RealUser
+	if u.Principal != "" {
+		real = u.Principal
+	}
+	return hadoopipc.Errorf(ClassAuthorization, "User: %s is not allowed to impersonate %s", real, u.Name)
 }
 
 // delegationTokenAllowed is Hadoop's isAllowedDelegationTokenOp: with

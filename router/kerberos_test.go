@@ -267,3 +267,54 @@ func TestKerberosAdminPort(t *testing.T) {
 		t.Fatalf("refreshQueues reached the RM %d times, want 1", n)
 	}
 }
+
+// TestKerberosProxyUserCallers: a principal acting for another user is
+// refused unless AuthorizeProxyUser allows it, and then forwarded as that
+// user.
+func TestKerberosProxyUserCallers(t *testing.T) {
+	e := newKrbEnv(t)
+	var asked []string
+	var mu sync.Mutex
+	f := newFed(t, 1, func(c *router.Config) {
+		e.routerConfig(c)
+		c.Kerberos.AllowSimple = true // newFed dials SIMPLE
+		c.AuthorizeProxyUser = func(_ context.Context, info *hadoopipc.CallInfo) error {
+			mu.Lock()
+			asked = append(asked, info.User.RealUser+">"+info.User.Name)
+			mu.Unlock()
+			if info.User.RealUser == "oozie" && info.User.Name == "bob" {
+				return nil
+			}
+			return hadoopipc.Errorf(router.ClassAuthorization, "User: %s is not allowed to impersonate %s", info.User.RealUser, info.User.Name)
+		}
+	})
+	oozie := e.loginKeytab("oozie")
+	metrics := func(c *hadoopipc.Client) error {
+		return c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "bob")); err != nil {
+		t.Fatalf("oozie for bob: %v", err)
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "carol")); remoteClass(err) != router.ClassAuthorization {
+		t.Fatalf("oozie for carol: %v", err)
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "")); err != nil {
+		t.Fatalf("oozie as itself: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, ",") != "oozie>bob,oozie>carol" {
+		t.Fatalf("asked %v", asked)
+	}
+
+	// Without a hook every doAs is refused.
+	g := newFed(t, 1, e.routerConfig2AllowSimple)
+	if err := metrics(krbRouterClient(t, g.router, oozie, "bob")); remoteClass(err) != router.ClassAuthorization {
+		t.Fatalf("doAs with no AuthorizeProxyUser: %v", err)
+	}
+}
+
+func (e *krbEnv) routerConfig2AllowSimple(c *router.Config) {
+	e.routerConfig(c)
+	c.Kerberos.AllowSimple = true
+}

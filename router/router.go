@@ -223,6 +223,7 @@ func (r *Router) secure(c *hadoopipc.ServerConfig) {
 	}
 	c.Kerberos = r.krb.server
 	c.AllowSimple = r.cfg.Kerberos.AllowSimple
+	c.Authorize = r.authorizeProxy
 }
 
 // AdminAddr is the bound admin address, or nil when the admin port is off.

@@ -23,14 +23,19 @@ func newBenchStatestoreCmd() *cobra.Command {
 	var sec security.ClientFlags
 	cmd := &cobra.Command{
 		Use:   "statestore",
-		Short: "Application-home inserts and reads: yarnfed's state store vs a ZooKeeper ensemble",
-		Long: `Starts a 3-replica state store on loopback (fsync on) and a 3-server ZooKeeper ensemble
-(Debian's zookeeper package), runs the same workload against each, and prints a table:
-application-home inserts/s with p50/p99 latency at each concurrency, then linearizable and stale
-reads/s. With --store it measures a running cluster instead (writes rows with fake application ids),
-over mutual TLS with --store-tls-cert/--store-tls-key/--store-tls-ca (a certificate from 'yarnfed
-certs' whose role may write application homes, e.g. router), or plaintext with --store-insecure.`,
-		Example: `  yarnfed bench statestore
+		Short: "Application-home inserts and reads: yarnfed's state store vs ZooKeeper and etcd",
+		Long: `Starts a 3-replica state store on loopback (fsync on), a 3-server ZooKeeper ensemble
+(Debian's zookeeper package) and, with --etcd, a 3-member etcd cluster (each member its own process;
+binary from 'make kube-binaries'), runs the same workload against each, and prints a table:
+application-home inserts/s (insert-if-absent on every system; on etcd a Txn If CreateRevision==0
+Then Put Else Get) with p50/p99 latency and CPU per op at each concurrency, then linearizable and
+stale reads/s, the ratios, the servers' RSS and the load average. --rows preloads each system.
+Every run writes its own application ids (application_<run start ms>_N). With --store it measures
+a running cluster instead (writing rows with those fake application ids), over mutual TLS with
+--store-tls-cert/--store-tls-key/--store-tls-ca (a certificate from 'yarnfed certs' whose role may
+write application homes, e.g. router), or plaintext with --store-insecure.`,
+		Example: `  yarnfed bench statestore --etcd
+  yarnfed bench statestore --duration 10s --concurrency 1,64,256 --rows 100000 --etcd
   yarnfed bench statestore --duration 10s --concurrency 64 --zookeeper=false
   yarnfed bench statestore --store 10.0.0.1:9090,10.0.0.2:9090 \
       --store-tls-cert pki/router-1/cert.crt --store-tls-key pki/router-1/cert.key --store-tls-ca pki/router-1/ca.crt`,
@@ -78,5 +83,8 @@ certs' whose role may write application homes, e.g. router), or plaintext with -
 	f.BoolVar(&cfg.ZooKeeper, "zookeeper", cfg.ZooKeeper, "compare against a 3-server ZooKeeper ensemble")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary for ZooKeeper")
 	f.StringVar(&cfg.ZKClasspath, "zk-classpath", cfg.ZKClasspath, "ZooKeeper server classpath")
+	f.BoolVar(&cfg.Etcd, "etcd", cfg.Etcd, "compare against a 3-member etcd cluster (separate processes)")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "etcd binary (default: etcd in $PATH, else the one 'make kube-binaries' built)")
+	f.IntVar(&cfg.Rows, "rows", 0, "application homes inserted into every system before measuring")
 	return cmd
 }

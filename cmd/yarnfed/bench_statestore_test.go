@@ -71,7 +71,7 @@ func TestBenchStatestoreOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench over TLS: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "the running cluster at "+n.GRPCAddr()+" (mutual TLS)") {
+	if !strings.Contains(out, "already running at "+n.GRPCAddr()) || !strings.Contains(out, "mutual TLS") {
 		t.Errorf("the table does not say what it measured:\n%s", out)
 	}
 	inserted := false

@@ -24,8 +24,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/procstat"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
+	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -68,7 +70,18 @@ type Config struct {
 	ZooKeeper   bool
 	Java        string
 	ZKClasspath string
-	Logger      *slog.Logger
+	// Etcd compares against a 3-member etcd cluster, each member its own
+	// process, started from EtcdBinary (default: see FindEtcd).
+	Etcd       bool
+	EtcdBinary string
+	// Rows application homes are inserted into every system before
+	// anything is measured (ids not used by the measured inserts).
+	Rows int
+	// RunID is the cluster-timestamp part of every application id this run
+	// writes (default: now in ms), so runs against a running cluster never
+	// reuse an earlier run's ids.
+	RunID  int64
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the configuration `yarnfed bench statestore` uses.
@@ -91,6 +104,9 @@ type target interface {
 	// serverCPU is CPU time used so far by server processes outside this
 	// one (ZooKeeper's JVMs); in-process replicas count as our own.
 	serverCPU() time.Duration
+	// serverRSS is the resident memory of the server processes (0 when
+	// they run in this process or elsewhere).
+	serverRSS() int64
 	close()
 }
 
@@ -116,13 +132,7 @@ func (r Result) CPUPerOp() time.Duration {
 	return r.CPU / time.Duration(r.Ops)
 }
 
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func selfCPU() time.Duration { return procstat.Self() }
 
 // PerSecond is the throughput.
 func (r Result) PerSecond() float64 {
@@ -201,15 +211,19 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		cfg.Dir = d
 	}
 
-	systems := []struct {
+	if cfg.RunID == 0 {
+		cfg.RunID = time.Now().UnixMilli()
+	}
+	type system struct {
 		name  string
 		start func() (target, error)
-	}{{"yarnfed", func() (target, error) { return startYarnfed(ctx, cfg) }}}
+	}
+	systems := []system{{"yarnfed", func() (target, error) { return startYarnfed(ctx, cfg) }}}
 	if cfg.ZooKeeper {
-		systems = append(systems, struct {
-			name  string
-			start func() (target, error)
-		}{"zookeeper", func() (target, error) { return startZooKeeper(ctx, cfg) }})
+		systems = append(systems, system{"zookeeper", func() (target, error) { return startZooKeeper(ctx, cfg) }})
+	}
+	if cfg.Etcd {
+		systems = append(systems, system{"etcd", func() (target, error) { return startEtcd(ctx, cfg) }})
 	}
 	type row struct {
 		workload string
@@ -227,17 +241,29 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		rows = append(rows, r)
 		return r
 	}
+	loadBefore := procstat.LoadAvg()
+	fmt.Fprintf(w, "# %s at start; application ids application_%d_*\n", loadBefore, cfg.RunID)
+	rss := map[string]int64{}
 	for _, sys := range systems {
 		fmt.Fprintf(w, "# starting %s...\n", sys.name)
 		t, err := sys.start()
 		if err != nil {
 			return fmt.Errorf("%s: %w", sys.name, err)
 		}
-		var maxSeq int64
+		maxSeq := int64(0)
+		if cfg.Rows > 0 {
+			t0 := time.Now()
+			if err := preload(ctx, t, cfg, cfg.Rows); err != nil {
+				t.close()
+				return fmt.Errorf("%s: preload: %w", sys.name, err)
+			}
+			maxSeq = int64(cfg.Rows)
+			fmt.Fprintf(w, "# %s: preloaded %d rows in %v\n", sys.name, cfg.Rows, time.Since(t0).Round(time.Millisecond))
+		}
 		for _, c := range cfg.Concurrency {
 			base := maxSeq
 			r := measure(ctx, t, c, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
-				return t.insert(ctx, conn, appID(base+seq))
+				return t.insert(ctx, conn, appID(cfg.RunID, base+seq))
 			})
 			maxSeq = base + r.Attempts
 			find("app-home insert", c).res[sys.name] = r
@@ -253,11 +279,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 				wl = "get (stale)"
 			}
 			r := measure(ctx, t, cfg.ReadConcurrency, cfg.Conns, cfg.Duration, func(ctx context.Context, conn int, seq int64) error {
-				return t.get(ctx, conn, appID(1+seq%max(inserted, 1)), stale)
+				return t.get(ctx, conn, appID(cfg.RunID, 1+seq%max(inserted, 1)), stale)
 			})
 			find(wl, cfg.ReadConcurrency).res[sys.name] = r
 			fmt.Fprintf(w, "# %s %s: %.0f/s, %v CPU/op\n", sys.name, wl, r.PerSecond(), r.CPUPerOp())
 		}
+		rss[sys.name] = t.serverRSS()
 		t.close()
 	}
 
@@ -269,44 +296,104 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.FSMSync {
 		sync += ", FSM fsync on"
 	}
-	where := "3 replicas on loopback in this process"
+	where := "in this process"
+	transport := "plaintext gRPC"
 	switch {
 	case len(cfg.Addrs) > 0:
-		transport := "plaintext"
+		where = "already running at " + strings.Join(cfg.Addrs, ",")
 		if cfg.TLS != nil {
 			transport = "mutual TLS"
 		}
-		where = fmt.Sprintf("the running cluster at %s (%s)", strings.Join(cfg.Addrs, ","), transport)
+		sync = "durability as that cluster is configured"
 	case cfg.Executable != "":
-		where = "3 replicas on loopback as separate processes"
+		where = "as separate processes"
 	}
-	if len(cfg.Addrs) > 0 {
-		sync = "" // not ours to say
-	} else {
-		sync = " (" + sync + ")"
+	fmt.Fprintf(w, "\nstate store benchmark: yarnfed 3 replicas on loopback %s (%s, %s)", where, sync, transport)
+	if cfg.ZooKeeper {
+		fmt.Fprint(w, "; zookeeper 3 servers, separate JVMs (forceSync=yes)")
 	}
-	fmt.Fprintf(w, "\nstate store benchmark: %s%s, %s per cell, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", where, sync, cfg.Duration, cfg.Conns)
-	fmt.Fprintln(tw, "workload\tclients\tyarnfed ops/s\tp50\tp99\tCPU/op\terrors\tzookeeper ops/s\tp50\tp99\tCPU/op\terrors\tratio ops/s\t")
+	if cfg.Etcd {
+		fmt.Fprint(w, "; etcd 3 members, separate processes (WAL fsync), insert = Txn(If CreateRevision==0 Then Put Else Get)")
+	}
+	fmt.Fprintf(w, "\n%s per cell, %d rows preloaded, callers spread over %d client instances (one connection each); CPU/op = client+server CPU\n", cfg.Duration, cfg.Rows, cfg.Conns)
+	fmt.Fprintf(w, "%s at start, %s at end (2 cores shared: ratios in one run mean more than absolute numbers)\n", loadBefore, procstat.LoadAvg())
+	header := "workload\tclients\t"
+	for _, sys := range systems {
+		header += sys.name + " ops/s\tp50\tp99\tCPU/op\terrors\t"
+	}
+	for _, sys := range systems[1:] {
+		header += "yarnfed/" + sys.name + "\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		y, z := r.res["yarnfed"], r.res["zookeeper"]
-		ratio := "-"
-		if z.PerSecond() > 0 {
-			ratio = fmt.Sprintf("%.1fx", y.PerSecond()/z.PerSecond())
+		line := fmt.Sprintf("%s\t%d\t", r.workload, r.clients)
+		for _, sys := range systems {
+			x, ok := r.res[sys.name]
+			if !ok {
+				line += "-\t-\t-\t-\t-\t"
+				continue
+			}
+			line += fmt.Sprintf("%.0f\t%s\t%s\t%s\t%d\t", x.PerSecond(), ms(x.P50), ms(x.P99), us(x.CPUPerOp()), x.Errors)
 		}
-		zs := []string{"-", "-", "-", "-", "-"}
-		if _, ok := r.res["zookeeper"]; ok {
-			zs = []string{fmt.Sprintf("%.0f", z.PerSecond()), ms(z.P50), ms(z.P99), us(z.CPUPerOp()), fmt.Sprint(z.Errors)}
+		y := r.res["yarnfed"]
+		for _, sys := range systems[1:] {
+			if p := r.res[sys.name]; p.PerSecond() > 0 {
+				line += fmt.Sprintf("%.2fx\t", y.PerSecond()/p.PerSecond())
+			} else {
+				line += "-\t"
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.workload, r.clients, y.PerSecond(), ms(y.P50), ms(y.P99), us(y.CPUPerOp()), y.Errors, zs[0], zs[1], zs[2], zs[3], zs[4], ratio)
+		fmt.Fprintln(tw, line)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, sys := range systems {
+		if v := rss[sys.name]; v > 0 {
+			fmt.Fprintf(w, "%s servers' RSS at the end: %d MiB (3 processes)\n", sys.name, v>>20)
+		}
+	}
+	return nil
+}
+
+// preload inserts rows application homes (ids 1..rows of this run) with 64
+// callers, so the measured inserts run against a store that is not empty.
+func preload(ctx context.Context, t target, cfg Config, rows int) error {
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(rows) || ctx.Err() != nil {
+					return
+				}
+				if err := t.insert(ctx, g%cfg.Conns, appID(cfg.RunID, i)); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("row %d: %w", i, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d)/float64(time.Microsecond)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 
-func appID(i int64) string { return fmt.Sprintf("application_1700000000000_%08d", i) }
+// appID is the i'th application id of run (a cluster timestamp): ids of
+// one run never collide with an earlier run's.
+func appID(run, i int64) string { return fmt.Sprintf("application_%d_%08d", run, i) }
 
 // ---- yarnfed ----
 
@@ -421,50 +508,112 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 // startProcs starts three `statestore` processes and returns their gRPC
 // addresses, leader first.
 func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, error) {
+	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{FSMSync: cfg.FSMSync, UnsafeNoSync: cfg.UnsafeNoSync})
+	if r != nil {
+		t.procs = r.Procs
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Addrs, nil
+}
+
+// ReplicaOptions shape StartReplicas' processes.
+type ReplicaOptions struct {
+	FSMSync, UnsafeNoSync bool
+	// PKIDir, when set, holds `yarnfed certs` output with parties bench0,
+	// bench1, bench2 (replica) and bench-admin (admin): the replicas then
+	// run mutual TLS, as deployed, instead of --insecure.
+	PKIDir string
+}
+
+// TLSInfo is party's certificate files in a `yarnfed certs` directory.
+func TLSInfo(pkiDir, party string) security.TLSInfo {
+	d := filepath.Join(pkiDir, party)
+	return security.TLSInfo{CertFile: filepath.Join(d, "cert.crt"), KeyFile: filepath.Join(d, "cert.key"), CAFile: filepath.Join(d, "ca.crt")}
+}
+
+// Replicas is a 3-replica state store, each replica a `yarnfed statestore`
+// process on loopback (plaintext gRPC with --insecure, or mutual TLS),
+// Raft log fsync on.
+type Replicas struct {
+	// Addrs are the gRPC addresses, leader first.
+	Addrs []string
+	Procs []*exec.Cmd
+}
+
+// Close stops the replicas (SIGTERM, then waits).
+func (r *Replicas) Close() {
+	for _, p := range r.Procs {
+		if p.Process != nil {
+			p.Process.Signal(syscall.SIGTERM)
+			p.Wait()
+		}
+	}
+}
+
+// StartReplicas starts three `exe statestore` processes with their data
+// and logs under dir and returns once every replica knows the leader. On
+// error the returned Replicas (if any) holds what was started.
+func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*Replicas, error) {
+	r := &Replicas{}
+	var probeTLS *tls.Config
+	if opt.PKIDir != "" {
+		var err error
+		if probeTLS, err = (security.ClientFlags{TLS: TLSInfo(opt.PKIDir, "bench-admin")}).TLSConfig(nil); err != nil {
+			return r, err
+		}
+	}
 	var raftAddrs, grpcAddrs, peers []string
 	for i := 0; i < 3; i++ {
-		r, err := freeAddr()
+		ra, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return r, err
 		}
 		g, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return r, err
 		}
-		raftAddrs, grpcAddrs = append(raftAddrs, r), append(grpcAddrs, g)
-		peers = append(peers, fmt.Sprintf("bench%d=%s", i, r))
+		raftAddrs, grpcAddrs = append(raftAddrs, ra), append(grpcAddrs, g)
+		peers = append(peers, fmt.Sprintf("bench%d=%s", i, ra))
 	}
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("bench%d", i)
 		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
-			"--data-dir", filepath.Join(cfg.Dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
-			"--http-address", "", "--log-level", "warn", "--insecure"}
-		if cfg.FSMSync {
+			"--data-dir", filepath.Join(dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
+			"--http-address", "", "--log-level", "warn"}
+		if opt.PKIDir != "" {
+			ti := TLSInfo(opt.PKIDir, id)
+			args = append(args, "--tls-cert", ti.CertFile, "--tls-key", ti.KeyFile, "--tls-ca", ti.CAFile)
+		} else {
+			args = append(args, "--insecure")
+		}
+		if opt.FSMSync {
 			args = append(args, "--fsm-sync")
 		}
-		if cfg.UnsafeNoSync {
+		if opt.UnsafeNoSync {
 			args = append(args, "--unsafe-no-sync")
 		}
-		logf, err := os.Create(filepath.Join(cfg.Dir, id+".log"))
+		logf, err := os.Create(filepath.Join(dir, id+".log"))
 		if err != nil {
-			return nil, err
+			return r, err
 		}
-		cmd := exec.Command(cfg.Executable, args...)
+		cmd := exec.Command(exe, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return r, err
 		}
-		t.procs = append(t.procs, cmd)
+		r.Procs = append(r.Procs, cmd)
 	}
 	// Ready when every replica knows the leader's address.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		leader, ready := "", true
 		for _, a := range grpcAddrs {
-			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second})
+			c, err := client.New(client.Config{Addrs: []string{a}, DisableCache: true, DisableBatching: true, RetryTimeout: time.Second, TLS: probeTLS})
 			if err != nil {
-				return nil, err
+				return r, err
 			}
 			st, err := c.Status(ctx)
 			c.Close()
@@ -475,16 +624,16 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 			leader = st.GetLeaderGrpcAddress()
 		}
 		if ready {
-			out := []string{leader}
+			r.Addrs = []string{leader}
 			for _, a := range grpcAddrs {
 				if a != leader {
-					out = append(out, a)
+					r.Addrs = append(r.Addrs, a)
 				}
 			}
-			return out, nil
+			return r, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("statestore processes not ready within 30s (logs in %s)", cfg.Dir)
+			return r, fmt.Errorf("statestore processes not ready within 30s (logs in %s)", dir)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -505,6 +654,8 @@ func (t *yarnfedTarget) get(ctx context.Context, conn int, id string, stale bool
 }
 
 func (t *yarnfedTarget) serverCPU() time.Duration { return procCPU(t.procs) }
+
+func (t *yarnfedTarget) serverRSS() int64 { return procRSS(t.procs) }
 
 func (t *yarnfedTarget) close() {
 	for _, c := range append(t.clients, t.stale...) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,9 +40,104 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	for _, row := range []string{"app-home insert", "get (linearizable)", "get (stale)"} {
+	for _, row := range []string{"app-home insert", "get (linearizable)", "get (stale)", "load average"} {
 		if !strings.Contains(out.String(), row) {
 			t.Fatalf("no %q row", row)
 		}
 	}
+}
+
+// TestRunPeersSmoke runs the benchmark briefly against all three systems
+// with a preload, as `make bench-peers` does at length. The peers need Java
+// with Debian's zookeeper package and an etcd binary (make kube-binaries);
+// without them it skips, unless YARNFED_BENCH_PEERS_REQUIRED=1 (CI).
+func TestRunPeersSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nine server processes")
+	}
+	cfg := DefaultConfig()
+	cfg.Etcd = true
+	missing := ""
+	if _, err := os.Stat(cfg.ZKClasspath[strings.LastIndex(cfg.ZKClasspath, ":")+1:]); err != nil {
+		missing = "zookeeper (apt-get install zookeeper)"
+	}
+	if _, err := FindEtcd(""); err != nil {
+		missing += " " + err.Error()
+	}
+	if missing != "" {
+		if os.Getenv("YARNFED_BENCH_PEERS_REQUIRED") != "" {
+			t.Fatalf("peers required but missing: %s", missing)
+		}
+		t.Skipf("peers missing: %s", missing)
+	}
+	exe := buildYarnfed(t)
+	cfg.Executable = exe
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Concurrency = []int{4}
+	cfg.ReadConcurrency = 4
+	cfg.Rows = 50
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []string{"yarnfed/zookeeper", "yarnfed/etcd", "preloaded 50 rows", "etcd servers' RSS", "as separate processes"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Every cell measured, none failed: the errors columns are all 0.
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "app-home insert") {
+			continue
+		}
+		f := strings.Fields(line)
+		// workload(2 words) clients, then per system: ops p50 p99 cpu errors.
+		for sys := 0; sys < 3; sys++ {
+			if errs := f[3+sys*5+4]; errs != "0" {
+				t.Errorf("system %d: %s errors in %q", sys, errs, line)
+			}
+			if ops := f[3+sys*5]; ops == "0" {
+				t.Errorf("system %d: no ops in %q", sys, line)
+			}
+		}
+	}
+}
+
+// TestAppIDsUniquePerRun: two runs write disjoint application ids (they
+// used to reuse application_1700000000000_*, so a second run against a
+// running cluster measured "already exists" answers, not inserts).
+func TestAppIDsUniquePerRun(t *testing.T) {
+	ids := func() string {
+		cfg := DefaultConfig()
+		cfg.ZooKeeper = false
+		cfg.Duration = 20 * time.Millisecond
+		cfg.Concurrency = []int{1}
+		cfg.ReadConcurrency = -1
+		var out bytes.Buffer
+		if err := Run(context.Background(), cfg, &out); err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(out.String(), "application ids ")
+		id, _, _ := strings.Cut(after, "\n")
+		return id
+	}
+	a, b := ids(), ids()
+	if a == "" || a == b {
+		t.Fatalf("runs wrote the same ids %q and %q", a, b)
+	}
+	if appID(1, 7) == appID(2, 7) {
+		t.Fatal("appID ignores the run")
+	}
+}
+
+// buildYarnfed builds the yarnfed binary (its statestore role) once.
+func buildYarnfed(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "yarnfed")
+	cmd := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
 }

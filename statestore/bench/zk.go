@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/yarnfed/yarnfed/internal/procstat"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -35,17 +37,28 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
 
-func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
-	if _, err := exec.LookPath(cfg.Java); err != nil {
+// Ensemble is a 3-server ZooKeeper ensemble on loopback, each server its
+// own JVM, with fsync on (forceSync=yes, ZooKeeper's default). The router
+// bench runs Hadoop's Router over one.
+type Ensemble struct {
+	ClientAddrs []string
+	Procs       []*exec.Cmd
+}
+
+// StartZooKeeperEnsemble starts the three servers (data and logs under
+// dir) and returns once they are started; callers wait for a quorum by
+// retrying their first request.
+func StartZooKeeperEnsemble(java, classpath, dir string) (*Ensemble, error) {
+	if _, err := exec.LookPath(java); err != nil {
 		return nil, fmt.Errorf("java not found (install Debian's zookeeper package): %w", err)
 	}
-	if jar := strings.Split(cfg.ZKClasspath, ":"); len(jar) > 0 {
+	if jar := strings.Split(classpath, ":"); len(jar) > 0 {
 		if _, err := os.Stat(jar[len(jar)-1]); err != nil {
 			return nil, fmt.Errorf("ZooKeeper classpath: %w (apt-get install zookeeper)", err)
 		}
 	}
-	t := &zkTarget{}
-	var clientAddrs, servers []string
+	e := &Ensemble{}
+	var servers []string
 	for i := 1; i <= 3; i++ {
 		var ports []string
 		for j := 0; j < 3; j++ {
@@ -55,39 +68,63 @@ func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
 			}
 			ports = append(ports, a[strings.LastIndex(a, ":")+1:])
 		}
-		clientAddrs = append(clientAddrs, "127.0.0.1:"+ports[0])
+		e.ClientAddrs = append(e.ClientAddrs, "127.0.0.1:"+ports[0])
 		servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%s:%s", i, ports[1], ports[2]))
 	}
 	for i := 1; i <= 3; i++ {
-		dir := filepath.Join(cfg.Dir, fmt.Sprintf("zk%d", i))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		zdir := filepath.Join(dir, fmt.Sprintf("zk%d", i))
+		if err := os.MkdirAll(zdir, 0o700); err != nil {
+			e.Close()
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "myid"), []byte(fmt.Sprint(i)), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(zdir, "myid"), []byte(fmt.Sprint(i)), 0o600); err != nil {
+			e.Close()
 			return nil, err
 		}
-		port := clientAddrs[i-1][strings.LastIndex(clientAddrs[i-1], ":")+1:]
+		port := e.ClientAddrs[i-1][strings.LastIndex(e.ClientAddrs[i-1], ":")+1:]
 		// forceSync=yes (the default) fsyncs the transaction log, like
 		// our Raft log.
 		conf := fmt.Sprintf("tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n"+
-			"maxClientCnxns=0\nadmin.enableServer=false\nforceSync=yes\n%s\n", dir, port, strings.Join(servers, "\n"))
-		cfgPath := filepath.Join(dir, "zoo.cfg")
+			"maxClientCnxns=0\nadmin.enableServer=false\nforceSync=yes\n%s\n", zdir, port, strings.Join(servers, "\n"))
+		cfgPath := filepath.Join(zdir, "zoo.cfg")
 		if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+			e.Close()
 			return nil, err
 		}
-		logf, err := os.Create(filepath.Join(dir, "server.log"))
+		logf, err := os.Create(filepath.Join(zdir, "server.log"))
 		if err != nil {
+			e.Close()
 			return nil, err
 		}
-		cmd := exec.Command(cfg.Java, "-Xmx512m", "-cp", cfg.ZKClasspath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+		cmd := exec.Command(java, "-Xmx512m", "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
-			t.close()
+			e.Close()
 			return nil, err
 		}
-		t.procs = append(t.procs, cmd)
+		e.Procs = append(e.Procs, cmd)
 	}
+	return e, nil
+}
+
+// Close kills the servers.
+func (e *Ensemble) Close() {
+	for _, p := range e.Procs {
+		if p.Process != nil {
+			p.Process.Kill()
+			p.Wait()
+		}
+	}
+}
+
+func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
+	ens, err := StartZooKeeperEnsemble(cfg.Java, cfg.ZKClasspath, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &zkTarget{procs: ens.Procs}
+	clientAddrs := ens.ClientAddrs
 	for i := 0; i < max(cfg.Conns, 1); i++ {
 		// Each connection pinned to one server, spread over the ensemble.
 		c, _, err := zk.Connect([]string{clientAddrs[i%3]}, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
@@ -113,7 +150,7 @@ func startZooKeeper(ctx context.Context, cfg Config) (target, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.data, _ = proto.Marshal(&pb.ApplicationHome{ApplicationId: appID(0), HomeSubClusterId: "SC-1", CreateTimeMs: time.Now().UnixMilli()})
+	t.data, _ = proto.Marshal(&pb.ApplicationHome{ApplicationId: appID(0, 0), HomeSubClusterId: "SC-1", CreateTimeMs: time.Now().UnixMilli()})
 	slog.Default().Debug("zookeeper ensemble up", "servers", clientAddrs)
 	return t, nil
 }
@@ -149,28 +186,27 @@ func (t *zkTarget) get(_ context.Context, conn int, id string, stale bool) error
 // serverCPU sums the CPU time of the ZooKeeper JVMs.
 func (t *zkTarget) serverCPU() time.Duration { return procCPU(t.procs) }
 
-// procCPU sums utime+stime of child processes from /proc.
+func (t *zkTarget) serverRSS() int64 { return procRSS(t.procs) }
+
+// procCPU sums the CPU time of child processes.
 func procCPU(procs []*exec.Cmd) time.Duration {
 	var total time.Duration
 	for _, p := range procs {
-		if p.Process == nil {
-			continue
+		if p.Process != nil {
+			total += procstat.CPU(p.Process.Pid)
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
-		if err != nil {
-			continue
+	}
+	return total
+}
+
+// procRSS sums the resident memory of child processes.
+func procRSS(procs []*exec.Cmd) int64 {
+	var total int64
+	for _, p := range procs {
+		if p.Process != nil {
+			cur, _ := procstat.RSS(p.Process.Pid)
+			total += cur
 		}
-		// Fields after the parenthesized command name; utime and stime are
-		// fields 14 and 15 of the whole line, in clock ticks (100 Hz).
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(f) < 13 {
-			continue
-		}
-		var ut, st int64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
-		total += time.Duration(ut+st) * 10 * time.Millisecond
 	}
 	return total
 }
