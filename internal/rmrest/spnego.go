@@ -34,6 +34,11 @@ const HadoopAuthCookie = "hadoop.auth"
 // shared by every Client of one identity (it holds that identity's cookies);
 // it is safe for concurrent use.
 //
+// A redirect to another host:port is followed without credentials (Go's
+// http.Client drops Authorization and Cookie there), so its challenge comes
+// back as an error; the agent and the GPG call each RM directly (a standby
+// serves /info itself, and /apps is read from the RM that said ACTIVE).
+//
 // gokrb5's spnego.Client is not used as is: it derives the principal from a
 // DNS CNAME lookup rather than the host as configured (Hadoop's rule),
 // keeps unsynchronized redirect state, and answers a refused token by
