@@ -170,6 +170,7 @@ type Server struct {
 	reg atomic.Pointer[registry]
 
 	relaySlots chan struct{} // pending relayed logins (TokenRelay)
+	workers    *workerPool   // runs calls; stops with baseCtx
 
 	// preAuthBytes counts the bytes of packets being read or held before
 	// connections' contexts (the PreAuthBufferBytes budget).
@@ -237,6 +238,7 @@ func NewServer(cfg ServerConfig) *Server {
 		relaySlots: make(chan struct{}, cfg.MaxPendingRelayLogins),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.workers = newWorkerPool(maxWorkers, workerIdleTimeout, s.baseCtx.Done())
 	s.reg.Store(newRegistry())
 	// metrics -> logging -> auth -> (config) -> recovery innermost.
 	ics := []Interceptor{MetricsInterceptor(s.metrics), LoggingInterceptor(s.log), AuthInterceptor(cfg.Authorize)}
