@@ -5,6 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,8 +31,10 @@ import (
 // so the audit lines are formatted as in production.
 //
 // Wall-clock numbers are noise on a loaded machine; compare cpu-us/op
-// (user+sys CPU of the whole process per op, from getrusage), allocs/op
-// and B/op:
+// (user+sys CPU of the whole process per op, from getrusage; still
+// inflated by contention), writes/op and reads/op (syscalls, from
+// /proc/self/io), allocs/op and B/op, or instructions per op under
+// callgrind (see router/DESIGN.md):
 //
 //	go test -run='^$' -bench=RouterOp -benchmem -benchtime=3000x ./router/bench/
 func BenchmarkRouterOp(b *testing.B) {
@@ -80,7 +85,7 @@ func BenchmarkRouterOp(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
-				cpu0 := cpuTime()
+				cpu0, w0, r0 := cpuTime(), syscalls("syscw"), syscalls("syscr")
 				b.ResetTimer()
 				if clients == 1 {
 					for b.Loop() {
@@ -101,6 +106,8 @@ func BenchmarkRouterOp(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
+				b.ReportMetric(float64(syscalls("syscw")-w0)/float64(b.N), "writes/op")
+				b.ReportMetric(float64(syscalls("syscr")-r0)/float64(b.N), "reads/op")
 			})
 		}
 	}
@@ -131,6 +138,22 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// syscalls reads a counter of this process's read or write syscalls
+// ("syscr", "syscw") from /proc/self/io; 0 where it is not available.
+func syscalls(field string) int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+": "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func itoa(n int) string {
