@@ -603,7 +603,9 @@ func (c *serverConn) saslReply(msg *commonpb.RpcSaslProto) {
 //	|       |   status: SUCCESS} (delimited)       |   token: wrap(whole inner packet)}  |
 //	+-------+--------------------------------------+-------------------------------------+
 func (c *serverConn) writeFrame(frame []byte) {
-	c.w.send(frame, c.wrapFn, false)
+	// The caller's call holds one in-flight slot: more than one taken
+	// means other replies may be about to join this write.
+	c.w.sendMaybeBatched(frame, c.wrapFn, false, len(c.sem) > 1)
 }
 
 // wrapLocked runs under the writer's lock, in wire order.
