@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -46,6 +47,7 @@ func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, 
 	// Resolve the labelled series once, not per call.
 	ok, fail := r.metrics.requests.WithLabelValues(name, "ok"), r.metrics.requests.WithLabelValues(name, "error")
 	lat := r.metrics.latency.WithLabelValues(name)
+	audited := mutating[name]
 	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
 		start := time.Now()
 		a := &audit{}
@@ -57,7 +59,7 @@ func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, 
 		} else {
 			ok.Inc()
 		}
-		if mutating[name] {
+		if audited {
 			r.auditLog(ctx, name, a, err)
 		}
 		if err != nil {
@@ -69,20 +71,25 @@ func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, 
 }
 
 func (r *Router) auditLog(ctx context.Context, op string, a *audit, err error) {
+	// Typed attributes into a stack array: no []any and no boxing per call.
+	if !r.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
 	u, _ := hadoopipc.UserFromContext(ctx)
-	attrs := []any{"user", u.Name, "operation", op, "target", "RouterClientRMService"}
+	var buf [7]slog.Attr
+	attrs := append(buf[:0], slog.String("user", u.Name), slog.String("operation", op), slog.String("target", "RouterClientRMService"))
 	if a.app != "" {
-		attrs = append(attrs, "app", a.app)
+		attrs = append(attrs, slog.String("app", a.app))
 	}
 	if a.sc != "" {
-		attrs = append(attrs, "subcluster", string(a.sc))
+		attrs = append(attrs, slog.String("subcluster", string(a.sc)))
 	}
 	if err != nil {
-		attrs = append(attrs, "result", "FAILURE", "err", err.Error())
+		attrs = append(attrs, slog.String("result", "FAILURE"), slog.String("err", err.Error()))
 	} else {
-		attrs = append(attrs, "result", "SUCCESS")
+		attrs = append(attrs, slog.String("result", "SUCCESS"))
 	}
-	r.log.Info("audit", attrs...)
+	r.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }
 
 // toRemote translates at the IPC edge. An RM's own exception keeps its

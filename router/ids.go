@@ -13,7 +13,25 @@ import (
 // AppIDString renders an ApplicationId as Hadoop does:
 // application_<clusterTimestamp>_<sequence, at least 4 digits>.
 func AppIDString(id *yarnpb.ApplicationIdProto) string {
-	return fmt.Sprintf("application_%d_%04d", id.GetClusterTimestamp(), id.GetId())
+	// strconv, not fmt: called several times per routed call.
+	seq := id.GetId()
+	if seq < 0 {
+		return fmt.Sprintf("application_%d_%04d", id.GetClusterTimestamp(), seq)
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, "application_"...)
+	b = strconv.AppendInt(b, id.GetClusterTimestamp(), 10)
+	b = append(b, '_')
+	switch { // %04d
+	case seq < 10:
+		b = append(b, "000"...)
+	case seq < 100:
+		b = append(b, "00"...)
+	case seq < 1000:
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, int64(seq), 10)
+	return string(b)
 }
 
 // ParseAppID parses Hadoop's application id text form.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -574,5 +575,18 @@ func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
 	}
 	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 		t.Fatalf("app on %v, want only SC-1", got)
+	}
+}
+
+// AppIDString's hand-rolled padding matches Hadoop's format
+// (application_%d_%04d) for every width, zero and negatives.
+func TestAppIDStringMatchesFormat(t *testing.T) {
+	for _, ts := range []int64{0, 1, 1700000000000, -5} {
+		for _, seq := range []int32{0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 123456, math.MaxInt32, -1, -12345, math.MinInt32} {
+			id := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(ts), Id: proto.Int32(seq)}
+			if got, want := router.AppIDString(id), fmt.Sprintf("application_%d_%04d", ts, seq); got != want {
+				t.Errorf("AppIDString(%d, %d) = %q, want %q", ts, seq, got, want)
+			}
+		}
 	}
 }

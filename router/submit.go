@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -126,8 +127,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 				return nil, errCrash
 			}
 			auditOf(ctx).sc = home
-			r.log.Info("application submitted", "app", app, "subcluster", home, "queue", asc.GetQueue(),
-				"policy", policyType(pol), "policy_choice", chosen, "resubmission", mayHave, "try", try)
+			r.log.LogAttrs(ctx, slog.LevelInfo, "application submitted", slog.String("app", app), slog.String("subcluster", string(home)),
+				slog.String("queue", asc.GetQueue()), slog.String("policy", policyType(pol)), slog.String("policy_choice", string(chosen)),
+				slog.Bool("resubmission", mayHave), slog.Int("try", try))
 			if r.cfg.OnSubmitted != nil {
 				ids := make([]SubClusterID, len(cands))
 				for i, c := range cands {

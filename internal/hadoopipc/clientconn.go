@@ -589,6 +589,7 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 		return fmt.Errorf("%w: %v", ErrDial, err)
 	}
 	c.pending[callID] = ch
+	others := len(c.pending) > 1
 	if c.idleT != nil {
 		c.idleT.Stop()
 	}
@@ -609,7 +610,7 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	// Queued, not necessarily written, when send returns: a call may
 	// give up on ctx while another goroutine's write is still blocked.
-	err = c.w.send(buf, c.wrapFn, false)
+	err = c.w.sendMaybeBatched(buf, c.wrapFn, false, others)
 	putBuf(buf)
 	if err != nil {
 		// The writer closed the connection; pending calls, ours

@@ -24,8 +24,9 @@ var errTooManyFiles = syscall.EMFILE
 
 // serverConn is one accepted connection. One goroutine (serve) reads and
 // decodes packets in order and owns the handshake state; each call then runs
-// in its own goroutine, and replies go through one batchWriter, so they
-// never interleave but may leave in any order.
+// on its own goroutine (a pooled worker, see workerPool), and replies go
+// through one batchWriter, so they never interleave but may leave in any
+// order.
 type serverConn struct {
 	srv    *Server
 	nc     net.Conn
@@ -463,6 +464,7 @@ func (c *serverConn) connectionContext(body []byte) *RemoteError {
 
 // inboundCall is one decoded request on its way to a handler.
 type inboundCall struct {
+	conn *serverConn
 	info CallInfo
 	req  proto.Message
 }
@@ -489,6 +491,7 @@ func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
 	// The packet buffer is reused once we return: keep our own client id.
 	clientID = append([]byte(nil), clientID...)
 	call := &inboundCall{
+		conn: c,
 		info: CallInfo{
 			Protocol: m.protocol, Version: version,
 			Method: m.name, CallID: callID, ClientID: clientID, RetryCount: retry,
@@ -500,7 +503,7 @@ func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
 	// peer's packets queue in TCP buffers rather than in our memory.
 	c.sem <- struct{}{}
 	c.calls.Add(1)
-	go c.runCall(call)
+	c.srv.workers.run(call)
 }
 
 func lookupReason(re *RemoteError) string {
@@ -604,7 +607,9 @@ func (c *serverConn) saslReply(msg *commonpb.RpcSaslProto) {
 //	|       |   status: SUCCESS} (delimited)       |   token: wrap(whole inner packet)}  |
 //	+-------+--------------------------------------+-------------------------------------+
 func (c *serverConn) writeFrame(frame []byte) {
-	c.w.send(frame, c.wrapFn, false)
+	// The caller's call holds one in-flight slot: more than one taken
+	// means other replies may be about to join this write.
+	c.w.sendMaybeBatched(frame, c.wrapFn, false, len(c.sem) > 1)
 }
 
 // wrapLocked runs under the writer's lock, in wire order.

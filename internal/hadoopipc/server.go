@@ -184,6 +184,7 @@ type Server struct {
 
 	relaySlots chan struct{} // pending relayed logins (TokenRelay)
 	krbMapper  *authtolocal.Mapper
+	workers    *workerPool // runs calls; stops with baseCtx
 
 	// preAuthBytes counts the bytes of packets being read or held before
 	// connections' contexts (the PreAuthBufferBytes budget).
@@ -264,6 +265,7 @@ func NewServer(cfg ServerConfig) *Server {
 		}
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.workers = newWorkerPool(maxWorkers, workerIdleTimeout, s.baseCtx.Done())
 	s.reg.Store(newRegistry())
 	// metrics -> logging -> auth -> (config) -> recovery innermost.
 	ics := []Interceptor{MetricsInterceptor(s.metrics), LoggingInterceptor(s.log), AuthInterceptor(cfg.Authorize)}

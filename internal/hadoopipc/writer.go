@@ -2,6 +2,7 @@ package hadoopipc
 
 import (
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -36,6 +37,18 @@ func newBatchWriter(conn net.Conn, timeout time.Duration, onError func(error)) *
 // the connection failed); otherwise it may return while another goroutine
 // is still writing it.
 func (w *batchWriter) send(p []byte, transform func([]byte) ([]byte, error), wait bool) error {
+	return w.sendMaybeBatched(p, transform, wait, false)
+}
+
+// sendMaybeBatched is send for a caller that knows whether more packets
+// are likely to follow at once (others, e.g. calls in flight on the
+// connection). Then, if this packet finds no write in progress, its
+// sender yields the processor once before the syscall, so that
+// goroutines already runnable (replies to RM answers that arrived in one
+// read, say) queue theirs behind it and share the write. Measured on the
+// router: writes per op fell with 16 clients; with one call in flight
+// nothing changes, so a lone call never waits.
+func (w *batchWriter) sendMaybeBatched(p []byte, transform func([]byte) ([]byte, error), wait, others bool) error {
 	w.mu.Lock()
 	if w.err != nil {
 		err := w.err
@@ -63,6 +76,11 @@ func (w *batchWriter) send(p []byte, transform func([]byte) ([]byte, error), wai
 		return err
 	}
 	w.flushing = true
+	if others {
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
+	}
 	var err error
 	for len(w.pend) > 0 && err == nil {
 		buf := w.pend

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
 // TestBatchWriterConcurrentPackets: packets from many goroutines arrive
-// whole, each exactly once, and transform runs in wire order.
+// whole, each exactly once, and transform runs in wire order, also when
+// senders yield before flushing.
 func TestBatchWriterConcurrentPackets(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
@@ -33,7 +35,8 @@ func TestBatchWriterConcurrentPackets(t *testing.T) {
 			for i := 0; i < each; i++ {
 				body := bytes.Repeat([]byte{byte(g)}, 1+(g*7+i)%300)
 				p := binary.BigEndian.AppendUint32(nil, uint32(len(body)+4))
-				if err := w.send(append(p, body...), stamp, i%10 == 0); err != nil {
+				// Half the senders yield before flushing (sendMaybeBatched).
+				if err := w.sendMaybeBatched(append(p, body...), stamp, i%10 == 0, g%2 == 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -81,5 +84,61 @@ func TestBatchWriterFailure(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("onError called %d times", calls.Load())
+	}
+}
+
+// fakeCountingConn is a fake net.Conn that never blocks and counts Write
+// calls (the syscalls a real socket would make).
+type fakeCountingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+	data   bytes.Buffer
+}
+
+func (c *fakeCountingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	return c.data.Write(p)
+}
+
+// TestBatchWriterYieldJoinsRunnableSenders: a sender that knows others are
+// in flight yields before its write, so a reply that is already runnable
+// shares the syscall; without the hint each goes out alone. GOMAXPROCS 1
+// makes "already runnable" deterministic.
+func TestBatchWriterYieldJoinsRunnableSenders(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	try := func(others bool) (writes int) {
+		c := &fakeCountingConn{}
+		w := newBatchWriter(c, 0, func(error) {})
+		done := make(chan struct{})
+		go func() { // runnable, not yet running
+			defer close(done)
+			w.send([]byte("second"), nil, false)
+		}()
+		w.sendMaybeBatched([]byte("first"), nil, false, others)
+		<-done
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if got := c.data.String(); got != "firstsecond" {
+			t.Fatalf("wire carries %q", got)
+		}
+		return c.writes
+	}
+	for range 10 {
+		if n := try(false); n != 2 {
+			t.Fatalf("without the hint: %d writes, want 2 (one per packet)", n)
+		}
+	}
+	joined := 0
+	for range 20 {
+		if try(true) == 1 {
+			joined++
+		}
+	}
+	// The race detector randomizes scheduling a little: most tries, not all.
+	if joined < 10 {
+		t.Fatalf("with the hint only %d of 20 tries shared one write", joined)
 	}
 }
