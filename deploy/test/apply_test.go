@@ -147,16 +147,28 @@ func gpgIdentity(ctx context.Context, t *testing.T, cluster *kubetest.Cluster, r
 		{"update", "nodes", false}, {"patch", "nodes", false}, {"delete", "pods", false},
 		{"create", "pods", false}, {"get", "secrets", false}, {"list", "configmaps", false},
 	}
-	for _, c := range cases {
+	review := func(verb, resource string) *authzv1.SubjectAccessReview {
 		sar, err := kc.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User:               user,
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + r.namespace, "system:authenticated"},
-			ResourceAttributes: &authzv1.ResourceAttributes{Verb: c.verb, Resource: c.resource},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Resource: resource},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sar.Status.Allowed != c.allowed {
+		return sar
+	}
+	// The RBAC authorizer learns new bindings through its informers: wait
+	// until the binding is in effect before judging.
+	for !review("list", "pods").Status.Allowed {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never allowed to list pods", user)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, c := range cases {
+		if sar := review(c.verb, c.resource); sar.Status.Allowed != c.allowed {
 			t.Errorf("%s may %s %s: %v, want %v (%s)", user, c.verb, c.resource, sar.Status.Allowed, c.allowed, sar.Status.Reason)
 		}
 	}

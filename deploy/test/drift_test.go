@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -258,6 +259,7 @@ func (h *harness) start(name string, args []string, env []string) *process {
 		select {
 		case <-p.done:
 		case <-time.After(20 * time.Second):
+			h.t.Logf("%s: still running 20 s after SIGTERM; killed", name)
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
@@ -566,6 +568,22 @@ func (h *harness) run(ctx context.Context) {
 		h.t.Logf("%s: %d ready", r, len(group))
 	}
 	h.checkOutside()
+	// Prometheus finds each role's metrics where the pod's annotations say,
+	// and the GPG's Kubernetes source synced its informers with the
+	// ServiceAccount's token (RBAC it lacked would leave it unsynced).
+	for _, p := range h.pods {
+		ann := p.template.Annotations
+		port, ok := containerPort(p.template, ann["prometheus.io/port"])
+		if !ok {
+			h.t.Fatalf("%s: prometheus.io/port %q is not a container port", p.name, ann["prometheus.io/port"])
+		}
+		url := "http://" + h.loop(p.name+"/"+strconv.Itoa(int(port))) + ann["prometheus.io/path"]
+		want := "yarnfed_"
+		if role(p) == "gpg" {
+			want = "yarnfed_gpg_kube_synced{"
+		}
+		h.waitMetric(ctx, p, url, want)
+	}
 	// Every role is ready; the router sees the sub-cluster the agent
 	// registered from the manifests' RM addresses.
 	for _, p := range h.pods {
@@ -581,6 +599,37 @@ func (h *harness) run(ctx context.Context) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			h.t.Fatalf("router %s: %s", url, resp.Status)
+		}
+	}
+}
+
+// waitMetric polls a Prometheus endpoint until a sample line starting with
+// prefix has the value 1 (or, for "yarnfed_", until any yarnfed metric is
+// there).
+func (h *harness) waitMetric(ctx context.Context, p *pod, url, prefix string) {
+	h.t.Helper()
+	var last string
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = resp.Status
+			if resp.StatusCode == http.StatusOK {
+				for _, line := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(line, prefix) && (prefix == "yarnfed_" || strings.HasSuffix(line, " 1")) {
+						return
+					}
+				}
+				last = "no sample " + prefix + " ... 1"
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			h.t.Fatalf("%s: %s: %s", p.name, url, last)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
