@@ -68,7 +68,7 @@ func TestManifestsRunTheBinaries(t *testing.T) {
 }
 
 // buildYarnfed builds the server binary from this checkout.
-func buildYarnfed(t *testing.T) string {
+func buildYarnfed(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "yarnfed")
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/yarnfed")
