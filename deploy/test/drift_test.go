@@ -240,7 +240,7 @@ type process struct {
 	done chan struct{}
 }
 
-func (h *harness) start(name string, args []string, env []string) *process {
+func (h *harness) start(name string, args []string, env []string, cwd string) *process {
 	h.t.Helper()
 	logPath := filepath.Join(h.dir, strings.ReplaceAll(name, "/", "_")+".log")
 	logf, err := os.Create(logPath)
@@ -248,7 +248,7 @@ func (h *harness) start(name string, args []string, env []string) *process {
 		h.t.Fatal(err)
 	}
 	cmd := exec.Command(h.bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, logf, logf, h.dir
+	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, logf, logf, cwd
 	if err := cmd.Start(); err != nil {
 		h.t.Fatalf("%s: %v", name, err)
 	}
@@ -423,7 +423,20 @@ func (h *harness) launch(p *pod) *started {
 	for _, k := range sortedKeys(env) {
 		envList = append(envList, k+"="+env[k])
 	}
-	envList = append(envList, "PATH="+os.Getenv("PATH"), "HOME="+podDir)
+	// The container's root filesystem is read-only and FROM scratch (no
+	// /tmp): the process runs in an empty directory standing for it, with
+	// HOME there and TMPDIR missing, and must leave the directory empty.
+	rootfs := filepath.Join(podDir, "rootfs")
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Runs after the process is stopped (cleanups run last-in first-out).
+		if left, _ := os.ReadDir(rootfs); len(left) > 0 {
+			t.Errorf("%s wrote %s outside its volumes: a read-only root filesystem would refuse it", p.name, left[0].Name())
+		}
+	})
+	envList = append(envList, "PATH="+os.Getenv("PATH"), "HOME="+rootfs, "TMPDIR="+filepath.Join(rootfs, "no-tmp-in-the-image"))
 
 	probe := c.ReadinessProbe
 	if probe == nil {
@@ -438,7 +451,7 @@ func (h *harness) launch(p *pod) *started {
 	}
 	url := "http://" + h.loop(p.name+"/"+strconv.Itoa(int(port))) + probe.HTTPGet.Path
 	t.Logf("%s: yarnfed %s", p.name, strings.Join(args, " "))
-	return &started{proc: h.start(p.name, args, envList), probeURL: url}
+	return &started{proc: h.start(p.name, args, envList, rootfs), probeURL: url}
 }
 
 // inCluster points a GPG "kubernetes" entry without a kubeconfig (in-cluster:
@@ -511,7 +524,7 @@ func (h *harness) startRMs(ctx context.Context) {
 				args = append(args, "--standby")
 			}
 			first = false
-			proc := h.start("simrm-"+host, args, []string{"PATH=" + os.Getenv("PATH")})
+			proc := h.start("simrm-"+host, args, []string{"PATH=" + os.Getenv("PATH")}, h.dir)
 			h.waitHTTP(ctx, proc, "http://"+addrs["web"]+"/ws/v1/cluster/info")
 		}
 	}
