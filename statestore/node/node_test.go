@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -42,9 +41,6 @@ func testConfig(t *testing.T, id string) Config {
 	cfg.HeartbeatTimeout = Duration(200 * time.Millisecond)
 	cfg.ElectionTimeout = Duration(200 * time.Millisecond)
 	cfg.Insecure = true
-	if os.Getenv("DBGLOG") != "" {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("n", id)
-	}
 	return cfg
 }
 
