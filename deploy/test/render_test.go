@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -247,6 +249,7 @@ func TestRenderOverlays(t *testing.T) {
 			checkStatestore(t, r)
 			checkGPGRBAC(t, r)
 			checkProbesAndScrape(t, r)
+			checkStoreAddresses(t, r)
 		})
 	}
 }
@@ -414,5 +417,68 @@ func checkProbesAndScrape(t *testing.T, r *rendered) {
 				t.Errorf("%s %s: container %s has no liveness probe", p.kind, p.owner, c.Name)
 			}
 		}
+	}
+}
+
+// checkStoreAddresses: every --store address of every role reaches the state
+// store's gRPC port, through a Service selecting the StatefulSet's pods or a
+// replica's stable DNS name; and the replicas advertise their stable DNS
+// names (followers forward writes there).
+func checkStoreAddresses(t *testing.T, r *rendered) {
+	sts := r.statefulSets[0]
+	grpcPort, ok := containerPort(sts.Spec.Template, "grpc")
+	if !ok {
+		t.Fatalf("StatefulSet %s: no container port named grpc", sts.Name)
+	}
+	reaches := func(addr string) error {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return err
+		}
+		host = strings.TrimSuffix(strings.TrimSuffix(host, ".cluster.local"), ".svc")
+		host = strings.TrimSuffix(host, "."+r.namespace)
+		if pod, svc, ok := strings.Cut(host, "."); ok && svc == sts.Spec.ServiceName && strings.HasPrefix(pod, sts.Name+"-") {
+			if port != strconv.Itoa(int(grpcPort)) {
+				return fmt.Errorf("port %s is not the replicas' gRPC port %d", port, grpcPort)
+			}
+			return nil
+		}
+		svc := r.service(host)
+		if svc == nil || !selects(svc.Spec.Selector, sts.Spec.Template.Labels) {
+			return fmt.Errorf("%s is not a Service selecting the state store pods", host)
+		}
+		for _, sp := range svc.Spec.Ports {
+			if strconv.Itoa(int(sp.Port)) == port {
+				if cp, ok := containerPort(sts.Spec.Template, sp.TargetPort.String()); ok && cp == grpcPort {
+					return nil
+				}
+				return fmt.Errorf("Service %s port %s targets %s, not the gRPC port %d", svc.Name, port, sp.TargetPort.String(), grpcPort)
+			}
+		}
+		return fmt.Errorf("Service %s has no port %s", svc.Name, port)
+	}
+	seen := 0
+	for _, p := range r.pods() {
+		for _, c := range p.template.Spec.Containers {
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--store="); ok {
+					seen++
+					for _, addr := range strings.Split(v, ",") {
+						if err := reaches(addr); err != nil {
+							t.Errorf("%s %s: --store %s: %v", p.kind, p.owner, addr, err)
+						}
+					}
+				}
+				if v, ok := strings.CutPrefix(a, "--grpc-advertise="); ok {
+					want := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc:%d", sts.Spec.ServiceName, grpcPort)
+					if v != want {
+						t.Errorf("%s: --grpc-advertise %s, want the stable DNS name %s", p.owner, v, want)
+					}
+				}
+			}
+		}
+	}
+	if want := len(r.pods()) - int(*sts.Spec.Replicas); seen != want {
+		t.Errorf("%d containers name --store, want every one of the %d non-store pods", seen, want)
 	}
 }
