@@ -52,8 +52,8 @@ func TestManifestsRunTheBinaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver and a whole federation")
 	}
+	cluster := kubetest.Start(t, kubetest.Options{}) // skips first when the binaries are missing
 	bin := buildYarnfed(t)
-	cluster := kubetest.Start(t, kubetest.Options{})
 	for _, o := range overlays {
 		t.Run(o, func(t *testing.T) {
 			r := render(t, o)
