@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -88,12 +89,13 @@ type harness struct {
 	dir        string
 	pods       []*pod
 	ports      map[string]int // "pod/port" or "ext:host/port" -> loopback port
+	used       map[int]bool   // ports handed out
 	pki        string
 	rms        map[string]bool // outside hosts run as simrm
 }
 
 func newHarness(t *testing.T, r *rendered, bin, kubeconfig string) *harness {
-	h := &harness{t: t, r: r, bin: bin, kubeconfig: kubeconfig, dir: t.TempDir(), pods: r.pods(), ports: map[string]int{}}
+	h := &harness{t: t, r: r, bin: bin, kubeconfig: kubeconfig, dir: t.TempDir(), pods: r.pods(), ports: map[string]int{}, used: map[int]bool{}}
 	h.pki = filepath.Join(h.dir, "pki")
 	args := []string{"certs", "--dir", h.pki}
 	for _, k := range sortedKeys(certParties) {
@@ -105,7 +107,29 @@ func newHarness(t *testing.T, r *rendered, bin, kubeconfig string) *harness {
 	return h
 }
 
+// freePort picks a free loopback port below the kernel's ephemeral range.
+// A port from ":0" is handed to the process only after we close it, and in
+// between any outgoing connection on this busy machine may take it as its
+// local port (those come from the ephemeral range); ports below the range
+// are only ever bound explicitly.
 func freePort(t testing.TB) int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 20000 {
+				low = v
+			}
+		}
+	}
+	for i := 0; i < 100; i++ {
+		port := low - 12000 + rand.IntN(11000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +142,16 @@ func (h *harness) port(key string) int {
 	if p, ok := h.ports[key]; ok {
 		return p
 	}
-	p := freePort(h.t)
-	h.ports[key] = p
-	return p
+	// Each key its own port: a port picked and closed earlier is free
+	// again until its process binds it, and may be picked twice.
+	for {
+		p := freePort(h.t)
+		if !h.used[p] {
+			h.used[p] = true
+			h.ports[key] = p
+			return p
+		}
+	}
 }
 
 // hostPort matches host:port inside arguments and config files.
