@@ -586,6 +586,7 @@ func role(p *pod) string {
 // run starts the federation in dependency order and waits for each role.
 func (h *harness) run(ctx context.Context) {
 	order := []string{"statestore", "subcluster-agent", "router", "amrmproxy", "gpg"}
+	var stores []*started
 	known := map[string]bool{}
 	for _, r := range order {
 		known[r] = true
@@ -610,6 +611,9 @@ func (h *harness) run(ctx context.Context) {
 			h.waitHTTP(ctx, s.proc, s.probeURL)
 		}
 		h.t.Logf("%s: %d ready", r, len(group))
+		if r == "statestore" {
+			stores = group
+		}
 	}
 	h.checkOutside()
 	// Prometheus finds each role's metrics where the pod's annotations say,
@@ -645,6 +649,57 @@ func (h *harness) run(ctx context.Context) {
 			h.t.Fatalf("router %s: %s", url, resp.Status)
 		}
 	}
+	h.stopLeader(ctx, stores)
+}
+
+// stopLeader sends the state store leader SIGTERM, as the kubelet does when
+// a rolling update replaces its pod: it must hand leadership over before it
+// exits (its log says so), and the others must name the new leader.
+func (h *harness) stopLeader(ctx context.Context, stores []*started) {
+	t := h.t
+	leaderOf := func(s *started) string {
+		resp, err := http.Get(s.probeURL)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		_, after, _ := strings.Cut(string(b), "leader=")
+		id, _, _ := strings.Cut(after, " ")
+		return id
+	}
+	var leader *started
+	id := leaderOf(stores[0])
+	for _, s := range stores {
+		if s.proc.name == id {
+			leader = s
+		}
+	}
+	if leader == nil {
+		t.Fatalf("the replicas name leader %q, which is none of them", id)
+	}
+	_ = leader.proc.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-leader.proc.done:
+	case <-ctx.Done():
+		t.Fatalf("%s: still running after SIGTERM", id)
+	}
+	if !strings.Contains(leader.proc.tail(), "leadership transferred") {
+		t.Fatalf("%s stopped without handing leadership over:\n%s", id, leader.proc.tail())
+	}
+	for _, s := range stores {
+		if s == leader {
+			continue
+		}
+		for l := leaderOf(s); l == "" || l == id; l = leaderOf(s) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s never named a new leader after %s stopped", s.proc.name, id)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	t.Logf("statestore: %s handed leadership over on SIGTERM", id)
 }
 
 // waitMetric polls a Prometheus endpoint until a sample line starting with
