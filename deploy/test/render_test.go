@@ -482,3 +482,25 @@ func checkStoreAddresses(t *testing.T, r *rendered) {
 		t.Errorf("%d containers name --store, want every one of the %d non-store pods", seen, want)
 	}
 }
+
+// TestFiveKeepsBaseStatestoreConfig: overlays/five replaces statestore.json
+// only for its peers list; every other key must stay the base's, or the
+// five-replica federation would quietly run differently.
+func TestFiveKeepsBaseStatestoreConfig(t *testing.T) {
+	load := func(rel string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := jsonUnmarshalLoose(b, &m); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		delete(m, "peers")
+		return m
+	}
+	base, five := load("base/statestore.json"), load("overlays/five/statestore.json")
+	if fmt.Sprint(base) != fmt.Sprint(five) {
+		t.Errorf("overlays/five/statestore.json differs from base/statestore.json beyond peers:\nbase %v\nfive %v", base, five)
+	}
+}
