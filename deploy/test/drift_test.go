@@ -684,7 +684,7 @@ func (h *harness) stopLeader(ctx context.Context, stores []*started) {
 	case <-ctx.Done():
 		t.Fatalf("%s: still running after SIGTERM", id)
 	}
-	if !strings.Contains(leader.proc.tail(), "leadership transferred") {
+	if full, _ := os.ReadFile(leader.proc.log); !strings.Contains(string(full), "statestore: leadership transferred") {
 		t.Fatalf("%s stopped without handing leadership over:\n%s", id, leader.proc.tail())
 	}
 	for _, s := range stores {
