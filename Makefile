@@ -15,7 +15,7 @@ build: ## Build bin/yarnfed (the server), bin/yarnfedctl, and bin/yarnfed-bench 
 dev: ## Run the embedded federation on loopback (the main job).
 	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
 
-test: lint unit fuzz-smoke ## Lint, unit tests with -race, and a short smoke of every fuzz target.
+test: lint unit deploy-test fuzz-smoke ## Lint, unit tests with -race, deploy/ manifests against a real API server, and a short smoke of every fuzz target.
 
 lint: ## gofmt and go vet.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -23,6 +23,7 @@ lint: ## gofmt and go vet.
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags bench ./cmd/yarnfed/
 	$(GO) vet -tags interop ./e2e/
+	cd deploy/test && $(GO) vet ./...
 
 unit: ## Unit and in-process integration tests with the race detector.
 	$(GO) test -race -count=1 -timeout 20m -tags bench $(PKGS)
@@ -32,6 +33,22 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@# with the reason when java or mvn is missing (CI sets YARNFED_INTEROP_REQUIRED=1).
 	@mkdir -p e2e/target
 	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
+
+deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say.
+	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.
+	@# Needs the kube binaries (make kube-binaries); CI sets YARNFED_KUBE_REQUIRED=1.
+	cd deploy/test && $(GO) test -race -count=1 -timeout 10m ./...
+
+IMAGE ?= yarnfed:latest
+image: ## Build the container image $(IMAGE) from the static binary (needs a Docker engine).
+	mkdir -p bin/linux
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w" -o bin/linux/yarnfed ./cmd/yarnfed
+	@# No engine (no docker command, or no daemon answering): skip, saying so.
+	@if command -v docker >/dev/null && docker info >/dev/null 2>&1; then \
+	  docker build -f deploy/Dockerfile -t $(IMAGE) bin/linux; \
+	else \
+	  echo "make image: SKIP: no Docker engine here; bin/linux/yarnfed is built, run 'docker build -f deploy/Dockerfile -t $(IMAGE) bin/linux' where one runs"; \
+	fi
 
 kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) the real kube-apiserver and etcd gpg/kube's tests start.
 	scripts/kube-binaries.sh
@@ -62,4 +79,4 @@ bench-peers: ## Store vs ZooKeeper and etcd, router vs Hadoop's Router over ZooK
 	    --concurrency 1,64,256 --rows $(or $(BENCH_ROWS),10000)
 	bin/yarnfed-bench bench router --peer hadoop --java-client --duration $(or $(BENCH_DURATION),5s) --concurrency 1,16,64 $(BENCH_ARGS)
 
-.PHONY: bench-peers help build dev test test-interop lint unit kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long
+.PHONY: bench-peers help build dev test test-interop lint unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

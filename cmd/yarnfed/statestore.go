@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -11,6 +13,9 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/node"
 )
+
+// shutdownTransferTimeout bounds the leadership hand-over on SIGTERM.
+const shutdownTransferTimeout = 10 * time.Second
 
 // newStatestoreCmd is `yarnfed statestore`: one replica of the
 // Raft-replicated federation state store.
@@ -60,7 +65,11 @@ HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader 
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "statestore %s: grpc %s, raft %s, http %s, data %s\n", cfg.NodeID, n.GRPCAddr(), cfg.RaftAddress, n.HTTPAddr(), cfg.DataDir)
 			<-cmd.Context().Done()
-			return n.Close()
+			// A leader hands over first (Kubernetes: terminationGracePeriodSeconds
+			// must exceed this bound; deploy/ gives it 30 s).
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTransferTimeout)
+			defer cancel()
+			return n.Shutdown(ctx)
 		},
 	}
 	f := cmd.Flags()

@@ -313,6 +313,23 @@ func (n *Node) handler() http.Handler {
 	return mux
 }
 
+// Shutdown is the orderly stop of a process told to go (SIGTERM): a
+// leader first hands leadership to another voter while it still serves,
+// so calls forwarded to it finish and the cluster elects no one after a
+// timeout; then it closes. A failed or timed-out transfer is logged and
+// the replica closes anyway (the others elect a leader as after a crash).
+func (n *Node) Shutdown(ctx context.Context) error {
+	if n.Store != nil && n.Store.IsLeader() {
+		n.cfg.Logger.Info("statestore: transferring leadership before stopping", "node", n.cfg.NodeID)
+		if err := n.Store.TransferLeadership(ctx); err != nil {
+			n.cfg.Logger.Warn("statestore: leadership not transferred; stopping anyway", "node", n.cfg.NodeID, "error", err)
+		} else if id, _ := n.Store.Leader(); id != n.cfg.NodeID {
+			n.cfg.Logger.Info("statestore: leadership transferred", "node", n.cfg.NodeID, "leader", id)
+		}
+	}
+	return n.Close()
+}
+
 // Close stops serving and closes the store.
 func (n *Node) Close() error {
 	if n.http != nil {

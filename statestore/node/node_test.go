@@ -238,3 +238,58 @@ func TestStartRefusesPlaintextByDefault(t *testing.T) {
 		t.Errorf("refused replica created its data dir")
 	}
 }
+
+// TestShutdownTransfersLeadership: a leader told to stop hands leadership
+// over before closing. The two followers run with a one-minute election
+// timeout, so without the hand-over nobody would lead again within the
+// poll's bound; with it, the chosen follower starts its election at once.
+func TestShutdownTransfersLeadership(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := testConfig(t, "a")
+	first.Bootstrap = true
+	leader, err := Start(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Close()
+	storetest.Poll(t, 20*time.Second, func() bool { code, _ := httpGet(t, "http://"+leader.HTTPAddr()+"/readyz"); return code == 200 })
+	var followers []*Node
+	for _, id := range []string{"b", "c"} {
+		cfg := testConfig(t, id)
+		cfg.Join = []string{leader.GRPCAddr()}
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = Duration(time.Minute), Duration(time.Minute)
+		n, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		followers = append(followers, n)
+	}
+	storetest.Poll(t, 20*time.Second, func() bool {
+		for _, f := range followers {
+			if id, _ := f.Store.Leader(); id != "a" {
+				return false
+			}
+		}
+		return true
+	})
+
+	if err := leader.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newLeader := -1
+	storetest.Poll(t, 15*time.Second, func() bool {
+		for i, f := range followers {
+			if f.Store.IsLeader() {
+				newLeader = i
+				return true
+			}
+		}
+		return false
+	})
+	// A follower's Shutdown has nothing to hand over and just closes.
+	if err := followers[1-newLeader].Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

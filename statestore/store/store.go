@@ -324,6 +324,43 @@ func (s *Store) watchLeadership() {
 	}
 }
 
+// TransferLeadership hands leadership to the most up-to-date other voter
+// when this replica leads, and waits until it has stepped down. A replica
+// that does not lead, or leads alone, has nothing to hand over and returns
+// nil. Stopping a leader without it leaves the cluster leaderless for an
+// election timeout; with it, the pause is one round trip (a rolling
+// restart of a StatefulSet stops every leader in turn).
+func (s *Store) TransferLeadership(ctx context.Context) error {
+	if !s.IsLeader() {
+		return nil
+	}
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return mapRaftError(err)
+	}
+	others := 0
+	for _, srv := range cf.Configuration().Servers {
+		if srv.Suffrage == raft.Voter && srv.ID != raft.ServerID(s.cfg.NodeID) {
+			others++
+		}
+	}
+	if others == 0 {
+		return nil
+	}
+	f := s.raft.LeadershipTransfer()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("statestore: leadership transfer: %w", mapRaftError(err))
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("statestore: leadership transfer: %w", ctx.Err())
+	}
+}
+
 // Close stops Raft and closes the files. It is safe to call twice.
 func (s *Store) Close() error {
 	var err error

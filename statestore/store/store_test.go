@@ -555,3 +555,91 @@ func TestDeregisterKeepsLastHeartbeat(t *testing.T) {
 		t.Fatalf("deregister unknown: %v", err)
 	}
 }
+
+// TestTransferLeadership: the leader of three in-memory replicas hands over
+// to a follower whose election timer is far away (a minute), so the new
+// leader can only come from the transfer. A follower and a lone leader have
+// nothing to hand over.
+func TestTransferLeadership(t *testing.T) {
+	ids := []string{"n1", "n2", "n3"}
+	var trans []*raft.InmemTransport
+	var peers []Peer
+	for _, id := range ids {
+		_, tr := raft.NewInmemTransport(raft.ServerAddress(id))
+		trans = append(trans, tr)
+		peers = append(peers, Peer{ID: id, RaftAddr: id})
+	}
+	for i := range trans {
+		for j := range trans {
+			if i != j {
+				trans[i].Connect(trans[j].LocalAddr(), trans[j])
+			}
+		}
+	}
+	var stores []*Store
+	for i, id := range ids {
+		s, err := Open(Config{
+			NodeID: id, Dir: t.TempDir(), Transport: trans[i], GRPCAddr: "127.0.0.1:1",
+			Bootstrap: true, Peers: peers,
+			HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
+			LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+			Logger: discardLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader := -1
+	for leader < 0 {
+		for i, s := range stores {
+			if s.IsLeader() {
+				leader = i
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i, s := range stores {
+		if i == leader {
+			continue
+		}
+		if err := s.TransferLeadership(ctx); err != nil {
+			t.Fatalf("follower %s: %v", s.NodeID(), err)
+		}
+		rc := s.raft.ReloadableConfig()
+		rc.HeartbeatTimeout, rc.ElectionTimeout = time.Minute, time.Minute
+		if err := s.raft.ReloadConfig(rc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stores[leader].TransferLeadership(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		newLeader := -1
+		for i, s := range stores {
+			if i != leader && s.IsLeader() {
+				newLeader = i
+			}
+		}
+		if newLeader >= 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no follower took over: leadership was not transferred")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	lone := openSingle(t, t.TempDir())
+	defer lone.Close()
+	if err := lone.TransferLeadership(ctx); err != nil || !lone.IsLeader() {
+		t.Fatalf("lone leader: err %v, still leader %v", err, lone.IsLeader())
+	}
+}
