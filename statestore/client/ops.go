@@ -115,8 +115,11 @@ func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHom
 
 // UpdateApplicationHome moves an application to another home (and
 // replaces its context when one is given). ErrNotFound if it has none.
+// Not retried once it may have reached the store: a blind update resent
+// after another caller's update would undo it (X, Y, X). Callers get
+// ErrUnknownOutcome instead and may read the home to resolve it.
 func (c *Client) UpdateApplicationHome(ctx context.Context, home *pb.ApplicationHome) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateApplicationHomeResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateApplicationHomeResponse, error) {
 		return s.UpdateApplicationHome(ctx, &pb.UpdateApplicationHomeRequest{Home: home})
 	})
 	return err
@@ -132,7 +135,9 @@ func (c *Client) GetApplicationHome(ctx context.Context, appID string, withConte
 }
 
 // DeleteApplicationHome deletes an application's home. ErrNotFound if it
-// has none.
+// has none. Never resent once it may have reached the store (a resent
+// delete that had succeeded would report ErrNotFound): ErrUnknownOutcome
+// then.
 func (c *Client) DeleteApplicationHome(ctx context.Context, appID string) error {
 	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeleteApplicationHomeResponse, error) {
 		return s.DeleteApplicationHome(ctx, &pb.DeleteApplicationHomeRequest{ApplicationId: appID})
@@ -214,8 +219,10 @@ func (c *Client) policies(ctx context.Context) ([]*pb.PolicyConfiguration, error
 }
 
 // SetPolicy stores a queue's policy ("*" for the default).
+// Not retried once it may have reached the store (a blind overwrite,
+// like UpdateApplicationHome); ErrUnknownOutcome then.
 func (c *Client) SetPolicy(ctx context.Context, p *pb.PolicyConfiguration) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.SetPolicyResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.SetPolicyResponse, error) {
 		return s.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: p})
 	})
 	c.cache.wrote(false, true)
@@ -224,8 +231,9 @@ func (c *Client) SetPolicy(ctx context.Context, p *pb.PolicyConfiguration) error
 
 // DeletePolicies deletes the named queues' policies (missing ones are
 // ignored).
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) DeletePolicies(ctx context.Context, queues ...string) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{Queues: queues})
 	})
 	c.cache.wrote(false, true)
@@ -233,8 +241,9 @@ func (c *Client) DeletePolicies(ctx context.Context, queues ...string) error {
 }
 
 // DeleteAllPolicies deletes every policy.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) DeleteAllPolicies(ctx context.Context) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{All: true})
 	})
 	c.cache.wrote(false, true)
@@ -253,8 +262,9 @@ func (c *Client) AddReservationHome(ctx context.Context, h *pb.ReservationHome) 
 }
 
 // UpdateReservationHome moves a reservation. ErrNotFound if it has no home.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) UpdateReservationHome(ctx context.Context, h *pb.ReservationHome) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateReservationHomeResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateReservationHomeResponse, error) {
 		return s.UpdateReservationHome(ctx, &pb.UpdateReservationHomeRequest{Home: h})
 	})
 	return err
@@ -319,8 +329,9 @@ func (c *Client) StoreToken(ctx context.Context, t *pb.DelegationToken) error {
 }
 
 // UpdateToken replaces a stored token (renewal); ErrNotFound if absent.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) UpdateToken(ctx context.Context, t *pb.DelegationToken) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateTokenResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateTokenResponse, error) {
 		return s.UpdateToken(ctx, &pb.UpdateTokenRequest{Token: t})
 	})
 	return err
