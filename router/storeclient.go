@@ -59,8 +59,17 @@ func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc Sub
 	return SubClusterID(stored.GetHomeSubClusterId()), stored.GetSubmissionContext(), inserted, nil
 }
 
+// UpdateApplicationHome is not resent by the client once it may have
+// reached the store (a resend could undo a concurrent update). An unknown
+// outcome is resolved by a linearizable read: if the home is now sc, an
+// update to sc took effect within the call and the caller may go on.
 func (s *ClientStore) UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error {
 	err := s.c.UpdateApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc)})
+	if errors.Is(err, client.ErrUnknownOutcome) {
+		if h, rerr := s.c.GetApplicationHome(ctx, app, false); rerr == nil && h.GetHomeSubClusterId() == string(sc) {
+			return nil
+		}
+	}
 	return mapNotFound(err, ErrNoHome, "update home of "+app)
 }
 
