@@ -53,6 +53,12 @@ func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
 // makes the router verify before moving an app.
 func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc SubClusterID, submission []byte) (SubClusterID, []byte, bool, error) {
 	stored, inserted, err := s.c.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc), SubmissionContext: submission})
+	if errors.Is(err, client.ErrUnknownOutcome) && stored != nil {
+		// A resent insert found another home: ours may have been stored
+		// first and replaced since. Either way the stored home is the
+		// one to use, as for any row that was already there.
+		err, inserted = nil, false
+	}
 	if err != nil {
 		return "", nil, false, fmt.Errorf("add home of %s: %w", app, err)
 	}
@@ -95,6 +101,9 @@ func (s *ClientStore) GetPolicyConfiguration(ctx context.Context, queue string) 
 
 func (s *ClientStore) AddReservationHome(ctx context.Context, id string, sc SubClusterID) (SubClusterID, error) {
 	stored, _, err := s.c.AddReservationHome(ctx, &storepb.ReservationHome{ReservationId: id, HomeSubClusterId: string(sc)})
+	if errors.Is(err, client.ErrUnknownOutcome) && stored != nil {
+		err = nil // the stored home, as in AddApplicationHome
+	}
 	if err != nil {
 		return "", fmt.Errorf("add reservation home of %s: %w", id, err)
 	}
