@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -123,5 +124,48 @@ func TestUnsentCallMovesOn(t *testing.T) {
 	c := newClient(t, dead, f.Addr)
 	if err := c.DeleteApplicationHome(context.Background(), "application_1_0005"); err != nil {
 		t.Fatalf("delete with the first replica down: %v", err)
+	}
+}
+
+// TestResentInsertFindingAnotherHomeIsUnknown: the first insert was
+// applied and its reply lost, then another client moved the home. The
+// resent insert finds that home; answering it as the insert's result would
+// claim the insert found someone else's row, so the outcome is unknown
+// (with the stored home), batched or not.
+func TestResentInsertFindingAnotherHomeIsUnknown(t *testing.T) {
+	for _, batching := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+			f := storetest.NewFaultyReplica(t)
+			c, err := client.New(client.Config{Addrs: []string{f.Addr}, RetryTimeout: 10 * time.Second, CallTimeout: 3 * time.Second, DisableCache: true, DisableBatching: !batching})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			const app = "application_1_0006"
+			f.AfterApply(func() {
+				if _, err := f.Store.UpdateApplicationHome(context.Background(), &pb.UpdateApplicationHomeRequest{Home: &pb.ApplicationHome{ApplicationId: app, HomeSubClusterId: "sc2"}}); err != nil {
+					t.Errorf("concurrent update: %v", err)
+				}
+			})
+			method := "AddApplicationHome"
+			if batching {
+				method = "AddApplicationHomes"
+			}
+			f.Once(method, storetest.DropReply)
+			stored, _, err := c.AddApplicationHome(context.Background(), &pb.ApplicationHome{ApplicationId: app, HomeSubClusterId: "sc1"})
+			if !errors.Is(err, client.ErrUnknownOutcome) || stored.GetHomeSubClusterId() != "sc2" {
+				t.Fatalf("resent insert that found another home: %v %v, want sc2 with ErrUnknownOutcome", stored, err)
+			}
+			if n := f.Calls(method); n != 2 {
+				t.Fatalf("insert reached the store %d times, want 2", n)
+			}
+			// A resent insert that finds its own home is a plain answer.
+			f.AfterApply(nil)
+			f.Once(method, storetest.DropReply)
+			stored, _, err = c.AddApplicationHome(context.Background(), &pb.ApplicationHome{ApplicationId: "application_1_0007", HomeSubClusterId: "sc1"})
+			if err != nil || stored.GetHomeSubClusterId() != "sc1" {
+				t.Fatalf("resent insert that found its own home: %v %v", stored, err)
+			}
+		})
 	}
 }
