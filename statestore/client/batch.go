@@ -105,23 +105,18 @@ func (c *Client) sendAdds(ctx context.Context, batch []*addReq) {
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// Items that failed because leadership moved are resent: an insert
-	// if absent is idempotent.
+	// Items the store refused before proposing (leadership moved) are
+	// resent; a batch or an item whose outcome is unknown is not (see
+	// AddApplicationHome).
 	backoff := 5 * time.Millisecond
-	resent := make(map[*addReq]bool) // an earlier attempt's outcome was unknown
 	for len(live) > 0 {
 		req := &pb.AddApplicationHomesRequest{Homes: make([]*pb.ApplicationHome, len(live))}
 		for i, r := range live {
 			req.Homes[i] = r.home
 		}
-		resp, maybe, err := callResent(bctx, c, true, func(ctx context.Context, s replica) (*pb.AddApplicationHomesResponse, error) {
+		resp, err := call(bctx, c, false, func(ctx context.Context, s replica) (*pb.AddApplicationHomesResponse, error) {
 			return s.AddApplicationHomes(ctx, req)
 		})
-		if maybe {
-			for _, r := range live {
-				resent[r] = true
-			}
-		}
 		if err == nil && len(resp.GetResults()) != len(live) {
 			err = fmt.Errorf("%w: %d results for %d inserts", ErrInternal, len(resp.GetResults()), len(live))
 		}
@@ -134,17 +129,8 @@ func (c *Client) sendAdds(ctx context.Context, batch []*addReq) {
 			res := resp.GetResults()[i]
 			switch code := codes.Code(res.GetCode()); {
 			case code == codes.OK:
-				var err error
-				if resent[r] && !res.GetInserted() {
-					err = resentInsert(r.home.GetHomeSubClusterId(), res.GetStored().GetHomeSubClusterId())
-				}
-				r.done <- addRes{stored: res.GetStored(), inserted: res.GetInserted(), err: err}
-			case (code == codes.Unavailable || code == codes.Aborted) && time.Now().Add(backoff).Before(deadline):
-				// Unavailable items were refused before proposing;
-				// Aborted ones may have been applied.
-				if code == codes.Aborted {
-					resent[r] = true
-				}
+				r.done <- addRes{stored: res.GetStored(), inserted: res.GetInserted()}
+			case code == codes.Unavailable && time.Now().Add(backoff).Before(deadline):
 				again = append(again, r)
 			default:
 				r.done <- addRes{err: fromStatus(status.Error(code, res.GetMessage()))}

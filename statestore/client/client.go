@@ -260,14 +260,6 @@ func classify(err error, sent bool) error {
 // that may have taken effect could undo a concurrent caller's write or
 // report an error for the caller's own success.
 func call[T any](ctx context.Context, c *Client, idempotent bool, fn func(context.Context, replica) (T, error)) (T, error) {
-	out, _, err := callResent(ctx, c, idempotent, fn)
-	return out, err
-}
-
-// callResent is call, also reporting whether an attempt before the one
-// that answered may have been applied (its outcome was unknown and the
-// call was resent).
-func callResent[T any](ctx context.Context, c *Client, idempotent bool, fn func(context.Context, replica) (T, error)) (T, bool, error) {
 	var zero T
 	deadline := time.Now().Add(c.cfg.RetryTimeout)
 	backoff := 2 * time.Millisecond
@@ -280,7 +272,7 @@ func callResent[T any](ctx context.Context, c *Client, idempotent bool, fn func(
 		out, err := fn(actx, c.reps[i])
 		cancel()
 		if err == nil {
-			return out, unknown, nil
+			return out, nil
 		}
 		err = classify(err, a.sent)
 		maybe := errors.Is(err, ErrUnknownOutcome)
@@ -289,7 +281,7 @@ func callResent[T any](ctx context.Context, c *Client, idempotent bool, fn func(
 			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil))
 		retry := notApplied || (idempotent && maybe && ctx.Err() == nil)
 		if !retry {
-			return zero, unknown, err
+			return zero, err
 		}
 		unknown = unknown || maybe
 		last = err
@@ -297,13 +289,13 @@ func callResent[T any](ctx context.Context, c *Client, idempotent bool, fn func(
 		c.cur.CompareAndSwap(uint32(i), uint32((i+1)%len(c.reps)))
 		if time.Now().Add(backoff).After(deadline) {
 			if unknown {
-				return zero, true, fmt.Errorf("%w: gave up after %d attempts: %w", ErrUnknownOutcome, attempt+1, last)
+				return zero, fmt.Errorf("%w: gave up after %d attempts: %w", ErrUnknownOutcome, attempt+1, last)
 			}
-			return zero, false, fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, attempt+1, last)
+			return zero, fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, attempt+1, last)
 		}
 		select {
 		case <-ctx.Done():
-			return zero, unknown, errors.Join(ctx.Err(), last)
+			return zero, errors.Join(ctx.Err(), last)
 		case <-time.After(backoff):
 		}
 		if backoff < 200*time.Millisecond {
@@ -328,17 +320,4 @@ func readOpts(opts []ReadOption) *pb.ReadOptions {
 		f(o)
 	}
 	return o
-}
-
-// resentInsert settles the answer to an insert-if-absent that was resent
-// after an attempt of unknown outcome. If the store now holds another
-// home, either someone else inserted it first, or the earlier attempt
-// inserted ours and a later update replaced it; the answer "stored: theirs"
-// would be wrong in the second case, so the outcome is unknown. The stored
-// home is still returned: it is what the store holds now.
-func resentInsert(want, stored string) error {
-	if stored == want {
-		return nil
-	}
-	return fmt.Errorf("%w: an earlier attempt of this insert may have stored %q before it became %q", ErrUnknownOutcome, want, stored)
 }

@@ -86,10 +86,11 @@ func (c *Client) subClusters(ctx context.Context) ([]*pb.SubClusterInfo, error) 
 // the home stored after the call: the given one (inserted; without the
 // context, which the caller has) or the existing one with its stored
 // context. This is what makes a resubmission after a router crash land on
-// the same sub-cluster. Resent when an attempt's outcome is unknown; if
-// the resent insert then finds another home, the answer is that home with
-// ErrUnknownOutcome (the first attempt may have inserted ours and a later
-// update replaced it).
+// the same sub-cluster. Not resent once it may have reached the store:
+// insert-if-absent is not idempotent under concurrent writes (a resend
+// after the applied first attempt and another client's delete inserts
+// again; after an update it answers the other client's home as if it had
+// found it). ErrUnknownOutcome then; calling again is a new insert.
 // Concurrent calls are coalesced into one RPC (see Config.DisableBatching).
 func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHome) (stored *pb.ApplicationHome, inserted bool, err error) {
 	if !c.cfg.DisableBatching {
@@ -110,12 +111,9 @@ func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHom
 			return nil, false, fmt.Errorf("%w: client closed", ErrUnavailable)
 		}
 	}
-	r, resent, err := callResent(ctx, c, true, func(ctx context.Context, s replica) (*pb.AddApplicationHomeResponse, error) {
+	r, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.AddApplicationHomeResponse, error) {
 		return s.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: home})
 	})
-	if err == nil && resent && !r.GetInserted() {
-		err = resentInsert(home.GetHomeSubClusterId(), r.GetStored().GetHomeSubClusterId())
-	}
 	return r.GetStored(), r.GetInserted(), err
 }
 
@@ -259,14 +257,12 @@ func (c *Client) DeleteAllPolicies(ctx context.Context) error {
 // ---- reservation homes ----
 
 // AddReservationHome stores a reservation's home if absent and returns the
-// stored one.
+// stored one. Not resent once it may have reached the store (see
+// AddApplicationHome); ErrUnknownOutcome then.
 func (c *Client) AddReservationHome(ctx context.Context, h *pb.ReservationHome) (stored *pb.ReservationHome, inserted bool, err error) {
-	r, resent, err := callResent(ctx, c, true, func(ctx context.Context, s replica) (*pb.AddReservationHomeResponse, error) {
+	r, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.AddReservationHomeResponse, error) {
 		return s.AddReservationHome(ctx, &pb.AddReservationHomeRequest{Home: h})
 	})
-	if err == nil && resent && !r.GetInserted() {
-		err = resentInsert(h.GetHomeSubClusterId(), r.GetStored().GetHomeSubClusterId())
-	}
 	return r.GetStored(), r.GetInserted(), err
 }
 

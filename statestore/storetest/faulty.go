@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/yarnfed/yarnfed/statestore/server"
-	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -63,24 +62,12 @@ const (
 // interceptor can break one call of a chosen method (see Fault).
 type FaultyReplica struct {
 	// Addr is the replica's gRPC address (loopback).
-	Addr string
-	// Store is the replica's store, for writes that bypass the faults.
-	Store *store.Store
+	Addr  string
 	lis   *connTracker
 	calls sync.Map // method -> *atomic.Int32: calls that reached the handler
 
-	mu         sync.Mutex
-	fault      map[string]Fault
-	afterApply func()
-}
-
-// AfterApply sets fn (nil: none) to run after a DropReply call was
-// applied and before its connection is cut: another client's write
-// landing in between, say.
-func (f *FaultyReplica) AfterApply(fn func()) {
-	f.mu.Lock()
-	f.afterApply = fn
-	f.mu.Unlock()
+	mu    sync.Mutex
+	fault map[string]Fault
 }
 
 func NewFaultyReplica(t testing.TB) *FaultyReplica {
@@ -90,7 +77,7 @@ func NewFaultyReplica(t testing.TB) *FaultyReplica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &FaultyReplica{Addr: l.Addr().String(), Store: cl.Nodes[0].Store, lis: &connTracker{Listener: l, conns: map[string]net.Conn{}}, fault: map[string]Fault{}}
+	f := &FaultyReplica{Addr: l.Addr().String(), lis: &connTracker{Listener: l, conns: map[string]net.Conn{}}, fault: map[string]Fault{}}
 	srv := server.New(server.Config{Store: cl.Nodes[0].Store})
 	g := grpc.NewServer(grpc.UnaryInterceptor(f.intercept))
 	srv.Register(g)
@@ -115,7 +102,7 @@ func (f *FaultyReplica) Calls(method string) int32 {
 
 func (f *FaultyReplica) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	f.mu.Lock()
-	fault, after := f.fault[info.FullMethod], f.afterApply
+	fault := f.fault[info.FullMethod]
 	delete(f.fault, info.FullMethod)
 	f.mu.Unlock()
 	switch fault {
@@ -129,9 +116,6 @@ func (f *FaultyReplica) intercept(ctx context.Context, req any, info *grpc.Unary
 	v.(*atomic.Int32).Add(1)
 	resp, err := h(ctx, req)
 	if fault == DropReply {
-		if after != nil {
-			after()
-		}
 		// Applied; now lose the reply with the connection.
 		if p, ok := peer.FromContext(ctx); ok {
 			f.lis.close(p.Addr)
