@@ -289,7 +289,9 @@ func call[T any](ctx context.Context, c *Client, idempotent bool, fn func(contex
 		c.cur.CompareAndSwap(uint32(i), uint32((i+1)%len(c.reps)))
 		if time.Now().Add(backoff).After(deadline) {
 			if unknown {
-				return zero, fmt.Errorf("%w: gave up after %d attempts: %w", ErrUnknownOutcome, attempt+1, last)
+				// Only idempotent calls get here after an unknown
+				// outcome, so calling again is safe; say both.
+				return zero, fmt.Errorf("%w after %d attempts, %w: %w", ErrUnavailable, attempt+1, ErrUnknownOutcome, last)
 			}
 			return zero, fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, attempt+1, last)
 		}
