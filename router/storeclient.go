@@ -48,19 +48,41 @@ func fromPB(sc *storepb.SubClusterInfo) SubClusterInfo {
 	}
 }
 
-// AddApplicationHome is insert-if-absent. The client retries it across a
-// leader change; a retried insert may report inserted=false, which only
-// makes the router verify before moving an app.
+// AddApplicationHome is insert-if-absent. The client does not resend an
+// insert whose outcome is unknown (a resend is not the same operation
+// under concurrent writes); the router inserts again instead, as a new
+// call: if the first one was applied, the new one finds the row and
+// reports inserted=false, which only makes the router treat the app as
+// possibly submitted already (and check the stored context is its own).
 func (s *ClientStore) AddApplicationHome(ctx context.Context, app string, sc SubClusterID, submission []byte) (SubClusterID, []byte, bool, error) {
-	stored, inserted, err := s.c.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc), SubmissionContext: submission})
+	home := &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc), SubmissionContext: submission}
+	stored, inserted, err := s.c.AddApplicationHome(ctx, home)
+	for try := 1; try < maxUnknownRetries && errors.Is(err, client.ErrUnknownOutcome) && ctx.Err() == nil; try++ {
+		// The answer stands on its own: inserted=false (perhaps our own
+		// first call's row) comes with the stored context to compare.
+		stored, inserted, err = s.c.AddApplicationHome(ctx, home)
+	}
 	if err != nil {
 		return "", nil, false, fmt.Errorf("add home of %s: %w", app, err)
 	}
 	return SubClusterID(stored.GetHomeSubClusterId()), stored.GetSubmissionContext(), inserted, nil
 }
 
+// maxUnknownRetries bounds the router's new calls after answers of
+// unknown outcome (each call has the client's own retry budget).
+const maxUnknownRetries = 4
+
+// UpdateApplicationHome is not resent by the client once it may have
+// reached the store (a resend could undo a concurrent update). An unknown
+// outcome is resolved by a linearizable read: if the home is now sc, an
+// update to sc took effect within the call and the caller may go on.
 func (s *ClientStore) UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error {
 	err := s.c.UpdateApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: app, HomeSubClusterId: string(sc)})
+	if errors.Is(err, client.ErrUnknownOutcome) {
+		if h, rerr := s.c.GetApplicationHome(ctx, app, false); rerr == nil && h.GetHomeSubClusterId() == string(sc) {
+			return nil
+		}
+	}
 	return mapNotFound(err, ErrNoHome, "update home of "+app)
 }
 
@@ -85,7 +107,11 @@ func (s *ClientStore) GetPolicyConfiguration(ctx context.Context, queue string) 
 }
 
 func (s *ClientStore) AddReservationHome(ctx context.Context, id string, sc SubClusterID) (SubClusterID, error) {
-	stored, _, err := s.c.AddReservationHome(ctx, &storepb.ReservationHome{ReservationId: id, HomeSubClusterId: string(sc)})
+	h := &storepb.ReservationHome{ReservationId: id, HomeSubClusterId: string(sc)}
+	stored, _, err := s.c.AddReservationHome(ctx, h)
+	for try := 1; try < maxUnknownRetries && errors.Is(err, client.ErrUnknownOutcome) && ctx.Err() == nil; try++ {
+		stored, _, err = s.c.AddReservationHome(ctx, h) // as in AddApplicationHome
+	}
 	if err != nil {
 		return "", fmt.Errorf("add reservation home of %s: %w", id, err)
 	}

@@ -106,7 +106,7 @@ func (c *ctl) explain(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%s\n(gave up after --timeout %s)", msg, c.timeout)
 	case errors.Is(err, client.ErrUnknownOutcome):
-		return msg + "\n(the store lost its leader while the write was in flight: check with a read before retrying)"
+		return msg + "\n(the write may or may not have been applied: the store lost its leader, or the connection broke, while it was in flight; check with a read before retrying)"
 	case errors.Is(err, client.ErrIncompatibleVersion):
 		return msg + "\n(this yarnfedctl and the store disagree on the data version: use matching releases)"
 	}

@@ -116,9 +116,9 @@ func (cs *cutStore) index(nd *storeNode) int {
 }
 
 // do runs one operation on replica r and records it. Answers the store
-// gives only for calls it did not apply (Unavailable with the store's own
-// message: not the leader, no leader, leadership changing, leader
-// unreachable) drop the call; timeouts, broken connections and Aborted
+// gives only for calls it did not apply (Unavailable with the store's
+// not-applied marker, storepb.NotApplied: not the leader, no leader,
+// leadership changing, leader unreachable before sending) drop the call; timeouts, broken connections and Aborted
 // ("outcome unknown") leave a write pending. The store's claim that an
 // Unavailable call was not applied is thereby checked too.
 func do(ctx context.Context, rec *lincheck.Recorder, client int, stub pb.StateStoreClient, in lincheck.Input, stale bool) error {
@@ -161,7 +161,7 @@ func doCounted(ctx context.Context, rec *lincheck.Recorder, client int, stub pb.
 		call.Return(out)
 	case st.Code() == codes.NotFound && in.Kind != lincheck.InsertHome && in.Kind != lincheck.SetPolicy:
 		call.Return(lincheck.Output{NotFound: true})
-	case st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "statestore:"):
+	case pb.IsNotApplied(err):
 		call.Failed()
 	case st.Code() == codes.InvalidArgument, st.Code() == codes.PermissionDenied, st.Code() == codes.Unimplemented,
 		st.Code() == codes.NotFound, st.Code() == codes.FailedPrecondition:

@@ -105,15 +105,16 @@ func (c *Client) sendAdds(ctx context.Context, batch []*addReq) {
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// Items that failed because leadership moved are resent: an insert
-	// if absent is idempotent.
+	// Items the store refused before proposing (leadership moved) are
+	// resent; a batch or an item whose outcome is unknown is not (see
+	// AddApplicationHome).
 	backoff := 5 * time.Millisecond
 	for len(live) > 0 {
 		req := &pb.AddApplicationHomesRequest{Homes: make([]*pb.ApplicationHome, len(live))}
 		for i, r := range live {
 			req.Homes[i] = r.home
 		}
-		resp, err := call(bctx, c, true, func(ctx context.Context, s replica) (*pb.AddApplicationHomesResponse, error) {
+		resp, err := call(bctx, c, false, func(ctx context.Context, s replica) (*pb.AddApplicationHomesResponse, error) {
 			return s.AddApplicationHomes(ctx, req)
 		})
 		if err == nil && len(resp.GetResults()) != len(live) {
@@ -129,7 +130,7 @@ func (c *Client) sendAdds(ctx context.Context, batch []*addReq) {
 			switch code := codes.Code(res.GetCode()); {
 			case code == codes.OK:
 				r.done <- addRes{stored: res.GetStored(), inserted: res.GetInserted()}
-			case (code == codes.Unavailable || code == codes.Aborted) && time.Now().Add(backoff).Before(deadline):
+			case code == codes.Unavailable && time.Now().Add(backoff).Before(deadline):
 				again = append(again, r)
 			default:
 				r.done <- addRes{err: fromStatus(status.Error(code, res.GetMessage()))}

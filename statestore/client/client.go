@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -34,8 +35,11 @@ var (
 	ErrInvalidArgument = errors.New("statestore: invalid argument")
 	// ErrUnavailable: no replica could serve the call within RetryTimeout.
 	ErrUnavailable = errors.New("statestore: unavailable")
-	// ErrUnknownOutcome: a non-idempotent write may or may not have been
-	// applied (leadership was lost while it was in flight).
+	// ErrUnknownOutcome: a write may or may not have been applied
+	// (leadership was lost while it was in flight, the connection broke
+	// after the request was sent, or the attempt timed out). Returned for
+	// non-idempotent writes, which are not resent then; a read can tell
+	// what the store holds now.
 	ErrUnknownOutcome = errors.New("statestore: outcome unknown")
 	// ErrIncompatibleVersion: the stored data has another major version.
 	ErrIncompatibleVersion = errors.New("statestore: incompatible data version")
@@ -123,8 +127,9 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	c := &Client{cfg: cfg, logger: cfg.Logger, cache: newCache(), addCh: make(chan *addReq, maxBatchItems), closed: make(chan struct{})}
+	dial := append(append([]grpc.DialOption(nil), cfg.DialOptions...), grpc.WithChainUnaryInterceptor(trackSent))
 	for _, a := range cfg.Addrs {
-		conn, err := grpc.NewClient(a, cfg.DialOptions...)
+		conn, err := grpc.NewClient(a, dial...)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("%w: state store address %q: %w", ErrInvalidArgument, a, err)
@@ -209,33 +214,85 @@ func fromStatus(err error) error {
 	return fmt.Errorf("%w: %s", s, st.Message())
 }
 
+// attemptInfo records what one RPC attempt got as far as; trackSent fills it.
+type attemptInfo struct{ sent bool }
+
+type attemptKey struct{}
+
+// trackSent notes whether gRPC gave the call a transport stream. Without
+// one the request never left this process (for example a fail-fast call
+// to a replica that is down); with one it may have reached the server,
+// whatever the error says. gRPC's transparent retry resends only streams
+// the server provably did not process, so the last attempt decides.
+func trackSent(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	a, _ := ctx.Value(attemptKey{}).(*attemptInfo)
+	if a == nil {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	var p peer.Peer
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
+	a.sent = p.Addr != nil
+	return err
+}
+
+// classify maps one attempt's error to a sentinel. Unavailable means "not
+// applied" only when a replica said so (storepb.NotApplied) or the request
+// never left: gRPC answers a bare Unavailable too when a connection breaks
+// mid-call, after the server may have applied the write and lost the
+// reply.
+func classify(err error, sent bool) error {
+	if status.Code(err) == codes.Unavailable && sent && !pb.IsNotApplied(err) {
+		return fmt.Errorf("%w: connection lost after the request was sent: %s", ErrUnknownOutcome, status.Convert(err).Message())
+	}
+	err = fromStatus(err)
+	if sent && errors.Is(err, context.DeadlineExceeded) {
+		// The attempt timed out after sending: it may yet be applied.
+		err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	return err
+}
+
 // call runs fn against replicas until it succeeds, fails for a reason a
-// retry cannot fix, or RetryTimeout passes. Unavailable (not applied) is
-// always retried on the next replica; an unknown outcome only when the
-// operation is idempotent.
+// retry cannot fix, or RetryTimeout passes. A call that was provably not
+// applied (see classify) is always retried on the next replica; one whose
+// outcome is unknown (a broken connection, a timeout, leadership lost
+// mid-commit) only when the operation is idempotent: resending a write
+// that may have taken effect could undo a concurrent caller's write or
+// report an error for the caller's own success.
 func call[T any](ctx context.Context, c *Client, idempotent bool, fn func(context.Context, replica) (T, error)) (T, error) {
 	var zero T
 	deadline := time.Now().Add(c.cfg.RetryTimeout)
 	backoff := 2 * time.Millisecond
 	var last error
+	unknown := false // some attempt may have been applied
 	for attempt := 0; ; attempt++ {
 		i := int(c.cur.Load()) % len(c.reps)
-		actx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+		a := &attemptInfo{}
+		actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, a), c.cfg.CallTimeout)
 		out, err := fn(actx, c.reps[i])
 		cancel()
 		if err == nil {
 			return out, nil
 		}
-		err = fromStatus(err)
-		retry := errors.Is(err, ErrUnavailable) || (idempotent && errors.Is(err, ErrUnknownOutcome)) ||
-			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && idempotent)
+		err = classify(err, a.sent)
+		maybe := errors.Is(err, ErrUnknownOutcome)
+		notApplied := !maybe && (errors.Is(err, ErrUnavailable) ||
+			// timed out before a stream (still connecting): never sent
+			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil))
+		retry := notApplied || (idempotent && maybe && ctx.Err() == nil)
 		if !retry {
 			return zero, err
 		}
+		unknown = unknown || maybe
 		last = err
 		// Another replica may be up (or be the leader); spread retries.
 		c.cur.CompareAndSwap(uint32(i), uint32((i+1)%len(c.reps)))
 		if time.Now().Add(backoff).After(deadline) {
+			if unknown {
+				// Only idempotent calls get here after an unknown
+				// outcome, so calling again is safe; say both.
+				return zero, fmt.Errorf("%w after %d attempts, %w: %w", ErrUnavailable, attempt+1, ErrUnknownOutcome, last)
+			}
 			return zero, fmt.Errorf("%w after %d attempts: %w", ErrUnavailable, attempt+1, last)
 		}
 		select {

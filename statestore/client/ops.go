@@ -86,7 +86,11 @@ func (c *Client) subClusters(ctx context.Context) ([]*pb.SubClusterInfo, error) 
 // the home stored after the call: the given one (inserted; without the
 // context, which the caller has) or the existing one with its stored
 // context. This is what makes a resubmission after a router crash land on
-// the same sub-cluster.
+// the same sub-cluster. Not resent once it may have reached the store:
+// insert-if-absent is not idempotent under concurrent writes (a resend
+// after the applied first attempt and another client's delete inserts
+// again; after an update it answers the other client's home as if it had
+// found it). ErrUnknownOutcome then; calling again is a new insert.
 // Concurrent calls are coalesced into one RPC (see Config.DisableBatching).
 func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHome) (stored *pb.ApplicationHome, inserted bool, err error) {
 	if !c.cfg.DisableBatching {
@@ -107,7 +111,7 @@ func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHom
 			return nil, false, fmt.Errorf("%w: client closed", ErrUnavailable)
 		}
 	}
-	r, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.AddApplicationHomeResponse, error) {
+	r, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.AddApplicationHomeResponse, error) {
 		return s.AddApplicationHome(ctx, &pb.AddApplicationHomeRequest{Home: home})
 	})
 	return r.GetStored(), r.GetInserted(), err
@@ -115,8 +119,11 @@ func (c *Client) AddApplicationHome(ctx context.Context, home *pb.ApplicationHom
 
 // UpdateApplicationHome moves an application to another home (and
 // replaces its context when one is given). ErrNotFound if it has none.
+// Not retried once it may have reached the store: a blind update resent
+// after another caller's update would undo it (X, Y, X). Callers get
+// ErrUnknownOutcome instead and may read the home to resolve it.
 func (c *Client) UpdateApplicationHome(ctx context.Context, home *pb.ApplicationHome) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateApplicationHomeResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateApplicationHomeResponse, error) {
 		return s.UpdateApplicationHome(ctx, &pb.UpdateApplicationHomeRequest{Home: home})
 	})
 	return err
@@ -132,7 +139,9 @@ func (c *Client) GetApplicationHome(ctx context.Context, appID string, withConte
 }
 
 // DeleteApplicationHome deletes an application's home. ErrNotFound if it
-// has none.
+// has none. Never resent once it may have reached the store (a resent
+// delete that had succeeded would report ErrNotFound): ErrUnknownOutcome
+// then.
 func (c *Client) DeleteApplicationHome(ctx context.Context, appID string) error {
 	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeleteApplicationHomeResponse, error) {
 		return s.DeleteApplicationHome(ctx, &pb.DeleteApplicationHomeRequest{ApplicationId: appID})
@@ -214,8 +223,10 @@ func (c *Client) policies(ctx context.Context) ([]*pb.PolicyConfiguration, error
 }
 
 // SetPolicy stores a queue's policy ("*" for the default).
+// Not retried once it may have reached the store (a blind overwrite,
+// like UpdateApplicationHome); ErrUnknownOutcome then.
 func (c *Client) SetPolicy(ctx context.Context, p *pb.PolicyConfiguration) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.SetPolicyResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.SetPolicyResponse, error) {
 		return s.SetPolicy(ctx, &pb.SetPolicyRequest{Policy: p})
 	})
 	c.cache.wrote(false, true)
@@ -224,8 +235,9 @@ func (c *Client) SetPolicy(ctx context.Context, p *pb.PolicyConfiguration) error
 
 // DeletePolicies deletes the named queues' policies (missing ones are
 // ignored).
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) DeletePolicies(ctx context.Context, queues ...string) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{Queues: queues})
 	})
 	c.cache.wrote(false, true)
@@ -233,8 +245,9 @@ func (c *Client) DeletePolicies(ctx context.Context, queues ...string) error {
 }
 
 // DeleteAllPolicies deletes every policy.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) DeleteAllPolicies(ctx context.Context) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.DeletePoliciesResponse, error) {
 		return s.DeletePolicies(ctx, &pb.DeletePoliciesRequest{All: true})
 	})
 	c.cache.wrote(false, true)
@@ -244,17 +257,19 @@ func (c *Client) DeleteAllPolicies(ctx context.Context) error {
 // ---- reservation homes ----
 
 // AddReservationHome stores a reservation's home if absent and returns the
-// stored one.
+// stored one. Not resent once it may have reached the store (see
+// AddApplicationHome); ErrUnknownOutcome then.
 func (c *Client) AddReservationHome(ctx context.Context, h *pb.ReservationHome) (stored *pb.ReservationHome, inserted bool, err error) {
-	r, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.AddReservationHomeResponse, error) {
+	r, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.AddReservationHomeResponse, error) {
 		return s.AddReservationHome(ctx, &pb.AddReservationHomeRequest{Home: h})
 	})
 	return r.GetStored(), r.GetInserted(), err
 }
 
 // UpdateReservationHome moves a reservation. ErrNotFound if it has no home.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) UpdateReservationHome(ctx context.Context, h *pb.ReservationHome) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateReservationHomeResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateReservationHomeResponse, error) {
 		return s.UpdateReservationHome(ctx, &pb.UpdateReservationHomeRequest{Home: h})
 	})
 	return err
@@ -319,8 +334,9 @@ func (c *Client) StoreToken(ctx context.Context, t *pb.DelegationToken) error {
 }
 
 // UpdateToken replaces a stored token (renewal); ErrNotFound if absent.
+// Not retried once it may have reached the store; ErrUnknownOutcome then.
 func (c *Client) UpdateToken(ctx context.Context, t *pb.DelegationToken) error {
-	_, err := call(ctx, c, true, func(ctx context.Context, s replica) (*pb.UpdateTokenResponse, error) {
+	_, err := call(ctx, c, false, func(ctx context.Context, s replica) (*pb.UpdateTokenResponse, error) {
 		return s.UpdateToken(ctx, &pb.UpdateTokenRequest{Token: t})
 	})
 	return err

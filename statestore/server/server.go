@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/yarnfed/yarnfed/statestore/store"
@@ -92,6 +94,12 @@ func ToStatus(err error) error {
 		return err
 	}
 	c := store.Code(err)
+	if c == codes.Unavailable {
+		// The store answers Unavailable only for commands it never
+		// proposed (store.Code); say so, so that clients can tell it from
+		// a connection broken after the command was sent.
+		return pb.NotApplied(err.Error())
+	}
 	return status.Error(c, err.Error())
 }
 
@@ -103,15 +111,15 @@ func forwarded(ctx context.Context) bool {
 // leader returns a connection to the leader for forwarding.
 func (s *Server) leader(ctx context.Context) (*grpc.ClientConn, context.Context, error) {
 	if forwarded(ctx) {
-		return nil, nil, status.Error(codes.Unavailable, "statestore: not the leader (forwarded request)")
+		return nil, nil, pb.NotApplied("statestore: not the leader (forwarded request)")
 	}
 	id, addr := s.st.Leader()
 	if id == "" || addr == "" {
-		return nil, nil, status.Errorf(codes.Unavailable, "statestore: no leader known (leader %q)", id)
+		return nil, nil, pb.NotApplied(fmt.Sprintf("statestore: no leader known (leader %q)", id))
 	}
 	if id == s.st.NodeID() {
 		// We were the leader a moment ago; the caller's retry will sort it out.
-		return nil, nil, status.Error(codes.Unavailable, "statestore: leadership changing")
+		return nil, nil, pb.NotApplied("statestore: leadership changing")
 	}
 	s.mu.Lock()
 	c, ok := s.conns[addr]
@@ -119,7 +127,7 @@ func (s *Server) leader(ctx context.Context) (*grpc.ClientConn, context.Context,
 		var err error
 		if c, err = grpc.NewClient(addr, s.dial...); err != nil {
 			s.mu.Unlock()
-			return nil, nil, status.Errorf(codes.Unavailable, "statestore: dial leader %s: %v", addr, err)
+			return nil, nil, pb.NotApplied(fmt.Sprintf("statestore: dial leader %s: %v", addr, err))
 		}
 		s.conns[addr] = c
 	}
@@ -143,7 +151,24 @@ func write[Req, Resp any](ctx context.Context, s *Server, req Req, local func(co
 	if err != nil {
 		return zero, err
 	}
-	return remote(pb.NewStateStoreClient(c))(fctx, req)
+	// The leader's answer goes back as it came, details included: a
+	// not-applied refusal stays marked, while a link to the leader that
+	// breaks mid-call is a bare Unavailable (the leader may have applied
+	// the command), which clients must treat as an unknown outcome.
+	return forward(fctx, req, remote(pb.NewStateStoreClient(c)))
+}
+
+// forward calls the leader. A call that failed before gRPC gave it a
+// transport stream (no connection to the leader) was never sent, so its
+// Unavailable is marked not applied; once a stream existed the request may
+// have reached the leader, and a bare Unavailable stays unmarked.
+func forward[Req, Resp any](ctx context.Context, req Req, m method[Req, Resp]) (Resp, error) {
+	var p peer.Peer
+	resp, err := m(ctx, req, grpc.Peer(&p))
+	if err != nil && p.Addr == nil && status.Code(err) == codes.Unavailable && !pb.IsNotApplied(err) {
+		return resp, pb.NotApplied("statestore: leader unreachable: " + status.Convert(err).Message())
+	}
+	return resp, err
 }
 
 // read serves from local state when stale reads are asked for or when a
@@ -169,5 +194,5 @@ func read[Req, Resp any](ctx context.Context, s *Server, req Req, opts *pb.ReadO
 	if err != nil {
 		return zero, err
 	}
-	return remote(pb.NewStateStoreClient(c))(fctx, req)
+	return forward(fctx, req, remote(pb.NewStateStoreClient(c)))
 }

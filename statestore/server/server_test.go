@@ -39,6 +39,24 @@ func TestToStatus(t *testing.T) {
 	}
 }
 
+// TestUnavailableIsMarkedNotApplied: the store's own Unavailable answers
+// carry the not-applied marker; other codes do not.
+func TestUnavailableIsMarkedNotApplied(t *testing.T) {
+	for _, err := range []error{store.ErrNotLeader, fmt.Errorf("x: %w", store.ErrUnavailable)} {
+		if got := ToStatus(err); !pb.IsNotApplied(got) {
+			t.Errorf("ToStatus(%v) = %v, not marked not applied", err, got)
+		}
+	}
+	for _, err := range []error{store.ErrUnknownOutcome, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, store.ErrUnavailable), store.ErrNotFound} {
+		if got := ToStatus(err); pb.IsNotApplied(got) {
+			t.Errorf("ToStatus(%v) = %v, marked not applied", err, got)
+		}
+	}
+	if pb.IsNotApplied(status.Error(codes.Unavailable, "connection reset")) {
+		t.Error("a bare Unavailable counts as not applied")
+	}
+}
+
 func TestWatchFilter(t *testing.T) {
 	only := &pb.WatchRequest{Policies: true}
 	all := &pb.WatchRequest{}

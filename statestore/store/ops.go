@@ -121,12 +121,14 @@ func Code(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, ErrFenced):
 		return codes.FailedPrecondition
-	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable):
-		// Not applied: always safe to retry.
-		return codes.Unavailable
 	case errors.Is(err, ErrUnknownOutcome):
-		// May have been applied: retry only if idempotent.
+		// May have been applied: retry only if idempotent. Checked before
+		// Unavailable: an error wrapping both must not claim "not applied".
 		return codes.Aborted
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnavailable):
+		// Not applied: always safe to retry. The server marks these
+		// answers (storepb.NotApplied).
+		return codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):

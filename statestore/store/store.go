@@ -480,7 +480,9 @@ func (s *Store) Propose(ctx context.Context, t CommandType, m proto.Message) (pr
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
 	case <-s.done:
-		return nil, ErrUnavailable
+		// Queued, so possibly handed to Raft and committed: not
+		// ErrUnavailable, which promises the command was never proposed.
+		return nil, fmt.Errorf("%w: store shutting down", ErrUnknownOutcome)
 	}
 }
 
@@ -508,7 +510,7 @@ func (s *Store) proposeMany(ctx context.Context, cmds [][]byte) ([]*result, erro
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
 		case <-s.done:
-			return nil, ErrUnavailable
+			return nil, fmt.Errorf("%w: store shutting down", ErrUnknownOutcome)
 		}
 	}
 	return out, nil
@@ -598,7 +600,16 @@ func (s *Store) runProposer() {
 			// Raft does not answer futures still queued when it shuts
 			// down; Close stops waiting through s.done instead.
 			if err := f.Error(); err != nil {
-				s.finish(batch, nil, mapRaftError(err))
+				if errors.Is(err, raft.ErrRaftShutdown) {
+					// Raft answers a committed entry's future with
+					// ErrRaftShutdown when it stops before applying it
+					// (and a waiting future when it stops at all): the
+					// command may be in the log, so the outcome is unknown.
+					err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+				} else {
+					err = mapRaftError(err)
+				}
+				s.finish(batch, nil, err)
 				return
 			}
 			s.finish(batch, f.Response(), nil)

@@ -44,7 +44,7 @@ func TestFollowerForwardsAndReadsAreLinearizable(t *testing.T) {
 	if err := cl.RegisterSubCluster(ctx, scInfo("SC-1")); err != nil {
 		t.Fatal(err)
 	}
-	stored, inserted, err := cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(1), HomeSubClusterId: "SC-1"})
+	stored, inserted, err := insertHome(ctx, cl, &pb.ApplicationHome{ApplicationId: app(1), HomeSubClusterId: "SC-1"})
 	if err != nil || !inserted || stored.GetCreateTimeMs() == 0 {
 		t.Fatalf("add: %v %v %v", stored, inserted, err)
 	}
@@ -176,7 +176,7 @@ func TestRestartEveryNodeRecoversFromDisk(t *testing.T) {
 			ctx := ctxT(t)
 			cl := c.Client()
 			for i := 0; i < 20; i++ {
-				if _, _, err := cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1"}); err != nil {
+				if _, _, err := insertHome(ctx, cl, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -208,7 +208,7 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	f := follower(c)
 	c.Stop(f)
 	for i := 0; i < 100; i++ {
-		if _, _, err := cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1"}); err != nil {
+		if _, _, err := insertHome(ctx, cl, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -414,7 +414,7 @@ func TestLargeContextsAreBatchedWithinMessageLimits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, errs[i] = cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1", SubmissionContext: make([]byte, 200<<10)})
+			_, _, errs[i] = insertHome(ctx, cl, &pb.ApplicationHome{ApplicationId: app(i), HomeSubClusterId: "SC-1", SubmissionContext: make([]byte, 200<<10)})
 		}()
 	}
 	wg.Wait()
@@ -428,7 +428,7 @@ func TestLargeContextsAreBatchedWithinMessageLimits(t *testing.T) {
 		t.Fatalf("context: %d bytes, %v", len(h.GetSubmissionContext()), err)
 	}
 	// Resubmitting returns the stored context (the router compares it).
-	stored, inserted, err := cl.AddApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: app(3), HomeSubClusterId: "SC-2"})
+	stored, inserted, err := insertHome(ctx, cl, &pb.ApplicationHome{ApplicationId: app(3), HomeSubClusterId: "SC-2"})
 	if err != nil || inserted || stored.GetHomeSubClusterId() != "SC-1" || len(stored.GetSubmissionContext()) != 200<<10 {
 		t.Fatalf("resubmission: %v %d bytes %v", inserted, len(stored.GetSubmissionContext()), err)
 	}
@@ -477,5 +477,18 @@ func TestRemoveNode(t *testing.T) {
 	// The remaining two still form a quorum.
 	if err := cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: "*", Type: "X"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// insertHome inserts as the router does: an insert whose outcome is
+// unknown (leadership lost mid-commit, common while these tests churn
+// leaders on a loaded machine) is not resent by the client, so insert
+// again as a new call, which finds the row if the first one stored it.
+func insertHome(ctx context.Context, cl *client.Client, h *pb.ApplicationHome) (*pb.ApplicationHome, bool, error) {
+	for try := 1; ; try++ {
+		stored, inserted, err := cl.AddApplicationHome(ctx, h)
+		if !errors.Is(err, client.ErrUnknownOutcome) || try == 5 || ctx.Err() != nil {
+			return stored, inserted, err
+		}
 	}
 }
