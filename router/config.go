@@ -159,6 +159,8 @@ type Config struct {
 	// for no one. Empty (the default) means only the user the router runs
 	// as: Hadoop's own default ("*") would let anyone change routing.
 	AdminACL string `json:"admin_acl"`
+	// Authz: proxy users, group mapping and application ACLs (authz.go).
+	Authz AuthzConfig `json:"authz"`
 
 	// In-process wiring (not from files).
 	ClientListener net.Listener `json:"-"`
@@ -284,6 +286,9 @@ func (c *Config) Validate() error {
 		if _, err := ParseACL(c.AdminACL); err != nil {
 			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
 		}
+	}
+	if err := c.Authz.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Web.MaxHeaderBytes < 1 {
 		errs = append(errs, fmt.Errorf("web.max_header_bytes: %d, must be >= 1", c.Web.MaxHeaderBytes))

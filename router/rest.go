@@ -276,6 +276,9 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if want != "KILLED" {
 		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
 	}
+	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
+		return restReply{}, errAppKillForbidden(AppIDString(id), userOf(ctx))
+	}
 	kr := &yarnpb.KillApplicationResponseProto{}
 	if err := r.onHome(ctx, "forceKillApplication", id, &yarnpb.KillApplicationRequestProto{ApplicationId: id}, kr); err != nil {
 		return restReply{}, err

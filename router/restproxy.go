@@ -73,7 +73,9 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 		return restReply{}, err
 	}
 	auditOf(ctx).app = AppIDString(id)
-	if home, _, herr := r.homeOf(ctx, id); herr == nil {
+	// A caller the router knows may not view the app gets the filtered
+	// report of the IPC path.
+	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
 		if sc, ok := r.members.get(home); ok {
 			var app *rmrest.App
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {

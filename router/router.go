@@ -44,6 +44,8 @@ type Router struct {
 	adminLn  net.Listener
 	adminACL ACL
 	groupsOf func(user string) []string
+	authz    *authz
+	appACLs  *appACLs // nil: application ACLs off
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -80,6 +82,11 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{}), started: time.Now(),
 		http: &http.Client{Timeout: cfg.CallTimeout.D()}}
+	var err error
+	if r.authz, err = buildAuthz(cfg.Authz, cfg.AdminACL); err != nil {
+		return nil, fmt.Errorf("router authz: %w", err)
+	}
+	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
 	r.metrics = newMetrics(cfg.Registerer)
 	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
 		r.metrics.breakerState(sc, to)
@@ -119,7 +126,6 @@ func New(cfg Config) (*Router, error) {
 	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy, log: log, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))
 
-	var err error
 	if r.clientLn = cfg.ClientListener; r.clientLn == nil {
 		if r.clientLn, err = net.Listen("tcp", cfg.ClientRMAddress); err != nil {
 			return nil, fmt.Errorf("router clientrm listen: %w", err)
@@ -134,6 +140,7 @@ func New(cfg Config) (*Router, error) {
 
 	ipcCfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&ipcCfg)
+	ipcCfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	if ts, ok := cfg.Store.(TokenStore); ok {
@@ -183,7 +190,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("router admin_acl: %w", err)
 	}
-	r.adminACL, r.groupsOf = acl, unixGroups
+	r.adminACL = acl
 	if r.adminLn = cfg.AdminListener; r.adminLn == nil {
 		if r.adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
 			return fmt.Errorf("router admin listen: %w", err)
@@ -191,6 +198,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	}
 	acfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&acfg)
+	acfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
 	acfg.Logger = log
 	r.admin = hadoopipc.NewServer(acfg)
 	return r.admin.Register(r.adminProtocol())

@@ -48,6 +48,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 
 	bl := r.newBlacklist()
 	var lastErr error
+	// ownRow: this call inserted the home row, so its caller owns the
+	// application (a resubmission's caller may not be the owner).
+	ownRow := false
 	for try := 0; try < r.cfg.SubmitRetries; try++ {
 		if try > 0 {
 			r.metrics.retries.WithLabelValues("submitApplication").Inc()
@@ -91,7 +94,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			if err != nil {
 				return nil, fmt.Errorf("submitApplication %s: store home: %w", app, err)
 			}
-			home, mayHave = stored, !inserted
+			home, mayHave, ownRow = stored, !inserted, inserted
 			if !inserted && !sameSubmission(storedSub, asc) {
 				// The RM would acknowledge this as "an earlier submitted
 				// application" and the new one would silently never run.
@@ -126,6 +129,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 				return nil, errCrash
 			}
 			auditOf(ctx).sc = home
+			if ownRow {
+				r.appACLs.record(app, userOf(ctx), asc)
+			}
 			r.log.Info("application submitted", "app", app, "subcluster", home, "queue", asc.GetQueue(),
 				"policy", policyType(pol), "policy_choice", chosen, "resubmission", mayHave, "try", try)
 			if r.cfg.OnSubmitted != nil {
@@ -148,6 +154,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 					app, home, err, verr)
 			case accepted:
 				auditOf(ctx).sc = home
+				if ownRow {
+					r.appACLs.record(app, userOf(ctx), asc)
+				}
 				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
 				return resp, nil
 			}

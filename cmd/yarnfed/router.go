@@ -94,6 +94,8 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.Var(durationFlag{&cfg.IPC.IdleTimeout}, "ipc-idle-timeout", "IPC: connections with no call in flight are closed after this")
 	f.Int64Var(&cfg.IPC.PreAuthBufferBytes, "ipc-preauth-buffer-bytes", cfg.IPC.PreAuthBufferBytes, "IPC: bytes buffered across connections still in their handshake")
 	f.IntVar(&cfg.MaxRMClients, "max-rm-clients", cfg.MaxRMClients, "per-user RM clients kept (least recently used closed beyond it)")
+	f.BoolVar(&cfg.Authz.ACLEnable, "acl-enable", cfg.Authz.ACLEnable, "check application ACLs (yarn.acl.enable); admins are --admin-acl")
+	f.StringVar(&cfg.Authz.StaticGroupMapping, "static-group-mapping", cfg.Authz.StaticGroupMapping, `groups of named users, as hadoop.user.group.static.mapping.overrides ("u1=g1,g2;u2=;"); others: the host's groups`)
 	return cmd
 }
 
@@ -132,6 +134,8 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"ipc-idle-timeout":            func() { fileCfg.IPC.IdleTimeout = flagCfg.IPC.IdleTimeout },
 		"ipc-preauth-buffer-bytes":    func() { fileCfg.IPC.PreAuthBufferBytes = flagCfg.IPC.PreAuthBufferBytes },
 		"max-rm-clients":              func() { fileCfg.MaxRMClients = flagCfg.MaxRMClients },
+		"acl-enable":                  func() { fileCfg.Authz.ACLEnable = flagCfg.Authz.ACLEnable },
+		"static-group-mapping":        func() { fileCfg.Authz.StaticGroupMapping = flagCfg.Authz.StaticGroupMapping },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {

@@ -20,6 +20,7 @@ import (
 type connConfig struct {
 	protocol    string
 	user        string
+	realUser    string
 	token       *commonpb.TokenProto
 	dialTimeout time.Duration
 	maxFrame    int
@@ -182,6 +183,9 @@ func (c *clientConn) sendContext(buf []byte, simple bool) error {
 			return fmt.Errorf("%w: server offers only SIMPLE and no User is configured", ErrAuth)
 		}
 		cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: proto.String(user)}
+		if real := c.cfg.realUser; real != "" && real != user {
+			cc.UserInfo.RealUser = proto.String(real)
+		}
 	}
 	buf, err := appendFrame(buf, c.oobHeader(callIDConnectionContext, c.pool.clientID), cc)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -180,4 +181,35 @@ func TestProxyUserConnection(t *testing.T) {
 			r.expectClosed()
 		})
 	}
+}
+
+// TestClientRealUser: a client configured with RealUser connects as a
+// proxy user, and the server's rules decide (Client surfaces the FATAL
+// reply as the AuthorizationException).
+func TestClientRealUser(t *testing.T) {
+	p, err := NewProxyUsers(map[string]ProxyUserRule{"oozie": {Hosts: "127.0.0.1", Users: "alice"}}, GroupMappingFunc(func(string) []string { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultServerConfig()
+	cfg.AuthorizeConnection = p.AuthorizeConnection
+	ts := startServer(t, cfg, echoProtocol(nil))
+
+	ok := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, User: "alice", RealUser: "oozie"})
+	resp, err := echo(ctxT(t), ok, "x")
+	if err != nil || resp.GetToken().GetService() != "alice" {
+		t.Fatalf("allowed proxy: %v %v", resp, err)
+	}
+	bad := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, User: "bob", RealUser: "oozie", FailoverAttempts: 1})
+	_, err = echo(ctxT(t), bad, "x")
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Class != ClassAuthorization {
+		t.Fatalf("refused proxy: got %v, want %s", err, ClassAuthorization)
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
