@@ -161,6 +161,8 @@ type Config struct {
 	AdminACL string `json:"admin_acl"`
 	// Authz: proxy users, group mapping and application ACLs (authz.go).
 	Authz AuthzConfig `json:"authz"`
+	// SPNEGO authenticates the REST API with Kerberos (spnego.go).
+	SPNEGO SPNEGOConfig `json:"spnego"`
 
 	// In-process wiring (not from files).
 	ClientListener net.Listener `json:"-"`
@@ -230,6 +232,7 @@ func DefaultConfig() Config {
 			PreAuthBufferBytes: hadoopipc.DefaultPreAuthBufferBytes,
 		},
 		MaxRMClients: 4096,
+		SPNEGO:       SPNEGOConfig{CookieValidity: Duration(10 * time.Hour)},
 	}
 }
 
@@ -288,6 +291,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.Authz.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.SPNEGO.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Web.MaxHeaderBytes < 1 {

@@ -70,16 +70,27 @@ func badRequest(format string, a ...any) error {
 
 type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 
-// rest wraps a handler: identity (user.name, Hadoop's pseudo auth; default
-// dr.who), metrics, audit for mutations, content negotiation and errors.
+// rest wraps a handler: identity (SPNEGO when configured, else user.name,
+// Hadoop's pseudo auth, default dr.who), metrics, audit for mutations,
+// content negotiation and errors.
 func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
-	method := "REST " + name
+	serve := r.serveREST(name, mutating, h)
+	if r.webAuth != nil {
+		return r.webAuth.wrap(serve).ServeHTTP
+	}
 	return func(w http.ResponseWriter, req *http.Request) {
-		start := time.Now()
 		user := req.URL.Query().Get("user.name")
 		if user == "" {
 			user = "dr.who"
 		}
+		serve(w, req, user)
+	}
+}
+
+func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.ResponseWriter, *http.Request, string) {
+	method := "REST " + name
+	return func(w http.ResponseWriter, req *http.Request, user string) {
+		start := time.Now()
 		a := &audit{}
 		ctx := hadoopipc.ContextWithUser(req.Context(), hadoopipc.User{Name: user, AuthMethod: "SIMPLE"})
 		ctx = context.WithValue(ctx, auditKey{}, a)

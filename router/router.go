@@ -45,7 +45,8 @@ type Router struct {
 	adminACL ACL
 	groupsOf func(user string) []string
 	authz    *authz
-	appACLs  *appACLs // nil: application ACLs off
+	appACLs  *appACLs    // nil: application ACLs off
+	webAuth  *spnegoAuth // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -87,6 +88,11 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("router authz: %w", err)
 	}
 	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
+	if cfg.SPNEGO.Keytab != "" {
+		if r.webAuth, err = newSPNEGOAuth(cfg.SPNEGO, log); err != nil {
+			return nil, fmt.Errorf("router spnego: %w", err)
+		}
+	}
 	r.metrics = newMetrics(cfg.Registerer)
 	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
 		r.metrics.breakerState(sc, to)

@@ -96,6 +96,8 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.IntVar(&cfg.MaxRMClients, "max-rm-clients", cfg.MaxRMClients, "per-user RM clients kept (least recently used closed beyond it)")
 	f.BoolVar(&cfg.Authz.ACLEnable, "acl-enable", cfg.Authz.ACLEnable, "check application ACLs (yarn.acl.enable); admins are --admin-acl")
 	f.StringVar(&cfg.Authz.StaticGroupMapping, "static-group-mapping", cfg.Authz.StaticGroupMapping, `groups of named users, as hadoop.user.group.static.mapping.overrides ("u1=g1,g2;u2=;"); others: the host's groups`)
+	f.StringVar(&cfg.SPNEGO.Keytab, "spnego-keytab", cfg.SPNEGO.Keytab, "keytab with the HTTP service key: REST requires Kerberos SPNEGO (hadoop.http.authentication.kerberos.keytab); empty: ?user.name=")
+	f.StringVar(&cfg.SPNEGO.Principal, "spnego-principal", cfg.SPNEGO.Principal, `HTTP principal to accept, e.g. HTTP/router.example.com@REALM ("*" or empty: any key in the keytab)`)
 	return cmd
 }
 
@@ -136,6 +138,8 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"max-rm-clients":              func() { fileCfg.MaxRMClients = flagCfg.MaxRMClients },
 		"acl-enable":                  func() { fileCfg.Authz.ACLEnable = flagCfg.Authz.ACLEnable },
 		"static-group-mapping":        func() { fileCfg.Authz.StaticGroupMapping = flagCfg.Authz.StaticGroupMapping },
+		"spnego-keytab":               func() { fileCfg.SPNEGO.Keytab = flagCfg.SPNEGO.Keytab },
+		"spnego-principal":            func() { fileCfg.SPNEGO.Principal = flagCfg.SPNEGO.Principal },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {
