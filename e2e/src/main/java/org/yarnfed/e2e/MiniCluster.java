@@ -113,6 +113,12 @@ public final class MiniCluster {
     for (Map.Entry<String, String> e : extra.entrySet()) {
       conf.set(e.getKey(), e.getValue());
     }
+    if ("kerberos".equals(conf.get("hadoop.security.authentication"))) {
+      // Security on (--set hadoop.security.authentication=kerberos plus the RM/NM principal and
+      // keytab keys): UGI reads its switch from this conf, and the RM and NMs log in from their
+      // keytabs in serviceInit. One JVM has one login user, so RM and NMs share a principal.
+      org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf);
+    }
 
     // NM web apps stay off: Guice's servlet filter is process-wide, so the last web app started
     // (an NM's) would answer the RM's /ws/v1/cluster/* with 404s.

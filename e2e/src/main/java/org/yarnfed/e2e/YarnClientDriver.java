@@ -34,20 +34,36 @@ import org.apache.hadoop.yarn.util.Records;
  * getClusterMetrics on the shared connection), submituam:APPID[:queue] (submit an unmanaged AM
  * under an ApplicationId minted elsewhere, shaped as Hadoop's UnmanagedApplicationManager shapes
  * a secondary sub-cluster's UAM), attempt[:appId] (the current attempt and its state).
- * --user NAME runs every call as that (simple-auth) user. An operation's failure is printed and
+ * --user NAME runs every call as that (simple-auth) user; --principal P --keytab FILE logs in from
+ * the keytab (Kerberos; the conf must say hadoop.security.authentication=kerberos) and runs every
+ * call as that principal. --view-acl ACL / --modify-acl ACL set the submitted applications'
+ * VIEW_APP / MODIFY_APP lists. An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
 public final class YarnClientDriver {
   private YarnClientDriver() {}
+
+  private static String viewACL;
+  private static String modifyACL;
 
   public static void main(String[] args) throws Exception {
     YarnConfiguration conf = new YarnConfiguration();
     Drivers.fastFailures(conf);
     List<String> ops = new ArrayList<>();
     String user = null;
+    String principal = null;
+    String keytab = null;
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--user")) {
         user = args[++i];
+      } else if (args[i].equals("--principal")) {
+        principal = args[++i];
+      } else if (args[i].equals("--keytab")) {
+        keytab = args[++i];
+      } else if (args[i].equals("--view-acl")) {
+        viewACL = args[++i];
+      } else if (args[i].equals("--modify-acl")) {
+        modifyACL = args[++i];
       } else if (args[i].equals("--conf")) {
         conf.addResource(new Path(args[++i]));
       } else if (args[i].equals("--set")) {
@@ -57,6 +73,18 @@ public final class YarnClientDriver {
       } else {
         ops.add(args[i]);
       }
+    }
+    if (principal != null) {
+      // A keytab login, as a service or a kinit'd user would have: every call then does SASL
+      // GSSAPI with a service ticket for the RM's (or router's) principal.
+      UserGroupInformation.setConfiguration(conf);
+      UserGroupInformation.loginUserFromKeytab(principal, keytab);
+      System.exit(UserGroupInformation.getLoginUser()
+          .doAs((PrivilegedExceptionAction<Integer>) () -> run(conf, ops)));
+    }
+    if ("kerberos".equals(conf.get("hadoop.security.authentication"))) {
+      // Security on and no login: the JVM has no ticket (what a user without kinit gets).
+      UserGroupInformation.setConfiguration(conf);
     }
     if (user == null) {
       System.exit(run(conf, ops));
@@ -140,6 +168,17 @@ public final class YarnClientDriver {
               ctx.setResource(Resource.newInstance(256, 1));
               ContainerLaunchContext clc = Records.newRecord(ContainerLaunchContext.class);
               clc.setCommands(Collections.singletonList("/bin/true"));
+              java.util.Map<org.apache.hadoop.yarn.api.records.ApplicationAccessType, String> acls =
+                  new java.util.HashMap<>();
+              if (viewACL != null) {
+                acls.put(org.apache.hadoop.yarn.api.records.ApplicationAccessType.VIEW_APP, viewACL);
+              }
+              if (modifyACL != null) {
+                acls.put(org.apache.hadoop.yarn.api.records.ApplicationAccessType.MODIFY_APP, modifyACL);
+              }
+              if (!acls.isEmpty()) {
+                clc.setApplicationACLs(acls);
+              }
               ctx.setAMContainerSpec(clc);
               last = yc.submitApplication(ctx);
               Drivers.ok(op, new Json().put("applicationId", last.toString()));
