@@ -56,6 +56,11 @@ type ClientConfig struct {
 	// {"auth", "auth-int", "auth-conf"}: cheapest first, but follow a
 	// server that requires integrity or privacy).
 	QOPs []string
+	// Kerberos, when set, logs in with SASL KERBEROS (GSSAPI) as its
+	// principal; User, if set, is then the user to act for (doAs: the
+	// server must allow the principal as a proxy user), else the principal
+	// itself. Exclusive with Token.
+	Kerberos *KerberosClientConfig
 	// Interceptors wrap every Call, outermost first, around the whole
 	// failover loop (e.g. a circuit breaker per sub-cluster RM).
 	Interceptors []ClientInterceptor
@@ -102,8 +107,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Protocol == "" {
 		return nil, errors.New("hadoopipc: ClientConfig.Protocol is empty")
 	}
-	if cfg.Token == nil && cfg.User == "" {
-		return nil, errors.New("hadoopipc: ClientConfig needs a User (SIMPLE) or a Token")
+	if cfg.Token == nil && cfg.User == "" && cfg.Kerberos == nil {
+		return nil, errors.New("hadoopipc: ClientConfig needs a User (SIMPLE), a Token or Kerberos")
+	}
+	if cfg.Kerberos != nil {
+		if cfg.Token != nil {
+			return nil, errors.New("hadoopipc: ClientConfig.Token and Kerberos are exclusive")
+		}
+		if err := cfg.Kerberos.validate(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Token != nil && len(cfg.Token.GetIdentifier()) == 0 {
 		return nil, errors.New("hadoopipc: ClientConfig.Token has no identifier")
@@ -146,6 +159,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 		c.authKey = authMethodToken + ":" + hex.EncodeToString(h.Sum(nil))
 	}
+	if cfg.Kerberos != nil {
+		// One login per connection: share only within the same principal
+		// (User, the doAs user, is part of the pool key already).
+		c.authKey = AuthMethodKerberos + ":" + cfg.Kerberos.principal() + ":" + cfg.Kerberos.ServerPrincipal
+	}
 	c.clientConf = connConfig{
 		protocol:    cfg.Protocol,
 		user:        cfg.User,
@@ -155,6 +173,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		maxFrame:    cfg.MaxFrameBytes,
 		idle:        cfg.IdleTimeout,
 		qops:        cfg.QOPs,
+		krb:         cfg.Kerberos,
 		log:         cfg.Logger,
 	}
 	c.invoke = chainClient(cfg.Interceptors, c.callWithFailover)

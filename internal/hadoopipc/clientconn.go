@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/krb5sasl"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -26,6 +27,7 @@ type connConfig struct {
 	maxFrame    int
 	idle        time.Duration
 	qops        []string
+	krb         *KerberosClientConfig
 	log         *slog.Logger
 }
 
@@ -59,6 +61,9 @@ type clientConn struct {
 	w      *batchWriter
 	wrapFn func([]byte) ([]byte, error)
 	layer  securityLayer // auth-int/auth-conf: wrap requests, unwrap replies; set before w is used
+	// krbDone: the handshake logged in with KERBEROS (the context then
+	// names the effective user, as Hadoop's ProtoUtil does).
+	krbDone bool
 
 	mu      sync.Mutex
 	pending map[int32]chan callResult
@@ -152,7 +157,7 @@ func (c *clientConn) start(br *bufio.Reader) {
 //	-> [-3] IpcConnectionContextProto{userInfo{effectiveUser}, protocol}
 func (c *clientConn) handshake() error {
 	auth := authProtocolNone
-	if c.cfg.token != nil {
+	if c.cfg.token != nil || c.cfg.krb != nil {
 		auth = authProtocolSASL
 	}
 	pre := preamble{magic: rpcMagic, version: rpcVersion, authProtocol: auth}.bytes()
@@ -177,7 +182,14 @@ func (c *clientConn) handshake() error {
 // Java's client, we send no user.
 func (c *clientConn) sendContext(buf []byte, simple bool) error {
 	cc := &commonpb.IpcConnectionContextProto{Protocol: proto.String(c.cfg.protocol)}
-	if simple {
+	if c.krbDone {
+		user := c.cfg.user
+		if user == "" {
+			// Not acting for anyone: Hadoop sends the full principal.
+			user = c.cfg.krb.principal()
+		}
+		cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: proto.String(user)}
+	} else if simple {
 		user := c.cfg.user
 		if user == "" {
 			return fmt.Errorf("%w: server offers only SIMPLE and no User is configured", ErrAuth)
@@ -214,6 +226,7 @@ func (c *clientConn) sasl() (simple bool, err error) {
 		return false, err
 	}
 	var mech tokenClientMech
+	var krb *krb5sasl.Client
 	for {
 		m, err := recv()
 		if err != nil {
@@ -221,19 +234,39 @@ func (c *clientConn) sasl() (simple bool, err error) {
 		}
 		switch m.GetState() {
 		case commonpb.RpcSaslProto_NEGOTIATE:
-			if mech != nil {
+			if mech != nil || krb != nil {
 				return false, fmt.Errorf("%w: server negotiated twice", ErrAuth)
 			}
-			var tokenAuth, simpleAuth *commonpb.RpcSaslProto_SaslAuth
+			var tokenAuth, simpleAuth, krbAuth *commonpb.RpcSaslProto_SaslAuth
 			for _, a := range m.GetAuths() {
 				switch {
-				case a.GetMethod() == authMethodToken && a.GetMechanism() == mechDigestMD5 && tokenAuth == nil:
+				case a.GetMethod() == authMethodToken && a.GetMechanism() == mechDigestMD5 && tokenAuth == nil && c.cfg.token != nil:
 					tokenAuth = a
+				case a.GetMethod() == AuthMethodKerberos && a.GetMechanism() == mechGSSAPI && krbAuth == nil && c.cfg.krb != nil:
+					krbAuth = a
 				case a.GetMethod() == authMethodSimple && simpleAuth == nil:
 					simpleAuth = a
 				}
 			}
+			if tokenAuth == nil && krbAuth != nil {
+				if krb, err = c.startKerberos(krbAuth); err != nil {
+					return false, err
+				}
+				init, err := krb.Start()
+				if err != nil {
+					return false, fmt.Errorf("%w: %v", ErrAuth, err)
+				}
+				if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{krbAuth}, Token: init}); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if tokenAuth == nil {
+				if c.cfg.krb != nil {
+					// A Kerberos client never falls back to SIMPLE (Hadoop:
+					// ipc.client.fallback-to-simple-auth-allowed=false).
+					return false, fmt.Errorf("%w: server does not offer KERBEROS (offers %v)", ErrAuth, authNames(m.GetAuths()))
+				}
 				if simpleAuth != nil {
 					// The server does not take tokens but accepts SIMPLE.
 					return true, send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{simpleAuth}})
@@ -264,6 +297,16 @@ func (c *clientConn) sasl() (simple bool, err error) {
 				return false, err
 			}
 		case commonpb.RpcSaslProto_CHALLENGE:
+			if krb != nil {
+				resp, err := krb.Step(m.GetToken())
+				if err != nil {
+					return false, fmt.Errorf("%w: %v", ErrAuth, err)
+				}
+				if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_RESPONSE.Enum(), Token: resp}); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if mech == nil {
 				return false, fmt.Errorf("%w: challenge before negotiation", ErrAuth)
 			}
@@ -275,6 +318,19 @@ func (c *clientConn) sasl() (simple bool, err error) {
 				return false, err
 			}
 		case commonpb.RpcSaslProto_SUCCESS:
+			if krb != nil {
+				if !krb.Done() || len(m.GetToken()) != 0 {
+					return false, fmt.Errorf("%w: server claimed success before the GSSAPI exchange finished", ErrAuth)
+				}
+				if l := krb.SecurityLayer(); l != nil {
+					c.layer = l
+				}
+				if br.Buffered() > 0 {
+					return false, fmt.Errorf("%w: unexpected data after SASL success", ErrMalformed)
+				}
+				c.krbDone = true
+				return false, nil
+			}
 			if mech == nil {
 				// SIMPLE-only server: carry on without SASL.
 				return true, nil

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/krb5sasl"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -49,6 +50,7 @@ type serverConn struct {
 	saslDone       bool
 	contextRead    bool
 	token          tokenMech
+	krb            *krb5sasl.Server                // a KERBEROS login in progress
 	relay          *relayMech                      // the relayed TOKEN login (TokenRelay), closed with the connection
 	tokenMethod    *commonpb.RpcSaslProto_SaslAuth // the TOKEN auth we advertised
 	saslUser       *User                           // identity proven by SASL TOKEN
@@ -425,7 +427,9 @@ func (c *serverConn) connectionContext(body []byte) *RemoteError {
 	c.connectionProt = cc.GetProtocol()
 	effective, real := cc.GetUserInfo().GetEffectiveUser(), cc.GetUserInfo().GetRealUser()
 	var u User
-	if c.saslUser != nil {
+	if c.saslUser != nil && c.saslUser.AuthMethod == AuthMethodKerberos {
+		u = kerberosContextUser(*c.saslUser, effective)
+	} else if c.saslUser != nil {
 		u = *c.saslUser
 		// With a token the token decides who the caller is; doAs is not
 		// allowed (as in Hadoop). Only an explicit effectiveUser claims an

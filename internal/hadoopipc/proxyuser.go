@@ -98,13 +98,19 @@ func (p *ProxyUsers) AuthorizeConnection(ctx context.Context, u User, remote net
 	if !u.IsProxied() {
 		return nil
 	}
+	// Messages name the real user as Hadoop's UGI.getUserName does: the
+	// full principal of a Kerberos login.
+	realName := u.RealUser
+	if u.Principal != "" {
+		realName = u.Principal
+	}
 	r, ok := p.rules[ShortName(u.RealUser)]
 	if !ok || !r.allowsUser(ShortName(u.Name), p.groups) {
-		return fatal(fatalUnauthorized, ClassAuthorization, "User: %s is not allowed to impersonate %s", u.RealUser, u.Name)
+		return fatal(fatalUnauthorized, ClassAuthorization, "User: %s is not allowed to impersonate %s", realName, u.Name)
 	}
 	ip := addrIP(remote)
 	if ip == nil || !r.hosts.includes(ctx, ip, p.lookupAddr) {
-		return fatal(fatalUnauthorized, ClassAuthorization, "Unauthorized connection for super-user: %s from IP %s", u.RealUser, ipString(ip, remote))
+		return fatal(fatalUnauthorized, ClassAuthorization, "Unauthorized connection for super-user: %s from IP %s", realName, ipString(ip, remote))
 	}
 	return nil
 }

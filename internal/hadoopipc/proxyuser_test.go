@@ -93,6 +93,7 @@ func TestProxyUsersAuthorize(t *testing.T) {
 		{"listed user, wrong host", User{Name: "alice", RealUser: "oozie", AuthMethod: "SIMPLE"}, tcp("10.2.0.1"), host},
 		{"groups star", User{Name: "carol", RealUser: "hive", AuthMethod: "SIMPLE"}, tcp("1.2.3.4"), ""},
 		{"kerberos principal short name", User{Name: "carol", RealUser: "hive/gw.example.com@EXAMPLE.COM", AuthMethod: "KERBEROS"}, tcp("1.2.3.4"), ""},
+		{"kerberos refusal names the principal", User{Name: "carol", RealUser: "oozie", Principal: "oozie/gw@EXAMPLE.COM", AuthMethod: "KERBEROS"}, tcp("10.1.0.1"), impersonate},
 		{"host name by reverse lookup", User{Name: "carol", RealUser: "router", AuthMethod: "SIMPLE"}, tcp("10.9.9.9"), ""},
 		{"host name, other peer", User{Name: "carol", RealUser: "router", AuthMethod: "SIMPLE"}, tcp("10.9.9.8"), host},
 		{"no hosts configured", User{Name: "carol", RealUser: "nohost", AuthMethod: "SIMPLE"}, tcp("127.0.0.1"), host},
@@ -111,9 +112,13 @@ func TestProxyUsersAuthorize(t *testing.T) {
 			if !errors.As(err, &re) || re.Class != ClassAuthorization {
 				t.Fatalf("got %v, want %s", err, ClassAuthorization)
 			}
-			want := "User: " + tc.user.RealUser + " is not allowed to impersonate " + tc.user.Name
+			real := tc.user.RealUser
+			if tc.user.Principal != "" {
+				real = tc.user.Principal
+			}
+			want := "User: " + real + " is not allowed to impersonate " + tc.user.Name
 			if tc.refused == host {
-				want = "Unauthorized connection for super-user: " + tc.user.RealUser + " from IP " + addrIP(tc.remote).String()
+				want = "Unauthorized connection for super-user: " + real + " from IP " + addrIP(tc.remote).String()
 			}
 			if re.Message != want {
 				t.Errorf("message %q, want %q", re.Message, want)

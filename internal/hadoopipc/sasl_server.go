@@ -45,6 +45,9 @@ func (s *Server) authMethods() []string {
 	if s.tokenEnabled() {
 		out = append(out, authMethodToken)
 	}
+	if s.cfg.Kerberos != nil {
+		out = append(out, AuthMethodKerberos)
+	}
 	if s.cfg.AllowSimple {
 		out = append(out, authMethodSimple)
 	}
@@ -59,6 +62,9 @@ func (s *Server) advertised() []*commonpb.RpcSaslProto_SaslAuth {
 			Method: proto.String(authMethodToken), Mechanism: proto.String(mechDigestMD5),
 			Protocol: proto.String(""), ServerId: proto.String(saslDefaultRealm),
 		})
+	}
+	if s.cfg.Kerberos != nil {
+		out = append(out, s.kerberosAuth())
 	}
 	if s.cfg.AllowSimple {
 		out = append(out, &commonpb.RpcSaslProto_SaslAuth{Method: proto.String(authMethodSimple), Mechanism: proto.String("")})
@@ -133,6 +139,12 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 			c.switchToSimple()
 			return nil, nil
 		}
+		if chosen.GetMethod() == AuthMethodKerberos {
+			if c.krb != nil || c.token != nil {
+				return nil, fatal(fatalUnauthorized, ClassSaslException, "a SASL exchange is already in progress")
+			}
+			return c.kerberosStep(msg)
+		}
 		if c.token == nil {
 			if err := c.newToken(); err != nil {
 				return nil, err
@@ -148,6 +160,9 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 		}
 		return c.tokenResponse(msg)
 	case commonpb.RpcSaslProto_RESPONSE:
+		if c.krb != nil {
+			return c.kerberosStep(msg)
+		}
 		if c.token == nil {
 			return nil, fatal(fatalUnauthorized, ClassSaslException, "no SASL exchange in progress")
 		}
@@ -257,6 +272,7 @@ var errTokenLookup = errors.New("invalid token")
 func (c *serverConn) switchToSimple() {
 	c.authProtocol = authProtocolNone
 	c.token = nil
+	c.krb = nil
 	if c.relay != nil {
 		c.relay.close()
 		c.relay = nil

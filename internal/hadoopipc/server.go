@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/authtolocal"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -62,6 +64,12 @@ type ServerConfig struct {
 	// always admitted). Default 32 MiB.
 	PreAuthBufferBytes int64
 	Interceptors       []Interceptor // extra middleware, outermost first (inside auth, outside recovery)
+
+	// Kerberos, when set, offers SASL KERBEROS (GSSAPI) logins with the
+	// server's service principal and keytab (after TOKEN, before SIMPLE, as
+	// Hadoop orders them). It raises MaxPreAuthFrameBytes to at least 65 KiB
+	// (an AP-REQ with an Active Directory PAC is large). Logins use QOPs.
+	Kerberos *KerberosServerConfig
 
 	// Authorize is consulted by the auth interceptor for every call; nil
 	// allows every authenticated user.
@@ -147,8 +155,13 @@ func (c ServerConfig) Validate() error {
 	if c.PreAuthBufferBytes > 0 && c.MaxPreAuthFrameBytes > 0 && c.PreAuthBufferBytes < int64(c.MaxPreAuthFrameBytes) {
 		errs = append(errs, fmt.Errorf("hadoopipc: PreAuthBufferBytes %d is less than one MaxPreAuthFrameBytes (%d)", c.PreAuthBufferBytes, c.MaxPreAuthFrameBytes))
 	}
-	if !c.AllowSimple && c.Secrets == nil && c.TokenRelay == nil {
-		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and neither Secrets nor TokenRelay is set)"))
+	if !c.AllowSimple && c.Secrets == nil && c.TokenRelay == nil && c.Kerberos == nil {
+		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and none of Secrets, TokenRelay, Kerberos is set)"))
+	}
+	if c.Kerberos != nil {
+		if err := c.Kerberos.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if _, err := toQOPs(c.QOPs); err != nil {
 		errs = append(errs, fmt.Errorf("hadoopipc: QOPs: %w", err))
@@ -177,6 +190,7 @@ type Server struct {
 	reg atomic.Pointer[registry]
 
 	relaySlots chan struct{} // pending relayed logins (TokenRelay)
+	krbMapper  *authtolocal.Mapper
 
 	// preAuthBytes counts the bytes of packets being read or held before
 	// connections' contexts (the PreAuthBufferBytes budget).
@@ -224,6 +238,9 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.MaxPreAuthFrameBytes <= 0 {
 		cfg.MaxPreAuthFrameBytes = DefaultMaxPreAuthFrame
 	}
+	if cfg.Kerberos != nil {
+		cfg.MaxPreAuthFrameBytes = max(cfg.MaxPreAuthFrameBytes, minKerberosPreAuthFrame)
+	}
 	cfg.MaxPreAuthFrameBytes = min(cfg.MaxPreAuthFrameBytes, cfg.MaxFrameBytes)
 	if cfg.PreAuthBufferBytes <= 0 {
 		cfg.PreAuthBufferBytes = DefaultPreAuthBufferBytes
@@ -242,6 +259,16 @@ func NewServer(cfg ServerConfig) *Server {
 		conns:      make(map[*serverConn]struct{}),
 		perAddr:    make(map[string]int),
 		relaySlots: make(chan struct{}, cfg.MaxPendingRelayLogins),
+	}
+	if cfg.Kerberos != nil {
+		// Validate reports a bad principal; here an unusable one just
+		// leaves every Kerberos login refused.
+		if m, err := cfg.Kerberos.mapper(); err == nil {
+			s.krbMapper = m
+		} else {
+			s.log.Error("hadoopipc: Kerberos disabled", "err", err)
+			s.cfg.Kerberos = nil
+		}
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.reg.Store(newRegistry())

@@ -7,11 +7,16 @@ import "context"
 type User struct {
 	// Name is the effective user. SIMPLE: the connection context's
 	// effectiveUser, or its realUser when it names no effective user.
-	// TOKEN: the user the token stands for.
+	// TOKEN: the user the token stands for. KERBEROS: the principal's
+	// short name (auth_to_local), or the effective user of a doAs, with
+	// RealUser the principal's short name.
 	Name       string
 	RealUser   string
-	AuthMethod string // "SIMPLE" or "TOKEN"
-	TokenID    []byte // the token identifier bytes when AuthMethod == "TOKEN"
+	AuthMethod string // "SIMPLE", "TOKEN" or "KERBEROS"
+	// Principal is the authenticated Kerberos principal (name@REALM) of a
+	// KERBEROS login: the real user's when RealUser is set (doAs).
+	Principal string
+	TokenID   []byte // the token identifier bytes when AuthMethod == "TOKEN"
 }
 
 type userKey struct{}

@@ -29,15 +29,16 @@ import org.apache.hadoop.yarn.util.Records;
  * <p>Usage: YarnClientDriver --conf yarn-site.xml OP...; OPs: metrics, nodes, newapp, list,
  * submit[:name[:queue[:unmanaged]]], report[:appId] (default: last submitted), waittoken[:appId]
  * (report once the AMRMToken of an unmanaged AM is there, up to 30 s), waitstate:STATE[:appId]
- * (report once the app is in STATE, up to 30 s), kill[:appId],
+ * (report once the app is in STATE, up to 30 s), kill[:appId], dtoken[:renewer],
  * countapps (getApplications, count only), labels (getNodeToLabels), queueacls (getQueueUserAcls), parallel:THREADS:CALLS (concurrent
  * getClusterMetrics on the shared connection), submituam:APPID[:queue] (submit an unmanaged AM
  * under an ApplicationId minted elsewhere, shaped as Hadoop's UnmanagedApplicationManager shapes
  * a secondary sub-cluster's UAM), attempt[:appId] (the current attempt and its state).
- * --user NAME runs every call as that (simple-auth) user; --principal P --keytab FILE logs in from
- * the keytab (Kerberos; the conf must say hadoop.security.authentication=kerberos) and runs every
- * call as that principal. --view-acl ACL / --modify-acl ACL set the submitted applications'
- * VIEW_APP / MODIFY_APP lists. An operation's failure is printed and
+ * --user NAME runs every call as that (simple-auth) user. --krb5conf FILE --principal P --keytab FILE
+ * turn Kerberos on (hadoop.security.authentication=kerberos) and log in from the keytab with
+ * UserGroupInformation.loginUserFromKeytab; --user NAME then acts for NAME as a proxy user (doAs).
+ * A conf saying kerberos without --principal runs with no ticket. --view-acl ACL / --modify-acl
+ * ACL set the submitted applications' VIEW_APP / MODIFY_APP lists. An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
 public final class YarnClientDriver {
@@ -47,15 +48,24 @@ public final class YarnClientDriver {
   private static String modifyACL;
 
   public static void main(String[] args) throws Exception {
+    // The JDK reads krb5.conf once, when Kerberos is first touched: set it before anything else.
+    for (int i = 0; i + 1 < args.length; i++) {
+      if (args[i].equals("--krb5conf")) {
+        System.setProperty("java.security.krb5.conf", args[i + 1]);
+        System.setProperty("sun.security.krb5.disableReferrals", "true");
+      }
+    }
     YarnConfiguration conf = new YarnConfiguration();
+    String principal = null;
+    String keytab = null;
     Drivers.fastFailures(conf);
     List<String> ops = new ArrayList<>();
     String user = null;
-    String principal = null;
-    String keytab = null;
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals("--user")) {
         user = args[++i];
+      } else if (args[i].equals("--krb5conf")) {
+        i++;
       } else if (args[i].equals("--principal")) {
         principal = args[++i];
       } else if (args[i].equals("--keytab")) {
@@ -75,12 +85,13 @@ public final class YarnClientDriver {
       }
     }
     if (principal != null) {
-      // A keytab login, as a service or a kinit'd user would have: every call then does SASL
-      // GSSAPI with a service ticket for the RM's (or router's) principal.
+      conf.set("hadoop.security.authentication", "kerberos");
+      conf.set("hadoop.security.authorization", "true");
       UserGroupInformation.setConfiguration(conf);
       UserGroupInformation.loginUserFromKeytab(principal, keytab);
-      System.exit(UserGroupInformation.getLoginUser()
-          .doAs((PrivilegedExceptionAction<Integer>) () -> run(conf, ops)));
+      UserGroupInformation login = UserGroupInformation.getLoginUser();
+      UserGroupInformation as = user == null ? login : UserGroupInformation.createProxyUser(user, login);
+      System.exit(as.doAs((PrivilegedExceptionAction<Integer>) () -> run(conf, ops)));
     }
     if ("kerberos".equals(conf.get("hadoop.security.authentication"))) {
       // Security on and no login: the JVM has no ticket (what a user without kinit gets).
@@ -247,6 +258,15 @@ public final class YarnClientDriver {
                     id + " is " + r.getYarnApplicationState() + " after 30s, want " + want);
               }
               Drivers.ok(op, report(r));
+              break;
+            }
+            case "dtoken": {
+              // getRMDelegationToken: Hadoop issues one only over a Kerberos connection.
+              org.apache.hadoop.yarn.api.records.Token tok =
+                  yc.getRMDelegationToken(new org.apache.hadoop.io.Text(p.length > 1 ? p[1] : "yarn"));
+              Drivers.ok(op, new Json().put("kind", tok.getKind())
+                  .put("identifierBytes", tok.getIdentifier().remaining())
+                  .put("service", tok.getService()));
               break;
             }
             case "kill": {

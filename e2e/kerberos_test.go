@@ -1,0 +1,235 @@
+//go:build interop
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/krbtest"
+)
+
+// Hadoop's real YarnClient, logged in from a keytab with
+// UserGroupInformation.loginUserFromKeytab against a real MIT KDC, talks SASL
+// KERBEROS/GSSAPI to our Go IPC server: every hadoop.rpc.protection, and a
+// proxy user (doAs) that reaches the handler as such.
+func TestJavaKerberosYarnClientAgainstGoServer(t *testing.T) {
+	j := needJava(t)
+	kdc := krbtest.Start(t, krbtest.Options{})
+	rmKeytab := kdc.AddService(t, "rm/localhost")
+	aliceKeytab := kdc.AddUser(t, "alice")
+
+	for _, tc := range []struct {
+		protection string
+		qop        string
+		doAs       string
+	}{
+		{"authentication", "auth", ""},
+		{"integrity", "auth-int", ""},
+		{"privacy", "auth-conf", ""},
+		{"authentication", "auth", "bob"},
+	} {
+		name := tc.protection
+		if tc.doAs != "" {
+			name += "/doAs_" + tc.doAs
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := hadoopipc.DefaultServerConfig()
+			cfg.AllowSimple = false
+			cfg.QOPs = []string{tc.qop}
+			cfg.Kerberos = &hadoopipc.KerberosServerConfig{
+				Principal: "rm/localhost@" + kdc.Realm,
+				Keytab:    kdc.Keytab(t, rmKeytab),
+			}
+			var mu sync.Mutex
+			var callers []hadoopipc.User
+			cfg.Authorize = func(ctx context.Context, info *hadoopipc.CallInfo) error {
+				u, _ := hadoopipc.UserFromContext(ctx)
+				mu.Lock()
+				callers = append(callers, u)
+				mu.Unlock()
+				return nil
+			}
+			rm := newFakeRM()
+			addr := serveIPC(t, cfg, rm.protocol())
+			conf := writeYarnSite(t, map[string]string{
+				"yarn.resourcemanager.address":   addr,
+				"yarn.resourcemanager.principal": "rm/_HOST@" + kdc.Realm,
+				"hadoop.rpc.protection":          tc.protection,
+			})
+			args := []string{"--conf", conf, "--krb5conf", kdc.ConfPath,
+				"--principal", "alice@" + kdc.Realm, "--keytab", aliceKeytab}
+			if tc.doAs != "" {
+				args = append(args, "--user", tc.doAs)
+			}
+			run := j.runDriver(t, "YarnClientDriver", append(args, "metrics", "submit:krb", "report")...)
+			for _, op := range []string{"metrics", "submit:krb", "report"} {
+				if l := run.op(t, op); !l.OK {
+					t.Fatalf("%s failed over Kerberos: %s %s\nstderr:\n%s\nKDC log:\n%s", op, l.Exception, l.Message, tail(run.stderr, 3000), tail(kdc.Log(), 2000))
+				}
+			}
+			var rep struct{ User string }
+			run.op(t, "report").decode(t, &rep)
+			wantUser := "alice"
+			if tc.doAs != "" {
+				wantUser = tc.doAs
+			}
+			if rep.User != wantUser {
+				t.Errorf("application user %q, want %q", rep.User, wantUser)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, u := range callers {
+				wantReal := ""
+				if tc.doAs != "" {
+					wantReal = "alice"
+				}
+				if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != wantUser || u.RealUser != wantReal || u.Principal != "alice@"+kdc.Realm {
+					t.Fatalf("server saw caller %+v", u)
+				}
+			}
+			if len(callers) == 0 {
+				t.Fatal("no call reached the server")
+			}
+		})
+	}
+
+	t.Run("SIMPLE client refused", func(t *testing.T) {
+		cfg := hadoopipc.DefaultServerConfig()
+		cfg.AllowSimple = false
+		cfg.Kerberos = &hadoopipc.KerberosServerConfig{Principal: "rm/localhost@" + kdc.Realm, Keytab: kdc.Keytab(t, rmKeytab)}
+		addr := serveIPC(t, cfg, newFakeRM().protocol())
+		conf := writeYarnSite(t, map[string]string{"yarn.resourcemanager.address": addr})
+		run := j.runDriver(t, "YarnClientDriver", "--conf", conf, "metrics")
+		l := run.op(t, "metrics")
+		if l.OK || !strings.Contains(l.Message+strings.Join(l.Causes, " "), "AccessControlException") && l.RemoteClass != "org.apache.hadoop.security.AccessControlException" {
+			t.Fatalf("a SIMPLE client got %+v", l)
+		}
+		if !strings.Contains(l.Message, "SIMPLE authentication is not enabled") {
+			t.Errorf("message %q does not say why (Hadoop: 'SIMPLE authentication is not enabled.  Available:[...]')", l.Message)
+		}
+	})
+}
+
+// startKerberosRPCServer runs KerberosRpcServer (a real Hadoop IPC server in
+// Kerberos mode serving Hadoop's TestRpcService) and returns its address.
+func startKerberosRPCServer(t *testing.T, j *javaEnv, args ...string) string {
+	t.Helper()
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.KerberosRpcServer")
+	cmd := exec.Command(j.java, append(argv, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan driverLine, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l driverLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Op == "ready" {
+				lines <- l
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatalf("KerberosRpcServer exited; stderr:\n%s", tail(stderr.String(), 4000))
+		}
+		var r struct{ Port int }
+		l.decode(t, &r)
+		return fmt.Sprintf("127.0.0.1:%d", r.Port)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("KerberosRpcServer not ready; stderr:\n%s", tail(stderr.String(), 4000))
+	}
+	return ""
+}
+
+// Our Go client logs in from a keytab (gokrb5) and talks SASL KERBEROS to a
+// real Hadoop IPC server (Hadoop's Server + the JDK's GSSAPI acceptor): every
+// protection, the connection context Hadoop reads as the principal itself,
+// a doAs Hadoop's ProxyUsers allows, and one it refuses.
+func TestGoKerberosClientAgainstHadoopServer(t *testing.T) {
+	j := needJava(t)
+	kdc := krbtest.Start(t, krbtest.Options{})
+	rmKeytab := kdc.AddService(t, "rm/localhost")
+	routerKT := kdc.AddUser(t, "router")
+	login := krbclient.NewWithKeytab("router", kdc.Realm, kdc.Keytab(t, routerKT), kdc.Config(t), krbclient.DisablePAFXFAST(true))
+	if err := login.Login(); err != nil {
+		t.Fatal(err)
+	}
+	defer login.Destroy()
+	const protocol = "org.apache.hadoop.ipc.TestRpcBase$TestRpcService"
+	for _, protection := range []string{"authentication", "integrity", "privacy"} {
+		t.Run(protection, func(t *testing.T) {
+			addr := startKerberosRPCServer(t, j, "--krb5conf", kdc.ConfPath, "--principal", "rm/localhost@"+kdc.Realm,
+				"--keytab", rmKeytab, "--protection", protection, "--proxyuser", "router:bob")
+			call := func(user, method string, req, resp proto.Message) error {
+				c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
+					Addresses: []string{addr}, Protocol: protocol, User: user,
+					Kerberos: &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "rm/_HOST@" + kdc.Realm},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				return c.Call(ctx, method, req, resp)
+			}
+			msg := strings.Repeat("kerberos ", 2000)
+			echo := &wrapperspb.StringValue{}
+			if err := call("", "echo", wrapperspb.String(msg), echo); err != nil || echo.GetValue() != msg {
+				t.Fatalf("echo: %v (%d bytes back)", err, len(echo.GetValue()))
+			}
+			who := &wrapperspb.StringValue{}
+			if err := call("", "getAuthUser", &emptypb.Empty{}, who); err != nil || who.GetValue() != "router@"+kdc.Realm {
+				t.Fatalf("Hadoop saw user %q, err %v", who.GetValue(), err)
+			}
+			if err := call("bob", "getAuthUser", &emptypb.Empty{}, who); err != nil || who.GetValue() != "bob" {
+				t.Fatalf("doAs bob: Hadoop saw user %q, err %v", who.GetValue(), err)
+			}
+			err := call("mallory", "getAuthUser", &emptypb.Empty{}, who)
+			var re *hadoopipc.RemoteError
+			if !errors.As(err, &re) || re.Class != "org.apache.hadoop.security.authorize.AuthorizationException" {
+				t.Fatalf("doAs mallory (not in hadoop.proxyuser.router.users): %v", err)
+			}
+		})
+	}
+}
