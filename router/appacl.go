@@ -85,6 +85,10 @@ func parseAppACL(s string) ACL {
 	return l
 }
 
+// classJavaAccessControl is the JDK exception ClientRMService refuses
+// MODIFY_APP with (measured against a real RM: e2e TestKerberizedRMDirect).
+const classJavaAccessControl = "java.security.AccessControlException"
+
 // accessKind is Hadoop's ApplicationAccessType.
 type accessKind int
 
@@ -135,7 +139,7 @@ var appAccessOf = map[string]accessKind{
 
 // checkAppCall refuses a per-application call the caller may not make,
 // with the exception and message ClientRMService sends: MODIFY_APP
-// refusals are a YarnException wrapping an AccessControlException
+// refusals are a YarnException wrapping java.security.AccessControlException
 // (RPCUtil.getRemoteException), VIEW_APP refusals a plain YarnException.
 // Reports are filtered instead (filterReport), as the RM does.
 func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.ApplicationIdProto, req proto.Message) error {
@@ -151,8 +155,11 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	short := hadoopipc.ShortName(user)
 	r.metrics.appACLDenied.WithLabelValues(method).Inc()
 	if kind == modifyApp {
+		// ClientRMService wraps java.security.AccessControlException (not
+		// Hadoop's subclass) in a YarnException; the Java client shows
+		// "YarnException: java.security.AccessControlException: User ...".
 		return hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s: User %s cannot perform operation %s on %s",
-			hadoopipc.ClassAccessControl, short, kind, id)
+			classJavaAccessControl, short, kind, id)
 	}
 	if q, ok := req.(*yarnpb.GetApplicationAttemptReportRequestProto); ok {
 		// Hadoop's spelling, kept: clients may match on it.

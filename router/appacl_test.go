@@ -73,7 +73,7 @@ func TestAppACLs(t *testing.T) {
 
 	// bob may view but not modify: the RM's MODIFY_APP refusal.
 	err := kill(t, as("bob"), id)
-	want := "org.apache.hadoop.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + app
+	want := "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + app
 	var re *hadoopipc.RemoteError
 	if !asRemote(err, &re) || re.Class != hadoopipc.ClassYarnException || re.Message != want {
 		t.Fatalf("bob kill: got %v, want YarnException %q", err, want)
