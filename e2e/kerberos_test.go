@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 // Hadoop's real YarnClient, logged in from a keytab with
@@ -231,5 +234,91 @@ func TestGoKerberosClientAgainstHadoopServer(t *testing.T) {
 				t.Fatalf("doAs mallory (not in hadoop.proxyuser.router.users): %v", err)
 			}
 		})
+	}
+}
+
+// Hadoop's YarnClient, logged in from a keytab, through our Router with
+// Kerberos on, to a Kerberized (Go) RM the Router reaches as itself acting
+// for the caller: calls work end to end, the RM sees alice via the router's
+// principal, a delegation token is issued over Kerberos, and a SIMPLE
+// client is refused at the Router.
+func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
+	j := needJava(t)
+	kdc := krbtest.Start(t, krbtest.Options{})
+	rmKeytab := kdc.AddService(t, "rm/localhost")
+	aliceKeytab := kdc.AddUser(t, "alice")
+
+	rmCfg := hadoopipc.DefaultServerConfig()
+	rmCfg.AllowSimple = false
+	rmCfg.Kerberos = &hadoopipc.KerberosServerConfig{Principal: "rm/localhost@" + kdc.Realm, Keytab: kdc.Keytab(t, rmKeytab)}
+	var mu sync.Mutex
+	var atRM []hadoopipc.User
+	rmCfg.Authorize = func(ctx context.Context, _ *hadoopipc.CallInfo) error {
+		u, _ := hadoopipc.UserFromContext(ctx)
+		mu.Lock()
+		atRM = append(atRM, u)
+		mu.Unlock()
+		return nil
+	}
+	rmAddr := serveIPC(t, rmCfg, newFakeRM().protocol())
+
+	store := routertest.NewStore()
+	store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: rmAddr, State: router.StateRunning, LastStartTime: time.Now()})
+	cln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := router.DefaultConfig()
+	cfg.ClientListener, cfg.WebAddress, cfg.Store = cln, "", store
+	cfg.Kerberos = router.KerberosConfig{
+		// Java clients check the router against yarn.resourcemanager.principal.
+		Principal: "rm/localhost@" + kdc.Realm, Keytab: rmKeytab, Krb5Conf: kdc.ConfPath,
+		RMPrincipal: "rm/_HOST@" + kdc.Realm,
+	}
+	r, err := router.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	conf := writeYarnSite(t, map[string]string{
+		"yarn.resourcemanager.address":   r.ClientRMAddr().String(),
+		"yarn.resourcemanager.principal": "rm/_HOST@" + kdc.Realm,
+	})
+	run := j.runDriver(t, "YarnClientDriver", "--conf", conf, "--krb5conf", kdc.ConfPath,
+		"--principal", "alice@"+kdc.Realm, "--keytab", aliceKeytab, "metrics", "submit:krb", "report", "dtoken:yarn")
+	for _, op := range []string{"metrics", "submit:krb", "report", "dtoken:yarn"} {
+		if l := run.op(t, op); !l.OK {
+			t.Fatalf("%s through the Kerberos router: %s %s (remote %s)\nstderr:\n%s", op, l.Exception, l.Message, l.RemoteClass, tail(run.stderr, 3000))
+		}
+	}
+	var rep struct{ User string }
+	run.op(t, "report").decode(t, &rep)
+	if rep.User != "alice" {
+		t.Errorf("application user at the RM %q, want alice", rep.User)
+	}
+	var tok struct{ Kind string }
+	run.op(t, "dtoken:yarn").decode(t, &tok)
+	if tok.Kind != router.TokenKind {
+		t.Errorf("delegation token kind %q", tok.Kind)
+	}
+	mu.Lock()
+	for _, u := range atRM {
+		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "rm" {
+			t.Errorf("the RM saw %+v, want alice acting through the router's principal", u)
+		}
+	}
+	n := len(atRM)
+	mu.Unlock()
+	if n == 0 {
+		t.Fatal("no call reached the RM")
+	}
+
+	simple := j.runDriver(t, "YarnClientDriver", "--conf", conf, "metrics")
+	if l := simple.op(t, "metrics"); l.OK || !strings.Contains(l.Message, "SIMPLE authentication is not enabled") {
+		t.Fatalf("a SIMPLE client through the Kerberos router: %+v", l)
 	}
 }

@@ -163,6 +163,9 @@ type Config struct {
 	Authz AuthzConfig `json:"authz"`
 	// SPNEGO authenticates the REST API with Kerberos (spnego.go).
 	SPNEGO SPNEGOConfig `json:"spnego"`
+	// Kerberos turns on Kerberos security (see KerberosConfig); off by
+	// default.
+	Kerberos KerberosConfig `json:"kerberos"`
 
 	// In-process wiring (not from files).
 	ClientListener net.Listener `json:"-"`
@@ -318,6 +321,7 @@ func (c *Config) Validate() error {
 	if c.IPC.PreAuthBufferBytes > 0 && c.IPC.PreAuthBufferBytes < hadoopipc.DefaultMaxPreAuthFrame {
 		errs = append(errs, fmt.Errorf("ipc.preauth_buffer_bytes: %d, must hold one handshake packet (%d)", c.IPC.PreAuthBufferBytes, hadoopipc.DefaultMaxPreAuthFrame))
 	}
+	errs = append(errs, c.Kerberos.validate()...)
 	if c.MaxRMClients < 1 {
 		errs = append(errs, fmt.Errorf("max_rm_clients: %d, must be >= 1", c.MaxRMClients))
 	}

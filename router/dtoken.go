@@ -201,8 +201,10 @@ func (r *Router) getDelegationToken(ctx context.Context, req *commonpb.GetDelega
 		return nil, fmt.Errorf("getDelegationToken: %w: the state store keeps no delegation tokens", ErrUnsupported)
 	}
 	u, _ := hadoopipc.UserFromContext(ctx)
-	if u.AuthMethod == "TOKEN" {
-		return nil, hadoopipc.Errorf(hadoopipc.ClassIOException, "Delegation Token can be issued only with kerberos or web authentication")
+	if !r.delegationTokenAllowed(u) {
+		// What Hadoop's RM and Router answer: an IOException wrapped into
+		// a YarnException (RPCUtil.getRemoteException).
+		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "java.io.IOException: Delegation Token can be issued only with kerberos authentication")
 	}
 	if req.GetRenewer() == "" {
 		return nil, fmt.Errorf("%w: getDelegationToken: renewer is required", ErrBadRequest)

@@ -43,7 +43,7 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 		t.Fatalf("call with token login: %v", err)
 	}
 	err := tc.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassIOException {
+	if remoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("token-authenticated getDelegationToken: %v", err)
 	}
 

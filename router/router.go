@@ -53,8 +53,9 @@ type Router struct {
 	started  time.Time
 	http     *http.Client // to RM REST APIs
 
-	tokens   *tokens  // nil: the store keeps no delegation tokens
-	scSeries sync.Map // sub-cluster + NUL + method -> *scSeries
+	tokens   *tokens        // nil: the store keeps no delegation tokens
+	krb      *kerberosSetup // nil: Kerberos off
+	scSeries sync.Map       // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
 	readyOnce sync.Once
@@ -100,15 +101,28 @@ func New(cfg Config) (*Router, error) {
 	})
 	r.members = newMembership(cfg.Store, r.brk, log)
 	r.members.expiry = cfg.SubClusterHeartbeatExpiry.D()
+	if cfg.Kerberos.Enabled() {
+		ks, err := cfg.Kerberos.setup(log)
+		if err != nil {
+			return nil, fmt.Errorf("router: %w", err)
+		}
+		r.krb = ks
+	}
 	dial := cfg.Dial
 	if dial == nil {
 		dial = HadoopDialer(cfg.DialTimeout.D(), log)
+		if r.krb != nil && r.krb.login != nil {
+			dial = HadoopKerberosDialer(hadoopipc.ProtocolApplicationClient, clientAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
+		}
 	}
 	r.pool = newPool(dial, clientAddr, cfg.MaxRMClients)
 	r.pool.evictions = r.metrics.evictions.WithLabelValues("client").Inc
 	adminDial := cfg.AdminDial
 	if adminDial == nil {
 		adminDial = HadoopAdminDialer(cfg.DialTimeout.D(), log)
+		if r.krb != nil && r.krb.login != nil {
+			adminDial = HadoopKerberosDialer(hadoopipc.ProtocolRMAdmin, adminAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
+		}
 	}
 	r.adminPool = newPool(adminDial, adminAddr, cfg.MaxRMClients)
 	r.adminPool.evictions = r.metrics.evictions.WithLabelValues("admin").Inc
@@ -149,6 +163,7 @@ func New(cfg Config) (*Router, error) {
 	ipcCfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
+	r.secure(&ipcCfg)
 	if ts, ok := cfg.Store.(TokenStore); ok {
 		service := cfg.TokenService
 		if service == "" {
@@ -206,8 +221,19 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	cfg.IPC.apply(&acfg)
 	acfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
 	acfg.Logger = log
+	r.secure(&acfg)
 	r.admin = hadoopipc.NewServer(acfg)
 	return r.admin.Register(r.adminProtocol())
+}
+
+// secure adds Kerberos to an IPC port's config when it is on: SASL
+// KERBEROS offered, SIMPLE refused (unless kerberos.allow_simple).
+func (r *Router) secure(c *hadoopipc.ServerConfig) {
+	if r.krb == nil {
+		return
+	}
+	c.Kerberos = r.krb.server
+	c.AllowSimple = r.cfg.Kerberos.AllowSimple
 }
 
 // AdminAddr is the bound admin address, or nil when the admin port is off.
@@ -296,6 +322,9 @@ func (r *Router) Close() error {
 		}
 		r.pool.close()
 		r.adminPool.close()
+		if r.krb != nil && r.krb.login != nil {
+			r.krb.login.Destroy()
+		}
 	})
 	return nil
 }

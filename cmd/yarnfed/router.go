@@ -98,6 +98,12 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.StringVar(&cfg.Authz.StaticGroupMapping, "static-group-mapping", cfg.Authz.StaticGroupMapping, `groups of named users, as hadoop.user.group.static.mapping.overrides ("u1=g1,g2;u2=;"); others: the host's groups`)
 	f.StringVar(&cfg.SPNEGO.Keytab, "spnego-keytab", cfg.SPNEGO.Keytab, "keytab with the HTTP service key: REST requires Kerberos SPNEGO (hadoop.http.authentication.kerberos.keytab); empty: ?user.name=")
 	f.StringVar(&cfg.SPNEGO.Principal, "spnego-principal", cfg.SPNEGO.Principal, `HTTP principal to accept, e.g. HTTP/router.example.com@REALM ("*" or empty: any key in the keytab)`)
+	f.StringVar(&cfg.Kerberos.Principal, "kerberos-principal", cfg.Kerberos.Principal, `the router's Kerberos principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.router.kerberos.principal); set: SASL KERBEROS on, SIMPLE off`)
+	f.StringVar(&cfg.Kerberos.Keytab, "kerberos-keytab", cfg.Kerberos.Keytab, "keytab file of --kerberos-principal (yarn.router.keytab.file)")
+	f.StringVar(&cfg.Kerberos.Krb5Conf, "krb5-conf", cfg.Kerberos.Krb5Conf, "krb5.conf for the router's own logins (default $KRB5_CONFIG, else /etc/krb5.conf)")
+	f.StringVar(&cfg.Kerberos.RMPrincipal, "rm-principal", cfg.Kerberos.RMPrincipal, `the RMs' principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.resourcemanager.principal); set: reach RMs with Kerberos as the router acting for the caller`)
+	f.StringVar(&cfg.Kerberos.AuthToLocal, "auth-to-local", cfg.Kerberos.AuthToLocal, "principal to user name rules (hadoop.security.auth_to_local; default DEFAULT)")
+	f.BoolVar(&cfg.Kerberos.AllowSimple, "kerberos-allow-simple", cfg.Kerberos.AllowSimple, "also accept SIMPLE logins while Kerberos is on (migration only)")
 	return cmd
 }
 
@@ -140,6 +146,12 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"static-group-mapping":        func() { fileCfg.Authz.StaticGroupMapping = flagCfg.Authz.StaticGroupMapping },
 		"spnego-keytab":               func() { fileCfg.SPNEGO.Keytab = flagCfg.SPNEGO.Keytab },
 		"spnego-principal":            func() { fileCfg.SPNEGO.Principal = flagCfg.SPNEGO.Principal },
+		"kerberos-principal":          func() { fileCfg.Kerberos.Principal = flagCfg.Kerberos.Principal },
+		"kerberos-keytab":             func() { fileCfg.Kerberos.Keytab = flagCfg.Kerberos.Keytab },
+		"krb5-conf":                   func() { fileCfg.Kerberos.Krb5Conf = flagCfg.Kerberos.Krb5Conf },
+		"rm-principal":                func() { fileCfg.Kerberos.RMPrincipal = flagCfg.Kerberos.RMPrincipal },
+		"auth-to-local":               func() { fileCfg.Kerberos.AuthToLocal = flagCfg.Kerberos.AuthToLocal },
+		"kerberos-allow-simple":       func() { fileCfg.Kerberos.AllowSimple = flagCfg.Kerberos.AllowSimple },
 	}
 	for name, apply := range set {
 		if cmd.Flags().Changed(name) {

@@ -218,3 +218,27 @@ func TestRouterLimitFlags(t *testing.T) {
 		t.Fatalf("precedence wrong: web %+v ipc %+v max_rm_clients %d", fileCfg.Web, fileCfg.IPC, fileCfg.MaxRMClients)
 	}
 }
+
+// TestRouterKerberosFlags: the kerberos file section sits under the flags,
+// key by key.
+func TestRouterKerberosFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "router.json")
+	if err := os.WriteFile(file, []byte(`{"kerberos":{"principal":"rm/_HOST@FILE.REALM","keytab":"/file.keytab","auth_to_local":"DEFAULT"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRouterCmd()
+	if err := cmd.ParseFlags([]string{"--config", file, "--kerberos-keytab", "/flag.keytab", "--rm-principal", "rm/_HOST@R", "--kerberos-allow-simple"}); err != nil {
+		t.Fatal(err)
+	}
+	flagCfg := router.DefaultConfig()
+	flagCfg.Kerberos.Keytab, flagCfg.Kerberos.RMPrincipal, flagCfg.Kerberos.AllowSimple = "/flag.keytab", "rm/_HOST@R", true
+	fileCfg := router.DefaultConfig()
+	if err := router.LoadConfigFile(file, &fileCfg); err != nil {
+		t.Fatal(err)
+	}
+	overlayChangedFlags(cmd, &fileCfg, &flagCfg)
+	want := router.KerberosConfig{Principal: "rm/_HOST@FILE.REALM", Keytab: "/flag.keytab", RMPrincipal: "rm/_HOST@R", AuthToLocal: "DEFAULT", AllowSimple: true}
+	if fileCfg.Kerberos != want {
+		t.Fatalf("kerberos config %+v, want %+v", fileCfg.Kerberos, want)
+	}
+}

@@ -332,6 +332,12 @@ func (c *clientConn) sasl() (simple bool, err error) {
 				return false, nil
 			}
 			if mech == nil {
+				if c.cfg.krb != nil {
+					// Hadoop: "Server asks us to fall back to SIMPLE auth,
+					// but this client is configured to only allow secure
+					// connections."
+					return false, fmt.Errorf("%w: server asks us to fall back to SIMPLE auth, but this client is configured to only allow secure connections", ErrAuth)
+				}
 				// SIMPLE-only server: carry on without SASL.
 				return true, nil
 			}

@@ -1,8 +1,9 @@
 // Package hadoopipc speaks Hadoop IPC (RPC version 9, protobuf engine) as
 // server and client, wire-compatible with Apache Hadoop 3.4: the "hrpc"
 // preamble, length-prefixed packets of varint-delimited protobuf messages,
-// SASL negotiation with SIMPLE and TOKEN (DIGEST-MD5, qop auth, auth-int and
-// auth-conf via the digestmd5 subpackage), the connection context, pings,
+// SASL negotiation with SIMPLE, TOKEN (DIGEST-MD5, qop auth, auth-int and
+// auth-conf via the digestmd5 subpackage) and KERBEROS (GSSAPI via krb5sasl,
+// same qops), the connection context, pings,
 // and Hadoop's FATAL/ERROR replies with Java exception class names.
 //
 // Server: register Protocols of typed Methods (NewMethod), then Serve.
@@ -38,6 +39,21 @@
 //	// in a handler:
 //	login, _ := hadoopipc.RelayedLoginFrom(ctx)
 //	err := login.Call(ctx, "allocate", req, resp)
+//
+// Kerberos: the server takes SASL KERBEROS with its service principal's
+// keytab; User.AuthMethod is then "KERBEROS", User.Principal the client's
+// principal, User.Name its auth_to_local short name, or, when the client
+// acts for someone else (doAs), the effective user with RealUser = the
+// short name (authorize that in ServerConfig.Authorize). The client logs in
+// with a gokrb5 client and acts for ClientConfig.User when set.
+//
+//	kt, _ := keytab.Load("/etc/security/rm.keytab")
+//	cfg.Kerberos = &hadoopipc.KerberosServerConfig{Principal: "rm/host1.example.com@EXAMPLE.COM", Keytab: kt}
+//	cfg.AllowSimple = false
+//	// client side:
+//	login := client.NewWithKeytab("router/host2.example.com", "EXAMPLE.COM", kt2, krb5conf)
+//	c, _ := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: addrs, Protocol: p, User: "alice",
+//		Kerberos: &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "rm/_HOST@EXAMPLE.COM"}})
 //
 // DESIGN.md explains the choices.
 package hadoopipc

@@ -1,6 +1,7 @@
 package hadoopipc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -50,6 +51,9 @@ type KerberosServerConfig struct {
 // with Kerberos needs: an AP-REQ carrying an Active Directory PAC can reach
 // ~12 KiB, plus the RpcSaslProto around it.
 const minKerberosPreAuthFrame = krb5sasl.MaxContextToken + 1024
+
+// Check reports what would make Validate refuse this configuration.
+func (k *KerberosServerConfig) Check() error { return k.validate() }
 
 func (k *KerberosServerConfig) validate() error {
 	if k.Keytab == nil {
@@ -198,14 +202,32 @@ func (k *KerberosClientConfig) expectedServer(addr string) string {
 		if err != nil {
 			host = addr
 		}
-		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-			// What Hadoop's canonical host lookup of a loopback address
-			// gives on a usual /etc/hosts.
-			host = "localhost"
+		if ip := net.ParseIP(host); ip != nil {
+			host = canonicalHost(ip)
 		}
 		p = strings.ReplaceAll(p, "_HOST", strings.ToLower(host))
 	}
 	return p
+}
+
+// lookupAddr is net.DefaultResolver.LookupAddr; tests replace it.
+var lookupAddr = net.DefaultResolver.LookupAddr
+
+// canonicalHost names an IP address as Java's getCanonicalHostName does for
+// Hadoop's _HOST: the reverse lookup's name, else the address itself. A
+// loopback address is "localhost" without asking (what a usual /etc/hosts
+// says, and tests run there).
+func canonicalHost(ip net.IP) string {
+	if ip.IsLoopback() {
+		return "localhost"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	names, err := lookupAddr(ctx, ip.String())
+	if err != nil || len(names) == 0 {
+		return ip.String()
+	}
+	return strings.TrimSuffix(names[0], ".")
 }
 
 func authNames(auths []*commonpb.RpcSaslProto_SaslAuth) []string {

@@ -78,9 +78,15 @@ func TestKerberosLogin(t *testing.T) {
 		{"qop auth-int", []string{"auth-int"}, nil, true},
 		{"qop auth-conf", []string{"auth-conf"}, nil, true},
 		{"client prefers privacy", []string{"auth", "auth-conf"}, []string{"auth-conf", "auth"}, true},
+		{"TOKEN offered first", nil, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultServerConfig()
+			if strings.HasPrefix(tc.name, "TOKEN") {
+				// NEGOTIATE prepares a DIGEST-MD5 challenge the client
+				// then does not use.
+				cfg = tokenConfig()
+			}
 			cfg.AllowSimple = false
 			cfg.Kerberos = r.server
 			cfg.QOPs = tc.serverQOPs
@@ -177,9 +183,17 @@ func TestKerberosRefusals(t *testing.T) {
 		}
 	})
 	t.Run("server without Kerberos: no SIMPLE fallback", func(t *testing.T) {
+		// A doAs user is set, so a silent fallback would have a name to
+		// claim.
 		plain := startServer(t, DefaultServerConfig(), p)
-		c := krbClient(t, plain.addr, alice, "", "rm/_HOST", nil)
-		if _, err := echo(context.Background(), c, "x"); !errors.Is(err, ErrAuth) {
+		c := krbClient(t, plain.addr, alice, "bob", "rm/_HOST", nil)
+		if _, err := echo(context.Background(), c, "x"); !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "fall back to SIMPLE") {
+			t.Fatalf("err %v", err)
+		}
+		// With TOKEN and SIMPLE offered (no KERBEROS) it is refused too.
+		mixed := startServer(t, tokenConfig(), p)
+		c2 := krbClient(t, mixed.addr, alice, "bob", "rm/_HOST", nil)
+		if _, err := echo(context.Background(), c2, "x"); !errors.Is(err, ErrAuth) {
 			t.Fatalf("err %v", err)
 		}
 	})
@@ -240,5 +254,29 @@ func TestKerberosNegotiateShape(t *testing.T) {
 	}
 	if m.GetAuths()[1].Challenge != nil {
 		t.Fatal("KERBEROS auth carries a challenge")
+	}
+}
+
+func TestExpectedServerPrincipal(t *testing.T) {
+	old := lookupAddr
+	t.Cleanup(func() { lookupAddr = old })
+	lookupAddr = func(_ context.Context, addr string) ([]string, error) {
+		if addr == "10.1.2.3" {
+			return []string{"RM1.Example.COM."}, nil
+		}
+		return nil, errors.New("no PTR")
+	}
+	for _, tc := range []struct{ principal, addr, want string }{
+		{"rm/_HOST@R", "rm1.example.com:8032", "rm/rm1.example.com"},
+		{"rm/_HOST@R", "RM2.example.com:8032", "rm/rm2.example.com"},
+		{"rm/_HOST@R", "127.0.0.1:8032", "rm/localhost"},
+		{"rm/_HOST@R", "10.1.2.3:8032", "rm/rm1.example.com"},
+		{"rm/_HOST@R", "10.9.9.9:8032", "rm/10.9.9.9"},
+		{"rm/fixed.example.com", "10.1.2.3:8032", "rm/fixed.example.com"},
+	} {
+		k := &KerberosClientConfig{ServerPrincipal: tc.principal}
+		if got := k.expectedServer(tc.addr); got != tc.want {
+			t.Errorf("%s at %s: %q, want %q", tc.principal, tc.addr, got, tc.want)
+		}
 	}
 }

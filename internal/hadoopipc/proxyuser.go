@@ -155,7 +155,7 @@ func parseMachineList(s string) (machineList, error) {
 		case net.ParseIP(e) != nil:
 			m.ips = append(m.ips, net.ParseIP(e))
 		default:
-			m.names = append(m.names, canonicalHost(e))
+			m.names = append(m.names, canonicalHostName(e))
 			// Resolve once now as well, so "localhost" or a name without
 			// reverse DNS still matches; a name that does not resolve is
 			// kept for the reverse-lookup match only.
@@ -196,14 +196,14 @@ func (m machineList) includes(ctx context.Context, ip net.IP, lookup func(contex
 		return false
 	}
 	for _, n := range names {
-		if slices.Contains(m.names, canonicalHost(n)) {
+		if slices.Contains(m.names, canonicalHostName(n)) {
 			return true
 		}
 	}
 	return false
 }
 
-func canonicalHost(h string) string { return strings.ToLower(strings.TrimSuffix(h, ".")) }
+func canonicalHostName(h string) string { return strings.ToLower(strings.TrimSuffix(h, ".")) }
 
 func splitList(s string) []string {
 	var out []string

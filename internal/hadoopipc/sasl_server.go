@@ -140,8 +140,16 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 			return nil, nil
 		}
 		if chosen.GetMethod() == AuthMethodKerberos {
-			if c.krb != nil || c.token != nil {
+			if c.krb != nil {
 				return nil, fatal(fatalUnauthorized, ClassSaslException, "a SASL exchange is already in progress")
+			}
+			// The TOKEN mechanism NEGOTIATE prepared (its challenge) is
+			// not the one chosen: drop it, as Hadoop replaces its
+			// SaslServer.
+			c.token = nil
+			if c.relay != nil {
+				c.relay.close()
+				c.relay = nil
 			}
 			return c.kerberosStep(msg)
 		}

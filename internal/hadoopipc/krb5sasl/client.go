@@ -108,7 +108,13 @@ func (c *Client) Start() ([]byte, error) {
 // Step consumes a server token and returns the response to send. After the
 // last one (the security-layer choice) Done is true; the server then
 // answers SUCCESS with no token.
-func (c *Client) Step(in []byte) ([]byte, error) {
+func (c *Client) Step(in []byte) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("%w: malformed Kerberos message from the server (%v)", ErrToken, p)
+			c.state = cliDone + 1
+		}
+	}()
 	switch c.state {
 	case cliWantAPRep:
 		part, err := parseAPRep(in, &c.auth, c.sessionKey)

@@ -197,6 +197,29 @@ func TestServerRefuses(t *testing.T) {
 			t.Fatalf("replay accepted: %v", err)
 		}
 	})
+	t.Run("ticket cipher too short for the enctype", func(t *testing.T) {
+		// gokrb5 panics decrypting it; the login must just fail.
+		cl, _ := NewClient(ClientConfig{Kerberos: r.alice, Service: "rm/localhost"})
+		tok, err := cl.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := ParseContextToken(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 15} {
+			req.Ticket.EncPart.Cipher = make([]byte, n)
+			b, err := req.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := NewServer(ServerConfig{Keytab: r.svcKT, Principal: "rm/localhost"})
+			if _, _, err := s.Step(frameToken(tokAPReq, b)); !errors.Is(err, ErrAuth) {
+				t.Fatalf("cipher of %d bytes: %v", n, err)
+			}
+		}
+	})
 	t.Run("garbage", func(t *testing.T) {
 		s, _ := NewServer(ServerConfig{Keytab: r.svcKT, Principal: "rm/localhost"})
 		if _, _, err := s.Step([]byte{0x60, 0x03, 1, 2, 3}); !errors.Is(err, ErrAuth) {
@@ -259,4 +282,26 @@ func FuzzUnwrap(f *testing.F) {
 
 func typesKey(k []byte) types.EncryptionKey {
 	return types.EncryptionKey{KeyType: etypeID.AES256_CTS_HMAC_SHA1_96, KeyValue: k}
+}
+
+// FuzzParseAPRep: what a server (or an impostor) answers the initiator.
+func FuzzParseAPRep(f *testing.F) {
+	key := typesKey([]byte("0123456789abcdef0123456789abcdef"))
+	auth, err := types.NewAuthenticator("R", types.NewPrincipalName(1, "alice"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := buildAPRep(&auth, key, 7)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(frameToken(tokError, []byte{0x7e, 0x00}))
+	f.Add(frameToken(tokAPRep, []byte{0x6f, 0x03, 0x30, 0x01, 0x00}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		part, err := parseAPRep(b, &auth, key)
+		if err == nil && part.SequenceNumber != 7 && bytes.Equal(b, good) {
+			t.Fatal("our own AP-REP lost its sequence number")
+		}
+	})
 }

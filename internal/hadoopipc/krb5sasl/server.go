@@ -128,6 +128,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // once the exchange succeeded; the last reply is then nil (Hadoop sends
 // SUCCESS without a token).
 func (s *Server) Step(in []byte) (out []byte, done bool, err error) {
+	// gokrb5 panics on some malformed input (e.g. a ciphertext shorter
+	// than a block); the peer is unauthenticated, so a panic is just a
+	// failed login.
+	defer func() {
+		if p := recover(); p != nil {
+			out, done, err = nil, false, fmt.Errorf("%w: malformed Kerberos message (%v)", ErrAuth, p)
+			s.state = srvDone + 1
+		}
+	}()
 	switch s.state {
 	case srvWantAPReq:
 		return s.acceptAPReq(in)

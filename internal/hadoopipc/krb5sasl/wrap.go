@@ -141,6 +141,11 @@ func (c *context) unwrap(tok []byte) ([]byte, bool, error) {
 	var plain []byte
 	sealed := flags&flagSealed != 0
 	if sealed {
+		// gokrb5's DecryptMessage panics on input shorter than one
+		// confounder plus checksum (found by FuzzUnwrap).
+		if len(data) < c.et.GetConfounderByteSize()+c.et.GetHMACBitLength()/8+wrapHeaderLen {
+			return nil, false, fmt.Errorf("%w: sealed wrap token of %d bytes is too short", ErrToken, len(tok))
+		}
 		pt, err := c.et.DecryptMessage(c.key.KeyValue, data, recv)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: wrap token does not decrypt: %v", ErrToken, err)

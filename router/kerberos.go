@@ -1,0 +1,165 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/authtolocal"
+)
+
+// KerberosConfig turns on Kerberos security (Hadoop's
+// hadoop.security.authentication=kerberos) when Principal is set: the
+// client and admin ports take SASL KERBEROS (and router delegation tokens
+// on the client port) and refuse SIMPLE; delegation tokens are issued only
+// to Kerberos-authenticated callers. With RMPrincipal set too, the router
+// reaches the RMs with Kerberos as itself, acting for each caller as a proxy
+// user (the RMs need hadoop.proxyuser.<router short name>.hosts/users).
+type KerberosConfig struct {
+	// Principal is the router's service principal
+	// (yarn.router.kerberos.principal), e.g. "router/_HOST@EXAMPLE.COM";
+	// _HOST becomes this host's lower-cased name. Clients must be configured
+	// with the same principal as the RM principal they expect
+	// (yarn.resourcemanager.principal), so in practice it shares the RMs'
+	// service name: "rm/_HOST@REALM".
+	Principal string `json:"principal"`
+	// Keytab is the keytab file holding Principal's keys
+	// (yarn.router.keytab.file).
+	Keytab string `json:"keytab"`
+	// Krb5Conf is the krb5.conf used to reach the KDC for the router's own
+	// logins (RMPrincipal); default $KRB5_CONFIG, else /etc/krb5.conf.
+	Krb5Conf string `json:"krb5_conf"`
+	// RMPrincipal is the sub-cluster RMs' principal
+	// (yarn.resourcemanager.principal), e.g. "rm/_HOST@EXAMPLE.COM". Empty:
+	// the router reaches the RMs with SIMPLE as the caller (insecure RMs).
+	RMPrincipal string `json:"rm_principal"`
+	// AuthToLocal maps client principals to user names
+	// (hadoop.security.auth_to_local); empty means DEFAULT.
+	AuthToLocal string `json:"auth_to_local"`
+	// AllowSimple keeps SIMPLE logins open next to Kerberos (a migration
+	// aid; Hadoop's secure servers refuse SIMPLE).
+	AllowSimple bool `json:"allow_simple"`
+}
+
+// Enabled reports whether Kerberos is on.
+func (k KerberosConfig) Enabled() bool { return k.Principal != "" }
+
+// hostPrincipal expands _HOST with this host's name, as Hadoop's
+// SecurityUtil.getServerPrincipal does for a server's own principal.
+func hostPrincipal(p string) (string, error) {
+	if !strings.Contains(p, "_HOST") {
+		return p, nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("expanding _HOST: %w", err)
+	}
+	return strings.ReplaceAll(p, "_HOST", strings.ToLower(h)), nil
+}
+
+func (k KerberosConfig) validate() []error {
+	if !k.Enabled() {
+		if k.Keytab != "" || k.RMPrincipal != "" {
+			return []error{errors.New("kerberos: keytab and rm_principal need kerberos.principal")}
+		}
+		return nil
+	}
+	var errs []error
+	if k.Keytab == "" {
+		errs = append(errs, errors.New("kerberos.keytab: required with kerberos.principal"))
+	}
+	if !strings.Contains(k.Principal, "@") {
+		errs = append(errs, fmt.Errorf("kerberos.principal %q: needs its realm (service/host@REALM)", k.Principal))
+	}
+	if _, err := authtolocal.Parse(k.AuthToLocal, "R"); err != nil {
+		errs = append(errs, fmt.Errorf("kerberos.auth_to_local: %w", err))
+	}
+	return errs
+}
+
+// kerberosSetup is what New builds from a KerberosConfig.
+type kerberosSetup struct {
+	server *hadoopipc.KerberosServerConfig
+	login  *krbclient.Client // nil unless RMPrincipal is set
+}
+
+func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
+	principal, err := hostPrincipal(k.Principal)
+	if err != nil {
+		return nil, err
+	}
+	kt, err := keytab.Load(k.Keytab)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos.keytab %s: %w", k.Keytab, err)
+	}
+	realm := principal[strings.LastIndexByte(principal, '@')+1:]
+	m, err := authtolocal.Parse(k.AuthToLocal, realm)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos.auth_to_local: %w", err)
+	}
+	s := &kerberosSetup{server: &hadoopipc.KerberosServerConfig{Principal: principal, Keytab: kt, AuthToLocal: m}}
+	if err := s.server.Check(); err != nil {
+		return nil, err
+	}
+	if k.RMPrincipal == "" {
+		return s, nil
+	}
+	confPath := k.Krb5Conf
+	if confPath == "" {
+		if confPath = os.Getenv("KRB5_CONFIG"); confPath == "" {
+			confPath = "/etc/krb5.conf"
+		}
+	}
+	kc, err := krbconfig.Load(confPath)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", confPath, err)
+	}
+	name := principal[:strings.LastIndexByte(principal, '@')]
+	s.login = krbclient.NewWithKeytab(name, realm, kt, kc, krbclient.DisablePAFXFAST(true), krbclient.Logger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
+	if err := s.login.Login(); err != nil {
+		return nil, fmt.Errorf("kerberos: router login as %s: %w", principal, err)
+	}
+	return s, nil
+}
+
+// HadoopKerberosDialer is HadoopDialer for Kerberized RMs: every client logs
+// in as the router (login) and acts for the calling user (doAs), as
+// Hadoop's Router does with UserGroupInformation.createProxyUser. An empty
+// user (in-process callers) acts as the router itself.
+func HadoopKerberosDialer(protocol string, addrOf func(SubClusterInfo) string, login *krbclient.Client, rmPrincipal string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
+	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
+		addrs := splitAddrs(addrOf(sc))
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
+		}
+		return hadoopipc.NewClient(hadoopipc.ClientConfig{
+			Addresses:   addrs,
+			Protocol:    protocol,
+			Version:     1,
+			User:        user,
+			DialTimeout: dialTimeout,
+			Logger:      log,
+			Kerberos:    &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: rmPrincipal},
+		})
+	}
+}
+
+// delegationTokenAllowed is Hadoop's isAllowedDelegationTokenOp: with
+// Kerberos on, only a Kerberos-authenticated connection (a proxy user's real
+// user counts) may get a token; without, anyone but a token holder (a
+// token must not mint tokens).
+func (r *Router) delegationTokenAllowed(u hadoopipc.User) bool {
+	if r.cfg.Kerberos.Enabled() {
+		return u.AuthMethod == hadoopipc.AuthMethodKerberos
+	}
+	return u.AuthMethod != hadoopipc.AuthMethodToken
+}
