@@ -3,11 +3,15 @@
 package e2e
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/krbtest"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 // secureCluster is a Kerberized MiniYARNCluster (security on, RM and NMs
@@ -119,5 +123,105 @@ func TestKerberizedRMDirect(t *testing.T) {
 	// The owner can.
 	if l := sc.client(t, conf, "alice", "kill:"+sub.ApplicationID).op(t, "kill:"+sub.ApplicationID); !l.OK {
 		t.Errorf("alice's kill: %+v", l)
+	}
+}
+
+// startSecureRouter runs our router in front of the Kerberized cluster: its
+// own principal router/localhost on the client port (SIMPLE refused), the
+// RM reached with Kerberos as router acting for each caller (the RM's
+// hadoop.proxyuser.router.* allows it), application ACLs as given. It
+// returns a client yarn-site.xml pointing at the router.
+func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, aclEnable bool) string {
+	t.Helper()
+	store := routertest.NewStore()
+	store.Put(router.SubClusterInfo{ID: "SC-secure", ClientRMServiceAddress: loopback(sc.mc.info.RM), State: router.StateRunning, LastStartTime: time.Now()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := router.DefaultConfig()
+	cfg.ClientListener, cfg.WebAddress, cfg.Store = ln, "", store
+	cfg.Kerberos = router.KerberosConfig{
+		Principal: "router/localhost@" + sc.kdc.Realm, Keytab: routerKeytab, Krb5Conf: sc.kdc.ConfPath,
+		RMPrincipal: "yarn/_HOST@" + sc.kdc.Realm,
+	}
+	cfg.AdminACL = "yarn"
+	cfg.Authz.ACLEnable = aclEnable
+	cfg.Authz.StaticGroupMapping = "alice=;bob="
+	r, err := router.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// A client configured for the router: it expects the router's principal
+	// where it would expect an RM's.
+	return writeYarnSite(t, map[string]string{
+		"hadoop.security.authentication": "kerberos",
+		"yarn.resourcemanager.address":   r.ClientRMAddr().String(),
+		"yarn.resourcemanager.principal": "router/localhost@" + sc.kdc.Realm,
+	})
+}
+
+// TestKerberizedRouter: a real Hadoop YarnClient logged in from a keytab
+// submits, lists and kills through our router, which reaches a real
+// Kerberized RM as itself acting for the caller (doAs); a client without a
+// ticket is refused with Hadoop's error; bob cannot kill alice's
+// application, refused by the router when its ACLs are on and by the RM
+// (which sees bob, through the router's doAs) when they are off.
+func TestKerberizedRouter(t *testing.T) {
+	sc := newSecureCluster(t, []string{"alice", "bob"},
+		"hadoop.proxyuser.router.hosts=127.0.0.1",
+		"hadoop.proxyuser.router.users=*")
+	routerKeytab := sc.kdc.AddService(t, "router/localhost")
+
+	for _, tc := range []struct {
+		name      string
+		routerACL bool
+	}{{"router ACLs on", true}, {"router ACLs off, RM enforces", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := sc.startSecureRouter(t, routerKeytab, tc.routerACL)
+			run := sc.client(t, conf, "alice", "--view-acl", "bob", "--modify-acl", " ", "submit:via-router:default:unmanaged", "list")
+			var sub struct {
+				ApplicationID string `json:"applicationId"`
+			}
+			run.op(t, "submit:via-router:default:unmanaged").decode(t, &sub)
+			var list struct {
+				Applications []struct {
+					ApplicationID string `json:"applicationId"`
+					User          string `json:"user"`
+				} `json:"applications"`
+			}
+			run.op(t, "list").decode(t, &list)
+			found := false
+			for _, a := range list.Applications {
+				found = found || (a.ApplicationID == sub.ApplicationID && a.User == "alice")
+			}
+			if !found {
+				t.Fatalf("list through the router lacks %s owned by alice (the RM must see alice, not the router): %+v", sub.ApplicationID, list)
+			}
+
+			nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
+			if nt.OK || !strings.Contains(nt.Message, "Client cannot authenticate via:[") {
+				t.Errorf("client without a ticket through the router: %+v", nt)
+			}
+
+			kb := sc.client(t, conf, "bob", "report:"+sub.ApplicationID, "kill:"+sub.ApplicationID)
+			if l := kb.op(t, "report:"+sub.ApplicationID); !l.OK {
+				t.Errorf("bob's report through the router: %+v", l)
+			}
+			k := kb.op(t, "kill:"+sub.ApplicationID)
+			want := "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + sub.ApplicationID
+			if k.OK || k.Exception != "org.apache.hadoop.yarn.exceptions.YarnException" || !strings.Contains(k.Message, want) {
+				t.Errorf("bob's kill through the router: %+v, want YarnException %q", k, want)
+			}
+			t.Logf("Java client, bob's kill through the router: %s: %s", k.Exception, firstLine(k.Message))
+
+			if l := sc.client(t, conf, "alice", "kill:"+sub.ApplicationID).op(t, "kill:"+sub.ApplicationID); !l.OK {
+				t.Errorf("alice's kill through the router: %+v", l)
+			}
+		})
 	}
 }
