@@ -205,3 +205,43 @@ func TestProxyUsersOnClientPort(t *testing.T) {
 }
 
 func asRemote(err error, re **hadoopipc.RemoteError) bool { return errors.As(err, re) }
+
+// TestRESTDoAs: ?doAs= makes the authenticated REST caller act for another
+// user when proxy_users allow it from the request's address (httptest's
+// requests come from 192.0.2.1), else 403 with the RM's message; the app
+// ACLs then judge the user acted for.
+func TestRESTDoAs(t *testing.T) {
+	f := newFed(t, 1, func(c *router.Config) {
+		c.AdminACL = "admin"
+		c.Authz.ACLEnable = true
+		c.Authz.StaticGroupMapping = "alice=;bob=;oozie=;mallory="
+		c.Authz.ProxyUsers = map[string]hadoopipc.ProxyUserRule{
+			"oozie": {Hosts: "192.0.2.0/24", Users: "alice,bob"},
+			"far":   {Hosts: "10.0.0.0/8", Users: "*"},
+		}
+	})
+	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
+	app := router.AppIDString(id)
+	put := func(query string) (int, string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPut, "/ws/v1/cluster/apps/"+app+"/state?"+query, strings.NewReader(`{"state":"KILLED"}`))
+		req.Header.Set("Content-Type", "application/json")
+		f.router.Handler().ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for _, tc := range []struct {
+		query    string
+		wantCode int
+		wantText string
+	}{
+		{"user.name=mallory&doAs=alice", http.StatusForbidden, "User: mallory is not allowed to impersonate alice"},
+		{"user.name=far&doas=alice", http.StatusForbidden, "Unauthorized connection for super-user: far from IP 192.0.2.1"},
+		{"user.name=oozie&DoAs=bob", http.StatusForbidden, "by remote user bob"},
+		{"user.name=oozie&doAs=alice", http.StatusOK, ""},
+	} {
+		code, body := put(tc.query)
+		if code != tc.wantCode || !strings.Contains(body, tc.wantText) {
+			t.Errorf("%s: %d %s, want %d %q", tc.query, code, body, tc.wantCode, tc.wantText)
+		}
+	}
+}
