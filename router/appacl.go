@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
@@ -202,6 +203,25 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 	rep.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{
 		NumUsedContainers: proto.Int32(-1), NumReservedContainers: proto.Int32(-1),
 		UsedResources: unknown(), ReservedResources: unknown(), NeededResources: unknown(),
+	}
+}
+
+// filterAppInfo is filterReport for a REST document: what RMWebServices'
+// AppInfo leaves out for a caller without VIEW_APP (AM addresses and logs,
+// tracking URL, diagnostics, progress, usage).
+func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
+	if r.appACLs == nil {
+		return
+	}
+	if ok, _ := r.appACLs.allowed(userOf(ctx), a.ID, viewApp); ok {
+		return
+	}
+	*a = rmrest.App{
+		ID: a.ID, User: a.User, Name: a.Name, Queue: a.Queue, State: a.State, FinalStatus: a.FinalStatus,
+		TrackingUI: a.TrackingUI, ClusterID: a.ClusterID, RMClusterID: a.RMClusterID,
+		ApplicationType: a.ApplicationType, ApplicationTags: a.ApplicationTags, Priority: a.Priority,
+		StartedTime: a.StartedTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishedTime, ElapsedTime: a.ElapsedTime,
+		UnmanagedApplication: a.UnmanagedApplication,
 	}
 }
 

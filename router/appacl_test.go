@@ -109,6 +109,19 @@ func TestAppACLs(t *testing.T) {
 		t.Errorf("mallory's list not filtered: %v %v", lr, err)
 	}
 
+	// REST list: mallory's copy of alice's app is filtered, alice's is not.
+	restApps := func(user string) string {
+		rec := httptest.NewRecorder()
+		f.router.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ws/v1/cluster/apps?user.name="+user, nil))
+		return rec.Body.String()
+	}
+	if body := restApps("mallory"); !strings.Contains(body, app) || !strings.Contains(body, `"allocatedMB":0`) {
+		t.Errorf("mallory's REST list not filtered: %s", body)
+	}
+	if body := restApps("alice"); !strings.Contains(body, `"allocatedMB":1024`) {
+		t.Errorf("alice's REST list filtered: %s", body)
+	}
+
 	// REST kill by bob: 403 as RMWebServices.
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPut, "/ws/v1/cluster/apps/"+app+"/state?user.name=bob", strings.NewReader(`{"state":"KILLED"}`))

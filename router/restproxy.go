@@ -163,6 +163,9 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
 		out.App = out.App[:q.Limit]
 	}
+	for i := range out.App {
+		r.filterAppInfo(ctx, &out.App[i])
+	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }
 
