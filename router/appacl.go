@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/protobuf/proto"
@@ -228,6 +229,6 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 // errAppKillForbidden is the REST refusal of a kill (RMWebServices answers
 // 403 with this text).
 func errAppKillForbidden(app, user string) error {
-	return &restError{status: 403, class: "org.apache.hadoop.yarn.webapp.ForbiddenException",
+	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden,
 		err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }
