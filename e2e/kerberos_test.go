@@ -23,6 +23,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
@@ -216,7 +217,9 @@ func TestGoKerberosClientAgainstHadoopServer(t *testing.T) {
 				defer cancel()
 				return c.Call(ctx, method, req, resp)
 			}
-			msg := strings.Repeat("kerberos ", 2000)
+			// Over 64 KiB: more than the maxbuf Hadoop announces; Hadoop does not
+			// enforce it on unwrap, and we send each packet as one token.
+			msg := strings.Repeat("kerberos ", 20000)
 			echo := &wrapperspb.StringValue{}
 			if err := call("", "echo", wrapperspb.String(msg), echo); err != nil || echo.GetValue() != msg {
 				t.Fatalf("echo: %v (%d bytes back)", err, len(echo.GetValue()))
@@ -230,7 +233,10 @@ func TestGoKerberosClientAgainstHadoopServer(t *testing.T) {
 			}
 			err := call("mallory", "getAuthUser", &emptypb.Empty{}, who)
 			var re *hadoopipc.RemoteError
-			if !errors.As(err, &re) || re.Class != "org.apache.hadoop.security.authorize.AuthorizationException" {
+			// At the connection, FATAL_UNAUTHORIZED: what the router's breaker
+			// must not count as the RM being down (router.refusedLogin).
+			if !errors.As(err, &re) || re.Class != "org.apache.hadoop.security.authorize.AuthorizationException" ||
+				!re.Fatal || re.Code != commonpb.RpcResponseHeaderProto_FATAL_UNAUTHORIZED {
 				t.Fatalf("doAs mallory (not in hadoop.proxyuser.router.users): %v", err)
 			}
 		})

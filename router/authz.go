@@ -1,8 +1,10 @@
 package router
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 )
@@ -77,4 +79,16 @@ func buildAuthz(c AuthzConfig, adminACL string) (*authz, error) {
 		a.appACLs = newAppACLs(admins, a.groups, c.AppACLCacheSize)
 	}
 	return a, nil
+}
+
+// authorizeConnection is the IPC ports' connection check: the
+// authz.proxy_users rules, unless an in-process Config.AuthorizeProxyUser
+// hook judges doAs per call instead. With the rules in force the per-call
+// Kerberos check (authorizeProxy) has nothing left to refuse: every
+// proxied connection passed them at its handshake.
+func (r *Router) authorizeConnection() func(context.Context, hadoopipc.User, net.Addr) error {
+	if r.cfg.AuthorizeProxyUser != nil {
+		return nil
+	}
+	return r.authz.proxyUsers.AuthorizeConnection
 }

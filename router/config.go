@@ -180,6 +180,14 @@ type Config struct {
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"` // nil: no metrics
 	Gatherer   prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
+	// AuthorizeProxyUser, when set, decides per call, when Kerberos is on,
+	// whether a caller acting for someone else (User.RealUser set: a doAs)
+	// may, instead of the authz.proxy_users rules. Nil (the usual case):
+	// the authz.proxy_users rules (Hadoop's hadoop.proxyuser.<real>.*) are
+	// applied to every connection at its handshake, and with no rules every
+	// doAs is refused (AuthorizationException), so no principal can make the
+	// router act for another user at the RMs unchecked.
+	AuthorizeProxyUser hadoopipc.Authorizer `json:"-"`
 	// OnSubmitted, if set, is told about every successful submission (for
 	// `yarnfed dev`'s live view of where apps land and why). It must not block.
 	OnSubmitted func(SubmitEvent) `json:"-"`

@@ -38,6 +38,11 @@ type KerberosConfig struct {
 	// Krb5Conf is the krb5.conf used to reach the KDC for the router's own
 	// logins (RMPrincipal); default $KRB5_CONFIG, else /etc/krb5.conf.
 	Krb5Conf string `json:"krb5_conf"`
+	// LoginPrincipal is who the router is towards the RMs (the real user of
+	// its doAs calls), e.g. "router/_HOST@EXAMPLE.COM", so the RMs'
+	// hadoop.proxyuser.router.* trusts the router and not every "rm"
+	// principal. Its keys must be in Keytab too. Default: Principal.
+	LoginPrincipal string `json:"login_principal"`
 	// RMPrincipal is the sub-cluster RMs' principal
 	// (yarn.resourcemanager.principal), e.g. "rm/_HOST@EXAMPLE.COM". Empty:
 	// the router reaches the RMs with SIMPLE as the caller (insecure RMs).
@@ -46,7 +51,8 @@ type KerberosConfig struct {
 	// (hadoop.security.auth_to_local); empty means DEFAULT.
 	AuthToLocal string `json:"auth_to_local"`
 	// AllowSimple keeps SIMPLE logins open next to Kerberos (a migration
-	// aid; Hadoop's secure servers refuse SIMPLE).
+	// aid; Hadoop's secure servers refuse SIMPLE). Refused with RMPrincipal:
+	// the router would vouch for names nobody proved.
 	AllowSimple bool `json:"allow_simple"`
 }
 
@@ -68,8 +74,8 @@ func hostPrincipal(p string) (string, error) {
 
 func (k KerberosConfig) validate() []error {
 	if !k.Enabled() {
-		if k.Keytab != "" || k.RMPrincipal != "" {
-			return []error{errors.New("kerberos: keytab and rm_principal need kerberos.principal")}
+		if k.Keytab != "" || k.RMPrincipal != "" || k.LoginPrincipal != "" {
+			return []error{errors.New("kerberos: keytab, login_principal and rm_principal need kerberos.principal")}
 		}
 		return nil
 	}
@@ -79,6 +85,11 @@ func (k KerberosConfig) validate() []error {
 	}
 	if !strings.Contains(k.Principal, "@") {
 		errs = append(errs, fmt.Errorf("kerberos.principal %q: needs its realm (service/host@REALM)", k.Principal))
+	}
+	if k.AllowSimple && k.RMPrincipal != "" {
+		// The router would vouch, with its own Kerberos identity, for
+		// whatever name an unauthenticated SIMPLE caller claims.
+		errs = append(errs, errors.New("kerberos.allow_simple and kerberos.rm_principal together would let SIMPLE callers act as anyone on the secure RMs"))
 	}
 	if _, err := authtolocal.Parse(k.AuthToLocal, "R"); err != nil {
 		errs = append(errs, fmt.Errorf("kerberos.auth_to_local: %w", err))
@@ -123,10 +134,21 @@ func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", confPath, err)
 	}
-	name := principal[:strings.LastIndexByte(principal, '@')]
-	s.login = krbclient.NewWithKeytab(name, realm, kt, kc, krbclient.DisablePAFXFAST(true), krbclient.Logger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
+	loginAs := principal
+	if k.LoginPrincipal != "" {
+		if loginAs, err = hostPrincipal(k.LoginPrincipal); err != nil {
+			return nil, err
+		}
+	}
+	at := strings.LastIndexByte(loginAs, '@')
+	if at < 0 {
+		loginAs += "@" + realm
+		at = strings.LastIndexByte(loginAs, '@')
+	}
+	name, loginRealm := loginAs[:at], loginAs[at+1:]
+	s.login = krbclient.NewWithKeytab(name, loginRealm, kt, kc, krbclient.DisablePAFXFAST(true), krbclient.Logger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 	if err := s.login.Login(); err != nil {
-		return nil, fmt.Errorf("kerberos: router login as %s: %w", principal, err)
+		return nil, fmt.Errorf("kerberos: router login as %s: %w", loginAs, err)
 	}
 	return s, nil
 }
@@ -151,6 +173,25 @@ func HadoopKerberosDialer(protocol string, addrOf func(SubClusterInfo) string, l
 			Kerberos:    &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: rmPrincipal},
 		})
 	}
+}
+
+// ClassAuthorization is what Hadoop answers a refused proxy user.
+const ClassAuthorization = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+// authorizeProxy is the IPC ports' Authorize with Kerberos on: callers
+// acting for others pass only Config.AuthorizeProxyUser.
+func (r *Router) authorizeProxy(ctx context.Context, info *hadoopipc.CallInfo) error {
+	u := info.User
+	if u.RealUser == "" {
+		return nil
+	}
+	if r.cfg.AuthorizeProxyUser != nil {
+		return r.cfg.AuthorizeProxyUser(ctx, info)
+	}
+	// No hook: the connection passed the authz.proxy_users rules at its
+	// handshake (authorizeConnection), which refuse every doAs without a
+	// rule.
+	return nil
 }
 
 // delegationTokenAllowed is Hadoop's isAllowedDelegationTokenOp: with

@@ -187,8 +187,14 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
 	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
 	f.client = &hadoopipc.Client{}
+	// Towards the RMs the router is yarnfed/localhost (login_principal),
+	// whose keys share the router's keytab.
+	e.kdc.AddService(t, "yarnfed/localhost")
+	both := e.kdc.ExportKeytab(t, "router/localhost", "yarnfed/localhost")
 	r := f.newRouter(func(c *router.Config) {
 		e.routerConfig(c)
+		c.Kerberos.Keytab = both
+		c.Kerberos.LoginPrincipal = "yarnfed/localhost"
 		c.Kerberos.RMPrincipal = "rm/_HOST@" + e.kdc.Realm
 		c.Dial = nil // the production dialer: Kerberos to the RM
 	}, rm)
@@ -203,8 +209,8 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 		t.Fatal("the RM saw no call")
 	}
 	for _, u := range seen {
-		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "router" || u.Principal != "router/localhost@"+e.kdc.Realm {
-			t.Fatalf("the RM saw %+v, want alice via router/localhost", u)
+		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "yarnfed" || u.Principal != "yarnfed/localhost@"+e.kdc.Realm {
+			t.Fatalf("the RM saw %+v, want alice via yarnfed/localhost", u)
 		}
 	}
 
@@ -214,4 +220,101 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not allowed to impersonate") {
 		t.Fatalf("mallory through the router: %v", err)
 	}
+}
+
+// TestKerberosAdminPort: the admin port takes Kerberos and refuses SIMPLE;
+// the ACL names the principal's short name.
+func TestKerberosAdminPort(t *testing.T) {
+	e := newKrbEnv(t)
+	admin := routertest.NewAdminRM("SC-1")
+	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	rm := routertest.NewRM("SC-1", 1000)
+	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
+	f.client = &hadoopipc.Client{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.newRouter(func(c *router.Config) {
+		e.routerConfig(c)
+		c.AdminListener, c.AdminACL, c.AdminDial = ln, "admin", routertest.AdminDialer(admin)
+	}, rm)
+	dial := func(login *krbclient.Client, user string) *hadoopipc.Client {
+		cfg := hadoopipc.ClientConfig{Addresses: []string{r.AdminAddr().String()}, Protocol: hadoopipc.ProtocolRMAdmin, User: user, FailoverAttempts: 1}
+		if login != nil {
+			cfg.Kerberos = &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "router/_HOST"}
+		}
+		c, err := hadoopipc.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	refresh := func(c *hadoopipc.Client) error {
+		return c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+	}
+	if err := refresh(dial(e.loginKeytab("admin"), "")); err != nil {
+		t.Fatalf("admin over Kerberos: %v", err)
+	}
+	if err := refresh(dial(e.loginKeytab("carol"), "")); remoteClass(err) != hadoopipc.ClassAccessControl {
+		t.Fatalf("carol over Kerberos: %v", err)
+	}
+	if err := refresh(dial(nil, "admin")); remoteClass(err) != hadoopipc.ClassAccessControl {
+		t.Fatalf("SIMPLE 'admin': %v", err)
+	}
+	if n := admin.Calls("refreshQueues"); n != 1 {
+		t.Fatalf("refreshQueues reached the RM %d times, want 1", n)
+	}
+}
+
+// TestKerberosProxyUserCallers: a principal acting for another user is
+// refused unless AuthorizeProxyUser allows it, and then forwarded as that
+// user.
+func TestKerberosProxyUserCallers(t *testing.T) {
+	e := newKrbEnv(t)
+	var asked []string
+	var mu sync.Mutex
+	f := newFed(t, 1, func(c *router.Config) {
+		e.routerConfig(c)
+		c.Kerberos.AllowSimple = true // newFed dials SIMPLE
+		c.AuthorizeProxyUser = func(_ context.Context, info *hadoopipc.CallInfo) error {
+			mu.Lock()
+			asked = append(asked, info.User.RealUser+">"+info.User.Name)
+			mu.Unlock()
+			if info.User.RealUser == "oozie" && info.User.Name == "bob" {
+				return nil
+			}
+			return hadoopipc.Errorf(router.ClassAuthorization, "User: %s is not allowed to impersonate %s", info.User.RealUser, info.User.Name)
+		}
+	})
+	oozie := e.loginKeytab("oozie")
+	metrics := func(c *hadoopipc.Client) error {
+		return c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "bob")); err != nil {
+		t.Fatalf("oozie for bob: %v", err)
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "carol")); remoteClass(err) != router.ClassAuthorization {
+		t.Fatalf("oozie for carol: %v", err)
+	}
+	if err := metrics(krbRouterClient(t, f.router, oozie, "")); err != nil {
+		t.Fatalf("oozie as itself: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, ",") != "oozie>bob,oozie>carol" {
+		t.Fatalf("asked %v", asked)
+	}
+
+	// Without a hook every doAs is refused.
+	g := newFed(t, 1, e.routerConfig2AllowSimple)
+	if err := metrics(krbRouterClient(t, g.router, oozie, "bob")); remoteClass(err) != router.ClassAuthorization {
+		t.Fatalf("doAs with no AuthorizeProxyUser: %v", err)
+	}
+}
+
+func (e *krbEnv) routerConfig2AllowSimple(c *router.Config) {
+	e.routerConfig(c)
+	c.Kerberos.AllowSimple = true
 }

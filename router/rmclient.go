@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
 // RMClient is one connection (or HA connection set) to a sub-cluster RM's
@@ -329,6 +330,9 @@ func rmDown(err error) bool {
 	}
 	var re *hadoopipc.RemoteError
 	if errors.As(err, &re) {
+		if refusedLogin(re) {
+			return false
+		}
 		if re.Fatal {
 			return true
 		}
@@ -358,7 +362,17 @@ func definitive(err error) bool {
 // nothing about the application.
 func answered(err error) bool {
 	var re *hadoopipc.RemoteError
-	return errors.As(err, &re) && !re.Fatal && re.Class != hadoopipc.ClassStandby && re.Class != hadoopipc.ClassRetriable
+	return errors.As(err, &re) && (refusedLogin(re) || !re.Fatal && re.Class != hadoopipc.ClassStandby && re.Class != hadoopipc.ClassRetriable)
+}
+
+// refusedLogin: the RM closed the connection with FATAL_UNAUTHORIZED, i.e.
+// it is alive and refused this login (a Kerberized RM refusing the router
+// to act for this caller: hadoop.proxyuser.*). The call never ran. It must
+// not count against the sub-cluster's breaker, or any user the RMs refuse
+// could take the sub-cluster out of routing for everyone by calling a few
+// times.
+func refusedLogin(re *hadoopipc.RemoteError) bool {
+	return re.Fatal && re.Code == commonpb.RpcResponseHeaderProto_FATAL_UNAUTHORIZED
 }
 
 // errNotSent marks failures that happened before the request left the

@@ -160,7 +160,7 @@ func New(cfg Config) (*Router, error) {
 
 	ipcCfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&ipcCfg)
-	ipcCfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
+	ipcCfg.AuthorizeConnection = r.authorizeConnection()
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	r.secure(&ipcCfg)
@@ -219,7 +219,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	}
 	acfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&acfg)
-	acfg.AuthorizeConnection = r.authz.proxyUsers.AuthorizeConnection
+	acfg.AuthorizeConnection = r.authorizeConnection()
 	acfg.Logger = log
 	r.secure(&acfg)
 	r.admin = hadoopipc.NewServer(acfg)
@@ -234,6 +234,7 @@ func (r *Router) secure(c *hadoopipc.ServerConfig) {
 	}
 	c.Kerberos = r.krb.server
 	c.AllowSimple = r.cfg.Kerberos.AllowSimple
+	c.Authorize = r.authorizeProxy
 }
 
 // AdminAddr is the bound admin address, or nil when the admin port is off.

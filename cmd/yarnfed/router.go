@@ -102,6 +102,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.StringVar(&cfg.Kerberos.Keytab, "kerberos-keytab", cfg.Kerberos.Keytab, "keytab file of --kerberos-principal (yarn.router.keytab.file)")
 	f.StringVar(&cfg.Kerberos.Krb5Conf, "krb5-conf", cfg.Kerberos.Krb5Conf, "krb5.conf for the router's own logins (default $KRB5_CONFIG, else /etc/krb5.conf)")
 	f.StringVar(&cfg.Kerberos.RMPrincipal, "rm-principal", cfg.Kerberos.RMPrincipal, `the RMs' principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.resourcemanager.principal); set: reach RMs with Kerberos as the router acting for the caller`)
+	f.StringVar(&cfg.Kerberos.LoginPrincipal, "kerberos-login-principal", cfg.Kerberos.LoginPrincipal, `who the router is towards the RMs (its keys in --kerberos-keytab), e.g. "router/_HOST@EXAMPLE.COM"; default --kerberos-principal`)
 	f.StringVar(&cfg.Kerberos.AuthToLocal, "auth-to-local", cfg.Kerberos.AuthToLocal, "principal to user name rules (hadoop.security.auth_to_local; default DEFAULT)")
 	f.BoolVar(&cfg.Kerberos.AllowSimple, "kerberos-allow-simple", cfg.Kerberos.AllowSimple, "also accept SIMPLE logins while Kerberos is on (migration only)")
 	return cmd
@@ -150,6 +151,7 @@ func overlayChangedFlags(cmd *cobra.Command, fileCfg, flagCfg *router.Config) {
 		"kerberos-keytab":             func() { fileCfg.Kerberos.Keytab = flagCfg.Kerberos.Keytab },
 		"krb5-conf":                   func() { fileCfg.Kerberos.Krb5Conf = flagCfg.Kerberos.Krb5Conf },
 		"rm-principal":                func() { fileCfg.Kerberos.RMPrincipal = flagCfg.Kerberos.RMPrincipal },
+		"kerberos-login-principal":    func() { fileCfg.Kerberos.LoginPrincipal = flagCfg.Kerberos.LoginPrincipal },
 		"auth-to-local":               func() { fileCfg.Kerberos.AuthToLocal = flagCfg.Kerberos.AuthToLocal },
 		"kerberos-allow-simple":       func() { fileCfg.Kerberos.AllowSimple = flagCfg.Kerberos.AllowSimple },
 	}

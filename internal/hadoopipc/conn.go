@@ -53,7 +53,7 @@ type serverConn struct {
 	krb            *krb5sasl.Server                // a KERBEROS login in progress
 	relay          *relayMech                      // the relayed TOKEN login (TokenRelay), closed with the connection
 	tokenMethod    *commonpb.RpcSaslProto_SaslAuth // the TOKEN auth we advertised
-	saslUser       *User                           // identity proven by SASL TOKEN
+	saslUser       *User                           // identity proven by SASL (TOKEN or KERBEROS)
 	user           *User
 	userCtx        context.Context
 	unwrapPending  []byte // partial inner packet of auth-int wrapped data

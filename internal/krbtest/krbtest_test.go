@@ -100,3 +100,21 @@ func TestKinitWithConf(t *testing.T) {
 		t.Fatalf("KDC log does not mention the login:\n%s", kdc.Log())
 	}
 }
+
+// TestMissingBinariesSkip: without krb5kdc a test skips with the reason
+// (unless YARNFED_KRB_REQUIRED=1, where Start fails it instead).
+func TestMissingBinariesSkip(t *testing.T) {
+	t.Setenv(EnvBinDir, t.TempDir())
+	t.Setenv(EnvRequired, "")
+	if Available() == nil {
+		t.Fatal("an empty bin dir has the binaries")
+	}
+	var skipped bool
+	t.Run("inner", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Start(t, Options{})
+	})
+	if !skipped {
+		t.Fatal("Start did not skip without binaries")
+	}
+}
