@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
@@ -131,7 +132,7 @@ func TestKerberizedRMDirect(t *testing.T) {
 // RM reached with Kerberos as router acting for each caller (the RM's
 // hadoop.proxyuser.router.* allows it), application ACLs as given. It
 // returns a client yarn-site.xml pointing at the router.
-func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, aclEnable bool) string {
+func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, aclEnable bool, mods ...func(*router.Config)) string {
 	t.Helper()
 	store := routertest.NewStore()
 	store.Put(router.SubClusterInfo{ID: "SC-secure", ClientRMServiceAddress: loopback(sc.mc.info.RM), State: router.StateRunning, LastStartTime: time.Now()})
@@ -147,7 +148,10 @@ func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, ac
 	}
 	cfg.AdminACL = "yarn"
 	cfg.Authz.ACLEnable = aclEnable
-	cfg.Authz.StaticGroupMapping = "alice=;bob="
+	cfg.Authz.StaticGroupMapping = "alice=;bob=;carol="
+	for _, m := range mods {
+		m(&cfg)
+	}
 	r, err := router.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +180,26 @@ func TestKerberizedRouter(t *testing.T) {
 		"hadoop.proxyuser.router.hosts=127.0.0.1",
 		"hadoop.proxyuser.router.users=*")
 	routerKeytab := sc.kdc.AddService(t, "router/localhost")
+
+	// A Kerberos caller acting for others through the router (doAs): only
+	// as the router's proxy_users allow, refused with Hadoop's
+	// AuthorizationException otherwise.
+	t.Run("proxy users", func(t *testing.T) {
+		conf := sc.startSecureRouter(t, routerKeytab, false, func(c *router.Config) {
+			c.Authz.ProxyUsers = map[string]hadoopipc.ProxyUserRule{"alice": {Hosts: "127.0.0.1", Users: "carol"}}
+		})
+		ok := sc.client(t, conf, "alice", "--user", "carol", "submit:as-carol:default:unmanaged", "report")
+		var rep struct{ User string }
+		ok.op(t, "report").decode(t, &rep)
+		if rep.User != "carol" {
+			t.Errorf("alice acting for carol: the RM recorded %q as the user", rep.User)
+		}
+		no := sc.client(t, conf, "alice", "--user", "bob", "metrics").op(t, "metrics")
+		if no.OK || !strings.Contains(no.Message, "User: alice@"+sc.kdc.Realm+" is not allowed to impersonate bob") {
+			t.Errorf("alice acting for bob: %+v, want the AuthorizationException", no)
+		}
+		t.Logf("Java client, refused doAs: %s: %s (remote %s)", no.Exception, firstLine(no.Message), no.RemoteClass)
+	})
 
 	for _, tc := range []struct {
 		name      string
