@@ -589,8 +589,10 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	if c.closed {
 		err := c.err
 		c.mu.Unlock()
-		// Nothing was sent on this connection for this call.
-		return fmt.Errorf("%w: %v", ErrDial, err)
+		// Nothing was sent on this connection for this call. A server's
+		// FATAL reply stays reachable with errors.As (e.g. a refused
+		// proxy user's AuthorizationException).
+		return fmt.Errorf("%w: %w", ErrDial, err)
 	}
 	c.pending[callID] = ch
 	if c.idleT != nil {
@@ -616,9 +618,15 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	err = c.w.send(buf, c.wrapFn, false)
 	putBuf(buf)
 	if err != nil {
-		// The writer closed the connection; pending calls, ours
-		// included, fail with the close error.
-		<-ch
+		// The connection is closed; pending calls, ours included, fail
+		// with the close error. If the reader closed it on the server's
+		// FATAL reply (a refused login or proxy user, sent right after
+		// the connection context), that reply is the answer.
+		r := <-ch
+		var re *RemoteError
+		if errors.As(r.err, &re) {
+			return r.err
+		}
 		return fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err)
 	}
 

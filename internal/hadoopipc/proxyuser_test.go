@@ -218,3 +218,28 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestClientSurfacesFatalAfterContext: a server that refuses the connection
+// context replies FATAL and closes while the client may already be writing
+// its first call. The call must fail with the server's exception (was: a
+// bare "use of closed network connection", or the FATAL wrapped out of
+// reach of errors.As, in a few percent of runs: hence the loop).
+func TestClientSurfacesFatalAfterContext(t *testing.T) {
+	cfg := DefaultServerConfig()
+	cfg.AuthorizeConnection = func(context.Context, User, net.Addr) error {
+		return Errorf(ClassAuthorization, "no")
+	}
+	ts := startServer(t, cfg, echoProtocol(nil))
+	for i := 0; i < 100; i++ {
+		c, err := NewClient(ClientConfig{Addresses: []string{ts.addr}, Protocol: testProtocol, User: "alice", FailoverAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = echo(ctxT(t), c, "x")
+		c.Close()
+		var re *RemoteError
+		if !errors.As(err, &re) || re.Class != ClassAuthorization {
+			t.Fatalf("try %d: got %v, want the server's %s", i, err, ClassAuthorization)
+		}
+	}
+}
