@@ -314,6 +314,8 @@ type clusterOptions struct {
 	// on this cluster's NodeManagers see, marked final: e.g. the scheduler
 	// address of an AMRMProxy while the RM binds its own. See DESIGN.md.
 	amSet []string
+	// jvm are extra JVM flags (e.g. krbtest's -Djava.security.krb5.conf).
+	jvm []string
 }
 
 // startMiniCluster starts a real RM with NMs on loopback and waits for READY.
@@ -323,7 +325,7 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 	if err != nil {
 		return nil, err
 	}
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.MiniCluster",
+	argv := append(append(append([]string{}, j.jvmArgs...), opts.jvm...), "-cp", j.classpath, "org.yarnfed.e2e.MiniCluster",
 		"--conf-out", filepath.Join(dir, "yarn-site.xml"),
 		"--work-dir", filepath.Join(dir, "work"),
 		"--cluster-id", opts.clusterID,

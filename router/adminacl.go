@@ -82,23 +82,3 @@ func (a ACL) String() string {
 	}
 	return strings.Join(a.users, ",") + " " + strings.Join(a.groups, ",")
 }
-
-// unixGroups resolves a user's groups on the router's host, as Hadoop's
-// default ShellBasedUnixGroupsMapping does on the RM's.
-func unixGroups(name string) []string {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, id := range ids {
-		if g, err := user.LookupGroupId(id); err == nil {
-			out = append(out, g.Name)
-		}
-	}
-	return out
-}

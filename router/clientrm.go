@@ -211,6 +211,9 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 		if app != nil {
 			auditOf(ctx).app = AppIDString(app)
 		}
+		if err := r.checkAppCall(ctx, name, app, req); err != nil {
+			return resp, err
+		}
 		err := r.onHome(ctx, name, app, req, resp)
 		return resp, err
 	})
@@ -244,6 +247,7 @@ func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 	resp := &yarnpb.GetApplicationReportResponseProto{}
 	err := r.onHome(ctx, "getApplicationReport", req.GetApplicationId(), req, resp)
+	r.filterReport(ctx, resp.GetApplicationReport())
 	return resp, err
 }
 
@@ -293,6 +297,9 @@ func (r *Router) getApplications(ctx context.Context, req *yarnpb.GetApplication
 		return nil, err
 	}
 	out := r.mergeApplications(res)
+	for _, rep := range out.Applications {
+		r.filterReport(ctx, rep)
+	}
 	if l := req.GetLimit(); l > 0 && int64(len(out.Applications)) > l {
 		out.Applications = out.Applications[:l]
 	}

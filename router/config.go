@@ -156,6 +156,10 @@ type Config struct {
 	// for no one. Empty (the default) means only the user the router runs
 	// as: Hadoop's own default ("*") would let anyone change routing.
 	AdminACL string `json:"admin_acl"`
+	// Authz: proxy users, group mapping and application ACLs (authz.go).
+	Authz AuthzConfig `json:"authz"`
+	// SPNEGO authenticates the REST API with Kerberos (spnego.go).
+	SPNEGO SPNEGOConfig `json:"spnego"`
 	// Kerberos turns on Kerberos security (see KerberosConfig); off by
 	// default.
 	Kerberos KerberosConfig `json:"kerberos"`
@@ -175,10 +179,12 @@ type Config struct {
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"` // nil: no metrics
 	Gatherer   prometheus.Gatherer   `json:"-"` // non-nil: served at /prom on the web port
-	// AuthorizeProxyUser decides, when Kerberos is on, whether a caller
-	// acting for someone else (User.RealUser set: a doAs) may: Hadoop's
-	// hadoop.proxyuser.<real>.hosts/users/groups. Nil refuses every doAs
-	// (AuthorizationException), so that no Kerberos principal can make the
+	// AuthorizeProxyUser, when set, decides per call, when Kerberos is on,
+	// whether a caller acting for someone else (User.RealUser set: a doAs)
+	// may, instead of the authz.proxy_users rules. Nil (the usual case):
+	// the authz.proxy_users rules (Hadoop's hadoop.proxyuser.<real>.*) are
+	// applied to every connection at its handshake, and with no rules every
+	// doAs is refused (AuthorizationException), so no principal can make the
 	// router act for another user at the RMs unchecked.
 	AuthorizeProxyUser hadoopipc.Authorizer `json:"-"`
 	// OnSubmitted, if set, is told about every successful submission (for
@@ -236,6 +242,7 @@ func DefaultConfig() Config {
 			PreAuthBufferBytes: hadoopipc.DefaultPreAuthBufferBytes,
 		},
 		MaxRMClients: 4096,
+		SPNEGO:       SPNEGOConfig{CookieValidity: Duration(10 * time.Hour)},
 	}
 }
 
@@ -277,6 +284,12 @@ func (c *Config) Validate() error {
 		if _, err := ParseACL(c.AdminACL); err != nil {
 			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
 		}
+	}
+	if err := c.Authz.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.SPNEGO.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Web.MaxHeaderBytes < 1 {
 		errs = append(errs, fmt.Errorf("web.max_header_bytes: %d, must be >= 1", c.Web.MaxHeaderBytes))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
@@ -32,6 +33,13 @@ func TestConfigValidate(t *testing.T) {
 		{"handshake longer than idleness", func(c *router.Config) { c.IPC.HandshakeTimeout = router.Duration(time.Hour) }, "ipc.handshake_timeout"},
 		{"pre-auth budget below one packet", func(c *router.Config) { c.IPC.PreAuthBufferBytes = 1024 }, "ipc.preauth_buffer_bytes"},
 		{"unbounded RM clients", func(c *router.Config) { c.MaxRMClients = 0 }, "max_rm_clients"},
+		{"proxy rule with a bad CIDR", func(c *router.Config) {
+			c.Authz.ProxyUsers = map[string]hadoopipc.ProxyUserRule{"oozie": {Hosts: "10.0.0.0/40", Users: "*"}}
+		}, "authz.proxy_users"},
+		{"bad static group mapping", func(c *router.Config) { c.Authz.StaticGroupMapping = "alice" }, "authz.static_group_mapping"},
+		{"negative app ACL cache", func(c *router.Config) { c.Authz.AppACLCacheSize = -1 }, "authz.app_acl_cache_size"},
+		{"SPNEGO keytab missing", func(c *router.Config) { c.SPNEGO.Keytab = "/nonexistent/http.keytab" }, "spnego.keytab"},
+		{"SPNEGO principal without keytab", func(c *router.Config) { c.SPNEGO.Principal = "HTTP/x@R" }, "spnego.principal"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

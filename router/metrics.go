@@ -20,6 +20,8 @@ type metrics struct {
 	homeLookup *prometheus.CounterVec // source: cache, store, fanout
 	evictions  *prometheus.CounterVec // pool: client, admin
 	webRefused prometheus.Counter
+	// appACLDenied counts calls refused by application ACLs (appacl.go).
+	appACLDenied *prometheus.CounterVec // method
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -67,9 +69,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "yarnfed_router_web_connections_refused_total",
 			Help: "REST connections closed on accept because their address had web.max_conns_per_addr open.",
 		}),
+		appACLDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_app_acl_denied_total",
+			Help: "Calls refused because the caller lacks the application's VIEW_APP or MODIFY_APP access, by method.",
+		}, []string{"method"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused)
+		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused, m.appACLDenied)
 	}
 	return m
 }

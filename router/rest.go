@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,25 +73,45 @@ func badRequest(format string, a ...any) error {
 
 type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 
-// rest wraps a handler: identity (user.name, Hadoop's pseudo auth; default
-// dr.who), metrics, audit for mutations, content negotiation and errors.
+// rest wraps a handler: identity (SPNEGO when configured, else user.name,
+// Hadoop's pseudo auth, default dr.who), metrics, audit for mutations,
+// content negotiation and errors.
 func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
-	method := "REST " + name
+	serve := r.serveREST(name, mutating, h)
+	if r.webAuth != nil {
+		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
+			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
+		}).ServeHTTP
+	}
 	return func(w http.ResponseWriter, req *http.Request) {
-		start := time.Now()
 		user := req.URL.Query().Get("user.name")
 		if user == "" {
 			user = "dr.who"
 		}
+		serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodSimple})
+	}
+}
+
+func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.ResponseWriter, *http.Request, hadoopipc.User) {
+	method := "REST " + name
+	return func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
+		start := time.Now()
 		a := &audit{}
-		ctx := hadoopipc.ContextWithUser(req.Context(), hadoopipc.User{Name: user, AuthMethod: "SIMPLE"})
+		asXML := wantsXML(req)
+		u, err := r.restDoAs(req, u)
+		if err != nil {
+			r.metrics.observe(method, start, err)
+			status, body := restFailure(err)
+			write(w, status, asXML, body, body.RemoteException)
+			return
+		}
+		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		ctx = context.WithValue(ctx, auditKey{}, a)
 		reply, err := h(ctx, req)
 		r.metrics.observe(method, start, err)
 		if mutating {
 			r.auditLog(ctx, method, a, err)
 		}
-		asXML := wantsXML(req)
 		if err != nil {
 			status, body := restFailure(err)
 			write(w, status, asXML, body, body.RemoteException)
@@ -105,6 +126,37 @@ func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFun
 		}
 		write(w, reply.status, asXML, reply.json, reply.xml)
 	}
+}
+
+// restDoAs applies Hadoop's doAs query parameter (ProxyUserAuthenticationFilter;
+// the name is case-insensitive): the authenticated user acts for another one
+// if the proxy_users rules allow it from the request's address, else 403
+// with the AuthorizationException's message.
+func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, error) {
+	var doAs string
+	for k, v := range req.URL.Query() {
+		if strings.EqualFold(k, "doas") && len(v) > 0 {
+			doAs = v[0]
+		}
+	}
+	if doAs == "" || doAs == u.Name {
+		return u, nil
+	}
+	proxied := hadoopipc.User{Name: doAs, RealUser: u.Name, AuthMethod: u.AuthMethod}
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		host = req.RemoteAddr
+	}
+	remote := &net.TCPAddr{IP: net.ParseIP(host)}
+	if err := r.authz.proxyUsers.AuthorizeConnection(req.Context(), proxied, remote); err != nil {
+		var re *hadoopipc.RemoteError
+		msg := err.Error()
+		if errors.As(err, &re) {
+			msg = re.Message
+		}
+		return u, &restError{status: http.StatusForbidden, class: hadoopipc.ClassAuthorization, err: errors.New(msg)}
+	}
+	return proxied, nil
 }
 
 func wantsXML(req *http.Request) bool {
@@ -281,6 +333,9 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	}
 	if want != "KILLED" {
 		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
+	}
+	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
+		return restReply{}, errAppKillForbidden(AppIDString(id), userOf(ctx))
 	}
 	kr := &yarnpb.KillApplicationResponseProto{}
 	if err := r.onHome(ctx, "forceKillApplication", id, &yarnpb.KillApplicationRequestProto{ApplicationId: id}, kr); err != nil {

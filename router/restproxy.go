@@ -73,7 +73,9 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 		return restReply{}, err
 	}
 	auditOf(ctx).app = AppIDString(id)
-	if home, _, herr := r.homeOf(ctx, id); herr == nil {
+	// A caller the router knows may not view the app gets the filtered
+	// report of the IPC path.
+	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
 		if sc, ok := r.members.get(home); ok {
 			var app *rmrest.App
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
@@ -149,6 +151,9 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 	out := rmrest.Apps{App: MergeAppInfos(lists, r.cfg.PartialResults)}
 	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
 		out.App = out.App[:q.Limit]
+	}
+	for i := range out.App {
+		r.filterAppInfo(ctx, &out.App[i])
 	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }

@@ -44,6 +44,9 @@ type Router struct {
 	adminLn  net.Listener
 	adminACL ACL
 	groupsOf func(user string) []string
+	authz    *authz
+	appACLs  *appACLs    // nil: application ACLs off
+	webAuth  *spnegoAuth // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -84,6 +87,16 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{}), started: time.Now(),
 		http: &http.Client{Timeout: cfg.CallTimeout.D()}}
+	var err error
+	if r.authz, err = buildAuthz(cfg.Authz, cfg.AdminACL); err != nil {
+		return nil, fmt.Errorf("router authz: %w", err)
+	}
+	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
+	if cfg.SPNEGO.Keytab != "" {
+		if r.webAuth, err = newSPNEGOAuth(cfg.SPNEGO, log); err != nil {
+			return nil, fmt.Errorf("router spnego: %w", err)
+		}
+	}
 	r.metrics = newMetrics(cfg.Registerer)
 	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
 		r.metrics.breakerState(sc, to)
@@ -136,7 +149,6 @@ func New(cfg Config) (*Router, error) {
 	r.policies = &queuePolicies{store: cfg.Store, factory: factory, def: cfg.DefaultPolicy, log: log, cache: map[string]policyEntry{}}
 	r.call = r.brk.intercept(r.measure(r.pool.call))
 
-	var err error
 	if r.clientLn = cfg.ClientListener; r.clientLn == nil {
 		if r.clientLn, err = net.Listen("tcp", cfg.ClientRMAddress); err != nil {
 			return nil, fmt.Errorf("router clientrm listen: %w", err)
@@ -151,6 +163,7 @@ func New(cfg Config) (*Router, error) {
 
 	ipcCfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&ipcCfg)
+	ipcCfg.AuthorizeConnection = r.authorizeConnection()
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	r.secure(&ipcCfg)
@@ -201,7 +214,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("router admin_acl: %w", err)
 	}
-	r.adminACL, r.groupsOf = acl, unixGroups
+	r.adminACL = acl
 	if r.adminLn = cfg.AdminListener; r.adminLn == nil {
 		if r.adminLn, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
 			return fmt.Errorf("router admin listen: %w", err)
@@ -209,6 +222,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	}
 	acfg := hadoopipc.DefaultServerConfig()
 	cfg.IPC.apply(&acfg)
+	acfg.AuthorizeConnection = r.authorizeConnection()
 	acfg.Logger = log
 	r.secure(&acfg)
 	r.admin = hadoopipc.NewServer(acfg)

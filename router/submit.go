@@ -49,6 +49,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 
 	bl := r.newBlacklist()
 	var lastErr error
+	// ownRow: this call inserted the home row, so its caller owns the
+	// application (a resubmission's caller may not be the owner).
+	ownRow := false
 	for try := 0; try < r.cfg.SubmitRetries; try++ {
 		if try > 0 {
 			r.metrics.retries.WithLabelValues("submitApplication").Inc()
@@ -92,7 +95,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			if err != nil {
 				return nil, fmt.Errorf("submitApplication %s: store home: %w", app, err)
 			}
-			home, mayHave = stored, !inserted
+			home, mayHave, ownRow = stored, !inserted, inserted
 			if !inserted && !sameSubmission(storedSub, asc) {
 				// The RM would acknowledge this as "an earlier submitted
 				// application" and the new one would silently never run.
@@ -127,6 +130,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 				return nil, errCrash
 			}
 			auditOf(ctx).sc = home
+			if ownRow {
+				r.appACLs.record(app, userOf(ctx), asc)
+			}
 			r.log.LogAttrs(ctx, slog.LevelInfo, "application submitted", slog.String("app", app), slog.String("subcluster", string(home)),
 				slog.String("queue", asc.GetQueue()), slog.String("policy", policyType(pol)), slog.String("policy_choice", string(chosen)),
 				slog.Bool("resubmission", mayHave), slog.Int("try", try))
@@ -150,6 +156,9 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 					app, home, err, verr)
 			case accepted:
 				auditOf(ctx).sc = home
+				if ownRow {
+					r.appACLs.record(app, userOf(ctx), asc)
+				}
 				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
 				return resp, nil
 			}

@@ -27,6 +27,11 @@ type ClientConfig struct {
 	DialTimeout time.Duration
 	Logger      *slog.Logger
 
+	// RealUser, for SIMPLE auth, is the user acting for User (a proxy
+	// user, Hadoop's doAs): the server must allow it in its
+	// hadoop.proxyuser.* settings. Empty or equal to User: no proxying.
+	RealUser string
+
 	// Pool shares connections between clients; nil gives the client a
 	// private pool closed by Client.Close.
 	Pool *Pool
@@ -162,6 +167,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c.clientConf = connConfig{
 		protocol:    cfg.Protocol,
 		user:        cfg.User,
+		realUser:    cfg.RealUser,
 		token:       cfg.Token,
 		dialTimeout: cfg.DialTimeout,
 		maxFrame:    cfg.MaxFrameBytes,
@@ -257,7 +263,7 @@ func (c *Client) retryable(err error) bool {
 }
 
 func (c *Client) callOnce(ctx context.Context, addr string, callID, retry int32, method string, req, resp proto.Message) error {
-	key := connKey{addr: addr, protocol: c.cfg.Protocol, user: c.cfg.User, auth: c.authKey}
+	key := connKey{addr: addr, protocol: c.cfg.Protocol, user: c.cfg.User, realUser: c.cfg.RealUser, auth: c.authKey}
 	cc, err := c.pool.get(ctx, key, c.clientConf)
 	if err != nil {
 		return err
@@ -278,7 +284,7 @@ type Pool struct {
 }
 
 type connKey struct {
-	addr, protocol, user, auth string
+	addr, protocol, user, realUser, auth string
 }
 
 type poolEntry struct {

@@ -21,6 +21,7 @@ import (
 type connConfig struct {
 	protocol    string
 	user        string
+	realUser    string
 	token       *commonpb.TokenProto
 	dialTimeout time.Duration
 	maxFrame    int
@@ -194,6 +195,9 @@ func (c *clientConn) sendContext(buf []byte, simple bool) error {
 			return fmt.Errorf("%w: server offers only SIMPLE and no User is configured", ErrAuth)
 		}
 		cc.UserInfo = &commonpb.UserInformationProto{EffectiveUser: proto.String(user)}
+		if real := c.cfg.realUser; real != "" && real != user {
+			cc.UserInfo.RealUser = proto.String(real)
+		}
 	}
 	buf, err := appendFrame(buf, c.oobHeader(callIDConnectionContext, c.pool.clientID), cc)
 	if err != nil {
@@ -585,8 +589,10 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	if c.closed {
 		err := c.err
 		c.mu.Unlock()
-		// Nothing was sent on this connection for this call.
-		return fmt.Errorf("%w: %v", ErrDial, err)
+		// Nothing was sent on this connection for this call. A server's
+		// FATAL reply stays reachable with errors.As (e.g. a refused
+		// proxy user's AuthorizationException).
+		return fmt.Errorf("%w: %w", ErrDial, err)
 	}
 	c.pending[callID] = ch
 	others := len(c.pending) > 1
@@ -613,9 +619,15 @@ func (c *clientConn) call(ctx context.Context, callID, retry int32, protocol str
 	err = c.w.sendMaybeBatched(buf, c.wrapFn, false, others)
 	putBuf(buf)
 	if err != nil {
-		// The writer closed the connection; pending calls, ours
-		// included, fail with the close error.
-		<-ch
+		// The connection is closed; pending calls, ours included, fail
+		// with the close error. If the reader closed it on the server's
+		// FATAL reply (a refused login or proxy user, sent right after
+		// the connection context), that reply is the answer.
+		r := <-ch
+		var re *RemoteError
+		if errors.As(r.err, &re) {
+			return r.err
+		}
 		return fmt.Errorf("%w: %s: write: %v", ErrConnectionClosed, c.key.addr, err)
 	}
 

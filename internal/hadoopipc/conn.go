@@ -453,6 +453,9 @@ func (c *serverConn) connectionContext(body []byte) *RemoteError {
 		}
 		u = User{Name: claimed, RealUser: real, AuthMethod: authMethodSimple}
 	}
+	if err := c.authorizeConnection(u); err != nil {
+		return err
+	}
 	c.user = &u
 	c.userCtx = context.WithValue(c.ctx, userKey{}, c.user)
 	if c.relay != nil && c.saslUser != nil {
@@ -658,4 +661,24 @@ func putBuf(b []byte) {
 		return // do not keep rare huge buffers alive
 	}
 	bufPool.Put(&b)
+}
+
+// authorizeConnection applies ServerConfig.AuthorizeConnection (proxy-user
+// rules) to the user the context named.
+func (c *serverConn) authorizeConnection(u User) *RemoteError {
+	authorize := c.srv.cfg.AuthorizeConnection
+	if authorize == nil {
+		return nil
+	}
+	err := authorize(c.ctx, u, c.remote)
+	if err == nil {
+		return nil
+	}
+	c.srv.log.Info("ipc connection unauthorized", "remote", c.remote, "user", u.Name, "real_user", u.RealUser,
+		"protocol", c.connectionProt, "error", err)
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return fatal(fatalUnauthorized, re.Class, "%s", re.Message)
+	}
+	return fatal(fatalUnauthorized, ClassAuthorization, "%v", err)
 }

@@ -74,6 +74,13 @@ type ServerConfig struct {
 	// Authorize is consulted by the auth interceptor for every call; nil
 	// allows every authenticated user.
 	Authorize Authorizer
+	// AuthorizeConnection is asked once per connection, after its context
+	// names the user, as Hadoop's Server.authorizeConnection: an error
+	// closes the connection with FATAL_UNAUTHORIZED (a *RemoteError keeps
+	// its class, anything else is an AuthorizationException). Use
+	// (*ProxyUsers).AuthorizeConnection for hadoop.proxyuser.* rules; nil
+	// allows every connection, proxied or not.
+	AuthorizeConnection func(ctx context.Context, u User, remote net.Addr) error
 	// QOPs lists the SASL qualities of protection offered for TOKEN logins,
 	// most preferred first: "auth" and, when the DIGEST-MD5 implementation
 	// supports integrity, "auth-int". Empty means {"auth"}.

@@ -113,6 +113,16 @@ public final class MiniCluster {
     for (Map.Entry<String, String> e : extra.entrySet()) {
       conf.set(e.getKey(), e.getValue());
     }
+    if ("kerberos".equals(conf.get("hadoop.security.authentication"))) {
+      // Security on (--set hadoop.security.authentication=kerberos plus the RM/NM principal and
+      // keytab keys): UGI reads its switch from this conf, and the process logs in from the RM's
+      // keytab. MiniYARNCluster's RM and NMs skip their own keytab login (doSecureLogin is a
+      // no-op in the test cluster), so the process logs in here, once, as Hadoop's secure
+      // MiniYARNCluster tests do. One JVM has one login user, so RM and NMs share a principal.
+      org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf);
+      org.apache.hadoop.security.SecurityUtil.login(conf, YarnConfiguration.RM_KEYTAB,
+          YarnConfiguration.RM_PRINCIPAL, "localhost");
+    }
 
     // NM web apps stay off: Guice's servlet filter is process-wide, so the last web app started
     // (an NM's) would answer the RM's /ws/v1/cluster/* with 404s.

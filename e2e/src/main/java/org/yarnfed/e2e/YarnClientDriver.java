@@ -36,11 +36,16 @@ import org.apache.hadoop.yarn.util.Records;
  * a secondary sub-cluster's UAM), attempt[:appId] (the current attempt and its state).
  * --user NAME runs every call as that (simple-auth) user. --krb5conf FILE --principal P --keytab FILE
  * turn Kerberos on (hadoop.security.authentication=kerberos) and log in from the keytab with
- * UserGroupInformation.loginUserFromKeytab; --user NAME then acts for NAME as a proxy user (doAs). An operation's failure is printed and
+ * UserGroupInformation.loginUserFromKeytab; --user NAME then acts for NAME as a proxy user (doAs).
+ * A conf saying kerberos without --principal runs with no ticket. --view-acl ACL / --modify-acl
+ * ACL set the submitted applications' VIEW_APP / MODIFY_APP lists. An operation's failure is printed and
  * the next one still runs; the exit code is the number of failed operations (capped at 100).
  */
 public final class YarnClientDriver {
   private YarnClientDriver() {}
+
+  private static String viewACL;
+  private static String modifyACL;
 
   public static void main(String[] args) throws Exception {
     // The JDK reads krb5.conf once, when Kerberos is first touched: set it before anything else.
@@ -65,6 +70,10 @@ public final class YarnClientDriver {
         principal = args[++i];
       } else if (args[i].equals("--keytab")) {
         keytab = args[++i];
+      } else if (args[i].equals("--view-acl")) {
+        viewACL = args[++i];
+      } else if (args[i].equals("--modify-acl")) {
+        modifyACL = args[++i];
       } else if (args[i].equals("--conf")) {
         conf.addResource(new Path(args[++i]));
       } else if (args[i].equals("--set")) {
@@ -83,6 +92,10 @@ public final class YarnClientDriver {
       UserGroupInformation login = UserGroupInformation.getLoginUser();
       UserGroupInformation as = user == null ? login : UserGroupInformation.createProxyUser(user, login);
       System.exit(as.doAs((PrivilegedExceptionAction<Integer>) () -> run(conf, ops)));
+    }
+    if ("kerberos".equals(conf.get("hadoop.security.authentication"))) {
+      // Security on and no login: the JVM has no ticket (what a user without kinit gets).
+      UserGroupInformation.setConfiguration(conf);
     }
     if (user == null) {
       System.exit(run(conf, ops));
@@ -166,6 +179,17 @@ public final class YarnClientDriver {
               ctx.setResource(Resource.newInstance(256, 1));
               ContainerLaunchContext clc = Records.newRecord(ContainerLaunchContext.class);
               clc.setCommands(Collections.singletonList("/bin/true"));
+              java.util.Map<org.apache.hadoop.yarn.api.records.ApplicationAccessType, String> acls =
+                  new java.util.HashMap<>();
+              if (viewACL != null) {
+                acls.put(org.apache.hadoop.yarn.api.records.ApplicationAccessType.VIEW_APP, viewACL);
+              }
+              if (modifyACL != null) {
+                acls.put(org.apache.hadoop.yarn.api.records.ApplicationAccessType.MODIFY_APP, modifyACL);
+              }
+              if (!acls.isEmpty()) {
+                clc.setApplicationACLs(acls);
+              }
               ctx.setAMContainerSpec(clc);
               last = yc.submitApplication(ctx);
               Drivers.ok(op, new Json().put("applicationId", last.toString()));

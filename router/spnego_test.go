@@ -1,0 +1,100 @@
+package router_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/spnego"
+
+	"github.com/yarnfed/yarnfed/internal/krbtest"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+// TestSPNEGO runs the REST API behind SPNEGO against a real MIT KDC: no
+// ticket is a 401 Negotiate challenge, a ticket authenticates (and
+// ?user.name= is ignored), the hadoop.auth cookie spares the next
+// negotiation and a forged one does not.
+func TestSPNEGO(t *testing.T) {
+	kdc := krbtest.Start(t, krbtest.Options{})
+	httpKeytab := kdc.AddService(t, "HTTP/localhost")
+	bobKeytab := kdc.AddUser(t, "bob")
+
+	f := newFed(t, 1, func(c *router.Config) {
+		c.AdminACL = "admin"
+		c.Authz.ACLEnable = true
+		c.Authz.StaticGroupMapping = "bob=;alice="
+		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
+	})
+	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
+	app := router.AppIDString(id)
+	srv := httptest.NewServer(f.router.Handler())
+	t.Cleanup(srv.Close)
+	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+
+	// No ticket: the challenge, whatever user.name says.
+	resp, err := http.Get(base + "/ws/v1/cluster/apps?user.name=alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Negotiate" {
+		t.Fatalf("no ticket: %d %q, want 401 Negotiate", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	// Probes stay open.
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz behind SPNEGO: %v %v", resp, err)
+	}
+
+	cl := client.NewWithKeytab("bob", kdc.Realm, kdc.Keytab(t, bobKeytab), kdc.Config(t), client.DisablePAFXFAST(true))
+	if err := cl.Login(); err != nil {
+		t.Fatalf("bob login: %v\n%s", err, kdc.Log())
+	}
+	t.Cleanup(cl.Destroy)
+	sc := spnego.NewClient(cl, nil, "HTTP/localhost")
+
+	// bob, claiming to be alice in user.name, may not kill alice's app.
+	req, _ := http.NewRequest(http.MethodPut, base+"/ws/v1/cluster/apps/"+app+"/state?user.name=alice", strings.NewReader(`{"state":"KILLED"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = sc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "by remote user bob") {
+		t.Fatalf("bob's kill as user.name=alice: %d %s", resp.StatusCode, body)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "hadoop.auth" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !strings.Contains(cookie.Value, "u=bob") {
+		t.Fatalf("no hadoop.auth cookie for bob: %v", resp.Cookies())
+	}
+
+	// The cookie alone authenticates; a forged user in it does not.
+	get := func(c *http.Cookie) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/ws/v1/cluster/apps/"+app+"/state", nil)
+		req.AddCookie(c)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(cookie); code != http.StatusOK {
+		t.Errorf("request with the cookie: %d, want 200", code)
+	}
+	forged := *cookie
+	forged.Value = strings.Replace(cookie.Value, "u=bob", "u=admin", 1)
+	if code := get(&forged); code != http.StatusUnauthorized {
+		t.Errorf("request with a forged cookie: %d, want 401", code)
+	}
+}
