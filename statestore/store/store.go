@@ -668,6 +668,32 @@ func (s *Store) Watch(after uint64) *Subscription { return s.fsm.hub.subscribe(a
 // Snapshot forces a Raft snapshot (tests, admin).
 func (s *Store) Snapshot() error { return s.raft.Snapshot().Error() }
 
+// TakeSnapshot takes a Raft snapshot of this replica now and describes it
+// (the `Snapshot` admin RPC). When Raft has nothing to snapshot it
+// describes the newest snapshot (Duration 0) instead of failing: the caller
+// wanted one covering the current state, and there is one.
+func (s *Store) TakeSnapshot() (*pb.SnapshotResponse, error) {
+	t0 := time.Now()
+	err := s.raft.Snapshot().Error()
+	took := time.Since(t0)
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		took, err = 0, nil
+	}
+	if err != nil {
+		return nil, mapRaftError(err)
+	}
+	// List reads only the snapshots' meta files (not their data), newest
+	// first.
+	metas, err := s.snaps.List()
+	if err != nil {
+		return nil, err
+	}
+	if len(metas) == 0 {
+		return nil, fmt.Errorf("%w: snapshot taken but not listed", ErrUnavailable)
+	}
+	return &pb.SnapshotResponse{Index: metas[0].Index, SizeBytes: metas[0].Size, DurationUs: took.Microseconds()}, nil
+}
+
 // Join adds a node to the cluster (leader only).
 func (s *Store) Join(ctx context.Context, req *pb.JoinRequest) error {
 	if err := s.cfg.Limits.id("node id", req.GetNodeId()); err != nil {
