@@ -599,6 +599,9 @@ func (r *Replicas) Close() {
 // error the returned Replicas (if any) holds what was started.
 func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*Replicas, error) {
 	r := &Replicas{exe: exe}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return r, err
+	}
 	var probeTLS *tls.Config
 	if opt.PKIDir != "" {
 		var err error

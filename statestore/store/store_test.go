@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -581,5 +582,39 @@ func TestTakeSnapshot(t *testing.T) {
 	}
 	if again.GetIndex() != got.GetIndex() {
 		t.Fatalf("nothing new: %v, want index %d", again, got.GetIndex())
+	}
+}
+
+// TestAppHomePagesFilled: application homes arrive in id order, and a page
+// split at bbolt's default 50% fill is never filled again; the app-home
+// buckets must be mostly full, not half (the file, snapshots and restores
+// scale with it).
+func TestAppHomePagesFilled(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	for b := 0; b < 5; b++ {
+		req := &pb.AddApplicationHomesRequest{}
+		for i := 0; i < 1000; i++ {
+			req.Homes = append(req.Homes, &pb.ApplicationHome{ApplicationId: fmt.Sprintf("application_1700000000000_%06d", b*1000+i), HomeSubClusterId: "SC-1", SubmissionContext: []byte("ctx")})
+		}
+		if _, err := s.AddApplicationHomes(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.fsm.db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bApps, bAppsByTime, bAppContexts} {
+			st := tx.Bucket(name).Stats()
+			if st.KeyN != 5000 {
+				t.Errorf("%s: %d keys, want 5000", name, st.KeyN)
+			}
+			if fill := float64(st.LeafInuse) / float64(st.LeafAlloc); fill < 0.8 {
+				t.Errorf("%s: leaf pages %.0f%% full (%d of %d bytes), want >= 80%%", name, 100*fill, st.LeafInuse, st.LeafAlloc)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
