@@ -583,6 +583,12 @@ func (s *Store) finish(batch []*proposal, resp any, err error) {
 			case batchResult:
 				if len(v) == len(batch) && v[i] != nil {
 					r = v[i]
+					// Raft's log cache keeps the leader's last 4096
+					// entries, each through its future and so its
+					// response: keeping the results (stored rows, their
+					// clones) too held ~300 MB on the leader after a
+					// 1,000,000-home bulk load. Only the waiter needs r.
+					v[i] = nil
 				}
 			}
 			if r.err == nil && r.resp == nil {

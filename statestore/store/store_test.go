@@ -618,3 +618,28 @@ func TestAppHomePagesFilled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFinishReleasesBatchResults: Raft's log cache keeps each recent entry's
+// future, and with it the FSM's response; once every proposal of a batch has
+// its result, the batch response must not hold the results any more (a
+// bulk load otherwise kept hundreds of MB of answered results on the leader).
+func TestFinishReleasesBatchResults(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	batch := make([]*proposal, 3)
+	resp := make(batchResult, 3)
+	for i := range batch {
+		batch[i] = &proposal{done: make(chan *result, 1), start: time.Now()}
+		resp[i] = &result{resp: &pb.AddApplicationHomeResponse{Inserted: true}}
+	}
+	want := append(batchResult(nil), resp...)
+	s.finish(batch, resp, nil)
+	for i, p := range batch {
+		if got := <-p.done; got != want[i] {
+			t.Fatalf("proposal %d got %v, want its own result", i, got)
+		}
+		if resp[i] != nil {
+			t.Errorf("batch response still holds result %d after it was handed out", i)
+		}
+	}
+}
