@@ -63,6 +63,7 @@ until it has applied the leader's index. Ends with the load average and issue 15
 	f.StringVar(&levels, "concurrency", "1,64", "concurrent clients for the insert measurements, comma-separated")
 	f.IntVar(&cfg.Conns, "conns", 2, "client instances (one connection each) the callers share")
 	f.IntVar(&cfg.TrailingLogs, "trailing-logs", 256, "the replicas' --trailing-logs: below the preload's entries, so a wiped replica installs the snapshot")
+	f.IntVar(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "the replicas' --snapshot-threshold (0: their default); automatic snapshots during measurements are counted")
 	f.BoolVar(&withRouter, "router", true, "also run the router bench over the store, empty and preloaded")
 	f.DurationVar(&routerDuration, "router-duration", 6*time.Second, "the router bench's --duration")
 	f.StringVar(&routerLevels, "router-concurrency", "1,16", "the router bench's --concurrency")

@@ -144,6 +144,12 @@ func (r Result) PerSecond() float64 {
 
 // measure runs op from c goroutines for d.
 func measure(ctx context.Context, t target, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) Result {
+	r, _ := measureLat(ctx, t, c, conns, d, op)
+	return r
+}
+
+// measureLat is measure that also returns every latency, sorted.
+func measureLat(ctx context.Context, t target, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) (Result, []time.Duration) {
 	cpu0 := selfCPU() + t.serverCPU()
 	var (
 		wg   sync.WaitGroup
@@ -181,7 +187,7 @@ func measure(ctx context.Context, t target, c, conns int, d time.Duration, op fu
 		r.P50 = all[len(all)/2]
 		r.P99 = all[len(all)*99/100]
 	}
-	return r
+	return r, all
 }
 
 // Run starts the systems, measures, and prints the table to w.
