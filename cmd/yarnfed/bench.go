@@ -13,6 +13,6 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure a component against a baseline in the same run",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd())
+	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchStatestoreScaleCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd())
 	return cmd
 }

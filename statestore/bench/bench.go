@@ -144,6 +144,12 @@ func (r Result) PerSecond() float64 {
 
 // measure runs op from c goroutines for d.
 func measure(ctx context.Context, t target, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) Result {
+	r, _ := measureLat(ctx, t, c, conns, d, op)
+	return r
+}
+
+// measureLat is measure that also returns every latency, sorted.
+func measureLat(ctx context.Context, t target, c, conns int, d time.Duration, op func(ctx context.Context, conn int, seq int64) error) (Result, []time.Duration) {
 	cpu0 := selfCPU() + t.serverCPU()
 	var (
 		wg   sync.WaitGroup
@@ -181,7 +187,7 @@ func measure(ctx context.Context, t target, c, conns int, d time.Duration, op fu
 		r.P50 = all[len(all)/2]
 		r.P99 = all[len(all)*99/100]
 	}
-	return r
+	return r, all
 }
 
 // Run starts the systems, measures, and prints the table to w.
@@ -525,6 +531,8 @@ type ReplicaOptions struct {
 	// bench1, bench2 (replica) and bench-admin (admin): the replicas then
 	// run mutual TLS, as deployed, instead of --insecure.
 	PKIDir string
+	// ExtraArgs are appended to every replica's command line.
+	ExtraArgs []string
 }
 
 // TLSInfo is party's certificate files in a `yarnfed certs` directory.
@@ -539,7 +547,47 @@ func TLSInfo(pkiDir, party string) security.TLSInfo {
 type Replicas struct {
 	// Addrs are the gRPC addresses, leader first.
 	Addrs []string
+	// Procs[i] is replica bench<i>, GRPC[i] its gRPC address, Dirs[i] its
+	// data directory.
 	Procs []*exec.Cmd
+	GRPC  []string
+	Dirs  []string
+	exe   string
+	args  [][]string
+	logs  []string
+}
+
+// Start (re)starts replica i with the command line it was first started
+// with, its output appended to its log; it returns at once.
+func (r *Replicas) Start(i int) error {
+	logf, err := os.OpenFile(r.logs[i], os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(r.exe, r.args[i]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	logf.Close() // the child holds its own descriptor
+	if err != nil {
+		return err
+	}
+	if i < len(r.Procs) {
+		r.Procs[i] = cmd
+	} else {
+		r.Procs = append(r.Procs, cmd)
+	}
+	return nil
+}
+
+// Stop sends sig to replica i and waits for it to exit (SIGKILL is a
+// crash, SIGTERM an orderly shutdown).
+func (r *Replicas) Stop(i int, sig syscall.Signal) {
+	if p := r.Procs[i]; p.Process != nil {
+		p.Process.Signal(sig)
+		p.Wait()
+		p.Process = nil
+	}
 }
 
 // Close stops the replicas (SIGTERM, then waits).
@@ -556,7 +604,10 @@ func (r *Replicas) Close() {
 // and logs under dir and returns once every replica knows the leader. On
 // error the returned Replicas (if any) holds what was started.
 func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*Replicas, error) {
-	r := &Replicas{}
+	r := &Replicas{exe: exe}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return r, err
+	}
 	var probeTLS *tls.Config
 	if opt.PKIDir != "" {
 		var err error
@@ -594,17 +645,15 @@ func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*R
 		if opt.UnsafeNoSync {
 			args = append(args, "--unsafe-no-sync")
 		}
-		logf, err := os.Create(filepath.Join(dir, id+".log"))
-		if err != nil {
+		args = append(args, opt.ExtraArgs...)
+		r.args, r.logs = append(r.args, args), append(r.logs, filepath.Join(dir, id+".log"))
+		r.GRPC, r.Dirs = append(r.GRPC, grpcAddrs[i]), append(r.Dirs, filepath.Join(dir, id))
+		if err := os.Remove(r.logs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return r, err
 		}
-		cmd := exec.Command(exe, args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		if err := r.Start(i); err != nil {
 			return r, err
 		}
-		r.Procs = append(r.Procs, cmd)
 	}
 	// Ready when every replica knows the leader's address.
 	deadline := time.Now().Add(30 * time.Second)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,4 +141,39 @@ func buildYarnfed(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe
+}
+
+// TestRunScaleSmoke runs the scale benchmark (`yarnfed bench
+// statestore-scale`) with 2,000 rows: every phase must run, the restores
+// must catch up (the wiped replica through the leader's snapshot; RunScale
+// fails otherwise) and the summary must name each target.
+func TestRunScaleSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three server processes, restarts two")
+	}
+	var routerRuns []string
+	cfg := ScaleConfig{
+		Executable: buildYarnfed(t), Rows: 2000, Duration: 200 * time.Millisecond, Concurrency: []int{1, 4},
+		TrailingLogs: 16,
+		Router: func(_ context.Context, addrs []string, w io.Writer) error {
+			routerRuns = append(routerRuns, strings.Join(addrs, ","))
+			_, err := io.WriteString(w, "router table\n")
+			return err
+		},
+	}
+	var out bytes.Buffer
+	if err := RunScale(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	if len(routerRuns) != 2 || strings.Count(routerRuns[0], ",") != 2 {
+		t.Errorf("router measured over %q, want twice over the 3 replicas", routerRuns)
+	}
+	for _, want := range []string{"preloaded 2000 rows", "## router over the empty store", "## router over the preloaded store",
+		"snapshot (leader):", "follower crashed", "installs the leader's snapshot", "target snapshot + restore <= 10s:",
+		"target replica RSS <= 1 GiB:", "target insert latency within 10% of empty, 4 clients", "load average"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
 }

@@ -423,6 +423,14 @@ func (c *Client) Status(ctx context.Context) (*pb.StatusResponse, error) {
 	})
 }
 
+// Snapshot makes the replica in use take a Raft snapshot now (admin). To
+// snapshot one particular replica, use a client with only its address.
+func (c *Client) Snapshot(ctx context.Context) (*pb.SnapshotResponse, error) {
+	return call(ctx, c, false, func(ctx context.Context, s replica) (*pb.SnapshotResponse, error) {
+		return s.admin.Snapshot(ctx, &pb.SnapshotRequest{})
+	})
+}
+
 // Join adds a replica to the cluster. Retried across leader changes:
 // adding a member that is already there with the same address is a no-op.
 func (c *Client) Join(ctx context.Context, r *pb.JoinRequest) error {

@@ -23,6 +23,7 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.Var(&cfg.ElectionTimeout, "election-timeout", "Raft election timeout")
 	f.Var(&cfg.SnapshotInterval, "snapshot-interval", "how often to check whether to snapshot")
 	f.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between snapshots")
+	f.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept after a snapshot (0: Raft's default, 10240); a follower further behind installs the snapshot")
 	f.IntVar(&cfg.MaxContextBytes, "max-context-bytes", cfg.MaxContextBytes, "largest application submission context accepted")
 	cfg.TLS.BindFlags(f, "", "replica")
 	f.BoolVar(&cfg.Insecure, "insecure", cfg.Insecure, "serve gRPC and Raft in plaintext without authentication (development only; logs a warning)")

@@ -63,6 +63,9 @@ type Config struct {
 	ElectionTimeout   config.Duration `json:"election_timeout"`
 	SnapshotInterval  config.Duration `json:"snapshot_interval"`
 	SnapshotThreshold uint64          `json:"snapshot_threshold"`
+	// TrailingLogs is how many log entries a snapshot leaves behind: a
+	// follower further behind than this gets the snapshot instead.
+	TrailingLogs uint64 `json:"trailing_logs"`
 	// MaxContextBytes caps a stored application submission context.
 	MaxContextBytes int `json:"max_context_bytes"`
 	// MaxListApplications caps one page of application homes
@@ -220,7 +223,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Bootstrap: cfg.Bootstrap, Peers: peers, NoSync: cfg.NoSync, FSMSync: cfg.FSMSync,
 		HeartbeatTimeout: time.Duration(cfg.HeartbeatTimeout), ElectionTimeout: time.Duration(cfg.ElectionTimeout),
 		LeaderLeaseTimeout: time.Duration(cfg.HeartbeatTimeout) / 2,
-		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold,
+		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer, RaftTLS: n.tls,
 	})
 	if err != nil {

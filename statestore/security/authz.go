@@ -91,9 +91,10 @@ var Table = map[string][]Role{
 	ss + "Format":     adminOnly,
 	ss + "Watch":      membership,
 
-	cl + "Join":   adminOnly,
-	cl + "Remove": adminOnly,
-	cl + "Status": membership,
+	cl + "Join":     adminOnly,
+	cl + "Remove":   adminOnly,
+	cl + "Status":   membership,
+	cl + "Snapshot": adminOnly,
 }
 
 // Allowed reports whether id may call fullMethod with req (nil for a

@@ -43,3 +43,10 @@ func (s *Server) Status(context.Context, *pb.StatusRequest) (*pb.StatusResponse,
 	st, err := s.st.Status()
 	return st, ToStatus(err)
 }
+
+// Snapshot takes a Raft snapshot of this replica; it is never forwarded
+// (each replica snapshots its own state).
+func (s *Server) Snapshot(context.Context, *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
+	resp, err := s.st.TakeSnapshot()
+	return resp, ToStatus(err)
+}

@@ -224,18 +224,30 @@ func (a *applier) updateApp(c *pb.UpdateApplicationHomeCommand) (proto.Message, 
 	return &pb.UpdateApplicationHomeResponse{}, nil
 }
 
+// appendFillPercent is how full bbolt fills a page before splitting it in
+// the application-home buckets. Their keys mostly arrive in order
+// (application ids grow within an RM's cluster timestamp; the by-time index
+// grows with time), so a split page is never filled again: at bbolt's
+// default of 50% every page stayed half empty, and the file, every snapshot
+// and every restore were twice the size of the data (measured with 100,000
+// homes: about 100 bytes per row in use in "apps", 205 allocated). etcd fills its
+// append-mostly key bucket to 90% for the same reason.
+const appendFillPercent = 0.9
+
 // writeApp stores an application-home row with its entry in the by-time
 // index and, if one is given, its submission context (an empty one keeps
 // what is stored), then announces the row to watchers.
 func (a *applier) writeApp(key []byte, row *pb.ApplicationHome, submission []byte) error {
-	if err := put(a.tx.Bucket(bApps), key, row); err != nil {
+	apps, byTime, contexts := a.tx.Bucket(bApps), a.tx.Bucket(bAppsByTime), a.tx.Bucket(bAppContexts)
+	apps.FillPercent, byTime.FillPercent, contexts.FillPercent = appendFillPercent, appendFillPercent, appendFillPercent
+	if err := put(apps, key, row); err != nil {
 		return err
 	}
-	if err := a.tx.Bucket(bAppsByTime).Put(timeKey(row.CreateTimeMs, row.ApplicationId), []byte(row.HomeSubClusterId)); err != nil {
+	if err := byTime.Put(timeKey(row.CreateTimeMs, row.ApplicationId), []byte(row.HomeSubClusterId)); err != nil {
 		return err
 	}
 	if len(submission) > 0 {
-		if err := a.tx.Bucket(bAppContexts).Put(key, submission); err != nil {
+		if err := contexts.Put(key, submission); err != nil {
 			return err
 		}
 	}

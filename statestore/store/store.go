@@ -631,6 +631,12 @@ func (s *Store) finish(batch []*proposal, resp any, err error) {
 			case batchResult:
 				if len(v) == len(batch) && v[i] != nil {
 					r = v[i]
+					// Raft's log cache keeps the leader's last 4096
+					// entries, each through its future and so its
+					// response: keeping the results (stored rows, their
+					// clones) too held ~300 MB on the leader after a
+					// 1,000,000-home bulk load. Only the waiter needs r.
+					v[i] = nil
 				}
 			}
 			if r.err == nil && r.resp == nil {
@@ -715,6 +721,32 @@ func (s *Store) Watch(after uint64) *Subscription { return s.fsm.hub.subscribe(a
 
 // Snapshot forces a Raft snapshot (tests, admin).
 func (s *Store) Snapshot() error { return s.raft.Snapshot().Error() }
+
+// TakeSnapshot takes a Raft snapshot of this replica now and describes it
+// (the `Snapshot` admin RPC). When Raft has nothing to snapshot it
+// describes the newest snapshot (Duration 0) instead of failing: the caller
+// wanted one covering the current state, and there is one.
+func (s *Store) TakeSnapshot() (*pb.SnapshotResponse, error) {
+	t0 := time.Now()
+	err := s.raft.Snapshot().Error()
+	took := time.Since(t0)
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		took, err = 0, nil
+	}
+	if err != nil {
+		return nil, mapRaftError(err)
+	}
+	// List reads only the snapshots' meta files (not their data), newest
+	// first.
+	metas, err := s.snaps.List()
+	if err != nil {
+		return nil, err
+	}
+	if len(metas) == 0 {
+		return nil, fmt.Errorf("%w: snapshot taken but not listed", ErrUnavailable)
+	}
+	return &pb.SnapshotResponse{Index: metas[0].Index, SizeBytes: metas[0].Size, DurationUs: took.Microseconds()}, nil
+}
 
 // Join adds a node to the cluster (leader only).
 func (s *Store) Join(ctx context.Context, req *pb.JoinRequest) error {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -641,5 +642,92 @@ func TestTransferLeadership(t *testing.T) {
 	defer lone.Close()
 	if err := lone.TransferLeadership(ctx); err != nil || !lone.IsLeader() {
 		t.Fatalf("lone leader: err %v, still leader %v", err, lone.IsLeader())
+	}
+}
+
+// TestTakeSnapshot: the admin snapshot covers everything applied, is on
+// disk with its size, and asking again with nothing new succeeds with the
+// same index.
+func TestTakeSnapshot(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	seed(t, s)
+	applied := s.fsm.appliedIndex()
+	got, err := s.TakeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetIndex() < applied || got.GetSizeBytes() <= 0 || got.GetDurationUs() <= 0 {
+		t.Fatalf("snapshot %v, want index >= %d, a size and a duration", got, applied)
+	}
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 || metas[0].Index != got.GetIndex() || metas[0].Size != got.GetSizeBytes() {
+		t.Fatalf("snapshot store lists %v (%v), want index %d size %d", metas, err, got.GetIndex(), got.GetSizeBytes())
+	}
+	again, err := s.TakeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetIndex() != got.GetIndex() {
+		t.Fatalf("nothing new: %v, want index %d", again, got.GetIndex())
+	}
+}
+
+// TestAppHomePagesFilled: application homes arrive in id order, and a page
+// split at bbolt's default 50% fill is never filled again; the app-home
+// buckets must be mostly full, not half (the file, snapshots and restores
+// scale with it).
+func TestAppHomePagesFilled(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	for b := 0; b < 5; b++ {
+		req := &pb.AddApplicationHomesRequest{}
+		for i := 0; i < 1000; i++ {
+			req.Homes = append(req.Homes, &pb.ApplicationHome{ApplicationId: fmt.Sprintf("application_1700000000000_%06d", b*1000+i), HomeSubClusterId: "SC-1", SubmissionContext: []byte("ctx")})
+		}
+		if _, err := s.AddApplicationHomes(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.fsm.db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bApps, bAppsByTime, bAppContexts} {
+			st := tx.Bucket(name).Stats()
+			if st.KeyN != 5000 {
+				t.Errorf("%s: %d keys, want 5000", name, st.KeyN)
+			}
+			if fill := float64(st.LeafInuse) / float64(st.LeafAlloc); fill < 0.8 {
+				t.Errorf("%s: leaf pages %.0f%% full (%d of %d bytes), want >= 80%%", name, 100*fill, st.LeafInuse, st.LeafAlloc)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinishReleasesBatchResults: Raft's log cache keeps each recent entry's
+// future, and with it the FSM's response; once every proposal of a batch has
+// its result, the batch response must not hold the results any more (a
+// bulk load otherwise kept hundreds of MB of answered results on the leader).
+func TestFinishReleasesBatchResults(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	batch := make([]*proposal, 3)
+	resp := make(batchResult, 3)
+	for i := range batch {
+		batch[i] = &proposal{done: make(chan *result, 1), start: time.Now()}
+		resp[i] = &result{resp: &pb.AddApplicationHomeResponse{Inserted: true}}
+	}
+	want := append(batchResult(nil), resp...)
+	s.finish(batch, resp, nil)
+	for i, p := range batch {
+		if got := <-p.done; got != want[i] {
+			t.Fatalf("proposal %d got %v, want its own result", i, got)
+		}
+		if resp[i] != nil {
+			t.Errorf("batch response still holds result %d after it was handed out", i)
+		}
 	}
 }

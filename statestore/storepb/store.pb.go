@@ -5200,6 +5200,107 @@ func (x *StatusResponse) GetTerm() uint64 {
 	return 0
 }
 
+// SnapshotRequest makes the replica that receives it take a Raft snapshot
+// now (admin: before a backup, or to measure; never forwarded).
+type SnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRequest) Reset() {
+	*x = SnapshotRequest{}
+	mi := &file_store_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRequest) ProtoMessage() {}
+
+func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{98}
+}
+
+type SnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the last log index the snapshot covers.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// size_bytes is the snapshot's size on disk.
+	SizeBytes int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// duration_us is how long taking and persisting it took.
+	DurationUs    int64 `protobuf:"varint,3,opt,name=duration_us,json=durationUs,proto3" json:"duration_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotResponse) Reset() {
+	*x = SnapshotResponse{}
+	mi := &file_store_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotResponse) ProtoMessage() {}
+
+func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
+func (*SnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *SnapshotResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotResponse) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *SnapshotResponse) GetDurationUs() int64 {
+	if x != nil {
+		return x.DurationUs
+	}
+	return 0
+}
+
 type AddApplicationHomesResponse_Result struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Zero on success, else a google.rpc.Code for this item alone.
@@ -5213,7 +5314,7 @@ type AddApplicationHomesResponse_Result struct {
 
 func (x *AddApplicationHomesResponse_Result) Reset() {
 	*x = AddApplicationHomesResponse_Result{}
-	mi := &file_store_proto_msgTypes[98]
+	mi := &file_store_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5225,7 +5326,7 @@ func (x *AddApplicationHomesResponse_Result) String() string {
 func (*AddApplicationHomesResponse_Result) ProtoMessage() {}
 
 func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[98]
+	mi := &file_store_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5282,7 +5383,7 @@ type PublishCapacityRequest_Item struct {
 
 func (x *PublishCapacityRequest_Item) Reset() {
 	*x = PublishCapacityRequest_Item{}
-	mi := &file_store_proto_msgTypes[99]
+	mi := &file_store_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5294,7 +5395,7 @@ func (x *PublishCapacityRequest_Item) String() string {
 func (*PublishCapacityRequest_Item) ProtoMessage() {}
 
 func (x *PublishCapacityRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[99]
+	mi := &file_store_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5668,7 +5769,14 @@ const file_store_proto_rawDesc = "" +
 	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
 	"last_index\x18\a \x01(\x04R\tlastIndex\x12\x12\n" +
-	"\x04term\x18\b \x01(\x04R\x04term*\xb3\x01\n" +
+	"\x04term\x18\b \x01(\x04R\x04term\"\x11\n" +
+	"\x0fSnapshotRequest\"h\n" +
+	"\x10SnapshotResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x1f\n" +
+	"\vduration_us\x18\x03 \x01(\x03R\n" +
+	"durationUs*\xb3\x01\n" +
 	"\x0fSubClusterState\x12!\n" +
 	"\x1dSUB_CLUSTER_STATE_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -5729,11 +5837,12 @@ const file_store_proto_rawDesc = "" +
 	"\n" +
 	"GetVersion\x12(.yarnfed.statestore.v1.GetVersionRequest\x1a).yarnfed.statestore.v1.GetVersionResponse\x12U\n" +
 	"\x06Format\x12$.yarnfed.statestore.v1.FormatRequest\x1a%.yarnfed.statestore.v1.FormatResponse\x12Q\n" +
-	"\x05Watch\x12#.yarnfed.statestore.v1.WatchRequest\x1a!.yarnfed.statestore.v1.WatchEvent0\x012\x88\x02\n" +
+	"\x05Watch\x12#.yarnfed.statestore.v1.WatchRequest\x1a!.yarnfed.statestore.v1.WatchEvent0\x012\xe5\x02\n" +
 	"\aCluster\x12O\n" +
 	"\x04Join\x12\".yarnfed.statestore.v1.JoinRequest\x1a#.yarnfed.statestore.v1.JoinResponse\x12U\n" +
 	"\x06Remove\x12$.yarnfed.statestore.v1.RemoveRequest\x1a%.yarnfed.statestore.v1.RemoveResponse\x12U\n" +
-	"\x06Status\x12$.yarnfed.statestore.v1.StatusRequest\x1a%.yarnfed.statestore.v1.StatusResponseB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
+	"\x06Status\x12$.yarnfed.statestore.v1.StatusRequest\x1a%.yarnfed.statestore.v1.StatusResponse\x12[\n" +
+	"\bSnapshot\x12&.yarnfed.statestore.v1.SnapshotRequest\x1a'.yarnfed.statestore.v1.SnapshotResponseB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
 
 var (
 	file_store_proto_rawDescOnce sync.Once
@@ -5748,7 +5857,7 @@ func file_store_proto_rawDescGZIP() []byte {
 }
 
 var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 100)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_store_proto_goTypes = []any{
 	(SubClusterState)(0),                       // 0: yarnfed.statestore.v1.SubClusterState
 	(Counter)(0),                               // 1: yarnfed.statestore.v1.Counter
@@ -5851,8 +5960,10 @@ var file_store_proto_goTypes = []any{
 	(*StatusRequest)(nil),                      // 98: yarnfed.statestore.v1.StatusRequest
 	(*Node)(nil),                               // 99: yarnfed.statestore.v1.Node
 	(*StatusResponse)(nil),                     // 100: yarnfed.statestore.v1.StatusResponse
-	(*AddApplicationHomesResponse_Result)(nil), // 101: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
-	(*PublishCapacityRequest_Item)(nil),        // 102: yarnfed.statestore.v1.PublishCapacityRequest.Item
+	(*SnapshotRequest)(nil),                    // 101: yarnfed.statestore.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),                   // 102: yarnfed.statestore.v1.SnapshotResponse
+	(*AddApplicationHomesResponse_Result)(nil), // 103: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	(*PublishCapacityRequest_Item)(nil),        // 104: yarnfed.statestore.v1.PublishCapacityRequest.Item
 }
 var file_store_proto_depIdxs = []int32{
 	0,   // 0: yarnfed.statestore.v1.SubClusterInfo.state:type_name -> yarnfed.statestore.v1.SubClusterState
@@ -5867,7 +5978,7 @@ var file_store_proto_depIdxs = []int32{
 	5,   // 9: yarnfed.statestore.v1.AddApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
 	5,   // 10: yarnfed.statestore.v1.AddApplicationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
 	5,   // 11: yarnfed.statestore.v1.AddApplicationHomesRequest.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	101, // 12: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	103, // 12: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
 	5,   // 13: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
 	91,  // 14: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	5,   // 15: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
@@ -5880,11 +5991,11 @@ var file_store_proto_depIdxs = []int32{
 	6,   // 22: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	6,   // 23: yarnfed.statestore.v1.SetPoliciesRequest.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	8,   // 24: yarnfed.statestore.v1.SetPoliciesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	102, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	104, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
 	7,   // 26: yarnfed.statestore.v1.AcquireLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
 	91,  // 27: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	7,   // 28: yarnfed.statestore.v1.GetLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
-	102, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	104, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
 	8,   // 30: yarnfed.statestore.v1.PublishCapacityRequest.fence:type_name -> yarnfed.statestore.v1.Fence
 	8,   // 31: yarnfed.statestore.v1.MarkSubClustersLostRequest.fence:type_name -> yarnfed.statestore.v1.Fence
 	8,   // 32: yarnfed.statestore.v1.DeleteApplicationHomesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
@@ -5958,51 +6069,53 @@ var file_store_proto_depIdxs = []int32{
 	94,  // 100: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
 	96,  // 101: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
 	98,  // 102: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
-	14,  // 103: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
-	16,  // 104: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
-	18,  // 105: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
-	20,  // 106: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
-	22,  // 107: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
-	24,  // 108: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
-	26,  // 109: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
-	28,  // 110: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	30,  // 111: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
-	32,  // 112: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	34,  // 113: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
-	36,  // 114: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
-	38,  // 115: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
-	40,  // 116: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
-	42,  // 117: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
-	44,  // 118: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
-	46,  // 119: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
-	48,  // 120: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
-	50,  // 121: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
-	52,  // 122: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
-	54,  // 123: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
-	56,  // 124: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
-	58,  // 125: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
-	60,  // 126: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
-	62,  // 127: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
-	64,  // 128: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
-	66,  // 129: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
-	68,  // 130: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
-	70,  // 131: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
-	72,  // 132: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
-	74,  // 133: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
-	76,  // 134: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
-	78,  // 135: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
-	80,  // 136: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
-	82,  // 137: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
-	84,  // 138: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
-	86,  // 139: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
-	88,  // 140: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
-	90,  // 141: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
-	93,  // 142: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
-	95,  // 143: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
-	97,  // 144: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
-	100, // 145: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
-	103, // [103:146] is the sub-list for method output_type
-	60,  // [60:103] is the sub-list for method input_type
+	101, // 103: yarnfed.statestore.v1.Cluster.Snapshot:input_type -> yarnfed.statestore.v1.SnapshotRequest
+	14,  // 104: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
+	16,  // 105: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
+	18,  // 106: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
+	20,  // 107: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
+	22,  // 108: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
+	24,  // 109: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
+	26,  // 110: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
+	28,  // 111: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	30,  // 112: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
+	32,  // 113: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	34,  // 114: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
+	36,  // 115: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
+	38,  // 116: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
+	40,  // 117: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
+	42,  // 118: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
+	44,  // 119: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
+	46,  // 120: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
+	48,  // 121: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
+	50,  // 122: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
+	52,  // 123: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
+	54,  // 124: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
+	56,  // 125: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	58,  // 126: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
+	60,  // 127: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
+	62,  // 128: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
+	64,  // 129: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
+	66,  // 130: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
+	68,  // 131: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
+	70,  // 132: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
+	72,  // 133: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
+	74,  // 134: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
+	76,  // 135: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
+	78,  // 136: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
+	80,  // 137: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
+	82,  // 138: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
+	84,  // 139: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
+	86,  // 140: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
+	88,  // 141: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
+	90,  // 142: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
+	93,  // 143: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
+	95,  // 144: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
+	97,  // 145: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
+	100, // 146: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
+	102, // 147: yarnfed.statestore.v1.Cluster.Snapshot:output_type -> yarnfed.statestore.v1.SnapshotResponse
+	104, // [104:148] is the sub-list for method output_type
+	60,  // [60:104] is the sub-list for method input_type
 	60,  // [60:60] is the sub-list for extension type_name
 	60,  // [60:60] is the sub-list for extension extendee
 	0,   // [0:60] is the sub-list for field type_name
@@ -6019,7 +6132,7 @@ func file_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   100,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

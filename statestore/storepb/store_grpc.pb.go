@@ -1615,9 +1615,10 @@ var StateStore_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Cluster_Join_FullMethodName   = "/yarnfed.statestore.v1.Cluster/Join"
-	Cluster_Remove_FullMethodName = "/yarnfed.statestore.v1.Cluster/Remove"
-	Cluster_Status_FullMethodName = "/yarnfed.statestore.v1.Cluster/Status"
+	Cluster_Join_FullMethodName     = "/yarnfed.statestore.v1.Cluster/Join"
+	Cluster_Remove_FullMethodName   = "/yarnfed.statestore.v1.Cluster/Remove"
+	Cluster_Status_FullMethodName   = "/yarnfed.statestore.v1.Cluster/Status"
+	Cluster_Snapshot_FullMethodName = "/yarnfed.statestore.v1.Cluster/Snapshot"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -1629,6 +1630,7 @@ type ClusterClient interface {
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
+	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
 }
 
 type clusterClient struct {
@@ -1669,6 +1671,16 @@ func (c *clusterClient) Status(ctx context.Context, in *StatusRequest, opts ...g
 	return out, nil
 }
 
+func (c *clusterClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SnapshotResponse)
+	err := c.cc.Invoke(ctx, Cluster_Snapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
@@ -1678,6 +1690,7 @@ type ClusterServer interface {
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
 	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
+	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -1696,6 +1709,9 @@ func (UnimplementedClusterServer) Remove(context.Context, *RemoveRequest) (*Remo
 }
 func (UnimplementedClusterServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedClusterServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -1772,6 +1788,24 @@ func _Cluster_Status_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).Snapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_Snapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).Snapshot(ctx, req.(*SnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1790,6 +1824,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Cluster_Status_Handler,
+		},
+		{
+			MethodName: "Snapshot",
+			Handler:    _Cluster_Snapshot_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
