@@ -19,7 +19,8 @@ import (
 func TestAMRMProxyRelayedLogins(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sc, rms := twoSimSubClusters(t, ctx)
+	f := startFederation(t, fedOptions{})
+	sc, rms := f.SC, f.RMs
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "", t.TempDir()
 	cfg.Store = amrmproxy.ClientStore{C: sc}

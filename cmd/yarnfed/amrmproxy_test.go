@@ -9,13 +9,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/statestore/client"
-	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
 // TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
@@ -26,7 +21,8 @@ import (
 func TestAMRMProxyWithRealStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sc, rms := twoSimSubClusters(t, ctx)
+	f := startFederation(t, fedOptions{})
+	sc, rms := f.SC, f.RMs
 
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
@@ -84,42 +80,4 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
 		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
 	}
-}
-
-// twoSimSubClusters starts a one-replica Raft store and two simrm
-// sub-clusters (SC-1, SC-2) with their agents, and waits until both are
-// registered: the federation the in-process AMRMProxy role tests run over.
-func twoSimSubClusters(t *testing.T, ctx context.Context) (*client.Client, []*simrm.RM) {
-	t.Helper()
-	cl := storetest.NewCluster(t, 1)
-	var rms []*simrm.RM
-	for i, id := range []string{"SC-1", "SC-2"} {
-		cfg := simrm.TestConfig()
-		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		rm, err := simrm.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rm.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rm.Close() })
-		rms = append(rms, rm)
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
-	}
-	sc := cl.Client()
-	storetest.Poll(t, 20*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
-	return sc, rms
 }

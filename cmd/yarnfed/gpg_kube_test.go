@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,11 +22,6 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
-	"github.com/yarnfed/yarnfed/internal/config"
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
-	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
@@ -83,14 +76,9 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	// Two sub-clusters: SC-1 with 2 NodeManagers (16 GiB, 16 vcores),
 	// SC-K8S with 8 (64 GiB, 64 vcores: the NodeManagers' configured size,
 	// which Kubernetes batch capacity narrows).
-	cl := storetest.NewCluster(t, 3)
-	sc := cl.Client()
-	for i, s := range []struct {
-		id    string
-		nodes int
-	}{{"SC-1", 2}, {"SC-K8S", 8}} {
-		startSimSubCluster(t, ctx, cl, s.id, int64(i), s.nodes)
-	}
+	f := startFederation(t, fedOptions{Replicas: 3, SubClusters: []fedSubCluster{{"SC-1", 2}, {"SC-K8S", 8}}, Probe: 200 * time.Millisecond})
+	cl, sc := f.Store, f.SC
+	// Registered is not enough: the capacities must be in the store too.
 	storetest.Poll(t, 30*time.Second, func() bool {
 		l, err := sc.ListSubClusters(ctx, true)
 		if err != nil || len(l) != 2 {
@@ -186,7 +174,8 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 
 	// The router, reading the same store through its own client.
 	rc := cl.Client()
-	submit := startRouterClient(t, ctx, rc, sc)
+	rt := f.startRouter(t, rc, func(c *router.Config) { c.MembershipRefresh = router.Duration(100 * time.Millisecond) })
+	submit := submitter(t, appClient(t, rt, "bob"), sc, "gpg-k8s")
 
 	// 3. No usable batch capacity left on either node: SC-K8S's weight
 	// drains to exactly 0 and the router sends it nothing.
@@ -301,83 +290,6 @@ func (k *koordCluster) replacePod(ns, name, node, cpu, mem string) {
 		k.t.Fatalf("delete pod %s/%s: %v", ns, name, err)
 	}
 	k.pod(ns, name, node, cpu, mem, "")
-}
-
-// startSimSubCluster runs a simrm RM with nodes NodeManagers (8 GiB, 8
-// vcores each) and the agent that registers and heartbeats it.
-func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster, id string, i int64, nodes int) *simrm.RM {
-	t.Helper()
-	cfg := simrm.TestConfig()
-	cfg.ClusterID, cfg.ClusterTimestamp, cfg.Nodes = id, 1_700_000_000_000+i, nodes
-	rm, err := simrm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rm.Close() })
-	a := rm.Addrs()
-	acfg := subclusteragent.DefaultConfig()
-	acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-	acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-	acfg.ProbeInterval = config.Duration(200 * time.Millisecond)
-	agent, err := subclusteragent.New(acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, acancel := context.WithCancel(ctx)
-	adone := make(chan struct{})
-	go func() { _ = agent.Run(actx); close(adone) }()
-	t.Cleanup(func() { acancel(); <-adone })
-	return rm
-}
-
-// startRouterClient runs a router over rc and returns a function that
-// submits one application through it and returns its home sub-cluster.
-func startRouterClient(t *testing.T, ctx context.Context, rc, sc *client.Client) func() string {
-	t.Helper()
-	rcfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcfg.ClientListener, rcfg.WebAddress = ln, ""
-	rcfg.Store = router.NewClientStore(rc)
-	rcfg.MembershipRefresh = router.Duration(100 * time.Millisecond)
-	rt, err := router.New(rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, rcancel := context.WithCancel(ctx)
-	rdone := make(chan struct{})
-	go func() { _ = rt.Run(rctx); close(rdone) }()
-	t.Cleanup(func() { rcancel(); <-rdone })
-	yc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = yc.Close() })
-	return func() string {
-		t.Helper()
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
-		defer ccancel()
-		na := &yarnpb.GetNewApplicationResponseProto{}
-		if err := yc.Call(cctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-			t.Fatal(err)
-		}
-		sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
-			ApplicationId: na.GetApplicationId(), ApplicationName: proto.String("gpg-k8s"),
-			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
-		if err := yc.Call(cctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		home, err := sc.GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return home.GetHomeSubClusterId()
-	}
 }
 
 func sameCapacity(got, want capacity.SubCluster) bool {

@@ -38,13 +38,8 @@ func TestGPGNodeResourcePush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := storetest.NewCluster(t, 3)
-	sc := cl.Client()
-	rm := startSimSubCluster(t, ctx, cl, "SC-K8S", 0, 3)
-	storetest.Poll(t, 30*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 1
-	})
+	f := startFederation(t, fedOptions{Replicas: 3, SubClusters: []fedSubCluster{{"SC-K8S", 3}}, Probe: 200 * time.Millisecond})
+	cl, rm := f.Store, f.RMs[0]
 	hosts := rm.NodeHosts()
 
 	// Kubernetes nodes named as the RM's NodeManagers (the NodeManager pods'
