@@ -62,29 +62,7 @@ func TestAMRMProxyRelayedLogins(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
-	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
-		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-		t.Fatal(err)
-	}
-	epochs := map[int64]bool{}
-	id := int32(0)
-	ask := []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
-		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1), RelaxLocality: proto.Bool(true)}}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(epochs) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("containers from %d sub-clusters, want 2", len(epochs))
-		}
-		resp := &yarnpb.AllocateResponseProto{}
-		if err := am.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask}, resp); err != nil {
-			t.Fatal(err)
-		}
-		ask, id = nil, resp.GetResponseId()
-		for _, c := range resp.AllocatedContainers {
-			epochs[c.GetId().GetId()>>40] = true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	registerAndAllocate(t, ctx, am)
 	fr := &yarnpb.FinishApplicationMasterResponseProto{}
 	if err := am.Call(ctx, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}, fr); err != nil || !fr.GetIsUnregistered() {
 		t.Fatalf("finish: %v %v", fr, err)

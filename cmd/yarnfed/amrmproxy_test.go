@@ -54,6 +54,17 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
+	epochs := registerAndAllocate(t, ctx, am)
+	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
+		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
+	}
+}
+
+// registerAndAllocate registers the AM and asks for one container at a
+// time until containers came from both sub-clusters; it returns the
+// epochs (the bits above 40 of a container id) seen.
+func registerAndAllocate(t *testing.T, ctx context.Context, am *hadoopipc.Client) map[int64]bool {
+	t.Helper()
 	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
 		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
@@ -77,7 +88,5 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
-		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
-	}
+	return epochs
 }
