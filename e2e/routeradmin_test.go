@@ -295,7 +295,7 @@ func ctlRecord(t testing.TB, out string) map[string]any {
 // adminCalls counts the admin calls of method a simrm served, by user.
 func adminCalls(t testing.TB, p *proc, method string) map[string]int {
 	t.Helper()
-	b, err := os.ReadFile(p.logPath)
+	b, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 	if st := f.subClusterState("SC-1"); st != "SC_RUNNING" {
 		t.Errorf("after a refused deregistration SC-1 is %s", st)
 	}
-	routerLog, err := os.ReadFile(f.router.logPath)
+	routerLog, err := os.ReadFile(f.router.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 	// 7. SC-1 goes away (its agent stops heartbeating); the administrator
 	// deregisters it: SC_LOST in the store, and the router stops
 	// routing to it.
-	f.agents[0].kill()
+	f.agents[0].Kill()
 	out = j.runAs(t, adminUser, weighted, routerCLI, "-subCluster", "-deregisterSubCluster", "-sc", "SC-1")
 	t.Logf("routeradmin -subCluster -deregisterSubCluster -sc SC-1:\n%s", out.stdout)
 	if out.exit != 0 || !regexp.MustCompile(`\|\s*SC-1\s*\|\s*SUCCESS\s*\|`).MatchString(out.stdout) {

@@ -54,12 +54,10 @@ func startCutStore(t *testing.T, h *harness, n int) *cutStore {
 			return 0
 		}
 		p := cs.nodes[i].p
-		if dead, _ := p.exited(); dead {
+		if dead, _ := p.Exited(); dead {
 			return 0
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.cmd.Process.Pid
+		return p.Pid()
 	})
 	t.Cleanup(cs.nc.close)
 	raftP, grpcP := make([]*cutProxy, n), make([]*cutProxy, n)
@@ -289,7 +287,7 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 			l := cs.leader(t)
 			i := cs.index(l)
 			killed.Store(i, true)
-			l.p.kill()
+			l.p.Kill()
 			time.Sleep(1500 * time.Millisecond)
 			h.restart(l.p)
 			killed.Delete(i)
@@ -297,9 +295,9 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		{"SIGSTOP a follower", func() {
 			l := cs.leader(t)
 			f := cs.nodes[others(cs.index(l))[rng.IntN(2)]]
-			f.p.signal(t, syscall.SIGSTOP)
+			signal(t, f.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
-			f.p.signal(t, syscall.SIGCONT)
+			signal(t, f.p, syscall.SIGCONT)
 		}},
 		{"partition the leader from the followers", func() {
 			l := cs.index(cs.leader(t))
@@ -309,9 +307,9 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		}},
 		{"SIGSTOP the leader", func() {
 			l := cs.leader(t)
-			l.p.signal(t, syscall.SIGSTOP)
+			signal(t, l.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
-			l.p.signal(t, syscall.SIGCONT)
+			signal(t, l.p, syscall.SIGCONT)
 		}},
 		{"cut a follower off", func() {
 			l := cs.index(cs.leader(t))
