@@ -47,16 +47,8 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	kc := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &koordCluster{t: t, c: admin}
-	for _, ns := range []string{"yarn", "spark"} {
-		if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := newKoordCluster(t, kc)
+	admin := k.c
 	// k1 and k2 run SC-K8S's NodeManagers (k1's names it, k2's relies on
 	// default_sub_cluster); k3 has batch capacity but no NodeManager.
 	k.node("k1", "16000", "32Gi")
@@ -103,29 +95,7 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 		{"name":"k8s-test","kubeconfig":"`+kubeconfig+`","default_sub_cluster":"SC-K8S"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gpgCmd := newGPGCmd()
-	var gpgOut syncBuffer
-	gpgCmd.SetOut(&gpgOut)
-	gpgCmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
-		"--id", "gpg-k8s", "--log-level", "warn"})
-	gctx, gcancel := context.WithCancel(ctx)
-	gdone := make(chan error, 1)
-	go func() { gdone <- gpgCmd.ExecuteContext(gctx) }()
-	t.Cleanup(func() {
-		gcancel()
-		if err := <-gdone; err != nil {
-			t.Errorf("yarnfed gpg: %v", err)
-		}
-	})
-	web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
-	var webAddr string
-	storetest.Poll(t, 30*time.Second, func() bool {
-		m := web.FindStringSubmatch(gpgOut.String())
-		if m != nil {
-			webAddr = m[1]
-		}
-		return m != nil
-	})
+	webAddr := startGPGCmd(t, ctx, cl, cfgFile, "gpg-k8s").web
 
 	// 1. Published capacity = truth; weights = the capacity policy's target:
 	// each sub-cluster's share of the headroom in its scarcer resource.
@@ -219,6 +189,22 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 type koordCluster struct {
 	t *testing.T
 	c corev1client.CoreV1Interface
+}
+
+// newKoordCluster connects to kc as its administrator and creates the
+// "yarn" (NodeManager pods) and "spark" (batch pods) namespaces.
+func newKoordCluster(t *testing.T, kc *kubetest.Cluster) *koordCluster {
+	t.Helper()
+	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"yarn", "spark"} {
+		if _, err := admin.Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &koordCluster{t: t, c: admin}
 }
 
 // node creates a Ready node (fresh heartbeat) whose Koordinator batch
@@ -375,4 +361,46 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.Unmarshal([]byte(getText(t, url)), v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+}
+
+// gpgCmd is a `yarnfed gpg` command running in process.
+type gpgCmd struct {
+	id, web string // web: the address its web server reported
+	stop    func() // idempotent; also run at the test's cleanup
+}
+
+// startGPGCmd runs `yarnfed gpg` with cfgFile over the store cl (plaintext),
+// its web server on a loopback port, and waits until it reports that port.
+// The command must exit cleanly when stopped.
+func startGPGCmd(t *testing.T, ctx context.Context, cl *storetest.Cluster, cfgFile, id string) *gpgCmd {
+	t.Helper()
+	cmd := newGPGCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
+		"--id", id, "--log-level", "warn"})
+	gctx, gcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(gctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		gcancel()
+		if err := <-done; err != nil {
+			t.Errorf("yarnfed gpg %s: %v", id, err)
+		}
+	}
+	t.Cleanup(stop)
+	web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
+	p := &gpgCmd{id: id, stop: stop}
+	storetest.Poll(t, 30*time.Second, func() bool {
+		if m := web.FindStringSubmatch(out.String()); m != nil {
+			p.web = m[1]
+		}
+		return p.web != ""
+	})
+	return p
 }
