@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,20 +125,9 @@ func httpOK(url string) (bool, string) {
 	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
 }
 
-// runCtl runs yarnfedctl as an operator would and returns its stdout
-// (stderr carries warnings, such as the plaintext one, and goes into the
-// failure message only), failing the test on error.
+// runCtl runs yarnfedctl as an operator would and returns its stdout,
+// failing the test on error.
 func runCtl(t testing.TB, ctl string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, ctl, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// The e2e federations' stores are plaintext; the operator says so.
-	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
+	return proctest.RunCtl(t, ctl, args...)
 }

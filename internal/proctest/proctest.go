@@ -7,6 +7,8 @@ package proctest
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -178,4 +181,23 @@ func (p *Proc) LogContains(s string) bool {
 func (p *Proc) BindFailed() bool {
 	dead, _ := p.Exited()
 	return dead && p.LogContains("address already in use")
+}
+
+// RunCtl runs the CLI ctl (yarnfedctl) as an operator would and returns
+// its stdout; stderr (warnings, such as the plaintext one) goes into the
+// failure message only. It fails the test if the command fails or runs
+// longer than 30 s. The test federations' stores are plaintext, and the
+// operator says so (YARNFED_STORE_INSECURE=1).
+func RunCtl(t testing.TB, ctl string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, ctl, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", filepath.Base(ctl), strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
 }

@@ -75,3 +75,10 @@ func waitLog(t *testing.T, p *Proc, s string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRunCtl: stdout comes back, and the plaintext store is declared.
+func TestRunCtl(t *testing.T) {
+	if got := RunCtl(t, "/bin/sh", "-c", `echo "insecure=$YARNFED_STORE_INSECURE"; echo warning >&2`); got != "insecure=1\n" {
+		t.Fatalf("stdout %q", got)
+	}
+}

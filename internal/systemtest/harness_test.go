@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -246,17 +245,7 @@ func httpGet(url string) (int, string, error) {
 // fails the test if the command fails or runs longer than 30 s.
 func ctl(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, yarnfedctlBin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// The harness's replicas are plaintext; the operator says so.
-	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	return proctest.RunCtl(t, yarnfedctlBin, args...)
 }
 
 // ctxT is a context bounded well below the test timeout.
