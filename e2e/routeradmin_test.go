@@ -3,15 +3,11 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -180,23 +176,9 @@ func (f *adminFed) confDir(name string, extra map[string]string) string {
 // the classpath.
 func (j *javaEnv) runAs(t testing.TB, user, confDir, class string, args ...string) cliRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
-	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
-	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		res.exit = ee.ExitCode()
-	default:
-		t.Fatalf("running %s %s: %v\n%s", class, strings.Join(args, " "), err, tail(res.stderr, 3000))
+	res, err := j.execCLI(cliOptions{env: []string{"HADOOP_USER_NAME=" + user}, timeout: 2 * time.Minute}, confDir, class, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", user, strings.Join(args, " "), err)
 	}
 	t.Logf("%s %s %s: exit %d in %s", user, class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), res.exit, res.took.Round(time.Millisecond))
 	return res
