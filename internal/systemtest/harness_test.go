@@ -248,6 +248,16 @@ func ctl(t *testing.T, args ...string) string {
 	return proctest.RunCtl(t, yarnfedctlBin, args...)
 }
 
+// stopAtCleanup returns a function that cancels workers started with
+// cancel's context and waits for wg, once however often it is called; the
+// test's cleanup calls it too.
+func stopAtCleanup(t *testing.T, cancel context.CancelFunc, wg *sync.WaitGroup) func() {
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
 // ctxT is a context bounded well below the test timeout.
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -259,15 +259,7 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var codeCounts [codes.Unauthenticated + 1]atomic.Int64
 	wg := linWorkload(ctx, t, cs, rec, 6, down, &codeCounts)
-	stopped := false
-	stopClients := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopClients)
+	stopClients := stopAtCleanup(t, stop, wg)
 
 	others := func(x int) []int {
 		var o []int

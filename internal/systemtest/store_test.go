@@ -90,15 +90,7 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	wg := w.run(ctx, 8)
-	stopped := false
-	stopWriters := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopWriters)
+	stopWriters := stopAtCleanup(t, stop, wg)
 
 	w.waitAcked(t, 300, "before the kill")
 	victim := st.leader(t)
@@ -319,15 +311,7 @@ func TestStoreFrozenLeaderNoStaleRead(t *testing.T) {
 	w := &writer{c: st.client(t)}
 	ctx, stop := context.WithCancel(context.Background())
 	wg := w.run(ctx, 4)
-	stopped := false
-	stopWriters := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopWriters)
+	stopWriters := stopAtCleanup(t, stop, wg)
 	w.waitAcked(t, 100, "before the freeze")
 
 	old := st.leader(t)
