@@ -279,17 +279,7 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	if n, err := y.nodeManagers(); err != nil || n != simNodes {
 		t.Errorf("getClusterMetrics through router-1 with SC-1 unhealthy: %d nodes, %v; want %d", n, err, simNodes)
 	}
-	var fresh []string
-	for range 6 {
-		fresh = append(fresh, appID(y.submitNew()))
-	}
-	after := f.homes(t)
-	for _, id := range fresh {
-		if after[id] != "SC-2" {
-			t.Errorf("%s submitted with SC-1 unhealthy went to %q", id, after[id])
-		}
-	}
-	f.checkExactlyOnce(t, y, fresh)
+	fresh := f.submitAllTo(t, y, "SC-2", "with SC-1 unhealthy")
 	var home []struct {
 		App  string `json:"applicationId"`
 		Home string `json:"homeSubCluster"`
@@ -922,17 +912,26 @@ func TestFederationSurvivesStoreDataLoss(t *testing.T) {
 // it out of fan-out calls.
 func TestDecommissionSubCluster(t *testing.T) {
 	f, y, _, _ := decommissionSC1(t)
+	f.submitAllTo(t, y, "SC-2", "after SC-1 was decommissioned")
+}
+
+// submitAllTo submits six applications through y, checks that every one's
+// home is sc (when is what the test changed) and that each runs exactly
+// once, and returns their ids.
+func (f *federation) submitAllTo(t *testing.T, y *yarnClient, sc, when string) []string {
+	t.Helper()
 	var fresh []string
 	for range 6 {
 		fresh = append(fresh, appID(y.submitNew()))
 	}
 	after := f.homes(t)
 	for _, id := range fresh {
-		if after[id] != "SC-2" {
-			t.Errorf("%s submitted after SC-1 was decommissioned went to %q", id, after[id])
+		if after[id] != sc {
+			t.Errorf("%s submitted %s went to %q", id, when, after[id])
 		}
 	}
 	f.checkExactlyOnce(t, y, fresh)
+	return fresh
 }
 
 // TestDecommissionedHomeStillAnswers: after SC-1 is deregistered, its RM
