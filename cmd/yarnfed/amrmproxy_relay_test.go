@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
-	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -30,19 +28,7 @@ func TestAMRMProxyRelayedLogins(t *testing.T) {
 	}
 	go func() { _ = p.Run(ctx) }()
 
-	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := launchAM(t, ctx, rms[0])
 	// A forged token (right identifier, wrong password) is refused by the home RM.
 	bad := proto.Clone(tok).(*commonpb.TokenProto)
 	bad.Password = []byte("not the password")

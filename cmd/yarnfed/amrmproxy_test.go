@@ -10,7 +10,9 @@ import (
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
 // TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
@@ -36,19 +38,7 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 	}
 	go func() { _ = p.Run(ctx) }()
 
-	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := launchAM(t, ctx, rms[0])
 	am, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok})
 	if err != nil {
 		t.Fatal(err)
@@ -89,4 +79,24 @@ func registerAndAllocate(t *testing.T, ctx context.Context, am *hadoopipc.Client
 		time.Sleep(10 * time.Millisecond)
 	}
 	return epochs
+}
+
+// launchAM submits an unmanaged application as alice straight to rm (the
+// home RM), and returns the AMRM token its AM logs in with.
+func launchAM(t *testing.T, ctx context.Context, rm *simrm.RM) *commonpb.TokenProto {
+	t.Helper()
+	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	na := &yarnpb.GetNewApplicationResponseProto{}
+	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
