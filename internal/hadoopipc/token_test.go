@@ -33,13 +33,7 @@ func TestTokenAuth(t *testing.T) {
 			cfg := tokenConfig()
 			cfg.AllowSimple = false
 			cfg.QOPs = tc.serverQOPs
-			var mu sync.Mutex
-			var seen User
-			ts := startServer(t, cfg, echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
-				mu.Lock()
-				seen, _ = UserFromContext(ctx)
-				mu.Unlock()
-			}))
+			ts, seen := startUserServer(t, cfg)
 			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: testToken("id-amuser", "pw-amuser"), QOPs: tc.clientQOPs})
 			for i := 0; i < 3; i++ { // several packets through the layer
 				resp, err := echo(context.Background(), c, "x")
@@ -50,10 +44,8 @@ func TestTokenAuth(t *testing.T) {
 					t.Errorf("handler saw user %q", resp.GetToken().GetService())
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if seen.AuthMethod != "TOKEN" || string(seen.TokenID) != "id-amuser" || seen.Name != "amuser" {
-				t.Errorf("User in ctx = %+v", seen)
+			if got := seen(); got.AuthMethod != "TOKEN" || string(got.TokenID) != "id-amuser" || got.Name != "amuser" {
+				t.Errorf("User in ctx = %+v", got)
 			}
 			var conn *clientConn
 			c.pool.mu.Lock()
@@ -156,13 +148,7 @@ func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
 // realUser alone names nobody and is accepted as the token's user (some
 // third-party AM clients send that).
 func TestTokenConnectionContextUser(t *testing.T) {
-	var mu sync.Mutex
-	var seen User
-	ts := startServer(t, tokenConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
-		mu.Lock()
-		seen, _ = UserFromContext(ctx)
-		mu.Unlock()
-	}))
+	ts, seen := startUserServer(t, tokenConfig())
 	cases := []struct {
 		name            string
 		userInfo        bool
@@ -201,9 +187,7 @@ func TestTokenConnectionContextUser(t *testing.T) {
 			if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
 				t.Fatalf("reply %v", h)
 			}
-			mu.Lock()
-			got := seen
-			mu.Unlock()
+			got := seen()
 			if got.Name != "amuser" || got.AuthMethod != "TOKEN" || got.RealUser != "" || string(got.TokenID) != "id-amuser" {
 				t.Errorf("user %+v, want the token's user amuser", got)
 			}
