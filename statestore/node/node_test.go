@@ -258,7 +258,7 @@ func TestShutdownTransfersLeadership(t *testing.T) {
 	for _, id := range []string{"b", "c"} {
 		cfg := testConfig(t, id)
 		cfg.Join = []string{leader.GRPCAddr()}
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout = Duration(time.Minute), Duration(time.Minute)
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = config.Duration(time.Minute), config.Duration(time.Minute)
 		n, err := Start(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
