@@ -223,11 +223,11 @@ func TestAMRMProxyRestart(t *testing.T) {
 	// kill -9 the AM's proxy (its NodeManager's: SC-1's), then start it
 	// again with the same command line and data dir.
 	p := f.proxies[0]
-	p.kill()
-	t.Logf("killed %s mid-application", p.name)
+	p.Kill()
+	t.Logf("killed %s mid-application", p.Name)
 	time.Sleep(time.Second)
-	if err := p.start(); err != nil {
-		t.Fatalf("restarting %s: %v", p.name, err)
+	if err := p.Start(); err != nil {
+		t.Fatalf("restarting %s: %v", p.Name, err)
 	}
 	f.waitProxyReady(p, proxyWeb(p))
 
@@ -312,8 +312,8 @@ func TestAMRMProxySecondaryRMDies(t *testing.T) {
 			t.Errorf("%s = %v, want %d", metric, got, want)
 		}
 	}
-	logb, _ := os.ReadFile(p.logPath)
-	t.Logf("the AM called finish %d times through %s", strings.Count(string(logb), "msg=finish audit=amrmproxy attempt=appattempt_"+strings.TrimPrefix(id, "application_")), p.name)
+	logb, _ := os.ReadFile(p.LogPath)
+	t.Logf("the AM called finish %d times through %s", strings.Count(string(logb), "msg=finish audit=amrmproxy attempt=appattempt_"+strings.TrimPrefix(id, "application_")), p.Name)
 	f.waitQuiet(t, f.clusters[0])
 }
 

@@ -223,10 +223,12 @@ func (j *javaEnv) runCLIWith(t testing.TB, jvmFlags []string, confDir, class str
 }
 
 // cliOptions tune execCLI: extra JVM flags, the working directory (a
-// file:/// job writes relative paths there), and the time allowed.
+// file:/// job writes relative paths there), environment, and the time
+// allowed.
 type cliOptions struct {
 	jvmFlags []string
 	dir      string
+	env      []string      // added to this process's environment
 	timeout  time.Duration // default 3 minutes
 }
 
@@ -242,6 +244,9 @@ func (j *javaEnv) execCLI(o cliOptions, confDir, class string, args ...string) (
 	argv := append(append(append([]string{}, j.jvmArgs...), o.jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
 	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
 	cmd.Dir = o.dir
+	if o.env != nil {
+		cmd.Env = append(os.Environ(), o.env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -134,7 +134,19 @@ func TestJavaKerberosYarnClientAgainstGoServer(t *testing.T) {
 // Kerberos mode serving Hadoop's TestRpcService) and returns its address.
 func startKerberosRPCServer(t *testing.T, j *javaEnv, args ...string) string {
 	t.Helper()
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.KerberosRpcServer")
+	var r struct{ Port int }
+	startJavaServer(t, j, "KerberosRpcServer", nil, args...).decode(t, &r)
+	return fmt.Sprintf("127.0.0.1:%d", r.Port)
+}
+
+// startJavaServer runs the e2e Java server class (org.yarnfed.e2e.class)
+// and returns its "ready" line; onLine, if not nil, gets every other JSON
+// line it prints on stdout, from another goroutine. Its stdin stays open
+// while it runs: the test's cleanup closes it (the server's cue to exit)
+// and kills the JVM if it lingers past 10 s.
+func startJavaServer(t *testing.T, j *javaEnv, class string, onLine func(driverLine), args ...string) driverLine {
+	t.Helper()
+	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e."+class)
 	cmd := exec.Command(j.java, append(argv, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -160,29 +172,32 @@ func startKerberosRPCServer(t *testing.T, j *javaEnv, args ...string) string {
 			<-done
 		}
 	})
-	lines := make(chan driverLine, 1)
+	ready := make(chan driverLine, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			var l driverLine
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Op == "ready" {
-				lines <- l
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			if l.Op == "ready" {
+				ready <- l
+			} else if onLine != nil {
+				onLine(l)
 			}
 		}
-		close(lines)
+		close(ready)
 	}()
 	select {
-	case l, ok := <-lines:
+	case l, ok := <-ready:
 		if !ok {
-			t.Fatalf("KerberosRpcServer exited; stderr:\n%s", tail(stderr.String(), 4000))
+			t.Fatalf("%s exited; stderr:\n%s", class, tail(stderr.String(), 4000))
 		}
-		var r struct{ Port int }
-		l.decode(t, &r)
-		return fmt.Sprintf("127.0.0.1:%d", r.Port)
+		return l
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("KerberosRpcServer not ready; stderr:\n%s", tail(stderr.String(), 4000))
+		t.Fatalf("%s not ready; stderr:\n%s", class, tail(stderr.String(), 4000))
 	}
-	return ""
+	return driverLine{}
 }
 
 // Our Go client logs in from a keytab (gokrb5) and talks SASL KERBEROS to a

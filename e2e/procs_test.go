@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/proctest"
 )
 
 // The federation's own processes (state store, sub-cluster agents, router,
@@ -57,114 +56,26 @@ func yarnfedBinaries(t testing.TB) (yarnfed, yarnfedctl string) {
 	return filepath.Join(binDir, "yarnfed"), filepath.Join(binDir, "yarnfedctl")
 }
 
-// proc is one federation process; restart runs the same command line again
+// proc is one federation process; Start runs the same command line again
 // (same ports, same data dir), as an operator would.
-type proc struct {
-	name    string
-	bin     string
-	args    []string
-	logPath string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
+type proc = proctest.Proc
 
 // startProc starts bin args... with its output appended to a log file in
 // dir; the process is SIGKILLed at cleanup, and its log tail printed if the
 // test failed.
 func startProc(t testing.TB, dir, name, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, bin: bin, args: args, logPath: filepath.Join(dir, name+".log")}
-	if err := p.start(); err != nil {
+	p := &proc{Name: name, Bin: bin, Args: args, LogPath: filepath.Join(dir, name+".log")}
+	if err := p.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("---- %s (%s) log tail ----\n%s", name, p.logPath, p.tail(40))
+			t.Logf("---- %s (%s) log tail ----\n%s", name, p.LogPath, p.Tail(40))
 		}
 	})
 	return p
-}
-
-func (p *proc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && !isClosed(p.done) {
-		return fmt.Errorf("%s is still running", p.name)
-	}
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), filepath.Base(p.bin), strings.Join(p.args, " "))
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return err
-	}
-	done := make(chan struct{})
-	p.cmd, p.done, p.err = cmd, done, nil
-	go func() {
-		err := cmd.Wait()
-		f.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(done)
-	}()
-	return nil
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// exited reports whether the process has ended, and how.
-func (p *proc) exited() (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil || isClosed(p.done) {
-		return true, p.err
-	}
-	return false, nil
-}
-
-// kill SIGKILLs the process (kill -9: no shutdown code runs) and waits
-// until it is reaped.
-func (p *proc) kill() {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // freeAddr returns a loopback address that was free a moment ago (for
@@ -186,8 +97,8 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, p *proc, cond f
 	deadline := time.Now().Add(timeout)
 	for {
 		if p != nil {
-			if dead, err := p.exited(); dead {
-				t.Fatalf("waiting for %s: %s exited (%v):\n%s", what, p.name, err, p.tail(30))
+			if dead, err := p.Exited(); dead {
+				t.Fatalf("waiting for %s: %s exited (%v):\n%s", what, p.Name, err, p.Tail(30))
 			}
 		}
 		ok, detail := cond()
@@ -214,20 +125,9 @@ func httpOK(url string) (bool, string) {
 	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
 }
 
-// runCtl runs yarnfedctl as an operator would and returns its stdout
-// (stderr carries warnings, such as the plaintext one, and goes into the
-// failure message only), failing the test on error.
+// runCtl runs yarnfedctl as an operator would and returns its stdout,
+// failing the test on error.
 func runCtl(t testing.TB, ctl string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, ctl, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// The e2e federations' stores are plaintext; the operator says so.
-	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
+	return proctest.RunCtl(t, ctl, args...)
 }

@@ -3,15 +3,11 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -180,23 +176,9 @@ func (f *adminFed) confDir(name string, extra map[string]string) string {
 // the classpath.
 func (j *javaEnv) runAs(t testing.TB, user, confDir, class string, args ...string) cliRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", confDir+string(os.PathListSeparator)+j.classpath, class)
-	cmd := exec.CommandContext(ctx, j.java, append(argv, args...)...)
-	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		res.exit = ee.ExitCode()
-	default:
-		t.Fatalf("running %s %s: %v\n%s", class, strings.Join(args, " "), err, tail(res.stderr, 3000))
+	res, err := j.execCLI(cliOptions{env: []string{"HADOOP_USER_NAME=" + user}, timeout: 2 * time.Minute}, confDir, class, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", user, strings.Join(args, " "), err)
 	}
 	t.Logf("%s %s %s: exit %d in %s", user, class[strings.LastIndex(class, ".")+1:], strings.Join(args, " "), res.exit, res.took.Round(time.Millisecond))
 	return res
@@ -295,7 +277,7 @@ func ctlRecord(t testing.TB, out string) map[string]any {
 // adminCalls counts the admin calls of method a simrm served, by user.
 func adminCalls(t testing.TB, p *proc, method string) map[string]int {
 	t.Helper()
-	b, err := os.ReadFile(p.logPath)
+	b, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +496,7 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 	if st := f.subClusterState("SC-1"); st != "SC_RUNNING" {
 		t.Errorf("after a refused deregistration SC-1 is %s", st)
 	}
-	routerLog, err := os.ReadFile(f.router.logPath)
+	routerLog, err := os.ReadFile(f.router.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +534,7 @@ func TestStockRouterAdminAgainstRouter(t *testing.T) {
 	// 7. SC-1 goes away (its agent stops heartbeating); the administrator
 	// deregisters it: SC_LOST in the store, and the router stops
 	// routing to it.
-	f.agents[0].kill()
+	f.agents[0].Kill()
 	out = j.runAs(t, adminUser, weighted, routerCLI, "-subCluster", "-deregisterSubCluster", "-sc", "SC-1")
 	t.Logf("routeradmin -subCluster -deregisterSubCluster -sc SC-1:\n%s", out.stdout)
 	if out.exit != 0 || !regexp.MustCompile(`\|\s*SC-1\s*\|\s*SUCCESS\s*\|`).MatchString(out.stdout) {

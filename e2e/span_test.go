@@ -216,16 +216,16 @@ func (f *spanFed) startProxy(i int) *proc {
 
 func (f *spanFed) waitProxyReady(p *proc, web string) {
 	f.t.Helper()
-	waitUntil(f.t, 30*time.Second, p.name+" ready", p, func() (bool, string) {
+	waitUntil(f.t, 30*time.Second, p.Name+" ready", p, func() (bool, string) {
 		return httpOK("http://" + web + "/readyz")
 	})
 }
 
 // proxyWeb is the --web-address a proxy was started with.
 func proxyWeb(p *proc) string {
-	for i, a := range p.args {
-		if a == "--web-address" && i+1 < len(p.args) {
-			return p.args[i+1]
+	for i, a := range p.Args {
+		if a == "--web-address" && i+1 < len(p.Args) {
+			return p.Args[i+1]
 		}
 	}
 	return ""

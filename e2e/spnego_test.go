@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -50,66 +47,18 @@ func (s *kerberosWebServer) take() []hadoopWebRequest {
 // /ws/v1/cluster/info and /metrics.
 func startKerberosWebServer(t *testing.T, j *javaEnv, args ...string) *kerberosWebServer {
 	t.Helper()
-	argv := append(append([]string{}, j.jvmArgs...), "-cp", j.classpath, "org.yarnfed.e2e.KerberosWebServer")
-	cmd := exec.Command(j.java, append(argv, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
 	s := &kerberosWebServer{}
-	ready := make(chan driverLine, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l driverLine
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue
-			}
-			switch l.Op {
-			case "ready":
-				ready <- l
-			case "request":
-				var r hadoopWebRequest
-				if json.Unmarshal(l.Result, &r) == nil {
-					s.mu.Lock()
-					s.reqs = append(s.reqs, r)
-					s.mu.Unlock()
-				}
-			}
+	l := startJavaServer(t, j, "KerberosWebServer", func(l driverLine) {
+		var r hadoopWebRequest
+		if l.Op == "request" && json.Unmarshal(l.Result, &r) == nil {
+			s.mu.Lock()
+			s.reqs = append(s.reqs, r)
+			s.mu.Unlock()
 		}
-		close(ready)
-	}()
-	select {
-	case l, ok := <-ready:
-		if !ok {
-			t.Fatalf("KerberosWebServer exited; stderr:\n%s", tail(stderr.String(), 4000))
-		}
-		var r struct{ Port int }
-		l.decode(t, &r)
-		s.addr = fmt.Sprintf("localhost:%d", r.Port)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("KerberosWebServer not ready; stderr:\n%s", tail(stderr.String(), 4000))
-	}
+	}, args...)
+	var r struct{ Port int }
+	l.decode(t, &r)
+	s.addr = fmt.Sprintf("localhost:%d", r.Port)
 	return s
 }
 

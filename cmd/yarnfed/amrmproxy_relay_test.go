@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
-	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -19,7 +17,8 @@ import (
 func TestAMRMProxyRelayedLogins(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sc, rms := twoSimSubClusters(t, ctx)
+	f := startFederation(t, fedOptions{})
+	sc, rms := f.SC, f.RMs
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "", t.TempDir()
 	cfg.Store = amrmproxy.ClientStore{C: sc}
@@ -29,19 +28,7 @@ func TestAMRMProxyRelayedLogins(t *testing.T) {
 	}
 	go func() { _ = p.Run(ctx) }()
 
-	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := launchAM(t, ctx, rms[0])
 	// A forged token (right identifier, wrong password) is refused by the home RM.
 	bad := proto.Clone(tok).(*commonpb.TokenProto)
 	bad.Password = []byte("not the password")
@@ -61,29 +48,7 @@ func TestAMRMProxyRelayedLogins(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
-	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
-		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-		t.Fatal(err)
-	}
-	epochs := map[int64]bool{}
-	id := int32(0)
-	ask := []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
-		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1), RelaxLocality: proto.Bool(true)}}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(epochs) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("containers from %d sub-clusters, want 2", len(epochs))
-		}
-		resp := &yarnpb.AllocateResponseProto{}
-		if err := am.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: ask}, resp); err != nil {
-			t.Fatal(err)
-		}
-		ask, id = nil, resp.GetResponseId()
-		for _, c := range resp.AllocatedContainers {
-			epochs[c.GetId().GetId()>>40] = true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	registerAndAllocate(t, ctx, am)
 	fr := &yarnpb.FinishApplicationMasterResponseProto{}
 	if err := am.Call(ctx, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}, fr); err != nil || !fr.GetIsUnregistered() {
 		t.Fatalf("finish: %v %v", fr, err)

@@ -9,13 +9,10 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/statestore/client"
-	"github.com/yarnfed/yarnfed/statestore/storetest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
 // TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
@@ -26,7 +23,8 @@ import (
 func TestAMRMProxyWithRealStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sc, rms := twoSimSubClusters(t, ctx)
+	f := startFederation(t, fedOptions{})
+	sc, rms := f.SC, f.RMs
 
 	cfg := amrmproxy.DefaultConfig()
 	cfg.SubClusterID, cfg.AMRMAddress, cfg.WebAddress, cfg.DataDir = "SC-1", "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
@@ -40,24 +38,23 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 	}
 	go func() { _ = p.Run(ctx) }()
 
-	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rms[0].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := launchAM(t, ctx, rms[0])
 	am, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer am.Close()
+	epochs := registerAndAllocate(t, ctx, am)
+	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
+		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
+	}
+}
+
+// registerAndAllocate registers the AM and asks for one container at a
+// time until containers came from both sub-clusters; it returns the
+// epochs (the bits above 40 of a container id) seen.
+func registerAndAllocate(t *testing.T, ctx context.Context, am *hadoopipc.Client) map[int64]bool {
+	t.Helper()
 	if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1), TrackingUrl: proto.String("")},
 		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
@@ -81,45 +78,25 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
-		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
-	}
+	return epochs
 }
 
-// twoSimSubClusters starts a one-replica Raft store and two simrm
-// sub-clusters (SC-1, SC-2) with their agents, and waits until both are
-// registered: the federation the in-process AMRMProxy role tests run over.
-func twoSimSubClusters(t *testing.T, ctx context.Context) (*client.Client, []*simrm.RM) {
+// launchAM submits an unmanaged application as alice straight to rm (the
+// home RM), and returns the AMRM token its AM logs in with.
+func launchAM(t *testing.T, ctx context.Context, rm *simrm.RM) *commonpb.TokenProto {
 	t.Helper()
-	cl := storetest.NewCluster(t, 1)
-	var rms []*simrm.RM
-	for i, id := range []string{"SC-1", "SC-2"} {
-		cfg := simrm.TestConfig()
-		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		rm, err := simrm.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rm.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rm.Close() })
-		rms = append(rms, rm)
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
+	cc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	sc := cl.Client()
-	storetest.Poll(t, 20*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
-	return sc, rms
+	defer cc.Close()
+	na := &yarnpb.GetNewApplicationResponseProto{}
+	if err := cc.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := uam.Launch(ctx, cc, uam.Spec{App: na.ApplicationId, Queue: "default", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

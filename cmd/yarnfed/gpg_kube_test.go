@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,11 +22,6 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
-	"github.com/yarnfed/yarnfed/internal/config"
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
-	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
@@ -54,16 +47,8 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	kc := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &koordCluster{t: t, c: admin}
-	for _, ns := range []string{"yarn", "spark"} {
-		if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := newKoordCluster(t, kc)
+	admin := k.c
 	// k1 and k2 run SC-K8S's NodeManagers (k1's names it, k2's relies on
 	// default_sub_cluster); k3 has batch capacity but no NodeManager.
 	k.node("k1", "16000", "32Gi")
@@ -83,14 +68,9 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	// Two sub-clusters: SC-1 with 2 NodeManagers (16 GiB, 16 vcores),
 	// SC-K8S with 8 (64 GiB, 64 vcores: the NodeManagers' configured size,
 	// which Kubernetes batch capacity narrows).
-	cl := storetest.NewCluster(t, 3)
-	sc := cl.Client()
-	for i, s := range []struct {
-		id    string
-		nodes int
-	}{{"SC-1", 2}, {"SC-K8S", 8}} {
-		startSimSubCluster(t, ctx, cl, s.id, int64(i), s.nodes)
-	}
+	f := startFederation(t, fedOptions{Replicas: 3, SubClusters: []fedSubCluster{{"SC-1", 2}, {"SC-K8S", 8}}, Probe: 200 * time.Millisecond})
+	cl, sc := f.Store, f.SC
+	// Registered is not enough: the capacities must be in the store too.
 	storetest.Poll(t, 30*time.Second, func() bool {
 		l, err := sc.ListSubClusters(ctx, true)
 		if err != nil || len(l) != 2 {
@@ -115,29 +95,7 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 		{"name":"k8s-test","kubeconfig":"`+kubeconfig+`","default_sub_cluster":"SC-K8S"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gpgCmd := newGPGCmd()
-	var gpgOut syncBuffer
-	gpgCmd.SetOut(&gpgOut)
-	gpgCmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
-		"--id", "gpg-k8s", "--log-level", "warn"})
-	gctx, gcancel := context.WithCancel(ctx)
-	gdone := make(chan error, 1)
-	go func() { gdone <- gpgCmd.ExecuteContext(gctx) }()
-	t.Cleanup(func() {
-		gcancel()
-		if err := <-gdone; err != nil {
-			t.Errorf("yarnfed gpg: %v", err)
-		}
-	})
-	web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
-	var webAddr string
-	storetest.Poll(t, 30*time.Second, func() bool {
-		m := web.FindStringSubmatch(gpgOut.String())
-		if m != nil {
-			webAddr = m[1]
-		}
-		return m != nil
-	})
+	webAddr := startGPGCmd(t, ctx, cl, cfgFile, "gpg-k8s").web
 
 	// 1. Published capacity = truth; weights = the capacity policy's target:
 	// each sub-cluster's share of the headroom in its scarcer resource.
@@ -186,7 +144,8 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 
 	// The router, reading the same store through its own client.
 	rc := cl.Client()
-	submit := startRouterClient(t, ctx, rc, sc)
+	rt := f.startRouter(t, rc, func(c *router.Config) { c.MembershipRefresh = router.Duration(100 * time.Millisecond) })
+	submit := submitter(t, appClient(t, rt, "bob"), sc, "gpg-k8s")
 
 	// 3. No usable batch capacity left on either node: SC-K8S's weight
 	// drains to exactly 0 and the router sends it nothing.
@@ -230,6 +189,22 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 type koordCluster struct {
 	t *testing.T
 	c corev1client.CoreV1Interface
+}
+
+// newKoordCluster connects to kc as its administrator and creates the
+// "yarn" (NodeManager pods) and "spark" (batch pods) namespaces.
+func newKoordCluster(t *testing.T, kc *kubetest.Cluster) *koordCluster {
+	t.Helper()
+	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"yarn", "spark"} {
+		if _, err := admin.Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &koordCluster{t: t, c: admin}
 }
 
 // node creates a Ready node (fresh heartbeat) whose Koordinator batch
@@ -301,83 +276,6 @@ func (k *koordCluster) replacePod(ns, name, node, cpu, mem string) {
 		k.t.Fatalf("delete pod %s/%s: %v", ns, name, err)
 	}
 	k.pod(ns, name, node, cpu, mem, "")
-}
-
-// startSimSubCluster runs a simrm RM with nodes NodeManagers (8 GiB, 8
-// vcores each) and the agent that registers and heartbeats it.
-func startSimSubCluster(t *testing.T, ctx context.Context, cl *storetest.Cluster, id string, i int64, nodes int) *simrm.RM {
-	t.Helper()
-	cfg := simrm.TestConfig()
-	cfg.ClusterID, cfg.ClusterTimestamp, cfg.Nodes = id, 1_700_000_000_000+i, nodes
-	rm, err := simrm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rm.Close() })
-	a := rm.Addrs()
-	acfg := subclusteragent.DefaultConfig()
-	acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-	acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-	acfg.ProbeInterval = config.Duration(200 * time.Millisecond)
-	agent, err := subclusteragent.New(acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, acancel := context.WithCancel(ctx)
-	adone := make(chan struct{})
-	go func() { _ = agent.Run(actx); close(adone) }()
-	t.Cleanup(func() { acancel(); <-adone })
-	return rm
-}
-
-// startRouterClient runs a router over rc and returns a function that
-// submits one application through it and returns its home sub-cluster.
-func startRouterClient(t *testing.T, ctx context.Context, rc, sc *client.Client) func() string {
-	t.Helper()
-	rcfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcfg.ClientListener, rcfg.WebAddress = ln, ""
-	rcfg.Store = router.NewClientStore(rc)
-	rcfg.MembershipRefresh = router.Duration(100 * time.Millisecond)
-	rt, err := router.New(rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, rcancel := context.WithCancel(ctx)
-	rdone := make(chan struct{})
-	go func() { _ = rt.Run(rctx); close(rdone) }()
-	t.Cleanup(func() { rcancel(); <-rdone })
-	yc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = yc.Close() })
-	return func() string {
-		t.Helper()
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
-		defer ccancel()
-		na := &yarnpb.GetNewApplicationResponseProto{}
-		if err := yc.Call(cctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-			t.Fatal(err)
-		}
-		sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
-			ApplicationId: na.GetApplicationId(), ApplicationName: proto.String("gpg-k8s"),
-			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
-		if err := yc.Call(cctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		home, err := sc.GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return home.GetHomeSubClusterId()
-	}
 }
 
 func sameCapacity(got, want capacity.SubCluster) bool {
@@ -463,4 +361,46 @@ func getJSON(t *testing.T, url string, v any) {
 	if err := json.Unmarshal([]byte(getText(t, url)), v); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+}
+
+// gpgCmd is a `yarnfed gpg` command running in process.
+type gpgCmd struct {
+	id, web string // web: the address its web server reported
+	stop    func() // idempotent; also run at the test's cleanup
+}
+
+// startGPGCmd runs `yarnfed gpg` with cfgFile over the store cl (plaintext),
+// its web server on a loopback port, and waits until it reports that port.
+// The command must exit cleanly when stopped.
+func startGPGCmd(t *testing.T, ctx context.Context, cl *storetest.Cluster, cfgFile, id string) *gpgCmd {
+	t.Helper()
+	cmd := newGPGCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
+		"--id", id, "--log-level", "warn"})
+	gctx, gcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(gctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		gcancel()
+		if err := <-done; err != nil {
+			t.Errorf("yarnfed gpg %s: %v", id, err)
+		}
+	}
+	t.Cleanup(stop)
+	web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
+	p := &gpgCmd{id: id, stop: stop}
+	storetest.Poll(t, 30*time.Second, func() bool {
+		if m := web.FindStringSubmatch(out.String()); m != nil {
+			p.web = m[1]
+		}
+		return p.web != ""
+	})
+	return p
 }

@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
@@ -34,27 +29,13 @@ func TestGPGNodeResourcePush(t *testing.T) {
 	kc := kubetest.Start(t, kubetest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	admin, err := corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := storetest.NewCluster(t, 3)
-	sc := cl.Client()
-	rm := startSimSubCluster(t, ctx, cl, "SC-K8S", 0, 3)
-	storetest.Poll(t, 30*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 1
-	})
+	f := startFederation(t, fedOptions{Replicas: 3, SubClusters: []fedSubCluster{{"SC-K8S", 3}}, Probe: 200 * time.Millisecond})
+	cl, rm := f.Store, f.RMs[0]
 	hosts := rm.NodeHosts()
 
 	// Kubernetes nodes named as the RM's NodeManagers (the NodeManager pods'
 	// node-id annotation is <node>:8041, simrm's NodeId).
-	k := &koordCluster{t: t, c: admin}
-	for _, ns := range []string{"yarn", "spark"} {
-		if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := newKoordCluster(t, kc)
 	// hosts[0]: 16000-2500 = 13500 milli -> 13 vcores; 20000000000 bytes
 	// - 2Gi = 17852516352 bytes -> 17025 MiB (floor of 17025.5, in 2^20
 	// bytes; a 10^6 reading would say 17853).
@@ -75,42 +56,8 @@ func TestGPGNodeResourcePush(t *testing.T) {
 		 "node_resource_push":{"enabled":true,"user":"yarn","interval":"200ms"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type gpgProc struct {
-		id, web string
-		stop    func()
-	}
-	start := func(id string) *gpgProc {
-		cmd := newGPGCmd()
-		var out syncBuffer
-		cmd.SetOut(&out)
-		cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
-			"--id", id, "--log-level", "warn"})
-		gctx, gcancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- cmd.ExecuteContext(gctx) }()
-		stopped := false
-		stop := func() {
-			if stopped {
-				return
-			}
-			stopped = true
-			gcancel()
-			if err := <-done; err != nil {
-				t.Errorf("yarnfed gpg %s: %v", id, err)
-			}
-		}
-		t.Cleanup(stop)
-		web := regexp.MustCompile(`web (127\.0\.0\.1:\d+)`)
-		p := &gpgProc{id: id, stop: stop}
-		storetest.Poll(t, 30*time.Second, func() bool {
-			if m := web.FindStringSubmatch(out.String()); m != nil {
-				p.web = m[1]
-			}
-			return p.web != ""
-		})
-		return p
-	}
-	holding := func(p *gpgProc) bool {
+	start := func(id string) *gpgCmd { return startGPGCmd(t, ctx, cl, cfgFile, id) }
+	holding := func(p *gpgCmd) bool {
 		var st gpg.Status
 		getJSON(t, "http://"+p.web+"/gpg/v1/status", &st)
 		return st.Holding

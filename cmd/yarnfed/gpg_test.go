@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,20 +10,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/gpg/kube"
-	"github.com/yarnfed/yarnfed/internal/config"
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
-	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
-	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
@@ -37,37 +29,10 @@ import (
 // submission's home cleaned); the holder stops and the standby takes
 // over; with every GPG down the router still routes.
 func TestGPGWithRealStore(t *testing.T) {
-	cl := storetest.NewCluster(t, 3)
+	f := startFederation(t, fedOptions{Replicas: 3, LongRunning: true})
+	cl, sc := f.Store, f.SC
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for i, id := range []string{"SC-1", "SC-2"} {
-		cfg := simrm.TestConfig()
-		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		cfg.SimAM.ContainerRuntime = config.Duration(time.Hour)
-		rm, err := simrm.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rm.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rm.Close() })
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
-	}
-	sc := cl.Client()
-	storetest.Poll(t, 20*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
 	// A failed submission left a home behind (the client got an error).
 	if _, _, err := sc.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: "application_1_0001", HomeSubClusterId: "SC-1"}); err != nil {
 		t.Fatal(err)
@@ -136,46 +101,7 @@ func TestGPGWithRealStore(t *testing.T) {
 	})
 
 	// The router routes by the GPG's weights.
-	rcfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcfg.ClientListener, rcfg.WebAddress = ln, ""
-	rcfg.Store = router.NewClientStore(cl.Client())
-	rcfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
-	rt, err := router.New(rcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdone := make(chan struct{})
-	go func() { _ = rt.Run(ctx); close(rdone) }()
-	t.Cleanup(func() { cancel(); <-rdone })
-	yc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = yc.Close() })
-	submit := func() string {
-		t.Helper()
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
-		defer ccancel()
-		na := &yarnpb.GetNewApplicationResponseProto{}
-		if err := yc.Call(cctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-			t.Fatal(err)
-		}
-		sub := &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
-			ApplicationId: na.GetApplicationId(), ApplicationName: proto.String("gpg-it"),
-			Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
-		if err := yc.Call(cctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		home, err := sc.GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return home.GetHomeSubClusterId()
-	}
+	submit := submitter(t, appClient(t, f.startRouter(t, cl.Client(), nil), "bob"), sc, "gpg-it")
 	toSC1 := 0
 	for range 10 {
 		if submit() == "SC-1" {

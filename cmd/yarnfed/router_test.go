@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
@@ -25,33 +22,10 @@ import (
 // A YARN client submits through one router and reads through the other;
 // the store's queue policy decides the home.
 func TestRouterWithRealStore(t *testing.T) {
-	cl := storetest.NewCluster(t, 3)
+	f := startFederation(t, fedOptions{Replicas: 3, LongRunning: true})
+	cl := f.Store
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	for i, id := range []string{"SC-1", "SC-2"} {
-		cfg := simrm.TestConfig()
-		cfg.ClusterID, cfg.ClusterTimestamp = id, 1_700_000_000_000+int64(i)
-		cfg.SimAM.ContainerRuntime = config.Duration(time.Hour)
-		rm, err := simrm.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rm.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rm.Close() })
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
-	}
 	if err := cl.Client().SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: "root.b",
 		Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
 		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0"},{"key":{"id":"SC-2"},"value":"1"}]},` +
@@ -59,35 +33,9 @@ func TestRouterWithRealStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var routers []*router.Router
-	for i := range 2 {
-		cfg := router.DefaultConfig()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.ClientListener, cfg.WebAddress = ln, ""
-		cfg.Store = router.NewClientStore(cl.Client(i))
-		cfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
-		r, err := router.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = r.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		routers = append(routers, r)
-	}
-	client := func(r *router.Router) *hadoopipc.Client {
-		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{r.ClientRMAddr().String()},
-			Protocol: hadoopipc.ProtocolApplicationClient, User: "bob"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	c0, c1 := client(routers[0]), client(routers[1])
+	// Two routers, each over its own store client.
+	c0 := appClient(t, f.startRouter(t, cl.Client(0), nil), "bob")
+	c1 := appClient(t, f.startRouter(t, cl.Client(1), nil), "bob")
 	call := func(c *hadoopipc.Client, m string, req, resp proto.Message) error {
 		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
 		defer ccancel()

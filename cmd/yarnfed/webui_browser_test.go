@@ -19,12 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/config"
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
-	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
@@ -90,29 +85,9 @@ func startUIFed(t *testing.T) *uiFed {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cl := storetest.NewCluster(t, 3)
-	sc := cl.Client()
-	for i, id := range []string{"SC-1", "SC-2"} {
-		rm := simrmtest.Start(t, id, func(c *simrm.Config) {
-			c.ClusterTimestamp = 1_700_000_000_000 + int64(i) // app ids must not collide across sub-clusters
-			c.Nodes = 2 + i
-			c.SimAM.ContainerRuntime = config.Duration(time.Hour) // apps stay RUNNING while the browser looks
-		})
-		a := rm.Addrs()
-		acfg := subclusteragent.DefaultConfig()
-		acfg.SubClusterID, acfg.Store = id, subclusteragent.NewClientStore(cl.Client())
-		acfg.RMs = []subclusteragent.RMEndpoint{{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}}
-		acfg.ProbeInterval = config.Duration(50 * time.Millisecond)
-		agent, err := subclusteragent.New(acfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = agent.Run(ctx) }()
-	}
-	storetest.Poll(t, 20*time.Second, func() bool {
-		l, err := sc.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
+	// Apps stay RUNNING while the browser looks.
+	fed := startFederation(t, fedOptions{Replicas: 3, SubClusters: []fedSubCluster{{"SC-1", 2}, {"SC-2", 3}}, LongRunning: true})
+	cl, sc := fed.Store, fed.SC
 	// The GPG's Kubernetes batch capacity, for SC-2 only.
 	if _, err := sc.PublishCapacity(ctx, []*storepb.PublishCapacityRequest_Item{
 		{SubClusterId: "SC-2", MemoryMb: 12345, Vcores: 67, Nodes: 3, ObservedMs: time.Now().UnixMilli()},
@@ -140,38 +115,18 @@ func startUIFed(t *testing.T) *uiFed {
 		}
 	}
 
-	cfg := router.DefaultConfig()
-	cfg.Version = "v9.9.9-uitest"
-	cfg.Store = rs
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.MembershipRefresh = router.Duration(50 * time.Millisecond)
-	for _, ln := range []*net.Listener{&cfg.ClientListener, &cfg.WebListener} {
+	r := fed.startRouter(t, sc, func(cfg *router.Config) {
+		cfg.Version = "v9.9.9-uitest"
+		cfg.Logger = slog.New(slog.DiscardHandler)
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		*ln = l
-	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router Run: %v", err)
-		}
+		cfg.WebListener = l
 	})
 	f := &uiFed{store: cl, router: r, base: "http://" + r.WebAddr().String()}
 
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{r.ClientRMAddr().String()},
-		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := appClient(t, r, "alice")
 	for i := range 6 {
 		nr := &yarnpb.GetNewApplicationResponseProto{}
 		if err := c.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, nr); err != nil {

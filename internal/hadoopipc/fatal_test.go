@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -49,13 +48,7 @@ func TestSASLInitiateWithoutNegotiate(t *testing.T) {
 // TestConnectionContextUsers: effectiveUser wins; realUser alone is the
 // user; both make a proxy user.
 func TestConnectionContextUsers(t *testing.T) {
-	var mu sync.Mutex
-	var seen User
-	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
-		mu.Lock()
-		seen, _ = UserFromContext(ctx)
-		mu.Unlock()
-	}))
+	ts, seen := startUserServer(t, DefaultServerConfig())
 	cases := []struct {
 		name            string
 		effective, real *string
@@ -75,9 +68,7 @@ func TestConnectionContextUsers(t *testing.T) {
 			if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
 				t.Fatalf("reply %v", h)
 			}
-			mu.Lock()
-			got := seen
-			mu.Unlock()
+			got := seen()
 			if got.Name != tc.want.Name || got.RealUser != tc.want.RealUser || got.AuthMethod != tc.want.AuthMethod {
 				t.Errorf("user %+v, want %+v", got, tc.want)
 			}

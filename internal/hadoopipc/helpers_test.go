@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,6 +60,24 @@ type testServer struct {
 	srv  *Server
 	addr string
 	done chan error
+}
+
+// startUserServer starts a server with cfg whose echo method records the
+// User its context carries; seen returns the last one recorded.
+func startUserServer(t testing.TB, cfg ServerConfig) (ts *testServer, seen func() User) {
+	t.Helper()
+	var mu sync.Mutex
+	var last User
+	ts = startServer(t, cfg, echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+		mu.Lock()
+		last, _ = UserFromContext(ctx)
+		mu.Unlock()
+	}))
+	return ts, func() User {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
 }
 
 func startServer(t testing.TB, cfg ServerConfig, protos ...Protocol) *testServer {

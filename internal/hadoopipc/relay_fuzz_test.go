@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -72,20 +71,8 @@ func FuzzRelaySASL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := newServerConn(fuzzRelayServer, &nopConn{})
 		c.authProtocol = authProtocolSASL
-		hdr := mustPacket(saslHeader())
 		boundedAlloc(t, len(in), func() {
-			for _, p := range splitPackets(in) {
-				pkt := append(append([]byte{byte(len(hdr))}, hdr...), append(protoLen(len(p)), p...)...)
-				if re := c.processPacket(pkt); re != nil {
-					switch re.Class {
-					case ClassSaslException, ClassAccessControl, ClassInvalidToken, ClassRpcServerException:
-					default:
-						t.Fatalf("unexpected class in %+v", re)
-					}
-					break
-				}
-			}
-			c.calls.Wait()
+			feedSASL(t, c, splitPackets(in), ClassSaslException, ClassAccessControl, ClassInvalidToken, ClassRpcServerException)
 		})
 		// What serve does when the connection ends.
 		c.cancel()
@@ -113,11 +100,7 @@ func FuzzRelayConnHandshake(f *testing.F) {
 	f.Add(joinPackets(mustPacket(&commonpb.RpcResponseHeaderProto{CallId: proto.Uint32(wireCallID(callIDSASL)), Status: commonpb.RpcResponseHeaderProto_FATAL.Enum(),
 		ExceptionClassName: proto.String(ClassInvalidToken), ErrorMsg: proto.String("no")})))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var script []byte
-		for _, p := range splitPackets(in) {
-			script = binary.BigEndian.AppendUint32(script, uint32(len(p)))
-			script = append(script, p...)
-		}
+		script := lengthPrefixed(splitPackets(in))
 		sc := &scriptConn{r: bytes.NewReader(script)}
 		c := newClientConn(NewPool(), connKey{}, connConfig{maxFrame: 1 << 16, protocol: testProtocol}, sc)
 		rc := &RelayConn{cfg: RelayConfig{Protocol: testProtocol}, c: c, br: bufio.NewReader(sc)}

@@ -33,13 +33,7 @@ func TestTokenAuth(t *testing.T) {
 			cfg := tokenConfig()
 			cfg.AllowSimple = false
 			cfg.QOPs = tc.serverQOPs
-			var mu sync.Mutex
-			var seen User
-			ts := startServer(t, cfg, echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
-				mu.Lock()
-				seen, _ = UserFromContext(ctx)
-				mu.Unlock()
-			}))
+			ts, seen := startUserServer(t, cfg)
 			c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Token: testToken("id-amuser", "pw-amuser"), QOPs: tc.clientQOPs})
 			for i := 0; i < 3; i++ { // several packets through the layer
 				resp, err := echo(context.Background(), c, "x")
@@ -50,10 +44,8 @@ func TestTokenAuth(t *testing.T) {
 					t.Errorf("handler saw user %q", resp.GetToken().GetService())
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if seen.AuthMethod != "TOKEN" || string(seen.TokenID) != "id-amuser" || seen.Name != "amuser" {
-				t.Errorf("User in ctx = %+v", seen)
+			if got := seen(); got.AuthMethod != "TOKEN" || string(got.TokenID) != "id-amuser" || got.Name != "amuser" {
+				t.Errorf("User in ctx = %+v", got)
 			}
 			var conn *clientConn
 			c.pool.mu.Lock()
@@ -98,43 +90,25 @@ func TestTokenAuthFailures(t *testing.T) {
 	}
 	// The wire view: the FATAL reply, then the server closes.
 	r := dialRaw(t, ts.addr)
-	r.preamble(authProtocolSASL)
-	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
-	h, rest := r.reply()
-	neg := &commonpb.RpcSaslProto{}
-	if _, err := unmarshalDelimited(rest, neg); err != nil || h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
-		t.Fatalf("negotiate reply %v %v", h, err)
-	}
-	mech, err := newDigestClient(testToken("id-amuser", "wrong"), "", "default", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := mech.Respond(neg.GetAuths()[0].GetChallenge())
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := proto.Clone(neg.GetAuths()[0]).(*commonpb.RpcSaslProto_SaslAuth)
-	auth.Challenge = nil
-	m := saslMsg(commonpb.RpcSaslProto_INITIATE, auth)
-	m.Token = resp
-	r.packet(saslHeader(), m)
-	h, _ = r.reply()
+	_, h, _ := rawDigestInitiate(t, r, testToken("id-amuser", "wrong"))
 	if h.GetStatus() != commonpb.RpcResponseHeaderProto_FATAL || h.GetErrorDetail() != fatalUnauthorized || int32(h.GetCallId()) != callIDSASL {
 		t.Fatalf("wrong password reply %v", h)
 	}
 	r.expectClosed()
 }
 
-// rawTokenLogin runs a DIGEST-MD5 login for tok by hand on r and checks the
-// server's proof.
-func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
+// rawDigestInitiate plays a client holding tok on r by hand: preamble,
+// NEGOTIATE (which must succeed), then the DIGEST-MD5 INITIATE answering
+// the server's challenge. It returns the mechanism (to check the server's
+// proof with) and the server's reply to the INITIATE.
+func rawDigestInitiate(t *testing.T, r *rawConn, tok *commonpb.TokenProto) (tokenClientMech, *commonpb.RpcResponseHeaderProto, []byte) {
 	t.Helper()
 	r.preamble(authProtocolSASL)
 	r.packet(saslHeader(), saslMsg(commonpb.RpcSaslProto_NEGOTIATE))
-	_, rest := r.reply()
+	h, rest := r.reply()
 	neg := &commonpb.RpcSaslProto{}
-	if _, err := unmarshalDelimited(rest, neg); err != nil {
-		t.Fatal(err)
+	if _, err := unmarshalDelimited(rest, neg); err != nil || h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
+		t.Fatalf("negotiate reply %v %v", h, err)
 	}
 	mech, err := newDigestClient(tok, "", "default", nil)
 	if err != nil {
@@ -149,7 +123,15 @@ func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
 	m := saslMsg(commonpb.RpcSaslProto_INITIATE, auth)
 	m.Token = resp
 	r.packet(saslHeader(), m)
-	h, rest := r.reply()
+	h, rest = r.reply()
+	return mech, h, rest
+}
+
+// rawTokenLogin runs a DIGEST-MD5 login for tok by hand on r and checks the
+// server's proof.
+func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
+	t.Helper()
+	mech, h, rest := rawDigestInitiate(t, r, tok)
 	ok := &commonpb.RpcSaslProto{}
 	unmarshalDelimited(rest, ok)
 	if ok.GetState() != commonpb.RpcSaslProto_SUCCESS {
@@ -166,13 +148,7 @@ func rawTokenLogin(t *testing.T, r *rawConn, tok *commonpb.TokenProto) {
 // realUser alone names nobody and is accepted as the token's user (some
 // third-party AM clients send that).
 func TestTokenConnectionContextUser(t *testing.T) {
-	var mu sync.Mutex
-	var seen User
-	ts := startServer(t, tokenConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
-		mu.Lock()
-		seen, _ = UserFromContext(ctx)
-		mu.Unlock()
-	}))
+	ts, seen := startUserServer(t, tokenConfig())
 	cases := []struct {
 		name            string
 		userInfo        bool
@@ -211,9 +187,7 @@ func TestTokenConnectionContextUser(t *testing.T) {
 			if h, _ := r.reply(); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
 				t.Fatalf("reply %v", h)
 			}
-			mu.Lock()
-			got := seen
-			mu.Unlock()
+			got := seen()
 			if got.Name != "amuser" || got.AuthMethod != "TOKEN" || got.RealUser != "" || string(got.TokenID) != "id-amuser" {
 				t.Errorf("user %+v, want the token's user amuser", got)
 			}

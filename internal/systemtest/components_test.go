@@ -97,7 +97,7 @@ func (nd *storeNode) readyz() (leader string, detail string) {
 func (sc *storeCluster) agreedLeader() (bool, string) {
 	leader := ""
 	for _, nd := range sc.nodes {
-		if dead, _ := nd.p.exited(); dead {
+		if dead, _ := nd.p.Exited(); dead {
 			continue
 		}
 		l, detail := nd.readyz()
@@ -116,7 +116,7 @@ func (sc *storeCluster) agreedLeader() (bool, string) {
 	// until their heartbeat timeout passes.
 	for _, nd := range sc.nodes {
 		if nd.id == leader {
-			if dead, _ := nd.p.exited(); dead {
+			if dead, _ := nd.p.Exited(); dead {
 				return false, "replicas still name the killed leader " + leader
 			}
 		}
@@ -129,7 +129,7 @@ func (sc *storeCluster) leader(t *testing.T) *storeNode {
 	t.Helper()
 	waitFor(t, 20*time.Second, "an agreed state store leader", sc.agreedLeader)
 	for _, nd := range sc.nodes {
-		if dead, _ := nd.p.exited(); dead {
+		if dead, _ := nd.p.Exited(); dead {
 			continue
 		}
 		id, _ := nd.readyz()
@@ -263,7 +263,7 @@ func (h *harness) waitSubCluster(st *storeCluster, rm *simRM, state pb.SubCluste
 	c := st.client(h.t)
 	waitFor(h.t, 20*time.Second, fmt.Sprintf("%s %v in the store", rm.id, state), func() (bool, string) {
 		if rm.agent != nil {
-			if dead, err := rm.agent.exited(); dead {
+			if dead, err := rm.agent.Exited(); dead {
 				h.t.Fatalf("agent of %s exited: %v", rm.id, err)
 			}
 		}
@@ -311,7 +311,7 @@ func (h *harness) restartRouter(r *routerProc) {
 	h.t.Helper()
 	h.restart(r.p)
 	waitFor(h.t, 20*time.Second, r.name+" ready after restart", func() (bool, string) {
-		if dead, err := r.p.exited(); dead {
+		if dead, err := r.p.Exited(); dead {
 			h.t.Fatalf("%s exited after restart: %v", r.name, err)
 		}
 		return r.ready()

@@ -29,10 +29,10 @@ func TestConfigFiles(t *testing.T) {
 	st := &storeCluster{h: h, nodes: []*storeNode{{id: "ss1", grpc: grpc, raft: raft, httpAddr: httpFlag}}}
 	st.nodes[0].p = h.spawn("statestore-ss1", "statestore", "--config", storeConf, "--http-address", httpFlag)
 	waitFor(t, 20*time.Second, "statestore ready on the --http-address flag's address", func() (bool, string) {
-		if st.nodes[0].p.bindFailed() {
+		if st.nodes[0].p.BindFailed() {
 			t.Skip("a port picked for this test was taken meanwhile")
 		}
-		if dead, err := st.nodes[0].p.exited(); dead {
+		if dead, err := st.nodes[0].p.Exited(); dead {
 			t.Fatalf("statestore exited: %v", err)
 		}
 		l, d := st.nodes[0].readyz()
@@ -48,13 +48,13 @@ func TestConfigFiles(t *testing.T) {
 	r := h.spawn("router-1", "router", "--config", routerConf, "--clientrm-address", cliFlag, "--admin-address", "")
 	want := fmt.Sprintf("router: clientrm %s, web %s", cliFlag, web)
 	waitFor(t, 20*time.Second, "router bound where file and flag say", func() (bool, string) {
-		if r.bindFailed() {
+		if r.BindFailed() {
 			t.Skip("a port picked for this test was taken meanwhile")
 		}
-		if dead, err := r.exited(); dead {
+		if dead, err := r.Exited(); dead {
 			t.Fatalf("router exited: %v", err)
 		}
-		return r.logContains(want), "no line " + want
+		return r.LogContains(want), "no line " + want
 	})
 	code, body, err := httpGet("http://" + web + "/readyz")
 	if err != nil || code != 503 {
@@ -73,11 +73,11 @@ func TestConfigFiles(t *testing.T) {
 		t.Run("misspelt key in "+c.name, func(t *testing.T) {
 			p := h.spawn("bad-"+c.name, c.role, "--config", write("bad-"+c.name+".json", c.conf))
 			waitFor(t, 20*time.Second, "the process to refuse its config", func() (bool, string) {
-				dead, err := p.exited()
+				dead, err := p.Exited()
 				return dead && err != nil, fmt.Sprintf("exited %v (%v)", dead, err)
 			})
-			if !p.logContains(c.key) {
-				t.Errorf("error does not name the key %q:\n%s", c.key, p.tail(5))
+			if !p.LogContains(c.key) {
+				t.Errorf("error does not name the key %q:\n%s", c.key, p.Tail(5))
 			}
 		})
 	}

@@ -45,7 +45,7 @@ func (f *federation) holders(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, rm := range f.rms {
-		if dead, _ := rm.p.exited(); dead {
+		if dead, _ := rm.p.Exited(); dead {
 			continue
 		}
 		apps, err := dialYARN(t, rm.client).apps()
@@ -144,7 +144,7 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	s := startStream(t, yb, 4)
 	s.waitAcked(t, 10, "before the first fault")
 
-	r.p.kill()
+	r.p.Kill()
 	t.Logf("router SIGKILLed after %d acknowledged submissions", s.nAcked.Load())
 	h.restartRouter(r)
 	s.waitAcked(t, 10, "through the restarted router")
@@ -152,13 +152,13 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	// The store leader: the router's store client moves to the new leader;
 	// the replica then rejoins from its data dir.
 	victim := f.st.leader(t)
-	victim.p.kill()
+	victim.p.Kill()
 	t.Logf("state store leader %s SIGKILLed after %d acknowledged submissions", victim.id, s.nAcked.Load())
 	s.waitAcked(t, 10, "with a store replica down")
 	h.restart(victim.p)
 	waitFor(t, 30*time.Second, "state store replicas agree on a leader after the restart", f.st.agreedLeader)
 
-	r.p.kill()
+	r.p.Kill()
 	h.restartRouter(r)
 	s.waitAcked(t, 10, "through the router restarted again")
 	attempts := s.stop()
@@ -211,8 +211,8 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	yp := dialYARN(t, partial.clientrm)
 	homes := f.homes(t)
 	sc1 := f.rms[0]
-	sc1.agent.signal(t, syscall.SIGSTOP)
-	sc1.p.kill()
+	signal(t, sc1.agent, syscall.SIGSTOP)
+	sc1.p.Kill()
 	// Without --partial-results (Hadoop's default) a list call fails and
 	// names the dead sub-cluster, until the router's breaker for SC-1
 	// opens (3 failures); a client that does not retry makes one call each.
@@ -258,7 +258,7 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 
 	// The agent thaws: no RM answers, so it marks SC-1 unhealthy, and
 	// both routers stop routing to it.
-	sc1.agent.signal(t, syscall.SIGCONT)
+	signal(t, sc1.agent, syscall.SIGCONT)
 	h.waitSubCluster(f.st, sc1, pb.SubClusterState_SC_UNHEALTHY)
 	// What the operator sees.
 	var scs []struct {
@@ -279,17 +279,7 @@ func TestFederationSurvivesProcessRestarts(t *testing.T) {
 	if n, err := y.nodeManagers(); err != nil || n != simNodes {
 		t.Errorf("getClusterMetrics through router-1 with SC-1 unhealthy: %d nodes, %v; want %d", n, err, simNodes)
 	}
-	var fresh []string
-	for range 6 {
-		fresh = append(fresh, appID(y.submitNew()))
-	}
-	after := f.homes(t)
-	for _, id := range fresh {
-		if after[id] != "SC-2" {
-			t.Errorf("%s submitted with SC-1 unhealthy went to %q", id, after[id])
-		}
-	}
-	f.checkExactlyOnce(t, y, fresh)
+	fresh := f.submitAllTo(t, y, "SC-2", "with SC-1 unhealthy")
 	var home []struct {
 		App  string `json:"applicationId"`
 		Home string `json:"homeSubCluster"`
@@ -409,8 +399,8 @@ func TestTwoRoutersSideBySide(t *testing.T) {
 		order = append(order, nd.p)
 	}
 	for _, p := range order {
-		if err := p.terminate(15 * time.Second); err != nil {
-			t.Errorf("%s on SIGTERM: %v", p.name, err)
+		if err := p.Terminate(15 * time.Second); err != nil {
+			t.Errorf("%s on SIGTERM: %v", p.Name, err)
 		}
 	}
 }
@@ -536,8 +526,8 @@ func TestAgentRestartWhileRMDown(t *testing.T) {
 	st := h.startStore(1)
 	rm := h.startSimRM("SC-1", 1_700_000_000_000)
 	h.startAgent(rm, st)
-	rm.agent.kill()
-	rm.p.kill()
+	rm.agent.Kill()
+	rm.p.Kill()
 	h.restart(rm.agent)
 	h.waitSubCluster(st, rm, pb.SubClusterState_SC_UNHEALTHY)
 }
@@ -566,7 +556,7 @@ func TestFederationSurvivesStoreOutage(t *testing.T) {
 	}
 
 	for _, nd := range f.st.nodes {
-		nd.p.kill()
+		nd.p.Kill()
 	}
 	t.Log("every state store replica SIGKILLed")
 	if _, err := y.apps(); err != nil {
@@ -647,8 +637,8 @@ func TestRouterMembershipWithFrozenStoreReplica(t *testing.T) {
 		return err == nil && n == 2*simNodes, fmt.Sprint(n, err)
 	})
 
-	frozen.p.signal(t, syscall.SIGSTOP)
-	t.Cleanup(func() { frozen.p.signal(t, syscall.SIGCONT) })
+	signal(t, frozen.p, syscall.SIGSTOP)
+	t.Cleanup(func() { signal(t, frozen.p, syscall.SIGCONT) })
 	t.Logf("store replica %s (follower, first in the router's --store) frozen", frozen.id)
 	sc3 := h.startSimRM("SC-3", 1_700_000_000_002)
 	sc3.agent = h.spawn("agent-SC-3", "subcluster-agent", "--subcluster-id", "SC-3",
@@ -679,7 +669,7 @@ func TestSubClusterRMFailover(t *testing.T) {
 		t.Fatalf("getClusterMetrics: %d nodes, %v", n, err)
 	}
 
-	active.p.kill()
+	active.p.Kill()
 	resp, err := httpClient.Post("http://"+standby.web+"/simrm/v1/transition?to=active", "", nil)
 	if err != nil {
 		t.Fatalf("promote the standby: %v", err)
@@ -755,14 +745,14 @@ func TestStartOrderIndependent(t *testing.T) {
 		"--client-address", rm.client, "--scheduler-address", rm.sched, "--admin-address", rm.admin, "--webapp-address", rm.web,
 		"--nodes", fmt.Sprint(simNodes))
 	for _, p := range []*proc{r.p, rm.agent, nd.p, rm.p} {
-		if p.bindFailed() {
-			t.Skipf("%s: a port picked for this test was taken meanwhile", p.name)
+		if p.BindFailed() {
+			t.Skipf("%s: a port picked for this test was taken meanwhile", p.Name)
 		}
 	}
 	waitFor(t, 40*time.Second, "the router ready once store and RM are up", func() (bool, string) {
 		for _, p := range []*proc{r.p, rm.agent, nd.p, rm.p} {
-			if dead, err := p.exited(); dead {
-				t.Fatalf("%s exited: %v", p.name, err)
+			if dead, err := p.Exited(); dead {
+				t.Fatalf("%s exited: %v", p.Name, err)
 			}
 		}
 		return r.ready()
@@ -807,11 +797,11 @@ func TestFederationWithFrozenStoreLeader(t *testing.T) {
 	s := startStream(t, yb, 4)
 	s.waitAcked(t, 10, "before the freeze")
 	leader := f.st.leader(t)
-	leader.p.signal(t, syscall.SIGSTOP)
-	t.Cleanup(func() { leader.p.signal(t, syscall.SIGCONT) })
+	signal(t, leader.p, syscall.SIGSTOP)
+	t.Cleanup(func() { signal(t, leader.p, syscall.SIGCONT) })
 	t.Logf("store leader %s frozen after %d acknowledged submissions", leader.id, s.nAcked.Load())
 	s.waitAcked(t, 10, "with the store leader frozen")
-	leader.p.signal(t, syscall.SIGCONT)
+	signal(t, leader.p, syscall.SIGCONT)
 	s.waitAcked(t, 10, "after the thaw")
 	attempts := s.stop()
 	var names []string
@@ -885,7 +875,7 @@ func TestFederationSurvivesStoreDataLoss(t *testing.T) {
 	apps := f.submitUntilBoth(t, y)
 
 	nd := f.st.nodes[0]
-	nd.p.kill()
+	nd.p.Kill()
 	if err := os.RemoveAll(nd.dir); err != nil {
 		t.Fatal(err)
 	}
@@ -922,17 +912,26 @@ func TestFederationSurvivesStoreDataLoss(t *testing.T) {
 // it out of fan-out calls.
 func TestDecommissionSubCluster(t *testing.T) {
 	f, y, _, _ := decommissionSC1(t)
+	f.submitAllTo(t, y, "SC-2", "after SC-1 was decommissioned")
+}
+
+// submitAllTo submits six applications through y, checks that every one's
+// home is sc (when is what the test changed) and that each runs exactly
+// once, and returns their ids.
+func (f *federation) submitAllTo(t *testing.T, y *yarnClient, sc, when string) []string {
+	t.Helper()
 	var fresh []string
 	for range 6 {
 		fresh = append(fresh, appID(y.submitNew()))
 	}
 	after := f.homes(t)
 	for _, id := range fresh {
-		if after[id] != "SC-2" {
-			t.Errorf("%s submitted after SC-1 was decommissioned went to %q", id, after[id])
+		if after[id] != sc {
+			t.Errorf("%s submitted %s went to %q", id, when, after[id])
 		}
 	}
 	f.checkExactlyOnce(t, y, fresh)
+	return fresh
 }
 
 // TestDecommissionedHomeStillAnswers: after SC-1 is deregistered, its RM
@@ -961,7 +960,7 @@ func decommissionSC1(t *testing.T) (*federation, *yarnClient, map[string]*yarnpb
 	y := dialYARN(t, r.clientrm)
 	apps := f.submitUntilBoth(t, y)
 	homes := f.homes(t)
-	if err := f.rms[0].agent.terminate(15 * time.Second); err != nil {
+	if err := f.rms[0].agent.Terminate(15 * time.Second); err != nil {
 		t.Fatalf("stop the SC-1 agent: %v", err)
 	}
 	ctl(t, "--store", f.st.addrs(), "subcluster", "deregister", "SC-1", "--state", "SC_DECOMMISSIONED")

@@ -112,11 +112,11 @@ func TestGPGProcesses(t *testing.T) {
 		_, err := c.GetApplicationHome(ctxT(t, 3*time.Second), id, false)
 		return err == nil
 	}
-	rm2.p.kill()
+	rm2.p.Kill()
 	ghost("application_1_0001")
 	waitFor(t, 15*time.Second, "cleaner rounds that refuse to delete while SC-2's RM is down", func() (bool, string) {
 		s, err := acting.status()
-		return err == nil && strings.HasPrefix(s.Cleaner, "incomplete") && acting.p.logContains("deleting nothing this round"), fmt.Sprint(s, err)
+		return err == nil && strings.HasPrefix(s.Cleaner, "incomplete") && acting.p.LogContains("deleting nothing this round"), fmt.Sprint(s, err)
 	})
 	if !exists("application_1_0001") {
 		t.Fatal("a home was deleted while an RM could not answer (YARN-11387)")
@@ -127,23 +127,23 @@ func TestGPGProcesses(t *testing.T) {
 	})
 
 	// An agent goes silent: its sub-cluster is marked lost, and comes back.
-	rm2.agent.signal(t, syscall.SIGSTOP)
+	signal(t, rm2.agent, syscall.SIGSTOP)
 	waitFor(t, 20*time.Second, "SC-2 SC_LOST after its heartbeat expired", func() (bool, string) {
 		info, err := c.GetSubCluster(ctxT(t, 3*time.Second), "SC-2")
 		return err == nil && info.GetState() == pb.SubClusterState_SC_LOST, fmt.Sprint(info.GetState(), err)
 	})
-	rm2.agent.signal(t, syscall.SIGCONT)
+	signal(t, rm2.agent, syscall.SIGCONT)
 	h.waitSubCluster(st, rm2, pb.SubClusterState_SC_RUNNING)
 
 	// The acting GPG dies; the other takes over within the lease TTL.
-	acting.p.kill()
+	acting.p.Kill()
 	waitFor(t, 15*time.Second, standby.name+" acting", func() (bool, string) {
 		s, err := standby.status()
 		return err == nil && s.Holding, fmt.Sprint(s, err)
 	})
 
 	// Every GPG down: the router still routes.
-	standby.p.kill()
+	standby.p.Kill()
 	y := dialYARN(t, r.clientrm)
 	for range 3 {
 		y.submitNew()

@@ -1,7 +1,6 @@
 package systemtest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,11 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/proctest"
 )
 
 // yarnfedBin and yarnfedctlBin are the binaries under test: built once by
@@ -86,11 +86,11 @@ func newHarness(t *testing.T) *harness {
 		procs := append([]*proc(nil), h.procs...)
 		h.mu.Unlock()
 		for _, p := range procs {
-			p.kill()
+			p.Kill()
 		}
 		if t.Failed() {
 			for _, p := range procs {
-				t.Logf("---- %s (%s) log tail ----\n%s", p.name, p.logPath, p.tail(40))
+				t.Logf("---- %s (%s) log tail ----\n%s", p.Name, p.LogPath, p.Tail(40))
 			}
 		}
 	})
@@ -108,127 +108,27 @@ func (h *harness) path(name string) string {
 
 // proc is one yarnfed process; restart runs it again with the same
 // arguments (same ports, same data dir), as an operator would.
-type proc struct {
-	name    string
-	args    []string
-	logPath string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
+type proc = proctest.Proc
 
 // spawn starts `yarnfed args...` with stdout and stderr appended to a log
 // file named after the process.
 func (h *harness) spawn(name string, args ...string) *proc {
 	h.t.Helper()
-	p := &proc{name: name, args: args, logPath: filepath.Join(h.path("logs"), name+".log")}
+	p := &proc{Name: name, Bin: yarnfedBin, Args: args, LogPath: filepath.Join(h.path("logs"), name+".log")}
 	h.mu.Lock()
 	h.procs = append(h.procs, p)
 	h.mu.Unlock()
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		h.t.Fatalf("start %s: %v", name, err)
 	}
 	return p
 }
 
-func (p *proc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && !p.exitedLocked() {
-		return fmt.Errorf("%s is still running", p.name)
-	}
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "=== %s: yarnfed %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
-	cmd := exec.Command(yarnfedBin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return err
-	}
-	done := make(chan struct{})
-	p.cmd, p.done, p.err = cmd, done, nil
-	go func() {
-		err := cmd.Wait()
-		f.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(done)
-	}()
-	return nil
-}
-
-func (p *proc) exitedLocked() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// exited reports whether the process has ended, and how.
-func (p *proc) exited() (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return true, nil
-	}
-	if p.exitedLocked() {
-		return true, p.err
-	}
-	return false, nil
-}
-
-// kill SIGKILLs the process (only this pid: yarnfed starts no children)
-// and waits until it is reaped.
-func (p *proc) kill() {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// terminate sends SIGTERM, as systemd or an operator's kill would, and
-// returns how the process exited (an error if it did not within timeout).
-func (p *proc) terminate(timeout time.Duration) error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		_, err := p.exited()
-		return err
-	case <-time.After(timeout):
-		return fmt.Errorf("still running %v after SIGTERM", timeout)
-	}
-}
-
-// signal sends sig (SIGSTOP/SIGCONT freeze and thaw a process, as a
-// paused VM or a stuck host would).
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+// signal sends sig to p, failing the test if it cannot.
+func signal(t *testing.T, p *proc, sig syscall.Signal) {
 	t.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%v to %s: %v", sig, p.name, err)
+	if err := p.Signal(sig); err != nil {
+		t.Fatalf("%v to %s: %v", sig, p.Name, err)
 	}
 }
 
@@ -236,49 +136,9 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 // must be dead.
 func (h *harness) restart(p *proc) {
 	h.t.Helper()
-	if err := p.start(); err != nil {
-		h.t.Fatalf("restart %s: %v", p.name, err)
+	if err := p.Start(); err != nil {
+		h.t.Fatalf("restart %s: %v", p.Name, err)
 	}
-}
-
-// tail returns the last n lines of the process log.
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// logContains reports whether the log of the current run mentions s.
-func (p *proc) logContains(s string) bool {
-	f, err := os.Open(p.logPath)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	found := false
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "=== ") {
-			found = false // a new run starts
-		}
-		found = found || strings.Contains(line, s)
-	}
-	return found
-}
-
-// bindFailed reports whether the process died because a port was taken
-// (another test on the machine won the race for a port we picked).
-func (p *proc) bindFailed() bool {
-	dead, _ := p.exited()
-	return dead && p.logContains("address already in use")
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
@@ -315,11 +175,11 @@ func (h *harness) launch(what string, nports int, timeout time.Duration, start f
 		ps := start(ports)
 		err := poll(timeout, func() (bool, string, error) {
 			for _, p := range ps {
-				if p.bindFailed() {
+				if p.BindFailed() {
 					return false, "", errRetryPorts
 				}
-				if dead, err := p.exited(); dead {
-					return false, "", fmt.Errorf("%s exited: %v", p.name, err)
+				if dead, err := p.Exited(); dead {
+					return false, "", fmt.Errorf("%s exited: %v", p.Name, err)
 				}
 			}
 			ok, detail := ready()
@@ -330,7 +190,7 @@ func (h *harness) launch(what string, nports int, timeout time.Duration, start f
 		}
 		if errors.Is(err, errRetryPorts) && attempt < 4 {
 			for _, p := range ps {
-				p.kill()
+				p.Kill()
 			}
 			h.t.Logf("%s: %v (attempt %d)", what, err, attempt)
 			continue
@@ -385,17 +245,17 @@ func httpGet(url string) (int, string, error) {
 // fails the test if the command fails or runs longer than 30 s.
 func ctl(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, yarnfedctlBin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// The harness's replicas are plaintext; the operator says so.
-	cmd.Env = append(os.Environ(), "YARNFED_STORE_INSECURE=1")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("yarnfedctl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	return proctest.RunCtl(t, yarnfedctlBin, args...)
+}
+
+// stopAtCleanup returns a function that cancels workers started with
+// cancel's context and waits for wg, once however often it is called; the
+// test's cleanup calls it too.
+func stopAtCleanup(t *testing.T, cancel context.CancelFunc, wg *sync.WaitGroup) func() {
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // ctxT is a context bounded well below the test timeout.

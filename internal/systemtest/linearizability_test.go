@@ -54,12 +54,10 @@ func startCutStore(t *testing.T, h *harness, n int) *cutStore {
 			return 0
 		}
 		p := cs.nodes[i].p
-		if dead, _ := p.exited(); dead {
+		if dead, _ := p.Exited(); dead {
 			return 0
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.cmd.Process.Pid
+		return p.Pid()
 	})
 	t.Cleanup(cs.nc.close)
 	raftP, grpcP := make([]*cutProxy, n), make([]*cutProxy, n)
@@ -261,15 +259,7 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var codeCounts [codes.Unauthenticated + 1]atomic.Int64
 	wg := linWorkload(ctx, t, cs, rec, 6, down, &codeCounts)
-	stopped := false
-	stopClients := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopClients)
+	stopClients := stopAtCleanup(t, stop, wg)
 
 	others := func(x int) []int {
 		var o []int
@@ -289,7 +279,7 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 			l := cs.leader(t)
 			i := cs.index(l)
 			killed.Store(i, true)
-			l.p.kill()
+			l.p.Kill()
 			time.Sleep(1500 * time.Millisecond)
 			h.restart(l.p)
 			killed.Delete(i)
@@ -297,9 +287,9 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		{"SIGSTOP a follower", func() {
 			l := cs.leader(t)
 			f := cs.nodes[others(cs.index(l))[rng.IntN(2)]]
-			f.p.signal(t, syscall.SIGSTOP)
+			signal(t, f.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
-			f.p.signal(t, syscall.SIGCONT)
+			signal(t, f.p, syscall.SIGCONT)
 		}},
 		{"partition the leader from the followers", func() {
 			l := cs.index(cs.leader(t))
@@ -309,9 +299,9 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		}},
 		{"SIGSTOP the leader", func() {
 			l := cs.leader(t)
-			l.p.signal(t, syscall.SIGSTOP)
+			signal(t, l.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
-			l.p.signal(t, syscall.SIGCONT)
+			signal(t, l.p, syscall.SIGCONT)
 		}},
 		{"cut a follower off", func() {
 			l := cs.index(cs.leader(t))

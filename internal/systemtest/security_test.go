@@ -31,7 +31,7 @@ func TestStoreMutualTLS(t *testing.T) {
 	st.addReplica(t, files("", "ss1")...)
 	st.addReplica(t, files("", "ss2")...)
 	for _, nd := range st.nodes {
-		if nd.p.logContains("PLAINTEXT") {
+		if nd.p.LogContains("PLAINTEXT") {
 			t.Errorf("%s warns of plaintext although it has certificates", nd.id)
 		}
 	}
@@ -96,15 +96,15 @@ func TestPlaintextMustBeAskedFor(t *testing.T) {
 	} {
 		p := h.spawn(c.name, c.args...)
 		waitFor(t, 20*time.Second, c.name+" exits", func() (bool, string) {
-			dead, _ := p.exited()
-			return dead, p.tail(5)
+			dead, _ := p.Exited()
+			return dead, p.Tail(5)
 		})
-		if _, err := p.exited(); err == nil {
+		if _, err := p.Exited(); err == nil {
 			t.Errorf("%s exited 0 without a transport", c.name)
 		}
 		for _, want := range append(c.flags, "refusing to start") {
-			if !p.logContains(want) {
-				t.Errorf("%s: log does not name %q:\n%s", c.name, want, p.tail(10))
+			if !p.LogContains(want) {
+				t.Errorf("%s: log does not name %q:\n%s", c.name, want, p.Tail(10))
 			}
 		}
 	}

@@ -90,20 +90,12 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	wg := w.run(ctx, 8)
-	stopped := false
-	stopWriters := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopWriters)
+	stopWriters := stopAtCleanup(t, stop, wg)
 
 	w.waitAcked(t, 300, "before the kill")
 	victim := st.leader(t)
-	t.Logf("SIGKILL leader %s (pid %d) after %d acked inserts", victim.id, victim.p.cmd.Process.Pid, w.nAcked.Load())
-	victim.p.kill()
+	t.Logf("SIGKILL leader %s (pid %d) after %d acked inserts", victim.id, victim.p.Pid(), w.nAcked.Load())
+	victim.p.Kill()
 
 	// The survivors elect a new leader and keep taking writes.
 	newLeader := st.leader(t)
@@ -129,7 +121,7 @@ func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 	// The operator restarts the killed replica with its data dir.
 	h.restart(victim.p)
 	waitFor(t, 30*time.Second, victim.id+" ready after restart", func() (bool, string) {
-		if dead, err := victim.p.exited(); dead {
+		if dead, err := victim.p.Exited(); dead {
 			t.Fatalf("%s exited after restart: %v", victim.id, err)
 		}
 		l, d := victim.readyz()
@@ -254,7 +246,7 @@ func TestStoreJoinedClusterRestarts(t *testing.T) {
 	}
 
 	for _, nd := range st.nodes {
-		nd.p.kill()
+		nd.p.Kill()
 	}
 	for _, nd := range st.nodes {
 		h.restart(nd.p)
@@ -294,14 +286,14 @@ func TestStoreJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "an agreed leader", st.agreedLeader)
 	seed, restarted := st.nodes[0], st.nodes[1]
-	seed.p.kill()
-	restarted.p.kill()
+	seed.p.Kill()
+	restarted.p.Kill()
 	h.restart(restarted.p)
 	waitFor(t, 20*time.Second, restarted.id+" finishes starting without its seed", func() (bool, string) {
-		if dead, err := restarted.p.exited(); dead {
+		if dead, err := restarted.p.Exited(); dead {
 			t.Fatalf("%s exited: %v", restarted.id, err)
 		}
-		return restarted.p.logContains("statestore replica started"), "start has not returned (still joining?)"
+		return restarted.p.LogContains("statestore replica started"), "start has not returned (still joining?)"
 	})
 	if _, _, err := st.client(t, restarted).AddApplicationHome(ctxT(t, 15*time.Second),
 		&pb.ApplicationHome{ApplicationId: "application_1700000000000_0001", HomeSubClusterId: "SC-1"}); err != nil {
@@ -319,20 +311,12 @@ func TestStoreFrozenLeaderNoStaleRead(t *testing.T) {
 	w := &writer{c: st.client(t)}
 	ctx, stop := context.WithCancel(context.Background())
 	wg := w.run(ctx, 4)
-	stopped := false
-	stopWriters := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			wg.Wait()
-		}
-	}
-	t.Cleanup(stopWriters)
+	stopWriters := stopAtCleanup(t, stop, wg)
 	w.waitAcked(t, 100, "before the freeze")
 
 	old := st.leader(t)
-	old.p.signal(t, syscall.SIGSTOP)
-	t.Cleanup(func() { old.p.signal(t, syscall.SIGCONT) })
+	signal(t, old.p, syscall.SIGSTOP)
+	t.Cleanup(func() { signal(t, old.p, syscall.SIGCONT) })
 	t.Logf("leader %s frozen after %d acked inserts", old.id, w.nAcked.Load())
 	// The others elect a leader among themselves and take writes.
 	var others []*storeNode
@@ -354,7 +338,7 @@ func TestStoreFrozenLeaderNoStaleRead(t *testing.T) {
 		t.Fatalf("insert with the old leader frozen: %v", err)
 	}
 
-	old.p.signal(t, syscall.SIGCONT)
+	signal(t, old.p, syscall.SIGCONT)
 	// The first read after the thaw, only to the old leader, linearizable.
 	home, err := st.client(t, old).GetApplicationHome(ctxT(t, 15*time.Second), marker, false)
 	if err != nil || home.GetHomeSubClusterId() != "SC-9" {
@@ -418,7 +402,7 @@ func TestStoreReplicaReplacesLostDisk(t *testing.T) {
 		ents, _ := os.ReadDir(filepath.Join(leader.dir, "snapshots"))
 		return len(ents) > 0, fmt.Sprintf("%d entries in %s/snapshots", len(ents), leader.dir)
 	})
-	lost.p.kill()
+	lost.p.Kill()
 	if err := os.RemoveAll(lost.dir); err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +420,7 @@ func TestStoreReplicaReplacesLostDisk(t *testing.T) {
 	h.restart(lost.p)
 	lc := st.client(t, lost)
 	waitFor(t, 30*time.Second, lost.id+" rebuilt from the others", func() (bool, string) {
-		if dead, err := lost.p.exited(); dead {
+		if dead, err := lost.p.Exited(); dead {
 			t.Fatalf("%s exited: %v", lost.id, err)
 		}
 		local, err := allHomes(ctxT(t, 10*time.Second), lc, client.Stale())
@@ -475,7 +459,7 @@ func TestStoreMinorityRefusesWrites(t *testing.T) {
 	// The survivor applied the write before answering; it is the leader.
 	for _, nd := range st.nodes {
 		if nd != survivor {
-			nd.p.kill()
+			nd.p.Kill()
 		}
 	}
 	raw := st.client(t, survivor).Raw()
@@ -552,7 +536,7 @@ func TestStoreCountersExactAfterCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nd.p.kill()
+			nd.p.Kill()
 			h.restart(nd.p)
 			waitFor(t, 30*time.Second, "the replica back", st.agreedLeader)
 			after, err := c.GetCounter(ctxT(t, 10*time.Second), pb.Counter_COUNTER_TOKEN_SEQUENCE)
@@ -612,7 +596,7 @@ func TestStoreNonVoterReadReplica(t *testing.T) {
 	if voter == nil {
 		voter = st.nodes[1]
 	}
-	voter.p.kill()
+	voter.p.Kill()
 	short, err := client.New(client.Config{Addrs: []string{nv.grpc}, DisableCache: true, CallTimeout: time.Second, RetryTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -46,25 +46,8 @@ func FuzzParseDirectives(f *testing.F) {
 // nonce is fixed, seeded with a valid response so the fuzzer explores
 // near-valid inputs.
 func FuzzServerRespond(f *testing.F) {
-	scfg, ccfg := hadoopConfigs([]QOP{QOPAuth, QOPAuthInt, QOPAuthConf}, nil)
 	const nonce = "fuzz-nonce"
-	s := NewServer(scfg)
-	s.nonce = nonce
-	ch, err := s.Challenge()
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, q := range []QOP{QOPAuth, QOPAuthInt, QOPAuthConf} {
-		cc := ccfg
-		cc.QOPs = []QOP{q}
-		c := NewClient(cc)
-		c.cnonce = "fuzz-cnonce"
-		resp, err := c.Respond(ch)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(resp)
-	}
+	scfg := addValidResponses(f, nonce)
 	f.Add([]byte(`username="x",nonce="fuzz-nonce"`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := NewServer(scfg)
@@ -138,25 +121,8 @@ func FuzzUnwrap(f *testing.F) {
 // server: whatever a server accepts, ParseResponseInfo reads the same
 // username and qop from.
 func FuzzParseResponseInfo(f *testing.F) {
-	scfg, ccfg := hadoopConfigs([]QOP{QOPAuth, QOPAuthInt, QOPAuthConf}, nil)
 	const nonce = "fuzz-nonce"
-	s := NewServer(scfg)
-	s.nonce = nonce
-	ch, err := s.Challenge()
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, q := range []QOP{QOPAuth, QOPAuthInt, QOPAuthConf} {
-		cc := ccfg
-		cc.QOPs = []QOP{q}
-		c := NewClient(cc)
-		c.cnonce = "fuzz-cnonce"
-		resp, err := c.Respond(ch)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(resp)
-	}
+	scfg := addValidResponses(f, nonce)
 	f.Add([]byte(`username="\xff",nonce="n",cnonce="c",nc=00000001,digest-uri="/default",response=x`))
 	f.Add([]byte(`username="a",username="b"`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -216,4 +182,30 @@ func FuzzChallengeQOPs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addValidResponses seeds f with a valid digest-response for each qop to
+// a challenge carrying nonce, and returns the server configuration that
+// accepts them.
+func addValidResponses(f *testing.F, nonce string) ServerConfig {
+	f.Helper()
+	scfg, ccfg := hadoopConfigs([]QOP{QOPAuth, QOPAuthInt, QOPAuthConf}, nil)
+	s := NewServer(scfg)
+	s.nonce = nonce
+	ch, err := s.Challenge()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, q := range []QOP{QOPAuth, QOPAuthInt, QOPAuthConf} {
+		cc := ccfg
+		cc.QOPs = []QOP{q}
+		c := NewClient(cc)
+		c.cnonce = "fuzz-cnonce"
+		resp, err := c.Respond(ch)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(resp)
+	}
+	return scfg
 }
