@@ -230,9 +230,9 @@ func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 		}},
 		{"SIGSTOP the leader", func() {
 			l := cs.leader(t)
-			l.p.signal(t, syscall.SIGSTOP)
+			signal(t, l.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
-			l.p.signal(t, syscall.SIGCONT)
+			signal(t, l.p, syscall.SIGCONT)
 		}},
 	}
 	end := time.Now().Add(duration)
