@@ -281,6 +281,13 @@ func call[T any](ctx context.Context, c *Client, idempotent bool, fn func(contex
 			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil))
 		retry := notApplied || (idempotent && maybe && ctx.Err() == nil)
 		if !retry {
+			if maybe {
+				// Not resent, but this replica just hung or dropped the
+				// call (frozen, partitioned, lost leadership): the
+				// caller's next call starts on another one, or every
+				// call would wait out the same dead replica.
+				c.cur.CompareAndSwap(uint32(i), uint32((i+1)%len(c.reps)))
+			}
 			return zero, err
 		}
 		unknown = unknown || maybe

@@ -145,3 +145,25 @@ func TestUnsentCallMovesOn(t *testing.T) {
 		t.Fatalf("delete with the first replica down: %v", err)
 	}
 }
+
+// TestUnknownOutcomeMovesToAnotherReplica: a write whose outcome is unknown
+// is not resent, but the next call must not start on the replica that just
+// dropped it: with a frozen leader every call timed out on it in turn and
+// writers made no progress (TestStoreFrozenLeaderNoStaleRead, real
+// processes).
+func TestUnknownOutcomeMovesToAnotherReplica(t *testing.T) {
+	f1, f2 := storetest.NewFaultyReplica(t), storetest.NewFaultyReplica(t)
+	c := newClient(t, f1.Addr, f2.Addr)
+	ctx := context.Background()
+	addHome(t, c, "application_1_0009", "sc1") // lands on f1, the first replica
+
+	f1.Once("UpdateApplicationHome", storetest.DropReply)
+	err := c.UpdateApplicationHome(ctx, &pb.ApplicationHome{ApplicationId: "application_1_0009", HomeSubClusterId: "sc2"})
+	if !errors.Is(err, client.ErrUnknownOutcome) {
+		t.Fatalf("update whose reply was lost: %v, want ErrUnknownOutcome", err)
+	}
+	_, _ = c.GetApplicationHome(ctx, "application_1_0009", false)
+	if n1, n2 := f1.Calls("GetApplicationHome"), f2.Calls("GetApplicationHome"); n1 != 0 || n2 != 1 {
+		t.Fatalf("the call after an unknown outcome went to the same replica (first %d, second %d calls)", n1, n2)
+	}
+}

@@ -487,8 +487,11 @@ func TestRemoveNode(t *testing.T) {
 func insertHome(ctx context.Context, cl *client.Client, h *pb.ApplicationHome) (*pb.ApplicationHome, bool, error) {
 	for try := 1; ; try++ {
 		stored, inserted, err := cl.AddApplicationHome(ctx, h)
-		if !errors.Is(err, client.ErrUnknownOutcome) || try == 5 || ctx.Err() != nil {
+		if !errors.Is(err, client.ErrUnknownOutcome) || try == 10 || ctx.Err() != nil {
 			return stored, inserted, err
 		}
+		// Leadership lost mid-commit again and again means elections
+		// are churning (a loaded CI machine, 5 MB batches): let one settle.
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 	}
 }
