@@ -26,7 +26,8 @@ type secureCluster struct {
 // newSecureCluster starts a KDC, principals for the cluster ("yarn/localhost",
 // whose short name "yarn" is the admin), for HTTP (the RM's web app needs a
 // SPNEGO key once security is on) and for each user, then the cluster with
-// extra configuration (e.g. hadoop.proxyuser.* for a router).
+// extra configuration (e.g. hadoop.proxyuser.* for a router; "$SVC_KEYTAB"
+// and "$REALM" in it name the service keytab and the realm).
 func newSecureCluster(t *testing.T, users []string, extra ...string) *secureCluster {
 	t.Helper()
 	needJava(t)
@@ -39,6 +40,11 @@ func newSecureCluster(t *testing.T, users []string, extra ...string) *secureClus
 		sc.keys[u] = kdc.AddUser(t, u)
 	}
 	p := func(name string) string { return name + "@" + kdc.Realm }
+	// Extras may name the service keytab and the realm, made here.
+	subst := strings.NewReplacer("$SVC_KEYTAB", svc, "$REALM", kdc.Realm)
+	for i := range extra {
+		extra[i] = subst.Replace(extra[i])
+	}
 	set := []string{
 		"hadoop.security.authentication=kerberos",
 		// One JVM has one UGI login user: RM and NMs share a principal.

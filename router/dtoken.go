@@ -206,34 +206,46 @@ func (r *Router) getDelegationToken(ctx context.Context, req *commonpb.GetDelega
 		// a YarnException (RPCUtil.getRemoteException).
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "java.io.IOException: Delegation Token can be issued only with kerberos authentication")
 	}
-	if req.GetRenewer() == "" {
-		return nil, fmt.Errorf("%w: getDelegationToken: renewer is required", ErrBadRequest)
+	tok, _, _, err := r.issueToken(ctx, u, req.GetRenewer())
+	if err != nil {
+		return nil, err
+	}
+	return &commonpb.GetDelegationTokenResponseProto{Token: tok}, nil
+}
+
+// issueToken mints and stores a token owned by u; IPC and REST
+// (rest_dtoken.go) both issue through it, so their tokens are the same.
+// It returns the token, its identifier and when it expires unless renewed.
+func (r *Router) issueToken(ctx context.Context, u hadoopipc.User, renewer string) (*commonpb.TokenProto, *yarnpb.YARNDelegationTokenIdentifierProto, time.Time, error) {
+	if renewer == "" {
+		return nil, nil, time.Time{}, fmt.Errorf("%w: getDelegationToken: renewer is required", ErrBadRequest)
 	}
 	keyID, key, err := r.tokens.current(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, time.Time{}, err
 	}
 	seq, err := r.tokens.nextSeq(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, time.Time{}, err
 	}
 	now := time.Now()
 	ident := &yarnpb.YARNDelegationTokenIdentifierProto{
-		Owner: proto.String(u.Name), Renewer: proto.String(shortName(req.GetRenewer())), RealUser: proto.String(u.RealUser),
+		Owner: proto.String(u.Name), Renewer: proto.String(shortName(renewer)), RealUser: proto.String(u.RealUser),
 		IssueDate: proto.Int64(now.UnixMilli()), MaxDate: proto.Int64(now.Add(tokenMaxLifetime).UnixMilli()),
 		SequenceNumber: proto.Int32(seq), MasterKeyId: proto.Int32(keyID),
 	}
 	idb, err := proto.Marshal(ident)
 	if err != nil {
-		return nil, err
+		return nil, nil, time.Time{}, err
 	}
 	pw := hmacSHA1(key, idb)
-	if err := r.tokens.store.StoreToken(ctx, StoredToken{Identifier: idb, Password: pw, RenewDate: now.Add(tokenRenewInterval)}); err != nil {
-		return nil, fmt.Errorf("store delegation token: %w", err)
+	renewDate := now.Add(tokenRenewInterval)
+	if err := r.tokens.store.StoreToken(ctx, StoredToken{Identifier: idb, Password: pw, RenewDate: renewDate}); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("store delegation token: %w", err)
 	}
-	return &commonpb.GetDelegationTokenResponseProto{Token: &commonpb.TokenProto{
+	return &commonpb.TokenProto{
 		Identifier: idb, Password: pw, Kind: proto.String(TokenKind), Service: proto.String(r.tokens.service),
-	}}, nil
+	}, ident, renewDate, nil
 }
 
 func (r *Router) renewDelegationToken(ctx context.Context, req *commonpb.RenewDelegationTokenRequestProto) (*commonpb.RenewDelegationTokenResponseProto, error) {

@@ -43,9 +43,9 @@ func (r *Router) restMoreRoutes(mux *http.ServeMux, p string) {
 	mux.HandleFunc("POST "+res+"/delete", r.rest("reservation-delete", true, r.restReservationOnHome(DecodeReservationDelete)))
 	mux.HandleFunc("GET "+res+"/list", r.rest("reservation-list", false, r.restListReservations))
 
-	mux.HandleFunc("POST "+p+"/delegation-token", r.rest("delegation-token", true, r.restDelegationToken))
-	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restDelegationToken))
-	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restDelegationToken))
+	mux.HandleFunc("POST "+p+"/delegation-token", r.rest("delegation-token", true, r.restPostDelegationToken))
+	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restCancelDelegationToken))
+	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restRenewDelegationToken))
 
 	mux.HandleFunc("/proxy/{appid}", r.proxyApp)
 	mux.HandleFunc("/proxy/{appid}/{rest...}", r.proxyApp)
