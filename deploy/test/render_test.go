@@ -27,7 +27,7 @@ import (
 
 // overlays are the directories under deploy/overlays; every one is rendered,
 // applied and run.
-var overlays = []string{"three", "five"}
+var overlays = []string{"three", "five", "kerberos"}
 
 // repoRoot is the yarnfed checkout this module sits in (deploy/test).
 func repoRoot(t testing.TB) string {
@@ -502,5 +502,37 @@ func TestFiveKeepsBaseStatestoreConfig(t *testing.T) {
 	base, five := load("base/statestore.json"), load("overlays/five/statestore.json")
 	if fmt.Sprint(base) != fmt.Sprint(five) {
 		t.Errorf("overlays/five/statestore.json differs from base/statestore.json beyond peers:\nbase %v\nfive %v", base, five)
+	}
+}
+
+// TestKerberosKeepsBaseConfigs: components/kerberos replaces router.json and
+// gpg.json only to add their security sections; every other key must stay
+// the base's, or turning Kerberos on would quietly change the federation.
+func TestKerberosKeepsBaseConfigs(t *testing.T) {
+	load := func(rel string, drop ...string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := jsonUnmarshalLoose(b, &m); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		for _, k := range drop {
+			if _, ok := m[k]; !ok && strings.HasPrefix(rel, "components/") {
+				t.Errorf("%s: no %q section", rel, k)
+			}
+			delete(m, k)
+		}
+		return m
+	}
+	for file, added := range map[string][]string{
+		"router.json": {"kerberos", "spnego", "authz", "admin_acl"},
+		"gpg.json":    {"kerberos"},
+	} {
+		base, krb := load("base/"+file, added...), load("components/kerberos/"+file, added...)
+		if fmt.Sprint(base) != fmt.Sprint(krb) {
+			t.Errorf("components/kerberos/%s differs from base/%s beyond %v:\nbase %v\nkerberos %v", file, file, added, base, krb)
+		}
 	}
 }
