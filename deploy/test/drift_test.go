@@ -91,7 +91,9 @@ type harness struct {
 	ports      map[string]int // "pod/port" or "ext:host/port" -> loopback port
 	used       map[int]bool   // ports handed out
 	pki        string
-	rms        map[string]bool // outside hosts run as simrm
+	rms        map[string]bool     // outside hosts run as simrm
+	krb        *krbEnv             // the KDC, when the overlay carries a krb5.conf (kerberos_test.go)
+	args       map[string][]string // pod -> its args as rewritten
 }
 
 func newHarness(t *testing.T, r *rendered, bin, kubeconfig string) *harness {
@@ -104,6 +106,8 @@ func newHarness(t *testing.T, r *rendered, bin, kubeconfig string) *harness {
 	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Fatalf("yarnfed certs: %v\n%s", err, b)
 	}
+	h.args = map[string][]string{}
+	h.startKerberos()
 	return h
 }
 
@@ -381,6 +385,7 @@ func (h *harness) launch(p *pod) *started {
 	podDir := filepath.Join(h.dir, p.name)
 	vols := map[string]string{}
 	var configFiles []string
+	keytabDirs, keytabOptional := map[string]string{}, map[string]bool{}
 	for _, v := range spec.Volumes {
 		d := filepath.Join(podDir, "vol", v.Name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -393,6 +398,10 @@ func (h *harness) launch(p *pod) *started {
 				writeFile(t, filepath.Join(d, k), []byte(cm.Data[k]))
 				configFiles = append(configFiles, filepath.Join(d, k))
 			}
+		case v.Secret != nil && keytabSecrets[v.Secret.SecretName]:
+			// Filled below, once the configs naming the keytabs are rewritten.
+			keytabDirs[d] = v.Secret.SecretName
+			keytabOptional[d] = v.Secret.Optional != nil && *v.Secret.Optional
 		case v.Secret != nil:
 			party, ok := certParties[v.Secret.SecretName]
 			if !ok {
@@ -450,6 +459,8 @@ func (h *harness) launch(p *pod) *started {
 		}
 		args = append(args, s)
 	}
+	h.fillKeytabs(p, keytabDirs, keytabOptional, configFiles, args)
+	h.args[p.name] = args
 	var envList []string
 	for _, k := range sortedKeys(env) {
 		envList = append(envList, k+"="+env[k])
@@ -548,15 +559,24 @@ func (h *harness) startRMs(ctx context.Context) {
 				addrs[k] = h.loop("ext:" + hh + "/" + strconv.Itoa(pn))
 			}
 			rms[host] = true
+			web := addrs["web"]
+			if h.krb != nil {
+				// A Kerberized RM: the web address the manifests name takes
+				// only SPNEGO, in front of the simrm's own web port.
+				web = h.loop("simrm-web:" + host)
+			}
 			args := []string{"simrm", "--cluster-id", host, "--nodes", "2",
 				"--client-address", addrs["clientrm"], "--scheduler-address", addrs["amrm"],
-				"--admin-address", addrs["admin"], "--webapp-address", addrs["web"]}
+				"--admin-address", addrs["admin"], "--webapp-address", web}
 			if !first {
 				args = append(args, "--standby")
 			}
-			first = false
 			proc := h.start("simrm-"+host, args, []string{"PATH=" + os.Getenv("PATH")}, h.dir)
-			h.waitHTTP(ctx, proc, "http://"+addrs["web"]+"/ws/v1/cluster/info")
+			h.waitHTTP(ctx, proc, "http://"+web+"/ws/v1/cluster/info")
+			if h.krb != nil {
+				h.frontRM(host, addrs["web"], web, first)
+			}
+			first = false
 		}
 	}
 	h.rms = rms
@@ -567,7 +587,7 @@ func (h *harness) checkOutside() {
 	for key := range h.ports {
 		if host, ok := strings.CutPrefix(key, "ext:"); ok {
 			host, _, _ = strings.Cut(host, "/")
-			if !h.rms[host] {
+			if !h.rms[host] && (h.krb == nil || !h.krb.hosts[host]) {
 				h.t.Fatalf("address %s is neither a Service or pod of the manifests nor an agent's RM", host)
 			}
 		}
@@ -638,6 +658,19 @@ func (h *harness) run(ctx context.Context) {
 		if role(p) != "router" {
 			continue
 		}
+		if h.krb != nil {
+			cfg := ""
+			for _, a := range h.args[p.name] {
+				if v, ok := strings.CutPrefix(a, "--config="); ok {
+					cfg = v
+				}
+			}
+			if cfg == "" {
+				h.t.Fatalf("%s: no --config=", p.name)
+			}
+			h.checkKerberosRouter(ctx, p, cfg)
+			continue
+		}
 		port, _ := containerPort(p.template, "web")
 		url := "http://" + h.loop(p.name+"/"+strconv.Itoa(int(port))) + "/ws/v1/cluster/info"
 		resp, err := http.Get(url)
@@ -648,6 +681,9 @@ func (h *harness) run(ctx context.Context) {
 		if resp.StatusCode != http.StatusOK {
 			h.t.Fatalf("router %s: %s", url, resp.Status)
 		}
+	}
+	if h.krb != nil {
+		h.checkRMFronts()
 	}
 	h.stopLeader(ctx, stores)
 }

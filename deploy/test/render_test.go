@@ -27,7 +27,7 @@ import (
 
 // overlays are the directories under deploy/overlays; every one is rendered,
 // applied and run.
-var overlays = []string{"three", "five"}
+var overlays = []string{"three", "five", "kerberos"}
 
 // repoRoot is the yarnfed checkout this module sits in (deploy/test).
 func repoRoot(t testing.TB) string {
@@ -250,6 +250,7 @@ func TestRenderOverlays(t *testing.T) {
 			checkGPGRBAC(t, r)
 			checkProbesAndScrape(t, r)
 			checkStoreAddresses(t, r)
+			checkKeytabMounts(t, r)
 		})
 	}
 }
@@ -502,5 +503,87 @@ func TestFiveKeepsBaseStatestoreConfig(t *testing.T) {
 	base, five := load("base/statestore.json"), load("overlays/five/statestore.json")
 	if fmt.Sprint(base) != fmt.Sprint(five) {
 		t.Errorf("overlays/five/statestore.json differs from base/statestore.json beyond peers:\nbase %v\nfive %v", base, five)
+	}
+}
+
+// TestKerberosKeepsBaseConfigs: components/kerberos replaces router.json and
+// gpg.json only to add their security sections; every other key must stay
+// the base's, or turning Kerberos on would quietly change the federation.
+func TestKerberosKeepsBaseConfigs(t *testing.T) {
+	load := func(rel string, drop ...string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := jsonUnmarshalLoose(b, &m); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		for _, k := range drop {
+			if _, ok := m[k]; !ok && strings.HasPrefix(rel, "components/") {
+				t.Errorf("%s: no %q section", rel, k)
+			}
+			delete(m, k)
+		}
+		return m
+	}
+	for file, added := range map[string][]string{
+		"router.json": {"kerberos", "spnego", "authz", "admin_acl"},
+		"gpg.json":    {"kerberos"},
+	} {
+		base, krb := load("base/"+file, added...), load("components/kerberos/"+file, added...)
+		if fmt.Sprint(base) != fmt.Sprint(krb) {
+			t.Errorf("components/kerberos/%s differs from base/%s beyond %v:\nbase %v\nkerberos %v", file, file, added, base, krb)
+		}
+	}
+}
+
+// checkKeytabMounts: a keytab Secret is mounted read-only, is not readable by
+// other users, and is still readable by the container's user. The kubelet
+// writes Secret files owned by root, with the volume's defaultMode (0644
+// when unset) and, when the pod has an fsGroup, group-owned by it (the
+// process is a member). The drift test does not emulate ownership, so this
+// is where a 0400 keytab unreadable to uid 65532 is caught.
+func checkKeytabMounts(t *testing.T, r *rendered) {
+	for _, p := range r.pods() {
+		spec := p.template.Spec
+		for _, v := range spec.Volumes {
+			if v.Secret == nil || !keytabSecrets[v.Secret.SecretName] {
+				continue
+			}
+			mode := int32(0o644)
+			if v.Secret.DefaultMode != nil {
+				mode = *v.Secret.DefaultMode
+			}
+			for _, it := range v.Secret.Items {
+				t.Errorf("%s: keytab Secret %s: items (%s) are not expected; mount the whole Secret", p.name, v.Secret.SecretName, it.Key)
+			}
+			for _, c := range spec.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.Name != v.Name {
+						continue
+					}
+					if !m.ReadOnly {
+						t.Errorf("%s: keytab volume %s is mounted writable", p.name, v.Name)
+					}
+					uid := int64(0)
+					if spec.SecurityContext != nil && spec.SecurityContext.RunAsUser != nil {
+						uid = *spec.SecurityContext.RunAsUser
+					}
+					if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+						uid = *c.SecurityContext.RunAsUser
+					}
+					fsGroup := spec.SecurityContext != nil && spec.SecurityContext.FSGroup != nil
+					readable := uid == 0 || mode&0o004 != 0 || (fsGroup && mode&0o040 != 0)
+					if !readable {
+						t.Errorf("%s: keytab Secret %s (mode %#o, owner root, fsGroup %v) is unreadable to uid %d", p.name, v.Secret.SecretName, mode, fsGroup, uid)
+					}
+					optional := v.Secret.Optional != nil && *v.Secret.Optional
+					if !optional && mode&0o007 != 0 {
+						t.Errorf("%s: keytab Secret %s: mode %#o lets any user of the container read the keys", p.name, v.Secret.SecretName, mode)
+					}
+				}
+			}
+		}
 	}
 }
