@@ -47,8 +47,13 @@ func (r *Router) restMoreRoutes(mux *http.ServeMux, p string) {
 	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restCancelDelegationToken))
 	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restRenewDelegationToken))
 
-	mux.HandleFunc("/proxy/{appid}", r.proxyApp)
-	mux.HandleFunc("/proxy/{appid}/{rest...}", r.proxyApp)
+	proxy := http.Handler(http.HandlerFunc(r.proxyApp))
+	if r.webAuth != nil {
+		// Tracking UIs show job details: authenticated as the REST API is.
+		proxy = r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, _ string) { r.proxyApp(w, req) })
+	}
+	mux.Handle("/proxy/{appid}", proxy)
+	mux.Handle("/proxy/{appid}/{rest...}", proxy)
 }
 
 // checkBody validates a request body with decode before it is relayed, so

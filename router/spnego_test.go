@@ -44,6 +44,18 @@ func TestSPNEGO(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Negotiate" {
 		t.Fatalf("no ticket: %d %q, want 401 Negotiate", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
+	// So are the web UI's pages and the AM proxy, which list applications
+	// and their users.
+	for _, path := range []string{"/cluster/apps?user.name=alice", "/cluster/app/" + app, "/proxy/" + app + "/"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without a ticket: %d, want 401", path, resp.StatusCode)
+		}
+	}
 	// Probes stay open.
 	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz behind SPNEGO: %v %v", resp, err)
@@ -91,6 +103,17 @@ func TestSPNEGO(t *testing.T) {
 	}
 	if code := get(cookie); code != http.StatusOK {
 		t.Errorf("request with the cookie: %d, want 200", code)
+	}
+	req, _ = http.NewRequest(http.MethodGet, base+"/cluster/apps", nil)
+	req.AddCookie(cookie)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("UI page with the cookie: %v %v, want 200", resp, err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "bob") {
+			t.Errorf("UI page does not show the authenticated user bob")
+		}
 	}
 	forged := *cookie
 	forged.Value = strings.Replace(cookie.Value, "u=bob", "u=admin", 1)

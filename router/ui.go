@@ -110,13 +110,10 @@ type uiHandler func(ctx context.Context, req *http.Request) (title string, data 
 func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
 	tmpl := uiPages[name]
 	method := "UI " + name
-	return func(w http.ResponseWriter, req *http.Request) {
+	serve := func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
-		user := req.URL.Query().Get("user.name")
-		if user == "" {
-			user = "dr.who"
-		}
-		ctx := hadoopipc.ContextWithUser(req.Context(), hadoopipc.User{Name: user, AuthMethod: "SIMPLE"})
+		user := u.Name
+		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		title, data, err := h(ctx, req)
 		r.metrics.observe(method, start, err)
 		v := uiView{Page: name, Title: title, User: user, Now: time.Now(), Version: r.cfg.Version, Data: data}
@@ -141,6 +138,20 @@ func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
 		hdr.Set("Cache-Control", "no-store")
 		w.WriteHeader(status)
 		_, _ = w.Write(buf.Bytes())
+	}
+	// The pages list every application and its user: with SPNEGO on they
+	// are behind it as REST is (an RM's pages are behind the same filter).
+	if r.webAuth != nil {
+		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
+			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
+		}).ServeHTTP
+	}
+	return func(w http.ResponseWriter, req *http.Request) {
+		user := req.URL.Query().Get("user.name")
+		if user == "" {
+			user = "dr.who"
+		}
+		serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodSimple})
 	}
 }
 
