@@ -11,6 +11,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/policies"
 )
 
@@ -84,6 +85,16 @@ type Config struct {
 	// every sub-cluster's RM (getClusterNodes).
 	MachineList string        `json:"machine_list"`
 	Breaker     BreakerConfig `json:"breaker"`
+	// Kerberos is the proxy's own login for Kerberized RMs. Set, every
+	// ApplicationClientProtocol call to an RM (UAM submission and its
+	// reports on secondaries, the application's report and node lists from
+	// the RMs) logs in with SASL KERBEROS as kerberos.principal, acting for
+	// the application's submitter (doAs) where there is one, as Hadoop's
+	// AMRMProxy does over the NodeManager's login; the RMs need
+	// hadoop.proxyuser.<short name>.hosts/groups (or users) for it. The
+	// AM-facing side and the UAMs' AMRM calls keep their token logins. Off
+	// while kerberos.principal is empty (SIMPLE, as before).
+	Kerberos krblogin.Config `json:"kerberos"`
 
 	// In-process wiring (not from files).
 	AMRMListener net.Listener                `json:"-"`
@@ -155,6 +166,12 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))
 		}
+	}
+	if err := c.Kerberos.Validate(true); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Kerberos.Enabled() && c.Kerberos.RMPrincipal == "" {
+		errs = append(errs, errors.New("kerberos.rm_principal: required with kerberos.principal (the proxy calls the RMs over Hadoop IPC)"))
 	}
 	if c.UAMRegisterRetries < 1 {
 		errs = append(errs, errors.New("uam_register_retries: must be >= 1"))

@@ -87,7 +87,7 @@ func (m *membership) ready() bool {
 // follows node additions without an operator editing a file.
 type nodeLearner struct {
 	ml   *policies.MachineList
-	dial func(sc SubCluster) (Caller, error)
+	dial func(addrs []string, user string) (*hadoopipc.Client, error) // Proxy.clientRM
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -139,7 +139,7 @@ func (n *nodeLearner) client(sc SubCluster) (Caller, error) {
 		_ = nc.cl()
 	}
 	addrs := splitAddrs(sc.ClientRMServiceAddress)
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: addrs, Protocol: hadoopipc.ProtocolApplicationClient, User: "yarnfed", DialTimeout: 5 * time.Second, Logger: n.log})
+	c, err := n.dial(addrs, "") // as the proxy itself
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ type Proxy struct {
 	amrmLn   net.Listener
 	web      *http.Server
 	webLn    net.Listener
+	krb      *hadoopipc.KerberosClientConfig // nil: SIMPLE to the RMs
 
 	mu       sync.Mutex
 	attempts map[AttemptID]*attempt
@@ -86,6 +87,9 @@ func Open(cfg Config) (*Proxy, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.audit = p.log.With("audit", "amrmproxy")
+	if err := p.login(); err != nil {
+		return nil, err
+	}
 	if p.identity == nil {
 		p.identity = TokenIdentity
 	}
@@ -117,7 +121,7 @@ func Open(cfg Config) (*Proxy, error) {
 		p.resolver = ml
 	default:
 		ml := policies.NewMachineList(nil)
-		p.learner = &nodeLearner{ml: ml, log: p.log}
+		p.learner = &nodeLearner{ml: ml, log: p.log, dial: p.clientRM}
 		p.resolver = ml
 	}
 	p.facade, err = policies.NewFacade(policies.FacadeConfig{Source: queueAliases{cfg.Store}, Default: policies.PolicyConfig{Type: cfg.DefaultPolicy},
@@ -333,6 +337,9 @@ func (p *Proxy) close() error {
 	if p.learner != nil {
 		p.learner.close()
 	}
+	if p.krb != nil {
+		p.krb.Login.Destroy()
+	}
 	if p.state != nil {
 		return p.state.Close()
 	}
@@ -446,8 +453,9 @@ func parseAttemptID(s string) (AttemptID, error) {
 // appUser asks the home RM whose application this is: UAMs are submitted
 // as that user (the RM hands a UAM's token to its owner only).
 func (p *Proxy) appUser(ctx context.Context, home SubCluster, id AttemptID) string {
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: splitAddrs(home.ClientRMServiceAddress),
-		Protocol: hadoopipc.ProtocolApplicationClient, User: "yarnfed", DialTimeout: p.cfg.DialTimeout.D(), Logger: p.log})
+	// As the proxy itself: the submitter is what is being asked. An RM
+	// gives the user in the report even to callers without VIEW_APP.
+	c, err := p.clientRM(splitAddrs(home.ClientRMServiceAddress), "")
 	if err == nil {
 		defer c.Close()
 		resp := &yarnpb.GetApplicationReportResponseProto{}

@@ -93,8 +93,9 @@ func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
 	defer cancel()
 	var tok *commonpb.TokenProto
 	err := p.brk.do(u.sc, func() error {
-		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: splitAddrs(sc.ClientRMServiceAddress),
-			Protocol: hadoopipc.ProtocolApplicationClient, User: u.a.user, DialTimeout: p.cfg.DialTimeout.D(), Logger: p.log})
+		// As the submitter (doAs with Kerberos): the RM hands the UAM's
+		// AMRMToken to the application's owner only.
+		c, err := p.clientRM(splitAddrs(sc.ClientRMServiceAddress), u.a.user)
 		if err != nil {
 			return err
 		}

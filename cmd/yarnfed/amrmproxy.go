@@ -81,6 +81,7 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 	f.Var(&cfg.CallTimeout, "call-timeout", "timeout of one call to one RM")
 	f.Var(&cfg.MembershipRefresh, "membership-refresh", "membership poll period")
 	f.Var(&cfg.AttemptExpiry, "attempt-expiry", "forget an attempt whose AM has not called for this long")
+	cfg.Kerberos.BindFlags(f, "AMRMProxy", true)
 	loader.DocumentKeys()
 	return cmd
 }
@@ -101,5 +102,5 @@ func amrmproxyRoleDefaults() amrmproxyRole {
 // Validate checks the role's own settings; amrmproxy.Open validates the
 // rest once the store is wired in.
 func (r *amrmproxyRole) Validate() error {
-	return errors.Join(r.roleLog.validate(), r.storeConn.validate())
+	return errors.Join(r.roleLog.validate(), r.storeConn.validate(), r.Kerberos.Validate(true))
 }
