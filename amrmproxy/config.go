@@ -173,6 +173,9 @@ func (c *Config) Validate() error {
 	if c.Kerberos.Enabled() && c.Kerberos.RMPrincipal == "" {
 		errs = append(errs, errors.New("kerberos.rm_principal: required with kerberos.principal (the proxy calls the RMs over Hadoop IPC)"))
 	}
+	if c.Kerberos.RMHTTPPrincipal != "" {
+		errs = append(errs, errors.New("kerberos.rm_http_principal: the AMRMProxy calls no RM REST API (only Hadoop IPC, with rm_principal)"))
+	}
 	if c.UAMRegisterRetries < 1 {
 		errs = append(errs, errors.New("uam_register_retries: must be >= 1"))
 	}

@@ -248,4 +248,8 @@ func TestKerberosConfigNeedsRMPrincipal(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Kerberos.RMHTTPPrincipal = "HTTP/_HOST@R"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "kerberos.rm_http_principal") {
+		t.Fatalf("Validate with rm_http_principal = %v", err)
+	}
 }
