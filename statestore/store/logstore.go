@@ -28,7 +28,7 @@ const (
 	LogStoreBolt = "bolt"
 	// DefaultLogStore is what a new data dir gets when Config.LogStore is
 	// empty. A data dir that already holds a log keeps its own kind.
-	DefaultLogStore = LogStoreBolt
+	DefaultLogStore = LogStoreWAL
 )
 
 const (
