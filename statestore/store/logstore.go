@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -150,27 +149,14 @@ func openLogStore(dir, kind string, noSync bool, hlog hclog.Logger) (logStore, e
 		if err := syncDir(dir); err != nil {
 			return nil, err
 		}
-		// Our own meta store, closed by us: raft-wal v0.4.0's Close leaves
-		// it open, and its bbolt file lock would then block the next Open
-		// in this process forever (a restart in tests, storetest).
-		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(d, wal.WithLogger(hlog.Named("wal")), wal.WithMetaStore(meta))
-		if err != nil {
-			return nil, errors.Join(err, meta.Close())
-		}
-		return &walStore{WAL: w, meta: meta}, nil
+		// v0.4.2 or later: v0.4.0 left the tail segment without its index
+		// block after a tail truncation, so the next open failed
+		// (TestLogStoreTailTruncationSurvivesRestart), and its Close left
+		// the meta db's file lock held, so an in-process reopen hung.
+		return wal.Open(d, wal.WithLogger(hlog.Named("wal")))
 	}
 	return nil, fmt.Errorf("raft log store %q: want %q or %q", kind, LogStoreWAL, LogStoreBolt)
 }
-
-// walStore is raft-wal's WAL (log, stable store, raft.MonotonicLogStore)
-// whose Close also closes its meta store.
-type walStore struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
-
-func (w *walStore) Close() error { return errors.Join(w.WAL.Close(), w.meta.Close()) }
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)

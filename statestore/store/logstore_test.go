@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
@@ -138,5 +139,62 @@ func TestWALIsMonotonic(t *testing.T) {
 	defer s.Close()
 	if m, ok := s.logs.(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
 		t.Fatal("WAL log store is not a raft.MonotonicLogStore")
+	}
+}
+
+// TestLogStoreTailTruncationSurvivesRestart: a follower whose uncommitted
+// suffix is cut (Raft's DeleteRange up to the last index, as when a new
+// leader overrides it) and which then restarts must read its log. raft-wal
+// v0.4.0 marked the tail segment sealed without writing its index block, so
+// the next open panicked in raft.NewRaft ("sealed segment has no index
+// block": found by TestStoreLinearizableUnderFaults; raft-wal issue 31,
+// fixed in v0.4.1).
+func TestLogStoreTailTruncationSurvivesRestart(t *testing.T) {
+	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			hlog := hclog.NewNullLogger()
+			ls, err := openLogStore(dir, kind, false, hlog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs []*raft.Log
+			for i := uint64(1); i <= 20; i++ {
+				logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+			}
+			if err := ls.StoreLogs(logs); err != nil {
+				t.Fatal(err)
+			}
+			if err := ls.DeleteRange(18, 20); err != nil {
+				t.Fatal(err)
+			}
+			if err := ls.StoreLogs([]*raft.Log{{Index: 18, Term: 2, Type: raft.LogCommand, Data: []byte("new")}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ls.DeleteRange(18, 18); err != nil {
+				t.Fatal(err)
+			}
+			if err := ls.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ls, err = openLogStore(dir, kind, false, hlog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ls.Close()
+			if last, err := ls.LastIndex(); err != nil || last != 17 {
+				t.Fatalf("last index %d, %v after restart; want 17", last, err)
+			}
+			for i := uint64(1); i <= 17; i++ {
+				var l raft.Log
+				if err := ls.GetLog(i, &l); err != nil || l.Data[0] != byte(i) {
+					t.Fatalf("entry %d after restart: %v %v", i, l.Data, err)
+				}
+			}
+			// And it appends on from there.
+			if err := ls.StoreLogs([]*raft.Log{{Index: 18, Term: 3, Type: raft.LogCommand, Data: []byte("x")}}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
