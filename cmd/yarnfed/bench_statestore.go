@@ -80,6 +80,7 @@ write application homes, e.g. router), or plaintext with --store-insecure.`,
 	f.IntVar(&cfg.Conns, "conns", cfg.Conns, "client instances (one connection each, like router processes) the callers share")
 	f.BoolVar(&inProcess, "in-process", false, "run the three replicas inside the benchmark process instead of as child processes")
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "also fsync the FSM database per batch")
+	f.StringVar(&cfg.RaftLogStore, "raft-log-store", cfg.RaftLogStore, "the replicas' Raft log store: wal or bolt (default: the store's default)")
 	f.BoolVar(&cfg.ZooKeeper, "zookeeper", cfg.ZooKeeper, "compare against a 3-server ZooKeeper ensemble")
 	f.StringVar(&cfg.Java, "java", cfg.Java, "java binary for ZooKeeper")
 	f.StringVar(&cfg.ZKClasspath, "zk-classpath", cfg.ZKClasspath, "ZooKeeper server classpath")

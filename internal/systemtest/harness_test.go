@@ -114,6 +114,11 @@ type proc = proctest.Proc
 // file named after the process.
 func (h *harness) spawn(name string, args ...string) *proc {
 	h.t.Helper()
+	// YARNFED_SYSTEMTEST_RAFT_LOG_STORE runs every replica the tests start
+	// on that Raft log store (wal, bolt) instead of the default.
+	if kind := os.Getenv("YARNFED_SYSTEMTEST_RAFT_LOG_STORE"); kind != "" && len(args) > 0 && args[0] == "statestore" {
+		args = append(args[:len(args):len(args)], "--raft-log-store", kind)
+	}
 	p := &proc{Name: name, Bin: yarnfedBin, Args: args, LogPath: filepath.Join(h.path("logs"), name+".log")}
 	h.mu.Lock()
 	h.procs = append(h.procs, p)

@@ -28,6 +28,7 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
 	"github.com/yarnfed/yarnfed/statestore/security"
+	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -65,6 +66,9 @@ type Config struct {
 	// UnsafeNoSync skips the Raft log fsync: only to show what fsync
 	// costs; the table says so.
 	UnsafeNoSync bool
+	// RaftLogStore is the replicas' Raft log store ("wal", "bolt"; empty:
+	// the store's default). The table names the one used.
+	RaftLogStore string
 	// ZooKeeper compares against a 3-server ensemble started from
 	// ZKClasspath with Java (Debian's zookeeper package).
 	ZooKeeper   bool
@@ -192,6 +196,9 @@ func measureLat(ctx context.Context, t target, c, conns int, d time.Duration, op
 
 // Run starts the systems, measures, and prints the table to w.
 func Run(ctx context.Context, cfg Config, w io.Writer) error {
+	if err := store.ValidLogStore(cfg.RaftLogStore); err != nil {
+		return err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -302,6 +309,14 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.FSMSync {
 		sync += ", FSM fsync on"
 	}
+	logStore := cfg.RaftLogStore
+	switch {
+	case logStore == "" && cfg.UnsafeNoSync:
+		logStore = store.LogStoreBolt // the only one that can skip fsync
+	case logStore == "":
+		logStore = store.DefaultLogStore
+	}
+	sync += ", Raft log store " + logStore
 	where := "in this process"
 	transport := "plaintext gRPC"
 	switch {
@@ -443,7 +458,7 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 			nc.NodeID = fmt.Sprintf("bench%d", i)
 			nc.DataDir = filepath.Join(cfg.Dir, nc.NodeID)
 			nc.GRPCAddress, nc.RaftAddress, nc.HTTPAddress = "127.0.0.1:0", raftAddr, ""
-			nc.Bootstrap, nc.FSMSync, nc.NoSync = true, cfg.FSMSync, cfg.UnsafeNoSync
+			nc.Bootstrap, nc.FSMSync, nc.NoSync, nc.RaftLogStore = true, cfg.FSMSync, cfg.UnsafeNoSync, cfg.RaftLogStore
 			nc.Logger = cfg.Logger
 			nc.Insecure = true // loopback benchmark
 			peers = append(peers, nc.NodeID+"="+raftAddr)
@@ -514,7 +529,7 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 // startProcs starts three `statestore` processes and returns their gRPC
 // addresses, leader first.
 func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, error) {
-	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{FSMSync: cfg.FSMSync, UnsafeNoSync: cfg.UnsafeNoSync})
+	r, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{FSMSync: cfg.FSMSync, UnsafeNoSync: cfg.UnsafeNoSync, RaftLogStore: cfg.RaftLogStore})
 	if r != nil {
 		t.procs = r.Procs
 	}
@@ -527,6 +542,8 @@ func (t *yarnfedTarget) startProcs(ctx context.Context, cfg Config) ([]string, e
 // ReplicaOptions shape StartReplicas' processes.
 type ReplicaOptions struct {
 	FSMSync, UnsafeNoSync bool
+	// RaftLogStore is passed as --raft-log-store when set.
+	RaftLogStore string
 	// PKIDir, when set, holds `yarnfed certs` output with parties bench0,
 	// bench1, bench2 (replica) and bench-admin (admin): the replicas then
 	// run mutual TLS, as deployed, instead of --insecure.
@@ -644,6 +661,9 @@ func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*R
 		}
 		if opt.UnsafeNoSync {
 			args = append(args, "--unsafe-no-sync")
+		}
+		if opt.RaftLogStore != "" {
+			args = append(args, "--raft-log-store", opt.RaftLogStore)
 		}
 		args = append(args, opt.ExtraArgs...)
 		r.args, r.logs = append(r.args, args), append(r.logs, filepath.Join(dir, id+".log"))

@@ -18,6 +18,7 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.StringSliceVar(&cfg.Join, "join", cfg.Join, "gRPC addresses of existing replicas to join through")
 	f.BoolVar(&cfg.NonVoter, "non-voter", cfg.NonVoter, "join as a non-voting read replica")
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "fsync the FSM database per batch (otherwise rebuilt from the log after a crash)")
+	f.StringVar(&cfg.RaftLogStore, "raft-log-store", cfg.RaftLogStore, "Raft log store for a new data dir: wal or bolt (default: what the data dir holds, else wal); a data dir keeps the kind it was created with, a different value refuses to start")
 	f.BoolVar(&cfg.NoSync, "unsafe-no-sync", cfg.NoSync, "skip fsync of the Raft log (loses acknowledged writes on power failure)")
 	f.Var(&cfg.HeartbeatTimeout, "heartbeat-timeout", "Raft heartbeat timeout")
 	f.Var(&cfg.ElectionTimeout, "election-timeout", "Raft election timeout")

@@ -56,8 +56,14 @@ type Config struct {
 
 	// FSMSync fsyncs the FSM database per batch (see store.Config).
 	FSMSync bool `json:"fsm_sync"`
-	// NoSync skips fsync of the Raft log: unsafe, benchmarks only.
+	// NoSync skips fsync of the Raft log: unsafe, benchmarks only (bolt
+	// log store only).
 	NoSync bool `json:"unsafe_no_sync"`
+	// RaftLogStore is the Raft log and stable store: "wal" (raft-wal) or
+	// "bolt" (raft-boltdb). Empty: whatever DataDir already holds, else
+	// store.DefaultLogStore. A value that differs from what DataDir holds
+	// refuses to start (store.ErrLogStoreMismatch).
+	RaftLogStore string `json:"raft_log_store"`
 
 	HeartbeatTimeout  config.Duration `json:"heartbeat_timeout"`
 	ElectionTimeout   config.Duration `json:"election_timeout"`
@@ -142,10 +148,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_context_bytes %d outside 1..4MiB (gRPC messages are capped at 4 MiB)", c.MaxContextBytes)
 	case c.MaxListApplications <= 0:
 		return fmt.Errorf("max_list_applications %d must be positive", c.MaxListApplications)
+	case c.NoSync && c.RaftLogStore == store.LogStoreWAL:
+		return errors.New("unsafe_no_sync needs raft_log_store \"bolt\" (raft-wal always fsyncs)")
 	case c.Insecure && !c.TLS.Empty():
 		return errors.New("insecure and tls are exclusive")
 	case c.HeartbeatTimeout < config.Duration(5*time.Millisecond) || c.ElectionTimeout < config.Duration(5*time.Millisecond):
 		return errors.New("heartbeat_timeout and election_timeout must be at least 5ms")
+	}
+	if err := store.ValidLogStore(c.RaftLogStore); err != nil {
+		return err
 	}
 	for _, a := range []struct{ name, v string }{{"grpc_address", c.GRPCAddress}, {"raft_address", c.RaftAddress}, {"http_address", c.HTTPAddress}, {"grpc_advertise", c.GRPCAdvertise}, {"raft_advertise", c.RaftAdvertise}} {
 		if a.v == "" {
@@ -221,6 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.Store, err = store.Open(store.Config{
 		NodeID: cfg.NodeID, Dir: cfg.DataDir, RaftAddr: cfg.RaftAddress, RaftAdvertise: cfg.RaftAdvertise, GRPCAddr: adv,
 		Bootstrap: cfg.Bootstrap, Peers: peers, NoSync: cfg.NoSync, FSMSync: cfg.FSMSync,
+		LogStore:         cfg.RaftLogStore,
 		HeartbeatTimeout: time.Duration(cfg.HeartbeatTimeout), ElectionTimeout: time.Duration(cfg.ElectionTimeout),
 		LeaderLeaseTimeout: time.Duration(cfg.HeartbeatTimeout) / 2,
 		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,

@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
+	"github.com/yarnfed/yarnfed/statestore/store"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
@@ -116,6 +117,10 @@ func TestValidate(t *testing.T) {
 		{"bad address", func(c *Config) { c.RaftAddress = "nope" }, "raft_address"},
 		{"huge context", func(c *Config) { c.MaxContextBytes = 64 << 20 }, "max_context_bytes"},
 		{"tls without ca", func(c *Config) { c.TLS.CertFile, c.TLS.KeyFile = "c", "k" }, "ca_file"},
+		{"raft log store wal", func(c *Config) { c.RaftLogStore = "wal" }, ""},
+		{"raft log store bolt", func(c *Config) { c.RaftLogStore = "bolt" }, ""},
+		{"unknown raft log store", func(c *Config) { c.RaftLogStore = "leveldb" }, "leveldb"},
+		{"wal without fsync", func(c *Config) { c.RaftLogStore, c.NoSync = "wal", true }, "unsafe_no_sync"},
 		{"tls and insecure", func(c *Config) {
 			c.TLS.CertFile, c.TLS.KeyFile, c.TLS.CAFile, c.Insecure = "c", "k", "a", true
 		}, "exclusive"},
@@ -136,12 +141,12 @@ func TestValidate(t *testing.T) {
 // statestore role reads the file with internal/config).
 func TestConfigFileKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ss.json")
-	os.WriteFile(p, []byte(`{"node_id":"x","election_timeout":"250ms","peers":["x=h:1"]}`), 0o600)
+	os.WriteFile(p, []byte(`{"node_id":"x","election_timeout":"250ms","peers":["x=h:1"],"raft_log_store":"bolt"}`), 0o600)
 	c := DefaultConfig()
 	if err := config.DecodeFile(p, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.NodeID != "x" || time.Duration(c.ElectionTimeout) != 250*time.Millisecond || c.GRPCAddress != DefaultConfig().GRPCAddress {
+	if c.NodeID != "x" || c.RaftLogStore != "bolt" || time.Duration(c.ElectionTimeout) != 250*time.Millisecond || c.GRPCAddress != DefaultConfig().GRPCAddress {
 		t.Fatalf("loaded %+v", c)
 	}
 	os.WriteFile(p, []byte(`{"node_idd":"x"}`), 0o600)
@@ -291,5 +296,35 @@ func TestShutdownTransfersLeadership(t *testing.T) {
 	// A follower's Shutdown has nothing to hand over and just closes.
 	if err := followers[1-newLeader].Shutdown(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStartRefusesOtherLogStore: a replica whose data dir was created with
+// one Raft log store does not start with the other named in its config,
+// and starts again with none named.
+func TestStartRefusesOtherLogStore(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "a")
+	cfg.Bootstrap, cfg.RaftLogStore = true, "bolt"
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	cfg.RaftLogStore = "wal"
+	if n, err := Start(ctx, cfg); !errors.Is(err, store.ErrLogStoreMismatch) {
+		if err == nil {
+			n.Close()
+		}
+		t.Fatalf("Start with wal on a bolt data dir: err = %v, want store.ErrLogStoreMismatch", err)
+	}
+	cfg.RaftLogStore = ""
+	n, err = Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if got := n.Store.LogStore(); got != "bolt" {
+		t.Fatalf("restarted with log store %q, want bolt", got)
 	}
 }

@@ -13,9 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/statestore/security"
@@ -32,7 +30,8 @@ type Peer struct {
 type Config struct {
 	// NodeID is this replica's stable Raft server id.
 	NodeID string
-	// Dir holds raft.db (log and stable store), fsm.db and snapshots/.
+	// Dir holds the Raft log and stable store (wal/ or raft.db, see
+	// LogStore), fsm.db and snapshots/.
 	Dir string
 	// RaftAddr is the TCP address Raft binds; RaftAdvertise the one peers
 	// dial (defaults to RaftAddr). Ignored when Transport is set.
@@ -55,8 +54,13 @@ type Config struct {
 	Bootstrap bool
 	Peers     []Peer
 
-	// NoSync skips fsync of the Raft log. Unsafe: acknowledged writes can
-	// be lost on power failure. For benchmarks that say so.
+	// LogStore is the Raft log and stable store: LogStoreWAL or
+	// LogStoreBolt. Empty: the kind Dir already holds, else
+	// DefaultLogStore. A kind that differs from what Dir holds is refused
+	// (ErrLogStoreMismatch).
+	LogStore string
+	// NoSync skips fsync of the Raft log (bolt only). Unsafe: acknowledged
+	// writes can be lost on power failure. For benchmarks that say so.
 	NoSync bool
 	// FSMSync fsyncs the FSM database on every batch. Without it the FSM
 	// file is trusted only after a clean shutdown and is rebuilt from the
@@ -87,7 +91,8 @@ type Store struct {
 	logger   *slog.Logger
 	raft     *raft.Raft
 	fsm      *fsm
-	logs     *raftboltdb.BoltStore
+	logs     logStore
+	logKind  string
 	trans    raft.Transport
 	snaps    *raft.FileSnapshotStore
 
@@ -127,8 +132,13 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), propCh: make(chan []*proposal, 1024), done: make(chan struct{})}
-	var err error
+	// Before anything is created in Dir: refuse a log store that differs
+	// from the one Dir already holds.
+	kind, err := resolveLogStore(cfg.Dir, cfg.LogStore, cfg.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{logKind: kind, cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), notifyCh: make(chan bool, 16), propCh: make(chan []*proposal, 1024), done: make(chan struct{})}
 	cleanup := func() {
 		if s.fsm != nil {
 			s.fsm.close()
@@ -144,16 +154,13 @@ func Open(cfg Config) (*Store, error) {
 	if s.fsm, trusted, err = openFSM(filepath.Join(cfg.Dir, "fsm.db"), !cfg.FSMSync, s.logger); err != nil {
 		return nil, err
 	}
-	if s.logs, err = raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync,
-		// The freelist is rebuilt on open instead of written on every
-		// commit: fewer pages per fsync on the hot path.
-		BoltOptions: &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
-	}); err != nil {
-		cleanup()
-		return nil, fmt.Errorf("open raft log: %w", err)
-	}
 	hlog := hclog.FromStandardLogger(slog.NewLogLogger(s.logger.Handler(), slog.LevelInfo), &hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
+	if s.logs, err = openLogStore(cfg.Dir, s.logKind, cfg.NoSync, hlog); err != nil {
+		s.logs = nil // a typed nil would pass cleanup's check
+		cleanup()
+		return nil, fmt.Errorf("open raft log (%s): %w", s.logKind, err)
+	}
+	s.logger.Info("statestore: raft log store", "kind", s.logKind)
 	if s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog); err != nil {
 		cleanup()
 		return nil, err
@@ -360,6 +367,9 @@ func (s *Store) TransferLeadership(ctx context.Context) error {
 		return fmt.Errorf("statestore: leadership transfer: %w", ctx.Err())
 	}
 }
+
+// LogStore names the Raft log store in use (LogStoreWAL or LogStoreBolt).
+func (s *Store) LogStore() string { return s.logKind }
 
 // Close stops Raft and closes the files. It is safe to call twice.
 func (s *Store) Close() error {

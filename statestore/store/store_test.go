@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -16,15 +17,19 @@ import (
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
+// testLogStore is the log store tests open new stores with: empty (the
+// default) unless YARNFED_TEST_RAFT_LOG_STORE names one, so the whole suite
+// can be run against either kind.
+var testLogStore = os.Getenv("YARNFED_TEST_RAFT_LOG_STORE")
+
 func openSingle(t *testing.T, dir string) *Store {
 	t.Helper()
-	_, trans := raft.NewInmemTransport("n1")
-	s, err := Open(Config{
-		NodeID: "n1", Dir: dir, Transport: trans, GRPCAddr: "127.0.0.1:1",
-		Bootstrap: true, Peers: []Peer{{ID: "n1", RaftAddr: string(trans.LocalAddr())}},
-		HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
-		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-	})
+	return openSingleKind(t, dir, testLogStore)
+}
+
+func openSingleKind(t *testing.T, dir, kind string) *Store {
+	t.Helper()
+	s, err := openSingleErr(dir, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +43,16 @@ func openSingle(t *testing.T, dir string) *Store {
 		time.Sleep(2 * time.Millisecond)
 	}
 	return s
+}
+
+func openSingleErr(dir, kind string) (*Store, error) {
+	_, trans := raft.NewInmemTransport("n1")
+	return Open(Config{
+		NodeID: "n1", Dir: dir, Transport: trans, GRPCAddr: "127.0.0.1:1", LogStore: kind,
+		Bootstrap: true, Peers: []Peer{{ID: "n1", RaftAddr: string(trans.LocalAddr())}},
+		HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+	})
 }
 
 func sc(id string, st pb.SubClusterState) *pb.SubClusterInfo {
@@ -210,12 +225,27 @@ func (m *memSink) Close() error  { return nil }
 
 // TestRestartRecovers: state survives a clean restart (trusted FSM file) and
 // a crash (FSM file discarded and rebuilt from the log).
+//
+// Both log stores: the restart reopens with LogStore empty, so it also shows
+// that a data dir keeps the kind it was created with.
 func TestRestartRecovers(t *testing.T) {
-	for _, crash := range []bool{false, true} {
-		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+	for _, c := range []struct {
+		kind  string
+		crash bool
+	}{{LogStoreBolt, false}, {LogStoreBolt, true}, {LogStoreWAL, false}, {LogStoreWAL, true}} {
+		kind, crash := c.kind, c.crash
+		t.Run(fmt.Sprintf("%s/crash=%v", kind, crash), func(t *testing.T) {
 			dir := t.TempDir()
-			s := openSingle(t, dir)
+			s := openSingleKind(t, dir, kind)
 			seed(t, s)
+			// More entries than one Raft batch, so the log, not only the
+			// snapshot-free FSM replay of a few entries, is what restores.
+			for i := 0; i < 300; i++ {
+				if _, err := s.AddApplicationHome(context.Background(), &pb.AddApplicationHomeRequest{Home: &pb.ApplicationHome{ApplicationId: fmt.Sprintf("application_2_%04d", i), HomeSubClusterId: "SC-1"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantLast := s.raft.LastIndex()
 			want, _ := s.Counts()
 			if crash {
 				// Simulate a crash: the clean flag is never set.
@@ -226,8 +256,14 @@ func TestRestartRecovers(t *testing.T) {
 			} else if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s2 := openSingle(t, dir)
+			s2 := openSingleKind(t, dir, "")
 			defer s2.Close()
+			if s2.LogStore() != kind {
+				t.Fatalf("reopened with log store %q, created with %q", s2.LogStore(), kind)
+			}
+			if s2.raft.LastIndex() < wantLast {
+				t.Fatalf("last index %d after restart, want >= %d (the log before it)", s2.raft.LastIndex(), wantLast)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := s2.ReadBarrier(ctx); err != nil {
@@ -584,7 +620,7 @@ func TestTransferLeadership(t *testing.T) {
 			Bootstrap: true, Peers: peers,
 			HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
 			LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-			Logger: discardLogger(),
+			Logger: discardLogger(), LogStore: testLogStore,
 		})
 		if err != nil {
 			t.Fatal(err)

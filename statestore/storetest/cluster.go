@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -86,6 +87,9 @@ func (c *Cluster) start(i int, peers []store.Peer) {
 		HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
 		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 		ApplyTimeout: 5 * time.Second,
+		// Empty (the store's default) unless the suite is run against one
+		// log store on purpose.
+		LogStore: os.Getenv("YARNFED_TEST_RAFT_LOG_STORE"),
 	}
 	c.tweak(&cfg)
 	st, err := store.Open(cfg)
