@@ -550,6 +550,8 @@ type ReplicaOptions struct {
 	PKIDir string
 	// ExtraArgs are appended to every replica's command line.
 	ExtraArgs []string
+	// HTTP gives every replica an HTTP port (/metrics), in Replicas.HTTP.
+	HTTP bool
 }
 
 // TLSInfo is party's certificate files in a `yarnfed certs` directory.
@@ -569,9 +571,11 @@ type Replicas struct {
 	Procs []*exec.Cmd
 	GRPC  []string
 	Dirs  []string
-	exe   string
-	args  [][]string
-	logs  []string
+	// HTTP[i] is replica i's /metrics address (ReplicaOptions.HTTP).
+	HTTP []string
+	exe  string
+	args [][]string
+	logs []string
 }
 
 // Start (re)starts replica i with the command line it was first started
@@ -647,9 +651,17 @@ func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*R
 	}
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("bench%d", i)
+		httpAddr := ""
+		if opt.HTTP {
+			var err error
+			if httpAddr, err = freeAddr(); err != nil {
+				return r, err
+			}
+			r.HTTP = append(r.HTTP, httpAddr)
+		}
 		args := []string{"statestore", "--node-id", id, "--bootstrap", "--peers", strings.Join(peers, ","),
 			"--data-dir", filepath.Join(dir, id), "--grpc-address", grpcAddrs[i], "--raft-address", raftAddrs[i],
-			"--http-address", "", "--log-level", "warn"}
+			"--http-address", httpAddr, "--log-level", "warn"}
 		if opt.PKIDir != "" {
 			ti := TLSInfo(opt.PKIDir, id)
 			args = append(args, "--tls-cert", ti.CertFile, "--tls-key", ti.KeyFile, "--tls-ca", ti.CAFile)

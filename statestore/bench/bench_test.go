@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,10 +156,13 @@ func TestRunScaleSmoke(t *testing.T) {
 	cfg := ScaleConfig{
 		Executable: buildYarnfed(t), Rows: 2000, Duration: 200 * time.Millisecond, Concurrency: []int{1, 4},
 		TrailingLogs: 16,
-		Router: func(_ context.Context, addrs []string, w io.Writer) error {
+		Rounds:       3,
+		RouterRounds: 2,
+		Router: func(_ context.Context, addrs []string, w io.Writer) ([]RouterCell, error) {
 			routerRuns = append(routerRuns, strings.Join(addrs, ","))
 			_, err := io.WriteString(w, "router table\n")
-			return err
+			n := float64(len(routerRuns))
+			return []RouterCell{{Clients: 1, OpsPerSec: 100 * n, P50: time.Millisecond, P99: 2 * time.Millisecond, DirectOpsPerSec: 1000}}, err
 		},
 	}
 	var out bytes.Buffer
@@ -166,10 +170,23 @@ func TestRunScaleSmoke(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())
-	if len(routerRuns) != 2 || strings.Count(routerRuns[0], ",") != 2 {
-		t.Errorf("router measured over %q, want twice over the 3 replicas", routerRuns)
+	// Two rounds, the order swapped in the second: empty, full, full, empty.
+	if len(routerRuns) != 4 || strings.Count(routerRuns[0], ",") != 2 || routerRuns[0] == routerRuns[1] ||
+		routerRuns[1] != routerRuns[2] || routerRuns[0] != routerRuns[3] {
+		t.Errorf("router measured over %q, want empty, preloaded, preloaded, empty (3 replicas each)", routerRuns)
 	}
-	for _, want := range []string{"preloaded 2000 rows", "## router over the empty store", "## router over the preloaded store",
+	// Round 1: preloaded is run 2 (200 ops/s) against empty run 1 (100).
+	if !regexp.MustCompile(`(?m)^ +1 +1 +100 .* 200 .* 2\.00x`).MatchString(out.String()) {
+		t.Errorf("router round table lacks round 1's 2.00x ops/s ratio")
+	}
+	if n := strings.Count(out.String(), "# insert c=4 round "); n != 3 {
+		t.Errorf("%d per-round lines at 4 clients, want 3", n)
+	}
+	if strings.Contains(out.String(), "leader metrics not read") || strings.Contains(out.String(), "leader commit n 0 ") {
+		t.Errorf("leaders' commit histograms not read")
+	}
+	for _, want := range []string{"preloaded 2000 rows", "## router over the empty store, round 1", "## router over the preloaded store, round 2",
+		"insert 4 clients, per round (preloaded/empty): p50 ratio", "preloaded p99 higher in", "leaders' Raft commit",
 		"snapshot (leader):", "follower crashed", "installs the leader's snapshot", "target snapshot + restore <= 10s:",
 		"target replica RSS <= 1 GiB:", "target insert latency within 10% of empty, 4 clients", "load average"} {
 		if !strings.Contains(out.String(), want) {

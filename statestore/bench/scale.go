@@ -51,11 +51,28 @@ type ScaleConfig struct {
 	// default, 8192 entries). Automatic snapshots during a measurement are
 	// counted and printed: at scale each one writes the whole table.
 	SnapshotThreshold int
-	// Router, when set, measures the router over this store, once empty
-	// and once preloaded (the cmd layer runs the router bench; the store
-	// bench does not import the router).
-	Router func(ctx context.Context, storeAddrs []string, w io.Writer) error
-	Logger *slog.Logger
+	// Rounds alternating rounds (empty, preloaded) make up each insert
+	// measurement (default 4); each round's p50/p99 is printed, with the
+	// leaders' Raft commit times from their /metrics.
+	Rounds int
+	// Router, when set, measures the router over this store, empty and
+	// preloaded, in RouterRounds alternating rounds (default 2; the order
+	// swaps each round). The cmd layer runs the router bench (the store
+	// bench does not import the router) and returns the router's numbers
+	// per concurrency.
+	Router       func(ctx context.Context, storeAddrs []string, w io.Writer) ([]RouterCell, error)
+	RouterRounds int
+	Logger       *slog.Logger
+}
+
+// RouterCell is one router bench result at one concurrency: the router
+// ("yarnfed") and the sub-clusters called directly in the same run (a
+// yardstick for the machine's load at that moment).
+type RouterCell struct {
+	Clients         int
+	OpsPerSec       float64
+	P50, P99        time.Duration
+	DirectOpsPerSec float64
 }
 
 // preloadBatch is how many homes one preload request carries, and
@@ -63,8 +80,6 @@ type ScaleConfig struct {
 // are what the client's coalescing produces under load (<= 512 per RPC),
 // doubled, and the leader's group commit takes up to 1024 per entry.
 const (
-	// scaleRounds alternating rounds make up each insert measurement.
-	scaleRounds     = 4
 	preloadBatch    = 1000
 	preloadInflight = 4
 )
@@ -98,6 +113,12 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	if cfg.Conns <= 0 {
 		cfg.Conns = 2
 	}
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = 4
+	}
+	if cfg.RouterRounds <= 0 {
+		cfg.RouterRounds = 2
+	}
 	if cfg.TrailingLogs <= 0 {
 		cfg.TrailingLogs = 256
 	}
@@ -117,7 +138,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	if cfg.SnapshotThreshold > 0 {
 		extra = append(extra, "--snapshot-threshold", fmt.Sprint(cfg.SnapshotThreshold))
 	}
-	reps, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{ExtraArgs: extra})
+	reps, err := StartReplicas(ctx, cfg.Executable, cfg.Dir, ReplicaOptions{ExtraArgs: extra, HTTP: true})
 	if reps != nil {
 		defer reps.Close()
 	}
@@ -135,7 +156,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	// measuring it before the preload and the full one after would compare
 	// two moments of a shared machine (measured: the same store's p50
 	// swung 0.8-1.3x between such runs), so rounds alternate instead.
-	emptyReps, err := StartReplicas(ctx, cfg.Executable, filepath.Join(cfg.Dir, "empty"), ReplicaOptions{ExtraArgs: extra})
+	emptyReps, err := StartReplicas(ctx, cfg.Executable, filepath.Join(cfg.Dir, "empty"), ReplicaOptions{ExtraArgs: extra, HTTP: true})
 	stopEmpty := func() {
 		if emptyReps != nil {
 			emptyReps.Close()
@@ -174,41 +195,63 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	fmt.Fprintf(w, "# preloaded %d rows in %v (%.0f rows/s; batches of %d, %d in flight)\n", cfg.Rows, preloadTook.Round(time.Millisecond),
 		float64(cfg.Rows)/preloadTook.Seconds(), preloadBatch, preloadInflight)
 
-	// Inserts: per concurrency, scaleRounds alternating rounds on the empty
-	// and the preloaded cluster, latencies merged per cluster.
+	// Inserts: per concurrency, cfg.Rounds alternating rounds on the empty
+	// and the preloaded cluster, latencies merged per cluster. Each round's
+	// percentiles are kept too (is a gap stable, or does it flip between
+	// rounds?), with the leaders' Raft commit histograms over the round.
 	empty, full := map[int]Result{}, map[int]Result{}
+	perRound := map[int][]roundResult{}
+	commits := map[int][2]hist{}
 	autoSnaps := 0
 	for _, c := range cfg.Concurrency {
 		var lats [2][]time.Duration
 		var res [2]Result
-		for round := 0; round < scaleRounds; round++ {
-			for k, tt := range []*yarnfedTarget{te, t} {
-				base := next
-				dirs := reps.Dirs
-				if k == 0 {
-					dirs = emptyReps.Dirs
+		var merged [2]hist
+		for round := 0; round < cfg.Rounds; round++ {
+			var rr roundResult
+			for k, rs := range []*Replicas{emptyReps, reps} {
+				tt := te
+				if k == 1 {
+					tt = t
 				}
-				before := snapshotsOf(dirs)
-				r, l := measureLat(ctx, tt, c, cfg.Conns, cfg.Duration/scaleRounds, func(ctx context.Context, conn int, seq int64) error {
+				base := next
+				before := snapshotsOf(rs.Dirs)
+				m0, merr := scrapeLeader(ctx, rs.leaderHTTP())
+				r, l := measureLat(ctx, tt, c, cfg.Conns, cfg.Duration/time.Duration(cfg.Rounds), func(ctx context.Context, conn int, seq int64) error {
 					return tt.insert(ctx, conn, appID(run, base+seq))
 				})
-				autoSnaps += newSnapshots(before, snapshotsOf(dirs))
+				m1, merr1 := scrapeLeader(ctx, rs.leaderHTTP())
+				autoSnaps += newSnapshots(before, snapshotsOf(rs.Dirs))
 				next = base + r.Attempts
 				if r.Errors > 0 {
 					return fmt.Errorf("inserts at %d clients: %d errors", c, r.Errors)
 				}
+				if merr == nil && merr1 == nil {
+					rr.commit[k] = m1.commit.sub(m0.commit)
+					merged[k] = merged[k].add(rr.commit[k])
+				} else {
+					rr.noMetrics = errors.Join(merr, merr1)
+				}
+				rr.p50[k], rr.p99[k] = pctOf(l, 50), pctOf(l, 99)
+				rr.ops[k] = r.PerSecond()
 				lats[k] = append(lats[k], l...)
 				res[k].Ops += r.Ops
 				res[k].Elapsed += r.Elapsed
 			}
+			perRound[c] = append(perRound[c], rr)
+			fmt.Fprintf(w, "# insert c=%d round %d: %s; empty %.0f/s p50 %s p99 %s, leader commit %v; preloaded %.0f/s p50 %s p99 %s, leader commit %v; p50 %.2fx p99 %.2fx\n",
+				c, round+1, procstat.LoadAvg(), rr.ops[0], ms(rr.p50[0]), ms(rr.p99[0]), rr.commit[0], rr.ops[1], ms(rr.p50[1]), ms(rr.p99[1]), rr.commit[1],
+				ratio(rr.p50[1], rr.p50[0]), ratio(rr.p99[1], rr.p99[0]))
+			if rr.noMetrics != nil {
+				fmt.Fprintf(w, "#   (leader metrics not read: %v)\n", rr.noMetrics)
+			}
 		}
 		for k := range res {
 			slices.Sort(lats[k])
-			if n := len(lats[k]); n > 0 {
-				res[k].P50, res[k].P99 = lats[k][n/2], lats[k][n*99/100]
-			}
+			res[k].P50, res[k].P99 = pctOf(lats[k], 50), pctOf(lats[k], 99)
 		}
 		empty[c], full[c] = res[0], res[1]
+		commits[c] = merged
 		fmt.Fprintf(w, "# insert c=%d: empty %.0f/s p50 %s p99 %s; preloaded %.0f/s p50 %s p99 %s\n", c, res[0].PerSecond(), ms(res[0].P50), ms(res[0].P99),
 			res[1].PerSecond(), ms(res[1].P50), ms(res[1].P99))
 	}
@@ -216,22 +259,30 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 		fmt.Fprintf(w, "# %d automatic snapshots during the insert measurements\n", autoSnaps)
 	}
 
-	router := func(phase string, addrs []string) error {
-		if cfg.Router == nil {
-			return nil
+	// Router: cfg.RouterRounds rounds, each over the empty and the
+	// preloaded store, the order swapped every round so a load that rises
+	// (or falls) during the run favours neither.
+	var routerRes [][2][]RouterCell // [round][empty, preloaded]
+	if cfg.Router != nil {
+		phases := [2]string{"empty", "preloaded"}
+		addrs := [2][]string{emptyReps.Addrs, reps.Addrs}
+		for round := 0; round < cfg.RouterRounds; round++ {
+			var rr [2][]RouterCell
+			order := []int{0, 1}
+			if round%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, k := range order {
+				fmt.Fprintf(w, "\n## router over the %s store, round %d\n", phases[k], round+1)
+				cells, err := cfg.Router(ctx, addrs[k], w)
+				if err != nil {
+					return fmt.Errorf("router bench over the %s store: %w", phases[k], err)
+				}
+				rr[k] = cells
+				fmt.Fprintln(w)
+			}
+			routerRes = append(routerRes, rr)
 		}
-		fmt.Fprintf(w, "\n## router over the %s store\n", phase)
-		if err := cfg.Router(ctx, addrs, w); err != nil {
-			return fmt.Errorf("router bench over the %s store: %w", phase, err)
-		}
-		fmt.Fprintln(w)
-		return nil
-	}
-	if err := router("empty", emptyReps.Addrs); err != nil {
-		return err
-	}
-	if err := router("preloaded", reps.Addrs); err != nil {
-		return err
 	}
 	closeEmpty()
 	stopEmpty() // not needed any more: snapshots and restores are of the full one
@@ -333,7 +384,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	// ---- the table ----
 	loadEnd := procstat.LoadAvg()
 	fmt.Fprintf(w, "\nstate store at scale: 3 replicas as separate processes on loopback (Raft log fsync on, plaintext gRPC), %d application homes preloaded;\n", cfg.Rows)
-	fmt.Fprintf(w, "inserts: %s per cell in %d rounds alternating with an empty 3-replica cluster running alongside, callers over %d client instances\n", cfg.Duration, scaleRounds, cfg.Conns)
+	fmt.Fprintf(w, "inserts: %s per cell in %d rounds alternating with an empty 3-replica cluster running alongside, callers over %d client instances\n", cfg.Duration, cfg.Rounds, cfg.Conns)
 	fmt.Fprintf(w, "%s at start, %s at end (2 cores shared: ratios in one run mean more than absolute numbers)\n", loadStart, loadEnd)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "insert clients\tempty ops/s\tp50\tp99\tpreloaded ops/s\tp50\tp99\tp50 ratio\tp99 ratio\t")
@@ -373,6 +424,28 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 		wipeRestore.Round(time.Millisecond), mib(wipedSizes.fsm), mib(wipedSizes.snaps))
 
 	fmt.Fprintf(w, "automatic snapshots (all replicas) during the insert measurements: %d\n", autoSnaps)
+	for _, c := range cfg.Concurrency {
+		fmt.Fprintf(w, "insert %d clients, per round (preloaded/empty): %s\n", c, roundSpread(perRound[c]))
+		fmt.Fprintf(w, "insert %d clients, leaders' Raft commit (hand to Raft -> FSM result) over all rounds: empty %v; preloaded %v\n", c, commits[c][0], commits[c][1])
+	}
+	if len(routerRes) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "router round\tclients\tempty ops/s\tp50\tp99\tpreloaded ops/s\tp50\tp99\tops/s ratio\tp50 ratio\tdirect ops/s ratio\t")
+		for i, rr := range routerRes {
+			for _, e := range rr[0] {
+				f, ok := cellFor(rr[1], e.Clients)
+				if !ok {
+					continue
+				}
+				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.2fx\t%.2fx\t%.2fx\t\n", i+1, e.Clients, e.OpsPerSec, ms(e.P50), ms(e.P99),
+					f.OpsPerSec, ms(f.P50), ms(f.P99), f.OpsPerSec/max(e.OpsPerSec, 1e-9), ratio(f.P50, e.P50), f.DirectOpsPerSec/max(e.DirectOpsPerSec, 1e-9))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "(direct ops/s ratio: the sub-clusters called without the router in the same two runs; away from 1.00x the machine's load changed between them)")
+	}
 
 	// Against issue 15's targets.
 	verdict := func(ok bool) string {
@@ -567,4 +640,64 @@ func sizesOf(dir string) dirSizes {
 		return nil
 	})
 	return d
+}
+
+// roundResult is one alternating insert round: [0] empty, [1] preloaded.
+type roundResult struct {
+	ops       [2]float64
+	p50, p99  [2]time.Duration
+	commit    [2]hist
+	noMetrics error
+}
+
+// pctOf is the p'th percentile of sorted latencies (0 if none).
+func pctOf(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[len(sorted)*p/100]
+}
+
+// roundSpread summarizes the per-round ratios: their range and in how
+// many rounds the preloaded store was slower.
+func roundSpread(rs []roundResult) string {
+	if len(rs) == 0 {
+		return "no rounds"
+	}
+	var p50s, p99s []float64
+	slower := 0
+	for _, r := range rs {
+		p50s, p99s = append(p50s, ratio(r.p50[1], r.p50[0])), append(p99s, ratio(r.p99[1], r.p99[0]))
+		if r.p99[1] > r.p99[0] {
+			slower++
+		}
+	}
+	return fmt.Sprintf("p50 ratio %.2f..%.2fx, p99 ratio %.2f..%.2fx (median %.2fx), preloaded p99 higher in %d of %d rounds",
+		slices.Min(p50s), slices.Max(p50s), slices.Min(p99s), slices.Max(p99s), median(p99s), slower, len(rs))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func cellFor(cells []RouterCell, clients int) (RouterCell, bool) {
+	for _, c := range cells {
+		if c.Clients == clients {
+			return c, true
+		}
+	}
+	return RouterCell{}, false
+}
+
+// leaderHTTP is the current leader's /metrics address.
+func (r *Replicas) leaderHTTP() string {
+	if i := indexOf(r.GRPC, r.Addrs[0]); i >= 0 && i < len(r.HTTP) {
+		return r.HTTP[i]
+	}
+	return ""
 }
