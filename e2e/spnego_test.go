@@ -41,6 +41,22 @@ func (s *kerberosWebServer) take() []hadoopWebRequest {
 	return r
 }
 
+// takeAtLeast waits until the servlet has reported n requests (its lines
+// arrive on the JVM's stdout after the HTTP answers do) and takes them.
+func (s *kerberosWebServer) takeAtLeast(t *testing.T, n int) []hadoopWebRequest {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.reqs)
+		s.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			return s.take()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startKerberosWebServer runs KerberosWebServer: Jetty with Hadoop's
 // AuthenticationFilter in Kerberos mode (what an RM's web port runs with
 // hadoop.http.authentication.type=kerberos) in front of RM-shaped
@@ -101,7 +117,7 @@ func TestGoSPNEGOClientAgainstHadoopAuthFilter(t *testing.T) {
 			t.Fatalf("info %+v", info)
 		}
 	}
-	reqs := web.take()
+	reqs := web.takeAtLeast(t, 3)
 	if len(reqs) != 3 {
 		t.Fatalf("servlet saw %d requests, want 3: %+v", len(reqs), reqs)
 	}
@@ -133,8 +149,10 @@ func TestGoSPNEGOClientAgainstHadoopAuthFilter(t *testing.T) {
 	if len(st.regs) != 1 || json.Unmarshal([]byte(st.regs[0].Capability), &cm) != nil || cm.ClusterMetrics.TotalNodes != 3 {
 		t.Fatalf("registrations %+v", st.regs)
 	}
+	// Two probe rounds, each at least one request: wait for their lines,
+	// then count the negotiations among them.
 	negotiated := 0
-	for _, r := range web.take() {
+	for _, r := range web.takeAtLeast(t, 2) {
 		if r.Negotiate {
 			negotiated++
 		}
