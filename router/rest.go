@@ -77,7 +77,14 @@ type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 // Hadoop's pseudo auth, default dr.who), metrics, audit for mutations,
 // content negotiation and errors.
 func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
-	serve := r.serveREST(name, mutating, h)
+	return r.withWebUser(r.serveREST(name, mutating, h))
+}
+
+// withWebUser gives serve the web caller's identity: the SPNEGO-
+// authenticated user when a keytab is configured (no ticket or cookie: 401
+// Negotiate), else ?user.name=, Hadoop's pseudo auth, default dr.who. REST
+// and the web UI's pages share it: both list applications and their users.
+func (r *Router) withWebUser(serve func(http.ResponseWriter, *http.Request, hadoopipc.User)) http.HandlerFunc {
 	if r.webAuth != nil {
 		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
 			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})

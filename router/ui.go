@@ -141,18 +141,7 @@ func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
 	}
 	// The pages list every application and its user: with SPNEGO on they
 	// are behind it as REST is (an RM's pages are behind the same filter).
-	if r.webAuth != nil {
-		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
-			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
-		}).ServeHTTP
-	}
-	return func(w http.ResponseWriter, req *http.Request) {
-		user := req.URL.Query().Get("user.name")
-		if user == "" {
-			user = "dr.who"
-		}
-		serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodSimple})
-	}
+	return r.withWebUser(serve)
 }
 
 // --- About ---
