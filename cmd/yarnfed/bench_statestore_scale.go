@@ -72,6 +72,7 @@ the leader's index. Ends with the load average and issue 15's scale targets.`,
 	f.IntVar(&cfg.RouterRounds, "router-rounds", 2, "alternating router bench rounds (empty and preloaded store, the order swapped each round)")
 	f.IntVar(&cfg.Conns, "conns", 2, "client instances (one connection each) the callers share")
 	f.IntVar(&cfg.TrailingLogs, "trailing-logs", 256, "the replicas' --trailing-logs: below the preload's entries, so a wiped replica installs the snapshot")
+	f.StringVar(&cfg.RaftLogStore, "raft-log-store", "", "the replicas' --raft-log-store (wal, bolt; empty: their default)")
 	f.IntVar(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "the replicas' --snapshot-threshold (0: their default); automatic snapshots during measurements are counted")
 	f.BoolVar(&withRouter, "router", true, "also run the router bench over the store, empty and preloaded")
 	f.DurationVar(&routerDuration, "router-duration", 4*time.Second, "the router bench's --duration, per round")
