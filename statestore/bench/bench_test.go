@@ -156,6 +156,7 @@ func TestRunScaleSmoke(t *testing.T) {
 	cfg := ScaleConfig{
 		Executable: buildYarnfed(t), Rows: 2000, Duration: 200 * time.Millisecond, Concurrency: []int{1, 4},
 		TrailingLogs: 16,
+		RaftLogStore: "bolt", // see ScaleConfig.RaftLogStore
 		Rounds:       3,
 		RouterRounds: 2,
 		Router: func(_ context.Context, addrs []string, w io.Writer) ([]RouterCell, error) {
