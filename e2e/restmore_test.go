@@ -371,16 +371,28 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 		_, _, rb := httpDo(t, "POST", rm2+"/ws/v1/cluster/reservation/new-reservation?user.name="+e2eUser, "application/json", "", "")
 		_, _, ob := httpDo(t, "POST", rrweb+"/ws/v1/cluster/reservation/new-reservation?user.name="+e2eUser, "application/json", "", "")
 		sameKeys(t, "POST new-reservation", jsonKeys(t, rb), jsonKeys(t, ob))
-		rid := newRes(rrweb)
 		now := time.Now().UnixMilli()
 		def := func(name string, n int) string {
 			return fmt.Sprintf(`"reservation-definition":{"arrival":%d,"deadline":%d,"reservation-name":"%s","reservation-requests":{"reservation-request-interpreter":0,"reservation-request":[{"duration":60000,"num-containers":%d,"min-concurrency":1,"capability":{"memory":1024,"vCores":1}}]}}`,
 				now+60_000, now+600_000, name, n)
 		}
-		code, _, b := httpDo(t, "POST", rrweb+"/ws/v1/cluster/reservation/submit?user.name="+e2eUser, "application/json", "application/json",
-			`{"queue":"res","reservation-id":"`+rid+`",`+def("e2e-res", 1)+`}`)
-		if code/100 != 2 {
-			t.Fatalf("submit reservation through the router: %d %s", code, b)
+		// The RM's plan learns the queue's capacity from its plan follower
+		// (a 1 s step) after the NodeManagers register: a reservation
+		// submitted within a second or two of the cluster's start is
+		// refused by the RM itself ("PlanningException: The request cannot
+		// be satisfied"), routed or not. Wait for the plan, as a client must.
+		var rid string
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			rid = newRes(rrweb)
+			code, _, b := httpDo(t, "POST", rrweb+"/ws/v1/cluster/reservation/submit?user.name="+e2eUser, "application/json", "application/json",
+				`{"queue":"res","reservation-id":"`+rid+`",`+def("e2e-res", 1)+`}`)
+			if code/100 == 2 {
+				break
+			}
+			if !strings.Contains(string(b), "The request cannot be satisfied") || time.Now().After(deadline) {
+				t.Fatalf("submit reservation through the router: %d %s", code, b)
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 		list := "/ws/v1/cluster/reservation/list?queue=res&include-resource-allocations=true&reservation-id=" + rid + "&user.name=" + e2eUser
 		rcode, _, rb := httpDo(t, "GET", rm2+list, "application/json", "", "")
@@ -398,7 +410,7 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 		if string(rx) != string(ox) {
 			t.Errorf("reservation list XML: real RM %s, router %s", tail(string(rx), 300), tail(string(ox), 300))
 		}
-		code, _, b = httpDo(t, "POST", rrweb+"/ws/v1/cluster/reservation/update?user.name="+e2eUser, "application/json", "application/json",
+		code, _, b := httpDo(t, "POST", rrweb+"/ws/v1/cluster/reservation/update?user.name="+e2eUser, "application/json", "application/json",
 			`{"reservation-id":"`+rid+`",`+def("e2e-res", 2)+`}`)
 		if code/100 != 2 {
 			t.Errorf("update reservation through the router: %d %s", code, b)
