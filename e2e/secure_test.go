@@ -90,25 +90,7 @@ func TestKerberizedRMDirect(t *testing.T) {
 	sc := newSecureCluster(t, []string{"alice", "bob"})
 	conf := sc.mc.info.Conf
 
-	run := sc.client(t, conf, "alice", "--view-acl", "bob", "--modify-acl", " ", "submit:secure-a:default:unmanaged", "list")
-	var sub struct {
-		ApplicationID string `json:"applicationId"`
-	}
-	run.op(t, "submit:secure-a:default:unmanaged").decode(t, &sub)
-	var list struct {
-		Applications []struct {
-			ApplicationID string `json:"applicationId"`
-			User          string `json:"user"`
-		} `json:"applications"`
-	}
-	run.op(t, "list").decode(t, &list)
-	found := false
-	for _, a := range list.Applications {
-		found = found || (a.ApplicationID == sub.ApplicationID && a.User == "alice")
-	}
-	if !found {
-		t.Fatalf("alice's list lacks %s owned by alice: %+v", sub.ApplicationID, list)
-	}
+	sub := submitAsAlice(t, sc, conf, "secure-a", "alice's list")
 
 	// No ticket: refused before any call, with Hadoop's client-side error.
 	nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
@@ -213,25 +195,7 @@ func TestKerberizedRouter(t *testing.T) {
 	}{{"router ACLs on", true}, {"router ACLs off, RM enforces", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			conf := sc.startSecureRouter(t, routerKeytab, tc.routerACL)
-			run := sc.client(t, conf, "alice", "--view-acl", "bob", "--modify-acl", " ", "submit:via-router:default:unmanaged", "list")
-			var sub struct {
-				ApplicationID string `json:"applicationId"`
-			}
-			run.op(t, "submit:via-router:default:unmanaged").decode(t, &sub)
-			var list struct {
-				Applications []struct {
-					ApplicationID string `json:"applicationId"`
-					User          string `json:"user"`
-				} `json:"applications"`
-			}
-			run.op(t, "list").decode(t, &list)
-			found := false
-			for _, a := range list.Applications {
-				found = found || (a.ApplicationID == sub.ApplicationID && a.User == "alice")
-			}
-			if !found {
-				t.Fatalf("list through the router lacks %s owned by alice (the RM must see alice, not the router): %+v", sub.ApplicationID, list)
-			}
+			sub := submitAsAlice(t, sc, conf, "via-router", "the list through the router (the RM must see alice, not the router)")
 
 			nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
 			if nt.OK || !strings.Contains(nt.Message, "Client cannot authenticate via:[") {
@@ -254,4 +218,34 @@ func TestKerberizedRouter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// submittedApp is what the driver prints for a submission.
+type submittedApp struct {
+	ApplicationID string `json:"applicationId"`
+}
+
+// submitAsAlice submits an unmanaged application as alice (bob may view it,
+// nobody else modify it) and requires her listing to show it owned by
+// alice; where names the listing in the failure.
+func submitAsAlice(t *testing.T, sc *secureCluster, conf, name, where string) submittedApp {
+	t.Helper()
+	submit := "submit:" + name + ":default:unmanaged"
+	run := sc.client(t, conf, "alice", "--view-acl", "bob", "--modify-acl", " ", submit, "list")
+	var sub submittedApp
+	run.op(t, submit).decode(t, &sub)
+	var list struct {
+		Applications []struct {
+			ApplicationID string `json:"applicationId"`
+			User          string `json:"user"`
+		} `json:"applications"`
+	}
+	run.op(t, "list").decode(t, &list)
+	for _, a := range list.Applications {
+		if a.ApplicationID == sub.ApplicationID && a.User == "alice" {
+			return sub
+		}
+	}
+	t.Fatalf("%s lacks %s owned by alice: %+v", where, sub.ApplicationID, list)
+	return sub
 }
