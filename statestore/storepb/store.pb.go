@@ -216,7 +216,7 @@ func (x WatchEvent_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEvent_Kind.Descriptor instead.
 func (WatchEvent_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{90, 0}
+	return file_store_proto_rawDescGZIP(), []int{99, 0}
 }
 
 type SubClusterInfo struct {
@@ -752,6 +752,155 @@ func (x *ReservationHome) GetHomeSubClusterId() string {
 	return ""
 }
 
+// One unmanaged AM (UAM) that an AMRMProxy started for an application on a
+// secondary sub-cluster: the federation-wide registry Hadoop's in-NM proxy
+// keeps in its FederationRegistryClient (yarnfed extension). Written before
+// the UAM is used, updated when its AMRMToken rolls over, deleted when it is
+// unregistered or killed. Holds a live token: readable by the AMRMProxy and
+// router roles only, never streamed by Watch.
+type UAMRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApplicationId string                 `protobuf:"bytes,1,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	// The secondary sub-cluster the UAM runs on.
+	SubClusterId string `protobuf:"bytes,2,opt,name=sub_cluster_id,json=subClusterId,proto3" json:"sub_cluster_id,omitempty"`
+	// The application's home sub-cluster.
+	HomeSubClusterId string `protobuf:"bytes,3,opt,name=home_sub_cluster_id,json=homeSubClusterId,proto3" json:"home_sub_cluster_id,omitempty"`
+	// The UAM's attempt on the secondary (appattempt_..._000001; stays that
+	// of the first AM attempt when a later attempt re-attaches).
+	UamAttemptId string `protobuf:"bytes,4,opt,name=uam_attempt_id,json=uamAttemptId,proto3" json:"uam_attempt_id,omitempty"`
+	// Serialized hadoop.common.TokenProto of the UAM's AMRMToken; empty while
+	// the UAM is submitted but the RM has not handed out its token yet.
+	AmrmToken []byte `protobuf:"bytes,5,opt,name=amrm_token,json=amrmToken,proto3" json:"amrm_token,omitempty"`
+	// The AMRMProxy that launched it or last re-attached it (its store
+	// identity), and the home AM attempt it serves.
+	Proxy       string `protobuf:"bytes,6,opt,name=proxy,proto3" json:"proxy,omitempty"`
+	AmAttemptId string `protobuf:"bytes,7,opt,name=am_attempt_id,json=amAttemptId,proto3" json:"am_attempt_id,omitempty"`
+	// The application's user and queue on the secondary.
+	User  string `protobuf:"bytes,8,opt,name=user,proto3" json:"user,omitempty"`
+	Queue string `protobuf:"bytes,9,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The UAM completed registerApplicationMaster with the secondary.
+	Registered bool `protobuf:"varint,10,opt,name=registered,proto3" json:"registered,omitempty"`
+	// Stamped by the store: first insert, and every put.
+	CreateTimeMs  int64 `protobuf:"varint,11,opt,name=create_time_ms,json=createTimeMs,proto3" json:"create_time_ms,omitempty"`
+	UpdateTimeMs  int64 `protobuf:"varint,12,opt,name=update_time_ms,json=updateTimeMs,proto3" json:"update_time_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UAMRecord) Reset() {
+	*x = UAMRecord{}
+	mi := &file_store_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UAMRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UAMRecord) ProtoMessage() {}
+
+func (x *UAMRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UAMRecord.ProtoReflect.Descriptor instead.
+func (*UAMRecord) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UAMRecord) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetSubClusterId() string {
+	if x != nil {
+		return x.SubClusterId
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetHomeSubClusterId() string {
+	if x != nil {
+		return x.HomeSubClusterId
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetUamAttemptId() string {
+	if x != nil {
+		return x.UamAttemptId
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetAmrmToken() []byte {
+	if x != nil {
+		return x.AmrmToken
+	}
+	return nil
+}
+
+func (x *UAMRecord) GetProxy() string {
+	if x != nil {
+		return x.Proxy
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetAmAttemptId() string {
+	if x != nil {
+		return x.AmAttemptId
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *UAMRecord) GetRegistered() bool {
+	if x != nil {
+		return x.Registered
+	}
+	return false
+}
+
+func (x *UAMRecord) GetCreateTimeMs() int64 {
+	if x != nil {
+		return x.CreateTimeMs
+	}
+	return 0
+}
+
+func (x *UAMRecord) GetUpdateTimeMs() int64 {
+	if x != nil {
+		return x.UpdateTimeMs
+	}
+	return 0
+}
+
 type MasterKey struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	KeyId         int32                  `protobuf:"varint,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
@@ -763,7 +912,7 @@ type MasterKey struct {
 
 func (x *MasterKey) Reset() {
 	*x = MasterKey{}
-	mi := &file_store_proto_msgTypes[7]
+	mi := &file_store_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +924,7 @@ func (x *MasterKey) String() string {
 func (*MasterKey) ProtoMessage() {}
 
 func (x *MasterKey) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[7]
+	mi := &file_store_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +937,7 @@ func (x *MasterKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MasterKey.ProtoReflect.Descriptor instead.
 func (*MasterKey) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{7}
+	return file_store_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MasterKey) GetKeyId() int32 {
@@ -825,7 +974,7 @@ type DelegationToken struct {
 
 func (x *DelegationToken) Reset() {
 	*x = DelegationToken{}
-	mi := &file_store_proto_msgTypes[8]
+	mi := &file_store_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +986,7 @@ func (x *DelegationToken) String() string {
 func (*DelegationToken) ProtoMessage() {}
 
 func (x *DelegationToken) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[8]
+	mi := &file_store_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +999,7 @@ func (x *DelegationToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegationToken.ProtoReflect.Descriptor instead.
 func (*DelegationToken) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{8}
+	return file_store_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DelegationToken) GetIdentifier() []byte {
@@ -884,7 +1033,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_store_proto_msgTypes[9]
+	mi := &file_store_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1045,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[9]
+	mi := &file_store_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1058,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{9}
+	return file_store_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Version) GetMajor() int32 {
@@ -936,7 +1085,7 @@ type RegisterSubClusterRequest struct {
 
 func (x *RegisterSubClusterRequest) Reset() {
 	*x = RegisterSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[10]
+	mi := &file_store_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1097,7 @@ func (x *RegisterSubClusterRequest) String() string {
 func (*RegisterSubClusterRequest) ProtoMessage() {}
 
 func (x *RegisterSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[10]
+	mi := &file_store_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1110,7 @@ func (x *RegisterSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{10}
+	return file_store_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RegisterSubClusterRequest) GetInfo() *SubClusterInfo {
@@ -979,7 +1128,7 @@ type RegisterSubClusterResponse struct {
 
 func (x *RegisterSubClusterResponse) Reset() {
 	*x = RegisterSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[11]
+	mi := &file_store_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1140,7 @@ func (x *RegisterSubClusterResponse) String() string {
 func (*RegisterSubClusterResponse) ProtoMessage() {}
 
 func (x *RegisterSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[11]
+	mi := &file_store_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1153,7 @@ func (x *RegisterSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{11}
+	return file_store_proto_rawDescGZIP(), []int{12}
 }
 
 type HeartbeatRequest struct {
@@ -1018,7 +1167,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_store_proto_msgTypes[12]
+	mi := &file_store_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1179,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[12]
+	mi := &file_store_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1192,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{12}
+	return file_store_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HeartbeatRequest) GetSubClusterId() string {
@@ -1075,7 +1224,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_store_proto_msgTypes[13]
+	mi := &file_store_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1236,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[13]
+	mi := &file_store_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1249,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{13}
+	return file_store_proto_rawDescGZIP(), []int{14}
 }
 
 type DeregisterSubClusterRequest struct {
@@ -1113,7 +1262,7 @@ type DeregisterSubClusterRequest struct {
 
 func (x *DeregisterSubClusterRequest) Reset() {
 	*x = DeregisterSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[14]
+	mi := &file_store_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1274,7 @@ func (x *DeregisterSubClusterRequest) String() string {
 func (*DeregisterSubClusterRequest) ProtoMessage() {}
 
 func (x *DeregisterSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[14]
+	mi := &file_store_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1287,7 @@ func (x *DeregisterSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{14}
+	return file_store_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeregisterSubClusterRequest) GetSubClusterId() string {
@@ -1163,7 +1312,7 @@ type DeregisterSubClusterResponse struct {
 
 func (x *DeregisterSubClusterResponse) Reset() {
 	*x = DeregisterSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[15]
+	mi := &file_store_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1324,7 @@ func (x *DeregisterSubClusterResponse) String() string {
 func (*DeregisterSubClusterResponse) ProtoMessage() {}
 
 func (x *DeregisterSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[15]
+	mi := &file_store_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1337,7 @@ func (x *DeregisterSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{15}
+	return file_store_proto_rawDescGZIP(), []int{16}
 }
 
 type GetSubClusterRequest struct {
@@ -1201,7 +1350,7 @@ type GetSubClusterRequest struct {
 
 func (x *GetSubClusterRequest) Reset() {
 	*x = GetSubClusterRequest{}
-	mi := &file_store_proto_msgTypes[16]
+	mi := &file_store_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1362,7 @@ func (x *GetSubClusterRequest) String() string {
 func (*GetSubClusterRequest) ProtoMessage() {}
 
 func (x *GetSubClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[16]
+	mi := &file_store_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1375,7 @@ func (x *GetSubClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSubClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetSubClusterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{16}
+	return file_store_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetSubClusterRequest) GetSubClusterId() string {
@@ -1252,7 +1401,7 @@ type GetSubClusterResponse struct {
 
 func (x *GetSubClusterResponse) Reset() {
 	*x = GetSubClusterResponse{}
-	mi := &file_store_proto_msgTypes[17]
+	mi := &file_store_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1413,7 @@ func (x *GetSubClusterResponse) String() string {
 func (*GetSubClusterResponse) ProtoMessage() {}
 
 func (x *GetSubClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[17]
+	mi := &file_store_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1426,7 @@ func (x *GetSubClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSubClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetSubClusterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{17}
+	return file_store_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetSubClusterResponse) GetInfo() *SubClusterInfo {
@@ -1298,7 +1447,7 @@ type ListSubClustersRequest struct {
 
 func (x *ListSubClustersRequest) Reset() {
 	*x = ListSubClustersRequest{}
-	mi := &file_store_proto_msgTypes[18]
+	mi := &file_store_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1459,7 @@ func (x *ListSubClustersRequest) String() string {
 func (*ListSubClustersRequest) ProtoMessage() {}
 
 func (x *ListSubClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[18]
+	mi := &file_store_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1472,7 @@ func (x *ListSubClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListSubClustersRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{18}
+	return file_store_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSubClustersRequest) GetFilterInactive() bool {
@@ -1349,7 +1498,7 @@ type ListSubClustersResponse struct {
 
 func (x *ListSubClustersResponse) Reset() {
 	*x = ListSubClustersResponse{}
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1510,7 @@ func (x *ListSubClustersResponse) String() string {
 func (*ListSubClustersResponse) ProtoMessage() {}
 
 func (x *ListSubClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[19]
+	mi := &file_store_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1523,7 @@ func (x *ListSubClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSubClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListSubClustersResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{19}
+	return file_store_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSubClustersResponse) GetSubClusters() []*SubClusterInfo {
@@ -1394,7 +1543,7 @@ type AddApplicationHomeRequest struct {
 
 func (x *AddApplicationHomeRequest) Reset() {
 	*x = AddApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1555,7 @@ func (x *AddApplicationHomeRequest) String() string {
 func (*AddApplicationHomeRequest) ProtoMessage() {}
 
 func (x *AddApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[20]
+	mi := &file_store_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1568,7 @@ func (x *AddApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{20}
+	return file_store_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AddApplicationHomeRequest) GetHome() *ApplicationHome {
@@ -1442,7 +1591,7 @@ type AddApplicationHomeResponse struct {
 
 func (x *AddApplicationHomeResponse) Reset() {
 	*x = AddApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1603,7 @@ func (x *AddApplicationHomeResponse) String() string {
 func (*AddApplicationHomeResponse) ProtoMessage() {}
 
 func (x *AddApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[21]
+	mi := &file_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1616,7 @@ func (x *AddApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{21}
+	return file_store_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AddApplicationHomeResponse) GetStored() *ApplicationHome {
@@ -1496,7 +1645,7 @@ type AddApplicationHomesRequest struct {
 
 func (x *AddApplicationHomesRequest) Reset() {
 	*x = AddApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1657,7 @@ func (x *AddApplicationHomesRequest) String() string {
 func (*AddApplicationHomesRequest) ProtoMessage() {}
 
 func (x *AddApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[22]
+	mi := &file_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1670,7 @@ func (x *AddApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{22}
+	return file_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AddApplicationHomesRequest) GetHomes() []*ApplicationHome {
@@ -1541,7 +1690,7 @@ type AddApplicationHomesResponse struct {
 
 func (x *AddApplicationHomesResponse) Reset() {
 	*x = AddApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1702,7 @@ func (x *AddApplicationHomesResponse) String() string {
 func (*AddApplicationHomesResponse) ProtoMessage() {}
 
 func (x *AddApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[23]
+	mi := &file_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1715,7 @@ func (x *AddApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{23}
+	return file_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AddApplicationHomesResponse) GetResults() []*AddApplicationHomesResponse_Result {
@@ -1585,7 +1734,7 @@ type UpdateApplicationHomeRequest struct {
 
 func (x *UpdateApplicationHomeRequest) Reset() {
 	*x = UpdateApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1746,7 @@ func (x *UpdateApplicationHomeRequest) String() string {
 func (*UpdateApplicationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[24]
+	mi := &file_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1759,7 @@ func (x *UpdateApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{24}
+	return file_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateApplicationHomeRequest) GetHome() *ApplicationHome {
@@ -1628,7 +1777,7 @@ type UpdateApplicationHomeResponse struct {
 
 func (x *UpdateApplicationHomeResponse) Reset() {
 	*x = UpdateApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1789,7 @@ func (x *UpdateApplicationHomeResponse) String() string {
 func (*UpdateApplicationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[25]
+	mi := &file_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1802,7 @@ func (x *UpdateApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{25}
+	return file_store_proto_rawDescGZIP(), []int{26}
 }
 
 type GetApplicationHomeRequest struct {
@@ -1667,7 +1816,7 @@ type GetApplicationHomeRequest struct {
 
 func (x *GetApplicationHomeRequest) Reset() {
 	*x = GetApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1828,7 @@ func (x *GetApplicationHomeRequest) String() string {
 func (*GetApplicationHomeRequest) ProtoMessage() {}
 
 func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[26]
+	mi := &file_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1841,7 @@ func (x *GetApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{26}
+	return file_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetApplicationHomeRequest) GetApplicationId() string {
@@ -1725,7 +1874,7 @@ type GetApplicationHomeResponse struct {
 
 func (x *GetApplicationHomeResponse) Reset() {
 	*x = GetApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1886,7 @@ func (x *GetApplicationHomeResponse) String() string {
 func (*GetApplicationHomeResponse) ProtoMessage() {}
 
 func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[27]
+	mi := &file_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1899,7 @@ func (x *GetApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{27}
+	return file_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetApplicationHomeResponse) GetHome() *ApplicationHome {
@@ -1769,7 +1918,7 @@ type DeleteApplicationHomeRequest struct {
 
 func (x *DeleteApplicationHomeRequest) Reset() {
 	*x = DeleteApplicationHomeRequest{}
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1930,7 @@ func (x *DeleteApplicationHomeRequest) String() string {
 func (*DeleteApplicationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[28]
+	mi := &file_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1943,7 @@ func (x *DeleteApplicationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{28}
+	return file_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteApplicationHomeRequest) GetApplicationId() string {
@@ -1812,7 +1961,7 @@ type DeleteApplicationHomeResponse struct {
 
 func (x *DeleteApplicationHomeResponse) Reset() {
 	*x = DeleteApplicationHomeResponse{}
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1973,7 @@ func (x *DeleteApplicationHomeResponse) String() string {
 func (*DeleteApplicationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[29]
+	mi := &file_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1986,7 @@ func (x *DeleteApplicationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{29}
+	return file_store_proto_rawDescGZIP(), []int{30}
 }
 
 type ListApplicationHomesRequest struct {
@@ -1856,7 +2005,7 @@ type ListApplicationHomesRequest struct {
 
 func (x *ListApplicationHomesRequest) Reset() {
 	*x = ListApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2017,7 @@ func (x *ListApplicationHomesRequest) String() string {
 func (*ListApplicationHomesRequest) ProtoMessage() {}
 
 func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[30]
+	mi := &file_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2030,7 @@ func (x *ListApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{30}
+	return file_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListApplicationHomesRequest) GetSubClusterId() string {
@@ -1931,7 +2080,7 @@ type ListApplicationHomesResponse struct {
 
 func (x *ListApplicationHomesResponse) Reset() {
 	*x = ListApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2092,7 @@ func (x *ListApplicationHomesResponse) String() string {
 func (*ListApplicationHomesResponse) ProtoMessage() {}
 
 func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[31]
+	mi := &file_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2105,7 @@ func (x *ListApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{31}
+	return file_store_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListApplicationHomesResponse) GetHomes() []*ApplicationHome {
@@ -1984,7 +2133,7 @@ type GetPolicyRequest struct {
 
 func (x *GetPolicyRequest) Reset() {
 	*x = GetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2145,7 @@ func (x *GetPolicyRequest) String() string {
 func (*GetPolicyRequest) ProtoMessage() {}
 
 func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[32]
+	mi := &file_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2158,7 @@ func (x *GetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{32}
+	return file_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetPolicyRequest) GetQueue() string {
@@ -2035,7 +2184,7 @@ type GetPolicyResponse struct {
 
 func (x *GetPolicyResponse) Reset() {
 	*x = GetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2196,7 @@ func (x *GetPolicyResponse) String() string {
 func (*GetPolicyResponse) ProtoMessage() {}
 
 func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[33]
+	mi := &file_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2209,7 @@ func (x *GetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{33}
+	return file_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetPolicyResponse) GetPolicy() *PolicyConfiguration {
@@ -2079,7 +2228,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2240,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[34]
+	mi := &file_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2253,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{34}
+	return file_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetPolicyRequest) GetPolicy() *PolicyConfiguration {
@@ -2122,7 +2271,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2283,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[35]
+	mi := &file_store_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2296,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{35}
+	return file_store_proto_rawDescGZIP(), []int{36}
 }
 
 type ListPoliciesRequest struct {
@@ -2159,7 +2308,7 @@ type ListPoliciesRequest struct {
 
 func (x *ListPoliciesRequest) Reset() {
 	*x = ListPoliciesRequest{}
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2320,7 @@ func (x *ListPoliciesRequest) String() string {
 func (*ListPoliciesRequest) ProtoMessage() {}
 
 func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[36]
+	mi := &file_store_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2333,7 @@ func (x *ListPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{36}
+	return file_store_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListPoliciesRequest) GetRead() *ReadOptions {
@@ -2203,7 +2352,7 @@ type ListPoliciesResponse struct {
 
 func (x *ListPoliciesResponse) Reset() {
 	*x = ListPoliciesResponse{}
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2364,7 @@ func (x *ListPoliciesResponse) String() string {
 func (*ListPoliciesResponse) ProtoMessage() {}
 
 func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[37]
+	mi := &file_store_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2377,7 @@ func (x *ListPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{37}
+	return file_store_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListPoliciesResponse) GetPolicies() []*PolicyConfiguration {
@@ -2249,7 +2398,7 @@ type DeletePoliciesRequest struct {
 
 func (x *DeletePoliciesRequest) Reset() {
 	*x = DeletePoliciesRequest{}
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2410,7 @@ func (x *DeletePoliciesRequest) String() string {
 func (*DeletePoliciesRequest) ProtoMessage() {}
 
 func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[38]
+	mi := &file_store_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2423,7 @@ func (x *DeletePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{38}
+	return file_store_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeletePoliciesRequest) GetQueues() []string {
@@ -2299,7 +2448,7 @@ type DeletePoliciesResponse struct {
 
 func (x *DeletePoliciesResponse) Reset() {
 	*x = DeletePoliciesResponse{}
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2460,7 @@ func (x *DeletePoliciesResponse) String() string {
 func (*DeletePoliciesResponse) ProtoMessage() {}
 
 func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[39]
+	mi := &file_store_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2473,7 @@ func (x *DeletePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*DeletePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{39}
+	return file_store_proto_rawDescGZIP(), []int{40}
 }
 
 // Many policies in one write (one Raft entry): what the GPG writes per
@@ -2345,7 +2494,7 @@ type SetPoliciesRequest struct {
 
 func (x *SetPoliciesRequest) Reset() {
 	*x = SetPoliciesRequest{}
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2506,7 @@ func (x *SetPoliciesRequest) String() string {
 func (*SetPoliciesRequest) ProtoMessage() {}
 
 func (x *SetPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[40]
+	mi := &file_store_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2519,7 @@ func (x *SetPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*SetPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{40}
+	return file_store_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetPoliciesRequest) GetPolicies() []*PolicyConfiguration {
@@ -2414,7 +2563,7 @@ type SetPoliciesResponse struct {
 
 func (x *SetPoliciesResponse) Reset() {
 	*x = SetPoliciesResponse{}
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2575,7 @@ func (x *SetPoliciesResponse) String() string {
 func (*SetPoliciesResponse) ProtoMessage() {}
 
 func (x *SetPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[41]
+	mi := &file_store_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2588,7 @@ func (x *SetPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*SetPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{41}
+	return file_store_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetPoliciesResponse) GetWritten() []string {
@@ -2476,7 +2625,7 @@ type AcquireLeaseRequest struct {
 
 func (x *AcquireLeaseRequest) Reset() {
 	*x = AcquireLeaseRequest{}
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2637,7 @@ func (x *AcquireLeaseRequest) String() string {
 func (*AcquireLeaseRequest) ProtoMessage() {}
 
 func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[42]
+	mi := &file_store_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2650,7 @@ func (x *AcquireLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{42}
+	return file_store_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AcquireLeaseRequest) GetName() string {
@@ -2536,7 +2685,7 @@ type AcquireLeaseResponse struct {
 
 func (x *AcquireLeaseResponse) Reset() {
 	*x = AcquireLeaseResponse{}
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2697,7 @@ func (x *AcquireLeaseResponse) String() string {
 func (*AcquireLeaseResponse) ProtoMessage() {}
 
 func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[43]
+	mi := &file_store_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2710,7 @@ func (x *AcquireLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLeaseResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{43}
+	return file_store_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AcquireLeaseResponse) GetLease() *Lease {
@@ -2589,7 +2738,7 @@ type ReleaseLeaseRequest struct {
 
 func (x *ReleaseLeaseRequest) Reset() {
 	*x = ReleaseLeaseRequest{}
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2750,7 @@ func (x *ReleaseLeaseRequest) String() string {
 func (*ReleaseLeaseRequest) ProtoMessage() {}
 
 func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[44]
+	mi := &file_store_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2763,7 @@ func (x *ReleaseLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{44}
+	return file_store_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReleaseLeaseRequest) GetName() string {
@@ -2646,7 +2795,7 @@ type ReleaseLeaseResponse struct {
 
 func (x *ReleaseLeaseResponse) Reset() {
 	*x = ReleaseLeaseResponse{}
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2807,7 @@ func (x *ReleaseLeaseResponse) String() string {
 func (*ReleaseLeaseResponse) ProtoMessage() {}
 
 func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[45]
+	mi := &file_store_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2820,7 @@ func (x *ReleaseLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{45}
+	return file_store_proto_rawDescGZIP(), []int{46}
 }
 
 type GetLeaseRequest struct {
@@ -2684,7 +2833,7 @@ type GetLeaseRequest struct {
 
 func (x *GetLeaseRequest) Reset() {
 	*x = GetLeaseRequest{}
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2845,7 @@ func (x *GetLeaseRequest) String() string {
 func (*GetLeaseRequest) ProtoMessage() {}
 
 func (x *GetLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[46]
+	mi := &file_store_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2858,7 @@ func (x *GetLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaseRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{46}
+	return file_store_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetLeaseRequest) GetName() string {
@@ -2735,7 +2884,7 @@ type GetLeaseResponse struct {
 
 func (x *GetLeaseResponse) Reset() {
 	*x = GetLeaseResponse{}
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +2896,7 @@ func (x *GetLeaseResponse) String() string {
 func (*GetLeaseResponse) ProtoMessage() {}
 
 func (x *GetLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[47]
+	mi := &file_store_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +2909,7 @@ func (x *GetLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaseResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{47}
+	return file_store_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetLeaseResponse) GetLease() *Lease {
@@ -2781,7 +2930,7 @@ type PublishCapacityRequest struct {
 
 func (x *PublishCapacityRequest) Reset() {
 	*x = PublishCapacityRequest{}
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2942,7 @@ func (x *PublishCapacityRequest) String() string {
 func (*PublishCapacityRequest) ProtoMessage() {}
 
 func (x *PublishCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[48]
+	mi := &file_store_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2955,7 @@ func (x *PublishCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishCapacityRequest.ProtoReflect.Descriptor instead.
 func (*PublishCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{48}
+	return file_store_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PublishCapacityRequest) GetItems() []*PublishCapacityRequest_Item {
@@ -2832,7 +2981,7 @@ type PublishCapacityResponse struct {
 
 func (x *PublishCapacityResponse) Reset() {
 	*x = PublishCapacityResponse{}
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +2993,7 @@ func (x *PublishCapacityResponse) String() string {
 func (*PublishCapacityResponse) ProtoMessage() {}
 
 func (x *PublishCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[49]
+	mi := &file_store_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +3006,7 @@ func (x *PublishCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishCapacityResponse.ProtoReflect.Descriptor instead.
 func (*PublishCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{49}
+	return file_store_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PublishCapacityResponse) GetUnknown() []string {
@@ -2881,7 +3030,7 @@ type MarkSubClustersLostRequest struct {
 
 func (x *MarkSubClustersLostRequest) Reset() {
 	*x = MarkSubClustersLostRequest{}
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +3042,7 @@ func (x *MarkSubClustersLostRequest) String() string {
 func (*MarkSubClustersLostRequest) ProtoMessage() {}
 
 func (x *MarkSubClustersLostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[50]
+	mi := &file_store_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +3055,7 @@ func (x *MarkSubClustersLostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkSubClustersLostRequest.ProtoReflect.Descriptor instead.
 func (*MarkSubClustersLostRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{50}
+	return file_store_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MarkSubClustersLostRequest) GetSubClusterIds() []string {
@@ -2939,7 +3088,7 @@ type MarkSubClustersLostResponse struct {
 
 func (x *MarkSubClustersLostResponse) Reset() {
 	*x = MarkSubClustersLostResponse{}
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3100,7 @@ func (x *MarkSubClustersLostResponse) String() string {
 func (*MarkSubClustersLostResponse) ProtoMessage() {}
 
 func (x *MarkSubClustersLostResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[51]
+	mi := &file_store_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3113,7 @@ func (x *MarkSubClustersLostResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkSubClustersLostResponse.ProtoReflect.Descriptor instead.
 func (*MarkSubClustersLostResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{51}
+	return file_store_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MarkSubClustersLostResponse) GetMarked() []string {
@@ -2988,7 +3137,7 @@ type DeleteApplicationHomesRequest struct {
 
 func (x *DeleteApplicationHomesRequest) Reset() {
 	*x = DeleteApplicationHomesRequest{}
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3149,7 @@ func (x *DeleteApplicationHomesRequest) String() string {
 func (*DeleteApplicationHomesRequest) ProtoMessage() {}
 
 func (x *DeleteApplicationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[52]
+	mi := &file_store_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3162,7 @@ func (x *DeleteApplicationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomesRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{52}
+	return file_store_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeleteApplicationHomesRequest) GetApplicationIds() []string {
@@ -3048,7 +3197,7 @@ type DeleteApplicationHomesResponse struct {
 
 func (x *DeleteApplicationHomesResponse) Reset() {
 	*x = DeleteApplicationHomesResponse{}
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3209,7 @@ func (x *DeleteApplicationHomesResponse) String() string {
 func (*DeleteApplicationHomesResponse) ProtoMessage() {}
 
 func (x *DeleteApplicationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[53]
+	mi := &file_store_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3222,7 @@ func (x *DeleteApplicationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApplicationHomesResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApplicationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{53}
+	return file_store_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeleteApplicationHomesResponse) GetDeleted() []string {
@@ -3100,7 +3249,7 @@ type AddReservationHomeRequest struct {
 
 func (x *AddReservationHomeRequest) Reset() {
 	*x = AddReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3261,7 @@ func (x *AddReservationHomeRequest) String() string {
 func (*AddReservationHomeRequest) ProtoMessage() {}
 
 func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[54]
+	mi := &file_store_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3274,7 @@ func (x *AddReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{54}
+	return file_store_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AddReservationHomeRequest) GetHome() *ReservationHome {
@@ -3145,7 +3294,7 @@ type AddReservationHomeResponse struct {
 
 func (x *AddReservationHomeResponse) Reset() {
 	*x = AddReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3157,7 +3306,7 @@ func (x *AddReservationHomeResponse) String() string {
 func (*AddReservationHomeResponse) ProtoMessage() {}
 
 func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[55]
+	mi := &file_store_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3170,7 +3319,7 @@ func (x *AddReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*AddReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{55}
+	return file_store_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AddReservationHomeResponse) GetStored() *ReservationHome {
@@ -3196,7 +3345,7 @@ type UpdateReservationHomeRequest struct {
 
 func (x *UpdateReservationHomeRequest) Reset() {
 	*x = UpdateReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3208,7 +3357,7 @@ func (x *UpdateReservationHomeRequest) String() string {
 func (*UpdateReservationHomeRequest) ProtoMessage() {}
 
 func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[56]
+	mi := &file_store_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3221,7 +3370,7 @@ func (x *UpdateReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{56}
+	return file_store_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UpdateReservationHomeRequest) GetHome() *ReservationHome {
@@ -3239,7 +3388,7 @@ type UpdateReservationHomeResponse struct {
 
 func (x *UpdateReservationHomeResponse) Reset() {
 	*x = UpdateReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +3400,7 @@ func (x *UpdateReservationHomeResponse) String() string {
 func (*UpdateReservationHomeResponse) ProtoMessage() {}
 
 func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[57]
+	mi := &file_store_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +3413,7 @@ func (x *UpdateReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{57}
+	return file_store_proto_rawDescGZIP(), []int{58}
 }
 
 type GetReservationHomeRequest struct {
@@ -3277,7 +3426,7 @@ type GetReservationHomeRequest struct {
 
 func (x *GetReservationHomeRequest) Reset() {
 	*x = GetReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3438,7 @@ func (x *GetReservationHomeRequest) String() string {
 func (*GetReservationHomeRequest) ProtoMessage() {}
 
 func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[58]
+	mi := &file_store_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3451,7 @@ func (x *GetReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{58}
+	return file_store_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetReservationHomeRequest) GetReservationId() string {
@@ -3328,7 +3477,7 @@ type GetReservationHomeResponse struct {
 
 func (x *GetReservationHomeResponse) Reset() {
 	*x = GetReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3489,7 @@ func (x *GetReservationHomeResponse) String() string {
 func (*GetReservationHomeResponse) ProtoMessage() {}
 
 func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[59]
+	mi := &file_store_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3502,7 @@ func (x *GetReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*GetReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{59}
+	return file_store_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetReservationHomeResponse) GetHome() *ReservationHome {
@@ -3372,7 +3521,7 @@ type ListReservationHomesRequest struct {
 
 func (x *ListReservationHomesRequest) Reset() {
 	*x = ListReservationHomesRequest{}
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3384,7 +3533,7 @@ func (x *ListReservationHomesRequest) String() string {
 func (*ListReservationHomesRequest) ProtoMessage() {}
 
 func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[60]
+	mi := &file_store_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3397,7 +3546,7 @@ func (x *ListReservationHomesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesRequest.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{60}
+	return file_store_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListReservationHomesRequest) GetRead() *ReadOptions {
@@ -3416,7 +3565,7 @@ type ListReservationHomesResponse struct {
 
 func (x *ListReservationHomesResponse) Reset() {
 	*x = ListReservationHomesResponse{}
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3428,7 +3577,7 @@ func (x *ListReservationHomesResponse) String() string {
 func (*ListReservationHomesResponse) ProtoMessage() {}
 
 func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[61]
+	mi := &file_store_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3441,7 +3590,7 @@ func (x *ListReservationHomesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReservationHomesResponse.ProtoReflect.Descriptor instead.
 func (*ListReservationHomesResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{61}
+	return file_store_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListReservationHomesResponse) GetHomes() []*ReservationHome {
@@ -3460,7 +3609,7 @@ type DeleteReservationHomeRequest struct {
 
 func (x *DeleteReservationHomeRequest) Reset() {
 	*x = DeleteReservationHomeRequest{}
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3472,7 +3621,7 @@ func (x *DeleteReservationHomeRequest) String() string {
 func (*DeleteReservationHomeRequest) ProtoMessage() {}
 
 func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[62]
+	mi := &file_store_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3485,7 +3634,7 @@ func (x *DeleteReservationHomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{62}
+	return file_store_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeleteReservationHomeRequest) GetReservationId() string {
@@ -3503,7 +3652,7 @@ type DeleteReservationHomeResponse struct {
 
 func (x *DeleteReservationHomeResponse) Reset() {
 	*x = DeleteReservationHomeResponse{}
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3664,7 @@ func (x *DeleteReservationHomeResponse) String() string {
 func (*DeleteReservationHomeResponse) ProtoMessage() {}
 
 func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[63]
+	mi := &file_store_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3677,7 @@ func (x *DeleteReservationHomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteReservationHomeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteReservationHomeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{63}
+	return file_store_proto_rawDescGZIP(), []int{64}
 }
 
 // ---- delegation-token state ----
@@ -3541,7 +3690,7 @@ type StoreMasterKeyRequest struct {
 
 func (x *StoreMasterKeyRequest) Reset() {
 	*x = StoreMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3702,7 @@ func (x *StoreMasterKeyRequest) String() string {
 func (*StoreMasterKeyRequest) ProtoMessage() {}
 
 func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[64]
+	mi := &file_store_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3715,7 @@ func (x *StoreMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{64}
+	return file_store_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *StoreMasterKeyRequest) GetKey() *MasterKey {
@@ -3584,7 +3733,7 @@ type StoreMasterKeyResponse struct {
 
 func (x *StoreMasterKeyResponse) Reset() {
 	*x = StoreMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3745,7 @@ func (x *StoreMasterKeyResponse) String() string {
 func (*StoreMasterKeyResponse) ProtoMessage() {}
 
 func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[65]
+	mi := &file_store_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3758,7 @@ func (x *StoreMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*StoreMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{65}
+	return file_store_proto_rawDescGZIP(), []int{66}
 }
 
 type RemoveMasterKeyRequest struct {
@@ -3621,7 +3770,7 @@ type RemoveMasterKeyRequest struct {
 
 func (x *RemoveMasterKeyRequest) Reset() {
 	*x = RemoveMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +3782,7 @@ func (x *RemoveMasterKeyRequest) String() string {
 func (*RemoveMasterKeyRequest) ProtoMessage() {}
 
 func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[66]
+	mi := &file_store_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +3795,7 @@ func (x *RemoveMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{66}
+	return file_store_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveMasterKeyRequest) GetKeyId() int32 {
@@ -3664,7 +3813,7 @@ type RemoveMasterKeyResponse struct {
 
 func (x *RemoveMasterKeyResponse) Reset() {
 	*x = RemoveMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3825,7 @@ func (x *RemoveMasterKeyResponse) String() string {
 func (*RemoveMasterKeyResponse) ProtoMessage() {}
 
 func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[67]
+	mi := &file_store_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3838,7 @@ func (x *RemoveMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{67}
+	return file_store_proto_rawDescGZIP(), []int{68}
 }
 
 type GetMasterKeyRequest struct {
@@ -3702,7 +3851,7 @@ type GetMasterKeyRequest struct {
 
 func (x *GetMasterKeyRequest) Reset() {
 	*x = GetMasterKeyRequest{}
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3714,7 +3863,7 @@ func (x *GetMasterKeyRequest) String() string {
 func (*GetMasterKeyRequest) ProtoMessage() {}
 
 func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[68]
+	mi := &file_store_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3727,7 +3876,7 @@ func (x *GetMasterKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{68}
+	return file_store_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetMasterKeyRequest) GetKeyId() int32 {
@@ -3753,7 +3902,7 @@ type GetMasterKeyResponse struct {
 
 func (x *GetMasterKeyResponse) Reset() {
 	*x = GetMasterKeyResponse{}
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3914,7 @@ func (x *GetMasterKeyResponse) String() string {
 func (*GetMasterKeyResponse) ProtoMessage() {}
 
 func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[69]
+	mi := &file_store_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3927,7 @@ func (x *GetMasterKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMasterKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetMasterKeyResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{69}
+	return file_store_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetMasterKeyResponse) GetKey() *MasterKey {
@@ -3797,7 +3946,7 @@ type StoreTokenRequest struct {
 
 func (x *StoreTokenRequest) Reset() {
 	*x = StoreTokenRequest{}
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3809,7 +3958,7 @@ func (x *StoreTokenRequest) String() string {
 func (*StoreTokenRequest) ProtoMessage() {}
 
 func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[70]
+	mi := &file_store_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3822,7 +3971,7 @@ func (x *StoreTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenRequest.ProtoReflect.Descriptor instead.
 func (*StoreTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{70}
+	return file_store_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StoreTokenRequest) GetToken() *DelegationToken {
@@ -3840,7 +3989,7 @@ type StoreTokenResponse struct {
 
 func (x *StoreTokenResponse) Reset() {
 	*x = StoreTokenResponse{}
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +4001,7 @@ func (x *StoreTokenResponse) String() string {
 func (*StoreTokenResponse) ProtoMessage() {}
 
 func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[71]
+	mi := &file_store_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +4014,7 @@ func (x *StoreTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreTokenResponse.ProtoReflect.Descriptor instead.
 func (*StoreTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{71}
+	return file_store_proto_rawDescGZIP(), []int{72}
 }
 
 type UpdateTokenRequest struct {
@@ -3877,7 +4026,7 @@ type UpdateTokenRequest struct {
 
 func (x *UpdateTokenRequest) Reset() {
 	*x = UpdateTokenRequest{}
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3889,7 +4038,7 @@ func (x *UpdateTokenRequest) String() string {
 func (*UpdateTokenRequest) ProtoMessage() {}
 
 func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[72]
+	mi := &file_store_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3902,7 +4051,7 @@ func (x *UpdateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{72}
+	return file_store_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UpdateTokenRequest) GetToken() *DelegationToken {
@@ -3920,7 +4069,7 @@ type UpdateTokenResponse struct {
 
 func (x *UpdateTokenResponse) Reset() {
 	*x = UpdateTokenResponse{}
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +4081,7 @@ func (x *UpdateTokenResponse) String() string {
 func (*UpdateTokenResponse) ProtoMessage() {}
 
 func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[73]
+	mi := &file_store_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4094,7 @@ func (x *UpdateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTokenResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{73}
+	return file_store_proto_rawDescGZIP(), []int{74}
 }
 
 type RemoveTokenRequest struct {
@@ -3957,7 +4106,7 @@ type RemoveTokenRequest struct {
 
 func (x *RemoveTokenRequest) Reset() {
 	*x = RemoveTokenRequest{}
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3969,7 +4118,7 @@ func (x *RemoveTokenRequest) String() string {
 func (*RemoveTokenRequest) ProtoMessage() {}
 
 func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[74]
+	mi := &file_store_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3982,7 +4131,7 @@ func (x *RemoveTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{74}
+	return file_store_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *RemoveTokenRequest) GetIdentifier() []byte {
@@ -4000,7 +4149,7 @@ type RemoveTokenResponse struct {
 
 func (x *RemoveTokenResponse) Reset() {
 	*x = RemoveTokenResponse{}
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4012,7 +4161,7 @@ func (x *RemoveTokenResponse) String() string {
 func (*RemoveTokenResponse) ProtoMessage() {}
 
 func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[75]
+	mi := &file_store_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4025,7 +4174,7 @@ func (x *RemoveTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTokenResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{75}
+	return file_store_proto_rawDescGZIP(), []int{76}
 }
 
 type GetTokenRequest struct {
@@ -4038,7 +4187,7 @@ type GetTokenRequest struct {
 
 func (x *GetTokenRequest) Reset() {
 	*x = GetTokenRequest{}
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4050,7 +4199,7 @@ func (x *GetTokenRequest) String() string {
 func (*GetTokenRequest) ProtoMessage() {}
 
 func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[76]
+	mi := &file_store_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4063,7 +4212,7 @@ func (x *GetTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenRequest.ProtoReflect.Descriptor instead.
 func (*GetTokenRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{76}
+	return file_store_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetTokenRequest) GetIdentifier() []byte {
@@ -4089,7 +4238,7 @@ type GetTokenResponse struct {
 
 func (x *GetTokenResponse) Reset() {
 	*x = GetTokenResponse{}
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4250,7 @@ func (x *GetTokenResponse) String() string {
 func (*GetTokenResponse) ProtoMessage() {}
 
 func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[77]
+	mi := &file_store_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4263,7 @@ func (x *GetTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTokenResponse.ProtoReflect.Descriptor instead.
 func (*GetTokenResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{77}
+	return file_store_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetTokenResponse) GetToken() *DelegationToken {
@@ -4136,7 +4285,7 @@ type ReserveRangeRequest struct {
 
 func (x *ReserveRangeRequest) Reset() {
 	*x = ReserveRangeRequest{}
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4148,7 +4297,7 @@ func (x *ReserveRangeRequest) String() string {
 func (*ReserveRangeRequest) ProtoMessage() {}
 
 func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[78]
+	mi := &file_store_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4161,7 +4310,7 @@ func (x *ReserveRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeRequest.ProtoReflect.Descriptor instead.
 func (*ReserveRangeRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{78}
+	return file_store_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReserveRangeRequest) GetCounter() Counter {
@@ -4189,7 +4338,7 @@ type ReserveRangeResponse struct {
 
 func (x *ReserveRangeResponse) Reset() {
 	*x = ReserveRangeResponse{}
-	mi := &file_store_proto_msgTypes[79]
+	mi := &file_store_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4201,7 +4350,7 @@ func (x *ReserveRangeResponse) String() string {
 func (*ReserveRangeResponse) ProtoMessage() {}
 
 func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[79]
+	mi := &file_store_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4214,7 +4363,7 @@ func (x *ReserveRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRangeResponse.ProtoReflect.Descriptor instead.
 func (*ReserveRangeResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{79}
+	return file_store_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReserveRangeResponse) GetFirst() int64 {
@@ -4241,7 +4390,7 @@ type GetCounterRequest struct {
 
 func (x *GetCounterRequest) Reset() {
 	*x = GetCounterRequest{}
-	mi := &file_store_proto_msgTypes[80]
+	mi := &file_store_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4402,7 @@ func (x *GetCounterRequest) String() string {
 func (*GetCounterRequest) ProtoMessage() {}
 
 func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[80]
+	mi := &file_store_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4415,7 @@ func (x *GetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterRequest.ProtoReflect.Descriptor instead.
 func (*GetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{80}
+	return file_store_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetCounterRequest) GetCounter() Counter {
@@ -4292,7 +4441,7 @@ type GetCounterResponse struct {
 
 func (x *GetCounterResponse) Reset() {
 	*x = GetCounterResponse{}
-	mi := &file_store_proto_msgTypes[81]
+	mi := &file_store_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4304,7 +4453,7 @@ func (x *GetCounterResponse) String() string {
 func (*GetCounterResponse) ProtoMessage() {}
 
 func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[81]
+	mi := &file_store_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4317,7 +4466,7 @@ func (x *GetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCounterResponse.ProtoReflect.Descriptor instead.
 func (*GetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{81}
+	return file_store_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GetCounterResponse) GetValue() int64 {
@@ -4337,7 +4486,7 @@ type SetCounterRequest struct {
 
 func (x *SetCounterRequest) Reset() {
 	*x = SetCounterRequest{}
-	mi := &file_store_proto_msgTypes[82]
+	mi := &file_store_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4498,7 @@ func (x *SetCounterRequest) String() string {
 func (*SetCounterRequest) ProtoMessage() {}
 
 func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[82]
+	mi := &file_store_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4511,7 @@ func (x *SetCounterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterRequest.ProtoReflect.Descriptor instead.
 func (*SetCounterRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{82}
+	return file_store_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SetCounterRequest) GetCounter() Counter {
@@ -4387,7 +4536,7 @@ type SetCounterResponse struct {
 
 func (x *SetCounterResponse) Reset() {
 	*x = SetCounterResponse{}
-	mi := &file_store_proto_msgTypes[83]
+	mi := &file_store_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4548,7 @@ func (x *SetCounterResponse) String() string {
 func (*SetCounterResponse) ProtoMessage() {}
 
 func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[83]
+	mi := &file_store_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4561,7 @@ func (x *SetCounterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetCounterResponse.ProtoReflect.Descriptor instead.
 func (*SetCounterResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{83}
+	return file_store_proto_rawDescGZIP(), []int{84}
 }
 
 // ---- version and format ----
@@ -4425,7 +4574,7 @@ type GetVersionRequest struct {
 
 func (x *GetVersionRequest) Reset() {
 	*x = GetVersionRequest{}
-	mi := &file_store_proto_msgTypes[84]
+	mi := &file_store_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4586,7 @@ func (x *GetVersionRequest) String() string {
 func (*GetVersionRequest) ProtoMessage() {}
 
 func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[84]
+	mi := &file_store_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4599,7 @@ func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
 func (*GetVersionRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{84}
+	return file_store_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *GetVersionRequest) GetRead() *ReadOptions {
@@ -4472,7 +4621,7 @@ type GetVersionResponse struct {
 
 func (x *GetVersionResponse) Reset() {
 	*x = GetVersionResponse{}
-	mi := &file_store_proto_msgTypes[85]
+	mi := &file_store_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4633,7 @@ func (x *GetVersionResponse) String() string {
 func (*GetVersionResponse) ProtoMessage() {}
 
 func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[85]
+	mi := &file_store_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4646,7 @@ func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionResponse.ProtoReflect.Descriptor instead.
 func (*GetVersionResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{85}
+	return file_store_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *GetVersionResponse) GetStored() *Version {
@@ -4524,7 +4673,7 @@ type FormatRequest struct {
 
 func (x *FormatRequest) Reset() {
 	*x = FormatRequest{}
-	mi := &file_store_proto_msgTypes[86]
+	mi := &file_store_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4536,7 +4685,7 @@ func (x *FormatRequest) String() string {
 func (*FormatRequest) ProtoMessage() {}
 
 func (x *FormatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[86]
+	mi := &file_store_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4549,7 +4698,7 @@ func (x *FormatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatRequest.ProtoReflect.Descriptor instead.
 func (*FormatRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{86}
+	return file_store_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *FormatRequest) GetConfirm() bool {
@@ -4567,7 +4716,7 @@ type FormatResponse struct {
 
 func (x *FormatResponse) Reset() {
 	*x = FormatResponse{}
-	mi := &file_store_proto_msgTypes[87]
+	mi := &file_store_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4579,7 +4728,7 @@ func (x *FormatResponse) String() string {
 func (*FormatResponse) ProtoMessage() {}
 
 func (x *FormatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[87]
+	mi := &file_store_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4592,7 +4741,7 @@ func (x *FormatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FormatResponse.ProtoReflect.Descriptor instead.
 func (*FormatResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{87}
+	return file_store_proto_rawDescGZIP(), []int{88}
 }
 
 // ---- reads ----
@@ -4607,7 +4756,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_store_proto_msgTypes[88]
+	mi := &file_store_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4768,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[88]
+	mi := &file_store_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4781,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{88}
+	return file_store_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -4640,6 +4789,398 @@ func (x *ReadOptions) GetStale() bool {
 		return x.Stale
 	}
 	return false
+}
+
+// ---- UAM registry ----
+// PutUAM inserts or replaces the row (application_id, sub_cluster_id).
+type PutUAMRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Record        *UAMRecord             `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUAMRequest) Reset() {
+	*x = PutUAMRequest{}
+	mi := &file_store_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUAMRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUAMRequest) ProtoMessage() {}
+
+func (x *PutUAMRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUAMRequest.ProtoReflect.Descriptor instead.
+func (*PutUAMRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *PutUAMRequest) GetRecord() *UAMRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+type PutUAMResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stored        *UAMRecord             `protobuf:"bytes,1,opt,name=stored,proto3" json:"stored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUAMResponse) Reset() {
+	*x = PutUAMResponse{}
+	mi := &file_store_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUAMResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUAMResponse) ProtoMessage() {}
+
+func (x *PutUAMResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUAMResponse.ProtoReflect.Descriptor instead.
+func (*PutUAMResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *PutUAMResponse) GetStored() *UAMRecord {
+	if x != nil {
+		return x.Stored
+	}
+	return nil
+}
+
+type GetUAMsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApplicationId string                 `protobuf:"bytes,1,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,15,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUAMsRequest) Reset() {
+	*x = GetUAMsRequest{}
+	mi := &file_store_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUAMsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUAMsRequest) ProtoMessage() {}
+
+func (x *GetUAMsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUAMsRequest.ProtoReflect.Descriptor instead.
+func (*GetUAMsRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *GetUAMsRequest) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *GetUAMsRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+// Every UAM of the application, ordered by sub-cluster id.
+type GetUAMsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*UAMRecord           `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUAMsResponse) Reset() {
+	*x = GetUAMsResponse{}
+	mi := &file_store_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUAMsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUAMsResponse) ProtoMessage() {}
+
+func (x *GetUAMsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUAMsResponse.ProtoReflect.Descriptor instead.
+func (*GetUAMsResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *GetUAMsResponse) GetRecords() []*UAMRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+type ListUAMsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only UAMs on this sub-cluster when set.
+	SubClusterId string `protobuf:"bytes,1,opt,name=sub_cluster_id,json=subClusterId,proto3" json:"sub_cluster_id,omitempty"`
+	// At most this many rows (0: all), ordered by application, then
+	// sub-cluster.
+	Limit         int32        `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Read          *ReadOptions `protobuf:"bytes,15,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUAMsRequest) Reset() {
+	*x = ListUAMsRequest{}
+	mi := &file_store_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUAMsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUAMsRequest) ProtoMessage() {}
+
+func (x *ListUAMsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUAMsRequest.ProtoReflect.Descriptor instead.
+func (*ListUAMsRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ListUAMsRequest) GetSubClusterId() string {
+	if x != nil {
+		return x.SubClusterId
+	}
+	return ""
+}
+
+func (x *ListUAMsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListUAMsRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ListUAMsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*UAMRecord           `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUAMsResponse) Reset() {
+	*x = ListUAMsResponse{}
+	mi := &file_store_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUAMsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUAMsResponse) ProtoMessage() {}
+
+func (x *ListUAMsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUAMsResponse.ProtoReflect.Descriptor instead.
+func (*ListUAMsResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ListUAMsResponse) GetRecords() []*UAMRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+type DeleteUAMRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApplicationId string                 `protobuf:"bytes,1,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	// Empty deletes every UAM of the application.
+	SubClusterId  string `protobuf:"bytes,2,opt,name=sub_cluster_id,json=subClusterId,proto3" json:"sub_cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUAMRequest) Reset() {
+	*x = DeleteUAMRequest{}
+	mi := &file_store_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUAMRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUAMRequest) ProtoMessage() {}
+
+func (x *DeleteUAMRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUAMRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUAMRequest) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *DeleteUAMRequest) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *DeleteUAMRequest) GetSubClusterId() string {
+	if x != nil {
+		return x.SubClusterId
+	}
+	return ""
+}
+
+type DeleteUAMResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many rows were deleted (0 is not an error: deleting is idempotent).
+	Deleted       int32 `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUAMResponse) Reset() {
+	*x = DeleteUAMResponse{}
+	mi := &file_store_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUAMResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUAMResponse) ProtoMessage() {}
+
+func (x *DeleteUAMResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_store_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUAMResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUAMResponse) Descriptor() ([]byte, []int) {
+	return file_store_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *DeleteUAMResponse) GetDeleted() int32 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
 }
 
 // ---- watch ----
@@ -4659,7 +5200,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_store_proto_msgTypes[89]
+	mi := &file_store_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4671,7 +5212,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[89]
+	mi := &file_store_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4684,7 +5225,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{89}
+	return file_store_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *WatchRequest) GetAfterIndex() uint64 {
@@ -4732,7 +5273,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_store_proto_msgTypes[90]
+	mi := &file_store_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +5285,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[90]
+	mi := &file_store_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +5298,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{90}
+	return file_store_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *WatchEvent) GetKind() WatchEvent_Kind {
@@ -4816,7 +5357,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_store_proto_msgTypes[91]
+	mi := &file_store_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4828,7 +5369,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[91]
+	mi := &file_store_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4841,7 +5382,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{91}
+	return file_store_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -4880,7 +5421,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_store_proto_msgTypes[92]
+	mi := &file_store_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4892,7 +5433,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[92]
+	mi := &file_store_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4905,7 +5446,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{92}
+	return file_store_proto_rawDescGZIP(), []int{101}
 }
 
 type RemoveRequest struct {
@@ -4917,7 +5458,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_store_proto_msgTypes[93]
+	mi := &file_store_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4929,7 +5470,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[93]
+	mi := &file_store_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4942,7 +5483,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{93}
+	return file_store_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RemoveRequest) GetNodeId() string {
@@ -4960,7 +5501,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_store_proto_msgTypes[94]
+	mi := &file_store_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4972,7 +5513,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[94]
+	mi := &file_store_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4985,7 +5526,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{94}
+	return file_store_proto_rawDescGZIP(), []int{103}
 }
 
 type StatusRequest struct {
@@ -4996,7 +5537,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_store_proto_msgTypes[95]
+	mi := &file_store_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5008,7 +5549,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[95]
+	mi := &file_store_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5021,7 +5562,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{95}
+	return file_store_proto_rawDescGZIP(), []int{104}
 }
 
 type Node struct {
@@ -5037,7 +5578,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_store_proto_msgTypes[96]
+	mi := &file_store_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5049,7 +5590,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[96]
+	mi := &file_store_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5062,7 +5603,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{96}
+	return file_store_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Node) GetNodeId() string {
@@ -5116,7 +5657,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_store_proto_msgTypes[97]
+	mi := &file_store_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5128,7 +5669,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[97]
+	mi := &file_store_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5141,7 +5682,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{97}
+	return file_store_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -5210,7 +5751,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_store_proto_msgTypes[98]
+	mi := &file_store_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5222,7 +5763,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[98]
+	mi := &file_store_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5235,7 +5776,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{98}
+	return file_store_proto_rawDescGZIP(), []int{107}
 }
 
 type SnapshotResponse struct {
@@ -5252,7 +5793,7 @@ type SnapshotResponse struct {
 
 func (x *SnapshotResponse) Reset() {
 	*x = SnapshotResponse{}
-	mi := &file_store_proto_msgTypes[99]
+	mi := &file_store_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5264,7 +5805,7 @@ func (x *SnapshotResponse) String() string {
 func (*SnapshotResponse) ProtoMessage() {}
 
 func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[99]
+	mi := &file_store_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5277,7 +5818,7 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{99}
+	return file_store_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *SnapshotResponse) GetIndex() uint64 {
@@ -5314,7 +5855,7 @@ type AddApplicationHomesResponse_Result struct {
 
 func (x *AddApplicationHomesResponse_Result) Reset() {
 	*x = AddApplicationHomesResponse_Result{}
-	mi := &file_store_proto_msgTypes[100]
+	mi := &file_store_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5326,7 +5867,7 @@ func (x *AddApplicationHomesResponse_Result) String() string {
 func (*AddApplicationHomesResponse_Result) ProtoMessage() {}
 
 func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[100]
+	mi := &file_store_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5339,7 +5880,7 @@ func (x *AddApplicationHomesResponse_Result) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AddApplicationHomesResponse_Result.ProtoReflect.Descriptor instead.
 func (*AddApplicationHomesResponse_Result) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{23, 0}
+	return file_store_proto_rawDescGZIP(), []int{24, 0}
 }
 
 func (x *AddApplicationHomesResponse_Result) GetCode() int32 {
@@ -5383,7 +5924,7 @@ type PublishCapacityRequest_Item struct {
 
 func (x *PublishCapacityRequest_Item) Reset() {
 	*x = PublishCapacityRequest_Item{}
-	mi := &file_store_proto_msgTypes[101]
+	mi := &file_store_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5395,7 +5936,7 @@ func (x *PublishCapacityRequest_Item) String() string {
 func (*PublishCapacityRequest_Item) ProtoMessage() {}
 
 func (x *PublishCapacityRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_store_proto_msgTypes[101]
+	mi := &file_store_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5408,7 +5949,7 @@ func (x *PublishCapacityRequest_Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishCapacityRequest_Item.ProtoReflect.Descriptor instead.
 func (*PublishCapacityRequest_Item) Descriptor() ([]byte, []int) {
-	return file_store_proto_rawDescGZIP(), []int{48, 0}
+	return file_store_proto_rawDescGZIP(), []int{49, 0}
 }
 
 func (x *PublishCapacityRequest_Item) GetSubClusterId() string {
@@ -5494,7 +6035,24 @@ const file_store_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"g\n" +
 	"\x0fReservationHome\x12%\n" +
 	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\x12-\n" +
-	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\"e\n" +
+	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\"\x9c\x03\n" +
+	"\tUAMRecord\x12%\n" +
+	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12$\n" +
+	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterId\x12-\n" +
+	"\x13home_sub_cluster_id\x18\x03 \x01(\tR\x10homeSubClusterId\x12$\n" +
+	"\x0euam_attempt_id\x18\x04 \x01(\tR\fuamAttemptId\x12\x1d\n" +
+	"\n" +
+	"amrm_token\x18\x05 \x01(\fR\tamrmToken\x12\x14\n" +
+	"\x05proxy\x18\x06 \x01(\tR\x05proxy\x12\"\n" +
+	"\ram_attempt_id\x18\a \x01(\tR\vamAttemptId\x12\x12\n" +
+	"\x04user\x18\b \x01(\tR\x04user\x12\x14\n" +
+	"\x05queue\x18\t \x01(\tR\x05queue\x12\x1e\n" +
+	"\n" +
+	"registered\x18\n" +
+	" \x01(\bR\n" +
+	"registered\x12$\n" +
+	"\x0ecreate_time_ms\x18\v \x01(\x03R\fcreateTimeMs\x12$\n" +
+	"\x0eupdate_time_ms\x18\f \x01(\x03R\fupdateTimeMs\"e\n" +
 	"\tMasterKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\x05R\x05keyId\x12\x1b\n" +
 	"\tkey_bytes\x18\x02 \x01(\fR\bkeyBytes\x12$\n" +
@@ -5712,7 +6270,27 @@ const file_store_proto_rawDesc = "" +
 	"\aconfirm\x18\x01 \x01(\bR\aconfirm\"\x10\n" +
 	"\x0eFormatResponse\"#\n" +
 	"\vReadOptions\x12\x14\n" +
-	"\x05stale\x18\x01 \x01(\bR\x05stale\"\x98\x01\n" +
+	"\x05stale\x18\x01 \x01(\bR\x05stale\"I\n" +
+	"\rPutUAMRequest\x128\n" +
+	"\x06record\x18\x01 \x01(\v2 .yarnfed.statestore.v1.UAMRecordR\x06record\"J\n" +
+	"\x0ePutUAMResponse\x128\n" +
+	"\x06stored\x18\x01 \x01(\v2 .yarnfed.statestore.v1.UAMRecordR\x06stored\"o\n" +
+	"\x0eGetUAMsRequest\x12%\n" +
+	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x126\n" +
+	"\x04read\x18\x0f \x01(\v2\".yarnfed.statestore.v1.ReadOptionsR\x04read\"M\n" +
+	"\x0fGetUAMsResponse\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .yarnfed.statestore.v1.UAMRecordR\arecords\"\x85\x01\n" +
+	"\x0fListUAMsRequest\x12$\n" +
+	"\x0esub_cluster_id\x18\x01 \x01(\tR\fsubClusterId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x126\n" +
+	"\x04read\x18\x0f \x01(\v2\".yarnfed.statestore.v1.ReadOptionsR\x04read\"N\n" +
+	"\x10ListUAMsResponse\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .yarnfed.statestore.v1.UAMRecordR\arecords\"_\n" +
+	"\x10DeleteUAMRequest\x12%\n" +
+	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12$\n" +
+	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterId\"-\n" +
+	"\x11DeleteUAMResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\x05R\adeleted\"\x98\x01\n" +
 	"\fWatchRequest\x12\x1f\n" +
 	"\vafter_index\x18\x01 \x01(\x04R\n" +
 	"afterIndex\x12\x1e\n" +
@@ -5791,7 +6369,7 @@ const file_store_proto_rawDesc = "" +
 	"\aCounter\x12\x17\n" +
 	"\x13COUNTER_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16COUNTER_TOKEN_SEQUENCE\x10\x01\x12\x19\n" +
-	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xfd\"\n" +
+	"\x15COUNTER_MASTER_KEY_ID\x10\x022\xeb%\n" +
 	"\n" +
 	"StateStore\x12y\n" +
 	"\x12RegisterSubCluster\x120.yarnfed.statestore.v1.RegisterSubClusterRequest\x1a1.yarnfed.statestore.v1.RegisterSubClusterResponse\x12^\n" +
@@ -5820,7 +6398,11 @@ const file_store_proto_rawDesc = "" +
 	"\x15UpdateReservationHome\x123.yarnfed.statestore.v1.UpdateReservationHomeRequest\x1a4.yarnfed.statestore.v1.UpdateReservationHomeResponse\x12y\n" +
 	"\x12GetReservationHome\x120.yarnfed.statestore.v1.GetReservationHomeRequest\x1a1.yarnfed.statestore.v1.GetReservationHomeResponse\x12\x7f\n" +
 	"\x14ListReservationHomes\x122.yarnfed.statestore.v1.ListReservationHomesRequest\x1a3.yarnfed.statestore.v1.ListReservationHomesResponse\x12\x82\x01\n" +
-	"\x15DeleteReservationHome\x123.yarnfed.statestore.v1.DeleteReservationHomeRequest\x1a4.yarnfed.statestore.v1.DeleteReservationHomeResponse\x12m\n" +
+	"\x15DeleteReservationHome\x123.yarnfed.statestore.v1.DeleteReservationHomeRequest\x1a4.yarnfed.statestore.v1.DeleteReservationHomeResponse\x12U\n" +
+	"\x06PutUAM\x12$.yarnfed.statestore.v1.PutUAMRequest\x1a%.yarnfed.statestore.v1.PutUAMResponse\x12X\n" +
+	"\aGetUAMs\x12%.yarnfed.statestore.v1.GetUAMsRequest\x1a&.yarnfed.statestore.v1.GetUAMsResponse\x12[\n" +
+	"\bListUAMs\x12&.yarnfed.statestore.v1.ListUAMsRequest\x1a'.yarnfed.statestore.v1.ListUAMsResponse\x12^\n" +
+	"\tDeleteUAM\x12'.yarnfed.statestore.v1.DeleteUAMRequest\x1a(.yarnfed.statestore.v1.DeleteUAMResponse\x12m\n" +
 	"\x0eStoreMasterKey\x12,.yarnfed.statestore.v1.StoreMasterKeyRequest\x1a-.yarnfed.statestore.v1.StoreMasterKeyResponse\x12p\n" +
 	"\x0fRemoveMasterKey\x12-.yarnfed.statestore.v1.RemoveMasterKeyRequest\x1a..yarnfed.statestore.v1.RemoveMasterKeyResponse\x12g\n" +
 	"\fGetMasterKey\x12*.yarnfed.statestore.v1.GetMasterKeyRequest\x1a+.yarnfed.statestore.v1.GetMasterKeyResponse\x12a\n" +
@@ -5857,7 +6439,7 @@ func file_store_proto_rawDescGZIP() []byte {
 }
 
 var file_store_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_store_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_store_proto_goTypes = []any{
 	(SubClusterState)(0),                       // 0: yarnfed.statestore.v1.SubClusterState
 	(Counter)(0),                               // 1: yarnfed.statestore.v1.Counter
@@ -5869,101 +6451,110 @@ var file_store_proto_goTypes = []any{
 	(*Lease)(nil),                              // 7: yarnfed.statestore.v1.Lease
 	(*Fence)(nil),                              // 8: yarnfed.statestore.v1.Fence
 	(*ReservationHome)(nil),                    // 9: yarnfed.statestore.v1.ReservationHome
-	(*MasterKey)(nil),                          // 10: yarnfed.statestore.v1.MasterKey
-	(*DelegationToken)(nil),                    // 11: yarnfed.statestore.v1.DelegationToken
-	(*Version)(nil),                            // 12: yarnfed.statestore.v1.Version
-	(*RegisterSubClusterRequest)(nil),          // 13: yarnfed.statestore.v1.RegisterSubClusterRequest
-	(*RegisterSubClusterResponse)(nil),         // 14: yarnfed.statestore.v1.RegisterSubClusterResponse
-	(*HeartbeatRequest)(nil),                   // 15: yarnfed.statestore.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),                  // 16: yarnfed.statestore.v1.HeartbeatResponse
-	(*DeregisterSubClusterRequest)(nil),        // 17: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*DeregisterSubClusterResponse)(nil),       // 18: yarnfed.statestore.v1.DeregisterSubClusterResponse
-	(*GetSubClusterRequest)(nil),               // 19: yarnfed.statestore.v1.GetSubClusterRequest
-	(*GetSubClusterResponse)(nil),              // 20: yarnfed.statestore.v1.GetSubClusterResponse
-	(*ListSubClustersRequest)(nil),             // 21: yarnfed.statestore.v1.ListSubClustersRequest
-	(*ListSubClustersResponse)(nil),            // 22: yarnfed.statestore.v1.ListSubClustersResponse
-	(*AddApplicationHomeRequest)(nil),          // 23: yarnfed.statestore.v1.AddApplicationHomeRequest
-	(*AddApplicationHomeResponse)(nil),         // 24: yarnfed.statestore.v1.AddApplicationHomeResponse
-	(*AddApplicationHomesRequest)(nil),         // 25: yarnfed.statestore.v1.AddApplicationHomesRequest
-	(*AddApplicationHomesResponse)(nil),        // 26: yarnfed.statestore.v1.AddApplicationHomesResponse
-	(*UpdateApplicationHomeRequest)(nil),       // 27: yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	(*UpdateApplicationHomeResponse)(nil),      // 28: yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	(*GetApplicationHomeRequest)(nil),          // 29: yarnfed.statestore.v1.GetApplicationHomeRequest
-	(*GetApplicationHomeResponse)(nil),         // 30: yarnfed.statestore.v1.GetApplicationHomeResponse
-	(*DeleteApplicationHomeRequest)(nil),       // 31: yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	(*DeleteApplicationHomeResponse)(nil),      // 32: yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	(*ListApplicationHomesRequest)(nil),        // 33: yarnfed.statestore.v1.ListApplicationHomesRequest
-	(*ListApplicationHomesResponse)(nil),       // 34: yarnfed.statestore.v1.ListApplicationHomesResponse
-	(*GetPolicyRequest)(nil),                   // 35: yarnfed.statestore.v1.GetPolicyRequest
-	(*GetPolicyResponse)(nil),                  // 36: yarnfed.statestore.v1.GetPolicyResponse
-	(*SetPolicyRequest)(nil),                   // 37: yarnfed.statestore.v1.SetPolicyRequest
-	(*SetPolicyResponse)(nil),                  // 38: yarnfed.statestore.v1.SetPolicyResponse
-	(*ListPoliciesRequest)(nil),                // 39: yarnfed.statestore.v1.ListPoliciesRequest
-	(*ListPoliciesResponse)(nil),               // 40: yarnfed.statestore.v1.ListPoliciesResponse
-	(*DeletePoliciesRequest)(nil),              // 41: yarnfed.statestore.v1.DeletePoliciesRequest
-	(*DeletePoliciesResponse)(nil),             // 42: yarnfed.statestore.v1.DeletePoliciesResponse
-	(*SetPoliciesRequest)(nil),                 // 43: yarnfed.statestore.v1.SetPoliciesRequest
-	(*SetPoliciesResponse)(nil),                // 44: yarnfed.statestore.v1.SetPoliciesResponse
-	(*AcquireLeaseRequest)(nil),                // 45: yarnfed.statestore.v1.AcquireLeaseRequest
-	(*AcquireLeaseResponse)(nil),               // 46: yarnfed.statestore.v1.AcquireLeaseResponse
-	(*ReleaseLeaseRequest)(nil),                // 47: yarnfed.statestore.v1.ReleaseLeaseRequest
-	(*ReleaseLeaseResponse)(nil),               // 48: yarnfed.statestore.v1.ReleaseLeaseResponse
-	(*GetLeaseRequest)(nil),                    // 49: yarnfed.statestore.v1.GetLeaseRequest
-	(*GetLeaseResponse)(nil),                   // 50: yarnfed.statestore.v1.GetLeaseResponse
-	(*PublishCapacityRequest)(nil),             // 51: yarnfed.statestore.v1.PublishCapacityRequest
-	(*PublishCapacityResponse)(nil),            // 52: yarnfed.statestore.v1.PublishCapacityResponse
-	(*MarkSubClustersLostRequest)(nil),         // 53: yarnfed.statestore.v1.MarkSubClustersLostRequest
-	(*MarkSubClustersLostResponse)(nil),        // 54: yarnfed.statestore.v1.MarkSubClustersLostResponse
-	(*DeleteApplicationHomesRequest)(nil),      // 55: yarnfed.statestore.v1.DeleteApplicationHomesRequest
-	(*DeleteApplicationHomesResponse)(nil),     // 56: yarnfed.statestore.v1.DeleteApplicationHomesResponse
-	(*AddReservationHomeRequest)(nil),          // 57: yarnfed.statestore.v1.AddReservationHomeRequest
-	(*AddReservationHomeResponse)(nil),         // 58: yarnfed.statestore.v1.AddReservationHomeResponse
-	(*UpdateReservationHomeRequest)(nil),       // 59: yarnfed.statestore.v1.UpdateReservationHomeRequest
-	(*UpdateReservationHomeResponse)(nil),      // 60: yarnfed.statestore.v1.UpdateReservationHomeResponse
-	(*GetReservationHomeRequest)(nil),          // 61: yarnfed.statestore.v1.GetReservationHomeRequest
-	(*GetReservationHomeResponse)(nil),         // 62: yarnfed.statestore.v1.GetReservationHomeResponse
-	(*ListReservationHomesRequest)(nil),        // 63: yarnfed.statestore.v1.ListReservationHomesRequest
-	(*ListReservationHomesResponse)(nil),       // 64: yarnfed.statestore.v1.ListReservationHomesResponse
-	(*DeleteReservationHomeRequest)(nil),       // 65: yarnfed.statestore.v1.DeleteReservationHomeRequest
-	(*DeleteReservationHomeResponse)(nil),      // 66: yarnfed.statestore.v1.DeleteReservationHomeResponse
-	(*StoreMasterKeyRequest)(nil),              // 67: yarnfed.statestore.v1.StoreMasterKeyRequest
-	(*StoreMasterKeyResponse)(nil),             // 68: yarnfed.statestore.v1.StoreMasterKeyResponse
-	(*RemoveMasterKeyRequest)(nil),             // 69: yarnfed.statestore.v1.RemoveMasterKeyRequest
-	(*RemoveMasterKeyResponse)(nil),            // 70: yarnfed.statestore.v1.RemoveMasterKeyResponse
-	(*GetMasterKeyRequest)(nil),                // 71: yarnfed.statestore.v1.GetMasterKeyRequest
-	(*GetMasterKeyResponse)(nil),               // 72: yarnfed.statestore.v1.GetMasterKeyResponse
-	(*StoreTokenRequest)(nil),                  // 73: yarnfed.statestore.v1.StoreTokenRequest
-	(*StoreTokenResponse)(nil),                 // 74: yarnfed.statestore.v1.StoreTokenResponse
-	(*UpdateTokenRequest)(nil),                 // 75: yarnfed.statestore.v1.UpdateTokenRequest
-	(*UpdateTokenResponse)(nil),                // 76: yarnfed.statestore.v1.UpdateTokenResponse
-	(*RemoveTokenRequest)(nil),                 // 77: yarnfed.statestore.v1.RemoveTokenRequest
-	(*RemoveTokenResponse)(nil),                // 78: yarnfed.statestore.v1.RemoveTokenResponse
-	(*GetTokenRequest)(nil),                    // 79: yarnfed.statestore.v1.GetTokenRequest
-	(*GetTokenResponse)(nil),                   // 80: yarnfed.statestore.v1.GetTokenResponse
-	(*ReserveRangeRequest)(nil),                // 81: yarnfed.statestore.v1.ReserveRangeRequest
-	(*ReserveRangeResponse)(nil),               // 82: yarnfed.statestore.v1.ReserveRangeResponse
-	(*GetCounterRequest)(nil),                  // 83: yarnfed.statestore.v1.GetCounterRequest
-	(*GetCounterResponse)(nil),                 // 84: yarnfed.statestore.v1.GetCounterResponse
-	(*SetCounterRequest)(nil),                  // 85: yarnfed.statestore.v1.SetCounterRequest
-	(*SetCounterResponse)(nil),                 // 86: yarnfed.statestore.v1.SetCounterResponse
-	(*GetVersionRequest)(nil),                  // 87: yarnfed.statestore.v1.GetVersionRequest
-	(*GetVersionResponse)(nil),                 // 88: yarnfed.statestore.v1.GetVersionResponse
-	(*FormatRequest)(nil),                      // 89: yarnfed.statestore.v1.FormatRequest
-	(*FormatResponse)(nil),                     // 90: yarnfed.statestore.v1.FormatResponse
-	(*ReadOptions)(nil),                        // 91: yarnfed.statestore.v1.ReadOptions
-	(*WatchRequest)(nil),                       // 92: yarnfed.statestore.v1.WatchRequest
-	(*WatchEvent)(nil),                         // 93: yarnfed.statestore.v1.WatchEvent
-	(*JoinRequest)(nil),                        // 94: yarnfed.statestore.v1.JoinRequest
-	(*JoinResponse)(nil),                       // 95: yarnfed.statestore.v1.JoinResponse
-	(*RemoveRequest)(nil),                      // 96: yarnfed.statestore.v1.RemoveRequest
-	(*RemoveResponse)(nil),                     // 97: yarnfed.statestore.v1.RemoveResponse
-	(*StatusRequest)(nil),                      // 98: yarnfed.statestore.v1.StatusRequest
-	(*Node)(nil),                               // 99: yarnfed.statestore.v1.Node
-	(*StatusResponse)(nil),                     // 100: yarnfed.statestore.v1.StatusResponse
-	(*SnapshotRequest)(nil),                    // 101: yarnfed.statestore.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),                   // 102: yarnfed.statestore.v1.SnapshotResponse
-	(*AddApplicationHomesResponse_Result)(nil), // 103: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
-	(*PublishCapacityRequest_Item)(nil),        // 104: yarnfed.statestore.v1.PublishCapacityRequest.Item
+	(*UAMRecord)(nil),                          // 10: yarnfed.statestore.v1.UAMRecord
+	(*MasterKey)(nil),                          // 11: yarnfed.statestore.v1.MasterKey
+	(*DelegationToken)(nil),                    // 12: yarnfed.statestore.v1.DelegationToken
+	(*Version)(nil),                            // 13: yarnfed.statestore.v1.Version
+	(*RegisterSubClusterRequest)(nil),          // 14: yarnfed.statestore.v1.RegisterSubClusterRequest
+	(*RegisterSubClusterResponse)(nil),         // 15: yarnfed.statestore.v1.RegisterSubClusterResponse
+	(*HeartbeatRequest)(nil),                   // 16: yarnfed.statestore.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),                  // 17: yarnfed.statestore.v1.HeartbeatResponse
+	(*DeregisterSubClusterRequest)(nil),        // 18: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*DeregisterSubClusterResponse)(nil),       // 19: yarnfed.statestore.v1.DeregisterSubClusterResponse
+	(*GetSubClusterRequest)(nil),               // 20: yarnfed.statestore.v1.GetSubClusterRequest
+	(*GetSubClusterResponse)(nil),              // 21: yarnfed.statestore.v1.GetSubClusterResponse
+	(*ListSubClustersRequest)(nil),             // 22: yarnfed.statestore.v1.ListSubClustersRequest
+	(*ListSubClustersResponse)(nil),            // 23: yarnfed.statestore.v1.ListSubClustersResponse
+	(*AddApplicationHomeRequest)(nil),          // 24: yarnfed.statestore.v1.AddApplicationHomeRequest
+	(*AddApplicationHomeResponse)(nil),         // 25: yarnfed.statestore.v1.AddApplicationHomeResponse
+	(*AddApplicationHomesRequest)(nil),         // 26: yarnfed.statestore.v1.AddApplicationHomesRequest
+	(*AddApplicationHomesResponse)(nil),        // 27: yarnfed.statestore.v1.AddApplicationHomesResponse
+	(*UpdateApplicationHomeRequest)(nil),       // 28: yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	(*UpdateApplicationHomeResponse)(nil),      // 29: yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	(*GetApplicationHomeRequest)(nil),          // 30: yarnfed.statestore.v1.GetApplicationHomeRequest
+	(*GetApplicationHomeResponse)(nil),         // 31: yarnfed.statestore.v1.GetApplicationHomeResponse
+	(*DeleteApplicationHomeRequest)(nil),       // 32: yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	(*DeleteApplicationHomeResponse)(nil),      // 33: yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	(*ListApplicationHomesRequest)(nil),        // 34: yarnfed.statestore.v1.ListApplicationHomesRequest
+	(*ListApplicationHomesResponse)(nil),       // 35: yarnfed.statestore.v1.ListApplicationHomesResponse
+	(*GetPolicyRequest)(nil),                   // 36: yarnfed.statestore.v1.GetPolicyRequest
+	(*GetPolicyResponse)(nil),                  // 37: yarnfed.statestore.v1.GetPolicyResponse
+	(*SetPolicyRequest)(nil),                   // 38: yarnfed.statestore.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),                  // 39: yarnfed.statestore.v1.SetPolicyResponse
+	(*ListPoliciesRequest)(nil),                // 40: yarnfed.statestore.v1.ListPoliciesRequest
+	(*ListPoliciesResponse)(nil),               // 41: yarnfed.statestore.v1.ListPoliciesResponse
+	(*DeletePoliciesRequest)(nil),              // 42: yarnfed.statestore.v1.DeletePoliciesRequest
+	(*DeletePoliciesResponse)(nil),             // 43: yarnfed.statestore.v1.DeletePoliciesResponse
+	(*SetPoliciesRequest)(nil),                 // 44: yarnfed.statestore.v1.SetPoliciesRequest
+	(*SetPoliciesResponse)(nil),                // 45: yarnfed.statestore.v1.SetPoliciesResponse
+	(*AcquireLeaseRequest)(nil),                // 46: yarnfed.statestore.v1.AcquireLeaseRequest
+	(*AcquireLeaseResponse)(nil),               // 47: yarnfed.statestore.v1.AcquireLeaseResponse
+	(*ReleaseLeaseRequest)(nil),                // 48: yarnfed.statestore.v1.ReleaseLeaseRequest
+	(*ReleaseLeaseResponse)(nil),               // 49: yarnfed.statestore.v1.ReleaseLeaseResponse
+	(*GetLeaseRequest)(nil),                    // 50: yarnfed.statestore.v1.GetLeaseRequest
+	(*GetLeaseResponse)(nil),                   // 51: yarnfed.statestore.v1.GetLeaseResponse
+	(*PublishCapacityRequest)(nil),             // 52: yarnfed.statestore.v1.PublishCapacityRequest
+	(*PublishCapacityResponse)(nil),            // 53: yarnfed.statestore.v1.PublishCapacityResponse
+	(*MarkSubClustersLostRequest)(nil),         // 54: yarnfed.statestore.v1.MarkSubClustersLostRequest
+	(*MarkSubClustersLostResponse)(nil),        // 55: yarnfed.statestore.v1.MarkSubClustersLostResponse
+	(*DeleteApplicationHomesRequest)(nil),      // 56: yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	(*DeleteApplicationHomesResponse)(nil),     // 57: yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	(*AddReservationHomeRequest)(nil),          // 58: yarnfed.statestore.v1.AddReservationHomeRequest
+	(*AddReservationHomeResponse)(nil),         // 59: yarnfed.statestore.v1.AddReservationHomeResponse
+	(*UpdateReservationHomeRequest)(nil),       // 60: yarnfed.statestore.v1.UpdateReservationHomeRequest
+	(*UpdateReservationHomeResponse)(nil),      // 61: yarnfed.statestore.v1.UpdateReservationHomeResponse
+	(*GetReservationHomeRequest)(nil),          // 62: yarnfed.statestore.v1.GetReservationHomeRequest
+	(*GetReservationHomeResponse)(nil),         // 63: yarnfed.statestore.v1.GetReservationHomeResponse
+	(*ListReservationHomesRequest)(nil),        // 64: yarnfed.statestore.v1.ListReservationHomesRequest
+	(*ListReservationHomesResponse)(nil),       // 65: yarnfed.statestore.v1.ListReservationHomesResponse
+	(*DeleteReservationHomeRequest)(nil),       // 66: yarnfed.statestore.v1.DeleteReservationHomeRequest
+	(*DeleteReservationHomeResponse)(nil),      // 67: yarnfed.statestore.v1.DeleteReservationHomeResponse
+	(*StoreMasterKeyRequest)(nil),              // 68: yarnfed.statestore.v1.StoreMasterKeyRequest
+	(*StoreMasterKeyResponse)(nil),             // 69: yarnfed.statestore.v1.StoreMasterKeyResponse
+	(*RemoveMasterKeyRequest)(nil),             // 70: yarnfed.statestore.v1.RemoveMasterKeyRequest
+	(*RemoveMasterKeyResponse)(nil),            // 71: yarnfed.statestore.v1.RemoveMasterKeyResponse
+	(*GetMasterKeyRequest)(nil),                // 72: yarnfed.statestore.v1.GetMasterKeyRequest
+	(*GetMasterKeyResponse)(nil),               // 73: yarnfed.statestore.v1.GetMasterKeyResponse
+	(*StoreTokenRequest)(nil),                  // 74: yarnfed.statestore.v1.StoreTokenRequest
+	(*StoreTokenResponse)(nil),                 // 75: yarnfed.statestore.v1.StoreTokenResponse
+	(*UpdateTokenRequest)(nil),                 // 76: yarnfed.statestore.v1.UpdateTokenRequest
+	(*UpdateTokenResponse)(nil),                // 77: yarnfed.statestore.v1.UpdateTokenResponse
+	(*RemoveTokenRequest)(nil),                 // 78: yarnfed.statestore.v1.RemoveTokenRequest
+	(*RemoveTokenResponse)(nil),                // 79: yarnfed.statestore.v1.RemoveTokenResponse
+	(*GetTokenRequest)(nil),                    // 80: yarnfed.statestore.v1.GetTokenRequest
+	(*GetTokenResponse)(nil),                   // 81: yarnfed.statestore.v1.GetTokenResponse
+	(*ReserveRangeRequest)(nil),                // 82: yarnfed.statestore.v1.ReserveRangeRequest
+	(*ReserveRangeResponse)(nil),               // 83: yarnfed.statestore.v1.ReserveRangeResponse
+	(*GetCounterRequest)(nil),                  // 84: yarnfed.statestore.v1.GetCounterRequest
+	(*GetCounterResponse)(nil),                 // 85: yarnfed.statestore.v1.GetCounterResponse
+	(*SetCounterRequest)(nil),                  // 86: yarnfed.statestore.v1.SetCounterRequest
+	(*SetCounterResponse)(nil),                 // 87: yarnfed.statestore.v1.SetCounterResponse
+	(*GetVersionRequest)(nil),                  // 88: yarnfed.statestore.v1.GetVersionRequest
+	(*GetVersionResponse)(nil),                 // 89: yarnfed.statestore.v1.GetVersionResponse
+	(*FormatRequest)(nil),                      // 90: yarnfed.statestore.v1.FormatRequest
+	(*FormatResponse)(nil),                     // 91: yarnfed.statestore.v1.FormatResponse
+	(*ReadOptions)(nil),                        // 92: yarnfed.statestore.v1.ReadOptions
+	(*PutUAMRequest)(nil),                      // 93: yarnfed.statestore.v1.PutUAMRequest
+	(*PutUAMResponse)(nil),                     // 94: yarnfed.statestore.v1.PutUAMResponse
+	(*GetUAMsRequest)(nil),                     // 95: yarnfed.statestore.v1.GetUAMsRequest
+	(*GetUAMsResponse)(nil),                    // 96: yarnfed.statestore.v1.GetUAMsResponse
+	(*ListUAMsRequest)(nil),                    // 97: yarnfed.statestore.v1.ListUAMsRequest
+	(*ListUAMsResponse)(nil),                   // 98: yarnfed.statestore.v1.ListUAMsResponse
+	(*DeleteUAMRequest)(nil),                   // 99: yarnfed.statestore.v1.DeleteUAMRequest
+	(*DeleteUAMResponse)(nil),                  // 100: yarnfed.statestore.v1.DeleteUAMResponse
+	(*WatchRequest)(nil),                       // 101: yarnfed.statestore.v1.WatchRequest
+	(*WatchEvent)(nil),                         // 102: yarnfed.statestore.v1.WatchEvent
+	(*JoinRequest)(nil),                        // 103: yarnfed.statestore.v1.JoinRequest
+	(*JoinResponse)(nil),                       // 104: yarnfed.statestore.v1.JoinResponse
+	(*RemoveRequest)(nil),                      // 105: yarnfed.statestore.v1.RemoveRequest
+	(*RemoveResponse)(nil),                     // 106: yarnfed.statestore.v1.RemoveResponse
+	(*StatusRequest)(nil),                      // 107: yarnfed.statestore.v1.StatusRequest
+	(*Node)(nil),                               // 108: yarnfed.statestore.v1.Node
+	(*StatusResponse)(nil),                     // 109: yarnfed.statestore.v1.StatusResponse
+	(*SnapshotRequest)(nil),                    // 110: yarnfed.statestore.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),                   // 111: yarnfed.statestore.v1.SnapshotResponse
+	(*AddApplicationHomesResponse_Result)(nil), // 112: yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	(*PublishCapacityRequest_Item)(nil),        // 113: yarnfed.statestore.v1.PublishCapacityRequest.Item
 }
 var file_store_proto_depIdxs = []int32{
 	0,   // 0: yarnfed.statestore.v1.SubClusterInfo.state:type_name -> yarnfed.statestore.v1.SubClusterState
@@ -5971,154 +6562,168 @@ var file_store_proto_depIdxs = []int32{
 	3,   // 2: yarnfed.statestore.v1.RegisterSubClusterRequest.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
 	0,   // 3: yarnfed.statestore.v1.HeartbeatRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
 	0,   // 4: yarnfed.statestore.v1.DeregisterSubClusterRequest.state:type_name -> yarnfed.statestore.v1.SubClusterState
-	91,  // 5: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 5: yarnfed.statestore.v1.GetSubClusterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	3,   // 6: yarnfed.statestore.v1.GetSubClusterResponse.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	91,  // 7: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 7: yarnfed.statestore.v1.ListSubClustersRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	3,   // 8: yarnfed.statestore.v1.ListSubClustersResponse.sub_clusters:type_name -> yarnfed.statestore.v1.SubClusterInfo
 	5,   // 9: yarnfed.statestore.v1.AddApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
 	5,   // 10: yarnfed.statestore.v1.AddApplicationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
 	5,   // 11: yarnfed.statestore.v1.AddApplicationHomesRequest.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	103, // 12: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
+	112, // 12: yarnfed.statestore.v1.AddApplicationHomesResponse.results:type_name -> yarnfed.statestore.v1.AddApplicationHomesResponse.Result
 	5,   // 13: yarnfed.statestore.v1.UpdateApplicationHomeRequest.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	91,  // 14: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 14: yarnfed.statestore.v1.GetApplicationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	5,   // 15: yarnfed.statestore.v1.GetApplicationHomeResponse.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	91,  // 16: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 16: yarnfed.statestore.v1.ListApplicationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	5,   // 17: yarnfed.statestore.v1.ListApplicationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ApplicationHome
-	91,  // 18: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 18: yarnfed.statestore.v1.GetPolicyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	6,   // 19: yarnfed.statestore.v1.GetPolicyResponse.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	6,   // 20: yarnfed.statestore.v1.SetPolicyRequest.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	91,  // 21: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 21: yarnfed.statestore.v1.ListPoliciesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	6,   // 22: yarnfed.statestore.v1.ListPoliciesResponse.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	6,   // 23: yarnfed.statestore.v1.SetPoliciesRequest.policies:type_name -> yarnfed.statestore.v1.PolicyConfiguration
 	8,   // 24: yarnfed.statestore.v1.SetPoliciesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
-	104, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	113, // 25: yarnfed.statestore.v1.SetPoliciesRequest.capacities:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
 	7,   // 26: yarnfed.statestore.v1.AcquireLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
-	91,  // 27: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 27: yarnfed.statestore.v1.GetLeaseRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	7,   // 28: yarnfed.statestore.v1.GetLeaseResponse.lease:type_name -> yarnfed.statestore.v1.Lease
-	104, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
+	113, // 29: yarnfed.statestore.v1.PublishCapacityRequest.items:type_name -> yarnfed.statestore.v1.PublishCapacityRequest.Item
 	8,   // 30: yarnfed.statestore.v1.PublishCapacityRequest.fence:type_name -> yarnfed.statestore.v1.Fence
 	8,   // 31: yarnfed.statestore.v1.MarkSubClustersLostRequest.fence:type_name -> yarnfed.statestore.v1.Fence
 	8,   // 32: yarnfed.statestore.v1.DeleteApplicationHomesRequest.fence:type_name -> yarnfed.statestore.v1.Fence
 	9,   // 33: yarnfed.statestore.v1.AddReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
 	9,   // 34: yarnfed.statestore.v1.AddReservationHomeResponse.stored:type_name -> yarnfed.statestore.v1.ReservationHome
 	9,   // 35: yarnfed.statestore.v1.UpdateReservationHomeRequest.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	91,  // 36: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 36: yarnfed.statestore.v1.GetReservationHomeRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	9,   // 37: yarnfed.statestore.v1.GetReservationHomeResponse.home:type_name -> yarnfed.statestore.v1.ReservationHome
-	91,  // 38: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 38: yarnfed.statestore.v1.ListReservationHomesRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	9,   // 39: yarnfed.statestore.v1.ListReservationHomesResponse.homes:type_name -> yarnfed.statestore.v1.ReservationHome
-	10,  // 40: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
-	91,  // 41: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	10,  // 42: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
-	11,  // 43: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	11,  // 44: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
-	91,  // 45: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	11,  // 46: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	11,  // 40: yarnfed.statestore.v1.StoreMasterKeyRequest.key:type_name -> yarnfed.statestore.v1.MasterKey
+	92,  // 41: yarnfed.statestore.v1.GetMasterKeyRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	11,  // 42: yarnfed.statestore.v1.GetMasterKeyResponse.key:type_name -> yarnfed.statestore.v1.MasterKey
+	12,  // 43: yarnfed.statestore.v1.StoreTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	12,  // 44: yarnfed.statestore.v1.UpdateTokenRequest.token:type_name -> yarnfed.statestore.v1.DelegationToken
+	92,  // 45: yarnfed.statestore.v1.GetTokenRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	12,  // 46: yarnfed.statestore.v1.GetTokenResponse.token:type_name -> yarnfed.statestore.v1.DelegationToken
 	1,   // 47: yarnfed.statestore.v1.ReserveRangeRequest.counter:type_name -> yarnfed.statestore.v1.Counter
 	1,   // 48: yarnfed.statestore.v1.GetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	91,  // 49: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	92,  // 49: yarnfed.statestore.v1.GetCounterRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
 	1,   // 50: yarnfed.statestore.v1.SetCounterRequest.counter:type_name -> yarnfed.statestore.v1.Counter
-	91,  // 51: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
-	12,  // 52: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
-	12,  // 53: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
-	2,   // 54: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
-	3,   // 55: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	6,   // 56: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
-	5,   // 57: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	99,  // 58: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
-	5,   // 59: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
-	13,  // 60: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
-	15,  // 61: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
-	17,  // 62: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	19,  // 63: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
-	21,  // 64: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
-	23,  // 65: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
-	25,  // 66: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
-	27,  // 67: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
-	29,  // 68: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
-	31,  // 69: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
-	33,  // 70: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
-	35,  // 71: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
-	37,  // 72: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
-	39,  // 73: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
-	41,  // 74: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
-	43,  // 75: yarnfed.statestore.v1.StateStore.SetPolicies:input_type -> yarnfed.statestore.v1.SetPoliciesRequest
-	45,  // 76: yarnfed.statestore.v1.StateStore.AcquireLease:input_type -> yarnfed.statestore.v1.AcquireLeaseRequest
-	47,  // 77: yarnfed.statestore.v1.StateStore.ReleaseLease:input_type -> yarnfed.statestore.v1.ReleaseLeaseRequest
-	49,  // 78: yarnfed.statestore.v1.StateStore.GetLease:input_type -> yarnfed.statestore.v1.GetLeaseRequest
-	51,  // 79: yarnfed.statestore.v1.StateStore.PublishCapacity:input_type -> yarnfed.statestore.v1.PublishCapacityRequest
-	53,  // 80: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:input_type -> yarnfed.statestore.v1.MarkSubClustersLostRequest
-	55,  // 81: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:input_type -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
-	57,  // 82: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
-	59,  // 83: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
-	61,  // 84: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
-	63,  // 85: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
-	65,  // 86: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
-	67,  // 87: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
-	69,  // 88: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
-	71,  // 89: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
-	73,  // 90: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
-	75,  // 91: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
-	77,  // 92: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
-	79,  // 93: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
-	81,  // 94: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
-	83,  // 95: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
-	85,  // 96: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
-	87,  // 97: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
-	89,  // 98: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
-	92,  // 99: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
-	94,  // 100: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
-	96,  // 101: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
-	98,  // 102: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
-	101, // 103: yarnfed.statestore.v1.Cluster.Snapshot:input_type -> yarnfed.statestore.v1.SnapshotRequest
-	14,  // 104: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
-	16,  // 105: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
-	18,  // 106: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
-	20,  // 107: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
-	22,  // 108: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
-	24,  // 109: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
-	26,  // 110: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
-	28,  // 111: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
-	30,  // 112: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
-	32,  // 113: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
-	34,  // 114: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
-	36,  // 115: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
-	38,  // 116: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
-	40,  // 117: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
-	42,  // 118: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
-	44,  // 119: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
-	46,  // 120: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
-	48,  // 121: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
-	50,  // 122: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
-	52,  // 123: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
-	54,  // 124: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
-	56,  // 125: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
-	58,  // 126: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
-	60,  // 127: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
-	62,  // 128: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
-	64,  // 129: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
-	66,  // 130: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
-	68,  // 131: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
-	70,  // 132: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
-	72,  // 133: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
-	74,  // 134: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
-	76,  // 135: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
-	78,  // 136: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
-	80,  // 137: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
-	82,  // 138: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
-	84,  // 139: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
-	86,  // 140: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
-	88,  // 141: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
-	90,  // 142: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
-	93,  // 143: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
-	95,  // 144: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
-	97,  // 145: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
-	100, // 146: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
-	102, // 147: yarnfed.statestore.v1.Cluster.Snapshot:output_type -> yarnfed.statestore.v1.SnapshotResponse
-	104, // [104:148] is the sub-list for method output_type
-	60,  // [60:104] is the sub-list for method input_type
-	60,  // [60:60] is the sub-list for extension type_name
-	60,  // [60:60] is the sub-list for extension extendee
-	0,   // [0:60] is the sub-list for field type_name
+	92,  // 51: yarnfed.statestore.v1.GetVersionRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	13,  // 52: yarnfed.statestore.v1.GetVersionResponse.stored:type_name -> yarnfed.statestore.v1.Version
+	13,  // 53: yarnfed.statestore.v1.GetVersionResponse.current:type_name -> yarnfed.statestore.v1.Version
+	10,  // 54: yarnfed.statestore.v1.PutUAMRequest.record:type_name -> yarnfed.statestore.v1.UAMRecord
+	10,  // 55: yarnfed.statestore.v1.PutUAMResponse.stored:type_name -> yarnfed.statestore.v1.UAMRecord
+	92,  // 56: yarnfed.statestore.v1.GetUAMsRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	10,  // 57: yarnfed.statestore.v1.GetUAMsResponse.records:type_name -> yarnfed.statestore.v1.UAMRecord
+	92,  // 58: yarnfed.statestore.v1.ListUAMsRequest.read:type_name -> yarnfed.statestore.v1.ReadOptions
+	10,  // 59: yarnfed.statestore.v1.ListUAMsResponse.records:type_name -> yarnfed.statestore.v1.UAMRecord
+	2,   // 60: yarnfed.statestore.v1.WatchEvent.kind:type_name -> yarnfed.statestore.v1.WatchEvent.Kind
+	3,   // 61: yarnfed.statestore.v1.WatchEvent.sub_cluster:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	6,   // 62: yarnfed.statestore.v1.WatchEvent.policy:type_name -> yarnfed.statestore.v1.PolicyConfiguration
+	5,   // 63: yarnfed.statestore.v1.WatchEvent.application_home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	108, // 64: yarnfed.statestore.v1.StatusResponse.nodes:type_name -> yarnfed.statestore.v1.Node
+	5,   // 65: yarnfed.statestore.v1.AddApplicationHomesResponse.Result.stored:type_name -> yarnfed.statestore.v1.ApplicationHome
+	14,  // 66: yarnfed.statestore.v1.StateStore.RegisterSubCluster:input_type -> yarnfed.statestore.v1.RegisterSubClusterRequest
+	16,  // 67: yarnfed.statestore.v1.StateStore.Heartbeat:input_type -> yarnfed.statestore.v1.HeartbeatRequest
+	18,  // 68: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:input_type -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	20,  // 69: yarnfed.statestore.v1.StateStore.GetSubCluster:input_type -> yarnfed.statestore.v1.GetSubClusterRequest
+	22,  // 70: yarnfed.statestore.v1.StateStore.ListSubClusters:input_type -> yarnfed.statestore.v1.ListSubClustersRequest
+	24,  // 71: yarnfed.statestore.v1.StateStore.AddApplicationHome:input_type -> yarnfed.statestore.v1.AddApplicationHomeRequest
+	26,  // 72: yarnfed.statestore.v1.StateStore.AddApplicationHomes:input_type -> yarnfed.statestore.v1.AddApplicationHomesRequest
+	28,  // 73: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:input_type -> yarnfed.statestore.v1.UpdateApplicationHomeRequest
+	30,  // 74: yarnfed.statestore.v1.StateStore.GetApplicationHome:input_type -> yarnfed.statestore.v1.GetApplicationHomeRequest
+	32,  // 75: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:input_type -> yarnfed.statestore.v1.DeleteApplicationHomeRequest
+	34,  // 76: yarnfed.statestore.v1.StateStore.ListApplicationHomes:input_type -> yarnfed.statestore.v1.ListApplicationHomesRequest
+	36,  // 77: yarnfed.statestore.v1.StateStore.GetPolicy:input_type -> yarnfed.statestore.v1.GetPolicyRequest
+	38,  // 78: yarnfed.statestore.v1.StateStore.SetPolicy:input_type -> yarnfed.statestore.v1.SetPolicyRequest
+	40,  // 79: yarnfed.statestore.v1.StateStore.ListPolicies:input_type -> yarnfed.statestore.v1.ListPoliciesRequest
+	42,  // 80: yarnfed.statestore.v1.StateStore.DeletePolicies:input_type -> yarnfed.statestore.v1.DeletePoliciesRequest
+	44,  // 81: yarnfed.statestore.v1.StateStore.SetPolicies:input_type -> yarnfed.statestore.v1.SetPoliciesRequest
+	46,  // 82: yarnfed.statestore.v1.StateStore.AcquireLease:input_type -> yarnfed.statestore.v1.AcquireLeaseRequest
+	48,  // 83: yarnfed.statestore.v1.StateStore.ReleaseLease:input_type -> yarnfed.statestore.v1.ReleaseLeaseRequest
+	50,  // 84: yarnfed.statestore.v1.StateStore.GetLease:input_type -> yarnfed.statestore.v1.GetLeaseRequest
+	52,  // 85: yarnfed.statestore.v1.StateStore.PublishCapacity:input_type -> yarnfed.statestore.v1.PublishCapacityRequest
+	54,  // 86: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:input_type -> yarnfed.statestore.v1.MarkSubClustersLostRequest
+	56,  // 87: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:input_type -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	58,  // 88: yarnfed.statestore.v1.StateStore.AddReservationHome:input_type -> yarnfed.statestore.v1.AddReservationHomeRequest
+	60,  // 89: yarnfed.statestore.v1.StateStore.UpdateReservationHome:input_type -> yarnfed.statestore.v1.UpdateReservationHomeRequest
+	62,  // 90: yarnfed.statestore.v1.StateStore.GetReservationHome:input_type -> yarnfed.statestore.v1.GetReservationHomeRequest
+	64,  // 91: yarnfed.statestore.v1.StateStore.ListReservationHomes:input_type -> yarnfed.statestore.v1.ListReservationHomesRequest
+	66,  // 92: yarnfed.statestore.v1.StateStore.DeleteReservationHome:input_type -> yarnfed.statestore.v1.DeleteReservationHomeRequest
+	93,  // 93: yarnfed.statestore.v1.StateStore.PutUAM:input_type -> yarnfed.statestore.v1.PutUAMRequest
+	95,  // 94: yarnfed.statestore.v1.StateStore.GetUAMs:input_type -> yarnfed.statestore.v1.GetUAMsRequest
+	97,  // 95: yarnfed.statestore.v1.StateStore.ListUAMs:input_type -> yarnfed.statestore.v1.ListUAMsRequest
+	99,  // 96: yarnfed.statestore.v1.StateStore.DeleteUAM:input_type -> yarnfed.statestore.v1.DeleteUAMRequest
+	68,  // 97: yarnfed.statestore.v1.StateStore.StoreMasterKey:input_type -> yarnfed.statestore.v1.StoreMasterKeyRequest
+	70,  // 98: yarnfed.statestore.v1.StateStore.RemoveMasterKey:input_type -> yarnfed.statestore.v1.RemoveMasterKeyRequest
+	72,  // 99: yarnfed.statestore.v1.StateStore.GetMasterKey:input_type -> yarnfed.statestore.v1.GetMasterKeyRequest
+	74,  // 100: yarnfed.statestore.v1.StateStore.StoreToken:input_type -> yarnfed.statestore.v1.StoreTokenRequest
+	76,  // 101: yarnfed.statestore.v1.StateStore.UpdateToken:input_type -> yarnfed.statestore.v1.UpdateTokenRequest
+	78,  // 102: yarnfed.statestore.v1.StateStore.RemoveToken:input_type -> yarnfed.statestore.v1.RemoveTokenRequest
+	80,  // 103: yarnfed.statestore.v1.StateStore.GetToken:input_type -> yarnfed.statestore.v1.GetTokenRequest
+	82,  // 104: yarnfed.statestore.v1.StateStore.ReserveRange:input_type -> yarnfed.statestore.v1.ReserveRangeRequest
+	84,  // 105: yarnfed.statestore.v1.StateStore.GetCounter:input_type -> yarnfed.statestore.v1.GetCounterRequest
+	86,  // 106: yarnfed.statestore.v1.StateStore.SetCounter:input_type -> yarnfed.statestore.v1.SetCounterRequest
+	88,  // 107: yarnfed.statestore.v1.StateStore.GetVersion:input_type -> yarnfed.statestore.v1.GetVersionRequest
+	90,  // 108: yarnfed.statestore.v1.StateStore.Format:input_type -> yarnfed.statestore.v1.FormatRequest
+	101, // 109: yarnfed.statestore.v1.StateStore.Watch:input_type -> yarnfed.statestore.v1.WatchRequest
+	103, // 110: yarnfed.statestore.v1.Cluster.Join:input_type -> yarnfed.statestore.v1.JoinRequest
+	105, // 111: yarnfed.statestore.v1.Cluster.Remove:input_type -> yarnfed.statestore.v1.RemoveRequest
+	107, // 112: yarnfed.statestore.v1.Cluster.Status:input_type -> yarnfed.statestore.v1.StatusRequest
+	110, // 113: yarnfed.statestore.v1.Cluster.Snapshot:input_type -> yarnfed.statestore.v1.SnapshotRequest
+	15,  // 114: yarnfed.statestore.v1.StateStore.RegisterSubCluster:output_type -> yarnfed.statestore.v1.RegisterSubClusterResponse
+	17,  // 115: yarnfed.statestore.v1.StateStore.Heartbeat:output_type -> yarnfed.statestore.v1.HeartbeatResponse
+	19,  // 116: yarnfed.statestore.v1.StateStore.DeregisterSubCluster:output_type -> yarnfed.statestore.v1.DeregisterSubClusterResponse
+	21,  // 117: yarnfed.statestore.v1.StateStore.GetSubCluster:output_type -> yarnfed.statestore.v1.GetSubClusterResponse
+	23,  // 118: yarnfed.statestore.v1.StateStore.ListSubClusters:output_type -> yarnfed.statestore.v1.ListSubClustersResponse
+	25,  // 119: yarnfed.statestore.v1.StateStore.AddApplicationHome:output_type -> yarnfed.statestore.v1.AddApplicationHomeResponse
+	27,  // 120: yarnfed.statestore.v1.StateStore.AddApplicationHomes:output_type -> yarnfed.statestore.v1.AddApplicationHomesResponse
+	29,  // 121: yarnfed.statestore.v1.StateStore.UpdateApplicationHome:output_type -> yarnfed.statestore.v1.UpdateApplicationHomeResponse
+	31,  // 122: yarnfed.statestore.v1.StateStore.GetApplicationHome:output_type -> yarnfed.statestore.v1.GetApplicationHomeResponse
+	33,  // 123: yarnfed.statestore.v1.StateStore.DeleteApplicationHome:output_type -> yarnfed.statestore.v1.DeleteApplicationHomeResponse
+	35,  // 124: yarnfed.statestore.v1.StateStore.ListApplicationHomes:output_type -> yarnfed.statestore.v1.ListApplicationHomesResponse
+	37,  // 125: yarnfed.statestore.v1.StateStore.GetPolicy:output_type -> yarnfed.statestore.v1.GetPolicyResponse
+	39,  // 126: yarnfed.statestore.v1.StateStore.SetPolicy:output_type -> yarnfed.statestore.v1.SetPolicyResponse
+	41,  // 127: yarnfed.statestore.v1.StateStore.ListPolicies:output_type -> yarnfed.statestore.v1.ListPoliciesResponse
+	43,  // 128: yarnfed.statestore.v1.StateStore.DeletePolicies:output_type -> yarnfed.statestore.v1.DeletePoliciesResponse
+	45,  // 129: yarnfed.statestore.v1.StateStore.SetPolicies:output_type -> yarnfed.statestore.v1.SetPoliciesResponse
+	47,  // 130: yarnfed.statestore.v1.StateStore.AcquireLease:output_type -> yarnfed.statestore.v1.AcquireLeaseResponse
+	49,  // 131: yarnfed.statestore.v1.StateStore.ReleaseLease:output_type -> yarnfed.statestore.v1.ReleaseLeaseResponse
+	51,  // 132: yarnfed.statestore.v1.StateStore.GetLease:output_type -> yarnfed.statestore.v1.GetLeaseResponse
+	53,  // 133: yarnfed.statestore.v1.StateStore.PublishCapacity:output_type -> yarnfed.statestore.v1.PublishCapacityResponse
+	55,  // 134: yarnfed.statestore.v1.StateStore.MarkSubClustersLost:output_type -> yarnfed.statestore.v1.MarkSubClustersLostResponse
+	57,  // 135: yarnfed.statestore.v1.StateStore.DeleteApplicationHomes:output_type -> yarnfed.statestore.v1.DeleteApplicationHomesResponse
+	59,  // 136: yarnfed.statestore.v1.StateStore.AddReservationHome:output_type -> yarnfed.statestore.v1.AddReservationHomeResponse
+	61,  // 137: yarnfed.statestore.v1.StateStore.UpdateReservationHome:output_type -> yarnfed.statestore.v1.UpdateReservationHomeResponse
+	63,  // 138: yarnfed.statestore.v1.StateStore.GetReservationHome:output_type -> yarnfed.statestore.v1.GetReservationHomeResponse
+	65,  // 139: yarnfed.statestore.v1.StateStore.ListReservationHomes:output_type -> yarnfed.statestore.v1.ListReservationHomesResponse
+	67,  // 140: yarnfed.statestore.v1.StateStore.DeleteReservationHome:output_type -> yarnfed.statestore.v1.DeleteReservationHomeResponse
+	94,  // 141: yarnfed.statestore.v1.StateStore.PutUAM:output_type -> yarnfed.statestore.v1.PutUAMResponse
+	96,  // 142: yarnfed.statestore.v1.StateStore.GetUAMs:output_type -> yarnfed.statestore.v1.GetUAMsResponse
+	98,  // 143: yarnfed.statestore.v1.StateStore.ListUAMs:output_type -> yarnfed.statestore.v1.ListUAMsResponse
+	100, // 144: yarnfed.statestore.v1.StateStore.DeleteUAM:output_type -> yarnfed.statestore.v1.DeleteUAMResponse
+	69,  // 145: yarnfed.statestore.v1.StateStore.StoreMasterKey:output_type -> yarnfed.statestore.v1.StoreMasterKeyResponse
+	71,  // 146: yarnfed.statestore.v1.StateStore.RemoveMasterKey:output_type -> yarnfed.statestore.v1.RemoveMasterKeyResponse
+	73,  // 147: yarnfed.statestore.v1.StateStore.GetMasterKey:output_type -> yarnfed.statestore.v1.GetMasterKeyResponse
+	75,  // 148: yarnfed.statestore.v1.StateStore.StoreToken:output_type -> yarnfed.statestore.v1.StoreTokenResponse
+	77,  // 149: yarnfed.statestore.v1.StateStore.UpdateToken:output_type -> yarnfed.statestore.v1.UpdateTokenResponse
+	79,  // 150: yarnfed.statestore.v1.StateStore.RemoveToken:output_type -> yarnfed.statestore.v1.RemoveTokenResponse
+	81,  // 151: yarnfed.statestore.v1.StateStore.GetToken:output_type -> yarnfed.statestore.v1.GetTokenResponse
+	83,  // 152: yarnfed.statestore.v1.StateStore.ReserveRange:output_type -> yarnfed.statestore.v1.ReserveRangeResponse
+	85,  // 153: yarnfed.statestore.v1.StateStore.GetCounter:output_type -> yarnfed.statestore.v1.GetCounterResponse
+	87,  // 154: yarnfed.statestore.v1.StateStore.SetCounter:output_type -> yarnfed.statestore.v1.SetCounterResponse
+	89,  // 155: yarnfed.statestore.v1.StateStore.GetVersion:output_type -> yarnfed.statestore.v1.GetVersionResponse
+	91,  // 156: yarnfed.statestore.v1.StateStore.Format:output_type -> yarnfed.statestore.v1.FormatResponse
+	102, // 157: yarnfed.statestore.v1.StateStore.Watch:output_type -> yarnfed.statestore.v1.WatchEvent
+	104, // 158: yarnfed.statestore.v1.Cluster.Join:output_type -> yarnfed.statestore.v1.JoinResponse
+	106, // 159: yarnfed.statestore.v1.Cluster.Remove:output_type -> yarnfed.statestore.v1.RemoveResponse
+	109, // 160: yarnfed.statestore.v1.Cluster.Status:output_type -> yarnfed.statestore.v1.StatusResponse
+	111, // 161: yarnfed.statestore.v1.Cluster.Snapshot:output_type -> yarnfed.statestore.v1.SnapshotResponse
+	114, // [114:162] is the sub-list for method output_type
+	66,  // [66:114] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_store_proto_init() }
@@ -6132,7 +6737,7 @@ func file_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_store_proto_rawDesc), len(file_store_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   102,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

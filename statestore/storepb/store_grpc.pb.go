@@ -54,6 +54,10 @@ const (
 	StateStore_GetReservationHome_FullMethodName     = "/yarnfed.statestore.v1.StateStore/GetReservationHome"
 	StateStore_ListReservationHomes_FullMethodName   = "/yarnfed.statestore.v1.StateStore/ListReservationHomes"
 	StateStore_DeleteReservationHome_FullMethodName  = "/yarnfed.statestore.v1.StateStore/DeleteReservationHome"
+	StateStore_PutUAM_FullMethodName                 = "/yarnfed.statestore.v1.StateStore/PutUAM"
+	StateStore_GetUAMs_FullMethodName                = "/yarnfed.statestore.v1.StateStore/GetUAMs"
+	StateStore_ListUAMs_FullMethodName               = "/yarnfed.statestore.v1.StateStore/ListUAMs"
+	StateStore_DeleteUAM_FullMethodName              = "/yarnfed.statestore.v1.StateStore/DeleteUAM"
 	StateStore_StoreMasterKey_FullMethodName         = "/yarnfed.statestore.v1.StateStore/StoreMasterKey"
 	StateStore_RemoveMasterKey_FullMethodName        = "/yarnfed.statestore.v1.StateStore/RemoveMasterKey"
 	StateStore_GetMasterKey_FullMethodName           = "/yarnfed.statestore.v1.StateStore/GetMasterKey"
@@ -100,6 +104,10 @@ type StateStoreClient interface {
 	GetReservationHome(ctx context.Context, in *GetReservationHomeRequest, opts ...grpc.CallOption) (*GetReservationHomeResponse, error)
 	ListReservationHomes(ctx context.Context, in *ListReservationHomesRequest, opts ...grpc.CallOption) (*ListReservationHomesResponse, error)
 	DeleteReservationHome(ctx context.Context, in *DeleteReservationHomeRequest, opts ...grpc.CallOption) (*DeleteReservationHomeResponse, error)
+	PutUAM(ctx context.Context, in *PutUAMRequest, opts ...grpc.CallOption) (*PutUAMResponse, error)
+	GetUAMs(ctx context.Context, in *GetUAMsRequest, opts ...grpc.CallOption) (*GetUAMsResponse, error)
+	ListUAMs(ctx context.Context, in *ListUAMsRequest, opts ...grpc.CallOption) (*ListUAMsResponse, error)
+	DeleteUAM(ctx context.Context, in *DeleteUAMRequest, opts ...grpc.CallOption) (*DeleteUAMResponse, error)
 	StoreMasterKey(ctx context.Context, in *StoreMasterKeyRequest, opts ...grpc.CallOption) (*StoreMasterKeyResponse, error)
 	RemoveMasterKey(ctx context.Context, in *RemoveMasterKeyRequest, opts ...grpc.CallOption) (*RemoveMasterKeyResponse, error)
 	GetMasterKey(ctx context.Context, in *GetMasterKeyRequest, opts ...grpc.CallOption) (*GetMasterKeyResponse, error)
@@ -393,6 +401,46 @@ func (c *stateStoreClient) DeleteReservationHome(ctx context.Context, in *Delete
 	return out, nil
 }
 
+func (c *stateStoreClient) PutUAM(ctx context.Context, in *PutUAMRequest, opts ...grpc.CallOption) (*PutUAMResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutUAMResponse)
+	err := c.cc.Invoke(ctx, StateStore_PutUAM_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) GetUAMs(ctx context.Context, in *GetUAMsRequest, opts ...grpc.CallOption) (*GetUAMsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUAMsResponse)
+	err := c.cc.Invoke(ctx, StateStore_GetUAMs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) ListUAMs(ctx context.Context, in *ListUAMsRequest, opts ...grpc.CallOption) (*ListUAMsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUAMsResponse)
+	err := c.cc.Invoke(ctx, StateStore_ListUAMs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *stateStoreClient) DeleteUAM(ctx context.Context, in *DeleteUAMRequest, opts ...grpc.CallOption) (*DeleteUAMResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteUAMResponse)
+	err := c.cc.Invoke(ctx, StateStore_DeleteUAM_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *stateStoreClient) StoreMasterKey(ctx context.Context, in *StoreMasterKeyRequest, opts ...grpc.CallOption) (*StoreMasterKeyResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StoreMasterKeyResponse)
@@ -563,6 +611,10 @@ type StateStoreServer interface {
 	GetReservationHome(context.Context, *GetReservationHomeRequest) (*GetReservationHomeResponse, error)
 	ListReservationHomes(context.Context, *ListReservationHomesRequest) (*ListReservationHomesResponse, error)
 	DeleteReservationHome(context.Context, *DeleteReservationHomeRequest) (*DeleteReservationHomeResponse, error)
+	PutUAM(context.Context, *PutUAMRequest) (*PutUAMResponse, error)
+	GetUAMs(context.Context, *GetUAMsRequest) (*GetUAMsResponse, error)
+	ListUAMs(context.Context, *ListUAMsRequest) (*ListUAMsResponse, error)
+	DeleteUAM(context.Context, *DeleteUAMRequest) (*DeleteUAMResponse, error)
 	StoreMasterKey(context.Context, *StoreMasterKeyRequest) (*StoreMasterKeyResponse, error)
 	RemoveMasterKey(context.Context, *RemoveMasterKeyRequest) (*RemoveMasterKeyResponse, error)
 	GetMasterKey(context.Context, *GetMasterKeyRequest) (*GetMasterKeyResponse, error)
@@ -666,6 +718,18 @@ func (UnimplementedStateStoreServer) ListReservationHomes(context.Context, *List
 }
 func (UnimplementedStateStoreServer) DeleteReservationHome(context.Context, *DeleteReservationHomeRequest) (*DeleteReservationHomeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteReservationHome not implemented")
+}
+func (UnimplementedStateStoreServer) PutUAM(context.Context, *PutUAMRequest) (*PutUAMResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutUAM not implemented")
+}
+func (UnimplementedStateStoreServer) GetUAMs(context.Context, *GetUAMsRequest) (*GetUAMsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUAMs not implemented")
+}
+func (UnimplementedStateStoreServer) ListUAMs(context.Context, *ListUAMsRequest) (*ListUAMsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUAMs not implemented")
+}
+func (UnimplementedStateStoreServer) DeleteUAM(context.Context, *DeleteUAMRequest) (*DeleteUAMResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteUAM not implemented")
 }
 func (UnimplementedStateStoreServer) StoreMasterKey(context.Context, *StoreMasterKeyRequest) (*StoreMasterKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StoreMasterKey not implemented")
@@ -1213,6 +1277,78 @@ func _StateStore_DeleteReservationHome_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StateStore_PutUAM_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutUAMRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).PutUAM(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_PutUAM_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).PutUAM(ctx, req.(*PutUAMRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_GetUAMs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUAMsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).GetUAMs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_GetUAMs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).GetUAMs(ctx, req.(*GetUAMsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_ListUAMs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUAMsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).ListUAMs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_ListUAMs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).ListUAMs(ctx, req.(*ListUAMsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StateStore_DeleteUAM_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteUAMRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StateStoreServer).DeleteUAM(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StateStore_DeleteUAM_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StateStoreServer).DeleteUAM(ctx, req.(*DeleteUAMRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _StateStore_StoreMasterKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StoreMasterKeyRequest)
 	if err := dec(in); err != nil {
@@ -1554,6 +1690,22 @@ var StateStore_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteReservationHome",
 			Handler:    _StateStore_DeleteReservationHome_Handler,
+		},
+		{
+			MethodName: "PutUAM",
+			Handler:    _StateStore_PutUAM_Handler,
+		},
+		{
+			MethodName: "GetUAMs",
+			Handler:    _StateStore_GetUAMs_Handler,
+		},
+		{
+			MethodName: "ListUAMs",
+			Handler:    _StateStore_ListUAMs_Handler,
+		},
+		{
+			MethodName: "DeleteUAM",
+			Handler:    _StateStore_DeleteUAM_Handler,
 		},
 		{
 			MethodName: "StoreMasterKey",
