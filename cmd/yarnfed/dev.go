@@ -113,22 +113,30 @@ type devFederation struct {
 	proxies map[string]*amrmproxy.Proxy
 }
 
-// devQueues are the simulated queues; devPolicies gives all but "default" a
-// stored federation policy, so the demo shows three routing behaviours.
+// devQueues are the simulated queues; devPolicies gives each a stored
+// federation policy, so the demo shows three routing behaviours.
 const devQueues = "default:50,analytics:30,etl:20"
 
 func devPolicies(ids []string) []string {
-	// analytics: weighted random, the first sub-cluster favoured; etl:
-	// priority, always the last sub-cluster while it is routable.
+	// default: homes by equal weights and AMRM asks split across the
+	// sub-clusters by the same weights (WeightedLocality, headroomAlpha 0):
+	// an AM asking for N containers gets N in all, spread out. Hadoop's
+	// default (UniformBroadcast) would send every ask to every
+	// sub-cluster, so N asked gives N from each. analytics: weighted
+	// random, the first sub-cluster favoured; etl: priority, always the
+	// last sub-cluster while it is routable.
 	n := len(ids)
+	equal := make([]int, n)
 	analytics := make([]int, n)
 	priority := make([]int, n)
 	for i := range ids {
+		equal[i] = 100 / n
 		analytics[i] = 50 / (n - 1)
 		priority[i] = 100 * (i + 1) / (n * (n + 1) / 2)
 	}
 	analytics[0] = 50
 	return []string{
+		"WeightedLocality|default;" + percentWeights(ids, equal) + ";" + percentWeights(ids, equal) + ";0.0",
 		"WeightedHome|analytics;" + percentWeights(ids, analytics) + ";" + percentWeights(ids, analytics) + ";1.0",
 		"PriorityBroadcast|etl;" + percentWeights(ids, priority) + ";" + percentWeights(ids, priority) + ";1.0",
 	}
@@ -313,8 +321,7 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	if cfg.GPG {
 		// As `yarnfed gpg` runs it, without Kubernetes. It manages the
 		// stored weighted queues that are not pinned (analytics), not "*":
-		// the default queue keeps UniformBroadcast, whose Broadcast AMRM
-		// policy the span demo shows.
+		// the default queue's split is pinned, as the span demo shows it.
 		gcfg := gpg.DefaultConfig()
 		gcfg.ID, gcfg.WebAddress, gcfg.Store = "dev-gpg", cfg.GPGWebAddr, f.sc
 		gcfg.Generator.ManageDefault = false
@@ -367,9 +374,10 @@ func (f *devFederation) seedPolicies(ctx context.Context) error {
 		return err
 	}
 	for _, pc := range cfgs {
-		// etl's priorities are an operator's choice: pinned, so a GPG
-		// leaves them alone (yarnfedctl policy unpin hands them over).
-		pinned := pc.Queue == "etl"
+		// etl's priorities and default's even split are an operator's
+		// choice: pinned, so a GPG leaves them alone (yarnfedctl policy
+		// unpin hands them over).
+		pinned := pc.Queue == "etl" || pc.Queue == "default"
 		if err := f.sc.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: pc.Queue, Type: pc.Type, Params: pc.Params, Pinned: pinned}); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,10 +51,22 @@ func TestDevDemo(t *testing.T) {
 
 	// The AMRMProxy demo: one application gets containers from every
 	// sub-cluster and finishes cleanly.
-	span := regexp.MustCompile(`containers by sub-cluster: sc1 \d+, sc2 \d+, sc3 \d+`)
-	if !strings.Contains(text, "Demo: one application spanning sub-clusters") || !span.MatchString(text) ||
+	span := regexp.MustCompile(`containers by sub-cluster: sc1 (\d+), sc2 (\d+), sc3 (\d+)`)
+	m := span.FindStringSubmatch(text)
+	if !strings.Contains(text, "Demo: one application spanning sub-clusters") || m == nil ||
 		!strings.Contains(text, "isUnregistered=true") {
 		t.Errorf("AMRMProxy demo did not span all sub-clusters:\n%s", text)
+	} else {
+		// The default queue splits the ask (6, two per sub-cluster by
+		// weight) instead of broadcasting it (6 from each, 18).
+		total := 0
+		for _, n := range m[1:] {
+			v, _ := strconv.Atoi(n)
+			total += v
+		}
+		if total != 6 {
+			t.Errorf("the span demo asked for 6 containers and got %d: the default queue's AMRM policy did not split the ask:\n%s", total, text)
+		}
 	}
 
 	// One line per application: id, queue, home.
@@ -143,8 +156,8 @@ func TestDevPoliciesAreValid(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d sub-clusters: %v", n, err)
 		}
-		if len(cfgs) != 2 {
-			t.Fatalf("%d sub-clusters: want 2 policies, got %d", n, len(cfgs))
+		if len(cfgs) != 3 {
+			t.Fatalf("%d sub-clusters: want 3 policies (default, analytics, etl), got %d", n, len(cfgs))
 		}
 		reg := policies.NewDefaultRegistry()
 		for _, c := range cfgs {
