@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/testenv"
 	"github.com/yarnfed/yarnfed/router"
 )
 
@@ -176,11 +177,13 @@ func TestRESTPerAddressCap(t *testing.T) {
 	slowPeer(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", closed)
 	// Both held: prove the server has accepted them by a served request
 	// from elsewhere, then the third from this address is closed.
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: testenv.SecondLoopback(t)}}
 	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 	resp, err := other.Get("http://" + addr + "/healthz")
 	if err != nil {
-		t.Skipf("cannot use 127.0.0.2 here: %v", err)
+		// The address works here (checked above): the server refused a
+		// client it should have served.
+		t.Fatalf("client from another address: %v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -25,6 +25,8 @@ import (
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
+
+	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
 // hostileName is an application name built to break out of every HTML
@@ -52,10 +54,7 @@ func browserPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("YARNFED_BROWSER_REQUIRED") == "1" {
-		t.Fatal("YARNFED_BROWSER_REQUIRED=1 but no chromium on PATH (apt-get install chromium)")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium); set YARNFED_BROWSER_REQUIRED=1 to fail instead")
+	testenv.Missing(t, "YARNFED_BROWSER_REQUIRED", "no chromium on PATH (apt-get install chromium)")
 	return ""
 }
 

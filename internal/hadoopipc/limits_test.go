@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/testenv"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -184,10 +185,10 @@ func TestPerAddressConnectionLimit(t *testing.T) {
 	}
 
 	// Another loopback address (Linux routes all of 127/8 to lo).
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: testenv.SecondLoopback(t)}, Timeout: 5 * time.Second}
 	nc, err := d.Dial("tcp", ts.addr)
 	if err != nil {
-		t.Skipf("cannot bind 127.0.0.2 here: %v", err)
+		t.Fatalf("dial from another address: %v", err)
 	}
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	t.Cleanup(func() { nc.Close() })

@@ -30,7 +30,7 @@ func TestConfigFiles(t *testing.T) {
 	st.nodes[0].p = h.spawn("statestore-ss1", "statestore", "--config", storeConf, "--http-address", httpFlag)
 	waitFor(t, 20*time.Second, "statestore ready on the --http-address flag's address", func() (bool, string) {
 		if st.nodes[0].p.BindFailed() {
-			t.Skip("a port picked for this test was taken meanwhile")
+			t.Fatal("a port picked for this test was taken meanwhile (freePorts draws below the ephemeral range: another test took it)")
 		}
 		if dead, err := st.nodes[0].p.Exited(); dead {
 			t.Fatalf("statestore exited: %v", err)
@@ -49,7 +49,7 @@ func TestConfigFiles(t *testing.T) {
 	want := fmt.Sprintf("router: clientrm %s, web %s", cliFlag, web)
 	waitFor(t, 20*time.Second, "router bound where file and flag say", func() (bool, string) {
 		if r.BindFailed() {
-			t.Skip("a port picked for this test was taken meanwhile")
+			t.Fatal("a port picked for this test was taken meanwhile (freePorts draws below the ephemeral range: another test took it)")
 		}
 		if dead, err := r.Exited(); dead {
 			t.Fatalf("router exited: %v", err)

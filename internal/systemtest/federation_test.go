@@ -746,7 +746,7 @@ func TestStartOrderIndependent(t *testing.T) {
 		"--nodes", fmt.Sprint(simNodes))
 	for _, p := range []*proc{r.p, rm.agent, nd.p, rm.p} {
 		if p.BindFailed() {
-			t.Skipf("%s: a port picked for this test was taken meanwhile", p.Name)
+			t.Fatalf("%s: a port picked for this test was taken meanwhile (freePorts draws below the ephemeral range: another test took it)", p.Name)
 		}
 	}
 	waitFor(t, 40*time.Second, "the router ready once store and RM are up", func() (bool, string) {

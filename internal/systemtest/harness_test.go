@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/proctest"
+	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
 // yarnfedBin and yarnfedctlBin are the binaries under test: built once by
@@ -146,25 +146,14 @@ func (h *harness) restart(p *proc) {
 	}
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
-// The kernel may hand them to someone else before our process binds them;
-// callers retry with new ports when a process reports a bind failure.
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// drawn below the kernel's ephemeral range so that no outgoing connection
+// takes one before our process binds it. Another test picking ports the
+// same way still could: launch retries with new ports when a process
+// reports a bind failure, and the tests that cannot retry fail.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return testenv.FreeLoopbackAddrs(t, n)
 }
 
 // errRetryPorts tells launch to pick new ports and try again.

@@ -15,6 +15,8 @@ import (
 	ssbench "github.com/yarnfed/yarnfed/statestore/bench"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
+
+	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
 func short(cfg bench.Config) bench.Config {
@@ -145,10 +147,7 @@ func TestRunHadoopPeer(t *testing.T) {
 		missing = append(missing, "zookeeper (apt-get install zookeeper)")
 	}
 	if len(missing) > 0 {
-		if os.Getenv("YARNFED_BENCH_PEERS_REQUIRED") != "" {
-			t.Fatalf("peers required but missing: %v", missing)
-		}
-		t.Skipf("missing %v", missing)
+		testenv.Missing(t, "YARNFED_BENCH_PEERS_REQUIRED", "bench peers missing: %v", missing)
 	}
 	cfg.Executable = buildYarnfed(t)
 	cfg.Peer, cfg.JavaClient = "hadoop", true

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
 // TestRunSmoke runs the whole benchmark briefly without ZooKeeper: the
@@ -67,10 +69,7 @@ func TestRunPeersSmoke(t *testing.T) {
 		missing += " " + err.Error()
 	}
 	if missing != "" {
-		if os.Getenv("YARNFED_BENCH_PEERS_REQUIRED") != "" {
-			t.Fatalf("peers required but missing: %s", missing)
-		}
-		t.Skipf("peers missing: %s", missing)
+		testenv.Missing(t, "YARNFED_BENCH_PEERS_REQUIRED", "bench peers missing: %s", missing)
 	}
 	exe := buildYarnfed(t)
 	cfg.Executable = exe

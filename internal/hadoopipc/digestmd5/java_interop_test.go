@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
 // javaPeer is the JDK's DIGEST-MD5 (the mechanism Hadoop uses), driven by
@@ -26,7 +28,7 @@ func startJava(t *testing.T) *javaPeer {
 	}
 	javaBin, err := exec.LookPath("java")
 	if err != nil {
-		t.Skip("no java on PATH; JDK interop not checked")
+		testenv.Missing(t, "YARNFED_INTEROP_REQUIRED", "no java on PATH (apt-get install openjdk-17-jdk-headless); JDK interop not checked")
 	}
 	cmd := exec.Command(javaBin, "testdata/JavaSasl.java")
 	in, err := cmd.StdinPipe()

@@ -6,11 +6,17 @@ set -euo pipefail
 out=$(realpath -m "${1:-/tmp/hadoop-yarn-descriptors.pb}")
 ver=${HADOOP_VERSION:-3.4.3}
 here=$(cd "$(dirname "$0")" && pwd)
-for a in hadoop-yarn-api hadoop-yarn-common hadoop-yarn-server-common hadoop-common; do
-  mvn -q dependency:get -Dartifact=org.apache.hadoop:$a:$ver -Dtransitive=false
-done
-mvn -q dependency:get -Dartifact=org.apache.hadoop.thirdparty:hadoop-shaded-protobuf_3_25:1.5.0 -Dtransitive=false
 repo=${MAVEN_REPO:-$HOME/.m2/repository}
+# fetch GROUP ARTIFACT VERSION: one Maven run per jar not already in the
+# local repository (each run is a JVM start: a warm repository needs none).
+fetch() {
+  local jar="$repo/${1//.//}/$2/$3/$2-$3.jar"
+  [ -f "$jar" ] || mvn -q dependency:get -Dartifact="$1:$2:$3" -Dtransitive=false
+}
+for a in hadoop-yarn-api hadoop-yarn-common hadoop-yarn-server-common hadoop-common; do
+  fetch org.apache.hadoop $a $ver
+done
+fetch org.apache.hadoop.thirdparty hadoop-shaded-protobuf_3_25 1.5.0
 cp=""
 for a in hadoop-yarn-api hadoop-yarn-common hadoop-yarn-server-common hadoop-common; do
   cp="$cp:$repo/org/apache/hadoop/$a/$ver/$a-$ver.jar"
