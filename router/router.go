@@ -37,7 +37,7 @@ type Router struct {
 	brk       *breakers
 	metrics   *metrics
 	uam       *uamMetrics // kill fan-out and UAM registry (uam.go)
-	call      RMCaller // breaker -> metrics -> pool
+	call      RMCaller    // breaker -> metrics -> pool
 
 	ipc      *hadoopipc.Server
 	clientLn net.Listener
