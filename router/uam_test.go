@@ -55,12 +55,13 @@ type spanFed struct {
 	sims map[router.SubClusterID]*simrm.RM
 	reg  *prometheus.Registry
 	logs *lockedBuffer
+	rmc  map[router.SubClusterID]*hadoopipc.Client // alice's clients of each RM
 }
 
 func newSpanFed(t *testing.T, n int, mod func(*router.Config)) *spanFed {
 	t.Helper()
 	s := &spanFed{fed: &fed{t: t, store: routertest.NewStore()}, sims: map[router.SubClusterID]*simrm.RM{},
-		reg: prometheus.NewRegistry(), logs: &lockedBuffer{}}
+		reg: prometheus.NewRegistry(), logs: &lockedBuffer{}, rmc: map[router.SubClusterID]*hadoopipc.Client{}}
 	for i := 1; i <= n; i++ {
 		id := router.SubClusterID(fmt.Sprintf("SC-%d", i))
 		rm := startSim(t, string(id), 1_700_000_000_000+int64(i))
@@ -176,7 +177,11 @@ func (s *spanFed) launchUAM(sc router.SubClusterID, id *yarnpb.ApplicationIdProt
 // reportAt is sc's own report of app (asked directly, as alice).
 func (s *spanFed) reportAt(sc router.SubClusterID, id *yarnpb.ApplicationIdProto) *yarnpb.ApplicationReportProto {
 	s.t.Helper()
-	c := ipcTo(s.t, s.sims[sc].Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+	c := s.rmc[sc]
+	if c == nil {
+		c = ipcTo(s.t, s.sims[sc].Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+		s.rmc[sc] = c
+	}
 	rep := &yarnpb.GetApplicationReportResponseProto{}
 	if err := c.Call(ctxT(s.t), "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, rep); err != nil {
 		s.t.Fatalf("report at %s: %v", sc, err)
@@ -440,6 +445,9 @@ func TestKillFanOutTiming(t *testing.T) {
 	var took []time.Duration
 	for range rounds {
 		id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1, "SC-3": 1, "SC-4": 1})
+		for _, sc := range []router.SubClusterID{"SC-2", "SC-3", "SC-4"} {
+			s.stateAt(sc, id) // connect before the clock starts
+		}
 		start := time.Now()
 		if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
