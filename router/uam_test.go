@@ -482,3 +482,30 @@ func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
 		t.Fatalf("secondary kills %d, rows %+v", n, f.store.UAMs())
 	}
 }
+
+// TestKillWithRegistryDownStillKillsHome: a registry that cannot be read
+// does not fail the kill the home took; it is logged and counted, and the
+// UAMs are left to the GPG.
+func TestKillWithRegistryDownStillKillsHome(t *testing.T) {
+	s := newSpanFed(t, 2, nil)
+	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1})
+	s.store.Fail = func(op string) error {
+		if op == "GetUAMs" {
+			return fmt.Errorf("fake: store unreachable")
+		}
+		return nil
+	}
+	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	poll(t, "home KILLED", func() bool { return s.stateAt("SC-1", id) == killed })
+	if v := s.metric("yarnfed_router_uam_registry_errors_total", map[string]string{"op": "GetUAMs"}); v < 1 {
+		t.Errorf("registry errors %v", v)
+	}
+	if st := s.stateAt("SC-2", id); st != yarnpb.YarnApplicationStateProto_RUNNING || len(s.store.UAMs()) != 1 {
+		t.Errorf("UAM %v, rows %+v: nothing known to kill", st, s.store.UAMs())
+	}
+	if !strings.Contains(s.logs.String(), "reading the UAM registry failed") {
+		t.Error("registry failure not logged")
+	}
+}
