@@ -149,7 +149,7 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			handle(r, "submitReservation", newMsg[yarnpb.ReservationSubmissionRequestProto], r.submitReservation),
 			// Home of the application.
 			handle(r, "getApplicationReport", newMsg[yarnpb.GetApplicationReportRequestProto], r.getApplicationReport),
-			homeCall(r, "forceKillApplication", newMsg[yarnpb.KillApplicationRequestProto], (*yarnpb.KillApplicationRequestProto).GetApplicationId, newMsg[yarnpb.KillApplicationResponseProto]),
+			handle(r, "forceKillApplication", newMsg[yarnpb.KillApplicationRequestProto], r.forceKillApplication), // + its UAMs (uam.go)
 			homeCall(r, "failApplicationAttempt", newMsg[yarnpb.FailApplicationAttemptRequestProto], func(q *yarnpb.FailApplicationAttemptRequestProto) *yarnpb.ApplicationIdProto {
 				return q.GetApplicationAttemptId().GetApplicationId()
 			}, newMsg[yarnpb.FailApplicationAttemptResponseProto]),
@@ -247,6 +247,12 @@ func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 	resp := &yarnpb.GetApplicationReportResponseProto{}
 	err := r.onHome(ctx, "getApplicationReport", req.GetApplicationId(), req, resp)
+	if rep := resp.GetApplicationReport(); err == nil && mayHaveUAMs(rep) {
+		// A spanning app's containers and usage include its UAMs' (uam.go).
+		if home, _, herr := r.homeOf(ctx, req.GetApplicationId()); herr == nil {
+			foldUAMParts(rep, r.uamParts(ctx, req.GetApplicationId(), home))
+		}
+	}
 	r.filterReport(ctx, resp.GetApplicationReport())
 	return resp, err
 }

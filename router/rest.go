@@ -344,8 +344,7 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
 		return restReply{}, errAppKillForbidden(AppIDString(id), userOf(ctx))
 	}
-	kr := &yarnpb.KillApplicationResponseProto{}
-	if err := r.onHome(ctx, "forceKillApplication", id, &yarnpb.KillApplicationRequestProto{ApplicationId: id}, kr); err != nil {
+	if _, err := r.killApp(ctx, id); err != nil { // the home, then its UAMs (uam.go)
 		return restReply{}, err
 	}
 	// Report the app's real state: an app that had already finished stays

@@ -38,6 +38,9 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 					err = &SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
 				}
 			}
+			if err == nil {
+				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uam.go)
+			}
 			got[i], errs[i] = m, err
 		})
 	}

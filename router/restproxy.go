@@ -68,6 +68,13 @@ func (r *Router) restHung(ctx context.Context, sc SubClusterID, what string, err
 }
 
 func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
+	return r.restAppDoc(ctx, req, false)
+}
+
+// restAppDoc is GET /apps/{id}: the home RM's document, with a spanning
+// app's UAMs folded in and its span listed (uam.go); always lists the span
+// (the home alone at least) for the web UI's page.
+func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool) (restReply, error) {
 	id, err := appIDParam(req)
 	if err != nil {
 		return restReply{}, err
@@ -83,6 +90,9 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 				return err
 			})
 			if err == nil {
+				if always || restMayHaveUAMs(app.State) {
+					spanREST(app, home, r.uamParts(ctx, id, home), always)
+				}
 				return reply(http.StatusOK, rmrest.AppResponse{App: *app}, *app), nil
 			}
 			if herr := r.restHung(ctx, home, "GET /ws/v1/cluster/apps/{appid}", err); herr != nil {
@@ -91,11 +101,18 @@ func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, err
 		}
 	}
 	// The IPC path handles stale homes, failover waits and not-found.
-	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
-	if err != nil {
+	resp := &yarnpb.GetApplicationReportResponseProto{}
+	if err := r.onHome(ctx, "getApplicationReport", id, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
 		return restReply{}, err
 	}
-	a := AppInfo(resp.GetApplicationReport(), time.Now())
+	rep := resp.GetApplicationReport()
+	r.filterReport(ctx, rep)
+	a := AppInfo(rep, time.Now())
+	if r.mayView(ctx, id) && (always || mayHaveUAMs(rep)) {
+		if home, _, herr := r.homeOf(ctx, id); herr == nil {
+			spanREST(&a, home, r.uamParts(ctx, id, home), always)
+		}
+	}
 	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
 }
 
@@ -142,13 +159,18 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 	if err != nil {
 		return restReply{}, err
 	}
-	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) ([]rmrest.App, error) {
-		return r.appsOf(ctx, sc, q)
+	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) (scPart[rmrest.App], error) {
+		apps, err := r.appsOf(ctx, sc, q)
+		return scPart[rmrest.App]{sc.ID, apps}, err
 	})
 	if err != nil {
 		return restReply{}, err
 	}
-	out := rmrest.Apps{App: MergeAppInfos(lists, r.cfg.PartialResults)}
+	ids, lists := make([]SubClusterID, len(parts)), make([][]rmrest.App, len(parts))
+	for i, p := range parts {
+		ids[i], lists[i] = p.sc, p.items
+	}
+	out := rmrest.Apps{App: MergeAppInfosBySC(ids, lists, r.cfg.PartialResults)}
 	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
 		out.App = out.App[:q.Limit]
 	}
@@ -253,22 +275,7 @@ func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
 			continue
 		}
 		for _, u := range uams {
-			home.AllocatedMB += u.AllocatedMB
-			home.AllocatedVCores += u.AllocatedVCores
-			home.ReservedMB += u.ReservedMB
-			home.ReservedVCores += u.ReservedVCores
-			home.RunningContainers += u.RunningContainers
-			home.MemorySeconds += u.MemorySeconds
-			home.VCoreSeconds += u.VCoreSeconds
-			home.QueueUsagePercentage += u.QueueUsagePercentage
-			home.ClusterUsagePercentage += u.ClusterUsagePercentage
-			tags := strings.Split(home.ApplicationTags, ",")
-			for _, t := range strings.Split(u.ApplicationTags, ",") {
-				if t != "" && !slices.Contains(tags, t) {
-					tags = append(tags, t)
-				}
-			}
-			home.ApplicationTags = strings.Trim(strings.Join(tags, ","), ",")
+			foldAppInfo(&home, *u)
 		}
 		out = append(out, home)
 	}

@@ -36,7 +36,8 @@ type Router struct {
 	adminPool *pool // RM admin protocol clients
 	brk       *breakers
 	metrics   *metrics
-	call      RMCaller // breaker -> metrics -> pool
+	uam       *uamMetrics // kill fan-out and UAM registry (uam.go)
+	call      RMCaller    // breaker -> metrics -> pool
 
 	ipc      *hadoopipc.Server
 	clientLn net.Listener
@@ -98,6 +99,7 @@ func New(cfg Config) (*Router, error) {
 		}
 	}
 	r.metrics = newMetrics(cfg.Registerer)
+	r.uam = newUAMMetrics(cfg.Registerer)
 	r.brk = newBreakers(cfg.Breaker, func(sc SubClusterID, to gobreaker.State) {
 		r.metrics.breakerState(sc, to)
 		r.log.Warn("sub-cluster circuit breaker changed", "subcluster", sc, "state", to.String())

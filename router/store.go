@@ -78,6 +78,36 @@ type StateStore interface {
 	UpdateApplicationHome(ctx context.Context, app string, sc SubClusterID) error
 	GetApplicationHome(ctx context.Context, app string) (SubClusterID, error)
 	GetPolicyConfiguration(ctx context.Context, queue string) (PolicyConfiguration, error)
+	UAMRegistry
+}
+
+// UAMRow is one row of the UAM registry (statestore UAMRecord) as the
+// router reads it: where an application runs an unmanaged AM besides its
+// home. The AMRMToken is left out: the router never needs it.
+type UAMRow struct {
+	App        string
+	SubCluster SubClusterID // the secondary the UAM runs on
+	Home       SubClusterID
+	Attempt    string // the UAM's attempt on the secondary
+	Proxy      string // the AMRMProxy that launched it
+	AMAttempt  string // the home AM attempt it serves
+	User       string
+	Queue      string
+	Registered bool
+	Created    time.Time
+	Updated    time.Time
+}
+
+// UAMRegistry is the router's part of the UAM registry (UAMAPI.md): read
+// an application's rows (to kill and to show its secondaries) and delete
+// them after a kill. Both are idempotent.
+type UAMRegistry interface {
+	// GetUAMs lists app's rows, ordered by sub-cluster; none is no error.
+	// stale allows a replica's possibly older copy (display only).
+	GetUAMs(ctx context.Context, app string, stale bool) ([]UAMRow, error)
+	// DeleteUAM removes app's row on sc, or every row of app when sc is
+	// empty, and returns how many it removed.
+	DeleteUAM(ctx context.Context, app string, sc SubClusterID) (int, error)
 }
 
 // ReservationStore is optionally implemented by a StateStore that keeps

@@ -375,10 +375,10 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 	if err != nil {
 		return "Applications", d, err
 	}
-	lists := make([][]rmrest.App, len(parts))
+	lists, ids := make([][]rmrest.App, len(parts)), make([]SubClusterID, len(parts))
 	home := map[string]SubClusterID{}
 	for i, p := range parts {
-		lists[i] = p.items
+		lists[i], ids[i] = p.items, p.sc
 		for _, a := range p.items {
 			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName)) {
 				if _, seen := home[a.ID]; !seen {
@@ -387,7 +387,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 			}
 		}
 	}
-	merged := MergeAppInfos(lists, r.cfg.PartialResults)
+	merged := MergeAppInfosBySC(ids, lists, r.cfg.PartialResults) // spans: uam.go
 	if q.Limit > 0 && int64(len(merged)) > q.Limit {
 		merged = merged[:q.Limit]
 	}
@@ -418,9 +418,11 @@ type uiAppDetail struct {
 }
 
 // uiApp is one application: the document and attempts REST serves for it
-// (/apps/{id}, /apps/{id}/appattempts), and its home.
+// (/apps/{id}, /apps/{id}/appattempts), its home, and the sub-clusters it
+// spans with its containers in each (read from the UAM registry whatever
+// the app's state: lingering UAMs are what an operator looks for).
 func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
-	rep, err := r.restApp(ctx, req)
+	rep, err := r.restAppDoc(ctx, req, true)
 	if err != nil {
 		return "Application", nil, err
 	}

@@ -172,6 +172,29 @@ type App struct {
 	HasAMNodeLabelExpression  bool             `json:"-" xml:"-"`
 	ResourceInfo              *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
 	Timeouts                  *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
+	// SubClusters is not an RM field: the yarnfed router adds it to an
+	// application that spans sub-clusters (clients that do not know it
+	// ignore it; an RM never sends it).
+	SubClusters *AppSubClusters `json:"subClusters,omitempty" xml:"subClusters,omitempty"`
+}
+
+// AppSubClusters lists the sub-clusters an application runs in: its home
+// and each secondary where its unmanaged AM runs.
+type AppSubClusters struct {
+	SubCluster []AppSubCluster `json:"subCluster" xml:"subCluster"`
+}
+
+// AppSubCluster is an application's part in one sub-cluster, from that
+// RM's report of the application (its UAM's on a secondary).
+type AppSubCluster struct {
+	SubClusterID      string `json:"subClusterId" xml:"subClusterId"`
+	Home              bool   `json:"home" xml:"home"`
+	State             string `json:"state,omitempty" xml:"state,omitempty"`
+	RunningContainers int32  `json:"runningContainers" xml:"runningContainers"`
+	AllocatedMB       int64  `json:"allocatedMB" xml:"allocatedMB"`
+	AllocatedVCores   int64  `json:"allocatedVCores" xml:"allocatedVCores"`
+	// Error says why the sub-cluster's part is unknown (it did not answer).
+	Error string `json:"error,omitempty" xml:"error,omitempty"`
 }
 
 // AppResourceInfo is an application's usage per node partition (the

@@ -27,6 +27,8 @@ type Store struct {
 	Fail func(op string) error
 	ops  map[string]int
 
+	uamRows []router.UAMRow // the UAM registry (uam.go)
+
 	keys   map[int32][]byte
 	tokens map[string]router.StoredToken
 	keyIDs int32
