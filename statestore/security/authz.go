@@ -21,6 +21,9 @@ var (
 	gpgWrite    = []Role{RoleAdmin, RoleReplica, RoleGPG}
 	agentWrite  = []Role{RoleAdmin, RoleReplica, RoleAgent}
 	routerOnly  = []Role{RoleReplica, RoleRouter}
+	uamWrite    = []Role{RoleReplica, RoleAMRMProxy}
+	uamRead     = []Role{RoleReplica, RoleAMRMProxy, RoleRouter}
+	uamDelete   = []Role{RoleReplica, RoleAMRMProxy, RoleRouter, RoleGPG}
 )
 
 var (
@@ -86,6 +89,21 @@ var Table = map[string][]Role{
 	ss + "ReserveRange":    routerOnly,
 	ss + "GetCounter":      routerOnly,
 	ss + "SetCounter":      routerOnly,
+
+	// UAM registry: every row holds a live AMRMToken of a UAM, with which
+	// anyone can allocate containers on the secondary as that application.
+	// Only the AMRMProxy, which obtained the token from the secondary RM,
+	// writes rows. It and the router read them: the proxy to re-attach
+	// UAMs after a restart or a new AM attempt, the router to kill an
+	// application on every sub-cluster it spans. Deleting destroys no
+	// secret, so the router (after a kill) and the GPG (its reaper) may
+	// delete too; the GPG never needs a token and may not read them. Not
+	// admin (an operator has no use for the tokens; yarnfedctl is not a
+	// path to them) and not agents.
+	ss + "PutUAM":    uamWrite,
+	ss + "GetUAMs":   uamRead,
+	ss + "ListUAMs":  uamRead,
+	ss + "DeleteUAM": uamDelete,
 
 	ss + "GetVersion": membership,
 	ss + "Format":     adminOnly,

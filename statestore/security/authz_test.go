@@ -105,3 +105,28 @@ func TestAllowedPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestUAMRegistryAccess pins who may call the UAM registry, written out
+// here rather than derived from Table (a test that reads the table can
+// only confirm the table). Rows hold live AMRMTokens: only the AMRMProxy
+// writes, it and the router read, the GPG may only delete, admin and
+// agents get nothing.
+func TestUAMRegistryAccess(t *testing.T) {
+	want := map[string][]Role{
+		pb.StateStore_PutUAM_FullMethodName:    {RoleReplica, RoleAMRMProxy},
+		pb.StateStore_GetUAMs_FullMethodName:   {RoleReplica, RoleAMRMProxy, RoleRouter},
+		pb.StateStore_ListUAMs_FullMethodName:  {RoleReplica, RoleAMRMProxy, RoleRouter},
+		pb.StateStore_DeleteUAM_FullMethodName: {RoleReplica, RoleAMRMProxy, RoleRouter, RoleGPG},
+	}
+	for m, allowed := range want {
+		for _, r := range AllRoles {
+			err := Allowed(Identity{Name: "SC-1", Roles: []Role{r}}, m, nil)
+			if ok := slices.Contains(allowed, r); (err == nil) != ok {
+				t.Errorf("%s as %s: err %v, want allowed=%v", m, r, err, ok)
+			}
+		}
+	}
+	if len(AllRoles) != 6 {
+		t.Fatalf("roles %v: decide whether a new role may touch UAM rows and extend this test", AllRoles)
+	}
+}

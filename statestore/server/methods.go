@@ -280,3 +280,32 @@ func (s *Server) DeleteApplicationHomes(ctx context.Context, r *pb.DeleteApplica
 		return c.DeleteApplicationHomes
 	})
 }
+
+// UAM registry. Rows hold live AMRMTokens; Watch never carries them (the
+// store emits no event for them).
+
+func (s *Server) PutUAM(ctx context.Context, r *pb.PutUAMRequest) (*pb.PutUAMResponse, error) {
+	return write(ctx, s, r, s.st.PutUAM, func(c pb.StateStoreClient) method[*pb.PutUAMRequest, *pb.PutUAMResponse] {
+		return c.PutUAM
+	})
+}
+
+func (s *Server) GetUAMs(ctx context.Context, r *pb.GetUAMsRequest) (*pb.GetUAMsResponse, error) {
+	return read(ctx, s, r, r.GetRead(), func() (*pb.GetUAMsResponse, error) {
+		l, err := s.st.GetUAMs(r.GetApplicationId())
+		return &pb.GetUAMsResponse{Records: l}, err
+	}, func(c pb.StateStoreClient) method[*pb.GetUAMsRequest, *pb.GetUAMsResponse] { return c.GetUAMs })
+}
+
+func (s *Server) ListUAMs(ctx context.Context, r *pb.ListUAMsRequest) (*pb.ListUAMsResponse, error) {
+	return read(ctx, s, r, r.GetRead(), func() (*pb.ListUAMsResponse, error) {
+		l, err := s.st.ListUAMs(r)
+		return &pb.ListUAMsResponse{Records: l}, err
+	}, func(c pb.StateStoreClient) method[*pb.ListUAMsRequest, *pb.ListUAMsResponse] { return c.ListUAMs })
+}
+
+func (s *Server) DeleteUAM(ctx context.Context, r *pb.DeleteUAMRequest) (*pb.DeleteUAMResponse, error) {
+	return write(ctx, s, r, s.st.DeleteUAM, func(c pb.StateStoreClient) method[*pb.DeleteUAMRequest, *pb.DeleteUAMResponse] {
+		return c.DeleteUAM
+	})
+}

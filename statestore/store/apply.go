@@ -114,6 +114,10 @@ func (a *applier) apply(t CommandType, m proto.Message) (proto.Message, error) {
 		return a.markLost(m.(*pb.MarkSubClustersLostCommand))
 	case CmdDeleteApplicationHomes:
 		return a.deleteApps(m.(*pb.DeleteApplicationHomesCommand))
+	case CmdPutUAM:
+		return a.putUAM(m.(*pb.PutUAMCommand))
+	case CmdDeleteUAM:
+		return a.deleteUAM(m.(*pb.DeleteUAMCommand))
 	}
 	return nil, fmt.Errorf("no applier for command type %d", t)
 }
@@ -255,6 +259,11 @@ func (a *applier) writeApp(key []byte, row *pb.ApplicationHome, submission []byt
 	return nil
 }
 
+// deleteApp deletes an application's home row, its by-time index entry and
+// its context. Its UAM rows (bucket uams) stay: they are deleted only by
+// DeleteUAM, because the GPG's reaper needs them to find and kill the UAMs
+// of applications whose home is gone (and so does DeleteApplicationHomes,
+// which calls this).
 func (a *applier) deleteApp(r *pb.DeleteApplicationHomeRequest) (proto.Message, error) {
 	apps := a.tx.Bucket(bApps)
 	key := []byte(r.GetApplicationId())

@@ -48,6 +48,8 @@ const (
 	CmdPublishCapacity        CommandType = 26 // PublishCapacityCommand
 	CmdMarkSubClustersLost    CommandType = 27 // MarkSubClustersLostCommand
 	CmdDeleteApplicationHomes CommandType = 28 // DeleteApplicationHomesCommand
+	CmdPutUAM                 CommandType = 29 // PutUAMCommand
+	CmdDeleteUAM              CommandType = 30 // DeleteUAMCommand
 )
 
 // newCommandMessage returns an empty message of the type t carries, or nil
@@ -110,6 +112,10 @@ func newCommandMessage(t CommandType) proto.Message {
 		return &pb.MarkSubClustersLostCommand{}
 	case CmdDeleteApplicationHomes:
 		return &pb.DeleteApplicationHomesCommand{}
+	case CmdPutUAM:
+		return &pb.PutUAMCommand{}
+	case CmdDeleteUAM:
+		return &pb.DeleteUAMCommand{}
 	}
 	return nil
 }

@@ -30,9 +30,10 @@ var (
 	bTokens       = []byte("tokens")       // identifier -> DelegationToken
 	bNodes        = []byte("nodes")        // raft node id -> gRPC address (raw)
 	bLeases       = []byte("leases")       // lease name -> Lease
+	bUAMs         = []byte("uams")         // uamKey(app id, sub-cluster id) -> UAMRecord
 
 	// Federation data: what Format wipes. Nodes and meta are the store's own.
-	dataBuckets = [][]byte{bSubClusters, bApps, bAppContexts, bAppsByTime, bPolicies, bReservations, bMasterKeys, bTokens, bLeases}
+	dataBuckets = [][]byte{bSubClusters, bApps, bAppContexts, bAppsByTime, bPolicies, bReservations, bMasterKeys, bTokens, bLeases, bUAMs}
 	allBuckets  = append([][]byte{bMeta, bNodes}, dataBuckets...)
 
 	kApplied = []byte("applied")

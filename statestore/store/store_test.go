@@ -79,6 +79,12 @@ func seed(t *testing.T, s *Store) {
 	must(s.ReserveRange(ctx, &pb.ReserveRangeRequest{Counter: pb.Counter_COUNTER_TOKEN_SEQUENCE, Count: 100}))
 	must(s.AcquireLease(ctx, &pb.AcquireLeaseRequest{Name: "gpg", Holder: "gpg-a", TtlMs: 60_000}))
 	must(s.PublishCapacity(ctx, &pb.PublishCapacityRequest{Items: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: 1024, Vcores: 4, Nodes: 2}}}))
+	// A UAM needs a registered secondary; SC_NEW keeps it out of lists of
+	// RUNNING sub-clusters.
+	must(s.RegisterSubCluster(ctx, &pb.RegisterSubClusterRequest{Info: sc("SC-2", pb.SubClusterState_SC_NEW)}))
+	u := uam("application_1_0001", "SC-2")
+	u.AmrmToken = amrmToken("p")
+	must(s.PutUAM(ctx, &pb.PutUAMRequest{Record: u}))
 }
 
 func TestOperations(t *testing.T) {
@@ -145,6 +151,9 @@ func TestOperations(t *testing.T) {
 	if _, err := s.GetApplicationHome("application_1_0001", false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after format: %v", err)
 	}
+	if rows, err := s.GetUAMs("application_1_0001"); err != nil || len(rows) != 0 {
+		t.Fatalf("UAM rows after format: %v %v", rows, err)
+	}
 }
 
 // TestSnapshotRestorePerTable: snapshot a store with a row in every table,
@@ -188,6 +197,7 @@ func TestSnapshotRestorePerTable(t *testing.T) {
 		{"counters", func(f *fsm) (any, error) { return f.getCounter(pb.Counter_COUNTER_TOKEN_SEQUENCE) }},
 		{"nodes", func(f *fsm) (any, error) { return f.nodeAddresses() }},
 		{"leases", func(f *fsm) (any, error) { return f.getLease("gpg") }},
+		{"uams", func(f *fsm) (any, error) { return f.listUAMs("", 0) }},
 		{"version", func(f *fsm) (any, error) { return f.getVersion() }},
 	}
 	for _, tc := range tables {
@@ -391,6 +401,42 @@ func TestBadInputChangesNothing(t *testing.T) {
 			_, err := s.Format(ctx, &pb.FormatRequest{})
 			return err
 		}},
+		{"put UAM without record", func() error {
+			_, err := s.PutUAM(ctx, &pb.PutUAMRequest{})
+			return err
+		}},
+		{"put UAM malformed application id", func() error {
+			_, err := s.PutUAM(ctx, &pb.PutUAMRequest{Record: &pb.UAMRecord{ApplicationId: "app1", SubClusterId: "SC-2", HomeSubClusterId: "SC-1"}})
+			return err
+		}},
+		{"put UAM oversized token", func() error {
+			u := uam("application_1_0001", "SC-2")
+			u.AmrmToken = make([]byte, MaxUAMTokenBytes+1)
+			_, err := s.PutUAM(ctx, &pb.PutUAMRequest{Record: u})
+			return err
+		}},
+		{"put UAM oversized user", func() error {
+			u := uam("application_1_0001", "SC-2")
+			u.User = string(make([]byte, DefaultLimits().MaxIDBytes+1))
+			_, err := s.PutUAM(ctx, &pb.PutUAMRequest{Record: u})
+			return err
+		}},
+		{"get UAMs malformed application id", func() error {
+			_, err := s.GetUAMs("application_1")
+			return err
+		}},
+		{"list UAMs negative limit", func() error {
+			_, err := s.ListUAMs(&pb.ListUAMsRequest{Limit: -1})
+			return err
+		}},
+		{"delete UAM without application id", func() error {
+			_, err := s.DeleteUAM(ctx, &pb.DeleteUAMRequest{SubClusterId: "SC-2"})
+			return err
+		}},
+		{"delete UAM oversized sub-cluster id", func() error {
+			_, err := s.DeleteUAM(ctx, &pb.DeleteUAMRequest{ApplicationId: "application_1_0001", SubClusterId: string(make([]byte, DefaultLimits().MaxIDBytes+1))})
+			return err
+		}},
 	}
 	before := s.AppliedIndex()
 	for _, tc := range cases {
@@ -439,6 +485,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		{CmdSetPolicies, &pb.SetPoliciesCommand{Request: &pb.SetPoliciesRequest{Policies: []*pb.PolicyConfiguration{{Queue: "q", Type: "T", Pinned: true}},
 			Capacities: []*pb.PublishCapacityRequest_Item{{SubClusterId: "SC-1", MemoryMb: 1}}, Fence: fence, SkipPinned: true}, NowMs: 5}},
 		{CmdDeleteApplicationHomes, &pb.DeleteApplicationHomesCommand{Request: &pb.DeleteApplicationHomesRequest{ApplicationIds: []string{"a"}, CreatedBeforeMs: 3, Fence: fence}}},
+		{CmdPutUAM, &pb.PutUAMCommand{Record: &pb.UAMRecord{ApplicationId: "application_1_0001", SubClusterId: "SC-2", HomeSubClusterId: "SC-1", AmrmToken: amrmToken("p")}, NowMs: 5}},
+		{CmdDeleteUAM, &pb.DeleteUAMCommand{ApplicationId: "application_1_0001"}},
 	} {
 		d, _ := EncodeCommand(c.t, c.m)
 		f.Add(d)
@@ -494,6 +542,8 @@ func FuzzApplyValidated(f *testing.F) {
 		{CmdStoreToken, &pb.StoreTokenRequest{Token: &pb.DelegationToken{Identifier: []byte("t")}}},
 		{CmdSetPolicy, &pb.SetPolicyRequest{Policy: &pb.PolicyConfiguration{Queue: "q", Type: "t", Params: []byte("{}")}}},
 		{CmdRegisterSubCluster, &pb.RegisterSubClusterCommand{Info: sc("SC-1", pb.SubClusterState_SC_NEW)}},
+		{CmdPutUAM, &pb.PutUAMCommand{Record: uam("application_1_0001", "SC-2")}},
+		{CmdDeleteUAM, &pb.DeleteUAMCommand{ApplicationId: "application_1_0001"}},
 	} {
 		data, _ := EncodeCommand(c.t, c.m)
 		f.Add(data)
@@ -553,6 +603,10 @@ func validForFuzz(l Limits, t CommandType, m proto.Message) bool {
 		err = ValidateReserveRange(c)
 	case *pb.SetCounterRequest:
 		err = ValidateSetCounter(c)
+	case *pb.PutUAMCommand:
+		err = l.ValidateUAM(c.GetRecord())
+	case *pb.DeleteUAMCommand:
+		err = l.ValidateDeleteUAM(&pb.DeleteUAMRequest{ApplicationId: c.GetApplicationId(), SubClusterId: c.GetSubClusterId()})
 	case *pb.RemoveMasterKeyRequest, *pb.FormatRequest:
 	default:
 		return false // batches and node addresses are built by the store itself

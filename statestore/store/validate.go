@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strings"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -411,4 +415,166 @@ func (l Limits) ValidateDeleteApplicationHomes(in *pb.DeleteApplicationHomesRequ
 		return invalid("created_before_ms must be > 0")
 	}
 	return l.fence(in.GetFence())
+}
+
+// MaxUAMTokenBytes caps a UAM's serialized AMRMToken (a TokenProto). A real
+// one is about 150 bytes (an attempt id and key id, a 20-byte password, the
+// kind and the RM's address); the cap only keeps a caller from parking
+// megabytes in a row every replica holds.
+const MaxUAMTokenBytes = 64 << 10
+
+// optional checks a free-form string that may be empty: bounded, UTF-8, no
+// control characters.
+func (l Limits) optional(what, v string) error {
+	if v == "" {
+		return nil
+	}
+	return l.id(what, v)
+}
+
+// maxTimestampDigits and maxSeqDigits bound each number of a YARN id: a cluster timestamp is an
+// int64 (19 digits), sequences and attempts are int32 (10).
+const maxTimestampDigits, maxSeqDigits = 19, 10
+
+// digits parses a non-empty run of at most max ASCII digits.
+func digits(s string, max int) (int64, bool) {
+	if s == "" || len(s) > max {
+		return 0, false
+	}
+	var n int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+		if n < 0 {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// yarnAppID is an application id's two numbers.
+type yarnAppID struct{ ts, seq int64 }
+
+// parseYARNAppID parses application_<clusterTimestamp>_<sequence>, the form
+// every RM hands out (ApplicationId.toString).
+func parseYARNAppID(v string) (yarnAppID, bool) {
+	rest, ok := strings.CutPrefix(v, "application_")
+	if !ok {
+		return yarnAppID{}, false
+	}
+	ts, seq, ok := strings.Cut(rest, "_")
+	if !ok {
+		return yarnAppID{}, false
+	}
+	t, ok1 := digits(ts, maxTimestampDigits)
+	s, ok2 := digits(seq, maxSeqDigits)
+	return yarnAppID{t, s}, ok1 && ok2
+}
+
+// attemptOf checks that v is appattempt_<clusterTimestamp>_<sequence>_<attempt>
+// of application app.
+func attemptOf(what, v string, app yarnAppID) error {
+	rest, ok := strings.CutPrefix(v, "appattempt_")
+	parts := strings.Split(rest, "_")
+	if !ok || len(parts) != 3 {
+		return invalid("%s %q is not appattempt_<clusterTimestamp>_<sequence>_<attempt>", what, v)
+	}
+	t, ok1 := digits(parts[0], maxTimestampDigits)
+	s, ok2 := digits(parts[1], maxSeqDigits)
+	_, ok3 := digits(parts[2], maxSeqDigits)
+	if !ok1 || !ok2 || !ok3 {
+		return invalid("%s %q is not appattempt_<clusterTimestamp>_<sequence>_<attempt>", what, v)
+	}
+	if (yarnAppID{t, s}) != app {
+		return invalid("%s %q is not an attempt of the record's application", what, v)
+	}
+	return nil
+}
+
+// uamAppID checks an application id of the UAM registry: a real YARN id
+// (the UAM runs under the home application's own id on the secondary).
+func (l Limits) uamAppID(v string) (yarnAppID, error) {
+	if err := l.id("application id", v); err != nil {
+		return yarnAppID{}, err
+	}
+	app, ok := parseYARNAppID(v)
+	if !ok {
+		return yarnAppID{}, invalid("application id %q is not application_<clusterTimestamp>_<sequence>", v)
+	}
+	return app, nil
+}
+
+// ValidateUAM checks a UAM registry row for PutUAM: well-formed ids, the
+// attempts belonging to the application, a secondary that is not the home,
+// an AMRMToken that is a TokenProto (or empty: not handed out yet) and
+// bounded, and every other string bounded. The times are the store's to
+// stamp and are ignored.
+func (l Limits) ValidateUAM(in *pb.UAMRecord) error {
+	if in == nil {
+		return invalid("UAM record is missing")
+	}
+	app, err := l.uamAppID(in.GetApplicationId())
+	if err != nil {
+		return err
+	}
+	if err := l.id("sub-cluster id", in.GetSubClusterId()); err != nil {
+		return err
+	}
+	if err := l.id("home sub-cluster id", in.GetHomeSubClusterId()); err != nil {
+		return err
+	}
+	if in.GetSubClusterId() == in.GetHomeSubClusterId() {
+		return invalid("UAM of %s is on its home sub-cluster %s (UAMs run on secondaries only)", in.GetApplicationId(), in.GetSubClusterId())
+	}
+	if v := in.GetUamAttemptId(); v != "" {
+		if err := attemptOf("UAM attempt id", v, app); err != nil {
+			return err
+		}
+	}
+	if v := in.GetAmAttemptId(); v != "" {
+		if err := attemptOf("AM attempt id", v, app); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ what, v string }{{"proxy", in.GetProxy()}, {"user", in.GetUser()}, {"queue", in.GetQueue()}} {
+		if err := l.optional(f.what, f.v); err != nil {
+			return err
+		}
+	}
+	if tok := in.GetAmrmToken(); len(tok) > 0 {
+		if len(tok) > MaxUAMTokenBytes {
+			return invalid("AMRMToken is %d bytes, limit %d", len(tok), MaxUAMTokenBytes)
+		}
+		// Required fields are checked: a truncated token is refused here
+		// rather than failing every reader.
+		if err := proto.Unmarshal(tok, &commonpb.TokenProto{}); err != nil {
+			return invalid("AMRMToken is not a serialized TokenProto: %v", err)
+		}
+	}
+	return nil
+}
+
+// ValidateGetUAMs checks GetUAMs' application id.
+func (l Limits) ValidateGetUAMs(appID string) error {
+	_, err := l.uamAppID(appID)
+	return err
+}
+
+// ValidateListUAMs checks a ListUAMs filter and limit.
+func (l Limits) ValidateListUAMs(in *pb.ListUAMsRequest) error {
+	if in.GetLimit() < 0 {
+		return invalid("negative limit %d", in.GetLimit())
+	}
+	return l.optional("sub-cluster id", in.GetSubClusterId())
+}
+
+// ValidateDeleteUAM checks a DeleteUAM (an empty sub-cluster deletes every
+// row of the application).
+func (l Limits) ValidateDeleteUAM(in *pb.DeleteUAMRequest) error {
+	if _, err := l.uamAppID(in.GetApplicationId()); err != nil {
+		return err
+	}
+	return l.optional("sub-cluster id", in.GetSubClusterId())
 }

@@ -747,6 +747,115 @@ func (x *DeleteApplicationHomesCommand) GetNowMs() int64 {
 	return 0
 }
 
+// The UAM registry (issue 19). Own messages rather than the API's requests,
+// so PutUAMRequest/DeleteUAMRequest can change without changing the log.
+// now_ms is the leader's clock: the row's create and update times.
+type PutUAMCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Record        *UAMRecord             `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	NowMs         int64                  `protobuf:"varint,2,opt,name=now_ms,json=nowMs,proto3" json:"now_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutUAMCommand) Reset() {
+	*x = PutUAMCommand{}
+	mi := &file_command_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutUAMCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutUAMCommand) ProtoMessage() {}
+
+func (x *PutUAMCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutUAMCommand.ProtoReflect.Descriptor instead.
+func (*PutUAMCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PutUAMCommand) GetRecord() *UAMRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *PutUAMCommand) GetNowMs() int64 {
+	if x != nil {
+		return x.NowMs
+	}
+	return 0
+}
+
+// Deletes one row, or every row of the application when sub_cluster_id is
+// empty.
+type DeleteUAMCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApplicationId string                 `protobuf:"bytes,1,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	SubClusterId  string                 `protobuf:"bytes,2,opt,name=sub_cluster_id,json=subClusterId,proto3" json:"sub_cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUAMCommand) Reset() {
+	*x = DeleteUAMCommand{}
+	mi := &file_command_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUAMCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUAMCommand) ProtoMessage() {}
+
+func (x *DeleteUAMCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_command_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUAMCommand.ProtoReflect.Descriptor instead.
+func (*DeleteUAMCommand) Descriptor() ([]byte, []int) {
+	return file_command_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeleteUAMCommand) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *DeleteUAMCommand) GetSubClusterId() string {
+	if x != nil {
+		return x.SubClusterId
+	}
+	return ""
+}
+
 var File_command_proto protoreflect.FileDescriptor
 
 const file_command_proto_rawDesc = "" +
@@ -791,7 +900,13 @@ const file_command_proto_rawDesc = "" +
 	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"\x86\x01\n" +
 	"\x1dDeleteApplicationHomesCommand\x12N\n" +
 	"\arequest\x18\x01 \x01(\v24.yarnfed.statestore.v1.DeleteApplicationHomesRequestR\arequest\x12\x15\n" +
-	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMsB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"`\n" +
+	"\rPutUAMCommand\x128\n" +
+	"\x06record\x18\x01 \x01(\v2 .yarnfed.statestore.v1.UAMRecordR\x06record\x12\x15\n" +
+	"\x06now_ms\x18\x02 \x01(\x03R\x05nowMs\"_\n" +
+	"\x10DeleteUAMCommand\x12%\n" +
+	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12$\n" +
+	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterIdB/Z-github.com/yarnfed/yarnfed/statestore/storepbb\x06proto3"
 
 var (
 	file_command_proto_rawDescOnce sync.Once
@@ -805,7 +920,7 @@ func file_command_proto_rawDescGZIP() []byte {
 	return file_command_proto_rawDescData
 }
 
-var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_command_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_command_proto_goTypes = []any{
 	(*RegisterSubClusterCommand)(nil),     // 0: yarnfed.statestore.v1.RegisterSubClusterCommand
 	(*HeartbeatCommand)(nil),              // 1: yarnfed.statestore.v1.HeartbeatCommand
@@ -821,34 +936,38 @@ var file_command_proto_goTypes = []any{
 	(*PublishCapacityCommand)(nil),        // 11: yarnfed.statestore.v1.PublishCapacityCommand
 	(*MarkSubClustersLostCommand)(nil),    // 12: yarnfed.statestore.v1.MarkSubClustersLostCommand
 	(*DeleteApplicationHomesCommand)(nil), // 13: yarnfed.statestore.v1.DeleteApplicationHomesCommand
-	(*SubClusterInfo)(nil),                // 14: yarnfed.statestore.v1.SubClusterInfo
-	(*HeartbeatRequest)(nil),              // 15: yarnfed.statestore.v1.HeartbeatRequest
-	(*DeregisterSubClusterRequest)(nil),   // 16: yarnfed.statestore.v1.DeregisterSubClusterRequest
-	(*ApplicationHome)(nil),               // 17: yarnfed.statestore.v1.ApplicationHome
-	(*AcquireLeaseRequest)(nil),           // 18: yarnfed.statestore.v1.AcquireLeaseRequest
-	(*ReleaseLeaseRequest)(nil),           // 19: yarnfed.statestore.v1.ReleaseLeaseRequest
-	(*SetPoliciesRequest)(nil),            // 20: yarnfed.statestore.v1.SetPoliciesRequest
-	(*PublishCapacityRequest)(nil),        // 21: yarnfed.statestore.v1.PublishCapacityRequest
-	(*MarkSubClustersLostRequest)(nil),    // 22: yarnfed.statestore.v1.MarkSubClustersLostRequest
-	(*DeleteApplicationHomesRequest)(nil), // 23: yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	(*PutUAMCommand)(nil),                 // 14: yarnfed.statestore.v1.PutUAMCommand
+	(*DeleteUAMCommand)(nil),              // 15: yarnfed.statestore.v1.DeleteUAMCommand
+	(*SubClusterInfo)(nil),                // 16: yarnfed.statestore.v1.SubClusterInfo
+	(*HeartbeatRequest)(nil),              // 17: yarnfed.statestore.v1.HeartbeatRequest
+	(*DeregisterSubClusterRequest)(nil),   // 18: yarnfed.statestore.v1.DeregisterSubClusterRequest
+	(*ApplicationHome)(nil),               // 19: yarnfed.statestore.v1.ApplicationHome
+	(*AcquireLeaseRequest)(nil),           // 20: yarnfed.statestore.v1.AcquireLeaseRequest
+	(*ReleaseLeaseRequest)(nil),           // 21: yarnfed.statestore.v1.ReleaseLeaseRequest
+	(*SetPoliciesRequest)(nil),            // 22: yarnfed.statestore.v1.SetPoliciesRequest
+	(*PublishCapacityRequest)(nil),        // 23: yarnfed.statestore.v1.PublishCapacityRequest
+	(*MarkSubClustersLostRequest)(nil),    // 24: yarnfed.statestore.v1.MarkSubClustersLostRequest
+	(*DeleteApplicationHomesRequest)(nil), // 25: yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	(*UAMRecord)(nil),                     // 26: yarnfed.statestore.v1.UAMRecord
 }
 var file_command_proto_depIdxs = []int32{
-	14, // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
-	15, // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
-	16, // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
-	17, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	17, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
-	18, // 5: yarnfed.statestore.v1.AcquireLeaseCommand.request:type_name -> yarnfed.statestore.v1.AcquireLeaseRequest
-	19, // 6: yarnfed.statestore.v1.ReleaseLeaseCommand.request:type_name -> yarnfed.statestore.v1.ReleaseLeaseRequest
-	20, // 7: yarnfed.statestore.v1.SetPoliciesCommand.request:type_name -> yarnfed.statestore.v1.SetPoliciesRequest
-	21, // 8: yarnfed.statestore.v1.PublishCapacityCommand.request:type_name -> yarnfed.statestore.v1.PublishCapacityRequest
-	22, // 9: yarnfed.statestore.v1.MarkSubClustersLostCommand.request:type_name -> yarnfed.statestore.v1.MarkSubClustersLostRequest
-	23, // 10: yarnfed.statestore.v1.DeleteApplicationHomesCommand.request:type_name -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	16, // 0: yarnfed.statestore.v1.RegisterSubClusterCommand.info:type_name -> yarnfed.statestore.v1.SubClusterInfo
+	17, // 1: yarnfed.statestore.v1.HeartbeatCommand.request:type_name -> yarnfed.statestore.v1.HeartbeatRequest
+	18, // 2: yarnfed.statestore.v1.DeregisterSubClusterCommand.request:type_name -> yarnfed.statestore.v1.DeregisterSubClusterRequest
+	19, // 3: yarnfed.statestore.v1.AddApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	19, // 4: yarnfed.statestore.v1.UpdateApplicationHomeCommand.home:type_name -> yarnfed.statestore.v1.ApplicationHome
+	20, // 5: yarnfed.statestore.v1.AcquireLeaseCommand.request:type_name -> yarnfed.statestore.v1.AcquireLeaseRequest
+	21, // 6: yarnfed.statestore.v1.ReleaseLeaseCommand.request:type_name -> yarnfed.statestore.v1.ReleaseLeaseRequest
+	22, // 7: yarnfed.statestore.v1.SetPoliciesCommand.request:type_name -> yarnfed.statestore.v1.SetPoliciesRequest
+	23, // 8: yarnfed.statestore.v1.PublishCapacityCommand.request:type_name -> yarnfed.statestore.v1.PublishCapacityRequest
+	24, // 9: yarnfed.statestore.v1.MarkSubClustersLostCommand.request:type_name -> yarnfed.statestore.v1.MarkSubClustersLostRequest
+	25, // 10: yarnfed.statestore.v1.DeleteApplicationHomesCommand.request:type_name -> yarnfed.statestore.v1.DeleteApplicationHomesRequest
+	26, // 11: yarnfed.statestore.v1.PutUAMCommand.record:type_name -> yarnfed.statestore.v1.UAMRecord
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_command_proto_init() }
@@ -863,7 +982,7 @@ func file_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_command_proto_rawDesc), len(file_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
