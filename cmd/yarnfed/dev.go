@@ -36,6 +36,9 @@ type devConfig struct {
 	StoreAddr     string
 	RouterAddr    string
 	RouterWebAddr string
+	// RouterAdminAddr serves `yarn routeradmin` and `yarn rmadmin`
+	// (yarn.router.rmadmin.address); empty turns the admin port off.
+	RouterAdminAddr string
 	// GPG runs a Global Policy Generator (no Kubernetes) that manages the
 	// analytics queue's weights; GPGWebAddr serves its status ("" = none).
 	GPG          bool
@@ -54,10 +57,12 @@ func defaultDevConfig() devConfig {
 		StoreAddr:     "127.0.0.1:9090",
 		RouterAddr:    "127.0.0.1:8050",
 		RouterWebAddr: "127.0.0.1:8089",
-		GPG:           true,
-		GPGWebAddr:    "127.0.0.1:8069",
-		DemoInterval:  500 * time.Millisecond,
-		LogLevel:      "warn",
+		// Hadoop's port, on loopback as every dev port.
+		RouterAdminAddr: "127.0.0.1:8052",
+		GPG:             true,
+		GPGWebAddr:      "127.0.0.1:8069",
+		DemoInterval:    500 * time.Millisecond,
+		LogLevel:        "warn",
 	}
 }
 
@@ -90,6 +95,7 @@ prints, live, where each application landed and which policy put it there.`,
 	f.StringVar(&cfg.StoreAddr, "store-address", cfg.StoreAddr, "state store gRPC address")
 	f.StringVar(&cfg.RouterAddr, "router-address", cfg.RouterAddr, "router ApplicationClientProtocol address (yarn.resourcemanager.address for clients)")
 	f.StringVar(&cfg.RouterWebAddr, "router-web-address", cfg.RouterWebAddr, "router RM REST API address")
+	f.StringVar(&cfg.RouterAdminAddr, "router-admin-address", cfg.RouterAdminAddr, "router admin address for yarn routeradmin and yarn rmadmin (yarn.router.rmadmin.address); empty disables")
 	f.BoolVar(&cfg.GPG, "gpg", cfg.GPG, "run a Global Policy Generator (weights of the analytics queue from headroom)")
 	f.StringVar(&cfg.GPGWebAddr, "gpg-web-address", cfg.GPGWebAddr, "GPG status and metrics address (empty disables)")
 	f.BoolVar(&cfg.Demo, "demo", cfg.Demo, "submit applications continuously and show where they land and why")
@@ -305,6 +311,7 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 	rtCfg := router.DefaultConfig()
 	rtCfg.ClientRMAddress = cfg.RouterAddr
 	rtCfg.WebAddress = cfg.RouterWebAddr
+	rtCfg.AdminAddress = cfg.RouterAdminAddr
 	rtCfg.Store = router.NewClientStore(f.sc)
 	rtCfg.Version = version
 	rtCfg.Logger = log.With("component", "router")
@@ -429,12 +436,20 @@ func (f *devFederation) writeClientConf() error {
 	if err := os.MkdirAll(f.confDir, 0o755); err != nil {
 		return err
 	}
+	admin := ""
+	if a := f.router.AdminAddr(); a != nil {
+		// `yarn routeradmin` reads the first, `yarn rmadmin` the second:
+		// both reach the router's admin port.
+		admin = fmt.Sprintf(`  <property><name>yarn.router.rmadmin.address</name><value>%s</value></property>
+  <property><name>yarn.resourcemanager.admin.address</name><value>%s</value></property>
+`, a, a)
+	}
 	xml := fmt.Sprintf(`<?xml version="1.0"?>
 <configuration>
   <property><name>yarn.resourcemanager.address</name><value>%s</value></property>
   <property><name>yarn.resourcemanager.webapp.address</name><value>%s</value></property>
-</configuration>
-`, f.router.ClientRMAddr(), f.router.WebAddr())
+%s</configuration>
+`, f.router.ClientRMAddr(), f.router.WebAddr(), admin)
 	return os.WriteFile(filepath.Join(f.confDir, "yarn-site.xml"), []byte(xml), 0o644)
 }
 
@@ -452,6 +467,9 @@ func (f *devFederation) printWelcome(out io.Writer, cfg devConfig) {
 		}
 	}
 	fmt.Fprintf(out, "  router         client %s  web http://%s\n", f.router.ClientRMAddr(), f.router.WebAddr())
+	if a := f.router.AdminAddr(); a != nil {
+		fmt.Fprintf(out, "  router admin   %s (yarn routeradmin, yarn rmadmin; only the user dev runs as)\n", a)
+	}
 	if f.gpg != nil {
 		web := "no web"
 		if a := f.gpg.WebAddr(); a != nil {

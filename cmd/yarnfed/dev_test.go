@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 )
 
@@ -21,12 +25,25 @@ import (
 // applications routed by their queue's policy.
 func TestDevDemo(t *testing.T) {
 	cfg := defaultDevConfig()
-	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.RouterAdminAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.Demo, cfg.DemoApps, cfg.DemoInterval = true, 9, time.Millisecond
 	cfg.LogLevel = "error"
 	var confDir, routerAddr string
-	cfg.ready = func(f *devFederation) { confDir, routerAddr = f.confDir, f.router.ClientRMAddr().String() }
+	type adminAnswer struct {
+		n   int
+		err error
+	}
+	admin := make(chan adminAnswer, 1)
+	cfg.ready = func(f *devFederation) {
+		confDir, routerAddr = f.confDir, f.router.ClientRMAddr().String()
+		// The router serves once ready returns: ask from the side, while
+		// the demo runs.
+		go func() {
+			n, err := devAdminSubClusters(f)
+			admin <- adminAnswer{n, err}
+		}()
+	}
 
 	var out syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -47,6 +64,20 @@ func TestDevDemo(t *testing.T) {
 	}
 	if !strings.Contains(string(xml), "<value>"+routerAddr+"</value>") {
 		t.Errorf("yarn-site.xml does not point at the router %s:\n%s", routerAddr, xml)
+	}
+
+	// The admin port is served, printed and in the conf dir, so `yarn
+	// routeradmin` works against dev: ask it for the sub-clusters as the
+	// user dev runs as (the admin ACL's default).
+	adminLine := regexp.MustCompile(`router admin\s+(127\.0\.0\.1:\d+)`).FindStringSubmatch(text)
+	if adminLine == nil {
+		t.Fatalf("output names no router admin address:\n%s", text)
+	}
+	if !strings.Contains(string(xml), "<name>yarn.router.rmadmin.address</name><value>"+adminLine[1]+"</value>") {
+		t.Errorf("yarn-site.xml lacks yarn.router.rmadmin.address %s:\n%s", adminLine[1], xml)
+	}
+	if a := <-admin; a.err != nil || a.n != 3 {
+		t.Errorf("getFederationSubClusters on the dev router's admin port: %d sub-clusters (want 3), %v", a.n, a.err)
 	}
 
 	// The AMRMProxy demo: one application gets containers from every
@@ -93,7 +124,7 @@ func TestDevDemo(t *testing.T) {
 // NodeManagers), and leaves the pinned etl queue as seeded.
 func TestDevGPG(t *testing.T) {
 	cfg := defaultDevConfig()
-	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.StoreAddr, cfg.RouterAddr, cfg.RouterWebAddr, cfg.RouterAdminAddr, cfg.GPGWebAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.LogLevel = "error"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -166,4 +197,30 @@ func TestDevPoliciesAreValid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// devAdminSubClusters asks the running dev router's admin port for the
+// sub-clusters, as `yarn routeradmin` would, as the user dev runs as (the
+// admin ACL's default).
+func devAdminSubClusters(f *devFederation) (int, error) {
+	a := f.router.AdminAddr()
+	if a == nil {
+		return 0, errors.New("no admin port")
+	}
+	me, err := user.Current()
+	if err != nil {
+		return 0, err
+	}
+	ac, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{a.String()}, Protocol: hadoopipc.ProtocolRMAdmin, User: me.Username})
+	if err != nil {
+		return 0, err
+	}
+	defer ac.Close()
+	scs := &yarnpb.GetSubClustersResponseProto{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ac.Call(ctx, "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, scs); err != nil {
+		return 0, err
+	}
+	return len(scs.GetSubClusters()), nil
 }
