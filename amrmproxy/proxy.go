@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sony/gobreaker/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/policies"
@@ -108,7 +110,10 @@ func Open(cfg Config) (*Proxy, error) {
 	if p.metrics, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, fmt.Errorf("amrmproxy metrics: %w", err)
 	}
-	p.brk = newBreakers(cfg.Breaker)
+	p.brk = newBreakers(cfg.Breaker, func(sc string, to gobreaker.State) {
+		p.metrics.breaker.WithLabelValues(sc).Set(rmbreaker.StateValue(to))
+		p.log.Warn("sub-cluster circuit breaker changed", "subcluster", sc, "state", to.String())
+	})
 	p.members = newMembership(cfg.Store, p.log)
 	switch {
 	case cfg.Resolver != nil:
