@@ -53,6 +53,14 @@ type attempt struct {
 	resync atomic.Bool
 	// lastCall is when the AM last called (unix nanoseconds), for expiry.
 	lastCall atomic.Int64
+	// lastCheck is when the home's report was last asked about this silent
+	// attempt; checking is set while that runs (checkSilent).
+	lastCheck atomic.Int64
+	checking  atomic.Bool
+	// keep: the application keeps containers across attempts (learnt at
+	// register, keepHow says from where).
+	keep    bool
+	keepHow string
 	// delivery (recovered attempts only) is the last answer that carried
 	// containers before the restart; redeliver holds what the AM turned
 	// out not to have received, handed out after it re-registers.
@@ -108,12 +116,26 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	if err != nil {
 		return nil, err
 	}
-	a.regReq, a.regResp = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto), resp
+	a.regReq = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
 	a.queue = resp.GetQueue()
 	a.user = a.p.appUser(ctx, sc, a.id)
 	a.homeRel = newRelayer(rm, true)
 	a.homeRel.setRegister(a.regReq)
 	a.homeLastOK = time.Now()
+	// The UAMs of earlier attempts of this application (the registry, and
+	// attempts this proxy itself held) are re-attached before the AM gets
+	// its answer, with their containers or with those released.
+	resp = proto.Clone(resp).(*yarnpb.RegisterApplicationMasterResponseProto)
+	local := a.p.supersede(a)
+	prev, perr := a.previousUAMs(ctx, local)
+	if perr != nil {
+		a.p.log.Error("cannot read the UAM registry; UAMs of earlier attempts (if any) are not re-attached", "attempt", a.id, "err", perr)
+	}
+	if len(prev) > 0 {
+		a.keep, a.keepHow = a.keepContainers(ctx, resp)
+		a.adoptPrevious(ctx, prev, resp)
+	}
+	a.regResp = resp
 	a.registered = true
 	a.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
 	if err := a.p.state.PutAttempt(state.Attempt{Attempt: a.id.String(), Home: a.home, Queue: a.queue, User: a.user,
@@ -135,6 +157,7 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	if !a.registered {
 		a.decideRedelivery(req.GetResponseId())
+		a.p.metrics.resyncs.Inc()
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or the AMRMProxy restarted after AM registered. AM should re-register.", ErrNotRegistered, a.id)
 	}
 	last := a.last.GetResponseId()
@@ -195,8 +218,12 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	hstart := time.Now()
 	homeResp, err := a.homeRel.allocate(ctx, homeReq)
 	a.p.metrics.rmAllocate.WithLabelValues(a.home).Observe(time.Since(hstart).Seconds())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
+	}
 	if errors.Is(err, errRMForgotRegistration) {
 		a.registered = false
+		a.p.metrics.resyncs.Inc()
 		return nil, fmt.Errorf("%w: the home RM of %s restarted; AM should re-register", ErrNotRegistered, a.id)
 	}
 	if err != nil {
