@@ -278,6 +278,9 @@ func (a *attempt) retryUAM(old *uamConn) *uamConn {
 func (a *attempt) timedOut(now time.Time) []policies.SubClusterID {
 	var out []policies.SubClusterID
 	for sc, u := range a.uams {
+		if u.failedLongAgo(now, a.p.cfg.Breaker.OpenFor.D()) && !a.p.brk.open(sc) {
+			continue // its launch is tried again when asks go there
+		}
 		if a.p.brk.open(sc) || (u.isReady() || isClosed(u.ready)) && u.timedOut(now, a.p.cfg.SubClusterTimeout.D()) {
 			out = append(out, policies.SubClusterID(sc))
 		}

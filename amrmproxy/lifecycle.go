@@ -195,8 +195,8 @@ func (p *Proxy) endAttempt(ctx context.Context, a *attempt, reason string, final
 	a.close()
 	a.mu.Unlock()
 	p.dropAttempt(a)
-	p.metrics.attemptsEnded.WithLabelValues(reason).Inc()
 	p.audit.Info("attempt-end", "attempt", a.id.String(), "reason", reason, "detail", why, "uams", len(a.uams), "uams_ended", ended)
+	p.metrics.attemptsEnded.WithLabelValues(reason).Inc()
 }
 
 // endUAM unregisters u (or kills its application on its sub-cluster when
