@@ -263,4 +263,3 @@ func (p *Proxy) killUAM(ctx context.Context, u *uamConn, why string) error {
 		return err
 	})
 }
-

@@ -136,7 +136,7 @@ func (f *fed) submitManaged(user string, keep bool) *yarnpb.ApplicationIdProto {
 	}
 	asc := &yarnpb.ApplicationSubmissionContextProto{ApplicationId: na.ApplicationId, ApplicationName: proto.String("test-am"),
 		Queue: proto.String("default"), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
-		Resource:      &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+		Resource:       &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 		MaxAppAttempts: proto.Int32(2), KeepContainersAcrossApplicationAttempts: proto.Bool(keep)}
 	if err := c.Call(ctx, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		f.t.Fatal(err)

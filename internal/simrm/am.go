@@ -2,9 +2,9 @@ package simrm
 
 import (
 	"container/heap"
-	"sort"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 

@@ -288,7 +288,9 @@ func (r *RM) AMRMToken(app AppID) (AttemptID, *commonpb.TokenProto, error) {
 
 // FailAttempt fails attempt id as an AM crash would (the RM starts the
 // next attempt if the application has attempts left).
-func (r *RM) FailAttempt(id AttemptID, diagnostics string) error { return r.core().FailAttempt(id, diagnostics) }
+func (r *RM) FailAttempt(id AttemptID, diagnostics string) error {
+	return r.core().FailAttempt(id, diagnostics)
+}
 
 // Addrs returns the bound addresses (valid after Start).
 func (r *RM) Addrs() Addrs {
