@@ -72,8 +72,8 @@ type Config struct {
 	UAMRegisterRetries int      `json:"uam_register_retries"`
 	UAMRegisterBackoff Duration `json:"uam_register_backoff"`
 	// AttemptExpiry forgets an attempt whose AM has not called for this
-	// long (it crashed or moved; the RMs expire its UAMs after their AM
-	// liveness timeout, 10 min by default): its state leaves memory and disk.
+	// long even when its home could not be asked (SilentAM ends it sooner
+	// when the home answers): its state leaves memory and disk.
 	AttemptExpiry Duration `json:"attempt_expiry"`
 	// SilentAM: an attempt whose AM has not called for this long has the
 	// home's application report checked (again every SilentAM while it
@@ -81,8 +81,11 @@ type Config struct {
 	// finished) the attempt's UAMs are unregistered or killed, their
 	// registry rows deleted and the attempt's state ended; when another
 	// attempt is current, only the local state ends (the new attempt
-	// re-attaches the UAMs). Well under the RMs' AM liveness (600 s by
-	// default) so a killed application's UAMs do not outlive it by minutes.
+	// re-attaches the UAMs). Well under the RMs' AM liveness expiry
+	// (observed 900 s with Hadoop 3.4.3) so a killed application's UAMs do
+	// not outlive it by minutes; an AM that is alive only costs a report
+	// call per SilentAM (MapReduce and distributed shell heartbeat every
+	// second, Spark every 3 s).
 	SilentAM Duration `json:"silent_am"`
 	// ProxyID names this proxy in the UAM registry's proxy column. Empty:
 	// the host name and the bound AMRM port ("nm-1.example.com:8049").
@@ -139,7 +142,7 @@ func DefaultConfig() Config {
 		UAMRegisterBackoff: Duration(100 * time.Millisecond),
 		MembershipRefresh:  Duration(time.Second),
 		AttemptExpiry:      Duration(30 * time.Minute),
-		SilentAM:           Duration(10 * time.Second),
+		SilentAM:           Duration(5 * time.Second),
 		DefaultPolicy:      PolicyUniformBroadcast,
 		Breaker:            BreakerConfig{ConsecutiveFailures: 3, OpenFor: Duration(5 * time.Second)},
 	}
