@@ -567,11 +567,14 @@ func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationM
 	}
 	if done {
 		p.mu.Lock()
+		mine := p.attempts[a.id] == a // not ended meanwhile (silent check, expiry)
 		delete(p.attempts, a.id)
 		p.mu.Unlock()
 		p.rememberFinished(a.id)
 		a.close()
-		p.dropAttempt(a)
+		if mine {
+			p.dropAttempt(a)
+		}
 		p.metrics.finishes.Inc()
 	}
 	return resp, nil
