@@ -114,6 +114,7 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	}
 	resp, err := rm.Register(ctx, req)
 	if err != nil {
+		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
 		return nil, err
 	}
 	a.regReq = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
@@ -607,6 +608,7 @@ func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	}
 	resp, err := rm.Finish(ctx, req)
 	if err != nil {
+		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
 		return nil, false, err
 	}
 	if len(failed) > 0 {

@@ -508,4 +508,7 @@ func TestRestartRegistersASubmittedUnregisteredUAM(t *testing.T) {
 	am = f.newAM(tok1)
 	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
 	am.until("an SC-2 container", func() bool { return f.bySC(am)["SC-2"] == 1 })
+	if r, s := counterValue(f.proxy.metrics.recoveries), counterValue(f.proxy.metrics.resyncs); r != 1 || s != 1 {
+		t.Fatalf("recoveries_total %v, resyncs_total %v; want 1 and 1", r, s)
+	}
 }

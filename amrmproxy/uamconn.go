@@ -73,6 +73,9 @@ func (u *uamConn) launch(ctx context.Context, p *Proxy) {
 	if err != nil {
 		result = "error"
 		p.log.Warn("unmanaged AM launch failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		if !errors.Is(err, ErrRegistry) {
+			p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
+		}
 	}
 	p.metrics.uamLaunches.WithLabelValues(u.sc, result).Inc()
 	p.audit.Info("uam-launch", "attempt", u.a.id.String(), "subcluster", u.sc, "result", result)
@@ -484,6 +487,7 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 	})
 	u.callEnded(err)
 	if err != nil {
+		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
 		return err
 	}
 	if !resp.GetIsUnregistered() {
