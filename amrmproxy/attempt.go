@@ -57,6 +57,12 @@ type attempt struct {
 	// attempt; checking is set while that runs (checkSilent).
 	lastCheck atomic.Int64
 	checking  atomic.Bool
+	// homeReq/homeResp: the home took this register (kept for the AM's
+	// retry when the rest of the register failed); inherited: UAMs of
+	// earlier attempts this proxy held, handed over at register.
+	homeReq   *yarnpb.RegisterApplicationMasterRequestProto
+	homeResp  *yarnpb.RegisterApplicationMasterResponseProto
+	inherited map[string]previousUAM
 	// keep: the application keeps containers across attempts (learnt at
 	// register, keepHow says from where).
 	keep    bool
@@ -73,7 +79,7 @@ type attempt struct {
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
 	a := &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
 		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{},
-		aborted: map[containerKey]string{}}
+		aborted: map[containerKey]string{}, inherited: map[string]previousUAM{}}
 	a.touch()
 	return a
 }
@@ -112,10 +118,18 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	if err != nil {
 		return nil, err
 	}
-	resp, err := rm.Register(ctx, req)
-	if err != nil {
-		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
-		return nil, err
+	var resp *yarnpb.RegisterApplicationMasterResponseProto
+	if a.homeResp != nil && proto.Equal(req, a.homeReq) {
+		// The AM retries a register the home already took (the registry
+		// could not be read last time): the home would say "already
+		// registered".
+		resp = a.homeResp
+	} else {
+		if resp, err = rm.Register(ctx, req); err != nil {
+			a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
+			return nil, err
+		}
+		a.homeReq, a.homeResp = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto), resp
 	}
 	a.regReq = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
 	a.queue = resp.GetQueue()
@@ -127,10 +141,17 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	// attempts this proxy itself held) are re-attached before the AM gets
 	// its answer, with their containers or with those released.
 	resp = proto.Clone(resp).(*yarnpb.RegisterApplicationMasterResponseProto)
-	local := a.p.supersede(a)
-	prev, perr := a.previousUAMs(ctx, local)
+	for sc, pu := range a.p.supersede(a) {
+		a.inherited[sc] = pu
+	}
+	prev, perr := a.previousUAMs(ctx, a.inherited)
 	if perr != nil {
-		a.p.log.Error("cannot read the UAM registry; UAMs of earlier attempts (if any) are not re-attached", "attempt", a.id, "err", perr)
+		// Without the rows the earlier attempt's UAMs would be orphaned
+		// (and their sub-clusters closed to this attempt: a UAM that
+		// registered cannot be launched again). The AM retries a
+		// RetriableException; the home registration is kept for it.
+		a.p.log.Error("cannot read the UAM registry; asking the AM to retry its register", "attempt", a.id, "err", perr)
+		return nil, fmt.Errorf("%w: %w", ErrSubClusterUnavailable, perr)
 	}
 	if len(prev) > 0 {
 		a.keep, a.keepHow = a.keepContainers(ctx, resp)

@@ -116,7 +116,9 @@ func (a *attempt) previousUAMs(ctx context.Context, local map[string]previousUAM
 	for sc, pu := range local {
 		out[sc] = pu
 	}
-	if reg := a.p.registry; reg != nil {
+	// Attempt 1 has no earlier attempts: no store read on every first
+	// registration.
+	if reg := a.p.registry; reg != nil && a.id.Attempt > 1 {
 		cctx, cancel := context.WithTimeout(ctx, registryTimeout)
 		rows, err := reg.GetUAMs(cctx, a.id.AppKey())
 		cancel()

@@ -32,6 +32,7 @@ type fakeUAMRegistry struct {
 	mu      sync.Mutex
 	rows    map[[2]string]*storepb.UAMRecord
 	failPut error
+	failGet int // fail this many GetUAMs calls
 }
 
 func newFakeUAMRegistry() *fakeUAMRegistry {
@@ -64,6 +65,10 @@ func (r *fakeUAMRegistry) PutUAM(_ context.Context, rec *storepb.UAMRecord) (*st
 func (r *fakeUAMRegistry) GetUAMs(_ context.Context, appID string, _ ...client.ReadOption) ([]*storepb.UAMRecord, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.failGet > 0 {
+		r.failGet--
+		return nil, errors.New("fake: store unavailable")
+	}
 	var out []*storepb.UAMRecord
 	for k, v := range r.rows {
 		if k[0] == appID {
@@ -205,12 +210,14 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 	for _, tc := range []struct {
 		name                      string
 		keep, sameProxy, registry bool
+		failGet                   int // registry reads that fail at attempt 2's register
 	}{
-		{"keep-containers, another proxy", true, false, true},
-		{"keep-containers, the same proxy", true, true, true},
-		{"keep-containers, the same proxy, no registry", true, true, false},
-		{"no keep-containers, another proxy", false, false, true},
-		{"no keep-containers, the same proxy", false, true, true},
+		{"keep-containers, another proxy", true, false, true, 0},
+		{"keep-containers, another proxy, registry read fails once", true, false, true, 1},
+		{"keep-containers, the same proxy", true, true, true, 0},
+		{"keep-containers, the same proxy, no registry", true, true, false, 0},
+		{"no keep-containers, another proxy", false, false, true, 0},
+		{"no keep-containers, the same proxy", false, true, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var reg *fakeUAMRegistry
@@ -256,7 +263,19 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 				p2 = f.secondProxy()
 			}
 			am2 := f.newAMAt(p2, tok2)
+			if tc.failGet > 0 {
+				reg.mu.Lock()
+				reg.failGet = tc.failGet
+				reg.mu.Unlock()
+			}
+			// A register whose registry read fails is answered
+			// RetriableException; the test AM's client retries it as
+			// AMRMClient's RM proxy does, and the retry finds the home
+			// registration kept.
 			resp := am2.mustRegister()
+			if got := counterValue(p2.metrics.registryErrors.WithLabelValues("get")); got != float64(tc.failGet) {
+				t.Fatalf("registry_errors_total{op=get} = %v, want %d", got, tc.failGet)
+			}
 			prev := map[int64]*yarnpb.ContainerProto{}
 			for _, c := range resp.GetContainersFromPreviousAttempts() {
 				prev[c.GetId().GetId()] = c
