@@ -156,6 +156,12 @@ func (p *Proxy) checkAttempt(ctx context.Context, a *attempt) {
 		}
 		p.endAttempt(ctx, a, endReaped, true, st, "the application finished without this proxy")
 	case rep.current != "" && rep.current != a.id.String():
+		if p.registry == nil {
+			// Only this attempt knows its UAMs' tokens: keep it for the
+			// next attempt should it register here (supersede), until the
+			// application ends or attempt_expiry.
+			return
+		}
 		p.endAttempt(ctx, a, endFailed, false, 0, "attempt "+rep.current+" is current")
 	}
 }

@@ -224,15 +224,9 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 			if tc.registry {
 				reg = newFakeUAMRegistry()
 			}
-			silent := 200 * time.Millisecond
-			if !tc.registry {
-				// Only the superseded attempt in memory can hand its UAMs
-				// over: the silent check must not end it first.
-				silent = time.Minute
-			}
 			f := newFedRMs(t, 2, "", nil, func(c *Config) {
 				c.SecondaryWait = Duration(100 * time.Millisecond)
-				c.SilentAM = Duration(silent)
+				c.SilentAM = Duration(200 * time.Millisecond)
 			}, func(id string, c *simrm.Config) { c.SimAM.Off = id == "SC-1" }, reg)
 			app := f.submitManaged("alice", tc.keep)
 			am1 := f.newAM(f.amToken(app, 1))
@@ -254,10 +248,24 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 			}
 
 			// The AM process dies; the RM starts attempt 2.
+			failedAt := time.Now()
 			if err := f.rms["SC-1"].FailAttempt(simrm.AttemptID{App: simrm.AppID{ClusterTimestamp: app.GetClusterTimestamp(), ID: app.GetId()}, Attempt: 1}, "AM container killed"); err != nil {
 				t.Fatal(err)
 			}
 			tok2 := f.amToken(app, 2)
+			if !tc.registry {
+				// Only the superseded attempt in memory can hand its UAMs
+				// over: several silent checks pass and must keep it.
+				poll(t, "attempt 1 checked at its home after attempt 2 started", func() bool {
+					f.proxy.mu.Lock()
+					defer f.proxy.mu.Unlock()
+					for _, a := range f.proxy.attempts {
+						return a.lastCheck.Load() > failedAt.UnixNano() && !a.checking.Load()
+					}
+					t.Fatal("attempt 1 was dropped: without a registry only it holds the UAM tokens")
+					return false
+				})
+			}
 			p2 := f.proxy
 			if !tc.sameProxy {
 				p2 = f.secondProxy()
