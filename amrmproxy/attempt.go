@@ -53,6 +53,20 @@ type attempt struct {
 	resync atomic.Bool
 	// lastCall is when the AM last called (unix nanoseconds), for expiry.
 	lastCall atomic.Int64
+	// lastCheck is when the home's report was last asked about this silent
+	// attempt; checking is set while that runs (checkSilent).
+	lastCheck atomic.Int64
+	checking  atomic.Bool
+	// homeReq/homeResp: the home took this register (kept for the AM's
+	// retry when the rest of the register failed); inherited: UAMs of
+	// earlier attempts this proxy held, handed over at register.
+	homeReq   *yarnpb.RegisterApplicationMasterRequestProto
+	homeResp  *yarnpb.RegisterApplicationMasterResponseProto
+	inherited map[string]previousUAM
+	// keep: the application keeps containers across attempts (learnt at
+	// register, keepHow says from where).
+	keep    bool
+	keepHow string
 	// delivery (recovered attempts only) is the last answer that carried
 	// containers before the restart; redeliver holds what the AM turned
 	// out not to have received, handed out after it re-registers.
@@ -65,7 +79,7 @@ type attempt struct {
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
 	a := &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
 		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{},
-		aborted: map[containerKey]string{}}
+		aborted: map[containerKey]string{}, inherited: map[string]previousUAM{}}
 	a.touch()
 	return a
 }
@@ -104,16 +118,46 @@ func (a *attempt) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	if err != nil {
 		return nil, err
 	}
-	resp, err := rm.Register(ctx, req)
-	if err != nil {
-		return nil, err
+	var resp *yarnpb.RegisterApplicationMasterResponseProto
+	if a.homeResp != nil && proto.Equal(req, a.homeReq) {
+		// The AM retries a register the home already took (the registry
+		// could not be read last time): the home would say "already
+		// registered".
+		resp = a.homeResp
+	} else {
+		if resp, err = rm.Register(ctx, req); err != nil {
+			a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
+			return nil, err
+		}
+		a.homeReq, a.homeResp = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto), resp
 	}
-	a.regReq, a.regResp = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto), resp
+	a.regReq = proto.Clone(req).(*yarnpb.RegisterApplicationMasterRequestProto)
 	a.queue = resp.GetQueue()
 	a.user = a.p.appUser(ctx, sc, a.id)
 	a.homeRel = newRelayer(rm, true)
 	a.homeRel.setRegister(a.regReq)
 	a.homeLastOK = time.Now()
+	// The UAMs of earlier attempts of this application (the registry, and
+	// attempts this proxy itself held) are re-attached before the AM gets
+	// its answer, with their containers or with those released.
+	resp = proto.Clone(resp).(*yarnpb.RegisterApplicationMasterResponseProto)
+	for sc, pu := range a.p.supersede(a) {
+		a.inherited[sc] = pu
+	}
+	prev, perr := a.previousUAMs(ctx, a.inherited)
+	if perr != nil {
+		// Without the rows the earlier attempt's UAMs would be orphaned
+		// (and their sub-clusters closed to this attempt: a UAM that
+		// registered cannot be launched again). The AM retries a
+		// RetriableException; the home registration is kept for it.
+		a.p.log.Error("cannot read the UAM registry; asking the AM to retry its register", "attempt", a.id, "err", perr)
+		return nil, fmt.Errorf("%w: %w", ErrSubClusterUnavailable, perr)
+	}
+	if len(prev) > 0 {
+		a.keep, a.keepHow = a.keepContainers(ctx, resp)
+		a.adoptPrevious(ctx, prev, resp)
+	}
+	a.regResp = resp
 	a.registered = true
 	a.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
 	if err := a.p.state.PutAttempt(state.Attempt{Attempt: a.id.String(), Home: a.home, Queue: a.queue, User: a.user,
@@ -135,6 +179,7 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	if !a.registered {
 		a.decideRedelivery(req.GetResponseId())
+		a.p.metrics.resyncs.Inc()
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or the AMRMProxy restarted after AM registered. AM should re-register.", ErrNotRegistered, a.id)
 	}
 	last := a.last.GetResponseId()
@@ -195,8 +240,12 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	hstart := time.Now()
 	homeResp, err := a.homeRel.allocate(ctx, homeReq)
 	a.p.metrics.rmAllocate.WithLabelValues(a.home).Observe(time.Since(hstart).Seconds())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
+	}
 	if errors.Is(err, errRMForgotRegistration) {
 		a.registered = false
+		a.p.metrics.resyncs.Inc()
 		return nil, fmt.Errorf("%w: the home RM of %s restarted; AM should re-register", ErrNotRegistered, a.id)
 	}
 	if err != nil {
@@ -251,6 +300,9 @@ func (a *attempt) retryUAM(old *uamConn) *uamConn {
 func (a *attempt) timedOut(now time.Time) []policies.SubClusterID {
 	var out []policies.SubClusterID
 	for sc, u := range a.uams {
+		if u.failedLongAgo(now, a.p.cfg.Breaker.OpenFor.D()) && !a.p.brk.open(sc) {
+			continue // its launch is tried again when asks go there
+		}
 		if a.p.brk.open(sc) || (u.isReady() || isClosed(u.ready)) && u.timedOut(now, a.p.cfg.SubClusterTimeout.D()) {
 			out = append(out, policies.SubClusterID(sc))
 		}
@@ -577,6 +629,7 @@ func (a *attempt) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	}
 	resp, err := rm.Finish(ctx, req)
 	if err != nil {
+		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
 		return nil, false, err
 	}
 	if len(failed) > 0 {

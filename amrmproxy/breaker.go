@@ -1,27 +1,29 @@
 package amrmproxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 )
 
-// breakers holds one circuit breaker per secondary sub-cluster, as the
-// router does: a dead RM costs one timeout per OpenFor, not one per AM
-// heartbeat, and an open breaker keeps the sub-cluster out of splitting.
+// breakers holds one circuit breaker per secondary sub-cluster, with the
+// router's rule (internal/rmbreaker): a dead RM costs one timeout per
+// OpenFor, not one per AM heartbeat, and an open breaker keeps the
+// sub-cluster out of splitting. A refused login (one submitter a
+// proxy-user rule does not admit) is not "RM down".
 type breakers struct {
-	cfg BreakerConfig
-	mu  sync.Mutex
-	m   map[string]*gobreaker.CircuitBreaker[struct{}]
+	cfg      BreakerConfig
+	onChange func(sc string, to gobreaker.State)
+	mu       sync.Mutex
+	m        map[string]*gobreaker.CircuitBreaker[struct{}]
 }
 
-func newBreakers(cfg BreakerConfig) *breakers {
-	return &breakers{cfg: cfg, m: map[string]*gobreaker.CircuitBreaker[struct{}]{}}
+func newBreakers(cfg BreakerConfig, onChange func(sc string, to gobreaker.State)) *breakers {
+	return &breakers{cfg: cfg, onChange: onChange, m: map[string]*gobreaker.CircuitBreaker[struct{}]{}}
 }
 
 func (b *breakers) get(sc string) *gobreaker.CircuitBreaker[struct{}] {
@@ -29,16 +31,12 @@ func (b *breakers) get(sc string) *gobreaker.CircuitBreaker[struct{}] {
 	defer b.mu.Unlock()
 	cb, ok := b.m[sc]
 	if !ok {
-		cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
-			Name:        sc,
-			MaxRequests: 1,
-			Timeout:     b.cfg.OpenFor.D(),
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= b.cfg.ConsecutiveFailures },
-			IsExcluded:  func(err error) bool { return errors.Is(err, context.Canceled) },
-			IsSuccessful: func(err error) bool {
-				return err == nil || !rmDown(err)
-			},
-		})
+		rc := rmbreaker.Config{ConsecutiveFailures: b.cfg.ConsecutiveFailures, OpenFor: b.cfg.OpenFor.D()}
+		cb = gobreaker.NewCircuitBreaker[struct{}](rmbreaker.Settings(sc, rc, func(name string, _, to gobreaker.State) {
+			if b.onChange != nil {
+				b.onChange(name, to)
+			}
+		}))
 		b.m[sc] = cb
 	}
 	return cb
@@ -62,14 +60,6 @@ func (b *breakers) open(sc string) bool {
 }
 
 // rmDown: the RM did not serve the call (unreachable, standby, fatal
-// reply, timeout); an application error proves it alive.
-func rmDown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		return re.Fatal || re.Class == hadoopipc.ClassStandby || re.Class == hadoopipc.ClassRetriable
-	}
-	return !errors.Is(err, context.Canceled)
-}
+// reply other than a refused login, timeout); an application error or a
+// refused login proves it alive.
+func rmDown(err error) bool { return rmbreaker.RMDown(err) }

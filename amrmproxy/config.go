@@ -72,9 +72,24 @@ type Config struct {
 	UAMRegisterRetries int      `json:"uam_register_retries"`
 	UAMRegisterBackoff Duration `json:"uam_register_backoff"`
 	// AttemptExpiry forgets an attempt whose AM has not called for this
-	// long (it crashed or moved; the RMs expire its UAMs after their AM
-	// liveness timeout, 10 min by default): its state leaves memory and disk.
+	// long even when its home could not be asked (SilentAM ends it sooner
+	// when the home answers): its state leaves memory and disk.
 	AttemptExpiry Duration `json:"attempt_expiry"`
+	// SilentAM: an attempt whose AM has not called for this long has the
+	// home's application report checked (again every SilentAM while it
+	// stays silent). When the application is final (killed, failed,
+	// finished) the attempt's UAMs are unregistered or killed, their
+	// registry rows deleted and the attempt's state ended; when another
+	// attempt is current, only the local state ends (the new attempt
+	// re-attaches the UAMs). Well under the RMs' AM liveness expiry
+	// (observed 900 s with Hadoop 3.4.3) so a killed application's UAMs do
+	// not outlive it by minutes; an AM that is alive only costs a report
+	// call per SilentAM (MapReduce and distributed shell heartbeat every
+	// second, Spark every 3 s).
+	SilentAM Duration `json:"silent_am"`
+	// ProxyID names this proxy in the UAM registry's proxy column. Empty:
+	// the host name and the bound AMRM port ("nm-1.example.com:8049").
+	ProxyID string `json:"proxy_id"`
 	// MembershipRefresh is the membership and node-map poll period.
 	MembershipRefresh Duration `json:"membership_refresh"`
 	// DefaultPolicy is used when neither the queue nor "*" has a stored
@@ -100,6 +115,7 @@ type Config struct {
 	AMRMListener net.Listener                `json:"-"`
 	WebListener  net.Listener                `json:"-"`
 	Store        Store                       `json:"-"`
+	Registry     uamRegistry                 `json:"-"` // nil: the ClientStore's client if it serves the UAM registry, else none
 	Home         HomeConnector               `json:"-"` // nil with Secrets nil: the relayed login (production); else a token connector over Passwords
 	Identity     Identity                    `json:"-"` // nil: TokenIdentity
 	Secrets      hadoopipc.SecretManager     `json:"-"` // nil: relay AM logins to the home RM (production); set only by tests, dev and bench
@@ -126,6 +142,7 @@ func DefaultConfig() Config {
 		UAMRegisterBackoff: Duration(100 * time.Millisecond),
 		MembershipRefresh:  Duration(time.Second),
 		AttemptExpiry:      Duration(30 * time.Minute),
+		SilentAM:           Duration(5 * time.Second),
 		DefaultPolicy:      PolicyUniformBroadcast,
 		Breaker:            BreakerConfig{ConsecutiveFailures: 3, OpenFor: Duration(5 * time.Second)},
 	}
@@ -161,7 +178,7 @@ func (c *Config) Validate() error {
 		"subcluster_timeout": c.SubClusterTimeout, "secondary_wait": c.SecondaryWait, "call_timeout": c.CallTimeout,
 		"dial_timeout": c.DialTimeout, "uam_launch_timeout": c.UAMLaunchTimeout, "uam_register_backoff": c.UAMRegisterBackoff,
 		"membership_refresh": c.MembershipRefresh, "breaker.open_for": c.Breaker.OpenFor, "attempt_expiry": c.AttemptExpiry,
-		"finish_wait": c.FinishWait,
+		"finish_wait": c.FinishWait, "silent_am": c.SilentAM,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))

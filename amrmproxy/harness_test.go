@@ -65,6 +65,14 @@ type fakeStore struct {
 	mu       sync.Mutex
 	rows     map[string]SubCluster
 	policies map[string]policies.PolicyConfig
+	// submissions are the contexts a router stored beside homes.
+	submissions map[string]*yarnpb.ApplicationSubmissionContextProto
+}
+
+func (s *fakeStore) Submission(_ context.Context, appID string) (*yarnpb.ApplicationSubmissionContextProto, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.submissions[appID], nil
 }
 
 func (s *fakeStore) SubClusters(context.Context) ([]SubCluster, error) {
@@ -105,17 +113,27 @@ type fed struct {
 	mutate  func(*Config)
 	// oldEpochs maps epochs of restarted RMs to their sub-cluster.
 	oldEpochs map[int64]string
+	registry  *fakeUAMRegistry // nil: proxies run without a UAM registry
 }
 
 func newFed(t testing.TB, n int, policyType string, params []byte, mutate func(*Config)) *fed {
+	return newFedRMs(t, n, policyType, params, mutate, nil, nil)
+}
+
+// newFedRMs is newFed with a hook on each RM's config and a UAM registry
+// (nil: none) for every proxy.
+func newFedRMs(t testing.TB, n int, policyType string, params []byte, mutate func(*Config), rmMutate func(id string, c *simrm.Config), reg *fakeUAMRegistry) *fed {
 	t.Helper()
-	f := &fed{t: t, rms: map[string]*simrm.RM{}, secrets: &fakeAMRMSecrets{}, dir: t.TempDir(), mutate: mutate}
+	f := &fed{t: t, rms: map[string]*simrm.RM{}, secrets: &fakeAMRMSecrets{}, dir: t.TempDir(), mutate: mutate, registry: reg}
 	f.store = &fakeStore{rows: map[string]SubCluster{}, policies: map[string]policies.PolicyConfig{}}
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("SC-%d", i)
 		rm := simrmtest.Start(t, id, func(c *simrm.Config) {
 			c.HostPrefix = fmt.Sprintf("sc%d-node-", i)
 			c.Nodes = 4
+			if rmMutate != nil {
+				rmMutate(id, c)
+			}
 		})
 		f.rms[id] = rm
 		f.ids = append(f.ids, id)
@@ -137,11 +155,23 @@ func (f *fed) register(id string, rm *simrm.RM) {
 
 func (f *fed) start() {
 	f.t.Helper()
+	p, cancel, done := f.open(f.dir)
+	f.proxy, f.cancel, f.done = p, cancel, done
+	f.t.Cleanup(f.stop)
+}
+
+// open starts a proxy of this federation on data dir dir (the home is
+// SC-1; a second proxy models another NodeManager host of SC-1).
+func (f *fed) open(dir string) (*Proxy, context.CancelFunc, chan error) {
+	f.t.Helper()
 	cfg := DefaultConfig()
 	cfg.SubClusterID = "SC-1"
 	cfg.AMRMAddress, cfg.WebAddress = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.DataDir = f.dir
+	cfg.DataDir = dir
 	cfg.Store = f.store
+	if f.registry != nil {
+		cfg.Registry = f.registry
+	}
 	cfg.Secrets = f.secrets
 	cfg.Passwords = f.secrets.password
 	cfg.SecondaryWait = Duration(2 * time.Second)
@@ -159,9 +189,18 @@ func (f *fed) start() {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.proxy, f.cancel, f.done = p, cancel, make(chan error, 1)
-	go func() { f.done <- p.Run(ctx) }()
-	f.t.Cleanup(f.stop)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return p, cancel, done
+}
+
+// secondProxy starts another proxy of the federation (its own data dir),
+// stopped at the end of the test.
+func (f *fed) secondProxy() *Proxy {
+	f.t.Helper()
+	p, cancel, done := f.open(f.t.TempDir())
+	f.t.Cleanup(func() { cancel(); <-done })
+	return p
 }
 
 func (f *fed) stop() {
@@ -221,7 +260,13 @@ type testAM struct {
 
 func (f *fed) newAM(tok *commonpb.TokenProto) *testAM {
 	f.t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.proxy.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster,
+	return f.newAMAt(f.proxy, tok)
+}
+
+// newAMAt is an AM pointed at proxy p.
+func (f *fed) newAMAt(p *Proxy, tok *commonpb.TokenProto) *testAM {
+	f.t.Helper()
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{p.AMRMAddr()}, Protocol: hadoopipc.ProtocolApplicationMaster,
 		Token: tok, FailoverAttempts: 20, FailoverBackoff: 20 * time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)

@@ -13,6 +13,18 @@ type metrics struct {
 	// containersAborted and uamsAbandoned count what a lost secondary cost.
 	containersAborted *prometheus.CounterVec
 	uamsAbandoned     *prometheus.CounterVec
+	// AM-facing protocol events.
+	registers  prometheus.Counter
+	resyncs    prometheus.Counter
+	finishes   prometheus.Counter
+	recoveries prometheus.Counter
+	// rmErrors counts failed calls to one RM (home or secondary).
+	rmErrors *prometheus.CounterVec
+	breaker  *prometheus.GaugeVec
+	// attemptsEnded counts attempts ended without a finish, by reason.
+	attemptsEnded  *prometheus.CounterVec
+	registryErrors *prometheus.CounterVec
+	reattached     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,9 +48,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Containers reported ABORTED to AMs because their secondary sub-cluster was lost, by sub-cluster."}, []string{"subcluster"}),
 		uamsAbandoned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_uams_abandoned_total",
 			Help: "Unmanaged AMs left unregistered at finish because their sub-cluster was lost, by sub-cluster."}, []string{"subcluster"}),
+		registers: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_registers_total",
+			Help: "registerApplicationMaster calls of AMs answered successfully (first registrations and re-registrations)."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_resyncs_total",
+			Help: "AM heartbeats answered ApplicationMasterNotRegisteredException so the AM re-registers and re-sends its asks (proxy or RM restart)."}),
+		finishes: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_finishes_total",
+			Help: "Attempts that finished through the proxy (home and every reachable UAM unregistered)."}),
+		recoveries: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_recoveries_total",
+			Help: "Attempts rebuilt from the local state at start-up."}),
+		rmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_rm_errors_total",
+			Help: "Failed calls from the proxy to one sub-cluster's RM (home or UAM: register, allocate, finish, launch), by sub-cluster."}, []string{"subcluster"}),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "yarnfed_amrmproxy_breaker_state",
+			Help: "Circuit breaker state per secondary sub-cluster: 0 closed, 1 half-open, 2 open (out of splitting)."}, []string{"subcluster"}),
+		attemptsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_attempts_ended_total",
+			Help: "Attempts whose local state ended without the AM finishing, by reason: killed, failed (application failed or the attempt is no longer current), reaped (application finished elsewhere or unknown to its home), expired (attempt_expiry)."}, []string{"reason"}),
+		registryErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_registry_errors_total",
+			Help: "Failed calls to the state store's UAM registry, by operation."}, []string{"op"}),
+		reattached: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_uams_reattached_total",
+			Help: "UAMs of an earlier AM attempt re-attached by a later attempt from the UAM registry, by sub-cluster."}, []string{"subcluster"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors, m.containersAborted, m.uamsAbandoned} {
+		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors,
+			m.containersAborted, m.uamsAbandoned, m.registers, m.resyncs, m.finishes, m.recoveries, m.rmErrors, m.breaker,
+			m.attemptsEnded, m.registryErrors, m.reattached} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -11,15 +11,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sony/gobreaker/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/policies"
@@ -46,6 +49,8 @@ type Proxy struct {
 	web      *http.Server
 	webLn    net.Listener
 	krb      *hadoopipc.KerberosClientConfig // nil: SIMPLE to the RMs
+	registry uamRegistry                     // nil: no UAM registry (warned at Open)
+	proxyID  string                          // this proxy in the registry's proxy column
 
 	mu       sync.Mutex
 	attempts map[AttemptID]*attempt
@@ -108,7 +113,10 @@ func Open(cfg Config) (*Proxy, error) {
 	if p.metrics, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, fmt.Errorf("amrmproxy metrics: %w", err)
 	}
-	p.brk = newBreakers(cfg.Breaker)
+	p.brk = newBreakers(cfg.Breaker, func(sc string, to gobreaker.State) {
+		p.metrics.breaker.WithLabelValues(sc).Set(rmbreaker.StateValue(to))
+		p.log.Warn("sub-cluster circuit breaker changed", "subcluster", sc, "state", to.String())
+	})
 	p.members = newMembership(cfg.Store, p.log)
 	switch {
 	case cfg.Resolver != nil:
@@ -143,6 +151,24 @@ func Open(cfg Config) (*Proxy, error) {
 		p.log.Warn("membership not loaded yet; will retry", "err", err)
 	}
 	cancel()
+	if p.amrmLn = cfg.AMRMListener; p.amrmLn == nil {
+		if p.amrmLn, err = net.Listen("tcp", cfg.AMRMAddress); err != nil {
+			return nil, fmt.Errorf("amrm_address: %w", err)
+		}
+	}
+	p.proxyID = cfg.ProxyID
+	if p.proxyID == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(p.amrmLn.Addr().String())
+		p.proxyID = net.JoinHostPort(host, port)
+	}
+	p.registry = cfg.Registry
+	if cs, ok := cfg.Store.(ClientStore); ok && p.registry == nil {
+		p.registry = UAMRegistryOf(cs.C)
+	}
+	if p.registry == nil {
+		p.log.Warn("no UAM registry: UAMs are known to this proxy only (a later AM attempt on another host cannot re-attach them, a kill through the router cannot reach them)")
+	}
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
@@ -163,11 +189,6 @@ func Open(cfg Config) (*Proxy, error) {
 		hadoopipc.NewMethod("finishApplicationMaster", newOf[yarnpb.FinishApplicationMasterRequestProto], p.handleFinish),
 	}}); err != nil {
 		return nil, err
-	}
-	if p.amrmLn = cfg.AMRMListener; p.amrmLn == nil {
-		if p.amrmLn, err = net.Listen("tcp", cfg.AMRMAddress); err != nil {
-			return nil, fmt.Errorf("amrm_address: %w", err)
-		}
 	}
 	if p.webLn = cfg.WebListener; p.webLn == nil && cfg.WebAddress != "" {
 		if p.webLn, err = net.Listen("tcp", cfg.WebAddress); err != nil {
@@ -253,6 +274,7 @@ func (p *Proxy) refreshLoop(ctx context.Context) {
 			p.learner.learn(ctx, p.members.all())
 		}
 		p.expire(time.Now())
+		p.checkSilent(time.Now())
 		nodesEvery++
 		select {
 		case <-ctx.Done():
@@ -280,17 +302,9 @@ func (p *Proxy) expire(now time.Time) {
 		a.mu.Lock() // wait out a call in progress
 		a.close()
 		a.mu.Unlock()
-		p.metrics.attempts.Dec()
-		for _, u := range a.uams {
-			if u.isReady() {
-				p.metrics.uams.Dec()
-			}
-		}
-		p.homes.Forget(a.id)
-		if err := p.state.DeleteAttempt(a.id.String()); err != nil {
-			p.log.Error("cannot delete expired attempt's state", "attempt", a.id, "err", err)
-		}
-		p.audit.Info("expire", "attempt", a.id.String(), "idle_for", p.cfg.AttemptExpiry.D().String())
+		p.dropAttempt(a)
+		p.metrics.attemptsEnded.WithLabelValues(endExpired).Inc()
+		p.audit.Info("attempt-end", "attempt", a.id.String(), "reason", endExpired, "idle_for", p.cfg.AttemptExpiry.D().String())
 	}
 }
 
@@ -406,6 +420,7 @@ func (p *Proxy) recover() error {
 		}
 		p.attempts[id] = a
 		p.metrics.attempts.Inc()
+		p.metrics.recoveries.Inc()
 		p.audit.Info("recover", "attempt", id.String(), "uams", len(r.UAMs), "containers", len(r.Containers))
 	}
 	return nil
@@ -422,7 +437,10 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 		u.registered = registered
 		u.mu.Unlock()
 		if !registered {
-			err = u.register(p.ctx, p)
+			err = u.register(p.ctx, p) // writes the registry row too
+		} else {
+			// Not used until its registry row names this proxy and attempt.
+			err = u.putRow(p.ctx, true)
 		}
 	}
 	u.callEnded(err)
@@ -473,8 +491,11 @@ func (p *Proxy) appUser(ctx context.Context, home SubCluster, id AttemptID) stri
 
 // ---- IPC handlers ----
 
-// errFinished marks a call of an attempt that finished through this proxy.
-var errFinished = errors.New("attempt finished")
+// finishedError marks a call of an attempt that finished through this
+// proxy; it carries the attempt so each handler can word the RM's answer.
+type finishedError struct{ id AttemptID }
+
+func (e *finishedError) Error() string { return "application attempt " + e.id.String() + " finished" }
 
 func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 	id, err := p.identity(ctx)
@@ -484,7 +505,7 @@ func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, done := p.finished[id]; done {
-		return nil, fmt.Errorf("%w: %s", errFinished, id)
+		return nil, &finishedError{id}
 	}
 	a := p.attempts[id]
 	if a == nil {
@@ -502,22 +523,25 @@ func (p *Proxy) lookup(ctx context.Context, create bool) (*attempt, error) {
 
 func (p *Proxy) handleRegister(ctx context.Context, req *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
 	a, err := p.lookup(ctx, true)
-	if errors.Is(err, errFinished) {
-		return nil, hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest, "Application doesn't exist in cache %v", err)
+	if fe := (*finishedError)(nil); errors.As(err, &fe) {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest, "Application doesn't exist in cache %s", fe.id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	resp, err := a.register(ctx, req)
 	p.audit.Info("register", "attempt", a.id.String(), "home", a.home, "ok", err == nil)
+	if err == nil {
+		p.metrics.registers.Inc()
+	}
 	return resp, toRemote(err)
 }
 
 func (p *Proxy) handleAllocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 	start := time.Now()
 	a, err := p.lookup(ctx, false)
-	if errors.Is(err, errFinished) {
-		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationAttemptNotFound, "Application attempt %v doesn't exist in ApplicationMasterService cache.", err)
+	if fe := (*finishedError)(nil); errors.As(err, &fe) {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationAttemptNotFound, "Application attempt %s doesn't exist in ApplicationMasterService cache.", fe.id)
 	}
 	if err != nil {
 		return nil, err
@@ -529,7 +553,7 @@ func (p *Proxy) handleAllocate(ctx context.Context, req *yarnpb.AllocateRequestP
 
 func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
 	a, err := p.lookup(ctx, false)
-	if errors.Is(err, errFinished) {
+	if fe := (*finishedError)(nil); errors.As(err, &fe) {
 		// A retried finish after success: the RM answers true too.
 		return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 	}
@@ -543,20 +567,15 @@ func (p *Proxy) handleFinish(ctx context.Context, req *yarnpb.FinishApplicationM
 	}
 	if done {
 		p.mu.Lock()
+		mine := p.attempts[a.id] == a // not ended meanwhile (silent check, expiry)
 		delete(p.attempts, a.id)
 		p.mu.Unlock()
 		p.rememberFinished(a.id)
-		p.metrics.attempts.Dec()
-		for _, u := range a.uams {
-			if u.isReady() {
-				p.metrics.uams.Dec()
-			}
-		}
 		a.close()
-		p.homes.Forget(a.id)
-		if err := p.state.DeleteAttempt(a.id.String()); err != nil {
-			p.log.Error("cannot delete finished attempt's state", "attempt", a.id, "err", err)
+		if mine {
+			p.dropAttempt(a)
 		}
+		p.metrics.finishes.Inc()
 	}
 	return resp, nil
 }

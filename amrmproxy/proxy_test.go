@@ -193,6 +193,10 @@ func TestWebHealthReadinessAndMetrics(t *testing.T) {
 		`yarnfed_amrmproxy_uam_launches_total{result="ok",subcluster="SC-2"} 1`,
 		`yarnfed_amrmproxy_uams 1`,
 		`yarnfed_amrmproxy_attempts 1`,
+		`yarnfed_amrmproxy_registers_total 1`,
+		`yarnfed_amrmproxy_finishes_total 0`,
+		`yarnfed_amrmproxy_resyncs_total 0`,
+		`yarnfed_amrmproxy_recoveries_total 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/prom lacks %s", want)

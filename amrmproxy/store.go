@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/statestore/client"
 )
@@ -69,6 +72,28 @@ func (s ClientStore) PolicyConfig(ctx context.Context, queue string) (policies.P
 		return policies.PolicyConfig{}, false, err
 	}
 	return policies.PolicyConfig{Queue: p.GetQueue(), Type: p.GetType(), Params: p.GetParams()}, true, nil
+}
+
+// Submission returns the submission context the router stored beside the
+// application's home (nil when the application has no home row or none
+// was stored: it was submitted to its home RM directly, or by an older
+// router).
+func (s ClientStore) Submission(ctx context.Context, appID string) (*yarnpb.ApplicationSubmissionContextProto, error) {
+	h, err := s.C.GetApplicationHome(ctx, appID, true)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(h.GetSubmissionContext()) == 0 {
+		return nil, nil
+	}
+	asc := &yarnpb.ApplicationSubmissionContextProto{}
+	if err := (proto.UnmarshalOptions{AllowPartial: true}).Unmarshal(h.GetSubmissionContext(), asc); err != nil {
+		return nil, fmt.Errorf("stored submission context of %s: %w", appID, err)
+	}
+	return asc, nil
 }
 
 // queueAliases makes a stored policy for "a.b" also apply to the AM's

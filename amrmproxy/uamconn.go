@@ -46,6 +46,12 @@ type uamConn struct {
 	closed          bool
 	// registered: the UAM's registration is done (at the RM and on disk).
 	registered bool
+	// tokenUnsaved: a rolled AMRMToken not yet on disk and in the
+	// registry (saveToken retries it).
+	tokenUnsaved bool
+	// rowStale: the registry row does not name this proxy and attempt yet
+	// (a re-attach whose update failed); retried like tokenUnsaved.
+	rowStale bool
 	// finishing is closed when the unregister in flight ended, with
 	// finishErr its result.
 	finishing chan struct{}
@@ -67,6 +73,9 @@ func (u *uamConn) launch(ctx context.Context, p *Proxy) {
 	if err != nil {
 		result = "error"
 		p.log.Warn("unmanaged AM launch failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		if !errors.Is(err, ErrRegistry) {
+			p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
+		}
 	}
 	p.metrics.uamLaunches.WithLabelValues(u.sc, result).Inc()
 	p.audit.Info("uam-launch", "attempt", u.a.id.String(), "subcluster", u.sc, "result", result)
@@ -91,6 +100,12 @@ func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.UAMLaunchTimeout.D())
 	defer cancel()
+	// Recorded before it exists: a proxy that dies right after the submit
+	// must leave a row the router, the GPG and the next AM attempt can find.
+	// Not recorded, not submitted.
+	if err := u.putRow(ctx, false); err != nil {
+		return err
+	}
 	var tok *commonpb.TokenProto
 	err := p.brk.do(u.sc, func() error {
 		// As the submitter (doAs with Kerberos): the RM hands the UAM's
@@ -106,8 +121,16 @@ func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
 	if err != nil {
 		return err
 	}
+	// Held from here on: if a write below fails, a later retry re-attaches
+	// with it (the RM will not hand it out again once registered).
+	u.mu.Lock()
+	u.token = tok
+	u.mu.Unlock()
 	if err := p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok)}); err != nil {
 		return fmt.Errorf("persist UAM token: %w", err)
+	}
+	if err := u.putRow(ctx, false); err != nil {
+		return err
 	}
 	if err := u.attach(p, tok, false); err != nil {
 		return err
@@ -170,7 +193,10 @@ func (u *uamConn) register(ctx context.Context, p *Proxy) error {
 		u.rel.responseID = 0
 		u.rel.mu.Unlock()
 	}
-	return p.state.PutUAM(u.a.id.String(), rec)
+	if err := p.state.PutUAM(u.a.id.String(), rec); err != nil {
+		return fmt.Errorf("persist UAM registration: %w", err)
+	}
+	return u.putRow(ctx, true)
 }
 
 // alreadyRegistered: the RM says this attempt registered before (a
@@ -240,12 +266,22 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 	cancel()
 	u.callEnded(err)
 	p.metrics.rmAllocate.WithLabelValues(u.sc).Observe(time.Since(start).Seconds())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
+	}
 	if err == nil && resp.GetAmRmToken() != nil && len(resp.GetAmRmToken().GetIdentifier()) > 0 {
-		// The secondary rolled its master key: use and keep the new token.
-		if aerr := u.attach(p, resp.GetAmRmToken(), true); aerr == nil {
-			_ = p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(resp.GetAmRmToken()), Registered: true})
+		// The secondary rolled its master key: use and keep the new token,
+		// on disk and in the registry. The RM sends it once; a write that
+		// fails is retried on every heartbeat until it succeeds.
+		if aerr := u.attach(p, resp.GetAmRmToken(), true); aerr != nil {
+			p.log.Error("cannot use the UAM's rolled AMRMToken", "attempt", u.a.id, "subcluster", u.sc, "err", aerr)
+		} else {
+			u.mu.Lock()
+			u.tokenUnsaved = true
+			u.mu.Unlock()
 		}
 	}
+	u.saveToken(p)
 	u.mu.Lock()
 	u.inflight = false
 	if err == nil {
@@ -434,6 +470,9 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 	if err != nil {
 		return nil // never launched: nothing to unregister
 	}
+	if rel == nil {
+		return fmt.Errorf("%w: no connection to the UAM on %s", ErrSubClusterUnavailable, u.sc)
+	}
 	var resp *yarnpb.FinishApplicationMasterResponseProto
 	u.callStarted(time.Now())
 	err = p.brk.do(u.sc, func() error {
@@ -448,6 +487,7 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 	})
 	u.callEnded(err)
 	if err != nil {
+		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
 		return err
 	}
 	if !resp.GetIsUnregistered() {
@@ -456,7 +496,40 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 	u.mu.Lock()
 	u.finished = true
 	u.mu.Unlock()
+	p.deleteRow(ctx, u.a.id.AppKey(), u.sc)
 	return nil
+}
+
+// saveToken writes a rolled AMRMToken (or a stale row) to disk and to the
+// registry; on failure it stays pending for the next heartbeat. Never
+// dropped: a restarted proxy, the next AM attempt and the router's kill
+// need the current token.
+func (u *uamConn) saveToken(p *Proxy) {
+	u.mu.Lock()
+	dirty, stale, tok, registered := u.tokenUnsaved, u.rowStale, u.token, u.registered
+	u.mu.Unlock()
+	if !dirty && !stale || tok == nil {
+		return
+	}
+	var err error
+	if dirty {
+		err = p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok), Registered: registered})
+		if err != nil {
+			p.metrics.stateErrors.Inc()
+		}
+	}
+	if err == nil {
+		err = u.putRow(p.ctx, registered)
+	}
+	if err != nil {
+		p.log.Error("cannot save the UAM's current AMRMToken; will retry", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		return
+	}
+	u.mu.Lock()
+	if u.token == tok {
+		u.tokenUnsaved, u.rowStale = false, false
+	}
+	u.mu.Unlock()
 }
 
 func (u *uamConn) close() {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 )
 
 // metrics are per client method and per sub-cluster. A nil Registerer gets
@@ -90,12 +92,5 @@ func (m *metrics) observe(method string, start time.Time, err error) {
 }
 
 func (m *metrics) breakerState(sc SubClusterID, s gobreaker.State) {
-	v := 0.0
-	switch s {
-	case gobreaker.StateHalfOpen:
-		v = 1
-	case gobreaker.StateOpen:
-		v = 2
-	}
-	m.breaker.WithLabelValues(string(sc)).Set(v)
+	m.breaker.WithLabelValues(string(sc)).Set(rmbreaker.StateValue(s))
 }

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 )
 
 // RMClient is one connection (or HA connection set) to a sub-cluster RM's
@@ -221,30 +221,17 @@ func newBreakers(cfg BreakerConfig, onChange func(SubClusterID, gobreaker.State)
 	b := &breakers{m: map[SubClusterID]*gobreaker.CircuitBreaker[struct{}]{}, addr: map[SubClusterID]string{},
 		onChange: onChange, gen: map[SubClusterID]uint64{}}
 	b.settings = func(name string) gobreaker.Settings {
-		return gobreaker.Settings{
-			Name:        name,
-			MaxRequests: 1, // one probe in half-open: a dead RM costs one more timeout, not N
-			Interval:    cfg.Interval.D(),
-			Timeout:     cfg.OpenFor.D(),
-			ReadyToTrip: func(c gobreaker.Counts) bool {
-				return c.ConsecutiveFailures >= cfg.ConsecutiveFailures
-			},
-			IsExcluded: func(err error) bool {
-				// The caller gave up: says nothing about the RM.
-				return errors.Is(err, context.Canceled)
-			},
-			IsSuccessful: func(err error) bool { return err == nil || !rmDown(err) },
-			OnStateChange: func(name string, _, to gobreaker.State) {
-				if to != gobreaker.StateOpen { // half-open (a probe may go) or closed
-					b.genMu.Lock()
-					b.gen[SubClusterID(name)]++
-					b.genMu.Unlock()
-				}
-				if b.onChange != nil {
-					b.onChange(SubClusterID(name), to)
-				}
-			},
-		}
+		rc := rmbreaker.Config{ConsecutiveFailures: cfg.ConsecutiveFailures, OpenFor: cfg.OpenFor.D(), Interval: cfg.Interval.D()}
+		return rmbreaker.Settings(name, rc, func(name string, _, to gobreaker.State) {
+			if to != gobreaker.StateOpen { // half-open (a probe may go) or closed
+				b.genMu.Lock()
+				b.gen[SubClusterID(name)]++
+				b.genMu.Unlock()
+			}
+			if b.onChange != nil {
+				b.onChange(SubClusterID(name), to)
+			}
+		})
 	}
 	return b
 }
@@ -323,27 +310,8 @@ func (b *breakers) intercept(next RMCaller) RMCaller {
 }
 
 // rmDown classifies a call error: true when the RM did not serve the call
-// (connection refused/reset, timeout, standby, fatal protocol reply).
-func rmDown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		if refusedLogin(re) {
-			return false
-		}
-		if re.Fatal {
-			return true
-		}
-		switch re.Class {
-		case hadoopipc.ClassStandby, hadoopipc.ClassRetriable:
-			return true
-		}
-		return false
-	}
-	return !errors.Is(err, context.Canceled)
-}
+// (the federation-wide rule, internal/rmbreaker).
+func rmDown(err error) bool { return rmbreaker.RMDown(err) }
 
 // definitive reports whether err proves the RM did not act on the request
 // (a reply came back, or nothing was sent), as opposed to an ambiguous
@@ -365,15 +333,9 @@ func answered(err error) bool {
 	return errors.As(err, &re) && (refusedLogin(re) || !re.Fatal && re.Class != hadoopipc.ClassStandby && re.Class != hadoopipc.ClassRetriable)
 }
 
-// refusedLogin: the RM closed the connection with FATAL_UNAUTHORIZED, i.e.
-// it is alive and refused this login (a Kerberized RM refusing the router
-// to act for this caller: hadoop.proxyuser.*). The call never ran. It must
-// not count against the sub-cluster's breaker, or any user the RMs refuse
-// could take the sub-cluster out of routing for everyone by calling a few
-// times.
-func refusedLogin(re *hadoopipc.RemoteError) bool {
-	return re.Fatal && re.Code == commonpb.RpcResponseHeaderProto_FATAL_UNAUTHORIZED
-}
+// refusedLogin: the RM is alive and refused this login
+// (FATAL_UNAUTHORIZED); see rmbreaker.RefusedLogin.
+func refusedLogin(re *hadoopipc.RemoteError) bool { return rmbreaker.RefusedLogin(re) }
 
 // errNotSent marks failures that happened before the request left the
 // router (dial errors).

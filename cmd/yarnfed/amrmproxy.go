@@ -81,6 +81,8 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
 	f.Var(&cfg.CallTimeout, "call-timeout", "timeout of one call to one RM")
 	f.Var(&cfg.MembershipRefresh, "membership-refresh", "membership poll period")
 	f.Var(&cfg.AttemptExpiry, "attempt-expiry", "forget an attempt whose AM has not called for this long")
+	f.Var(&cfg.SilentAM, "silent-am", "check the home's application report when an AM has been silent this long; end the attempt (and its UAMs if the application is over)")
+	f.StringVar(&cfg.ProxyID, "proxy-id", cfg.ProxyID, "this proxy's name in the UAM registry (default host:amrm-port)")
 	cfg.Kerberos.BindFlags(f, "AMRMProxy", true)
 	loader.DocumentKeys()
 	return cmd

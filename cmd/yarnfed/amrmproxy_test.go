@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	storepb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
 // TestAMRMProxyWithRealStore wires what `yarnfed amrmproxy` wires, in
@@ -47,6 +48,21 @@ func TestAMRMProxyWithRealStore(t *testing.T) {
 	epochs := registerAndAllocate(t, ctx, am)
 	if !epochs[rms[0].Epoch()] || !epochs[rms[1].Epoch()] {
 		t.Fatalf("container epochs %v, want SC-1 %d and SC-2 %d", epochs, rms[0].Epoch(), rms[1].Epoch())
+	}
+
+	// A later AM attempt learns keep-containers from the submission
+	// context the router stored beside the application's home.
+	asc := &yarnpb.ApplicationSubmissionContextProto{ApplicationName: proto.String("x"), KeepContainersAcrossApplicationAttempts: proto.Bool(true)}
+	b, _ := proto.Marshal(asc)
+	if _, _, err := sc.AddApplicationHome(ctx, &storepb.ApplicationHome{ApplicationId: "application_1_0042", HomeSubClusterId: "SC-1", SubmissionContext: b}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := amrmproxy.ClientStore{C: sc}.Submission(ctx, "application_1_0042")
+	if err != nil || !got.GetKeepContainersAcrossApplicationAttempts() {
+		t.Fatalf("stored submission context: %v %v", got, err)
+	}
+	if got, err := (amrmproxy.ClientStore{C: sc}).Submission(ctx, "application_1_0043"); got != nil || err != nil {
+		t.Fatalf("no home row: %v %v, want nothing", got, err)
 	}
 }
 

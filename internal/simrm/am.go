@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
@@ -46,28 +47,51 @@ func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterRespon
 	if at == nil {
 		return RegisterResponse{}, errorf(ErrInvalidAMRequest, "Application doesn't exist in cache %s", id)
 	}
-	if at.last.ResponseID >= 0 {
+	a := at.app
+	if at.last.ResponseID >= 0 && !(a.unmanaged && a.keep) {
+		// Hadoop 3.4 lets an unmanaged, keep-containers attempt register
+		// again (a federation proxy re-attaching a UAM); anyone else is
+		// refused.
 		return RegisterResponse{}, errorf(ErrInvalidAMRequest, "Application Master is already registered : %s", id.App)
 	}
+	again := at.last.ResponseID >= 0
 	at.last = &AllocateResponse{ResponseID: 0, Attempt: id}
+	if again {
+		// The RM forgets which nodes the attempt holds NM tokens for, so the
+		// re-registered AM gets tokens for its containers' nodes again.
+		clear(at.nmTokens)
+	}
 	at.host, at.rpcPort, at.trackingURL = req.Host, req.RPCPort, req.TrackingURL
 	at.state = AttemptRunning
 	at.lastBeat = c.now()
-	a := at.app
 	a.state = AppRunning
 	a.diagnostics = ""
 	if a.launched == 0 {
 		a.launched = c.nowMS()
 	}
-	resp := RegisterResponse{MaxCapability: c.maxAlloc(), Queue: queuePath(a.queue), SchedulerResourceTypes: []string{"MEMORY", "CPU"}}
+	resp := RegisterResponse{MaxCapability: c.maxAlloc(), Queue: queuePath(a.queue), SchedulerResourceTypes: []string{"MEMORY", "CPU"},
+		Attempt: id, User: a.user}
 	if a.keep {
-		for _, prev := range a.attempts[:len(a.attempts)-1] {
-			for _, ct := range prev.live {
-				if !ct.am {
-					resp.ContainersFromPrevious = append(resp.ContainersFromPrevious, c.containerInfo(ct))
+		// Hadoop's getTransferredContainers: every live container of the
+		// application but the AM's, earlier attempts' and (re-register of
+		// an unmanaged AM) the attempt's own, with an NM token per node.
+		nodes := map[string]bool{}
+		for _, x := range a.attempts {
+			for _, ct := range x.live {
+				if ct.am || ct.state == ContainerComplete {
+					continue
+				}
+				resp.ContainersFromPrevious = append(resp.ContainersFromPrevious, c.containerInfo(ct))
+				if !nodes[ct.node.id.Host] {
+					nodes[ct.node.id.Host] = true
+					at.nmTokens[ct.node.id.Host] = true
+					resp.NMTokenNodes = append(resp.NMTokenNodes, ct.node.id)
 				}
 			}
 		}
+		sort.Slice(resp.ContainersFromPrevious, func(i, j int) bool {
+			return resp.ContainersFromPrevious[i].ID.ID < resp.ContainersFromPrevious[j].ID.ID
+		})
 	}
 	return resp, nil
 }

@@ -100,6 +100,11 @@ func (q *Queues) Type() string { return "queues" }
 // SimAMConfig shapes the built-in ApplicationMaster that simrm runs for
 // managed applications, so a federation shows container traffic without a JVM.
 type SimAMConfig struct {
+	// Off: managed applications get no built-in AM; their AM container is
+	// placed and the attempt waits for an AM that registers from outside
+	// with the attempt's AMRMToken (RM.AMRMToken), as a real AM process
+	// would. Tests of AM restarts use it.
+	Off              bool            `json:"off"`
 	Containers       int             `json:"containers"`        // containers asked for once registered
 	Resource         Resource        `json:"resource"`          // size of each container
 	ContainerRuntime config.Duration `json:"container_runtime"` // how long each container "runs"

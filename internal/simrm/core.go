@@ -403,7 +403,7 @@ func (c *core) Submit(req SubmitRequest) error {
 	a.state = AppAccepted
 	c.enqueue(q, a)
 	c.newAttempt(a, now)
-	if !a.unmanaged {
+	if !a.unmanaged && !c.cfg.SimAM.Off {
 		a.sim = &simAM{}
 	}
 	c.kickScheduler()
@@ -1161,4 +1161,21 @@ func queuePath(leaf string) string {
 		return leaf
 	}
 	return "root." + leaf
+}
+
+// CurrentAMRMToken returns the AMRMToken of app's current attempt, as the
+// RM puts it in the AM container's credentials (the way an external AM of
+// a managed application gets it; SimAM.Off).
+func (c *core) CurrentAMRMToken(app AppID) (AttemptID, Token, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.apps[app]
+	if !ok {
+		return AttemptID{}, Token{}, appNotFound(app)
+	}
+	at := a.current()
+	if at == nil || at.state.final() {
+		return AttemptID{}, Token{}, errorf(ErrInvalidRequest, "application %s has no live attempt", app)
+	}
+	return at.id, c.keys.amrmToken(at.id, c.cfg.SchedulerAddr), nil
 }

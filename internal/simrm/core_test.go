@@ -905,3 +905,57 @@ func TestUpdateNodeResourceOverCommit(t *testing.T) {
 		t.Fatalf("cluster total %v", m.Total)
 	}
 }
+
+// TestUnmanagedKeepContainersAttemptRegistersAgain: Hadoop 3.4's
+// ApplicationMasterService lets an unmanaged, keep-containers attempt
+// register again (a federation proxy re-attaching a UAM for the next AM
+// attempt) and hands back its live containers; any other attempt that
+// registers twice is refused.
+func TestUnmanagedKeepContainersAttemptRegistersAgain(t *testing.T) {
+	c, _ := testCore(t, nil)
+	id := submit(t, c, func(r *SubmitRequest) { r.KeepContainers = true; r.Unmanaged = true })
+	at := *report(t, c, id).CurrentAttempt
+	if _, err := c.Register(at, RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	d := &amDriver{t: t, c: c, at: at}
+	d.allocate(AllocateRequest{Asks: []ResourceRequest{anyAsk(2, 1024)}})
+	c.tick()
+	got := d.allocate(AllocateRequest{}).Allocated
+	if len(got) != 2 {
+		t.Fatalf("allocated %+v", got)
+	}
+	reg, err := c.Register(at, RegisterRequest{})
+	if err != nil {
+		t.Fatalf("second register of an unmanaged keep-containers attempt: %v", err)
+	}
+	if len(reg.ContainersFromPrevious) != 2 || reg.ContainersFromPrevious[0].ID != got[0].ID && reg.ContainersFromPrevious[0].ID != got[1].ID {
+		t.Fatalf("live containers handed back: %+v", reg.ContainersFromPrevious)
+	}
+	if len(reg.NMTokenNodes) == 0 || reg.User == "" || reg.Attempt != at {
+		t.Fatalf("NM tokens for the containers' nodes: %+v", reg)
+	}
+	// The sequence restarts at 0: the old id is refused, 0 is served.
+	if _, err := c.Allocate(at, AllocateRequest{ResponseID: d.next}); !errors.Is(err, ErrInvalidAMRequest) {
+		t.Fatalf("old responseId %d after the re-register: %v", d.next, err)
+	}
+	if r, err := c.Allocate(at, AllocateRequest{ResponseID: 0}); err != nil || r.ResponseID != 1 {
+		t.Fatalf("allocate from 0 after the re-register: %+v %v", r, err)
+	}
+
+	c, _ = testCore(t, func(cfg *Config) { cfg.SimAM.Off = true })
+	for name, mutate := range map[string]func(*SubmitRequest){
+		"unmanaged without keep-containers": func(r *SubmitRequest) { r.Unmanaged = true },
+		"managed with keep-containers":      func(r *SubmitRequest) { r.KeepContainers = true },
+	} {
+		id := submit(t, c, mutate)
+		c.tick() // places a managed AM's container
+		at := *report(t, c, id).CurrentAttempt
+		if _, err := c.Register(at, RegisterRequest{}); err != nil {
+			t.Fatalf("%s: first register: %v", name, err)
+		}
+		if _, err := c.Register(at, RegisterRequest{}); !errors.Is(err, ErrInvalidAMRequest) {
+			t.Fatalf("%s: second register: %v, want already registered", name, err)
+		}
+	}
+}

@@ -579,6 +579,10 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	for i := range resp.ContainersFromPrevious {
 		out.ContainersFromPreviousAttempts = append(out.ContainersFromPreviousAttempts, r.containerPB(&resp.ContainersFromPrevious[i]))
 	}
+	for _, n := range resp.NMTokenNodes {
+		t := r.core().keys.nmToken(resp.Attempt, n, resp.User)
+		out.NmTokensFromPreviousAttempts = append(out.NmTokensFromPreviousAttempts, &yarnpb.NMTokenProto{NodeId: nodePB(n), Token: tokenPB(&t)})
+	}
 	return out, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
 // RM is one simulated ResourceManager: the core state machine plus its
@@ -273,6 +274,23 @@ func (r *RM) run(ctx context.Context) {
 // Tick advances the simulation once, synchronously (for tests that do not
 // Start the RM, or want determinism).
 func (r *RM) Tick() { r.core().tick() }
+
+// AMRMToken returns the current attempt of app and its AMRMToken, as an
+// AM container finds it in its credentials: for tests and tools that run
+// a managed application's AM outside simrm (SimAM.Off).
+func (r *RM) AMRMToken(app AppID) (AttemptID, *commonpb.TokenProto, error) {
+	id, t, err := r.core().CurrentAMRMToken(app)
+	if err != nil {
+		return AttemptID{}, nil, err
+	}
+	return id, tokenPB(&t), nil
+}
+
+// FailAttempt fails attempt id as an AM crash would (the RM starts the
+// next attempt if the application has attempts left).
+func (r *RM) FailAttempt(id AttemptID, diagnostics string) error {
+	return r.core().FailAttempt(id, diagnostics)
+}
 
 // Addrs returns the bound addresses (valid after Start).
 func (r *RM) Addrs() Addrs {

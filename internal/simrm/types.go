@@ -322,6 +322,11 @@ type RegisterResponse struct {
 	// ContainersFromPrevious are live containers of earlier attempts
 	// (keep-containers-across-application-attempts).
 	ContainersFromPrevious []ContainerInfo
+	// NMTokenNodes are the nodes of ContainersFromPrevious, each with an
+	// NM token for Attempt and User (nm_tokens_from_previous_attempts).
+	NMTokenNodes           []NodeID
+	Attempt                AttemptID
+	User                   string
 	SchedulerResourceTypes []string
 }
 
