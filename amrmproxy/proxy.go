@@ -163,8 +163,8 @@ func Open(cfg Config) (*Proxy, error) {
 		p.proxyID = net.JoinHostPort(host, port)
 	}
 	p.registry = cfg.Registry
-	if cs, ok := cfg.Store.(ClientStore); ok && p.registry == nil {
-		p.registry = UAMRegistryOf(cs.C)
+	if cs, ok := cfg.Store.(ClientStore); ok && p.registry == nil && cs.C != nil {
+		p.registry = cs.C
 	}
 	if p.registry == nil {
 		p.log.Warn("no UAM registry: UAMs are known to this proxy only (a later AM attempt on another host cannot re-attach them, a kill through the router cannot reach them)")

@@ -29,15 +29,7 @@ type uamRegistry interface {
 	DeleteUAM(ctx context.Context, appID, subClusterID string) (int, error)
 }
 
-// UAMRegistryOf returns c's UAM registry API, or nil when this build's
-// store client has none. (It is a run-time check only until the registry
-// client and the proxy are merged; see DESIGN.md.)
-func UAMRegistryOf(c *client.Client) uamRegistry {
-	if r, ok := any(c).(uamRegistry); ok && c != nil {
-		return r
-	}
-	return nil
-}
+var _ uamRegistry = (*client.Client)(nil)
 
 // ErrRegistry: a write to the UAM registry failed; a UAM not yet recorded
 // is not used.
