@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +41,7 @@ type reapEnv struct {
 // newReapEnv starts the RMs. With restartHome1, SC-1's RM is reached
 // through a proxy that restarts it (without recovery) on its first live
 // /apps listing: YARN-11387's partial answer.
-func newReapEnv(t *testing.T, restartHome1 bool) *reapEnv {
+func newReapEnv(t testing.TB, restartHome1 bool) *reapEnv {
 	t.Helper()
 	e := &reapEnv{st: gpgtest.NewFakeStore(nil), uams: gpgtest.NewFakeUAMRegistry()}
 	rms := simrmtest.StartN(t, 2, nil)
@@ -154,10 +156,21 @@ func killApp(t testing.TB, rm *simrm.RM, app string) {
 // home row was written an hour ago.
 func (e *reapEnv) spanning(t testing.TB) string {
 	t.Helper()
-	app := submit(t, e.rm1, true)
-	submitUAM(t, e.rm2, app)
-	e.st.AddHome(app, "SC-1", time.Now().Add(-time.Hour))
-	e.uams.Put(app, "SC-2")
+	return e.spanningFrom(t, "SC-1")
+}
+
+// spanningFrom is spanning with the home in SC-1 or SC-2 (the UAM in the
+// other); it returns the application and the UAM's RM.
+func (e *reapEnv) spanningFrom(t testing.TB, home string) string {
+	t.Helper()
+	homeRM, uamRM, uamSC := e.rm1, e.rm2, "SC-2"
+	if home == "SC-2" {
+		homeRM, uamRM, uamSC = e.rm2, e.rm1, "SC-1"
+	}
+	app := submit(t, homeRM, true)
+	submitUAM(t, uamRM, app)
+	e.st.AddHome(app, home, time.Now().Add(-time.Hour))
+	e.uams.Put(app, uamSC)
 	return app
 }
 
@@ -354,14 +367,21 @@ func TestUAMReaper(t *testing.T) {
 }
 
 // TestUAMReaperCap: at most max_per_round UAMs are killed per round, the
-// longest-running first; the rest go in the next round.
+// longest-running first; the rest go in the next round. The three are
+// spread over both homes, so the cap holds across homes (not only through
+// the per-home bound on look-ups).
 func TestUAMReaperCap(t *testing.T) {
 	e := newReapEnv(t, false)
 	var apps []string
-	for range 3 {
-		app := e.spanning(t)
-		killApp(t, e.rm1, app)
-		apps = append(apps, app)
+	uamRM := map[string]*simrm.RM{}
+	for _, home := range []string{"SC-1", "SC-2", "SC-1"} {
+		app := e.spanningFrom(t, home)
+		homeRM, other := e.rm1, e.rm2
+		if home == "SC-2" {
+			homeRM, other = e.rm2, e.rm1
+		}
+		killApp(t, homeRM, app)
+		apps, uamRM[app] = append(apps, app), other
 		// Distinct start times (simrm stamps milliseconds), so "oldest
 		// first" has one answer.
 		ms := time.Now().UnixMilli()
@@ -374,7 +394,7 @@ func TestUAMReaperCap(t *testing.T) {
 	states := func() []string {
 		var out []string
 		for _, a := range apps {
-			out = append(out, appState(t, e.rm2, a))
+			out = append(out, appState(t, uamRM[a], a))
 		}
 		return out
 	}
@@ -417,6 +437,13 @@ func TestUAMReaperStandby(t *testing.T) {
 	}
 	if n := metricValue(t, g.metrics.uamRounds.WithLabelValues("standby")); n != 1 {
 		t.Fatalf("standby rounds %v", n)
+	}
+	// A round already under way when the lease is lost: every kill checks.
+	if _, err := g.reapUAMs(context.Background()); !errors.Is(err, errNotLeader) {
+		t.Fatalf("a round without the lease: %v, want errNotLeader", err)
+	}
+	if st := appState(t, e.rm2, app); !live(st) || len(e.uams.Deletes()) != 0 {
+		t.Fatalf("a GPG without the lease killed: UAM %s, deletes %v", st, e.uams.Deletes())
 	}
 }
 
@@ -497,4 +524,52 @@ func metricValue(t testing.TB, m prometheus.Metric) float64 {
 		return c.GetValue()
 	}
 	return out.GetGauge().GetValue()
+}
+
+// BenchmarkUAMReapLatency measures the reaping latency with the default
+// uam_reaper.interval and the role's own loop (Run): from the kill of a
+// spanning application's home to its UAM in the other sub-cluster being
+// KILLED. Each sample first waits a random part of the interval, so the
+// home ends at a random phase of the reaper's ticker.
+//
+//	go test -run '^$' -bench UAMReapLatency -benchtime 8x ./gpg/
+func BenchmarkUAMReapLatency(b *testing.B) {
+	e := newReapEnv(b, false)
+	g := newTestGPG(b, e.st, nil, nil, func(c *Config) {
+		c.UAMReaper.Enabled, c.UAMs = true, e.uams
+		c.Cleaner.Enabled, c.Generator.Enabled, c.Liveness.Enabled = false, false, false
+	})
+	interval := g.cfg.UAMReaper.Interval.D()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	poll(b, "the lease", g.Holding)
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		app := e.spanning(b)
+		time.Sleep(rand.N(interval)) // a random phase of the ticker; not an assertion
+		start := time.Now()
+		killApp(b, e.rm1, app)
+		deadline := start.Add(2*interval + 10*time.Second)
+		for appState(b, e.rm2, app) != "KILLED" {
+			if time.Now().After(deadline) {
+				b.Fatalf("UAM of %s not reaped within %v", app, 2*interval)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+		b.Logf("home killed -> UAM killed: %v", lat[len(lat)-1].Round(time.Millisecond))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	var sum time.Duration
+	for _, l := range lat {
+		sum += l
+	}
+	b.ReportMetric(float64(sum.Milliseconds())/float64(len(lat))/1000, "mean-s")
+	b.ReportMetric(lat[len(lat)/2].Seconds(), "median-s")
+	b.ReportMetric(lat[len(lat)-1].Seconds(), "max-s")
+	b.ReportMetric(0, "ns/op")
 }
