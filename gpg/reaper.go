@@ -223,11 +223,15 @@ func (g *GPG) reapUAMs(ctx context.Context) (reapResult, error) {
 	for home, list := range ids {
 		sc := byID[home]
 		if sc == nil {
+			mu.Lock()
 			replies[home] = homeReply{err: errHomeGone}
+			mu.Unlock()
 			continue
 		}
 		if ask, _ := asked(sc.GetState()); !ask {
+			mu.Lock()
 			replies[home] = homeReply{err: fmt.Errorf("%w: %s is %s", errHomeGone, home, sc.GetState())}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
