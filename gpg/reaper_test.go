@@ -573,3 +573,91 @@ func BenchmarkUAMReapLatency(b *testing.B) {
 	b.ReportMetric(lat[len(lat)-1].Seconds(), "max-s")
 	b.ReportMetric(0, "ns/op")
 }
+
+// TestUAMReaperKillAnswers: the RM's answer to the kill decides whether the
+// registry row goes. NotFoundException (the UAM is gone already, e.g. its
+// RM restarted without recovery) counts as done; any other failure,
+// including a 404 that is not the RM's own (a proxy, a wrong address),
+// keeps the row and retries next round.
+func TestUAMReaperKillAnswers(t *testing.T) {
+	cases := []struct {
+		name     string
+		answer   func(w http.ResponseWriter)
+		wantGone bool
+	}{
+		{"the RM no longer knows the application: done", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"RemoteException":{"exception":"NotFoundException","message":"app not found","javaClassName":%q}}`, rmrest.ClassNotFound)
+		}, true},
+		{"a 404 that is not the RM's: failed", func(w http.ResponseWriter) { http.NotFound(w, nil) }, false},
+		{"the RM refuses (403): failed", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"RemoteException":{"exception":"AuthorizationException","message":"no","javaClassName":"org.apache.hadoop.security.authorize.AuthorizationException"}}`)
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newReapEnv(t, false)
+			app := e.spanning(t)
+			killApp(t, e.rm1, app)
+			// SC-2's REST API behind a proxy that answers the kill itself.
+			target, _ := url.Parse("http://" + e.rm2.Addrs().Web)
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPut {
+					tc.answer(w)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			sc := e.st.SubCluster("SC-2")
+			sc.RmWebServiceAddress = strings.TrimPrefix(srv.URL, "http://")
+			e.st.Register(sc)
+			g := newTestGPG(t, e.st, nil, nil, func(c *Config) { c.UAMReaper.Enabled, c.UAMs = true, e.uams })
+			acquire(t, g)
+			res, err := g.reapUAMs(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gone := !e.uams.Has(app, "SC-2"); gone != tc.wantGone {
+				t.Fatalf("row deleted %v, want %v (reaped %v kept %v)", gone, tc.wantGone, res.Reaped, res.Kept)
+			}
+			if !tc.wantGone && (res.Kept[keepKillFailed] != 1 || metricValue(t, g.metrics.uamErrors.WithLabelValues("kill")) != 1) {
+				t.Fatalf("a failed kill: kept %v", res.Kept)
+			}
+		})
+	}
+}
+
+// TestUAMReaperHomeForeign404: only the RM's own NotFoundException means
+// "the home does not know the application"; a plain 404 (a proxy or a web
+// server that is not the RM) is a failed answer and keeps the UAM.
+func TestUAMReaperHomeForeign404(t *testing.T) {
+	e := newReapEnv(t, false)
+	app := e.orphanUnknown(t)
+	target, _ := url.Parse("http://" + e.rm1.Addrs().Web)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/ws/v1/cluster/apps/application_") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sc := e.st.SubCluster("SC-1")
+	sc.RmWebServiceAddress = strings.TrimPrefix(srv.URL, "http://")
+	e.st.Register(sc)
+	g := newTestGPG(t, e.st, nil, later, func(c *Config) { c.UAMReaper.Enabled, c.UAMs = true, e.uams })
+	acquire(t, g)
+	res, err := g.reapUAMs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := appState(t, e.rm2, app); !live(st) || res.Kept[keepHomeUnanswered] != 1 {
+		t.Fatalf("UAM %s, reaped %v kept %v; want it kept as home_unanswered", st, res.Reaped, res.Kept)
+	}
+}
