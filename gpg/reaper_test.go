@@ -226,6 +226,19 @@ func TestUAMReaper(t *testing.T) {
 				return app
 			},
 			want: want{killed: true, reason: reapHomeFinal, deletes: 1}},
+		{name: "a secondary RM restarted (with recovery) after the application ended: its returning UAM is killed at once",
+			setup: func(t *testing.T, e *reapEnv) string {
+				app := e.spanning(t)
+				killApp(t, e.rm1, app)
+				if err := e.rm2.Restart(context.Background(), true); err != nil {
+					t.Fatal(err)
+				}
+				if st := appState(t, e.rm2, app); !live(st) {
+					t.Fatalf("the UAM did not come back with its RM: %s", st)
+				}
+				return app
+			},
+			want: want{killed: true, reason: reapHomeFinal, deletes: 1}},
 		{name: "home RUNNING: the UAM is kept", now: later,
 			setup: func(t *testing.T, e *reapEnv) string { return e.spanning(t) },
 			want:  want{kept: keepHomeLive}},
