@@ -56,6 +56,9 @@ type Config struct {
 	Liveness  LivenessConfig  `json:"liveness"`
 	Cleaner   CleanerConfig   `json:"cleaner"`
 	Generator GeneratorConfig `json:"generator"`
+	// UAMReaper kills unmanaged AMs whose federated application is over
+	// (off by default: it kills applications on the RMs).
+	UAMReaper UAMReaperConfig `json:"uam_reaper"`
 
 	// Kubernetes lists co-location clusters whose Koordinator batch
 	// capacity the GPG reads: package gpg/kube's own configuration, one
@@ -71,13 +74,16 @@ type Config struct {
 	Kerberos krblogin.Config `json:"kerberos"`
 
 	// In-process wiring (not from files).
-	Store       Store                 `json:"-"`
-	WebListener net.Listener          `json:"-"`
-	Apps        AppLister             `json:"-"` // nil: the RMs' REST API
-	Logger      *slog.Logger          `json:"-"`
-	Registerer  prometheus.Registerer `json:"-"`
-	Gatherer    prometheus.Gatherer   `json:"-"`
-	Now         func() time.Time      `json:"-"` // nil: time.Now
+	Store       Store        `json:"-"`
+	WebListener net.Listener `json:"-"`
+	Apps        AppLister    `json:"-"` // nil: the RMs' REST API
+	// UAMs deletes rows of the UAM registry after the reaper killed their
+	// UAM; nil: Store, if it implements UAMRegistry (*client.Client does).
+	UAMs       UAMRegistry           `json:"-"`
+	Logger     *slog.Logger          `json:"-"`
+	Registerer prometheus.Registerer `json:"-"`
+	Gatherer   prometheus.Gatherer   `json:"-"`
+	Now        func() time.Time      `json:"-"` // nil: time.Now
 }
 
 // LivenessConfig marks silent sub-clusters lost (Hadoop SubClusterCleaner).
@@ -108,6 +114,36 @@ type CleanerConfig struct {
 	// RMTimeout bounds each RM call.
 	RMTimeout Duration `json:"rm_timeout"`
 	// RMUser is sent as user.name to the RMs' REST API (empty: none).
+	RMUser string `json:"rm_user"`
+}
+
+// UAMReaperConfig finds unmanaged AMs (UAMs) that an AMRMProxy launched
+// for a federated application in a sub-cluster other than its home, and
+// kills them once the home RM reports the application final (or, having
+// answered completely, does not know it). See DESIGN.md, "UAM reaper".
+type UAMReaperConfig struct {
+	// Enabled: off by default, like the node-resource push, because it
+	// acts on the RMs: the GPG must be allowed to kill any application
+	// (yarn.admin.acl, or ACLs off).
+	Enabled  bool     `json:"enabled"`
+	Interval Duration `json:"interval"`
+	// Grace: a UAM whose application its home RM does not know at all is
+	// killed only if the UAM started, and its home row was written, longer
+	// ago than this. A home that reports the application final needs no
+	// grace.
+	Grace Duration `json:"grace"`
+	// MaxPerRound caps the UAMs killed per round.
+	MaxPerRound int `json:"max_per_round"`
+	// DryRun logs each UAM it would kill and kills and deletes nothing.
+	DryRun bool `json:"dry_run"`
+	// MinRMUptime: a home RM up for less may still be recovering
+	// applications, so "unknown" from it is not trusted (final still is).
+	MinRMUptime Duration `json:"min_rm_uptime"`
+	// RMTimeout bounds each RM call.
+	RMTimeout Duration `json:"rm_timeout"`
+	// RMUser is sent as user.name to the RMs' REST API (empty: none; the
+	// RM acts as its static user). With Kerberos the GPG's principal is
+	// used instead.
 	RMUser string `json:"rm_user"`
 }
 
@@ -160,7 +196,9 @@ type LoadBasedConfig struct {
 }
 
 // DefaultConfig returns Hadoop's defaults where Hadoop has one, except
-// that every service is on and rounds are seconds apart, not an hour.
+// that every service is on and rounds are seconds apart, not an hour; the
+// services that act on the RMs themselves (the UAM reaper, the
+// node-resource push) are off until enabled.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
@@ -175,6 +213,10 @@ func DefaultConfig() Config {
 			Enabled: true, Interval: Duration(10 * time.Minute), Grace: Duration(10 * time.Minute),
 			Retention: Duration(24 * time.Hour), MaxPerRound: 1000, MinRMUptime: Duration(5 * time.Minute),
 			RMTimeout: Duration(30 * time.Second),
+		},
+		UAMReaper: UAMReaperConfig{
+			Enabled: false, Interval: Duration(30 * time.Second), Grace: Duration(10 * time.Minute), MaxPerRound: 100,
+			MinRMUptime: Duration(5 * time.Minute), RMTimeout: Duration(30 * time.Second),
 		},
 		Generator: GeneratorConfig{
 			Enabled: true, Policy: PolicyCapacity, Threshold: 0.05, MaxStep: 0.2, Manager: DefaultManager,
@@ -202,6 +244,7 @@ func (c *Config) Validate() error {
 		"interval": c.Interval, "lease_ttl": c.LeaseTTL, "liveness.expiry": c.Liveness.Expiry,
 		"cleaner.interval": c.Cleaner.Interval, "cleaner.rm_timeout": c.Cleaner.RMTimeout,
 		"generator.capacity_max_age": c.Generator.CapacityMaxAge, "generator.republish": c.Generator.Republish,
+		"uam_reaper.interval": c.UAMReaper.Interval, "uam_reaper.rm_timeout": c.UAMReaper.RMTimeout,
 	} {
 		if d <= 0 {
 			add("%s: %v, must be > 0", name, time.Duration(d))
@@ -210,6 +253,7 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]Duration{
 		"debounce": c.Debounce, "cleaner.grace": c.Cleaner.Grace, "cleaner.retention": c.Cleaner.Retention,
 		"cleaner.min_rm_uptime": c.Cleaner.MinRMUptime,
+		"uam_reaper.grace":      c.UAMReaper.Grace, "uam_reaper.min_rm_uptime": c.UAMReaper.MinRMUptime,
 	} {
 		if d < 0 {
 			add("%s: %v, must be >= 0", name, time.Duration(d))
@@ -233,6 +277,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Cleaner.MaxPerRound < 1 {
 		add("cleaner.max_per_round: %d, must be >= 1", c.Cleaner.MaxPerRound)
+	}
+	if c.UAMReaper.MaxPerRound < 1 {
+		add("uam_reaper.max_per_round: %d, must be >= 1", c.UAMReaper.MaxPerRound)
+	}
+	if c.UAMReaper.Enabled && c.UAMs == nil {
+		if _, ok := c.Store.(UAMRegistry); !ok && c.Store != nil {
+			add("uam_reaper: the store client cannot delete UAM registry rows (no DeleteUAM); wire Config.UAMs")
+		}
 	}
 	g := c.Generator
 	switch g.Policy {

@@ -5,6 +5,8 @@
 //     become SC_LOST;
 //   - cleaner: application homes that no RM knows (or that finished long
 //     ago) are deleted, only on complete information (never YARN-11387);
+//   - UAM reaper (opt-in): unmanaged AMs left running in other
+//     sub-clusters after their federated application ended are killed;
 //   - generator: router and AMRMProxy weights per queue from measured
 //     load and, through a capacity.Source, from the capacity YARN can
 //     really use on Kubernetes nodes; published capacities for routers.
@@ -47,6 +49,8 @@ type GPG struct {
 	webLn    net.Listener
 	kick     chan struct{}
 	login    *krbclient.Client // nil without Kerberos
+	reapRMs  reapRMs
+	uams     UAMRegistry // nil unless the UAM reaper is enabled
 
 	mu          sync.Mutex
 	last        RoundResult
@@ -54,10 +58,16 @@ type GPG struct {
 	lastRound   time.Time
 	lastClean   time.Time
 	cleanResult cleanResult
+	lastReap    time.Time
+	reapResult  reapResult
+	reapErr     error
 	ready       bool
 	// warnedUnknown: capacity-source sub-clusters the store does not know,
 	// already warned about.
 	warnedUnknown map[string]bool
+
+	reapMu            sync.Mutex
+	pendingUAMDeletes map[uamKey]struct{} // killed UAMs whose registry row is still to delete
 }
 
 // New validates cfg and wires a GPG. src may be nil (no capacity source:
@@ -88,13 +98,21 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 		}
 		g.log.Info("Kerberos login for the RMs", "principal", cfg.Kerberos.Principal, "rm_principal", cfg.Kerberos.RMPrincipal)
 	}
+	var spnego *rmrest.SPNEGO // one per GPG: the RMs' cookies are kept across rounds
+	if g.login != nil {
+		spnego = rmrest.NewSPNEGO(g.login, cfg.Kerberos.RMHTTPPrincipal)
+	}
 	if g.apps == nil {
-		l := &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
-			minUptime: cfg.Cleaner.MinRMUptime.D(), now: g.now}
-		if g.login != nil {
-			l.spnego = rmrest.NewSPNEGO(g.login, cfg.Kerberos.RMHTTPPrincipal)
+		g.apps = &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
+			minUptime: cfg.Cleaner.MinRMUptime.D(), now: g.now, spnego: spnego}
+	}
+	g.reapRMs = reapRMs{&restLister{http: &http.Client{Timeout: cfg.UAMReaper.RMTimeout.D()}, user: cfg.UAMReaper.RMUser,
+		minUptime: cfg.UAMReaper.MinRMUptime.D(), now: g.now, spnego: spnego}}
+	g.pendingUAMDeletes = map[uamKey]struct{}{}
+	if cfg.UAMReaper.Enabled {
+		if g.uams = cfg.UAMs; g.uams == nil {
+			g.uams, _ = cfg.Store.(UAMRegistry) // Validate checked it
 		}
-		g.apps = l
 	}
 	g.lease = &lease{store: g.store, name: cfg.LeaseName, holder: cfg.ID, ttl: cfg.LeaseTTL.D(), log: g.log, now: g.now,
 		onHeld: func(held bool) {
@@ -198,11 +216,12 @@ func (g *GPG) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); g.lease.run(ctx) }()
 	go func() { defer wg.Done(); g.watchEvents(ctx) }()
 	go func() { defer wg.Done(); g.loop(ctx) }()
 	go func() { defer wg.Done(); g.cleanLoop(ctx) }()
+	go func() { defer wg.Done(); g.reapLoop(ctx) }()
 	<-ctx.Done()
 	if srv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -94,3 +94,50 @@ func TestRMKerberos(t *testing.T) {
 		t.Fatal("RMKerberos without Kerberos")
 	}
 }
+
+// TestUAMReaperKerberizedRMs: with both RMs' REST APIs behind SPNEGO, a
+// GPG without Kerberos cannot list, ask or kill, and leaves the UAM; a GPG
+// logged in from its keytab kills it (PUT state through SPNEGO).
+func TestUAMReaperKerberizedRMs(t *testing.T) {
+	kdc := krbtest.Start(t, krbtest.Options{})
+	httpKT := kdc.AddService(t, "HTTP/localhost")
+	gpgKT := kdc.AddService(t, "gpg/localhost")
+
+	e := newReapEnv(t, false)
+	app := e.spanning(t)
+	killApp(t, e.rm1, app)
+	var eps []*spnegotest.Endpoint
+	for _, id := range []string{"SC-1", "SC-2"} {
+		sc := e.st.SubCluster(id)
+		ep := spnegotest.New(spnegotest.Proxy(sc.GetRmWebServiceAddress()), kdc.Keytab(t, httpKT), "HTTP/localhost")
+		sc.RmWebServiceAddress = ep.Serve(t)
+		e.st.Register(sc)
+		eps = append(eps, ep)
+	}
+	reap := func(k krblogin.Config) reapResult {
+		g := newTestGPG(t, e.st, nil, nil, func(c *Config) {
+			c.UAMReaper.Enabled, c.UAMs = true, e.uams
+			c.UAMReaper.RMTimeout = Duration(5 * time.Second)
+			c.Kerberos = k
+		})
+		t.Cleanup(func() { _ = g.Close() })
+		acquire(t, g)
+		res, err := g.reapUAMs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := reap(krblogin.Config{}); len(res.Reaped) != 0 || !live(appState(t, e.rm2, app)) {
+		t.Fatalf("GPG without Kerberos: reaped %v, UAM %s", res.Reaped, appState(t, e.rm2, app))
+	}
+	res := reap(krblogin.Config{Principal: kdc.Principal("gpg/localhost"), Keytab: gpgKT, Krb5Conf: kdc.ConfPath})
+	if len(res.Reaped) != 1 || appState(t, e.rm2, app) != "KILLED" || e.uams.Has(app, "SC-2") {
+		t.Fatalf("Kerberized GPG: reaped %v kept %v, UAM %s, rows %v\nKDC log:\n%s", res.Reaped, res.Kept, appState(t, e.rm2, app), e.uams.Rows(), kdc.Log())
+	}
+	for i, ep := range eps {
+		if ep.Tokens.Load() == 0 || ep.Refused.Load() != 0 {
+			t.Fatalf("RM %d: tokens %d, refused %d", i, ep.Tokens.Load(), ep.Refused.Load())
+		}
+	}
+}

@@ -17,6 +17,15 @@ type metrics struct {
 	cleaner     *prometheus.CounterVec
 	blocked     *prometheus.CounterVec
 	published   prometheus.Counter
+
+	// UAM reaper.
+	uamRounds     *prometheus.CounterVec
+	uamCandidates prometheus.Gauge
+	uamsReaped    *prometheus.CounterVec
+	uamsDryRun    *prometheus.CounterVec
+	uamsKept      *prometheus.CounterVec
+	uamErrors     *prometheus.CounterVec
+	uamReapDelay  prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -45,9 +54,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cleaner rounds that deleted nothing because this sub-cluster's RM did not answer completely."}, []string{"subcluster"}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_gpg_capacities_published_total",
 			Help: "Sub-cluster capacities published to the store."}),
+		uamRounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uam_reaper_rounds_total",
+			Help: "UAM reaper rounds by result (done, standby, error: the sub-cluster list could not be read)."}, []string{"result"}),
+		uamCandidates: prometheus.NewGauge(prometheus.GaugeOpts{Name: "yarnfed_gpg_uam_reaper_candidates",
+			Help: "Live unmanaged AMs of federated applications (home in another sub-cluster) the last UAM reaper round examined."}),
+		uamsReaped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uams_reaped_total",
+			Help: "Unmanaged AMs the reaper killed, by reason (home_final: the home RM reports the application final; home_unknown: the home RM answered completely and does not know it)."}, []string{"reason"}),
+		uamsDryRun: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uams_reap_dry_run_total",
+			Help: "Unmanaged AMs the reaper would have killed in dry-run mode, by reason."}, []string{"reason"}),
+		uamsKept: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uams_kept_total",
+			Help: "Unmanaged AMs a reaper round examined and left running, by reason (home_live, home_unanswered, home_not_running, home_recovering, young, no_home, capped, kill_failed)."}, []string{"reason"}),
+		uamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uam_reaper_errors_total",
+			Help: "UAM reaper failures by operation (list: an RM's unmanaged apps; home_lookup: the store's application home; home_rm: the home RM's answer; kill; delete_uam: the registry row)."}, []string{"op"}),
+		uamReapDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "yarnfed_gpg_uam_reap_delay_seconds",
+			Help: "From the home application's finish (the home RM's finishedTime) to the kill of its leftover unmanaged AM.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.leader, m.rounds, m.roundTime, m.writes, m.queues, m.weight, m.markedLost, m.deleted, m.wouldDelete, m.cleaner, m.blocked, m.published)
+		reg.MustRegister(m.leader, m.rounds, m.roundTime, m.writes, m.queues, m.weight, m.markedLost, m.deleted, m.wouldDelete, m.cleaner, m.blocked, m.published,
+			m.uamRounds, m.uamCandidates, m.uamsReaped, m.uamsDryRun, m.uamsKept, m.uamErrors, m.uamReapDelay)
 	}
 	return m
 }

@@ -51,6 +51,35 @@ type restLister struct {
 // minUptime: this is what rules out YARN-11387, where a list taken from an
 // RM in the middle of a restart is partial.
 func (l *restLister) ListApps(ctx context.Context, sc *pb.SubClusterInfo) (map[string]AppState, error) {
+	c, before, err := l.active(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	addr := c.BaseURL
+	if up := l.now().Sub(time.UnixMilli(before.StartedOn)); up < l.minUptime {
+		return nil, fmt.Errorf("%w: %s up for %v", ErrRMRecovering, addr, up.Round(time.Second))
+	}
+	apps, err := c.GetApps(ctx, rmrest.AppsQuery{DeSelects: []string{"resourceRequests"}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: list applications: %w", addr, err)
+	}
+	if err := sameIncarnation(ctx, c, before); err != nil {
+		return nil, err
+	}
+	out := make(map[string]AppState, len(apps))
+	for _, a := range apps {
+		st := AppState{Final: finalState(a.State)}
+		if a.FinishedTime > 0 {
+			st.FinishedAt = time.UnixMilli(a.FinishedTime)
+		}
+		out[a.ID] = mergeAppState(out[a.ID], st, out[a.ID] != (AppState{}))
+	}
+	return out, nil
+}
+
+// active returns a client of sc's ACTIVE RM (an HA list of web addresses
+// is tried in order) and the /info it answered.
+func (l *restLister) active(ctx context.Context, sc *pb.SubClusterInfo) (*rmrest.Client, *rmrest.ClusterInfo, error) {
 	var errs []error
 	for _, addr := range strings.Split(sc.GetRmWebServiceAddress(), ",") {
 		if addr = strings.TrimSpace(addr); addr == "" {
@@ -58,41 +87,36 @@ func (l *restLister) ListApps(ctx context.Context, sc *pb.SubClusterInfo) (map[s
 		}
 		c := rmrest.NewClient(addr)
 		c.HTTP, c.User, c.SPNEGO = l.http, l.user, l.spnego
-		before, err := c.GetClusterInfo(ctx)
+		info, err := c.GetClusterInfo(ctx)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if before.HAState != "ACTIVE" {
-			errs = append(errs, fmt.Errorf("%s is %s", addr, before.HAState))
+		if info.HAState != "ACTIVE" {
+			errs = append(errs, fmt.Errorf("%s is %s", addr, info.HAState))
 			continue
 		}
-		if up := l.now().Sub(time.UnixMilli(before.StartedOn)); up < l.minUptime {
-			return nil, fmt.Errorf("%w: %s up for %v", ErrRMRecovering, addr, up.Round(time.Second))
-		}
-		apps, err := c.GetApps(ctx, rmrest.AppsQuery{DeSelects: []string{"resourceRequests"}})
-		if err != nil {
-			return nil, fmt.Errorf("%s: list applications: %w", addr, err)
-		}
-		after, err := c.GetClusterInfo(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrRMRestarted, addr, err)
-		}
-		if after.ID != before.ID || after.StartedOn != before.StartedOn || after.HAState != "ACTIVE" {
-			return nil, fmt.Errorf("%w: %s", ErrRMRestarted, addr)
-		}
-		out := make(map[string]AppState, len(apps))
-		for _, a := range apps {
-			st := AppState{Final: a.State == "FINISHED" || a.State == "FAILED" || a.State == "KILLED"}
-			if a.FinishedTime > 0 {
-				st.FinishedAt = time.UnixMilli(a.FinishedTime)
-			}
-			out[a.ID] = mergeAppState(out[a.ID], st, out[a.ID] != (AppState{}))
-		}
-		return out, nil
+		return c, info, nil
 	}
-	return nil, fmt.Errorf("%w in %s: %w", ErrNoActiveRM, sc.GetSubClusterId(), errors.Join(errs...))
+	return nil, nil, fmt.Errorf("%w in %s: %w", ErrNoActiveRM, sc.GetSubClusterId(), errors.Join(errs...))
 }
+
+// sameIncarnation checks, after a listing, that the RM whose /info said
+// before is still the same ACTIVE incarnation (cluster id and start time):
+// a restart or failover in between may have made the answer partial.
+func sameIncarnation(ctx context.Context, c *rmrest.Client, before *rmrest.ClusterInfo) error {
+	after, err := c.GetClusterInfo(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrRMRestarted, c.BaseURL, err)
+	}
+	if after.ID != before.ID || after.StartedOn != before.StartedOn || after.HAState != "ACTIVE" {
+		return fmt.Errorf("%w: %s", ErrRMRestarted, c.BaseURL)
+	}
+	return nil
+}
+
+// finalState: FINISHED, FAILED or KILLED.
+func finalState(s string) bool { return s == "FINISHED" || s == "FAILED" || s == "KILLED" }
 
 // mergeAppState combines two sightings of one application (its home copy
 // and unmanaged copies in other sub-clusters): final only if both are,

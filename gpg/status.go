@@ -2,6 +2,7 @@ package gpg
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -20,6 +21,10 @@ type Status struct {
 	Pinned    []string           `json:"pinnedQueues,omitempty"`
 	LastClean time.Time          `json:"lastCleanerRound,omitzero"`
 	Cleaner   string             `json:"lastCleanerResult,omitempty"`
+	LastReap  time.Time          `json:"lastUAMReaperRound,omitzero"`
+	// Reaper: "reaped N of M candidates" (or "would reap" in dry-run), or
+	// the round's error.
+	Reaper string `json:"lastUAMReaperResult,omitempty"`
 }
 
 // Status reports the GPG's current view.
@@ -40,6 +45,15 @@ func (g *GPG) Status() Status {
 		s.Cleaner = "complete"
 	default:
 		s.Cleaner = "incomplete: " + g.cleanResult.Reason
+	}
+	switch {
+	case g.lastReap.IsZero():
+	case g.reapErr != nil:
+		s.Reaper = "error: " + g.reapErr.Error()
+	case g.cfg.UAMReaper.DryRun:
+		s.Reaper = fmt.Sprintf("dry run: would reap %d of %d candidates", len(g.reapResult.Reaped), g.reapResult.Candidates)
+	default:
+		s.Reaper = fmt.Sprintf("reaped %d of %d candidates", len(g.reapResult.Reaped), g.reapResult.Candidates)
 	}
 	return s
 }

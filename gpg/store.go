@@ -14,6 +14,9 @@ type Store interface {
 	ListSubClusters(ctx context.Context, filterInactive bool) ([]*pb.SubClusterInfo, error)
 	ListPolicies(ctx context.Context) ([]*pb.PolicyConfiguration, error)
 	ListApplicationHomes(ctx context.Context, q client.ListQuery, opts ...client.ReadOption) ([]*pb.ApplicationHome, []byte, error)
+	// GetApplicationHome fails with an error wrapping client.ErrNotFound
+	// when the application has no home row.
+	GetApplicationHome(ctx context.Context, appID string, withContext bool, opts ...client.ReadOption) (*pb.ApplicationHome, error)
 	WatchEvents(ctx context.Context, r *pb.WatchRequest) (<-chan *pb.WatchEvent, error)
 
 	AcquireLease(ctx context.Context, name, holder string, ttlMs int64) (*pb.Lease, bool, error)
@@ -27,3 +30,12 @@ type Store interface {
 }
 
 var _ Store = (*client.Client)(nil)
+
+// UAMRegistry is what the UAM reaper needs of the state store's UAM
+// registry: deleting the row of a UAM it killed. The GPG role may delete
+// rows but not read them (they hold live AMRMTokens), so the reaper finds
+// UAMs on the RMs, never in the registry. DeleteUAM is idempotent and
+// returns how many rows it removed. *client.Client implements it.
+type UAMRegistry interface {
+	DeleteUAM(ctx context.Context, appID, subClusterID string) (int, error)
+}

@@ -39,7 +39,11 @@ Each round (every --interval, and a debounce (1s) after a capacity change or mem
              --threshold, by at most --max-step per round; pinned queues are never touched
              (yarnfedctl policy pin); --read-only logs instead of writing;
   cleaner    every --cleaner-interval: deletes application homes no RM knows, only when every
-             registered RM answered completely (--dry-run logs instead).
+             registered RM answered completely (--dry-run logs instead);
+  uam reaper off unless --uam-reaper; every --uam-reaper-interval (30s): kills the unmanaged AMs
+             an AMRMProxy left in other sub-clusters once the home RM reports their application
+             final (or, answering completely, does not know it) and deletes their UAM registry rows
+             (--uam-reaper-dry-run logs instead).
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags. The JSON
 "kubernetes" section names co-location clusters whose Koordinator batch capacity becomes each
@@ -48,8 +52,9 @@ default) also sends each NodeManager's usable capacity to its RM (updateNodeReso
 addresses from the state store's membership; only the lease holder pushes).
 Kerberized RMs: --kerberos-principal and --kerberos-keytab (file: "kerberos": {"principal",
 "keytab", "krb5_conf", "rm_principal", "rm_http_principal"}) make the GPG log in: the cleaner
-lists applications with SPNEGO, and the node-resource push uses SASL KERBEROS as the GPG's
-principal (then --rm-principal is required; its short name must be in the RMs' yarn.admin.acl).
+and the UAM reaper list (and the reaper kills) applications with SPNEGO, and the node-resource
+push uses SASL KERBEROS as the GPG's principal (then --rm-principal is required). The push and
+the reaper need the GPG's short name in the RMs' yarn.admin.acl.
 Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status.`,
 		Example: `  yarnfed gpg --store 10.0.0.1:9090,10.0.0.2:9090,10.0.0.3:9090 \
       --store-tls-cert pki/gpg-1/cert.crt --store-tls-key pki/gpg-1/cert.key --store-tls-ca pki/gpg-1/ca.crt
@@ -113,6 +118,11 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
 	f.Var(&cfg.Cleaner.Grace, "cleaner-grace", "application homes younger than this are never deleted")
 	f.Var(&cfg.Cleaner.MinRMUptime, "cleaner-min-rm-uptime", "no deletion while an RM has been up for less (it may still be recovering applications)")
 	f.IntVar(&cfg.Cleaner.MaxPerRound, "cleaner-max-per-round", cfg.Cleaner.MaxPerRound, "most application homes deleted per round")
+	f.BoolVar(&cfg.UAMReaper.Enabled, "uam-reaper", cfg.UAMReaper.Enabled, "kill unmanaged AMs whose federated application is over (needs the right to kill any application on the RMs)")
+	f.Var(&cfg.UAMReaper.Interval, "uam-reaper-interval", "period of the UAM reaper")
+	f.BoolVar(&cfg.UAMReaper.DryRun, "uam-reaper-dry-run", cfg.UAMReaper.DryRun, "UAM reaper logs what it would kill and kills nothing")
+	f.IntVar(&cfg.UAMReaper.MaxPerRound, "uam-reaper-max-per-round", cfg.UAMReaper.MaxPerRound, "most unmanaged AMs killed per round")
+	f.Var(&cfg.UAMReaper.Grace, "uam-reaper-grace", "a UAM whose application its home RM does not know is killed only once it, and the home row, are older than this")
 	cfg.Kerberos.BindFlags(f, "GPG", true)
 	loader.DocumentKeys()
 	return cmd

@@ -166,11 +166,20 @@ func TestAMRMProxyRoleConfig(t *testing.T) {
 func TestGPGRoleConfig(t *testing.T) {
 	def := gpgRoleDefaults()
 	file := `{"interval":"7s","generator":{"policy":"load-based","threshold":0.1},"cleaner":{"dry_run":true,"interval":"1h"},
+		"uam_reaper":{"enabled":true,"interval":"45s","dry_run":true,"rm_user":"yarn"},
 		"kubernetes":[{"name":"east","default_sub_cluster":"SC-K8S"}],"store":"s1:9090, s4:9090","store_insecure":true}`
 	runRoleCases(t, newGPGCmd, []roleCase[gpgRole]{
 		{name: "defaults", args: []string{"--store-insecure"}, check: func(t *testing.T, c gpgRole) {
 			expect(t, "interval", c.Interval, def.Interval)
 			expect(t, "generator.threshold", c.Generator.Threshold, def.Generator.Threshold)
+			expect(t, "uam_reaper.enabled", c.UAMReaper.Enabled, false)
+			expect(t, "uam_reaper.interval", c.UAMReaper.Interval, dur("30s"))
+		}},
+		{name: "uam reaper flags", args: []string{"--store-insecure", "--uam-reaper", "--uam-reaper-interval", "5s", "--uam-reaper-dry-run",
+			"--uam-reaper-max-per-round", "7", "--uam-reaper-grace", "1m"}, check: func(t *testing.T, c gpgRole) {
+			want := def.UAMReaper
+			want.Enabled, want.Interval, want.DryRun, want.MaxPerRound, want.Grace = true, dur("5s"), true, 7, dur("1m")
+			expect(t, "uam_reaper", c.UAMReaper, want)
 		}},
 		{name: "file over defaults", file: file, check: func(t *testing.T, c gpgRole) {
 			expect(t, "interval", c.Interval, dur("7s"))
@@ -178,6 +187,9 @@ func TestGPGRoleConfig(t *testing.T) {
 			expect(t, "generator.threshold", c.Generator.Threshold, 0.1)
 			expect(t, "cleaner.interval", c.Cleaner.Interval, dur("1h"))
 			expect(t, "cleaner.max_per_round", c.Cleaner.MaxPerRound, def.Cleaner.MaxPerRound)
+			want := def.UAMReaper
+			want.Enabled, want.Interval, want.DryRun, want.RMUser = true, dur("45s"), true, "yarn"
+			expect(t, "uam_reaper", c.UAMReaper, want)
 			expect(t, "store (one string)", strings.Join(c.addrs(), ","), "s1:9090,s4:9090")
 			if len(c.Kubernetes) != 1 || c.Kubernetes[0].StaleAfter != dur("15m") {
 				t.Errorf("kubernetes = %+v (entries decode over kube.DefaultConfig)", c.Kubernetes)
@@ -190,6 +202,7 @@ func TestGPGRoleConfig(t *testing.T) {
 				expect(t, "generator.policy (file)", c.Generator.Policy, "load-based")
 				expect(t, "cleaner.interval", c.Cleaner.Interval, dur("2h"))
 				expect(t, "cleaner.dry_run (file)", c.Cleaner.DryRun, true)
+				expect(t, "uam_reaper.enabled (file)", c.UAMReaper.Enabled, true)
 				expect(t, "interval (file)", c.Interval, dur("7s"))
 				expect(t, "store", strings.Join(c.addrs(), ","), "s2:9090")
 			}},

@@ -187,6 +187,21 @@ func (s *FakeStore) ListPolicies(context.Context) ([]*pb.PolicyConfiguration, er
 	return out, nil
 }
 
+// GetApplicationHome returns a copy of the application's home, or an
+// error wrapping client.ErrNotFound, as the real client does.
+func (s *FakeStore) GetApplicationHome(_ context.Context, appID string, _ bool, _ ...client.ReadOption) (*pb.ApplicationHome, error) {
+	if err := s.enter("GetApplicationHome", false); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.homes[appID]
+	if !ok {
+		return nil, fmt.Errorf("%w: application %s has no home", client.ErrNotFound, appID)
+	}
+	return proto.Clone(h).(*pb.ApplicationHome), nil
+}
+
 // ListApplicationHomes returns every home in one page, newest first.
 func (s *FakeStore) ListApplicationHomes(_ context.Context, _ client.ListQuery, _ ...client.ReadOption) ([]*pb.ApplicationHome, []byte, error) {
 	if err := s.enter("ListApplicationHomes", false); err != nil {
