@@ -39,3 +39,5 @@ var _ Store = (*client.Client)(nil)
 type UAMRegistry interface {
 	DeleteUAM(ctx context.Context, appID, subClusterID string) (int, error)
 }
+
+var _ UAMRegistry = (*client.Client)(nil)

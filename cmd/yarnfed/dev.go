@@ -332,6 +332,9 @@ func startDevFederation(ctx context.Context, cfg devConfig, dir string, log *slo
 		gcfg := gpg.DefaultConfig()
 		gcfg.ID, gcfg.WebAddress, gcfg.Store = "dev-gpg", cfg.GPGWebAddr, f.sc
 		gcfg.Generator.ManageDefault = false
+		// Reap UAMs whose home application ended, every 5 s (dev's RMs
+		// are simulated and its GPG may kill there).
+		gcfg.UAMReaper.Enabled, gcfg.UAMReaper.Interval = true, gpg.Duration(5*time.Second)
 		gcfg.Logger = log.With("component", "gpg")
 		greg := prometheus.NewRegistry()
 		gcfg.Registerer, gcfg.Gatherer = greg, greg
