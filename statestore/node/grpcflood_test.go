@@ -75,16 +75,21 @@ func TestGRPCIdleConnectionFlood(t *testing.T) {
 		f1.mu.Unlock()
 		return openFDs(t) - base - mine
 	}
-	// Each bound takes effect at accept, so a sample after the flood
-	// connected sees it; the slack covers the client and HTTP sockets
-	// below and connections being replaced as we count.
-	limit := cfg.GRPCMaxPendingHandshakes + 64
+	// Each bound takes effect at accept. A sample can overcount (a flood
+	// socket dialled but not yet in the flood's set looks like a replica
+	// socket), so the least of a few samples is compared; without the
+	// bounds every flood socket stays open for 120 s.
+	least := -1
 	for range 5 {
-		if h := held(); h > limit {
-			t.Fatalf("the replica holds ~%d flood sockets, want <= %d (max pending handshakes %d)", h, limit, cfg.GRPCMaxPendingHandshakes)
+		if h := held(); least < 0 || h < least {
+			least = h
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if limit := cfg.GRPCMaxPendingHandshakes + 64; least > limit {
+		t.Fatalf("the replica holds ~%d flood sockets, want <= %d (max pending handshakes %d)", least, limit, cfg.GRPCMaxPendingHandshakes)
+	}
+	t.Logf("replica holds ~%d of %d flood sockets", least, other+same)
 	if !ready() {
 		storetest.Poll(t, 20*time.Second, ready)
 	}
