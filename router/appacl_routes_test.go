@@ -1,6 +1,7 @@
 package router_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,5 +144,39 @@ func TestProxyPathCannotClimbOut(t *testing.T) {
 	code, _, b := s.call("GET", "/proxy/"+app+"/%2e%2e/%2e%2e/ws/v1/cluster/apps", "", "", "")
 	if code != http.StatusBadRequest || !strings.Contains(string(b), "leaves /proxy/"+app) {
 		t.Fatalf("climbing proxy path: %d %.300s, want 400", code, b)
+	}
+}
+
+// TestAuditRecordsTheClientsResult: a relayed call the home RM refuses
+// (a move to a queue it does not have: its own 400) is audited as a
+// FAILURE, as the client saw it; one it accepts as a SUCCESS.
+func TestAuditRecordsTheClientsResult(t *testing.T) {
+	var logs syncBuf
+	s := newSimFed(t, func(c *router.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	app := router.AppIDString(s.submitApp(false))
+	base := "/ws/v1/cluster/apps/" + app
+	if code, _, b := s.call("PUT", base+"/queue", "", "application/json", `{"queue":"nope"}`); code != http.StatusBadRequest {
+		t.Fatalf("move to an unknown queue: %d %s, want the RM's 400", code, b)
+	}
+	if code, _, b := s.call("PUT", base+"/priority", "", "application/json", `{"priority":3}`); code != http.StatusOK {
+		t.Fatalf("priority: %d %s", code, b)
+	}
+	var queueLine, prioLine string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, "msg=audit") || !strings.Contains(l, app) {
+			continue
+		}
+		switch {
+		case strings.Contains(l, "operation=\"REST app-queue-put\""):
+			queueLine = l
+		case strings.Contains(l, "operation=\"REST app-priority-put\""):
+			prioLine = l
+		}
+	}
+	if !strings.Contains(queueLine, "result=FAILURE") {
+		t.Errorf("refused move audited as %q, want result=FAILURE", queueLine)
+	}
+	if !strings.Contains(prioLine, "result=SUCCESS") {
+		t.Errorf("priority change audited as %q, want result=SUCCESS", prioLine)
 	}
 }

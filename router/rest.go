@@ -117,7 +117,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 		reply, err := r.withAppCheck(h)(ctx, req) // rest_appacl.go
 		r.metrics.observe(method, start, err)
 		if mutating {
-			r.auditLog(ctx, method, a, err)
+			r.auditLog(ctx, method, a, auditOutcome(reply, err))
 		}
 		if err != nil {
 			status, body := restFailure(err)
