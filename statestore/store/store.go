@@ -309,6 +309,7 @@ func (s *Store) initMetrics() {
 				return 0
 			}),
 	}
+	s.collectors = append(s.collectors, limitsGauge(s.cfg.Limits))
 	if s.layer != nil {
 		s.collectors = append(s.collectors, s.layer.Collectors()...)
 	}
