@@ -91,7 +91,7 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	app := AppIDString(id)
 	auditOf(ctx).app = app
 	user := userOf(ctx)
-	if allowed, _ := r.appACLs.allowed(user, app, rule.kind); allowed {
+	if allowed, _ := r.appACLs.allowed(ctx, user, app, rule.kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
