@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/yarnfed/yarnfed/statestore/security"
 )
 
 // connLimits bound what peers can make the gRPC port hold (the config
@@ -77,6 +79,7 @@ type guardedConn struct {
 	ip      string
 	elem    *list.Element // in l.pending while unauthenticated; under l.mu
 	closed  bool          // under l.mu
+	spoke   bool          // bytes were seen waiting; under l.mu
 	closeMu sync.Once
 }
 
@@ -182,14 +185,26 @@ func (l *guardedListener) admit(raw net.Conn) *guardedConn {
 	return c
 }
 
-// oldestPending is the oldest unauthenticated connection in scope. Under l.mu.
+// oldestPending is the oldest unauthenticated connection in scope that has
+// sent nothing yet (no bytes waiting in its socket: a real client's
+// ClientHello arrives at once, before grpc-go's goroutine reads it), else
+// the oldest unauthenticated one in scope. Under l.mu.
 func (l *guardedListener) oldestPending(in func(*guardedConn) bool) *guardedConn {
+	var first *guardedConn
 	for e := l.pending.Front(); e != nil; e = e.Next() {
-		if c := e.Value.(*guardedConn); in(c) {
+		c := e.Value.(*guardedConn)
+		if !in(c) {
+			continue
+		}
+		if !c.spoke && !security.HasUnreadBytes(c.Conn) {
 			return c
 		}
+		c.spoke = true
+		if first == nil {
+			first = c
+		}
 	}
-	return nil
+	return first
 }
 
 func hostIP(a net.Addr) string {

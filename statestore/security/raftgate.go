@@ -206,7 +206,8 @@ func (g *gate) admit(c net.Conn) *pendingConn {
 }
 
 // oldest returns the oldest pending connection in scope that has not
-// spoken yet, else the oldest in scope. Under g.mu.
+// spoken yet (no byte read, none waiting in its socket), else the oldest
+// in scope. Under g.mu.
 func (g *gate) oldest(in func(*pendingConn) bool) *pendingConn {
 	var first *pendingConn
 	for e := g.order.Front(); e != nil; e = e.Next() {
@@ -215,7 +216,10 @@ func (g *gate) oldest(in func(*pendingConn) bool) *pendingConn {
 			continue
 		}
 		if !q.spoke.Load() {
-			return q
+			if !HasUnreadBytes(q.Conn) {
+				return q
+			}
+			q.spoke.Store(true) // its ClientHello is waiting to be read
 		}
 		if first == nil {
 			first = q
