@@ -40,6 +40,10 @@ type appACLs struct {
 	admins ACL
 	groups hadoopipc.GroupMapping
 	known  *lru.Cache[string, appAccess]
+	// load reads an application's owner and lists from the state store
+	// (appacl_store.go; nil: the store cannot), for an application another
+	// router or an earlier run of this one placed.
+	load func(ctx context.Context, app string) (appAccess, bool)
 }
 
 // defaultAppACLCacheSize bounds the applications whose ACLs are kept.
@@ -62,15 +66,7 @@ func (a *appACLs) record(app, owner string, asc *yarnpb.ApplicationSubmissionCon
 		return
 	}
 	acc := appAccess{owner: hadoopipc.ShortName(owner)}
-	for _, e := range asc.GetAmContainerSpec().GetApplication_ACLs() {
-		l := parseAppACL(e.GetAcl())
-		switch e.GetAccessType() {
-		case yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP:
-			acc.view = l
-		case yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP:
-			acc.modify = l
-		}
-	}
+	acc.view, acc.modify = listsOf(asc.GetAmContainerSpec())
 	a.known.ContainsOrAdd(app, acc)
 }
 
@@ -107,9 +103,15 @@ func (k accessKind) String() string {
 }
 
 // allowed reports whether user may access app; known is false when the
-// router does not know the application's ACLs.
-func (a *appACLs) allowed(user, app string, kind accessKind) (ok, known bool) {
+// router does not know the application's ACLs (not in the cache, and not
+// in the store's row, or ctx is a listing's: see cacheOnly).
+func (a *appACLs) allowed(ctx context.Context, user, app string, kind accessKind) (ok, known bool) {
 	acc, found := a.known.Get(app)
+	if !found && a.load != nil && ctx.Value(cacheOnlyKey{}) == nil {
+		if acc, found = a.load(ctx, app); found {
+			a.known.ContainsOrAdd(app, acc)
+		}
+	}
 	if !found {
 		return true, false
 	}
@@ -151,7 +153,7 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	}
 	user := userOf(ctx)
 	id := AppIDString(app)
-	if allowed, _ := r.appACLs.allowed(user, id, kind); allowed {
+	if allowed, _ := r.appACLs.allowed(ctx, user, id, kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
@@ -177,7 +179,7 @@ func (r *Router) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bo
 	if r.appACLs == nil {
 		return true
 	}
-	ok, _ := r.appACLs.allowed(userOf(ctx), AppIDString(app), viewApp)
+	ok, _ := r.appACLs.allowed(ctx, userOf(ctx), AppIDString(app), viewApp)
 	return ok
 }
 
@@ -188,7 +190,7 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 	if r.appACLs == nil || rep == nil {
 		return
 	}
-	if ok, _ := r.appACLs.allowed(userOf(ctx), AppIDString(rep.GetApplicationId()), viewApp); ok {
+	if ok, _ := r.appACLs.allowed(ctx, userOf(ctx), AppIDString(rep.GetApplicationId()), viewApp); ok {
 		return
 	}
 	const na = "N/A"
@@ -214,7 +216,7 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 	if r.appACLs == nil {
 		return
 	}
-	if ok, _ := r.appACLs.allowed(userOf(ctx), a.ID, viewApp); ok {
+	if ok, _ := r.appACLs.allowed(ctx, userOf(ctx), a.ID, viewApp); ok {
 		return
 	}
 	*a = rmrest.App{

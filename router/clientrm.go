@@ -303,8 +303,9 @@ func (r *Router) getApplications(ctx context.Context, req *yarnpb.GetApplication
 		return nil, err
 	}
 	out := r.mergeApplications(res)
+	lctx := cacheOnly(ctx)
 	for _, rep := range out.Applications {
-		r.filterReport(ctx, rep)
+		r.filterReport(lctx, rep)
 	}
 	if l := req.GetLimit(); l > 0 && int64(len(out.Applications)) > l {
 		out.Applications = out.Applications[:l]

@@ -58,6 +58,16 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// proxy_guard.go: the app's ACL, a path that stays under the app, no
+	// identity parameters the router did not authenticate.
+	if err := r.restAppCheck(req.Context(), req); err != nil {
+		return err
+	}
+	target, err := proxyTarget(req.URL.Path, AppIDString(id))
+	if err != nil {
+		return err
+	}
+	query := proxyQuery(req.URL.RawQuery, userOf(req.Context()), r.webAuth != nil)
 	ctx, cancel := context.WithTimeout(req.Context(), r.cfg.Web.WriteTimeout.D())
 	defer cancel()
 	home, _, err := r.homeOf(ctx, id)
@@ -82,11 +92,11 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	}
 	var lastErr error
 	for _, a := range addrs {
-		out, err := http.NewRequestWithContext(ctx, req.Method, "http://"+a+req.URL.EscapedPath(), bytes.NewReader(body))
+		out, err := http.NewRequestWithContext(ctx, req.Method, "http://"+a+target, bytes.NewReader(body))
 		if err != nil {
 			return badRequest("%v", err)
 		}
-		out.URL.RawQuery = req.URL.RawQuery
+		out.URL.RawQuery = query
 		if body == nil {
 			out.Body, out.ContentLength = http.NoBody, 0
 		}

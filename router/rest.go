@@ -26,7 +26,7 @@ import (
 
 const maxRESTBody = 1 << 20 // a submission context is a few KiB; bound what we read
 
-func (r *Router) restRoutes(mux *http.ServeMux) {
+func (r *Router) restRoutes(mux routeMux) {
 	const p = "/ws/v1/cluster"
 	for _, root := range []string{p, p + "/info"} {
 		mux.HandleFunc("GET "+root, r.rest("info", false, r.restInfo))
@@ -114,10 +114,10 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		ctx = context.WithValue(ctx, auditKey{}, a)
-		reply, err := h(ctx, req)
+		reply, err := r.withAppCheck(h)(ctx, req) // rest_appacl.go
 		r.metrics.observe(method, start, err)
 		if mutating {
-			r.auditLog(ctx, method, a, err)
+			r.auditLog(ctx, method, a, auditOutcome(reply, err))
 		}
 		if err != nil {
 			status, body := restFailure(err)

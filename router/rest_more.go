@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -19,7 +20,7 @@ import (
 // node labels ask every sub-cluster and merge the way Hadoop's Router
 // does; delegation tokens are rest_dtoken.go, /proxy is proxy.go.
 
-func (r *Router) restMoreRoutes(mux *http.ServeMux, p string) {
+func (r *Router) restMoreRoutes(mux routeMux, p string) {
 	mux.HandleFunc("GET "+p+"/scheduler", r.rest("scheduler", false, r.restScheduler))
 	mux.HandleFunc("GET "+p+"/appstatistics", r.rest("appstatistics", false, r.restAppStatistics))
 	mux.HandleFunc("GET "+p+"/get-node-labels", r.rest("get-node-labels", false, r.restNodeLabels))
@@ -47,11 +48,11 @@ func (r *Router) restMoreRoutes(mux *http.ServeMux, p string) {
 	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restCancelDelegationToken))
 	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restRenewDelegationToken))
 
-	proxy := http.Handler(http.HandlerFunc(r.proxyApp))
-	if r.webAuth != nil {
-		// Tracking UIs show job details: authenticated as the REST API is.
-		proxy = r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, _ string) { r.proxyApp(w, req) })
-	}
+	// The caller's identity as the REST API's (SPNEGO when configured,
+	// else pseudo): tracking UIs show job details; the app's ACL applies.
+	proxy := r.withWebUser(func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
+		r.proxyApp(w, req.WithContext(hadoopipc.ContextWithUser(req.Context(), u)))
+	})
 	mux.Handle("/proxy/{appid}", proxy)
 	mux.Handle("/proxy/{appid}/{rest...}", proxy)
 }

@@ -175,7 +175,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		out.App = out.App[:q.Limit]
 	}
 	for i := range out.App {
-		r.filterAppInfo(ctx, &out.App[i])
+		r.filterAppInfo(cacheOnly(ctx), &out.App[i])
 	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }

@@ -93,6 +93,9 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("router authz: %w", err)
 	}
 	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
+	if ss, ok := cfg.Store.(SubmissionStore); ok && r.appACLs != nil {
+		r.appACLs.load = storeLoader(ss) // appacl_store.go
+	}
 	if cfg.SPNEGO.Keytab != "" {
 		if r.webAuth, err = newSPNEGOAuth(cfg.SPNEGO, log); err != nil {
 			return nil, fmt.Errorf("router spnego: %w", err)

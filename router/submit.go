@@ -41,7 +41,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	app := AppIDString(asc.GetApplicationId())
 	auditOf(ctx).app = app
 	sub := submissionOf(asc)
-	trimmed := trimSubmission(asc)
+	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl_store.go
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
@@ -243,10 +243,12 @@ const maxTrimmedSubmission = 64 << 10
 
 // trimSubmission is the submission context stored beside an application's
 // home: everything but the AM container spec, which carries credentials and
-// can be large. Marshalled deterministically so equal contexts compare equal.
-func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto) []byte {
+// can be large, except its application ACLs, kept with the submitter's
+// name (aclSpec) so every router decides access alike. Marshalled
+// deterministically so equal contexts compare equal.
+func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto, owner string) []byte {
 	t := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
-	t.AmContainerSpec = nil
+	t.AmContainerSpec = aclSpec(asc.GetAmContainerSpec(), owner)
 	b, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(t)
 	if err != nil || len(b) > maxTrimmedSubmission {
 		return nil
@@ -270,7 +272,7 @@ func sameSubmission(stored []byte, asc *yarnpb.ApplicationSubmissionContextProto
 		return true
 	}
 	cur := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
-	cur.AmContainerSpec = nil
+	cur.AmContainerSpec, prev.AmContainerSpec = nil, nil // the spec is not kept; its ACLs are not the retry's identity
 	clearDefaults(prev.ProtoReflect())
 	clearDefaults(cur.ProtoReflect())
 	return proto.Equal(prev, cur)

@@ -369,3 +369,17 @@ func (s *Store) Policy(queue string) (router.PolicyConfiguration, bool) {
 	p, ok := s.policies[queue]
 	return p, ok
 }
+
+// GetApplicationSubmission returns the submission context stored with
+// app's home (router.SubmissionStore).
+func (s *Store) GetApplicationSubmission(_ context.Context, app string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter("GetApplicationSubmission"); err != nil {
+		return nil, err
+	}
+	if _, ok := s.homes[app]; !ok {
+		return nil, fmt.Errorf("%s: %w", app, router.ErrNoHome)
+	}
+	return append([]byte(nil), s.submissions[app]...), nil
+}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/yarnfed/yarnfed/statestore/security"
@@ -59,12 +60,17 @@ func newGRPCServer(cfg Config, tls *security.Reloader) *grpc.Server {
 	})
 	unary := []grpc.UnaryServerInterceptor{metrics.UnaryServerInterceptor(), logging.UnaryServerInterceptor(accessLog, logOpts...)}
 	stream := []grpc.StreamServerInterceptor{metrics.StreamServerInterceptor(), logging.StreamServerInterceptor(accessLog, logOpts...)}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxContextBytes + 1<<20)}
+	// ConnectionTimeout bounds the TLS handshake and HTTP/2 preface (the
+	// default, 120 s, let idle sockets pile up); guardCreds tells the
+	// connection limits (connguard.go) when a connection authenticated.
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxContextBytes + 1<<20), grpc.ConnectionTimeout(cfg.GRPCHandshakeTimeout.D())}
 	if tls != nil {
 		auth := security.Authorizer{}
 		unary = append(unary, auth.Unary())
 		stream = append(stream, auth.Stream())
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tls.ServerConfig(""))))
+		opts = append(opts, grpc.Creds(guardCreds{credentials.NewTLS(tls.ServerConfig(""))}))
+	} else {
+		opts = append(opts, grpc.Creds(guardCreds{insecure.NewCredentials()}))
 	}
 	unary = append(unary, recovery.UnaryServerInterceptor(recoverOpt))
 	stream = append(stream, recovery.StreamServerInterceptor(recoverOpt))

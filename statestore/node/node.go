@@ -83,13 +83,31 @@ type Config struct {
 	// client auth key usages): it is presented to clients, to Raft peers,
 	// and when forwarding to the leader.
 	TLS security.TLSInfo `json:"tls"`
+	// gRPC connection bounds: all connections, per client IP,
+	// unauthenticated at once (beyond these the oldest unauthenticated
+	// one is closed, else the newcomer), and the time a connection has to
+	// finish its TLS handshake and HTTP/2 preface.
+	GRPCMaxConns             int             `json:"grpc_max_conns"`
+	GRPCMaxConnsPerAddr      int             `json:"grpc_max_conns_per_addr"`
+	GRPCMaxPendingHandshakes int             `json:"grpc_max_pending_handshakes"`
+	GRPCHandshakeTimeout     config.Duration `json:"grpc_handshake_timeout"`
+	// Raft handshake bounds (security.HandshakeLimits): unauthenticated
+	// connections to the Raft port. Zero: the defaults.
+	RaftHelloTimeout         config.Duration `json:"raft_hello_timeout"`
+	RaftHandshakeTimeout     config.Duration `json:"raft_handshake_timeout"`
+	RaftMaxPendingHandshakes int             `json:"raft_max_pending_handshakes"`
+	RaftMaxPendingPerAddr    int             `json:"raft_max_pending_handshakes_per_addr"`
+	RaftMaxPendingPerPeer    int             `json:"raft_max_pending_handshakes_per_peer"`
 	// Insecure runs plaintext and unauthenticated, with a warning (test and
 	// dev federations only). With neither TLS nor Insecure, Start refuses.
 	Insecure bool `json:"insecure"`
 
 	Logger     *slog.Logger          `json:"-"`
 	Registerer prometheus.Registerer `json:"-"`
-	Gatherer   prometheus.Gatherer   `json:"-"`
+	// raftLimits, when set, replaces the Raft handshake fields (tests
+	// measure variants with the measurement switches).
+	raftLimits *security.HandshakeLimits
+	Gatherer   prometheus.Gatherer `json:"-"`
 }
 
 // DefaultConfig returns a single-replica configuration on loopback.
@@ -107,6 +125,33 @@ func DefaultConfig() Config {
 		SnapshotThreshold:   8192,
 		MaxContextBytes:     l.MaxContextBytes,
 		MaxListApplications: l.MaxListLimit,
+	}.withHandshakeDefaults()
+}
+
+func (c Config) withHandshakeDefaults() Config {
+	d := security.DefaultHandshakeLimits()
+	c.RaftHelloTimeout = config.Duration(d.HelloTimeout)
+	c.RaftHandshakeTimeout = config.Duration(d.HandshakeTimeout)
+	c.RaftMaxPendingHandshakes = d.MaxPending
+	c.RaftMaxPendingPerAddr = d.MaxPendingPerAddr
+	c.RaftMaxPendingPerPeer = d.MaxPendingPerPeer
+	c.GRPCMaxConns, c.GRPCMaxConnsPerAddr, c.GRPCMaxPendingHandshakes = 10000, 512, 256
+	c.GRPCHandshakeTimeout = config.Duration(5 * time.Second)
+	return c
+}
+
+func (c Config) grpcLimits() connLimits {
+	return connLimits{maxConns: c.GRPCMaxConns, maxPerAddr: c.GRPCMaxConnsPerAddr, maxPending: c.GRPCMaxPendingHandshakes, handshakeTimeout: c.GRPCHandshakeTimeout.D()}
+}
+
+// raftHandshakeLimits are the configured Raft handshake bounds.
+func (c Config) raftHandshakeLimits() security.HandshakeLimits {
+	if c.raftLimits != nil {
+		return *c.raftLimits
+	}
+	return security.HandshakeLimits{
+		MaxPending: c.RaftMaxPendingHandshakes, MaxPendingPerAddr: c.RaftMaxPendingPerAddr, MaxPendingPerPeer: c.RaftMaxPendingPerPeer,
+		HelloTimeout: c.RaftHelloTimeout.D(), HandshakeTimeout: c.RaftHandshakeTimeout.D(),
 	}
 }
 
@@ -152,6 +197,8 @@ func (c *Config) Validate() error {
 		return errors.New("unsafe_no_sync needs raft_log_store \"bolt\" (raft-wal always fsyncs)")
 	case c.Insecure && !c.TLS.Empty():
 		return errors.New("insecure and tls are exclusive")
+	case c.GRPCMaxConns <= 0 || c.GRPCMaxConnsPerAddr <= 0 || c.GRPCMaxPendingHandshakes <= 0 || c.GRPCHandshakeTimeout <= 0:
+		return errors.New("grpc_max_conns, grpc_max_conns_per_addr, grpc_max_pending_handshakes and grpc_handshake_timeout must be positive")
 	case c.HeartbeatTimeout < config.Duration(5*time.Millisecond) || c.ElectionTimeout < config.Duration(5*time.Millisecond):
 		return errors.New("heartbeat_timeout and election_timeout must be at least 5ms")
 	}
@@ -193,6 +240,7 @@ type Node struct {
 	grpc  *grpc.Server
 	tls   *security.Reloader // nil: plaintext
 	lis   net.Listener
+	guard *guardedListener
 	http  *http.Server
 	hlis  net.Listener
 }
@@ -236,7 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		HeartbeatTimeout: time.Duration(cfg.HeartbeatTimeout), ElectionTimeout: time.Duration(cfg.ElectionTimeout),
 		LeaderLeaseTimeout: time.Duration(cfg.HeartbeatTimeout) / 2,
 		SnapshotInterval:   time.Duration(cfg.SnapshotInterval), SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
-		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer, RaftTLS: n.tls,
+		Limits: limits, Logger: cfg.Logger, Registerer: cfg.Registerer, RaftTLS: n.tls, RaftHandshake: cfg.raftHandshakeLimits(),
 	})
 	if err != nil {
 		n.lis.Close()
@@ -245,7 +293,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.srv = server.New(server.Config{Store: n.Store, Logger: cfg.Logger, DialOptions: n.dialOptions()})
 	n.grpc = newGRPCServer(cfg, n.tls)
 	n.srv.Register(n.grpc)
-	go n.grpc.Serve(n.lis)
+	n.guard = newGuardedListener(n.lis, cfg.grpcLimits())
+	if cfg.Registerer != nil {
+		for _, c := range n.guard.collectors() {
+			if err := cfg.Registerer.Register(c); err != nil {
+				cfg.Logger.Warn("statestore: register metric", "error", err)
+			}
+		}
+	}
+	go n.grpc.Serve(n.guard)
 	if cfg.HTTPAddress != "" {
 		if n.hlis, err = net.Listen("tcp", cfg.HTTPAddress); err != nil {
 			n.Close()
@@ -357,6 +413,11 @@ func (n *Node) Close() error {
 	var err error
 	if n.srv != nil {
 		err = n.srv.Close()
+	}
+	if n.guard != nil && n.cfg.Registerer != nil {
+		for _, c := range n.guard.collectors() {
+			n.cfg.Registerer.Unregister(c)
+		}
 	}
 	if n.Store != nil {
 		err = errors.Join(err, n.Store.Close())

@@ -22,7 +22,7 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +32,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func testConfig(t *testing.T, id string) Config {
+func testConfig(t testing.TB, id string) Config {
 	cfg := DefaultConfig()
 	cfg.NodeID = id
 	cfg.DataDir = filepath.Join(t.TempDir(), id)

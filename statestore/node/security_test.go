@@ -23,12 +23,12 @@ import (
 )
 
 type pki struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	ca  *security.CA
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t testing.TB) *pki {
 	ca, err := security.NewCA("test", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func (p *pki) client(name string, roles ...security.Role) *tls.Config {
 	return r.ClientConfig()
 }
 
-func tlsConfig(t *testing.T, p *pki, id string) Config {
+func tlsConfig(t testing.TB, p *pki, id string) Config {
 	cfg := testConfig(t, id)
 	cfg.Insecure = false
 	cfg.TLS = p.files(id, security.RoleReplica)

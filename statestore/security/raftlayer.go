@@ -1,6 +1,7 @@
 package security
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // StreamLayer is a raft.StreamLayer over mutual TLS: both ends must
@@ -19,6 +21,7 @@ type StreamLayer struct {
 	advertise net.Addr
 	server    *tls.Config
 	client    *tls.Config
+	gate      *gate
 
 	once      sync.Once
 	ready     chan net.Conn
@@ -26,13 +29,16 @@ type StreamLayer struct {
 	acceptErr error         // set before done is closed
 }
 
-// handshakeTimeout bounds how long an accepted or dialled connection may
-// take to authenticate (an idle unauthenticated socket is closed).
-const handshakeTimeout = 10 * time.Second
-
 // NewStreamLayer listens on bind; advertise (nil: the bound address) is
-// what peers are told to dial.
+// what peers are told to dial. Handshakes are bounded by
+// DefaultHandshakeLimits.
 func NewStreamLayer(bind string, advertise net.Addr, r *Reloader) (*StreamLayer, error) {
+	return NewStreamLayerWithLimits(bind, advertise, r, HandshakeLimits{})
+}
+
+// NewStreamLayerWithLimits is NewStreamLayer with explicit handshake
+// limits (zero fields: the defaults).
+func NewStreamLayerWithLimits(bind string, advertise net.Addr, r *Reloader, lim HandshakeLimits) (*StreamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -44,16 +50,25 @@ func NewStreamLayer(bind string, advertise net.Addr, r *Reloader) (*StreamLayer,
 		ln.Close()
 		return nil, errors.New("raft advertise address is unspecified (0.0.0.0): set an address peers can dial")
 	}
-	return &StreamLayer{ln: ln, advertise: advertise, server: r.ServerConfig(RoleReplica), client: r.ClientConfig(), ready: make(chan net.Conn), done: make(chan struct{})}, nil
+	return &StreamLayer{ln: ln, advertise: advertise, server: r.ServerConfig(RoleReplica), client: r.ClientConfig(),
+		gate: newGate(lim), ready: make(chan net.Conn), done: make(chan struct{})}, nil
 }
 
-// maxHandshakes bounds connections authenticating at once; more are
-// closed at once (an unauthenticated peer cannot make us hold more).
-const maxHandshakes = 64
+// SetPeers lists the Raft addresses (host:port) of the cluster's replicas:
+// connections from their IPs authenticate in their own pool, which
+// unlisted addresses cannot fill. Host names are resolved now, with ctx.
+func (l *StreamLayer) SetPeers(ctx context.Context, addrs []string) {
+	l.gate.setPeers(resolvePeerIPs(ctx, net.DefaultResolver, addrs))
+}
+
+// Collectors are the layer's metrics (handshake results, pending
+// handshakes, the configured limits).
+func (l *StreamLayer) Collectors() []prometheus.Collector { return l.gate.collectors() }
 
 // Accept returns the next connection that completed its TLS handshake.
-// Handshakes run concurrently (bounded, with a deadline), so a silent or
-// failing peer neither blocks nor stops the transport's accept loop.
+// Handshakes run concurrently (admitted by the gate, with deadlines), so a
+// silent or failing peer neither blocks nor stops the transport's accept
+// loop, and a flood of them cannot keep a replica out (HandshakeLimits).
 func (l *StreamLayer) Accept() (net.Conn, error) {
 	l.once.Do(l.start)
 	select {
@@ -66,7 +81,6 @@ func (l *StreamLayer) Accept() (net.Conn, error) {
 
 func (l *StreamLayer) start() {
 	go func() {
-		sem := make(chan struct{}, maxHandshakes)
 		for {
 			c, err := l.ln.Accept()
 			if err != nil {
@@ -74,35 +88,34 @@ func (l *StreamLayer) start() {
 				close(l.done)
 				return
 			}
-			select {
-			case sem <- struct{}{}:
-			default:
-				c.Close()
-				continue
+			if p := l.gate.admit(c); p != nil {
+				go l.handshake(p)
 			}
-			go func() {
-				defer func() { <-sem }()
-				tc := tls.Server(c, l.server)
-				if err := handshake(tc); err != nil {
-					c.Close()
-					return
-				}
-				select {
-				case l.ready <- tc:
-				case <-l.done:
-					tc.Close()
-				}
-			}()
 		}
 	}()
 }
 
-func handshake(tc *tls.Conn) error {
-	_ = tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tc.Handshake(); err != nil {
-		return err
+// handshake authenticates p: its first byte within HelloTimeout of the
+// accept, the whole handshake within HandshakeTimeout (pendingConn.Read
+// moves the deadline).
+func (l *StreamLayer) handshake(p *pendingConn) {
+	_ = p.Conn.SetDeadline(p.accept.Add(l.gate.lim.HelloTimeout))
+	tc := tls.Server(p, l.server)
+	err := tc.Handshake()
+	if err == nil {
+		err = p.Conn.SetDeadline(time.Time{})
 	}
-	return tc.SetDeadline(time.Time{})
+	if err != nil {
+		l.gate.done(p, hsFailed)
+		p.Conn.Close()
+		return
+	}
+	l.gate.done(p, hsOK)
+	select {
+	case l.ready <- tc:
+	case <-l.done:
+		tc.Close()
+	}
 }
 
 // Close stops listening.

@@ -30,6 +30,7 @@ func wanted(r *pb.WatchRequest, k pb.WatchEvent_Kind) bool {
 // RESET and continues from the present.
 func (s *Server) Watch(r *pb.WatchRequest, stream pb.StateStore_WatchServer) error {
 	ctx := stream.Context()
+	may := watchAllowed(ctx) // watchauthz.go
 	tick := time.NewTicker(s.progressEvery)
 	defer tick.Stop()
 	after := r.GetAfterIndex()
@@ -70,7 +71,7 @@ func (s *Server) Watch(r *pb.WatchRequest, stream pb.StateStore_WatchServer) err
 					if e.GetIndex() > after {
 						after = e.GetIndex()
 					}
-					if !wanted(r, e.GetKind()) {
+					if !wanted(r, e.GetKind()) || !may(e.GetKind()) {
 						continue
 					}
 					if err := stream.Send(e); err != nil {

@@ -44,6 +44,9 @@ type Config struct {
 	// (security.StreamLayer: both ends need a replica certificate) instead
 	// of plain TCP.
 	RaftTLS *security.Reloader
+	// RaftHandshake bounds unauthenticated Raft connections (RaftTLS
+	// only; zero fields: security.DefaultHandshakeLimits).
+	RaftHandshake security.HandshakeLimits
 	// GRPCAddr is the address other replicas forward requests to; the
 	// leader records it in the FSM.
 	GRPCAddr string
@@ -95,6 +98,7 @@ type Store struct {
 	logKind  string
 	trans    raft.Transport
 	snaps    *raft.FileSnapshotStore
+	layer    *security.StreamLayer // nil without RaftTLS
 
 	notifyCh chan bool
 	propCh   chan []*proposal // a request's proposals travel together
@@ -181,11 +185,12 @@ func Open(cfg Config) (*Store, error) {
 			if cfg.RaftAdvertise != "" {
 				adv = advAddr
 			}
-			layer, err := security.NewStreamLayer(cfg.RaftAddr, adv, cfg.RaftTLS)
+			layer, err := security.NewStreamLayerWithLimits(cfg.RaftAddr, adv, cfg.RaftTLS, cfg.RaftHandshake)
 			if err != nil {
 				cleanup()
 				return nil, fmt.Errorf("raft transport: %w", err)
 			}
+			s.layer = layer
 			s.trans = raft.NewNetworkTransportWithLogger(layer, 8, 10*time.Second, hlog)
 		} else if s.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 8, 10*time.Second, hlog); err != nil {
 			cleanup()
@@ -259,6 +264,10 @@ func Open(cfg Config) (*Store, error) {
 	s.wg.Add(2)
 	go s.watchLeadership()
 	go s.runProposer()
+	if s.layer != nil {
+		s.wg.Add(1)
+		go s.refreshRaftPeers()
+	}
 	return s, nil
 }
 
@@ -299,6 +308,10 @@ func (s *Store) initMetrics() {
 				}
 				return 0
 			}),
+	}
+	s.collectors = append(s.collectors, limitsGauge(s.cfg.Limits))
+	if s.layer != nil {
+		s.collectors = append(s.collectors, s.layer.Collectors()...)
 	}
 	if s.cfg.Registerer != nil {
 		for _, c := range s.collectors {

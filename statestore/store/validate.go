@@ -29,6 +29,10 @@ type Limits struct {
 	// MaxListLimit caps one page of ListApplicationHomes (Hadoop's
 	// yarn.federation.state-store.max-applications, default 1000).
 	MaxListLimit int
+	// MaxCapabilityBytes caps a sub-cluster's capability (an agent sends
+	// it with every heartbeat; it is replicated and pushed to every
+	// watcher). Zero: the default.
+	MaxCapabilityBytes int
 }
 
 // DefaultLimits returns the limits used when a Config leaves them zero.
@@ -39,6 +43,7 @@ func DefaultLimits() Limits {
 		MaxIDBytes:           512,
 		MaxTokenBytes:        64 << 10,
 		MaxListLimit:         1000,
+		MaxCapabilityBytes:   64 << 10,
 	}
 }
 
@@ -83,7 +88,14 @@ func (l Limits) address(what, v string) error {
 	return nil
 }
 
-func capability(v string) error {
+func (l Limits) capability(v string) error {
+	max := l.MaxCapabilityBytes
+	if max <= 0 {
+		max = DefaultLimits().MaxCapabilityBytes
+	}
+	if len(v) > max {
+		return invalid("capability is %d bytes, limit %d", len(v), max)
+	}
 	if v != "" && !json.Valid([]byte(v)) {
 		return invalid("capability is not valid JSON")
 	}
@@ -112,7 +124,7 @@ func (l Limits) ValidateSubClusterInfo(in *pb.SubClusterInfo) error {
 	if err := validState(in.GetState()); err != nil {
 		return err
 	}
-	return capability(in.GetCapability())
+	return l.capability(in.GetCapability())
 }
 
 // ValidateHeartbeat checks a heartbeat.
@@ -123,7 +135,7 @@ func (l Limits) ValidateHeartbeat(in *pb.HeartbeatRequest) error {
 	if err := validState(in.GetState()); err != nil {
 		return err
 	}
-	return capability(in.GetCapability())
+	return l.capability(in.GetCapability())
 }
 
 // ValidateDeregister checks a deregistration.
