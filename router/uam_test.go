@@ -489,12 +489,12 @@ func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
 func TestKillWithRegistryDownStillKillsHome(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1})
-	s.store.Fail = func(op string) error {
+	s.store.SetFail(func(op string) error {
 		if op == "GetUAMs" {
 			return fmt.Errorf("fake: store unreachable")
 		}
 		return nil
-	}
+	})
 	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatalf("kill: %v", err)
 	}

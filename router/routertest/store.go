@@ -52,6 +52,14 @@ func (s *Store) enter(op string) error {
 	return nil
 }
 
+// SetFail sets Fail while the store may be in use (Fail itself may only be
+// assigned before the store is shared).
+func (s *Store) SetFail(f func(op string) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Fail = f
+}
+
 // Ops reports how many times op was called.
 func (s *Store) Ops(op string) int {
 	s.mu.Lock()
