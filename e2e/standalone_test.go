@@ -296,7 +296,6 @@ func (n *saNM) writeConf() error {
 		// MapReduce's shuffle (scenario e), on an ephemeral port.
 		"yarn.nodemanager.aux-services":                                                 "mapreduce_shuffle",
 		"yarn.nodemanager.aux-services.mapreduce_shuffle.class":                         "org.apache.hadoop.mapred.ShuffleHandler",
-		"mapreduce.shuffle.port":                                                        "0",
 		"yarn.nodemanager.process-kill-wait.ms":                                         "500",
 		"yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
 		"yarn.timeline-service.enabled":                                                 "false",
@@ -316,6 +315,12 @@ func (n *saNM) writeConf() error {
 		"yarn.client.nodemanager-connect.retry-interval-ms": true,
 	}
 	if err := writeHadoopConf(filepath.Join(n.confDir, "yarn-site.xml"), props, final); err != nil {
+		return err
+	}
+	// The shuffle handler reads its port through a JobConf, whose
+	// mapred-default.xml (loaded after yarn-site.xml) would put back 13562:
+	// two NMs on one machine then collide. Ephemeral, in mapred-site.xml.
+	if err := writeHadoopConf(filepath.Join(n.confDir, "mapred-site.xml"), map[string]string{"mapreduce.shuffle.port": "0"}, nil); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(n.confDir, "log4j.properties"), []byte(daemonLog4j), 0o644)
@@ -526,12 +531,17 @@ var (
 func needUAMFed(t *testing.T) *uamFed {
 	t.Helper()
 	needAMRMProxy(t)
-	uamFedMu.Lock()
-	if sharedUAM == nil && uamFedErr == nil {
-		sharedUAM, uamFedErr = startUAMFed(t)
-	}
-	f, err := sharedUAM, uamFedErr
-	uamFedMu.Unlock()
+	f, err := func() (*uamFed, error) {
+		uamFedMu.Lock()
+		defer uamFedMu.Unlock()
+		if sharedUAM == nil && uamFedErr == nil {
+			// startUAMFed fails the test with t.Fatal (Goexit) on a timeout:
+			// later tests then get this error instead of a second try.
+			uamFedErr = fmt.Errorf("it failed to start in %s", t.Name())
+			sharedUAM, uamFedErr = startUAMFed(t)
+		}
+		return sharedUAM, uamFedErr
+	}()
 	if err != nil {
 		t.Fatalf("interop: standalone federation: %v", err)
 	}
@@ -625,10 +635,15 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ok := false
 	defer func() {
-		if err != nil {
+		// Also on t.Fatal (Goexit): nothing may outlive a failed start.
+		if err != nil || !ok {
 			f.failed = true
 			f.stopAll()
+			fmt.Fprintf(os.Stderr, "interop: standalone federation files kept in %s\n", f.dir)
+		}
+		if err != nil {
 			err = fmt.Errorf("%w (files in %s)", err, f.dir)
 		}
 	}()
@@ -698,6 +713,9 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		}
 	}
 	runCtl(t, f.ctl, "--store", f.store, "policy", "save", "--manager", spanManager, "-s", spanPolicy)
+	// The GPG runs here (its UAM reaper): its generator must not rewrite
+	// the weights the scenarios rely on (home SC-1, asks split evenly).
+	runCtl(t, f.ctl, "--store", f.store, "policy", "pin", "default")
 	f.clientRM, f.routerWS = freeAddr(t), freeAddr(t)
 	if f.router, err = startGoProc(f.dir, "router", f.yarnfed, "router", "--store", f.store, "--store-insecure",
 		"--clientrm-address", f.clientRM, "--web-address", f.routerWS, "--admin-address", "",
@@ -737,7 +755,7 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 	// Ready: every RM active with its NMs, every proxy, the router seeing
 	// all four nodes, the GPG's web port.
 	for _, r := range f.rms {
-		r.waitReady(t, 3*time.Minute)
+		r.waitReady(t, 4*time.Minute)
 	}
 	for _, r := range f.rms {
 		for _, n := range r.nms {
@@ -761,6 +779,7 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		return httpOK("http://" + f.gpgWeb + "/healthz")
 	})
 	f.startTook = time.Since(start)
+	ok = true
 	t.Logf("standalone federation up in %s (2 RMs, 4 NMs, 4 proxies, store, 2 agents, router, GPG; files in %s)",
 		f.startTook.Round(time.Millisecond), f.dir)
 	return f, nil
