@@ -158,9 +158,8 @@ func writeHadoopConf(path string, props map[string]string, final map[string]bool
 }
 
 // daemonLog4j: INFO to stderr (the daemon's log file). It sits in every conf
-// dir, the first classpath entry of the daemon and of the containers of an
-// NM (HADOOP_CONF_DIR), so a distributed-shell AM logs at INFO too (its
-// "received N previous attempts' running containers" line is evidence).
+// dir, the first classpath entry of each daemon; distributed-shell AMs get
+// it through -log_properties (see uamFed.runDS).
 const daemonLog4j = `log4j.rootLogger=INFO, stderr
 log4j.appender.stderr=org.apache.log4j.ConsoleAppender
 log4j.appender.stderr.Target=System.err
@@ -842,8 +841,15 @@ func portOf(addr string) string {
 // ---- distributed shell and evidence ----
 
 // runDS runs distributed shell through the router; extra are client flags.
+// The AM gets an INFO log4j.properties (-log_properties; its own
+// classpath would find the harness's WARN one first): its "received N
+// previous attempts' running containers" line is evidence.
 func (f *uamFed) runDS(d dsRun, containers, sleep int, extra ...string) (cliRun, error) {
-	return runDSClient(f.j, f.dir, f.clientRM, d, containers, sleep, extra...)
+	l4j := filepath.Join(f.dir, "am-log4j.properties")
+	if err := os.WriteFile(l4j, []byte(daemonLog4j), 0o644); err != nil {
+		return cliRun{}, err
+	}
+	return runDSClient(f.j, f.dir, f.clientRM, d, containers, sleep, append([]string{"-log_properties", l4j}, extra...)...)
 }
 
 // startDS runs distributed shell in the background.

@@ -24,7 +24,10 @@ func TestStandaloneSpans(t *testing.T) {
 	f := needUAMFed(t)
 	start := time.Now()
 	d := dsRun{name: "sa-span-ds", marker: uniqueMarker("sa-span-ds"), timed: true}
-	out, err := f.runDS(d, 6, 1)
+	// 10 s per container: the secondary's UAM takes seconds to launch on
+	// a loaded machine, and asks the home can serve meanwhile may all go
+	// there (seen at load 30 with 1 s containers).
+	out, err := f.runDS(d, 6, 10)
 	id := f.requireDSSucceeded(t, d.name, out, err)
 	per := f.checkSpan(t, d, 6)
 	atts, _ := attemptsAt(f.rms[0].web, id)
@@ -363,8 +366,14 @@ func TestUAMNewAttemptWithoutKeepContainers(t *testing.T) {
 	}
 	sort.Strings(old)
 	sort.Strings(fresh)
-	t.Logf("%s: attempt 1's containers %v (last stopped %s after the AM kill), attempt 2's %v (first started %s after it)",
-		f.rms[1].id, old, lastOldEnd.Sub(killed).Round(time.Millisecond), fresh, firstNewStart.Sub(killed).Round(time.Millisecond))
+	since := func(ts time.Time) string {
+		if ts.IsZero() {
+			return "never"
+		}
+		return ts.Sub(killed).Round(time.Millisecond).String() + " after the AM kill"
+	}
+	t.Logf("%s: attempt 1's containers %v (last stopped: %s), attempt 2's %v (first started: %s)",
+		f.rms[1].id, old, since(lastOldEnd), fresh, since(firstNewStart))
 	if len(fresh) == 0 {
 		t.Errorf("attempt 2 did not span: no container of it ran on %s", f.rms[1].id)
 	} else if !lastOldEnd.IsZero() && !lastOldEnd.Before(firstNewStart) {
