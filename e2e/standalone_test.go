@@ -242,14 +242,14 @@ func (r *saRM) writeConf() error {
 		"yarn.resourcemanager.am.max-attempts":    "2",
 		// A failed AM's node is avoided by its next attempt (by host: each
 		// NM here is its own 127.0.0.x host).
-		"yarn.am.blacklisting.enabled":                                     "true",
-		"yarn.am.blacklisting.disable-failure-threshold":                   "0.8",
-		"yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms": "0",
-		"yarn.resourcemanager.nodemanagers.heartbeat-interval-ms":          "250",
-		"yarn.scheduler.minimum-allocation-mb":                             "128",
-		"yarn.timeline-service.enabled":                                    "false",
-		"yarn.resourcemanager.system-metrics-publisher.enabled":            "false",
-		"yarn.nm.liveness-monitor.expiry-interval-ms":                      "20000",
+		"yarn.resourcemanager.am-scheduling.node-blacklisting-enabled":           "true",
+		"yarn.resourcemanager.am-scheduling.node-blacklisting-disable-threshold": "0.8",
+		"yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms":       "0",
+		"yarn.resourcemanager.nodemanagers.heartbeat-interval-ms":                "250",
+		"yarn.scheduler.minimum-allocation-mb":                                   "128",
+		"yarn.timeline-service.enabled":                                          "false",
+		"yarn.resourcemanager.system-metrics-publisher.enabled":                  "false",
+		"yarn.nm.liveness-monitor.expiry-interval-ms":                            "20000",
 		"hadoop.tmp.dir": filepath.Join(r.dir, "tmp"),
 	}
 	if err := writeHadoopConf(filepath.Join(r.confDir, "yarn-site.xml"), props, nil); err != nil {
