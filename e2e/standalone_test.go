@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -560,8 +561,44 @@ func needUAMFed(t *testing.T) *uamFed {
 			f.failed = true
 			f.dumpLogs(t)
 		}
+		// After the check: whatever the test left live (a failed test's
+		// app, a leaked UAM) is killed through the RMs' REST API, so the
+		// next test on the shared federation starts clean.
+		f.tidy(t, since)
 	})
 	return f
+}
+
+// tidy kills, on every live RM, each application started at or after
+// since that is still NEW..RUNNING (RM REST: PUT .../state KILLED as the
+// app's user), and logs what it killed.
+func (f *uamFed) tidy(t testing.TB, since time.Time) {
+	sinceMs := since.Add(-time.Second).UnixMilli()
+	for _, r := range f.rms {
+		if !r.proc.alive() {
+			continue
+		}
+		apps, err := appsAt(r.web)
+		if err != nil {
+			t.Logf("tidy: %s: %v", r.id, err)
+			continue
+		}
+		for _, a := range apps {
+			if a.StartedTime < sinceMs || !liveAppState(a.State) {
+				continue
+			}
+			url := fmt.Sprintf("http://%s/ws/v1/cluster/apps/%s/state?user.name=%s", r.web, a.ID, a.User)
+			req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(`{"state":"KILLED"}`))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := shortHTTP.Do(req)
+			if err != nil {
+				t.Logf("tidy: killing %s on %s: %v", a.ID, r.id, err)
+				continue
+			}
+			resp.Body.Close()
+			t.Logf("tidy: killed %s (%s, %s) left on %s: HTTP %d", a.ID, a.Name, a.State, r.id, resp.StatusCode)
+		}
+	}
 }
 
 // stopUAMFed stops the shared federation (TestMain), keeping its files when
