@@ -440,7 +440,7 @@ func TestGPGReapsReturningUAM(t *testing.T) {
 }
 
 // (e) MapReduce through the proxies survives an AM failure: pi's MR AM is
-// killed once it runs tasks; attempt 2 (another NM, another proxy)
+// killed once tasks run (at home or on SC-2); attempt 2 (another NM, another proxy)
 // recovers the job, which SUCCEEDS.
 func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	f := needUAMFed(t)
@@ -448,7 +448,10 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	since := time.Now().Add(-time.Second)
 	done := make(chan dsResult, 1)
 	go func() {
-		out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 1000, map[string]string{
+		// 3e6 samples per map: tasks that last seconds, so the AM is
+		// killed while it runs some (1000 samples: the job ended between
+		// two polls).
+		out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 3000000, map[string]string{
 			"mapreduce.am.max-attempts": "2",
 		})
 		done <- dsResult{out, err}
@@ -467,7 +470,13 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 		for _, a := range apps {
 			if a.Name == "QuasiMonteCarlo" && a.StartedTime >= since.UnixMilli() {
 				id = a.ID
-				return a.State == "RUNNING" && a.RunningContainers >= 2, fmt.Sprintf("%s %s, %d containers", a.ID, a.State, a.RunningContainers)
+				if a.State != "RUNNING" {
+					return false, fmt.Sprintf("%s %s", a.ID, a.State)
+				}
+				// Tasks running at home (beside the AM) or on SC-2.
+				sc2, _, _ := appAt(f.rms[1].web, id)
+				return a.RunningContainers >= 2 || sc2.RunningContainers >= 1,
+					fmt.Sprintf("%s %s, %d containers at home, %d on %s", a.ID, a.State, a.RunningContainers, sc2.RunningContainers, f.rms[1].id)
 			}
 		}
 		return false, "not submitted yet"
