@@ -424,16 +424,29 @@ func (n *saNM) killNM(t testing.TB) int {
 
 func (n *saNM) startNM(t testing.TB) {
 	t.Helper()
+	// The RM may still list the killed NM RUNNING (liveness expiry 20 s):
+	// wait for this run's own registration line, then for RUNNING.
+	before := n.registrations()
 	if err := n.proc.start(); err != nil {
 		t.Fatalf("start %s: %v", n.name, err)
 	}
-	waitUntilJVM(t, 2*time.Minute, n.name+" RUNNING on "+n.sc.id, n.proc, func() (bool, string) {
+	waitUntilJVM(t, 2*time.Minute, n.name+" registered and RUNNING on "+n.sc.id, n.proc, func() (bool, string) {
+		if got := n.registrations(); got <= before {
+			return false, "not registered with its RM yet"
+		}
 		nodes, err := n.sc.runningNodes()
 		if err != nil {
 			return false, err.Error()
 		}
 		return nodes[n.nodeID()], fmt.Sprintf("running: %v", sortedKeys(nodes))
 	})
+}
+
+// registrations counts the NM log's "Registered with ResourceManager"
+// lines (one per successful registration, every run of the process).
+func (n *saNM) registrations() int {
+	b, _ := os.ReadFile(n.proc.logPath)
+	return strings.Count(string(b), "Registered with ResourceManager as")
 }
 
 // killContainersUnder SIGKILLs the process group of every container whose

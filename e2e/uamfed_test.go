@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
 // Issue 19's proof on the standalone federation (standalone_test.go): one
@@ -36,6 +39,30 @@ func TestStandaloneSpans(t *testing.T) {
 		t.Logf("AM ran on %v; containers per NM: %v", nmName(n), per)
 	}
 	t.Logf("scenario took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestStandaloneNMRestart checks the NM fault helpers: an NM (and its
+// containers) SIGKILLed and started again registers with its RM anew, and
+// the federation sees all four nodes again.
+func TestStandaloneNMRestart(t *testing.T) {
+	f := needUAMFed(t)
+	start := time.Now()
+	n := f.rms[1].nms[1]
+	killed := n.killNM(t)
+	t.Logf("killed %s (%d container processes)", n.name, killed)
+	n.startNM(t)
+	waitUntil(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
+		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
+		if !ok {
+			return false, string(b)
+		}
+		var m rmrest.ClusterMetricsResponse
+		if err := json.Unmarshal(b, &m); err != nil {
+			return false, err.Error()
+		}
+		return m.ClusterMetrics.ActiveNodes == 4, fmt.Sprintf("%d of 4 nodes active", m.ClusterMetrics.ActiveNodes)
+	})
+	t.Logf("%s back in %s", n.name, time.Since(start).Round(time.Millisecond))
 }
 
 func nmName(n *saNM) string {
