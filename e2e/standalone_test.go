@@ -36,9 +36,11 @@ import (
 // address (final). Plus the real Raft store, an agent per RM, the router
 // and the GPG. See DESIGN.md ("The standalone federation").
 
-// jvmProc is one Hadoop daemon JVM: its output appended to a log file, in
-// its own process group, SIGKILLed if the test binary dies (Pdeathsig), and
-// restartable with the same command line (same ports, same dirs).
+// jvmProc is one daemon of the standalone federation (a Hadoop JVM, or one
+// of our Go processes): its output appended to a log file, in its own
+// process group, SIGKILLed if the test binary dies (Pdeathsig: a killed
+// `go test` leaves nothing behind), and restartable with the same command
+// line (same ports, same dirs).
 type jvmProc struct {
 	name    string
 	argv    []string // java and its arguments
@@ -209,7 +211,7 @@ type saNM struct {
 	proc                 *jvmProc
 	// The AMRMProxy on this NM's host.
 	proxyAddr, proxyWeb string
-	proxy               *proc
+	proxy               *jvmProc
 }
 
 // rmJVMFlags keep a daemon small and avoid DNS lookups of the 127.0.0.x
@@ -504,10 +506,10 @@ type uamFed struct {
 	ctl      string
 	store    string
 	rms      [2]*saRM
-	store1   *proc
-	agents   [2]*proc
-	router   *proc
-	gpg      *proc
+	store1   *jvmProc
+	agents   [2]*jvmProc
+	router   *jvmProc
+	gpg      *jvmProc
 	gpgWeb   string
 	clientRM string // the router's ApplicationClientProtocol address
 	routerWS string
@@ -647,7 +649,7 @@ func (f *uamFed) stopAll() {
 					_ = syscall.Kill(-pid, syscall.SIGKILL)
 				}
 				if n.proxy != nil {
-					n.proxy.Kill()
+					n.proxy.kill()
 				}
 			}()
 		}
@@ -655,17 +657,17 @@ func (f *uamFed) stopAll() {
 		go func() { defer wg.Done(); r.proc.stop(15 * time.Second) }()
 	}
 	wg.Wait()
-	for _, p := range []*proc{f.gpg, f.router, f.agents[0], f.agents[1], f.store1} {
+	for _, p := range []*jvmProc{f.gpg, f.router, f.agents[0], f.agents[1], f.store1} {
 		if p != nil {
-			p.Kill()
+			p.kill()
 		}
 	}
 }
 
 // startGoProc starts a yarnfed process not bound to a test's lifetime.
-func startGoProc(dir, name, bin string, args ...string) (*proc, error) {
-	p := &proc{Name: name, Bin: bin, Args: args, LogPath: filepath.Join(dir, name+".log")}
-	if err := p.Start(); err != nil {
+func startGoProc(dir, name, bin string, args ...string) (*jvmProc, error) {
+	p := &jvmProc{name: name, argv: append([]string{bin}, args...), logPath: filepath.Join(dir, name+".log")}
+	if err := p.start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	return p, nil
@@ -750,7 +752,7 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		"--insecure"); err != nil {
 		return nil, err
 	}
-	waitUntil(t, 30*time.Second, "the state store's leader", f.store1, func() (bool, string) {
+	waitUntilJVM(t, 30*time.Second, "the state store's leader", f.store1, func() (bool, string) {
 		return httpOK("http://" + httpAddr + "/readyz")
 	})
 	for i, r := range f.rms {
@@ -808,12 +810,12 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 	}
 	for _, r := range f.rms {
 		for _, n := range r.nms {
-			waitUntil(t, 30*time.Second, n.name+"'s amrmproxy ready", n.proxy, func() (bool, string) {
+			waitUntilJVM(t, 30*time.Second, n.name+"'s amrmproxy ready", n.proxy, func() (bool, string) {
 				return httpOK("http://" + n.proxyWeb + "/readyz")
 			})
 		}
 	}
-	waitUntil(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
+	waitUntilJVM(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
 		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
 		if !ok {
 			return false, string(b)
@@ -824,7 +826,7 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		}
 		return m.ClusterMetrics.TotalNodes == 4, fmt.Sprintf("%d of 4 nodes", m.ClusterMetrics.TotalNodes)
 	})
-	waitUntil(t, 30*time.Second, "the GPG's web port", f.gpg, func() (bool, string) {
+	waitUntilJVM(t, 30*time.Second, "the GPG's web port", f.gpg, func() (bool, string) {
 		return httpOK("http://" + f.gpgWeb + "/healthz")
 	})
 	f.startTook = time.Since(start)
@@ -852,13 +854,13 @@ func (f *uamFed) leakTargets() []leakTarget {
 // dumpLogs logs where every log is and the tails of the federation's own
 // processes (a failed test).
 func (f *uamFed) dumpLogs(t testing.TB) {
-	for _, p := range []*proc{f.router, f.gpg} {
-		t.Logf("---- %s (%s) ----\n%s", p.Name, p.LogPath, p.Tail(30))
+	for _, p := range []*jvmProc{f.router, f.gpg} {
+		t.Logf("---- %s (%s) ----\n%s", p.name, p.logPath, p.tail(30))
 	}
 	for _, r := range f.rms {
 		t.Logf("%s RM log: %s", r.id, r.proc.logPath)
 		for _, n := range r.nms {
-			t.Logf("---- %s amrmproxy (%s) ----\n%s", n.name, n.proxy.LogPath, n.proxy.Tail(25))
+			t.Logf("---- %s amrmproxy (%s) ----\n%s", n.name, n.proxy.logPath, n.proxy.tail(25))
 			t.Logf("%s NM log: %s; container logs under %s", n.name, n.proc.logPath, n.logDir)
 		}
 	}

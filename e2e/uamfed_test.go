@@ -51,7 +51,7 @@ func TestStandaloneNMRestart(t *testing.T) {
 	killed := n.killNM(t)
 	t.Logf("killed %s (%d container processes)", n.name, killed)
 	n.startNM(t)
-	waitUntil(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
+	waitUntilJVM(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
 		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
 		if !ok {
 			return false, string(b)
@@ -302,7 +302,7 @@ func (f *uamFed) checkOtherNode(t *testing.T, att1 appAttempt, nm1 *saNM, att2 a
 		t.Errorf("attempt 2 runs on the same NM as attempt 1 (%s): the scenario needs another node and proxy", nm1.name)
 	}
 	waitUntil(t, 30*time.Second, "attempt 2 through its own NM's proxy", nil, func() (bool, string) {
-		return strings.Contains(nm2.proxy.Tail(100000), att2.AppAttemptID), nm2.name + "'s proxy log does not name " + att2.AppAttemptID
+		return strings.Contains(nm2.proxy.tail(100000), att2.AppAttemptID), nm2.name + "'s proxy log does not name " + att2.AppAttemptID
 	})
 	return nm2
 }
