@@ -527,6 +527,7 @@ func (mc *miniCluster) infoOrZero() clusterInfo {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopUAMFed(code != 0)
 	clusterMu.Lock()
 	if sharedCluster != nil {
 		sharedCluster.stop()

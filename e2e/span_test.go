@@ -196,6 +196,16 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 			f.proxies[i] = f.startProxy(i)
 		}
 	}
+	// Every test on this federation ends with the shared leak check (issue
+	// 19), before the clusters stop (cleanups run last-registered first). A
+	// test that already failed gets a short look: the list is the point.
+	t.Cleanup(func() {
+		timeout := leakCheckTimeout
+		if t.Failed() {
+			timeout = 5 * time.Second
+		}
+		checkNoLeaks(t, f.leakTargets(), time.Time{}, timeout)
+	})
 	return f
 }
 
@@ -259,12 +269,22 @@ type dsRun struct {
 	// startMarker: each container also prints startedMarker() and its id
 	// before sleeping, so a container is known to run before it ends.
 	startMarker bool
+	// timed: each container prints "<marker>-started <id>" and then the
+	// time (date +%s%N, its own line: evaluated when it runs), sleeps in
+	// the background, and on SIGTERM (the NM stopping it: a kill, a release)
+	// prints "<marker>-ended <id>" and the time before exiting 143; a
+	// container that sleeps to the end prints "<marker> <id>" as usual.
+	timed bool
 }
 
 // command is each shell container's script. The evidence it leaves is the
 // marker, then the container id the NodeManager gave it (its epoch names
 // the sub-cluster), printed when the container ends successfully.
 func (d dsRun) command(sleep int) string {
+	if d.timed {
+		return fmt.Sprintf("{ echo %s $CONTAINER_ID; date +%%s%%N; trap 'echo %s $CONTAINER_ID; date +%%s%%N; exit 143' TERM; sleep %d & wait; echo %s $CONTAINER_ID; }",
+			d.startedMarker(), d.endedMarker(), sleep, d.marker)
+	}
 	cmd := "echo " + d.marker + " $CONTAINER_ID"
 	if sleep > 0 {
 		cmd = fmt.Sprintf("sleep %d; %s", sleep, cmd)
@@ -280,12 +300,22 @@ func (d dsRun) command(sleep int) string {
 // startedMarker is printed by a container when it starts (startMarker).
 func (d dsRun) startedMarker() string { return d.marker + "-started" }
 
+// endedMarker is printed by a timed container stopped by a signal.
+func (d dsRun) endedMarker() string { return d.marker + "-ended" }
+
 // runDS runs Hadoop's distributed shell client through the router (its AM
 // classpath: the NM's $HADOOP_CONF_DIR, i.e. the AM-facing yarn-site.xml,
 // then the Maven jars) and returns when the client exits. Safe to call
 // from any goroutine.
 func (f *spanFed) runDS(d dsRun, containers, sleep int) (cliRun, error) {
-	entries := strings.Split(f.j.classpath, string(os.PathListSeparator))
+	return runDSClient(f.j, f.dir, f.clientRM, d, containers, sleep)
+}
+
+// runDSClient runs the distributed shell client against the ApplicationClientProtocol
+// address clientRM (a router), its conf dir under dir; extra are more client
+// flags (e.g. -keep_containers_across_application_attempts).
+func runDSClient(j *javaEnv, dir, clientRM string, d dsRun, containers, sleep int, extra ...string) (cliRun, error) {
+	entries := strings.Split(j.classpath, string(os.PathListSeparator))
 	var dsJar string
 	for _, e := range entries {
 		if strings.Contains(filepath.Base(e), "distributedshell") {
@@ -295,18 +325,18 @@ func (f *spanFed) runDS(d dsRun, containers, sleep int) (cliRun, error) {
 	if dsJar == "" {
 		return cliRun{}, fmt.Errorf("no distributedshell jar on the classpath")
 	}
-	confDir, err := writeConfDir(f.dir, "ds-"+d.name, map[string]map[string]string{"yarn-site.xml": {
-		"yarn.resourcemanager.address": f.clientRM,
+	confDir, err := writeConfDir(dir, "ds-"+d.name, map[string]map[string]string{"yarn-site.xml": {
+		"yarn.resourcemanager.address": clientRM,
 		"yarn.application.classpath":   "$HADOOP_CONF_DIR," + strings.Join(entries, ","),
 	}})
 	if err != nil {
 		return cliRun{}, err
 	}
-	return f.j.execCLI(cliOptions{jvmFlags: []string{"-Dyarnfed.e2e.log=INFO"}, timeout: 5 * time.Minute}, confDir,
-		"org.apache.hadoop.yarn.applications.distributedshell.Client",
-		"-jar", dsJar, "-appname", d.name, "-queue", "default", "-shell_command", d.command(sleep),
+	args := append([]string{"-jar", dsJar, "-appname", d.name, "-queue", "default", "-shell_command", d.command(sleep),
 		"-num_containers", fmt.Sprint(containers), "-container_memory", "128", "-master_memory", "256",
-		"-timeout", "240000")
+		"-timeout", "240000"}, extra...)
+	return j.execCLI(cliOptions{jvmFlags: []string{"-Dyarnfed.e2e.log=INFO"}, timeout: 5 * time.Minute}, confDir,
+		"org.apache.hadoop.yarn.applications.distributedshell.Client", args...)
 }
 
 // containerEvidence maps each container that printed marker to the
@@ -465,45 +495,56 @@ func (f *spanFed) waitQuiet(t *testing.T, clusters ...*miniCluster) {
 // names a scheduler address nobody serves: the AM must take the AM-facing
 // one of the NodeManager it runs on (final there), not the client's.
 func (f *spanFed) runPi(name string, maps, samples int) (cliRun, error) {
-	entries := strings.Split(f.j.classpath, string(os.PathListSeparator))
+	return runPiClient(f.j, f.dir, f.clientRM, name, maps, samples, nil)
+}
+
+// runPiClient runs `pi` against the ApplicationClientProtocol address
+// clientRM (a router), its files under dir; mapred are extra
+// mapred-site.xml settings.
+func runPiClient(j *javaEnv, dir, clientRM, name string, maps, samples int, mapred map[string]string) (cliRun, error) {
+	entries := strings.Split(j.classpath, string(os.PathListSeparator))
 	cp := strings.Join(entries, ",")
-	work := filepath.Join(f.dir, "mr-"+name)
+	work := filepath.Join(dir, "mr-"+name)
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return cliRun{}, err
 	}
 	// Java 17 needs the same --add-opens in the MR AM and tasks as here.
-	opts := strings.Join(f.j.jvmArgs, " ")
-	confDir, err := writeConfDir(f.dir, "mr-conf-"+name, map[string]map[string]string{
+	opts := strings.Join(j.jvmArgs, " ")
+	mapredSite := map[string]string{
+		"mapreduce.framework.name":          "yarn",
+		"mapreduce.job.queuename":           "default",
+		"mapreduce.application.classpath":   cp,
+		"yarn.app.mapreduce.am.staging-dir": filepath.Join(work, "staging"),
+		// No job history server: the client takes the final state from
+		// the RM's report instead of retrying a dead address.
+		"mapreduce.jobhistory.address":                 "",
+		"yarn.app.mapreduce.am.resource.mb":            "512",
+		"yarn.app.mapreduce.am.command-opts":           "-Xmx384m " + opts,
+		"mapreduce.map.memory.mb":                      "256",
+		"mapreduce.reduce.memory.mb":                   "256",
+		"mapreduce.map.java.opts":                      "-Xmx192m " + opts,
+		"mapreduce.reduce.java.opts":                   "-Xmx192m " + opts,
+		"mapreduce.job.ubertask.enable":                "false",
+		"mapreduce.job.reduce.slowstart.completedmaps": "1.0",
+	}
+	for k, v := range mapred {
+		mapredSite[k] = v
+	}
+	confDir, err := writeConfDir(dir, "mr-conf-"+name, map[string]map[string]string{
 		"yarn-site.xml": {
-			"yarn.resourcemanager.address": f.clientRM,
+			"yarn.resourcemanager.address": clientRM,
 			// Not served by anyone: proves the AM ignores the client's value.
 			"yarn.resourcemanager.scheduler.address": "127.0.0.1:1",
 			"yarn.application.classpath":             "$HADOOP_CONF_DIR," + cp,
 		},
-		"mapred-site.xml": {
-			"mapreduce.framework.name":          "yarn",
-			"mapreduce.job.queuename":           "default",
-			"mapreduce.application.classpath":   cp,
-			"yarn.app.mapreduce.am.staging-dir": filepath.Join(work, "staging"),
-			// No job history server: the client takes the final state from
-			// the RM's report instead of retrying a dead address.
-			"mapreduce.jobhistory.address":                 "",
-			"yarn.app.mapreduce.am.resource.mb":            "512",
-			"yarn.app.mapreduce.am.command-opts":           "-Xmx384m " + opts,
-			"mapreduce.map.memory.mb":                      "256",
-			"mapreduce.reduce.memory.mb":                   "256",
-			"mapreduce.map.java.opts":                      "-Xmx192m " + opts,
-			"mapreduce.reduce.java.opts":                   "-Xmx192m " + opts,
-			"mapreduce.job.ubertask.enable":                "false",
-			"mapreduce.job.reduce.slowstart.completedmaps": "1.0",
-		},
-		"core-site.xml": {"fs.defaultFS": "file:///"},
+		"mapred-site.xml": mapredSite,
+		"core-site.xml":   {"fs.defaultFS": "file:///"},
 	})
 	if err != nil {
 		return cliRun{}, err
 	}
 	// INFO logging: the client logs the application id it submitted.
-	return f.j.execCLI(cliOptions{jvmFlags: []string{"-Dyarnfed.e2e.log=INFO"}, dir: work, timeout: 5 * time.Minute}, confDir,
+	return j.execCLI(cliOptions{jvmFlags: []string{"-Dyarnfed.e2e.log=INFO"}, dir: work, timeout: 5 * time.Minute}, confDir,
 		"org.apache.hadoop.examples.QuasiMonteCarlo", fmt.Sprint(maps), fmt.Sprint(samples))
 }
 
