@@ -513,19 +513,12 @@ type uamFed struct {
 	gpgWeb   string
 	clientRM string // the router's ApplicationClientProtocol address
 	routerWS string
-	// reaper: the GPG runs with its UAM reaper flags (gpgReaperFlags);
-	// false when this build's GPG does not know them (scenario d fails
-	// with the reason).
-	reaper     bool
-	reaperNote string
 	startTook  time.Duration
 	failed     bool // a test on it failed: keep its files
 }
 
-// Placeholders until the GPG's UAM reaper is merged (issue 19): the flag
-// that enables it with its round period. The lead fixes the names here or
-// sets YARNFED_E2E_GPG_REAPER_FLAGS (space-separated) without editing.
-var gpgReaperFlags = []string{"--uam-reaper-interval", "5s"}
+// gpgReaperFlags turn on the GPG's UAM reaper with a short round.
+var gpgReaperFlags = []string{"--uam-reaper", "--uam-reaper-interval", "5s"}
 
 // gpgReaperRound is the reaper's round period the flags above ask for.
 const gpgReaperRound = 5 * time.Second
@@ -787,18 +780,7 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 	f.gpgWeb = freeAddr(t)
 	gpgArgs := []string{"gpg", "--store", f.store, "--store-insecure", "--web-address", f.gpgWeb,
 		"--interval", "5s", "--id", "e2e-gpg"}
-	reaper := gpgReaperFlags
-	if env := os.Getenv("YARNFED_E2E_GPG_REAPER_FLAGS"); env != "" {
-		reaper = strings.Fields(env)
-	}
-	help, _ := exec.Command(f.yarnfed, "gpg", "--help").CombinedOutput()
-	if len(reaper) > 0 && strings.Contains(string(help), reaper[0]+" ") {
-		f.reaper = true
-		gpgArgs = append(gpgArgs, reaper...)
-	} else {
-		f.reaperNote = fmt.Sprintf("this build's GPG has no %q flag (placeholder for its UAM reaper; set YARNFED_E2E_GPG_REAPER_FLAGS)", strings.Join(reaper, " "))
-		t.Logf("interop: %s: the GPG runs without it", f.reaperNote)
-	}
+	gpgArgs = append(gpgArgs, gpgReaperFlags...)
 	if f.gpg, err = startGoProc(f.dir, "gpg", f.yarnfed, gpgArgs...); err != nil {
 		return nil, err
 	}
