@@ -500,21 +500,21 @@ func containerPids(dir string) map[string]int {
 // scenarios of a test binary (needUAMFed; distinct applications); TestMain
 // stops it.
 type uamFed struct {
-	j        *javaEnv
-	dir      string
-	yarnfed  string
-	ctl      string
-	store    string
-	rms      [2]*saRM
-	store1   *jvmProc
-	agents   [2]*jvmProc
-	router   *jvmProc
-	gpg      *jvmProc
-	gpgWeb   string
-	clientRM string // the router's ApplicationClientProtocol address
-	routerWS string
-	startTook  time.Duration
-	failed     bool // a test on it failed: keep its files
+	j         *javaEnv
+	dir       string
+	yarnfed   string
+	ctl       string
+	store     string
+	rms       [2]*saRM
+	store1    *jvmProc
+	agents    [2]*jvmProc
+	router    *jvmProc
+	gpg       *jvmProc
+	gpgWeb    string
+	clientRM  string // the router's ApplicationClientProtocol address
+	routerWS  string
+	startTook time.Duration
+	failed    bool // a test on it failed: keep its files
 }
 
 // gpgReaperFlags turn on the GPG's UAM reaper with a short round.
