@@ -47,8 +47,15 @@ type GPG struct {
 	webLn    net.Listener
 	kick     chan struct{}
 	login    *krbclient.Client // nil without Kerberos
+	// rmREST reads the RMs' REST API for gpg/kube (RMNodes): the cleaner's
+	// timeout and user, SPNEGO with the GPG's login.
+	rmREST struct {
+		http   *http.Client
+		spnego *rmrest.SPNEGO
+	}
 
 	mu          sync.Mutex
+	kubeStatus  func() any // SetKubeStatus
 	last        RoundResult
 	lastErr     error
 	lastRound   time.Time
@@ -87,6 +94,10 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 			return nil, fmt.Errorf("gpg: %w", err)
 		}
 		g.log.Info("Kerberos login for the RMs", "principal", cfg.Kerberos.Principal, "rm_principal", cfg.Kerberos.RMPrincipal)
+	}
+	g.rmREST.http = &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}
+	if g.login != nil {
+		g.rmREST.spnego = rmrest.NewSPNEGO(g.login, cfg.Kerberos.RMHTTPPrincipal)
 	}
 	if g.apps == nil {
 		l := &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
