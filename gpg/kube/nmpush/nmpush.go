@@ -227,10 +227,13 @@ type due struct {
 }
 
 // PushOnce sends, per RM, one updateNodeResource with every NodeManager due.
-// Only contributing nodes with exactly one annotated NodeManager are pushed:
-// a node the source cannot vouch for (stale, reset, not ready) keeps what
-// its RM has, so losing the Kubernetes API does not zero a whole
-// sub-cluster in YARN; the GPG's weights already count it as 0. It returns
+// Only nodes with exactly one annotated NodeManager are pushed: contributing
+// ones their usable capacity, reset ones (Koordinator withdrew the batch) 0
+// with overCommitTimeout -1, a drain that kills nothing; a node the source
+// cannot vouch for (stale, not ready, bad origin) keeps what its RM has, so
+// losing the Kubernetes API does not zero a whole sub-cluster in YARN; the
+// GPG's weights already count it as 0. NodeManagers another writer sizes
+// (checkOtherWriters) are skipped. It returns
 // the number of NodeManagers whose figure an RM accepted. It does nothing
 // while Active says another GPG acts.
 func (p *Pusher) PushOnce(ctx context.Context) int {

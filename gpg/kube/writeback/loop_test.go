@@ -433,6 +433,26 @@ func TestKoordinatorLoop(t *testing.T) {
 	}
 	checkEntries("with a second writer on n2", "n2")
 
+	// The migration's last step: the other writer is stopped and its entry
+	// removed; the next round takes n2 over.
+	remove, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{kube.AnnotationThirdPartyAllocations: nil}}})
+	if _, err := admin.Nodes().Patch(ctx, "n2", types.MergePatchType, remove, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the source to see the removal", func() bool {
+		for _, a := range src.Allocations() {
+			if a.Node == "n2" {
+				return !a.ThirdPartyPresent
+			}
+		}
+		return false
+	})
+	w.WriteOnce(ctx)
+	checkEntries("after the other writer's entry was removed", "")
+	if f := w.Status().ForeignNodes; len(f) != 0 {
+		t.Errorf("Status().ForeignNodes = %v after the removal, want none", f)
+	}
+
 	// 4. A second writer of n1's size in the RM (the operator's
 	//    updateNodeResource with the origin batch): after one repair, left
 	//    alone.

@@ -194,8 +194,18 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 	var work []todo
 	w.mu.Lock()
 	for _, a := range allocs {
+		p, perr := parseAllocations(a.ThirdParty, a.ThirdPartyPresent)
+		own, why := owner(p, perr, a.Written, a.WrittenPresent)
 		if _, ok := w.foreign[a.Node]; ok {
-			continue
+			if own != free {
+				continue
+			}
+			// Only an explicit removal of the other writer's entry (the
+			// migration's last step) frees a Node: koord-yarn-operator never
+			// removes its entry, so this cannot flap.
+			delete(w.foreign, a.Node)
+			w.foreignGauge.Set(float64(len(w.foreign)))
+			w.log.Info("thirdPartyAllocations write-back: the other writer's entry was removed; writing this Node again", "node", a.Node)
 		}
 		var want kube.Batch
 		switch {
@@ -211,8 +221,7 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 		default:
 			continue
 		}
-		p, perr := parseAllocations(a.ThirdParty, a.ThirdPartyPresent)
-		switch own, why := owner(p, perr, a.Written, a.WrittenPresent); own {
+		switch own {
 		case foreign:
 			w.markForeignLocked(a.Node, why)
 			continue
