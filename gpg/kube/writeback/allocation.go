@@ -148,19 +148,18 @@ const (
 
 // owner decides from one consistent view of a Node (both annotations come
 // from the same object version, so our own patch can never look foreign):
-// an entry without our record, an entry differing from our record, a record
-// without an entry (removed by someone) or anything unreadable is foreign.
+// no hadoop-yarn entry is free (nobody claims YARN's holding there; a
+// removal is how an operator hands a Node over), an entry without our
+// record or differing from it, or anything unreadable, is foreign.
 func owner(p parsed, perr error, written string, writtenPresent bool) (ownership, string) {
 	if perr != nil {
 		return foreign, perr.Error()
 	}
 	switch {
-	case p.ours < 0 && !writtenPresent:
-		return free, ""
-	case p.ours >= 0 && !writtenPresent:
-		return foreign, "a hadoop-yarn entry the GPG did not write"
 	case p.ours < 0:
-		return foreign, "the GPG's hadoop-yarn entry was removed by someone else"
+		return free, ""
+	case !writtenPresent:
+		return foreign, "a hadoop-yarn entry the GPG did not write"
 	}
 	w, err := decodeWritten(written)
 	if err != nil {

@@ -69,8 +69,8 @@ func TestOwner(t *testing.T) {
 		{"ours", copilot4x4096, true, w4, true, ours},
 		{"koord-yarn-operator's entry, no record", copilot4x4096, true, "", false, foreign},
 		{"overwritten by someone else", copilot4x4096, true, w2, true, foreign},
-		{"removed by someone else", `{"allocations":[]}`, true, w4, true, foreign},
-		{"annotation removed by someone else", "", false, w4, true, foreign},
+		{"entry removed (a hand-over)", `{"allocations":[]}`, true, w4, true, free},
+		{"annotation removed (a hand-over)", "", false, w4, true, free},
 		{"unreadable annotation", `{"allocations":`, true, "", false, foreign},
 		{"unreadable record", copilot4x4096, true, "{", true, foreign},
 	}

@@ -200,9 +200,9 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 			if own != free {
 				continue
 			}
-			// Only an explicit removal of the other writer's entry (the
-			// migration's last step) frees a Node: koord-yarn-operator never
-			// removes its entry, so this cannot flap.
+			// Only a removal of the other writer's entry (the migration's
+			// last step) frees a Node: koord-yarn-operator never removes its
+			// entry, so this cannot flap.
 			delete(w.foreign, a.Node)
 			w.foreignGauge.Set(float64(len(w.foreign)))
 			w.log.Info("thirdPartyAllocations write-back: the other writer's entry was removed; writing this Node again", "node", a.Node)
@@ -226,7 +226,7 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 			w.markForeignLocked(a.Node, why)
 			continue
 		case free:
-			if want == (kube.Batch{}) {
+			if want == (kube.Batch{}) && !a.WrittenPresent {
 				continue // absent already means "YARN holds nothing"
 			}
 		case ours:
