@@ -23,7 +23,10 @@ import (
 )
 
 // TestGPGKoordinatorLoopTimings runs `yarnfed gpg` with the node-resource
-// push and the thirdPartyAllocations write-back on (both every 200 ms) over
+// push (min_change 0: a pod is replaced by delete + create, and the
+// in-between figure, 6 % above the final one, would otherwise stay on the
+// RM until max_age) and the thirdPartyAllocations write-back on (both every
+// 200 ms) over
 // a real kube-apiserver, a 3-replica Raft store and two simrm sub-clusters,
 // and measures the co-location loop's stages over 20 changes each:
 //   - a batch pod replaced with another size -> the published capacity in
@@ -54,7 +57,7 @@ func TestGPGKoordinatorLoopTimings(t *testing.T) {
 	cfgFile := filepath.Join(dir, "gpg.json")
 	if err := os.WriteFile(cfgFile, []byte(`{"interval":"1h","kubernetes":[
 		{"name":"k8s-test","kubeconfig":"`+kc.WriteKubeconfig(t, kc.AdminToken)+`","default_sub_cluster":"SC-K8S",
-		 "node_resource_push":{"enabled":true,"user":"yarn","interval":"200ms"},
+		 "node_resource_push":{"enabled":true,"user":"yarn","interval":"200ms","min_change":0},
 		 "third_party_allocations":{"enabled":true,"interval":"200ms"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
