@@ -14,6 +14,8 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/nmpush"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // gpgAdminUser is the user the GPG's node-resource push claims; the RM's
@@ -98,4 +100,87 @@ func TestRealRMNodeResourcePush(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("RM shows node %s total %s after the push", nm.ID, want)
+}
+
+// TestRealRMDrainAndUsed: against a real Hadoop 3.4 RM, the two halves of
+// the co-location loop's RM side.
+//   - What the write-back reads: the RM's REST usedMemoryMB and
+//     usedVirtualCores of the NodeManager hold the containers an AM was
+//     given (kube.RMNodesFromREST reads them as they are).
+//   - A reset node's drain: nmpush sends 0 with overCommitTimeout -1; the
+//     RM's totalResource becomes 0/0, and the allocated containers stay:
+//     the NodeManager still holds them and the AM hears of no completed
+//     container over the following heartbeats.
+func TestRealRMDrainAndUsed(t *testing.T) {
+	needJava(t)
+	mc := newCluster(t, clusterOptions{clusterID: "e2e-drain", epoch: 32, nms: 1,
+		set: []string{"yarn.admin.acl=" + gpgAdminUser}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rest := rmrest.NewClient(loopback(mc.info.Web))
+	rc := rmClient(t, mc)
+	id := submitUnmanaged(t, rc, "e2e-drain")
+	am := amClient(t, mc, waitAMRMToken(t, rc, id))
+	call(t, am, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
+		Host: proto.String("127.0.0.1"), RpcPort: proto.Int32(0), TrackingUrl: proto.String(""),
+	}, &yarnpb.RegisterApplicationMasterResponseProto{})
+	responseID := int32(0)
+	ask := []*yarnpb.ResourceRequestProto{{
+		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
+		NumContainers: proto.Int32(2), RelaxLocality: proto.Bool(true),
+	}}
+	var got int
+	heartbeat := func() *yarnpb.AllocateResponseProto {
+		resp := call(t, am, "allocate", &yarnpb.AllocateRequestProto{Ask: ask, ResponseId: proto.Int32(responseID), Progress: proto.Float32(0.1)},
+			&yarnpb.AllocateResponseProto{})
+		ask, responseID = nil, resp.GetResponseId()
+		got += len(resp.GetAllocatedContainers())
+		return resp
+	}
+	poll(t, 60*time.Second, "two containers", func() bool { heartbeat(); return got >= 2 })
+
+	// What the write-back reads.
+	reader := kube.RMNodesFromREST(func(ctx context.Context, _ string) ([]rmrest.Node, error) { return rest.GetNodes(ctx, "") })
+	nodes, err := reader.RMNodes(ctx, "SC-E2E")
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("RM nodes %v, err %v", nodes, err)
+	}
+	var nmID string
+	var used capacity.Resources
+	for id, n := range nodes {
+		nmID, used = id, n.Used
+	}
+	if used != (capacity.Resources{MemoryMB: 2048, VCores: 2}) {
+		t.Fatalf("the RM's used resources on %s = %+v, want the two containers' 2048 MB / 2 vcores", nmID, used)
+	}
+	t.Logf("NodeManager %s: used %+v (what the write-back writes as 2k batch-cpu, 2Gi batch-memory)", nmID, used)
+
+	// The drain.
+	cfg := nmpush.DefaultConfig()
+	cfg.Name, cfg.User = "e2e", gpgAdminUser
+	cfg.RMs = nmpush.StaticRMs{"SC-E2E": {loopback(mc.info.Admin)}}
+	p, err := nmpush.New(cfg, fixedNodes{"k8s-node-0": {SubCluster: "SC-E2E", NodeID: nmID, Status: kube.NodeBatchReset}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if n := p.PushOnce(ctx); n != 1 {
+		t.Fatalf("drain pushed %d NodeManagers, want 1", n)
+	}
+	poll(t, 30*time.Second, "the RM's totalResource 0/0", func() bool {
+		n, err := rest.GetNode(ctx, nmID)
+		return err == nil && n.TotalResource.Memory == 0 && n.TotalResource.VCores == 0
+	})
+	for range 10 { // NodeManager heartbeats are 1 s in MiniYARNCluster's default; watch a few
+		if c := heartbeat().GetCompletedContainerStatuses(); len(c) > 0 {
+			t.Fatalf("a container completed after the drain: %v", c)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	n, err := rest.GetNode(ctx, nmID)
+	if err != nil || n.UsedMemoryMB != 2048 || n.NumContainers != 2 {
+		t.Fatalf("after the drain the NodeManager holds %d MB in %d containers (err %v), want 2048 MB in 2", n.UsedMemoryMB, n.NumContainers, err)
+	}
+	t.Logf("drained: total 0/0, still holding %d MB in %d containers", n.UsedMemoryMB, n.NumContainers)
 }

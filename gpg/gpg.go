@@ -51,8 +51,15 @@ type GPG struct {
 	login    *krbclient.Client // nil without Kerberos
 	reapRMs  reapRMs
 	uams     UAMRegistry // nil unless the UAM reaper is enabled
+	// rmREST reads the RMs' REST API for gpg/kube (RMNodes): the cleaner's
+	// timeout and user, SPNEGO with the GPG's login.
+	rmREST struct {
+		http   *http.Client
+		spnego *rmrest.SPNEGO
+	}
 
 	mu          sync.Mutex
+	kubeStatus  func() any // SetKubeStatus
 	last        RoundResult
 	lastErr     error
 	lastRound   time.Time
@@ -98,10 +105,14 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 		}
 		g.log.Info("Kerberos login for the RMs", "principal", cfg.Kerberos.Principal, "rm_principal", cfg.Kerberos.RMPrincipal)
 	}
-	var spnego *rmrest.SPNEGO // one per GPG: the RMs' cookies are kept across rounds
+	// One SPNEGO per GPG (the RMs' cookies are kept across rounds), shared
+	// by the cleaner, the UAM reaper and gpg/kube's RM reads.
+	var spnego *rmrest.SPNEGO
 	if g.login != nil {
 		spnego = rmrest.NewSPNEGO(g.login, cfg.Kerberos.RMHTTPPrincipal)
 	}
+	g.rmREST.http = &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}
+	g.rmREST.spnego = spnego
 	if g.apps == nil {
 		g.apps = &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
 			minUptime: cfg.Cleaner.MinRMUptime.D(), now: g.now, spnego: spnego}

@@ -2,10 +2,13 @@ package gpg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -35,5 +38,27 @@ func TestRMAdminAddressesFollowMembership(t *testing.T) {
 	reg("running", pb.SubClusterState_SC_RUNNING, "rm9:8033")
 	if got, _ := g.RMAdminAddresses(context.Background()); fmt.Sprint(got["running"]) != "[rm9:8033]" {
 		t.Fatalf("after re-registration %v", got["running"])
+	}
+}
+
+// RMNodes reads the active RM of an HA pair (the standby's 503 is skipped)
+// and refuses sub-clusters that left or are unknown.
+func TestRMNodesFromTheActiveRM(t *testing.T) {
+	active, standby := simrmtest.StartHA(t, "ha", func(c *simrm.Config) { c.Nodes = 3 })
+	st := gpgtest.NewFakeStore(nil)
+	sc := subCluster("ha", pb.SubClusterState_SC_RUNNING, "")
+	sc.RmWebServiceAddress = standby.Addrs().Web + "," + active.Addrs().Web
+	st.Register(sc)
+	st.Register(subCluster("lost", pb.SubClusterState_SC_LOST, ""))
+	g := newTestGPG(t, st, nil, nil, nil)
+	ctx := context.Background()
+	nodes, err := g.RMNodes(ctx, "ha")
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("RMNodes = %d nodes, %v; want the active RM's 3", len(nodes), err)
+	}
+	for _, id := range []string{"lost", "nope"} {
+		if _, err := g.RMNodes(ctx, id); !errors.Is(err, ErrNoRMWeb) {
+			t.Errorf("RMNodes(%s) = %v, want ErrNoRMWeb", id, err)
+		}
 	}
 }

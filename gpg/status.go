@@ -25,6 +25,17 @@ type Status struct {
 	// Reaper: "reaped N of M candidates" (or "would reap" in dry-run), or
 	// the round's error.
 	Reaper string `json:"lastUAMReaperResult,omitempty"`
+	// Kubernetes is what SetKubeStatus reports (gpg/kube's push and
+	// write-back: what they leave to another writer).
+	Kubernetes any `json:"kubernetes,omitempty"`
+}
+
+// SetKubeStatus sets what /gpg/v1/status reports under "kubernetes" (the
+// role wires gpg/kube's pushers and writers here).
+func (g *GPG) SetKubeStatus(f func() any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.kubeStatus = f
 }
 
 // Status reports the GPG's current view.
@@ -38,6 +49,9 @@ func (g *GPG) Status() Status {
 	}
 	for _, p := range g.last.Policies {
 		s.Written = append(s.Written, p.GetQueue())
+	}
+	if g.kubeStatus != nil {
+		s.Kubernetes = g.kubeStatus()
 	}
 	switch {
 	case g.lastClean.IsZero():

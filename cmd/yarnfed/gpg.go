@@ -18,6 +18,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/nmpush"
+	"github.com/yarnfed/yarnfed/gpg/kube/writeback"
 	"github.com/yarnfed/yarnfed/internal/config"
 )
 
@@ -195,39 +196,74 @@ func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (s
 }
 
 // startNodeResourcePush runs gpg/kube/nmpush for every Kubernetes cluster
-// whose node_resource_push is enabled (kubes[i] is cfg.Kubernetes[i]'s
-// source), until ctx ends: each NodeManager's usable capacity goes to its
-// RM with updateNodeResource. The RM admin addresses come from the state
-// store's membership, as the GPG's rounds read it (the sub-cluster agent
-// re-registers them on RM failover), and only the lease holder pushes.
-// wait blocks until every pusher has stopped; call it after ctx ends.
+// whose node_resource_push is enabled, and gpg/kube/writeback for every one
+// whose third_party_allocations is (kubes[i] is cfg.Kubernetes[i]'s source),
+// until ctx ends: each NodeManager's usable capacity goes to its RM with
+// updateNodeResource, and what YARN holds on it goes into its Node's
+// thirdPartyAllocations. The RM addresses come from the state store's
+// membership, as the GPG's rounds read it (the sub-cluster agent
+// re-registers them on RM failover), and only the lease holder writes.
+// What either leaves to another writer shows in /gpg/v1/status.
+// wait blocks until every pusher and writer has stopped; call it after ctx
+// ends.
 func startNodeResourcePush(ctx context.Context, cfg gpg.Config, kubes []*kube.Source, g *gpg.GPG, log *slog.Logger) (wait func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var pushers []*nmpush.Pusher
+	var writers []*writeback.Writer
+	status := map[string]func() any{}
 	closeAll := func() {
 		for _, p := range pushers {
 			_ = p.Close()
 		}
 	}
+	rmNodes := kube.RMNodesFromREST(g.RMNodes)
 	for i, k := range cfg.Kubernetes {
-		if !k.NodeResourcePush.Enabled {
-			continue
+		if k.NodeResourcePush.Enabled {
+			p, err := nmpush.New(nmpush.Config{
+				Name: k.Name, PushConfig: k.NodeResourcePush,
+				RMs: nmpush.RMsFunc(g.RMAdminAddresses), RMNodes: rmNodes, Active: g.Holding, Kerberos: g.RMKerberos(),
+				Logger: log, Registerer: cfg.Registerer,
+			}, kubes[i])
+			if err != nil {
+				closeAll()
+				return func() {}, fmt.Errorf("gpg config: kubernetes %s: %w", k.Name, err)
+			}
+			pushers = append(pushers, p)
+			status[k.Name+"/node_resource_push"] = func() any { return map[string]any{"foreignNodeManagers": p.ForeignNodeManagers()} }
+			log.Info("pushing NodeManager capacities to their RMs (updateNodeResource)", "kubernetes_cluster", k.Name,
+				"user", k.NodeResourcePush.User, "interval", k.NodeResourcePush.Interval.D(),
+				"min_change", k.NodeResourcePush.MinChange, "max_age", k.NodeResourcePush.MaxAge.D())
 		}
-		p, err := nmpush.New(nmpush.Config{
-			Name: k.Name, PushConfig: k.NodeResourcePush,
-			RMs: nmpush.RMsFunc(g.RMAdminAddresses), Active: g.Holding, Kerberos: g.RMKerberos(),
-			Logger: log, Registerer: cfg.Registerer,
-		}, kubes[i])
-		if err != nil {
-			closeAll()
-			return func() {}, fmt.Errorf("gpg config: kubernetes %s: %w", k.Name, err)
+		if k.ThirdPartyAllocations.Enabled {
+			nw, err := newNodeWriter(k)
+			if err != nil {
+				closeAll()
+				return func() {}, fmt.Errorf("gpg config: kubernetes %s: %w", k.Name, err)
+			}
+			w, err := writeback.New(writeback.Config{
+				Name: k.Name, WriteBackConfig: k.ThirdPartyAllocations,
+				RMNodes: rmNodes, Nodes: nw, Active: g.Holding, Logger: log, Registerer: cfg.Registerer,
+			}, kubes[i])
+			if err != nil {
+				closeAll()
+				return func() {}, fmt.Errorf("gpg config: kubernetes %s: %w", k.Name, err)
+			}
+			writers = append(writers, w)
+			status[k.Name+"/third_party_allocations"] = func() any { return w.Status() }
+			log.Info("writing YARN's allocations into the Nodes' thirdPartyAllocations", "kubernetes_cluster", k.Name,
+				"interval", k.ThirdPartyAllocations.Interval.D())
 		}
-		pushers = append(pushers, p)
-		log.Info("pushing NodeManager capacities to their RMs (updateNodeResource)", "kubernetes_cluster", k.Name,
-			"user", k.NodeResourcePush.User, "interval", k.NodeResourcePush.Interval.D(),
-			"min_change", k.NodeResourcePush.MinChange, "max_age", k.NodeResourcePush.MaxAge.D())
+	}
+	if len(status) > 0 {
+		g.SetKubeStatus(func() any {
+			out := make(map[string]any, len(status))
+			for name, f := range status {
+				out[name] = f()
+			}
+			return out
+		})
 	}
 	var wg sync.WaitGroup
 	for _, p := range pushers {
@@ -236,7 +272,20 @@ func startNodeResourcePush(ctx context.Context, cfg gpg.Config, kubes []*kube.So
 			_ = p.Run(ctx) // returns ctx's error when ctx ends
 		})
 	}
+	for _, w := range writers {
+		wg.Go(func() { _ = w.Run(ctx) })
+	}
 	return wg.Wait, nil
+}
+
+// newNodeWriter connects the write-back's Node client with the cluster's
+// own connection settings (its kubeconfig, or the pod's ServiceAccount).
+func newNodeWriter(k kube.Config) (kube.NodeWriter, error) {
+	rc, err := k.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewNodeWriter(rc)
 }
 
 // klogRoute sends klog's output (client-go's) to the logger of the role

@@ -52,7 +52,7 @@ func TestGPGKubernetesEndToEnd(t *testing.T) {
 	// k1 and k2 run SC-K8S's NodeManagers (k1's names it, k2's relies on
 	// default_sub_cluster); k3 has batch capacity but no NodeManager.
 	k.node("k1", "16000", "32Gi")
-	k.pod("yarn", "nm-k1", "k1", "4000", "8Gi", "SC-K8S") // never subtracted
+	k.pod("yarn", "nm-k1", "k1", "", "", "SC-K8S") // (a NodeManager pod's own request is subtracted too: gpg/kube tests)
 	k.pod("spark", "a", "k1", "2000", "4Gi", "")
 	k.pod("spark", "b", "k1", "1000", "2Gi", "")
 	k.node("k2", "8000", "16Gi")

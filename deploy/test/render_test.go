@@ -346,9 +346,12 @@ func loadStatestoreConfig(t *testing.T, r *rendered, sts *appsv1.StatefulSet) st
 }
 
 func checkGPGRBAC(t *testing.T, r *rendered) {
-	want := readRBACRules(t)
+	want := readRBACRules(t, "rbac.yaml")
 	var found bool
 	for _, cr := range r.clusterRoles {
+		if cr.Name == writerRole && r.name == "koordinator-writeback" {
+			continue // TestKoordinatorWritebackRBAC
+		}
 		if cr.Name != "yarnfed-gpg-capacity-reader" {
 			t.Errorf("unexpected ClusterRole %s", cr.Name)
 			continue
@@ -390,11 +393,13 @@ func checkGPGRBAC(t *testing.T, r *rendered) {
 	}
 }
 
-// readRBACRules reads gpg/kube/rbac.yaml: the ClusterRole gpg/kube's real
-// API server test runs the capacity source with.
-func readRBACRules(t *testing.T) []rbacv1.PolicyRule {
+// readRBACRules reads one of gpg/kube's ClusterRoles (rbac.yaml: the one
+// gpg/kube's real API server test runs the capacity source with;
+// rbac-writeback.yaml: the one gpg/kube/writeback's test adds for the
+// write-back).
+func readRBACRules(t *testing.T, file string) []rbacv1.PolicyRule {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "gpg", "kube", "rbac.yaml"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "gpg", "kube", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +408,48 @@ func readRBACRules(t *testing.T) []rbacv1.PolicyRule {
 		t.Fatal(err)
 	}
 	return cr.Rules
+}
+
+const writerRole = "yarnfed-gpg-allocation-writer"
+
+// TestKoordinatorWritebackRBAC: the koordinator-writeback overlay (base +
+// components/koordinator-writeback) is the base plus exactly
+// gpg/kube/rbac-writeback.yaml's role, bound to the GPG's ServiceAccount in
+// the overlay's namespace; the base alone never grants it.
+func TestKoordinatorWritebackRBAC(t *testing.T) {
+	r := render(t, "koordinator-writeback")
+	checkGPGRBAC(t, r)
+	want := readRBACRules(t, "rbac-writeback.yaml")
+	var found bool
+	for _, cr := range r.clusterRoles {
+		if cr.Name == writerRole {
+			found = true
+			if fmt.Sprint(cr.Rules) != fmt.Sprint(want) {
+				t.Errorf("ClusterRole %s rules %v differ from gpg/kube/rbac-writeback.yaml's %v", cr.Name, cr.Rules, want)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no ClusterRole %s", writerRole)
+	}
+	bound := false
+	for _, b := range r.roleBindings {
+		for _, s := range b.Subjects {
+			if b.RoleRef.Name == writerRole && s.Kind == "ServiceAccount" && s.Name == "yarnfed-gpg" && s.Namespace == r.namespace {
+				bound = true
+			}
+		}
+	}
+	if !bound {
+		t.Errorf("no ClusterRoleBinding gives ServiceAccount %s/yarnfed-gpg the %s role", r.namespace, writerRole)
+	}
+	for _, o := range overlays {
+		for _, cr := range render(t, o).clusterRoles {
+			if cr.Name == writerRole {
+				t.Errorf("overlay %s grants %s without the component", o, writerRole)
+			}
+		}
+	}
 }
 
 // checkProbesAndScrape: every workload is probed on a port it declares and

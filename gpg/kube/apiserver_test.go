@@ -120,7 +120,9 @@ func TestRealAPIServer(t *testing.T) {
 
 	// n1: REFERENCE's node; sub-cluster sc-a by default.
 	r.node(mkNode("n1", refOrigin, fresh))
-	r.pod(mkPod("yarn", "nm-n1", "n1", "40000", "100Gi", nodeManager(""))) // not subtracted
+	// yarn-copilot's chart: the NM daemon and an hdfs-dn sidecar container,
+	// 1k/1Gi each, taken from the batch pool.
+	r.pod(mkPod("yarn", "nm-n1", "n1", "1k", "1Gi", nodeManager(""), container("1k", "1Gi")))
 	r.pod(mkPod("spark", "a", "n1", "2000", "4Gi"))
 	r.pod(mkPod("spark", "b", "n1", "1500", "1Gi"))
 	r.pod(mkPod("spark", "done", "n1", "9000", "9Gi", phase(corev1.PodSucceeded)))
@@ -142,13 +144,14 @@ func TestRealAPIServer(t *testing.T) {
 	r.pod(mkPod("yarn", "nm-n5", "n5", "", "", nodeManager("")))
 
 	// Hand-computed:
-	// n1: cpu 60646-2000-1500 = 57146 -> 57; memory 245976973438-5*2^30 =
-	//     240608264318 -> 229461 MiB (229461.92).
+	// n1: cpu 60646-2000(NM pod)-2000-1500 = 55146 -> 55; memory
+	//     245976973438-2*2^30(NM pod)-5*2^30 = 238460780670 -> 227413 MiB
+	//     (227413.92).
 	// n2: "side" = max(1000+500, 3000+500) = 3500 milli, max(1Gi+512Mi,
 	//     1Gi+512Mi) = 1.5Gi; "pending" 2000, 2Gi. cpu 12000-5500 = 6500 -> 6;
 	//     memory 64Gi-3.5Gi = 60.5Gi -> 61952 MiB.
 	want := map[string]capacity.SubCluster{
-		"sc-a": sc("sc-a", 57, 229461, 1),
+		"sc-a": sc("sc-a", 55, 227413, 1),
 		"sc-b": sc("sc-b", 6, 61952, 1),
 	}
 
@@ -190,7 +193,7 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.pod(mkPod("spark", "a", "n1", "6000", "4Gi"))
-	want["sc-a"] = sc("sc-a", 53, 229461, 1) // 60646-6000-1500 = 53146
+	want["sc-a"] = sc("sc-a", 51, 227413, 1) // 60646-2000-6000-1500 = 51146
 	select {
 	case <-src.Changed():
 	case <-time.After(60 * time.Second):

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
@@ -88,4 +89,38 @@ func (c *restClient) ListPods(ctx context.Context, opts metav1.ListOptions) (*co
 
 func (c *restClient) WatchPods(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return c.watch(ctx, "pods", opts)
+}
+
+// NodeWriter is what the thirdPartyAllocations write-back needs: read one
+// Node and merge-patch it. Its ClusterRole adds only `patch` on nodes to
+// the reader's get/list/watch (rbac-writeback.yaml).
+type NodeWriter interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	// PatchNode applies a JSON merge patch (RFC 7386) to the Node.
+	PatchNode(ctx context.Context, name string, mergePatch []byte) (*corev1.Node, error)
+}
+
+// NewNodeWriter connects a NodeWriter to the API server rc describes.
+func NewNodeWriter(rc *rest.Config) (NodeWriter, error) {
+	c, err := NewClient(rc)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*restClient), nil
+}
+
+func (c *restClient) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := c.rc.Get().Resource("nodes").Name(name).Do(ctx).Into(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (c *restClient) PatchNode(ctx context.Context, name string, mergePatch []byte) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := c.rc.Patch(types.MergePatchType).Resource("nodes").Name(name).Body(mergePatch).Do(ctx).Into(n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }

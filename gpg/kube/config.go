@@ -44,6 +44,10 @@ type Config struct {
 	// NodeResourcePush optionally pushes each NodeManager's usable
 	// capacity to its RM (gpg/kube/nmpush); off by default.
 	NodeResourcePush PushConfig `json:"node_resource_push"`
+	// ThirdPartyAllocations optionally writes YARN's per-node allocation
+	// back into each Node's thirdPartyAllocations (gpg/kube/writeback); off
+	// by default.
+	ThirdPartyAllocations WriteBackConfig `json:"third_party_allocations"`
 
 	// In-process wiring (not from files).
 	// Client, if set, is used instead of Kubeconfig (tests, embedding).
@@ -59,7 +63,8 @@ func DefaultConfig() Config {
 		ResyncPeriod: Duration(5 * time.Minute),
 		StaleAfter:   Duration(15 * time.Minute),
 
-		NodeResourcePush: DefaultPushConfig(),
+		NodeResourcePush:      DefaultPushConfig(),
+		ThirdPartyAllocations: DefaultWriteBackConfig(),
 	}
 }
 
@@ -98,6 +103,11 @@ func (c *Config) Validate() error {
 	if c.NodeResourcePush.Enabled {
 		if err := c.NodeResourcePush.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("node_resource_push: %w", err))
+		}
+	}
+	if c.ThirdPartyAllocations.Enabled {
+		if err := c.ThirdPartyAllocations.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("third_party_allocations: %w", err))
 		}
 	}
 	return errors.Join(errs...)

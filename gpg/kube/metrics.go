@@ -48,3 +48,12 @@ func (m *metrics) setNodeCounts(counts *[numNodeStatus]int) {
 		m.nodes.WithLabelValues(NodeStatus(st).String()).Set(float64(n))
 	}
 }
+
+// ForeignWritersMetric counts what a GPG leaves to another writer, by kind
+// (node_resource: NodeManager sizes in an RM, gpg/kube/nmpush;
+// third_party_allocations: Nodes' hadoop-yarn entries, gpg/kube/writeback).
+// Both register it with the same help, as the registry requires.
+const (
+	ForeignWritersMetric = "yarnfed_gpg_kube_foreign_writers"
+	ForeignWritersHelp   = "NodeManagers (kind=node_resource) or Nodes (kind=third_party_allocations) another writer (koord-yarn-operator) updates, which this GPG leaves alone instead of fighting over them."
+)

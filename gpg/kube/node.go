@@ -23,7 +23,19 @@ const (
 	BatchMemory corev1.ResourceName = "kubernetes.io/batch-memory"
 	// AnnotationOriginBatch holds the node's origin batch total as JSON
 	// {"resources":{"kubernetes.io/batch-cpu":"...","kubernetes.io/batch-memory":"..."}}.
+	// Koordinator 1.4 introduced it; older versions write none.
 	AnnotationOriginBatch = "node.koordinator.sh/originExtendedAllocatable"
+	// AnnotationThirdPartyAllocations holds what other schedulers (YARN) hold
+	// of the node's batch resources, as JSON
+	// {"allocations":[{"name":"hadoop-yarn","priority":"koord-batch","resources":{...}}]};
+	// koord-manager sets the batch allocatable to max(origin - sum of the
+	// koord-batch entries, 0).
+	AnnotationThirdPartyAllocations = "node.koordinator.sh/thirdPartyAllocations"
+	// AnnotationAllocationWritten is the GPG's own record, on the Node, of the
+	// hadoop-yarn entry it last wrote into AnnotationThirdPartyAllocations
+	// (gpg/kube/writeback): an entry that differs from it was written by
+	// someone else.
+	AnnotationAllocationWritten = "yarnfed.io/hadoop-yarn-allocation-written"
 
 	// LabelComponent with value ComponentNodeManager marks a YARN NodeManager pod.
 	LabelComponent       = "app.kubernetes.io/component"
@@ -196,8 +208,9 @@ func terminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// NodeStatus says why a node contributes what it does. Every value but
-// NodeContributing means it contributes nothing.
+// NodeStatus says why a node contributes what it does. Only the two
+// contributing statuses (Contributes) count; every other value means the
+// node contributes nothing.
 type NodeStatus int
 
 const (
@@ -206,12 +219,17 @@ const (
 	NodeConflict                 // running NodeManagers of two sub-clusters
 	NodeNotReady                 // Ready condition missing or not True
 	NodeStale                    // Ready condition not refreshed within the staleness bound
-	NodeBatchReset               // Koordinator removed batch from status.allocatable
-	NodeBadOrigin                // origin annotation missing or unreadable
+	NodeBatchReset               // Koordinator removed batch from status.allocatable: YARN is drained there
+	NodeBadOrigin                // origin annotation unreadable
+	// NodeContributingAllocatable contributes, from the batch allocatable:
+	// Koordinator <= 1.3 writes no origin annotation (nor reads
+	// thirdPartyAllocations), so its allocatable is the batch total, as
+	// koord-yarn-operator reads it too.
+	NodeContributingAllocatable
 	numNodeStatus
 )
 
-var nodeStatusNames = [...]string{"contributing", "no_node_manager", "conflict", "not_ready", "stale", "batch_reset", "bad_origin"}
+var nodeStatusNames = [...]string{"contributing", "no_node_manager", "conflict", "not_ready", "stale", "batch_reset", "bad_origin", "contributing_allocatable"}
 
 func (s NodeStatus) String() string {
 	if s < 0 || s >= numNodeStatus {
@@ -220,10 +238,18 @@ func (s NodeStatus) String() string {
 	return nodeStatusNames[s]
 }
 
+// Contributes reports whether a node in this status adds its usable
+// capacity to its sub-cluster.
+func (s NodeStatus) Contributes() bool {
+	return s == NodeContributing || s == NodeContributingAllocatable
+}
+
 // NodeResult is what one node gives YARN.
 type NodeResult struct {
-	// SubCluster is where the node's capacity counts ("" unless
-	// Status is NodeContributing).
+	// SubCluster is the sub-cluster of the node's running NodeManager(s);
+	// "" when there is none (NodeNoNodeManager) or they disagree
+	// (NodeConflict). The node's capacity counts there only when
+	// Status.Contributes().
 	SubCluster string
 	Usable     capacity.Resources
 	Status     NodeStatus
@@ -231,7 +257,7 @@ type NodeResult struct {
 	// when exactly one runs there and it carries the annotation.
 	NodeID string
 	// FreshUntil is when the node turns stale if nothing refreshes it (zero
-	// unless Status is NodeContributing).
+	// unless the status contributes).
 	FreshUntil time.Time
 }
 
@@ -244,11 +270,20 @@ type nodeRules struct {
 // nodeFacts is what the rule needs from a Node, read once per Node event
 // (the annotation's JSON is not re-parsed on every recomputation).
 type nodeFacts struct {
-	ready        bool      // Ready condition True
-	heartbeat    time.Time // its LastHeartbeatTime
-	batchPresent bool      // batch-cpu and batch-memory in status.allocatable
-	origin       Batch
-	originOK     bool // annotation present and readable
+	ready         bool      // Ready condition True
+	heartbeat     time.Time // its LastHeartbeatTime
+	batchPresent  bool      // batch-cpu and batch-memory in status.allocatable
+	allocatable   Batch     // their values (when present)
+	origin        Batch
+	originPresent bool // the origin annotation exists
+	originOK      bool // ... and is readable
+	// The write-back's inputs (gpg/kube/writeback): the raw
+	// thirdPartyAllocations annotation and the GPG's record of its own entry,
+	// kept as strings (usually absent, so empty) and parsed only by the
+	// write-back.
+	thirdParty, written               string
+	thirdPartyPresent, writtenPresent bool
+	resourceVersion                   string // the write-back's patch precondition
 }
 
 func factsOfNode(node *corev1.Node) nodeFacts {
@@ -260,10 +295,16 @@ func factsOfNode(node *corev1.Node) nodeFacts {
 	_, cpuOK := node.Status.Allocatable[BatchCPU]
 	_, memOK := node.Status.Allocatable[BatchMemory]
 	f.batchPresent = cpuOK && memOK
+	if f.batchPresent {
+		f.allocatable = Batch{MilliCPU: requestValue(node.Status.Allocatable, BatchCPU), Memory: requestValue(node.Status.Allocatable, BatchMemory)}
+	}
 	if ann, ok := node.Annotations[AnnotationOriginBatch]; ok {
 		b, err := DecodeOriginBatch(ann)
-		f.origin, f.originOK = b, err == nil
+		f.origin, f.originPresent, f.originOK = b, true, err == nil
 	}
+	f.thirdParty, f.thirdPartyPresent = node.Annotations[AnnotationThirdPartyAllocations]
+	f.written, f.writtenPresent = node.Annotations[AnnotationAllocationWritten]
+	f.resourceVersion = node.ResourceVersion
 	return f
 }
 
@@ -286,9 +327,11 @@ func factsOfPod(pod *corev1.Pod) podFacts {
 	if f.nodeManager {
 		f.clusterID = pod.Annotations[AnnotationClusterID]
 		f.nodeID = pod.Annotations[AnnotationNodeID]
-	} else {
-		f.request = PodBatchRequests(pod)
 	}
+	// NodeManager pods included: the NM daemon and its sidecars (the chart's
+	// hdfs-dn) take their batch requests from the pool, while YARN's
+	// containers run outside the pod (the besteffort hadoop-yarn cgroup).
+	f.request = PodBatchRequests(pod)
 	return f
 }
 
@@ -301,21 +344,22 @@ func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time)
 	return r.evaluate(factsOfNode(node), facts, now)
 }
 
-// evaluate is the whole per-node rule: origin batch minus the effective
-// batch requests of the node's non-terminated, non-NodeManager pods, floored
-// at 0, in YARN units, for the sub-cluster of its running NodeManagers; 0
-// when the node is unusable or its figures are untrustworthy.
+// evaluate is the whole per-node rule: origin batch (Koordinator <= 1.3:
+// the batch allocatable) minus the effective batch requests of the node's
+// non-terminated pods, NodeManager pods included, floored at 0, in YARN
+// units, for the sub-cluster of its running NodeManagers; 0 when the node
+// is unusable or its figures are untrustworthy.
 func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.Time) NodeResult {
 	sc, nodeID, nms := "", "", 0
 	var used Batch
 	for _, p := range pods {
-		if !p.nodeManager {
-			if !p.terminated {
-				used = used.add(p.request)
-			}
-			continue
+		if !p.terminated {
+			// Every non-terminated pod's request, a NodeManager's own (its
+			// daemon and sidecars) included: Pending ones too, since the
+			// scheduler has reserved them.
+			used = used.add(p.request)
 		}
-		if !p.running {
+		if !p.nodeManager || !p.running {
 			continue
 		}
 		id := p.clusterID
@@ -334,25 +378,37 @@ func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.T
 	if sc == "" {
 		return NodeResult{Status: NodeNoNodeManager}
 	}
+	zero := NodeResult{SubCluster: sc, NodeID: nodeID}
 	if !node.ready {
-		return NodeResult{Status: NodeNotReady}
+		zero.Status = NodeNotReady
+		return zero
 	}
 	freshUntil := node.heartbeat.Add(r.staleAfter)
 	if !now.Before(freshUntil) {
-		return NodeResult{Status: NodeStale}
+		zero.Status = NodeStale
+		return zero
 	}
 	// koord-manager deletes batch-cpu/batch-memory from the node status when
 	// its NodeMetric is stale (degrade) or colocation is off; the origin
-	// annotation may then still hold an old figure. A present value, even 0
-	// (YARN may hold all of it), means Koordinator vouches for the node.
+	// annotation then says 0 (or, from older versions, an old figure). A
+	// present value, even 0 (YARN may hold all of it), means Koordinator
+	// vouches for the node.
 	if !node.batchPresent {
-		return NodeResult{Status: NodeBatchReset}
+		zero.Status = NodeBatchReset
+		return zero
 	}
-	if !node.originOK {
-		return NodeResult{Status: NodeBadOrigin}
+	total, status := node.origin, NodeContributing
+	switch {
+	case !node.originPresent:
+		// Koordinator <= 1.3: no origin annotation and no thirdPartyAllocations
+		// either, so the allocatable is the whole batch total.
+		total, status = node.allocatable, NodeContributingAllocatable
+	case !node.originOK:
+		zero.Status = NodeBadOrigin
+		return zero
 	}
-	free := Batch{MilliCPU: max(node.origin.MilliCPU-used.MilliCPU, 0), Memory: max(node.origin.Memory-used.Memory, 0)}
-	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: NodeContributing, FreshUntil: freshUntil, NodeID: nodeID}
+	free := Batch{MilliCPU: max(total.MilliCPU-used.MilliCPU, 0), Memory: max(total.Memory-used.Memory, 0)}
+	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: status, FreshUntil: freshUntil, NodeID: nodeID}
 }
 
 func readyCondition(node *corev1.Node) *corev1.NodeCondition {

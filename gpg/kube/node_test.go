@@ -32,15 +32,33 @@ func TestNodeCompute(t *testing.T) {
 			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 60, MemoryMB: 234581}},
 		},
 		{
-			name: "batch pods are subtracted, the NodeManager's own requests are not",
+			name: "batch pods and the NodeManager pod's own requests (NM daemon + hdfs-dn) are subtracted",
 			node: mkNode("n1", refOrigin),
 			pods: []*corev1.Pod{
-				mkPod("yarn", "nm", "n1", "50000", "200Gi", nodeManager("")),
+				// yarn-copilot's chart: yarn-nm 1k/1Gi and hdfs-dn 1k/1Gi.
+				mkPod("yarn", "nm", "n1", "1k", "1Gi", nodeManager(""), container("1k", "1Gi")),
 				mkPod("spark", "a", "n1", "2000", "4Gi"),
 				mkPod("spark", "b", "n1", "1500", "1Gi"),
 			},
-			// 60646-3500 = 57146 -> 57; 245976973438-5*2^30 = 240608264318 -> 229461 (229461.92)
-			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 57, MemoryMB: 229461}},
+			// 60646-2000-3500 = 55146 -> 55;
+			// 245976973438-2*2^30-5*2^30 = 238460780670 -> 227413 (227413.92)
+			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 55, MemoryMB: 227413}},
+		},
+		{
+			name: "a pending NodeManager's request is reserved, but it makes no node usable",
+			node: mkNode("n1", origin("10000", "10Gi")),
+			pods: []*corev1.Pod{mkPod("yarn", "nm", "n1", "2000", "2Gi", nodeManager(""), phase(corev1.PodPending))},
+			want: NodeResult{Status: NodeNoNodeManager},
+		},
+		{
+			name: "a pending second NodeManager's request is subtracted from the running one's node",
+			node: mkNode("n1", origin("10000", "10Gi")),
+			pods: []*corev1.Pod{
+				mkPod("yarn", "nm", "n1", "2000", "2Gi", nodeManager("")),
+				mkPod("yarn", "nm-new", "n1", "2000", "2Gi", nodeManager(""), phase(corev1.PodPending)),
+			},
+			// 10000-4000 = 6000 -> 6; 10Gi-4Gi = 6Gi
+			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 6, MemoryMB: 6 * 1024}},
 		},
 		{
 			name: "canonicalised quantities (the API server writes 12000 back as 12k)",
@@ -139,28 +157,35 @@ func TestNodeCompute(t *testing.T) {
 			want: NodeResult{Status: NodeNoNodeManager},
 		},
 		{
-			name: "missing origin annotation is 0",
-			node: mkNode("n1", ""),
+			name: "Koordinator <= 1.3 (no origin annotation): the batch allocatable counts",
+			node: mkNode("n1", "", allocatable(corev1.ResourceList{BatchCPU: mustQ("20k"), BatchMemory: mustQ("50Gi")})),
+			pods: []*corev1.Pod{mkPod("yarn", "nm", "n1", "1k", "1Gi", nodeManager("")), mkPod("s", "a", "n1", "3000", "3Gi")},
+			// 20000-1000-3000 = 16000 -> 16; 50Gi-4Gi = 46Gi = 47104 MiB
+			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 16, MemoryMB: 47104}, Status: NodeContributingAllocatable},
+		},
+		{
+			name: "Koordinator <= 1.3 reset (no origin, batch gone from allocatable) is 0",
+			node: mkNode("n1", "", allocatable(corev1.ResourceList{corev1.ResourceCPU: mustQ("8")})),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeBadOrigin},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBatchReset},
 		},
 		{
 			name: "garbage origin annotation is 0",
 			node: mkNode("n1", "{not json"),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeBadOrigin},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBadOrigin},
 		},
 		{
 			name: "negative origin is 0, not a debt",
 			node: mkNode("n1", origin("-1000", "2Gi")),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeBadOrigin},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBadOrigin},
 		},
 		{
 			name: "an origin past int64 is 0, never unlimited",
 			node: mkNode("n1", origin("1e30", "2Gi")),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeBadOrigin},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBadOrigin},
 		},
 		{
 			name: "origin without batch memory counts memory 0",
@@ -172,7 +197,13 @@ func TestNodeCompute(t *testing.T) {
 			name: "Koordinator reset (batch gone from allocatable) is 0 even with an old origin",
 			node: mkNode("n1", origin("2000", "2Gi"), allocatable(corev1.ResourceList{BatchCPU: mustQ("1k")})),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeBatchReset},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBatchReset},
+		},
+		{
+			name: "Koordinator reset as 1.4+ writes it: batch keys deleted, origin 0",
+			node: mkNode("n1", origin("0", "0"), allocatable(corev1.ResourceList{corev1.ResourceCPU: mustQ("8")})),
+			pods: []*corev1.Pod{nm},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeBatchReset},
 		},
 		{
 			name: "allocatable batch 0 is legitimate (YARN holds it all): the origin counts",
@@ -184,19 +215,19 @@ func TestNodeCompute(t *testing.T) {
 			name: "NotReady node is 0",
 			node: mkNode("n1", origin("2000", "2Gi"), ready(corev1.ConditionUnknown, testNow)),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeNotReady},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeNotReady},
 		},
 		{
 			name: "node without a Ready condition is 0",
 			node: mkNode("n1", origin("2000", "2Gi"), noReadyCondition),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeNotReady},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeNotReady},
 		},
 		{
 			name: "Ready heartbeat older than the staleness bound is 0",
 			node: mkNode("n1", origin("2000", "2Gi"), ready(corev1.ConditionTrue, testNow.Add(-15*time.Minute))),
 			pods: []*corev1.Pod{nm},
-			want: NodeResult{Status: NodeStale},
+			want: NodeResult{SubCluster: "sc-default", Status: NodeStale},
 		},
 		{
 			name: "Ready heartbeat just inside the bound counts",

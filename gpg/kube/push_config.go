@@ -58,3 +58,42 @@ func (c *PushConfig) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// WriteBackConfig is a cluster's optional thirdPartyAllocations write-back
+// (package gpg/kube/writeback): what YARN has allocated on each NodeManager,
+// read from its RM, is written into its Node's
+// node.koordinator.sh/thirdPartyAllocations, so koord-manager takes it out of
+// the Kubernetes batch allocatable (koord-yarn-operator's other half). Off by
+// default; it needs `patch` on nodes (deploy/components/koordinator-writeback).
+type WriteBackConfig struct {
+	// Enabled turns the write-back on for this cluster.
+	Enabled bool `json:"enabled"`
+	// Interval is how often the RMs are read and changed Nodes patched (the
+	// debounce: every change within it goes out in the next round).
+	Interval Duration `json:"interval"`
+	// CallTimeout bounds one RM read or one Node patch.
+	CallTimeout Duration `json:"call_timeout"`
+	// Parallel is how many Node patches are in flight at once.
+	Parallel int `json:"parallel"`
+}
+
+// DefaultWriteBackConfig is off, every 2 s, 4 patches at a time.
+func DefaultWriteBackConfig() WriteBackConfig {
+	return WriteBackConfig{Interval: Duration(2 * time.Second), CallTimeout: Duration(10 * time.Second), Parallel: 4}
+}
+
+// Validate reports every problem at once, whether or not Enabled is set
+// (Config.Validate asks only when it is).
+func (c *WriteBackConfig) Validate() error {
+	var errs []error
+	if c.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("interval: %v, must be > 0", c.Interval.D()))
+	}
+	if c.CallTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("call_timeout: %v, must be > 0", c.CallTimeout.D()))
+	}
+	if c.Parallel < 1 || c.Parallel > 64 {
+		errs = append(errs, fmt.Errorf("parallel: %d, must be within [1,64]", c.Parallel))
+	}
+	return errors.Join(errs...)
+}

@@ -39,3 +39,35 @@ func TestNodeResourcePushConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestThirdPartyAllocationsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, json, err string
+		check           func(WriteBackConfig) bool
+	}{
+		{"off by default", `{"default_sub_cluster":"sc"}`, "", func(w WriteBackConfig) bool { return w == DefaultWriteBackConfig() && !w.Enabled }},
+		{"keys decoded onto defaults", `{"default_sub_cluster":"sc","third_party_allocations":{"enabled":true,"interval":"500ms"}}`, "",
+			func(w WriteBackConfig) bool {
+				return w.Enabled && w.Interval.D() == 500*time.Millisecond && w.Parallel == 4 && w.CallTimeout.D() == 10*time.Second
+			}},
+		{"unknown key", `{"default_sub_cluster":"sc","third_party_allocations":{"enable":true}}`, `unknown field "enable"`, nil},
+		{"bad values", `{"default_sub_cluster":"sc","third_party_allocations":{"enabled":true,"interval":"0s","parallel":0}}`, "third_party_allocations: interval", nil},
+		{"disabled is not checked", `{"default_sub_cluster":"sc","third_party_allocations":{"parallel":0}}`, "", func(w WriteBackConfig) bool { return !w.Enabled }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Config
+			err := json.Unmarshal([]byte(tc.json), &c)
+			if err == nil {
+				err = c.Validate()
+			}
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("err %v, want one containing %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.check != nil && !tc.check(c.ThirdPartyAllocations):
+				t.Fatalf("decoded %+v", c.ThirdPartyAllocations)
+			}
+		})
+	}
+}

@@ -348,13 +348,13 @@ func (s *Source) sync(name string) {
 	if changed {
 		s.notify()
 	}
-	if exists && res.Status == NodeContributing {
+	if exists && contributes(res) {
 		// Level-based staleness: look again when the node would turn stale.
 		s.queue.AddAfter(name, res.FreshUntil.Sub(now))
 	}
 }
 
-func contributes(r NodeResult) bool { return r.Status == NodeContributing }
+func contributes(r NodeResult) bool { return r.Status.Contributes() }
 
 // applyLocked records a node's result and reports whether any sub-cluster's
 // figures changed.
@@ -520,4 +520,39 @@ func (s *Source) Nodes() map[string]NodeResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.results)
+}
+
+// NodeAllocation is what the thirdPartyAllocations write-back
+// (gpg/kube/writeback) needs to know of one Node, from the informer cache.
+type NodeAllocation struct {
+	Node            string
+	ResourceVersion string
+	// SubCluster and NodeID name the node's one running NodeManager ("" when
+	// there is none, or several).
+	SubCluster, NodeID string
+	// NoNodeManager: no NodeManager runs there (YARN holds nothing).
+	NoNodeManager bool
+	// ThirdParty is the raw node.koordinator.sh/thirdPartyAllocations value;
+	// Written the GPG's record of the hadoop-yarn entry it last wrote.
+	ThirdParty, Written               string
+	ThirdPartyPresent, WrittenPresent bool
+}
+
+// Allocations lists every known Node's write-back inputs.
+func (s *Source) Allocations() []NodeAllocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]NodeAllocation, 0, len(s.nodes))
+	for name, f := range s.nodes {
+		r := s.results[name]
+		a := NodeAllocation{Node: name, ResourceVersion: f.resourceVersion,
+			NoNodeManager: r.Status == NodeNoNodeManager,
+			ThirdParty:    f.thirdParty, ThirdPartyPresent: f.thirdPartyPresent,
+			Written: f.written, WrittenPresent: f.writtenPresent}
+		if r.NodeID != "" {
+			a.SubCluster, a.NodeID = r.SubCluster, r.NodeID
+		}
+		out = append(out, a)
+	}
+	return out
 }

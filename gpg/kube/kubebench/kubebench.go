@@ -50,8 +50,9 @@ func (c Config) validate() error {
 }
 
 // Per-node figures of the synthetic cluster, chosen so the truth is easy to
-// compute by hand: 64 batch cores and 256 GiB of origin, batch pods of 1 core
-// and 2 GiB, a NodeManager whose own request is not subtracted.
+// compute by hand: 64 batch cores and 256 GiB of origin, pods of 1 core and
+// 2 GiB each, the NodeManager pod's own request subtracted like any other
+// (it is overhead taken from the batch pool).
 const (
 	originMilli = 64_000
 	originBytes = 256 << 30
@@ -110,7 +111,7 @@ func Objects(cfg Config, now time.Time) ([]corev1.Node, []corev1.Pod) {
 // Expected is the hand-computed snapshot of the synthetic cluster (without
 // ObservedAt).
 func Expected(cfg Config) map[string]capacity.SubCluster {
-	batchPods := int64(cfg.PodsPerNode - 1)
+	batchPods := int64(cfg.PodsPerNode) // the NodeManager pod included
 	perNode := capacity.Resources{
 		VCores:   max(originMilli-batchPods*podMilli, 0) / 1000,
 		MemoryMB: max(originBytes-batchPods*podBytes, 0) >> 20,

@@ -22,13 +22,13 @@ func TestRunSmall(t *testing.T) {
 }
 
 func TestExpectedByHand(t *testing.T) {
-	// 3 nodes, 2 sub-clusters, 5 pods per node (4 batch: 4 cores, 8 GiB):
-	// per node 60 vcores and 248 GiB = 253952 MiB.
+	// 3 nodes, 2 sub-clusters, 5 pods per node (the NodeManager's included:
+	// 5 cores, 10 GiB): per node 59 vcores and 246 GiB = 251904 MiB.
 	got := Expected(Config{Nodes: 3, PodsPerNode: 5, SubClusters: 2})
-	if s := got["sc-00"]; s.Nodes != 2 || s.Usable.VCores != 120 || s.Usable.MemoryMB != 2*253952 {
+	if s := got["sc-00"]; s.Nodes != 2 || s.Usable.VCores != 118 || s.Usable.MemoryMB != 2*251904 {
 		t.Errorf("sc-00 = %+v", s)
 	}
-	if s := got["sc-01"]; s.Nodes != 1 || s.Usable.VCores != 60 || s.Usable.MemoryMB != 253952 {
+	if s := got["sc-01"]; s.Nodes != 1 || s.Usable.VCores != 59 || s.Usable.MemoryMB != 251904 {
 		t.Errorf("sc-01 = %+v", s)
 	}
 }

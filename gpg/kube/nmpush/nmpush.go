@@ -80,6 +80,14 @@ type Config struct {
 	// pushes, so two GPGs never both do. A standby forgets what it pushed,
 	// so a new tenure starts by pushing every NodeManager once.
 	Active func() bool
+	// RMNodes, if set, is read once per round for each sub-cluster with
+	// NodeManagers pushed before, to detect a second writer of their sizes
+	// (koord-yarn-operator still running): a NodeManager whose RM total
+	// differs from what it accepted from us, settled for an interval, is
+	// pushed again once; differing again without having matched in
+	// between, it is left to the other writer for the rest of this tenure
+	// (a metric, a status line, a warning), never fought over.
+	RMNodes kube.RMNodeReader
 	// Kerberos, if set, makes the RM admin clients log in with SASL
 	// KERBEROS (Kerberized RMs) as the login's principal, whose short name
 	// must be in the RMs' yarn.admin.acl; PushConfig.User is then not sent
@@ -124,11 +132,17 @@ type Pusher struct {
 	clock clock.WithTicker
 
 	calls, pushedNMs, rounds *prometheus.CounterVec
+	foreignGauge             prometheus.Gauge
 
 	mu      sync.Mutex
 	addrs   map[string][]string // sub-cluster -> admin addresses last read
 	callers map[string]Caller   // sub-cluster -> admin client for addrs
 	last    map[string]pushed   // NodeId -> last accepted push
+	// diverged counts, per NodeId, the consecutive checks that found the
+	// RM's total different from our last accepted push; foreign holds the
+	// NodeManagers left to another writer (until this tenure ends).
+	diverged map[string]int
+	foreign  map[string]string // NodeId -> what the RM showed
 }
 
 // New validates cfg and builds a Pusher over src.
@@ -137,7 +151,8 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 		return nil, fmt.Errorf("nmpush: %w", err)
 	}
 	p := &Pusher{cfg: cfg, src: src, log: cfg.Logger, clock: cfg.Clock,
-		addrs: map[string][]string{}, callers: map[string]Caller{}, last: map[string]pushed{}}
+		addrs: map[string][]string{}, callers: map[string]Caller{}, last: map[string]pushed{},
+		diverged: map[string]int{}, foreign: map[string]string{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -161,8 +176,12 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 	for _, r := range []string{"pushed", "standby", "no_rms"} {
 		p.rounds.WithLabelValues(r)
 	}
+	p.foreignGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: kube.ForeignWritersMetric, Help: kube.ForeignWritersHelp,
+		ConstLabels: prometheus.Labels{"kubernetes_cluster": cfg.Name, "kind": "node_resource"},
+	})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(p.calls, p.pushedNMs, p.rounds)
+		cfg.Registerer.MustRegister(p.calls, p.pushedNMs, p.rounds, p.foreignGauge)
 	}
 	return p, nil
 }
@@ -208,16 +227,22 @@ type due struct {
 }
 
 // PushOnce sends, per RM, one updateNodeResource with every NodeManager due.
-// Only contributing nodes with exactly one annotated NodeManager are pushed:
-// a node the source cannot vouch for (stale, reset, not ready) keeps what
-// its RM has, so losing the Kubernetes API does not zero a whole
-// sub-cluster in YARN; the GPG's weights already count it as 0. It returns
+// Only nodes with exactly one annotated NodeManager are pushed: contributing
+// ones their usable capacity, reset ones (Koordinator withdrew the batch) 0
+// with overCommitTimeout -1, a drain that kills nothing; a node the source
+// cannot vouch for (stale, not ready, bad origin) keeps what its RM has, so
+// losing the Kubernetes API does not zero a whole sub-cluster in YARN; the
+// GPG's weights already count it as 0. NodeManagers another writer sizes
+// (checkOtherWriters) are skipped. It returns
 // the number of NodeManagers whose figure an RM accepted. It does nothing
 // while Active says another GPG acts.
 func (p *Pusher) PushOnce(ctx context.Context) int {
 	if !p.active() {
 		p.mu.Lock()
 		clear(p.last)
+		clear(p.diverged)
+		clear(p.foreign)
+		p.foreignGauge.Set(0)
 		p.mu.Unlock()
 		p.rounds.WithLabelValues("standby").Inc()
 		return 0
@@ -232,11 +257,28 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 	}
 	p.rounds.WithLabelValues("pushed").Inc()
 	now := p.clock.Now()
-	bySC := map[string][]due{}
 	p.mu.Lock()
 	p.followAddresses(rms)
+	p.mu.Unlock()
+	p.checkOtherWriters(ctx, now)
+	bySC := map[string][]due{}
+	p.mu.Lock()
 	for _, r := range p.src.Nodes() {
-		if r.Status != kube.NodeContributing || r.NodeID == "" || len(p.addrs[r.SubCluster]) == 0 {
+		usable := r.Usable
+		switch {
+		case r.Status.Contributes():
+		case r.Status == kube.NodeBatchReset:
+			// Koordinator withdrew the node's batch resources: drain it in
+			// YARN (0, with overCommitTimeout -1: running containers finish,
+			// none is killed, nothing new is placed there).
+			usable = capacity.Resources{}
+		default:
+			continue
+		}
+		if r.NodeID == "" || len(p.addrs[r.SubCluster]) == 0 {
+			continue
+		}
+		if _, ok := p.foreign[r.NodeID]; ok {
 			continue
 		}
 		host, portStr, err := net.SplitHostPort(r.NodeID)
@@ -246,10 +288,10 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 			continue
 		}
 		if l, ok := p.last[r.NodeID]; ok && l.subCluster == r.SubCluster &&
-			!changed(l.usable, r.Usable, p.cfg.MinChange) && now.Sub(l.at) < p.cfg.MaxAge.D() {
+			!changed(l.usable, usable, p.cfg.MinChange) && now.Sub(l.at) < p.cfg.MaxAge.D() {
 			continue
 		}
-		bySC[r.SubCluster] = append(bySC[r.SubCluster], due{r.NodeID, host, int32(port), r.Usable})
+		bySC[r.SubCluster] = append(bySC[r.SubCluster], due{r.NodeID, host, int32(port), usable})
 	}
 	p.mu.Unlock()
 
@@ -269,6 +311,70 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 }
 
 func (p *Pusher) active() bool { return p.cfg.Active == nil || p.cfg.Active() }
+
+// checkOtherWriters compares, for every NodeManager whose push its RM
+// accepted at least an interval ago, the RM's total with that figure. A
+// difference is first taken for a NodeManager restart (it re-registers
+// with its configured size) and repaired by pushing again; a second
+// difference in a row, with no match in between, means another writer
+// (koord-yarn-operator) sets the size too: the NodeManager is left to it
+// for the rest of this tenure, never fought over.
+func (p *Pusher) checkOtherWriters(ctx context.Context, now time.Time) {
+	if p.cfg.RMNodes == nil {
+		return
+	}
+	settle := p.cfg.Interval.D()
+	p.mu.Lock()
+	bySC := map[string][]string{}
+	for id, l := range p.last {
+		if _, ok := p.foreign[id]; !ok && now.Sub(l.at) >= settle {
+			bySC[l.subCluster] = append(bySC[l.subCluster], id)
+		}
+	}
+	p.mu.Unlock()
+	for _, sc := range slices.Sorted(maps.Keys(bySC)) {
+		nodes, err := p.cfg.RMNodes.RMNodes(ctx, sc)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("node-resource push: cannot read the RM's NodeManagers to check for another writer; checking next interval", "sub_cluster", sc, "err", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		for _, id := range bySC[sc] {
+			l, ok := p.last[id]
+			n, known := nodes[id]
+			if !ok || !known {
+				continue // not registered (any more): nothing to compare
+			}
+			if n.Total == l.usable {
+				delete(p.diverged, id)
+				continue
+			}
+			p.diverged[id]++
+			delete(p.last, id) // due again now
+			if p.diverged[id] < 2 {
+				p.log.Info("node-resource push: the RM shows another size than it accepted from us (a NodeManager restart?); pushing again",
+					"sub_cluster", sc, "node_id", id, "pushed", l.usable, "rm_total", n.Total)
+				continue
+			}
+			p.foreign[id] = fmt.Sprintf("%d MiB, %d vcores", n.Total.MemoryMB, n.Total.VCores)
+			p.log.Warn("node-resource push: another writer sets this NodeManager's size (koord-yarn-operator still running?); leaving it alone until this GPG's tenure ends",
+				"sub_cluster", sc, "node_id", id, "pushed", l.usable, "rm_total", n.Total)
+		}
+		p.foreignGauge.Set(float64(len(p.foreign)))
+		p.mu.Unlock()
+	}
+}
+
+// ForeignNodeManagers lists the NodeManagers whose size another writer
+// sets (NodeId -> the size their RM showed), which this Pusher leaves
+// alone.
+func (p *Pusher) ForeignNodeManagers() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.foreign)
+}
 
 // followAddresses adopts the current RM admin addresses. A sub-cluster
 // whose addresses changed (an RM failover re-registered the new active RM)
