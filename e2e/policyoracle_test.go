@@ -74,6 +74,9 @@ func oracleCases() []oracleCase {
 		{name: "single and pair", router: w("east", 1.0), amrm: w("east", 0.25, "west", 0.75), headroomAlpha: 0},
 		{name: "float forms", router: w("a", 1.0/3, "b", 2.0/3, "c", 0.0), amrm: w("a", 0.0001, "b", 1e7), headroomAlpha: 0.001},
 		{name: "thirteen", router: many, amrm: many[:3], headroomAlpha: 0.75},
+		// JSON string escaping: Jersey escapes '"' and '\\', leaves '/', '<',
+		// '&' and non-ASCII as they are.
+		{name: "escaping", router: w("a/b", 0.5, `c"d`, 0.25, `x\y`, 0.25), amrm: w("<&>", 1.0), headroomAlpha: 1},
 		{name: "names", router: w("subcluster-east-1", 0.5, "SC_2", 0.5, "x", 0.0, "été", 0.0), amrm: w("x", 1.0), headroomAlpha: 0.25},
 	}
 }
