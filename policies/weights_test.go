@@ -3,6 +3,7 @@ package policies
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -98,6 +99,32 @@ func TestPolicyParamsFromDocs(t *testing.T) {
 	}
 	if got := q.Info.MarshalHadoopJSON(); !bytes.Equal(got, doc) {
 		t.Errorf("-s example encodes to\n %s\nwant %s", got, doc)
+	}
+}
+
+func TestHadoopOrderResizedTable(t *testing.T) {
+	// Thirteen keys pass HashMap's resize threshold (0.75 of 16 buckets), so
+	// Hadoop iterates a 32-bucket table. Expected order: what Hadoop 3.4.3's
+	// WeightedPolicyInfo map iterated for SC-1..SC-13 inserted in that
+	// order, observed with e2e/PolicyOracle.java (the same comparison runs
+	// in e2e TestPolicyJSONMatchesHadoop/thirteen); the first three alone
+	// stay in 16 buckets.
+	var ws []Weight
+	for i := 1; i <= 13; i++ {
+		ws = append(ws, Weight{SubClusterID(fmt.Sprintf("SC-%d", i)), 1.0 / 13})
+	}
+	ids := func(ws []Weight) string {
+		var b []string
+		for _, w := range ws {
+			b = append(b, string(w.ID))
+		}
+		return strings.Join(b, ",")
+	}
+	if got, want := ids(HadoopOrder(ws)), "SC-10,SC-11,SC-12,SC-13,SC-6,SC-7,SC-4,SC-5,SC-2,SC-3,SC-1,SC-8,SC-9"; got != want {
+		t.Errorf("13 keys: order %s, Hadoop's %s", got, want)
+	}
+	if got, want := ids(HadoopOrder(ws[:3])), "SC-2,SC-3,SC-1"; got != want {
+		t.Errorf("3 keys: order %s, Hadoop's %s", got, want)
 	}
 }
 
