@@ -41,8 +41,40 @@ func seedSubClusters(h *harness) {
 func TestSubClusterListAndGet(t *testing.T) {
 	h := newHarness(t)
 	seedSubClusters(h)
-	golden(t, "subcluster-list.golden", h.ok("subcluster", "list"))
-	golden(t, "subcluster-get.golden", h.ok("subcluster", "get", "SC-1"))
+	// Expected cells, from seedSubClusters: sorted by id; HEARTBEAT is
+	// fixedNow minus the seeded heartbeat, by formatAge (seconds under a
+	// minute, m+s under an hour, h+m under a day: 12s, 3h5m, 45m0s);
+	// addresses rmN:port as addSubCluster registers them; MEMORY MB and
+	// VCORES are available/total and APPS P/R pending/running from the
+	// capability's clusterMetrics (SC-3's has only totalMB, the rest count
+	// as 0); SC-2 sent no capability, so those cells are empty ("-"), as is
+	// PUBLISHED for all but SC-1, whose GPG publish was 6144 MB / 5 vcores.
+	sameTable(t, "subcluster list", h.ok("subcluster", "list"), aligned(
+		[]string{"SUBCLUSTER", "STATE", "HEARTBEAT", "CLIENT RM", "AMRM", "RM ADMIN", "RM WEB", "MEMORY MB", "VCORES", "APPS P/R", "PUBLISHED"},
+		[]string{"SC-1", "SC_RUNNING", "12s", "rm1:8032", "rm1:8030", "rm1:8033", "rm1:8088", "8192/16384", "6/8", "1/3", "6144/5"},
+		[]string{"SC-2", "SC_LOST", "3h5m", "rm2:8032", "rm2:8030", "rm2:8033", "rm2:8088", "-", "-", "-", "-"},
+		[]string{"SC-3", "SC_NEW", "45m0s", "rm3:8032", "rm3:8030", "rm3:8033", "rm3:8088", "0/1024", "0/0", "0/0", "-"},
+	))
+	// One sub-cluster as label/value rows. Times are UTC RFC 3339: the last
+	// heartbeat fixedNow-12s, the start fixedNow-24h (addSubCluster), the
+	// publish fixedNow-1m (seedSubClusters), with their ages.
+	sameTable(t, "subcluster get", h.ok("subcluster", "get", "SC-1"), aligned(
+		[]string{"Sub-cluster", "SC-1"},
+		[]string{"State", "SC_RUNNING"},
+		[]string{"Last heartbeat", "2026-11-21T05:59:48Z (12s ago)"},
+		[]string{"Last start", "2026-11-20T06:00:00Z"},
+		[]string{"Client RM", "rm1:8032"},
+		[]string{"AMRM", "rm1:8030"},
+		[]string{"RM admin", "rm1:8033"},
+		[]string{"RM web", "rm1:8088"},
+		[]string{"Memory MB (available/total)", "8192/16384"},
+		[]string{"VCores (available/total)", "6/8"},
+		[]string{"Apps (pending/running)", "1/3"},
+		[]string{"Active nodes", "2"},
+		[]string{"Published capacity (MB/vcores)", "6144/5"},
+		[]string{"Published nodes", "3"},
+		[]string{"Published at", "2026-11-21T05:59:00Z (1m0s ago)"},
+	))
 
 	var views []scView
 	if err := json.Unmarshal([]byte(h.ok("subcluster", "list", "--active", "-o", "json")), &views); err != nil {
@@ -109,7 +141,16 @@ func TestAppCommands(t *testing.T) {
 		}
 		h.addApp(fmt.Sprintf("application_1763700000000_%04d", i), home, time.Duration(10-i)*time.Minute)
 	}
-	golden(t, "app-list.golden", h.ok("app", "list"))
+	// Newest first; app i was created 10-i minutes before fixedNow (06:00),
+	// odd ones homed on SC-1, even ones on SC-2.
+	sameTable(t, "app list", h.ok("app", "list"), aligned(
+		[]string{"APPLICATION", "HOME", "CREATED"},
+		[]string{"application_1763700000000_0005", "SC-1", "2026-11-21T05:55:00Z"},
+		[]string{"application_1763700000000_0004", "SC-2", "2026-11-21T05:54:00Z"},
+		[]string{"application_1763700000000_0003", "SC-1", "2026-11-21T05:53:00Z"},
+		[]string{"application_1763700000000_0002", "SC-2", "2026-11-21T05:52:00Z"},
+		[]string{"application_1763700000000_0001", "SC-1", "2026-11-21T05:51:00Z"},
+	))
 	if out := h.ok("app", "list", "--subcluster", "SC-2"); strings.Count(out, "SC-2") != 2 || strings.Contains(out, "SC-1") {
 		t.Fatalf("--subcluster: %q", out)
 	}

@@ -3,12 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -16,8 +15,6 @@ import (
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fixedNow is the clock the CLI sees in tests; seeded heartbeats and
 // creation times are relative to it so tables are byte-stable.
@@ -105,24 +102,38 @@ func (h *harness) policy(queue string) *pb.PolicyConfiguration {
 	return p
 }
 
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
+// aligned is a table laid out the way yarnfedctl's tables promise
+// (output.go): each column as wide as its widest cell plus two spaces, the
+// last column unpadded, one line per row. Tests write the expected cells by
+// hand and compare with it, so no expectation is our own output.
+func aligned(rows ...[]string) string {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// sameTable fails the test when got is not the table want.
+func sameTable(t *testing.T, what, got, want string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs\ngot:\n%s\nwant:\n%s", path, got, want)
+	if got != want {
+		t.Fatalf("%s:\ngot:\n%s\nwant:\n%s", what, got, want)
 	}
 }
 

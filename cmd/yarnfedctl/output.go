@@ -10,7 +10,7 @@ import (
 )
 
 // table writes aligned columns; cells are tab-separated. Columns are
-// separated by two spaces and the last one carries no padding, so golden
+// separated by two spaces and the last one carries no padding, so the
 // tests see no trailing blanks.
 type table struct {
 	tw *tabwriter.Writer

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,16 @@ const (
 	batchRootA = `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.4"},{"key":{"id":"SC-1"},"value":"0.6"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.3"},{"key":{"id":"SC-1"},"value":"0.7"}]},"headroomAlpha":"1.0"}`
 	batchRootB = `{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.4"},{"key":{"id":"SC-1"},"value":"0.6"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-2"},"value":"0.2"},{"key":{"id":"SC-1"},"value":"0.8"}]},"headroomAlpha":"1.0"}`
 )
+
+// singleEntryParams is Hadoop's WeightedPolicyInfo JSON for
+// "q;SC-1:1.0;SC-1:1.0;0.5", derived by hand: Jersey's mapped notation
+// (JSONConfiguration.DEFAULT in WeightedPolicyInfo.initContext) writes a
+// list that has one element as a bare object, not a one-element array;
+// members in field order; every value a string in Float.toString form. The
+// same bytes are checked against Hadoop's toByteBuffer in e2e
+// TestPolicyJSONMatchesHadoop/single.
+const singleEntryParams = `{"routerPolicyWeights":{"entry":{"key":{"id":"SC-1"},"value":"1.0"}},` +
+	`"amrmPolicyWeights":{"entry":{"key":{"id":"SC-1"},"value":"1.0"}},"headroomAlpha":"0.5"}`
 
 func TestPolicySaveStoresHadoopBytes(t *testing.T) {
 	h := newHarness(t)
@@ -62,11 +74,8 @@ func TestPolicySaveStoresHadoopBytes(t *testing.T) {
 			if p.GetType() != managerPkg+tc.wantType {
 				t.Fatalf("type %q", p.GetType())
 			}
-			// policies/testdata's single-entry golden: Jersey writes a lone
-			// map entry as an object.
-			single := strings.TrimSpace(string(readFile(t, filepath.Join(policiesTestdata, "policy-params-single.golden.json"))))
-			if string(p.GetParams()) != single {
-				t.Fatalf("params %s\nwant %s", p.GetParams(), single)
+			if string(p.GetParams()) != singleEntryParams {
+				t.Fatalf("params %s\nwant %s", p.GetParams(), singleEntryParams)
 			}
 		})
 	}
@@ -123,8 +132,24 @@ func seedPolicies(h *harness) {
 func TestPolicyList(t *testing.T) {
 	h := newHarness(t)
 	seedPolicies(h)
-	golden(t, "policy-list.golden", h.ok("policy", "list"))
-	golden(t, "policy-list-queues.golden", h.ok("policy", "list", "--queues", "root.c,root.a,root.zz"))
+	// Expected cells, from seedPolicies: queues sorted ("*" before "root.");
+	// MANAGER is the class name without package and "PolicyManager"; weights
+	// as `routeradmin -policy -l` prints them, "id:Float.toString(w)" in Java
+	// HashMap order, which puts SC-2 before SC-1 (Federation.md's example;
+	// e2e TestPolicyJSONMatchesHadoop checks HadoopOrder against Hadoop's
+	// HashMap); alpha in Float.toString form; no pins; the '*' default has no
+	// params, so its weight and alpha cells are empty ("-").
+	header := []string{"QUEUE", "MANAGER", "ROUTER WEIGHTS", "AMRM WEIGHTS", "HEADROOM ALPHA", "PINNED"}
+	rootA := []string{"root.a", "WeightedLocality", "SC-2:0.4,SC-1:0.6", "SC-2:0.3,SC-1:0.7", "1.0", "-"}
+	rootC := []string{"root.c", "PriorityBroadcast", "SC-2:0.3,SC-1:0.7", "SC-2:0.4,SC-1:0.6", "0.25", "-"}
+	sameTable(t, "policy list", h.ok("policy", "list"), aligned(header,
+		[]string{"*", "HashBroadcast", "-", "-", "-", "-"},
+		rootA,
+		[]string{"root.b", "WeightedLocality", "SC-2:0.4,SC-1:0.6", "SC-2:0.2,SC-1:0.8", "1.0", "-"},
+		rootC,
+	))
+	// --queues: only the named queues that have a policy, still sorted.
+	sameTable(t, "policy list --queues", h.ok("policy", "list", "--queues", "root.c,root.a,root.zz"), aligned(header, rootA, rootC))
 	if out := h.ok("policy", "list", "--queue", "root.zz"); out != "QUEUE  MANAGER  ROUTER WEIGHTS  AMRM WEIGHTS  HEADROOM ALPHA  PINNED\n" {
 		t.Fatalf("no match: %q", out)
 	}
@@ -300,7 +325,42 @@ func TestPolicyExportRoundTrip(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.err, "skipping queue *: HashBroadcast has no weights") {
 		t.Fatalf("export: exit %d %q", r.code, r.err)
 	}
-	golden(t, "policy-export.golden.xml", r.out)
+	// The export is Hadoop's batch file (its layout is checked against
+	// Federation.md's example in policies TestBatchXMLFromDocs and read by
+	// RouterCLI in e2e TestBatchXMLReadByRouterCLI). Here: its content, by
+	// hand from seedPolicies: every queue with weights, sorted, '*' skipped;
+	// amrmPolicyWeights before routerPolicyWeights as in the example; entries
+	// in Hadoop's HashMap order (SC-2 before SC-1); numbers in
+	// Float.toString form.
+	type entry struct {
+		ID     string `xml:"id"`
+		Weight string `xml:"weight"`
+	}
+	type queue struct {
+		Name   string  `xml:"name"`
+		AMRM   []entry `xml:"amrmPolicyWeights>subClusterIdInfo"`
+		Router []entry `xml:"routerPolicyWeights>subClusterIdInfo"`
+		Alpha  string  `xml:"headroomAlpha"`
+	}
+	var doc struct {
+		XMLName xml.Name `xml:"federationWeights"`
+		Queues  []queue  `xml:"weight>queue"`
+	}
+	if err := xml.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatalf("export is not XML: %v\n%s", err, r.out)
+	}
+	sc := func(w2, w1 string) []entry { return []entry{{"SC-2", w2}, {"SC-1", w1}} }
+	wantQueues := []queue{
+		{Name: "root.a", AMRM: sc("0.3", "0.7"), Router: sc("0.4", "0.6"), Alpha: "1.0"},
+		{Name: "root.b", AMRM: sc("0.2", "0.8"), Router: sc("0.4", "0.6"), Alpha: "1.0"},
+		{Name: "root.c", AMRM: sc("0.4", "0.6"), Router: sc("0.3", "0.7"), Alpha: "0.25"},
+	}
+	if !reflect.DeepEqual(doc.Queues, wantQueues) {
+		t.Fatalf("exported queues %+v\nwant %+v\n%s", doc.Queues, wantQueues, r.out)
+	}
+	if ai, ri := strings.Index(r.out, "<amrmPolicyWeights>"), strings.Index(r.out, "<routerPolicyWeights>"); ai < 0 || ai > ri {
+		t.Fatalf("amrmPolicyWeights does not come first:\n%s", r.out)
+	}
 	before := map[string]string{}
 	for _, q := range []string{"root.a", "root.b", "root.c"} {
 		before[q] = string(h.policy(q).GetParams())
