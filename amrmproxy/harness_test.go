@@ -288,6 +288,10 @@ func (am *testAM) mustRegister() *yarnpb.RegisterApplicationMasterResponseProto 
 	if err != nil {
 		am.t.Fatal(err)
 	}
+	// As AMRMClient: the previous attempts' NM tokens go into the cache.
+	for _, n := range r.GetNmTokensFromPreviousAttempts() {
+		am.nmTokens[n.GetNodeId().GetHost()] = true
+	}
 	return r
 }
 

@@ -227,9 +227,13 @@ func (a *attempt) adoptPrevious(ctx context.Context, prev []previousUAM, resp *y
 			}
 			n++
 		}
-		if a.keep {
-			resp.NmTokensFromPreviousAttempts = append(resp.NmTokensFromPreviousAttempts, r.reg.GetNmTokensFromPreviousAttempts()...)
-		}
+		// The NM tokens go to the AM with or without keep-containers: the
+		// UAM's attempt id is attempt 1's, and an RM that handed these
+		// tokens out on the re-register counts them as held by that
+		// attempt, so it never sends them again with a new container on
+		// those nodes (YARN-8980's shape; a real distributed shell AM
+		// failed to start its containers with "No NMToken sent").
+		resp.NmTokensFromPreviousAttempts = append(resp.NmTokensFromPreviousAttempts, r.reg.GetNmTokensFromPreviousAttempts()...)
 		a.p.metrics.reattached.WithLabelValues(r.u.sc).Inc()
 		a.p.audit.Info("uam-reattach", "attempt", a.id.String(), "subcluster", r.u.sc, "from", r.from, "result", "ok",
 			"keep_containers", a.keep, "keep_from", a.keepHow, "containers", n)

@@ -316,14 +316,27 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 					if prev[c.GetId().GetId()] != nil {
 						t.Fatalf("without keep-containers attempt 1's container %v reached attempt 2", c.GetId())
 					}
+					// Its node's NM token did: the RM minted it for attempt 1's
+					// UAM on the re-register and will not send it again.
+					if !am2.nmTokens[c.GetNodeId().GetHost()] {
+						t.Fatalf("no NM token for SC-2 node %s in attempt 2's register answer (the RM will not send it again)", c.GetNodeId().GetHost())
+					}
 					// Released before the register answer, not after.
 					if !f.rmContainerDone(t, "SC-2", app, c.GetId()) {
 						t.Fatalf("attempt 1's SC-2 container %v still runs when attempt 2 is answered", c.GetId())
 					}
 				}
-				// Attempt 2 spans again through the same UAM.
+				// Attempt 2 spans again through the same UAM, and can start
+				// what it gets there: it holds an NM token for every SC-2
+				// node (the RM sends none for nodes it counts attempt 1's
+				// UAM as holding already).
 				am2.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
 				am2.until("a new SC-2 container", func() bool { return f.bySC(am2)["SC-2"] >= 1 })
+				for _, c := range am2.got {
+					if !am2.nmTokens[c.GetNodeId().GetHost()] {
+						t.Fatalf("attempt 2 got container %v on %s without an NM token for that node", c.GetId(), c.GetNodeId().GetHost())
+					}
+				}
 				for _, c := range sc2 {
 					if am2.completed[keyOf(c.GetId())] != nil {
 						t.Fatalf("attempt 2 heard of attempt 1's released container %v", c.GetId())

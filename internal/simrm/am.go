@@ -54,13 +54,7 @@ func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterRespon
 		// refused.
 		return RegisterResponse{}, errorf(ErrInvalidAMRequest, "Application Master is already registered : %s", id.App)
 	}
-	again := at.last.ResponseID >= 0
 	at.last = &AllocateResponse{ResponseID: 0, Attempt: id}
-	if again {
-		// The RM forgets which nodes the attempt holds NM tokens for, so the
-		// re-registered AM gets tokens for its containers' nodes again.
-		clear(at.nmTokens)
-	}
 	at.host, at.rpcPort, at.trackingURL = req.Host, req.RPCPort, req.TrackingURL
 	at.state = AttemptRunning
 	at.lastBeat = c.now()
@@ -87,6 +81,16 @@ func (c *core) registerLocked(id AttemptID, req RegisterRequest) (RegisterRespon
 					at.nmTokens[ct.node.id.Host] = true
 					resp.NMTokenNodes = append(resp.NMTokenNodes, ct.node.id)
 				}
+			}
+		}
+		if len(resp.ContainersFromPrevious) > 0 {
+			// As Hadoop 3.4's DefaultAMSProcessor: only when containers are
+			// handed over does the RM forget which nodes the attempt holds
+			// NM tokens for (the same attempt id when an unmanaged AM
+			// registers again), then mint tokens for their nodes alone.
+			clear(at.nmTokens)
+			for _, n := range resp.NMTokenNodes {
+				at.nmTokens[n.Host] = true
 			}
 		}
 		sort.Slice(resp.ContainersFromPrevious, func(i, j int) bool {
