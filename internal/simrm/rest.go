@@ -42,6 +42,7 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes/{nodeid}", r.restNode)
 	r.restMoreRoutes(mux) // rest_more.go
+	r.webRoutes(mux)      // webui.go
 	// simrm's own control API and Prometheus endpoint bypass fault
 	// injection: chaos runs must be able to lift a stall they set.
 	control := http.NewServeMux()
@@ -62,6 +63,8 @@ func (r *RM) restHandler() http.Handler {
 			switch {
 			case errors.Is(err, ErrStandby) && standbyServes(req.URL.Path):
 				mux.ServeHTTP(w, req)
+			case errors.Is(err, ErrStandby) && isWebPage(req.URL.Path):
+				r.standbyPage(w, req)
 			case errors.Is(err, ErrStandby):
 				// Hadoop's standby RM web app answers 503 when it cannot
 				// redirect to an active RM.
@@ -79,7 +82,7 @@ func (r *RM) restHandler() http.Handler {
 // of refusing: its cluster info, whose haState is how probes (and Hadoop's
 // own clients) tell the standby from the active.
 func standbyServes(path string) bool {
-	return path == "/ws/v1/cluster/info" || path == "/ws/v1/cluster"
+	return path == "/ws/v1/cluster/info" || path == "/ws/v1/cluster" || path == "/cluster/cluster" || path == "/isActive"
 }
 
 func wantsXML(req *http.Request) bool {
