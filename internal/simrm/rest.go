@@ -35,6 +35,7 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("GET /ws/v1/cluster/scheduler", r.restScheduler)
 	mux.HandleFunc("GET /ws/v1/cluster/apps", r.restApps)
 	mux.HandleFunc("POST /ws/v1/cluster/apps/new-application", r.restNewApp)
+	mux.HandleFunc("POST /ws/v1/cluster/apps", r.restSubmit) // rest_submit.go
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}", r.restApp)
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts", r.restAttempts)
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/state", r.restAppState)
