@@ -38,6 +38,9 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("POST /ws/v1/cluster/apps", r.restSubmit) // rest_submit.go
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}", r.restApp)
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts", r.restAttempts)
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}", r.restAttempt)                            // rest_containers.go
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}/containers", r.restContainers)              // rest_containers.go
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}/containers/{containerid}", r.restContainer) // rest_containers.go
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/state", r.restAppState)
 	mux.HandleFunc("PUT /ws/v1/cluster/apps/{appid}/state", r.restPutAppState)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
@@ -352,19 +355,23 @@ func (r *RM) restAttempts(w http.ResponseWriter, req *http.Request) {
 	}
 	out := rmrest.AppAttempts{}
 	for _, a := range reps {
-		at := rmrest.AppAttempt{
-			ID: a.ID.Attempt, StartTime: a.Started, FinishedTime: a.Finish, AppAttemptID: a.ID.String(),
-			AppAttemptState: a.State.String(),
-		}
-		if a.AMContainer != nil {
-			at.ContainerID = a.AMContainer.String()
-			at.NodeID = a.AMNode.String()
-			at.NodeHTTPAddress = a.AMNodeHTTP
-			at.LogsLink = "http://" + a.AMNodeHTTP + "/node/containerlogs/" + at.ContainerID + "/" + user
-		}
-		out.AppAttempt = append(out.AppAttempt, at)
+		out.AppAttempt = append(out.AppAttempt, restAttempt(a, user))
 	}
 	writeREST(w, req, http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out)
+}
+
+func restAttempt(a AttemptReport, user string) rmrest.AppAttempt {
+	at := rmrest.AppAttempt{
+		ID: a.ID.Attempt, StartTime: a.Started, FinishedTime: a.Finish, AppAttemptID: a.ID.String(),
+		AppAttemptState: a.State.String(),
+	}
+	if a.AMContainer != nil {
+		at.ContainerID = a.AMContainer.String()
+		at.NodeID = a.AMNode.String()
+		at.NodeHTTPAddress = a.AMNodeHTTP
+		at.LogsLink = "http://" + a.AMNodeHTTP + "/node/containerlogs/" + at.ContainerID + "/" + user
+	}
+	return at
 }
 
 func (r *RM) restAppState(w http.ResponseWriter, req *http.Request) {
