@@ -1,0 +1,85 @@
+package router_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/router"
+)
+
+// retriesOf is yarnfed_router_retries_total{method} in reg (0 if absent).
+func retriesOf(t *testing.T, reg *prometheus.Registry, method string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "yarnfed_router_retries_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" && l.GetValue() == method {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestRESTNewReservationRelaysRMRefusal: an RM that refuses
+// new-reservation with a 4xx (simrm: reservations are off, 400) has
+// answered the client; the router relays that answer at once instead of
+// counting it as a sub-cluster failure, retrying the others and answering
+// 5xx.
+func TestRESTNewReservationRelaysRMRefusal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newSimFed(t, func(c *router.Config) { c.Registerer = reg })
+	code, _, b := s.call("POST", "/ws/v1/cluster/reservation/new-reservation", "", "", "")
+	var re rmrest.RemoteExceptionResponse
+	if code != http.StatusBadRequest || json.Unmarshal(b, &re) != nil || re.RemoteException.JavaClassName != rmrest.ClassBadRequest ||
+		!strings.Contains(re.RemoteException.Message, "Reservation is not enabled") {
+		t.Fatalf("new-reservation: %d %s, want the RM's 400", code, b)
+	}
+	if n := retriesOf(t, reg, "REST new-reservation"); n != 0 {
+		t.Fatalf("%v retries after an RM's 4xx, want none", n)
+	}
+	// XML clients get the RM's XML.
+	code, h, b := s.call("POST", "/ws/v1/cluster/reservation/new-reservation", "application/xml", "", "")
+	if code != http.StatusBadRequest || !strings.Contains(h.Get("Content-Type"), "xml") || !strings.Contains(string(b), "<RemoteException>") {
+		t.Fatalf("new-reservation XML: %d %s", code, b)
+	}
+}
+
+// TestRESTNewReservationRetriesUnavailableRM: an RM that does not serve the
+// call (standby: 503) is a sub-cluster failure and the router asks
+// another; an RM's 500 is its answer, relayed as it is.
+func TestRESTNewReservationRetriesUnavailableRM(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newSimFed(t, func(c *router.Config) { c.Registerer = reg })
+	s.sims["SC-1"].TransitionToStandby()
+	for range 4 { // the router picks at random: SC-1 is tried first about half the time
+		if code, _, b := s.call("POST", "/ws/v1/cluster/reservation/new-reservation", "", "", ""); code != http.StatusBadRequest {
+			t.Fatalf("SC-1 standby: %d %s, want SC-2's 400", code, b)
+		}
+	}
+	s.sims["SC-1"].TransitionToActive()
+	s.sims["SC-1"].SetFaults(simrm.FaultConfig{ErrorRate: 1})
+	s.sims["SC-2"].SetFaults(simrm.FaultConfig{ErrorRate: 1})
+	before := retriesOf(t, reg, "REST new-reservation")
+	code, _, b := s.call("POST", "/ws/v1/cluster/reservation/new-reservation", "", "", "")
+	if code != http.StatusInternalServerError || !strings.Contains(string(b), "injected fault") {
+		t.Fatalf("RM 500: %d %s, want the RM's own 500", code, b)
+	}
+	if n := retriesOf(t, reg, "REST new-reservation"); n != before {
+		t.Fatalf("an RM's 500 was retried (%v -> %v)", before, n)
+	}
+}
