@@ -83,3 +83,51 @@ func TestRESTNewReservationRetriesUnavailableRM(t *testing.T) {
 		t.Fatalf("an RM's 500 was retried (%v -> %v)", before, n)
 	}
 }
+
+// TestRESTSchedulerActivitiesAndConf: /scheduler/activities and
+// /scheduler-conf answer as Hadoop's router does, never the router's own
+// plain-text 404: activities need nodeId and groupBy (400 RemoteException)
+// and go to the sub-cluster with that node (404 RemoteException for a node
+// no sub-cluster has); scheduler-conf GET relays the RMs' refusal (simrm,
+// like a file-configured CapacityScheduler, answers 400) and PUT needs the
+// subClusterId Hadoop's router reads from the body.
+func TestRESTSchedulerActivitiesAndConf(t *testing.T) {
+	s := newSimFed(t)
+	nodes, err := rmrest.NewClient(s.sims["SC-2"].Addrs().Web).GetNodes(ctxT(t), "")
+	if err != nil || len(nodes) == 0 {
+		t.Fatalf("SC-2 nodes: %v %v", nodes, err)
+	}
+	const act = "/ws/v1/cluster/scheduler/activities"
+	remote := func(name string, code int, b []byte, wantCode int, wantClass string) {
+		t.Helper()
+		var re rmrest.RemoteExceptionResponse
+		if code != wantCode || json.Unmarshal(b, &re) != nil || re.RemoteException.JavaClassName != wantClass {
+			t.Fatalf("%s: %d %s, want %d %s", name, code, b, wantCode, wantClass)
+		}
+	}
+	code, _, b := s.call("GET", act, "", "", "")
+	remote("activities without nodeId", code, b, 400, rmrest.ClassBadRequest)
+	code, _, b = s.call("GET", act+"?nodeId="+nodes[0].ID, "", "", "")
+	remote("activities without groupBy", code, b, 400, rmrest.ClassBadRequest)
+	code, _, b = s.call("GET", act+"?groupBy=diagnostic&nodeId=nowhere:1", "", "", "")
+	remote("activities of an unknown node", code, b, 404, rmrest.ClassNotFound)
+	code, _, b = s.call("GET", act+"?groupBy=diagnostic&nodeId="+nodes[0].ID, "", "", "")
+	var ar rmrest.ActivitiesResponse
+	if code != 200 || json.Unmarshal(b, &ar) != nil || ar.Activities.NodeID != nodes[0].ID || ar.Activities.Diagnostic == "" {
+		t.Fatalf("activities relayed to the node's RM: %d %s", code, b)
+	}
+
+	const conf = "/ws/v1/cluster/scheduler-conf"
+	if code, _, b := s.call("GET", conf, "", "", ""); code != 400 || !strings.Contains(string(b), "MutableConfScheduler") {
+		t.Fatalf("scheduler-conf GET: %d %s, want the RMs' 400", code, b)
+	}
+	code, _, b = s.call("PUT", conf, "", "application/json", `{"update-queue":[]}`)
+	remote("scheduler-conf PUT without subClusterId", code, b, 400, rmrest.ClassBadRequest)
+	code, _, b = s.call("PUT", conf, "application/xml", "application/json", `{"subClusterId":"SC-9"}`)
+	if code != 404 || !strings.Contains(string(b), "<RemoteException>") {
+		t.Fatalf("scheduler-conf PUT to an unknown sub-cluster: %d %s", code, b)
+	}
+	if code, _, b := s.call("PUT", conf, "", "application/xml", `<sched-conf><subClusterId>SC-1</subClusterId></sched-conf>`); code != 400 || !strings.Contains(string(b), "MutableConfScheduler") {
+		t.Fatalf("scheduler-conf PUT relayed to SC-1: %d %s, want its 400", code, b)
+	}
+}

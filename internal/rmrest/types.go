@@ -315,6 +315,21 @@ type AppAttemptResponse struct {
 	AppAttempt AppAttempt `json:"appAttempt"`
 }
 
+// Activities is ActivitiesInfo (/scheduler/activities) without
+// allocations.
+type Activities struct {
+	XMLName    xml.Name `json:"-" xml:"activities"`
+	NodeID     string   `json:"nodeId,omitempty" xml:"nodeId,omitempty"`
+	Timestamp  int64    `json:"timestamp" xml:"timestamp"`
+	DateTime   string   `json:"dateTime" xml:"dateTime"`
+	Diagnostic string   `json:"diagnostic,omitempty" xml:"diagnostic,omitempty"`
+}
+
+// ActivitiesResponse is the JSON envelope of Activities.
+type ActivitiesResponse struct {
+	Activities Activities `json:"activities"`
+}
+
 // Node is one NodeManager (NodeInfo).
 type Node struct {
 	XMLName               xml.Name     `json:"-" xml:"node"`
