@@ -131,3 +131,27 @@ func TestRESTSchedulerActivitiesAndConf(t *testing.T) {
 		t.Fatalf("scheduler-conf PUT relayed to SC-1: %d %s, want its 400", code, b)
 	}
 }
+
+// TestRESTAttemptContainersThroughRouter: the attempt-containers paths
+// the router relays to the app's home now reach an RM that serves them.
+func TestRESTAttemptContainersThroughRouter(t *testing.T) {
+	s := newSimFed(t)
+	id := s.submitApp(false)
+	app := router.AppIDString(id)
+	attempt := "appattempt_" + strings.TrimPrefix(app, "application_") + "_000001"
+	base := "/ws/v1/cluster/apps/" + app + "/appattempts/" + attempt
+	var list rmrest.ContainersResponse
+	poll(t, "AM container listed", func() bool {
+		code, _, b := s.call("GET", base+"/containers", "", "", "")
+		return code == 200 && json.Unmarshal(b, &list) == nil && len(list.Containers.Container) > 0
+	})
+	am := list.Containers.Container[0].ContainerID
+	code, _, b := s.call("GET", base+"/containers/"+am, "", "", "")
+	var one rmrest.ContainerResponse
+	if code != 200 || json.Unmarshal(b, &one) != nil || one.Container.ContainerID != am {
+		t.Fatalf("container via router: %d %s", code, b)
+	}
+	if code, _, b := s.call("GET", base, "", "", ""); code != 200 || !strings.Contains(string(b), attempt) {
+		t.Fatalf("attempt via router: %d %s", code, b)
+	}
+}
