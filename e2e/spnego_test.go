@@ -15,7 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // hadoopWebRequest is what KerberosWebServer's servlet saw of one request

@@ -13,35 +13,36 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
-// agentStore lets sub-cluster agents write into the fake store.
-type agentStore struct{ s *routertest.Store }
-
-func (a agentStore) RegisterSubCluster(_ context.Context, r subclusteragent.Registration) error {
-	a.s.Put(router.SubClusterInfo{ID: router.SubClusterID(r.SubClusterID), ClientRMServiceAddress: r.ClientRMServiceAddress,
-		AMRMServiceAddress: r.AMRMServiceAddress, RMAdminServiceAddress: r.RMAdminServiceAddress,
-		RMWebServiceAddress: r.RMWebServiceAddress, State: router.SubClusterState(r.State), LastStartTime: r.LastStartTime,
-		Capability: r.Capability, LastHeartbeat: time.Now()})
-	return nil
+// fakeAgent stands in for the sub-cluster agent (a separate component the
+// router may not import): it registers the RM the test made active, as the
+// agent does after its probe round (the agent's own HA probing is tested in
+// subclusteragent and, agent and router together, in cmd/yarnfed).
+type fakeAgent struct {
+	s   *routertest.Store
+	id  string
+	rms []*simrm.RM
 }
 
-func (a agentStore) SubClusterHeartbeat(_ context.Context, id string, st subclusteragent.State, capa string) error {
-	scs, _ := a.s.GetSubClusters(context.Background(), false)
-	for _, sc := range scs {
-		if string(sc.ID) == id {
-			sc.State, sc.LastHeartbeat = router.SubClusterState(st), time.Now()
-			if capa != "" {
-				sc.Capability = capa
-			}
-			a.s.Put(sc)
+// step registers the first RM of the pair that reports itself active.
+func (a fakeAgent) step(t *testing.T) {
+	t.Helper()
+	for _, rm := range a.rms {
+		if rm.Standby() {
+			continue
 		}
+		ad := rm.Addrs()
+		a.s.Put(router.SubClusterInfo{ID: router.SubClusterID(a.id), ClientRMServiceAddress: ad.Client,
+			AMRMServiceAddress: ad.Scheduler, RMAdminServiceAddress: ad.Admin, RMWebServiceAddress: ad.Web,
+			State: router.StateRunning, LastStartTime: time.Now(),
+			Capability: `{"clusterMetrics":{}}`, LastHeartbeat: time.Now()})
+		return
 	}
-	return nil
+	t.Fatalf("fake agent %s: no active RM", a.id)
 }
 
 func startSim(t *testing.T, id string, ts int64) *simrm.RM {
@@ -58,11 +59,6 @@ func startSim(t *testing.T, id string, ts int64) *simrm.RM {
 	}
 	t.Cleanup(func() { _ = rm.Close() })
 	return rm
-}
-
-func ep(rm *simrm.RM) subclusteragent.RMEndpoint {
-	a := rm.Addrs()
-	return subclusteragent.RMEndpoint{ClientRM: a.Client, AMRM: a.Scheduler, Admin: a.Admin, Web: a.Web}
 }
 
 // TestIntegrationSimRMs: two simulated sub-clusters (SC-1 an HA pair) with
@@ -83,16 +79,9 @@ func TestIntegrationSimRMs(t *testing.T) {
 	sc2 := startSim(t, "SC-2", 1_700_000_000_001)
 
 	store := routertest.NewStore()
-	var agents []*subclusteragent.Agent
-	for id, rms := range map[string][]subclusteragent.RMEndpoint{"SC-1": {ep(sc1a), ep(sc1b)}, "SC-2": {ep(sc2)}} {
-		cfg := subclusteragent.DefaultConfig()
-		cfg.SubClusterID, cfg.RMs, cfg.Store = id, rms, agentStore{store}
-		a, err := subclusteragent.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.Step(context.Background())
-		agents = append(agents, a)
+	agents := []fakeAgent{{store, "SC-1", []*simrm.RM{sc1a, sc1b}}, {store, "SC-2", []*simrm.RM{sc2}}}
+	for _, a := range agents {
+		a.step(t)
 	}
 
 	cfg := router.DefaultConfig()
@@ -179,11 +168,11 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatalf("GET nodes via router: %d, %d nodes", code, len(nodes.Node))
 	}
 
-	// SC-1 fails over; its agent notices in one probe round.
+	// SC-1 fails over; its agent registers the new active RM.
 	sc1a.TransitionToStandby()
 	sc1b.TransitionToActive()
 	for _, a := range agents {
-		a.Step(context.Background())
+		a.step(t)
 	}
 	poll(t, "router follows SC-1's new RM", func() bool {
 		scs, _ := store.GetSubClusters(context.Background(), true)

@@ -22,6 +22,7 @@ import (
 
 func (r *Router) restMoreRoutes(mux routeMux, p string) {
 	mux.HandleFunc("GET "+p+"/scheduler", r.rest("scheduler", false, r.restScheduler))
+	r.schedulerExtraRoutes(mux, p) // rest_schedconf.go
 	mux.HandleFunc("GET "+p+"/appstatistics", r.rest("appstatistics", false, r.restAppStatistics))
 	mux.HandleFunc("GET "+p+"/get-node-labels", r.rest("get-node-labels", false, r.restNodeLabels))
 
@@ -164,33 +165,50 @@ func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restRepl
 const FederationSchedulerRoot = "federationSchedulerTypeInfo"
 
 func mergeSchedulerJSON(got []scBody) ([]byte, error) {
+	return mergeSubClusterJSON(got, FederationSchedulerRoot, "scheduler", "GET /ws/v1/cluster/scheduler")
+}
+
+// mergeSubClusterJSON puts each RM's {"<key>":{...}} object, with its subClusterId,
+// in {"<root>":{"subCluster":[...]}}; key "" takes the document's one key.
+func mergeSubClusterJSON(got []scBody, root, key, what string) ([]byte, error) {
 	items := make([]map[string]json.RawMessage, 0, len(got))
 	for _, g := range got {
-		var env struct {
-			Scheduler map[string]json.RawMessage `json:"scheduler"`
+		var env map[string]map[string]json.RawMessage
+		err := json.Unmarshal(g.body, &env)
+		obj, ok := env[key]
+		if key == "" && len(env) == 1 {
+			for _, v := range env {
+				obj, ok = v, true
+			}
 		}
-		if err := json.Unmarshal(g.body, &env); err != nil || env.Scheduler == nil {
-			return nil, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/scheduler", Err: fmt.Errorf("not a scheduler document: %v", err)}
+		if err != nil || !ok || obj == nil {
+			return nil, &SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
 		}
 		id, _ := json.Marshal(string(g.sc))
-		env.Scheduler["subClusterId"] = id
-		items = append(items, env.Scheduler)
+		obj["subClusterId"] = id
+		items = append(items, obj)
 	}
-	return json.Marshal(map[string]any{FederationSchedulerRoot: map[string]any{"subCluster": items}})
+	return json.Marshal(map[string]any{root: map[string]any{"subCluster": items}})
 }
 
 func mergeSchedulerXML(got []scBody) ([]byte, error) {
+	return mergeSubClusterXML(got, FederationSchedulerRoot, "scheduler", "GET /ws/v1/cluster/scheduler")
+}
+
+// mergeSubClusterXML puts each RM's <elem> content, with its namespace declarations
+// and subClusterId, in a <subCluster> of <root>; elem "" takes any root.
+func mergeSubClusterXML(got []scBody, root, elem, what string) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(xml.Header[:len(xml.Header)-1])
-	b.WriteString("<" + FederationSchedulerRoot + ">")
+	b.WriteString("<" + root + ">")
 	for _, g := range got {
 		var doc struct {
 			XMLName xml.Name
 			Attrs   []xml.Attr `xml:",any,attr"`
 			Inner   []byte     `xml:",innerxml"`
 		}
-		if err := xml.Unmarshal(g.body, &doc); err != nil || doc.XMLName.Local != "scheduler" {
-			return nil, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/scheduler", Err: fmt.Errorf("not a scheduler document: %v", err)}
+		if err := xml.Unmarshal(g.body, &doc); err != nil || (elem != "" && doc.XMLName.Local != elem) {
+			return nil, &SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
 		}
 		b.WriteString("<subCluster")
 		for _, a := range doc.Attrs {
@@ -210,7 +228,7 @@ func mergeSchedulerXML(got []scBody) ([]byte, error) {
 		_ = xml.EscapeText(&b, []byte(g.sc))
 		b.WriteString("</subClusterId></subCluster>")
 	}
-	b.WriteString("</" + FederationSchedulerRoot + ">")
+	b.WriteString("</" + root + ">")
 	return []byte(b.String()), nil
 }
 

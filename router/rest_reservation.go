@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/yarnfed/yarnfed/internal/rmrest"
-	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
 // Reservations over REST follow the IPC rules (reservation.go): a new id
@@ -17,14 +15,34 @@ import (
 // store records the reservation's home, update/delete/list go to that
 // home. The bodies are relayed to the home RM as the client sent them.
 
-func (r *Router) restNewReservation(ctx context.Context, _ *http.Request) (restReply, error) {
-	resp, err := r.getNewReservation(ctx, &yarnpb.GetNewReservationRequestProto{})
+// restNewReservation relays the call to a random routable RM, as Hadoop's
+// FederationInterceptorREST does. Whatever an RM answers (an id, or a 4xx
+// such as reservations being off) is the client's answer, relayed as it
+// is: a client's error is not a sub-cluster failure. Only an RM that did
+// not serve the call (no answer, or 503: standby) sends it to another
+// sub-cluster.
+func (r *Router) restNewReservation(ctx context.Context, req *http.Request) (restReply, error) {
+	var out *relayed
+	err := r.onAny(ctx, "REST new-reservation", func(sc SubClusterInfo) error {
+		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), nil)
+		if err != nil {
+			return err
+		}
+		if rl.status == http.StatusServiceUnavailable {
+			return &SubClusterError{SubCluster: sc.ID, Method: "REST new-reservation", Err: errRMUnavailable}
+		}
+		auditOf(ctx).sc = sc.ID
+		out = rl
+		return nil
+	})
 	if err != nil {
-		return restReply{}, err
+		return restReply{}, r.unroutableREST(err)
 	}
-	nr := rmrest.NewReservation{ReservationID: ReservationIDString(resp.GetReservationId())}
-	return reply(http.StatusOK, nr, nr), nil
+	return restReply{raw: out}, nil
 }
+
+// errRMUnavailable is an RM's 503 (a standby RM, or one not serving yet).
+var errRMUnavailable = errors.New("the RM answered 503 (standby?)")
 
 func (r *Router) restSubmitReservation(ctx context.Context, req *http.Request) (restReply, error) {
 	body, err := readBody(req)

@@ -20,12 +20,12 @@ import (
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/node"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // devConfig is what `yarnfed dev` runs: everything on loopback in one

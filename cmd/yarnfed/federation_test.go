@@ -12,11 +12,11 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // fedOptions says what startFederation builds; the zero value is a

@@ -15,9 +15,9 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/security"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // A role's configuration cases: a file (or none), command-line flags, and

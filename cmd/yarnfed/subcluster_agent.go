@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // newSubclusterAgentCmd is `yarnfed subcluster-agent`: keeps a stock RM (or

@@ -24,15 +24,17 @@ type rule struct {
 // internal/*. The components never import each other, and only the client
 // half of the statestore (plus its wire types) is visible outside it.
 var rules = []rule{
-	{name: "router is independent of its peers", from: "router", denied: []string{"amrmproxy", "gpg", "cmd", "statestore"},
+	{name: "router is independent of its peers", from: "router", denied: []string{"amrmproxy", "gpg", "subclusteragent", "cmd", "statestore"},
 		allowed: []string{"statestore/client", "statestore/storepb"}},
-	{name: "amrmproxy is independent of its peers", from: "amrmproxy", denied: []string{"router", "gpg", "cmd", "statestore"},
+	{name: "amrmproxy is independent of its peers", from: "amrmproxy", denied: []string{"router", "gpg", "subclusteragent", "cmd", "statestore"},
 		allowed: []string{"statestore/client", "statestore/storepb"}},
-	{name: "gpg is independent of its peers", from: "gpg", denied: []string{"router", "amrmproxy", "cmd", "statestore"},
+	{name: "gpg is independent of its peers", from: "gpg", denied: []string{"router", "amrmproxy", "subclusteragent", "cmd", "statestore"},
 		allowed: []string{"statestore/client", "statestore/storepb"}},
-	{name: "policies are a leaf", from: "policies", denied: []string{"router", "amrmproxy", "gpg", "cmd", "statestore"}},
-	{name: "statestore serves everyone and imports no component", from: "statestore", denied: []string{"router", "amrmproxy", "gpg", "cmd", "policies"}},
-	{name: "internal imports no component", from: "internal", denied: []string{"router", "amrmproxy", "gpg", "cmd"}},
+	{name: "subclusteragent is independent of its peers", from: "subclusteragent", denied: []string{"router", "amrmproxy", "gpg", "cmd", "statestore"},
+		allowed: []string{"statestore/client", "statestore/storepb"}},
+	{name: "policies are a leaf", from: "policies", denied: []string{"router", "amrmproxy", "gpg", "subclusteragent", "cmd", "statestore"}},
+	{name: "statestore serves everyone and imports no component", from: "statestore", denied: []string{"router", "amrmproxy", "gpg", "subclusteragent", "cmd", "policies"}},
+	{name: "internal imports no component", from: "internal", denied: []string{"router", "amrmproxy", "gpg", "subclusteragent", "cmd"}},
 }
 
 type listedPackage struct {
@@ -96,6 +98,12 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router", "statestore/bench", true},
 		{"router/bench", "statestore/store", true},
 		{"router/bench", "gpg", true},
+		{"subclusteragent", "statestore/client", false},
+		{"subclusteragent", "statestore/node", true},
+		{"subclusteragent", "router", true},
+		{"router", "subclusteragent", true},
+		{"gpg", "subclusteragent", true},
+		{"internal/simrm", "subclusteragent", true},
 	}
 	for _, c := range cases {
 		got := false

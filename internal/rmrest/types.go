@@ -273,6 +273,63 @@ type AppAttemptsResponse struct {
 	AppAttempts AppAttempts `json:"appAttempts"`
 }
 
+// Container is one container of an attempt (the webapp ContainerInfo):
+// /apps/{appid}/appattempts/{attemptid}/containers[/{containerid}].
+type Container struct {
+	XMLName             xml.Name `json:"-" xml:"container"`
+	ContainerID         string   `json:"containerId" xml:"containerId"`
+	AllocatedMB         int64    `json:"allocatedMB" xml:"allocatedMB"`
+	AllocatedVCores     int32    `json:"allocatedVCores" xml:"allocatedVCores"`
+	AssignedNodeID      string   `json:"assignedNodeId" xml:"assignedNodeId"`
+	Priority            int32    `json:"priority" xml:"priority"`
+	StartedTime         int64    `json:"startedTime" xml:"startedTime"`
+	FinishedTime        int64    `json:"finishedTime" xml:"finishedTime"`
+	ElapsedTime         int64    `json:"elapsedTime" xml:"elapsedTime"`
+	DiagnosticsInfo     string   `json:"diagnosticsInfo" xml:"diagnosticsInfo"`
+	LogURL              string   `json:"logUrl" xml:"logUrl"`
+	ContainerExitStatus int32    `json:"containerExitStatus" xml:"containerExitStatus"`
+	ContainerState      string   `json:"containerState" xml:"containerState"`
+	NodeHTTPAddress     string   `json:"nodeHttpAddress" xml:"nodeHttpAddress"`
+	NodeID              string   `json:"nodeId" xml:"nodeId"`
+}
+
+// ContainerResponse is the JSON envelope of one Container.
+type ContainerResponse struct {
+	Container Container `json:"container"`
+}
+
+// Containers is ContainersInfo.
+type Containers struct {
+	XMLName   xml.Name    `json:"-" xml:"containers"`
+	Container []Container `json:"container,omitempty" xml:"container"`
+}
+
+// ContainersResponse is the JSON envelope of Containers.
+type ContainersResponse struct {
+	Containers Containers `json:"containers"`
+}
+
+// AppAttemptResponse is the JSON envelope of one AppAttempt
+// (/apps/{appid}/appattempts/{attemptid}).
+type AppAttemptResponse struct {
+	AppAttempt AppAttempt `json:"appAttempt"`
+}
+
+// Activities is ActivitiesInfo (/scheduler/activities) without
+// allocations.
+type Activities struct {
+	XMLName    xml.Name `json:"-" xml:"activities"`
+	NodeID     string   `json:"nodeId,omitempty" xml:"nodeId,omitempty"`
+	Timestamp  int64    `json:"timestamp" xml:"timestamp"`
+	DateTime   string   `json:"dateTime" xml:"dateTime"`
+	Diagnostic string   `json:"diagnostic,omitempty" xml:"diagnostic,omitempty"`
+}
+
+// ActivitiesResponse is the JSON envelope of Activities.
+type ActivitiesResponse struct {
+	Activities Activities `json:"activities"`
+}
+
 // Node is one NodeManager (NodeInfo).
 type Node struct {
 	XMLName               xml.Name     `json:"-" xml:"node"`

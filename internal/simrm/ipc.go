@@ -194,16 +194,24 @@ func (r *RM) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationR
 }
 
 func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
-	sc := req.GetApplicationSubmissionContext()
+	if err := r.submitContext(req.GetApplicationSubmissionContext(), callerName(ctx)); err != nil {
+		return nil, err
+	}
+	return &yarnpb.SubmitApplicationResponseProto{}, nil
+}
+
+// submitContext is ClientRMService.submitApplication for IPC and REST
+// (rest_submit.go) alike.
+func (r *RM) submitContext(sc *yarnpb.ApplicationSubmissionContextProto, user string) error {
 	if sc == nil || sc.ApplicationId == nil {
-		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
+		return hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
 	}
 	sub := SubmitRequest{
 		ID: appFromPB(sc.ApplicationId), Name: sc.GetApplicationName(), Queue: sc.GetQueue(),
 		Type: sc.GetApplicationType(), Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(),
 		Unmanaged: sc.GetUnmanagedAm(), AMResource: resourceFromPB(sc.GetResource()),
 		MaxAttempts: sc.GetMaxAppAttempts(), KeepContainers: sc.GetKeepContainersAcrossApplicationAttempts(),
-		User: callerName(ctx), AMNodeLabel: sc.GetNodeLabelExpression(),
+		User: user, AMNodeLabel: sc.GetNodeLabelExpression(),
 	}
 	// Hadoop 3 clients send the AM resource as am_container_resource_request
 	// (the ANY request); the legacy resource field may be absent.
@@ -218,10 +226,7 @@ func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicatio
 	if sc.GetResource() == nil && len(sc.GetAmContainerResourceRequest()) == 0 && !sub.Unmanaged {
 		sub.AMResource = r.cfg.MinAllocation
 	}
-	if err := r.core().Submit(sub); err != nil {
-		return nil, err
-	}
-	return &yarnpb.SubmitApplicationResponseProto{}, nil
+	return r.core().Submit(sub)
 }
 
 func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {

@@ -35,13 +35,18 @@ func (r *RM) restHandler() http.Handler {
 	mux.HandleFunc("GET /ws/v1/cluster/scheduler", r.restScheduler)
 	mux.HandleFunc("GET /ws/v1/cluster/apps", r.restApps)
 	mux.HandleFunc("POST /ws/v1/cluster/apps/new-application", r.restNewApp)
+	mux.HandleFunc("POST /ws/v1/cluster/apps", r.restSubmit) // rest_submit.go
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}", r.restApp)
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts", r.restAttempts)
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}", r.restAttempt)                            // rest_containers.go
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}/containers", r.restContainers)              // rest_containers.go
+	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/appattempts/{attemptid}/containers/{containerid}", r.restContainer) // rest_containers.go
 	mux.HandleFunc("GET /ws/v1/cluster/apps/{appid}/state", r.restAppState)
 	mux.HandleFunc("PUT /ws/v1/cluster/apps/{appid}/state", r.restPutAppState)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes", r.restNodes)
 	mux.HandleFunc("GET /ws/v1/cluster/nodes/{nodeid}", r.restNode)
 	r.restMoreRoutes(mux) // rest_more.go
+	r.webRoutes(mux)      // webui.go
 	// simrm's own control API and Prometheus endpoint bypass fault
 	// injection: chaos runs must be able to lift a stall they set.
 	control := http.NewServeMux()
@@ -62,6 +67,8 @@ func (r *RM) restHandler() http.Handler {
 			switch {
 			case errors.Is(err, ErrStandby) && standbyServes(req.URL.Path):
 				mux.ServeHTTP(w, req)
+			case errors.Is(err, ErrStandby) && isWebPage(req.URL.Path):
+				r.standbyPage(w, req)
 			case errors.Is(err, ErrStandby):
 				// Hadoop's standby RM web app answers 503 when it cannot
 				// redirect to an active RM.
@@ -79,7 +86,7 @@ func (r *RM) restHandler() http.Handler {
 // of refusing: its cluster info, whose haState is how probes (and Hadoop's
 // own clients) tell the standby from the active.
 func standbyServes(path string) bool {
-	return path == "/ws/v1/cluster/info" || path == "/ws/v1/cluster"
+	return path == "/ws/v1/cluster/info" || path == "/ws/v1/cluster" || path == "/cluster/cluster" || path == "/isActive"
 }
 
 func wantsXML(req *http.Request) bool {
@@ -348,19 +355,23 @@ func (r *RM) restAttempts(w http.ResponseWriter, req *http.Request) {
 	}
 	out := rmrest.AppAttempts{}
 	for _, a := range reps {
-		at := rmrest.AppAttempt{
-			ID: a.ID.Attempt, StartTime: a.Started, FinishedTime: a.Finish, AppAttemptID: a.ID.String(),
-			AppAttemptState: a.State.String(),
-		}
-		if a.AMContainer != nil {
-			at.ContainerID = a.AMContainer.String()
-			at.NodeID = a.AMNode.String()
-			at.NodeHTTPAddress = a.AMNodeHTTP
-			at.LogsLink = "http://" + a.AMNodeHTTP + "/node/containerlogs/" + at.ContainerID + "/" + user
-		}
-		out.AppAttempt = append(out.AppAttempt, at)
+		out.AppAttempt = append(out.AppAttempt, restAttempt(a, user))
 	}
 	writeREST(w, req, http.StatusOK, rmrest.AppAttemptsResponse{AppAttempts: out}, out)
+}
+
+func restAttempt(a AttemptReport, user string) rmrest.AppAttempt {
+	at := rmrest.AppAttempt{
+		ID: a.ID.Attempt, StartTime: a.Started, FinishedTime: a.Finish, AppAttemptID: a.ID.String(),
+		AppAttemptState: a.State.String(),
+	}
+	if a.AMContainer != nil {
+		at.ContainerID = a.AMContainer.String()
+		at.NodeID = a.AMNode.String()
+		at.NodeHTTPAddress = a.AMNodeHTTP
+		at.LogsLink = "http://" + a.AMNodeHTTP + "/node/containerlogs/" + at.ContainerID + "/" + user
+	}
+	return at
 }
 
 func (r *RM) restAppState(w http.ResponseWriter, req *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
@@ -40,6 +41,27 @@ func (r *RM) restMoreRoutes(mux *http.ServeMux) {
 		badRequest(w, req, reservationsOff)
 	})
 	mux.HandleFunc("/proxy/{appid}/{rest...}", r.restProxy)
+	// simrm's queues are configured, not mutable (a CapacityScheduler on its
+	// file store): the RM refuses the configuration API with a plain-text
+	// 400, as RMWebServices does for a scheduler that is not a mutable one.
+	for _, m := range []string{"GET ", "PUT "} {
+		mux.HandleFunc(m+p+"/scheduler-conf", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, "Configuration change only supported by MutableConfScheduler.")
+		})
+	}
+	mux.HandleFunc("GET "+p+"/scheduler/activities", r.restActivities)
+}
+
+// restActivities is ActivitiesInfo for a node: simrm records no scheduler
+// activities, and says so in the diagnostic (as the RM does when none were
+// recorded for the node yet).
+func (r *RM) restActivities(w http.ResponseWriter, req *http.Request) {
+	now := r.core().nowMS()
+	out := rmrest.Activities{NodeID: req.URL.Query().Get("nodeId"), Timestamp: now,
+		DateTime: time.UnixMilli(now).String(), Diagnostic: "simrm records no scheduler activities"}
+	writeREST(w, req, http.StatusOK, rmrest.ActivitiesResponse{Activities: out}, out)
 }
 
 // appStates are the YarnApplicationState names in the RM's order.

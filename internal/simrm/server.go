@@ -49,6 +49,22 @@ type RM struct {
 type shared struct {
 	mu sync.RWMutex
 	c  *core
+	// pair are the RMs sharing this state (one, or an HA pair): a standby's
+	// web pages redirect to the active one, as Hadoop's RMWebAppFilter does.
+	pair []*RM
+}
+
+// activeWeb is the web address of an active RM of the pair, or "".
+func (s *shared) activeWeb() string {
+	s.mu.RLock()
+	pair := s.pair
+	s.mu.RUnlock()
+	for _, rm := range pair {
+		if a := rm.Addrs().Web; !rm.Standby() && a != "" {
+			return a
+		}
+	}
+	return ""
 }
 
 // Addrs are the bound listen addresses ("" for a disabled endpoint).
@@ -71,6 +87,7 @@ func New(cfg Config) (*RM, error) {
 		return nil, err
 	}
 	r := &RM{cfg: cfg, st: &shared{c: newCore(cfg)}}
+	r.st.pair = []*RM{r}
 	r.init()
 	return r, nil
 }
@@ -88,6 +105,9 @@ func NewStandby(active *RM, cfg Config) (*RM, error) {
 		c.Logger = cfg.Logger
 	}
 	r := &RM{cfg: c, st: active.st}
+	r.st.mu.Lock()
+	r.st.pair = append(append([]*RM(nil), r.st.pair...), r)
+	r.st.mu.Unlock()
 	r.init()
 	r.standby.Store(true)
 	return r, nil

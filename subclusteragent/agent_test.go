@@ -14,7 +14,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/rmrest/spnegotest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 // recStore records what the agent writes.

@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/yarnfed/yarnfed/internal/subclusteragent"
+	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
 func TestParseRMEndpoint(t *testing.T) {

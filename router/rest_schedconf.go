@@ -1,0 +1,121 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+)
+
+// Scheduler activities and the scheduler configuration, as Hadoop's
+// FederationInterceptorREST serves them (before, the router answered them
+// with a plain-text 404 of its own mux):
+//   - GET /scheduler/activities needs nodeId and groupBy (400 without),
+//     and goes to the sub-cluster that has the node (404 when none has);
+//   - GET /scheduler-conf asks every RM and lists their configurations in
+//     {"federationConfInfo":{"subCluster":[{...,"subClusterId":...}]}}; an
+//     RM's 4xx (a CapacityScheduler whose configuration is file-based, not
+//     mutable, refuses with 400) is relayed as the answer, the rule of every
+//     fan-out here (fetchAll), where Hadoop's router answers 200 and lists
+//     the refusals in errorMsgs;
+//   - PUT /scheduler-conf needs the subClusterId Hadoop's router reads from
+//     the body (SchedConfUpdateInfo) and is relayed to that RM.
+// Errors are the RM's RemoteException JSON/XML.
+
+// FederationConfRoot is JAXB's root name for Hadoop's FederationConfInfo.
+const FederationConfRoot = "federationConfInfo"
+
+func (r *Router) schedulerExtraRoutes(mux routeMux, p string) {
+	mux.HandleFunc("GET "+p+"/scheduler/activities", r.rest("scheduler-activities", false, r.restActivities))
+	mux.HandleFunc("GET "+p+"/scheduler-conf", r.rest("scheduler-conf", false, r.restSchedConf))
+	mux.HandleFunc("PUT "+p+"/scheduler-conf", r.rest("scheduler-conf-put", true, r.restPutSchedConf))
+}
+
+func (r *Router) restActivities(ctx context.Context, req *http.Request) (restReply, error) {
+	q := req.URL.Query()
+	node := q.Get("nodeId")
+	for _, k := range []string{"nodeId", "groupBy"} {
+		if q.Get(k) == "" {
+			return restReply{}, badRequest("%s is required: the router sends activities to the sub-cluster that has the node", k)
+		}
+	}
+	type held struct {
+		sc  SubClusterInfo
+		has bool
+	}
+	found, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) (held, error) {
+		nodes, err := r.nodesOf(ctx, sc, "")
+		if err != nil {
+			return held{}, err
+		}
+		return held{sc, slices.ContainsFunc(nodes, func(n rmrest.Node) bool { return n.ID == node })}, nil
+	})
+	if err != nil {
+		return restReply{}, err
+	}
+	for _, h := range found {
+		if h.has {
+			rl, err := r.relay(ctx, h.sc, req, req.URL.EscapedPath(), nil)
+			if err != nil {
+				return restReply{}, r.unroutableREST(err)
+			}
+			auditOf(ctx).sc = h.sc.ID
+			return restReply{raw: rl}, nil
+		}
+	}
+	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
+		err: fmt.Errorf("nodeId %s is in no routable sub-cluster", node)}
+}
+
+func (r *Router) restSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
+	asXML := wantsXML(req)
+	accept, ctype := "application/json", "application/json; charset=utf-8"
+	if asXML {
+		accept, ctype = "application/xml", "application/xml; charset=utf-8"
+	}
+	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/scheduler-conf", accept)
+	if refused != nil || err != nil {
+		return restReply{raw: refused}, err
+	}
+	slices.SortFunc(got, func(a, b scBody) int { return strings.Compare(string(a.sc), string(b.sc)) })
+	var out []byte
+	if asXML {
+		out, err = mergeSubClusterXML(got, FederationConfRoot, "", "GET /ws/v1/cluster/scheduler-conf")
+	} else {
+		out, err = mergeSubClusterJSON(got, FederationConfRoot, "", "GET /ws/v1/cluster/scheduler-conf")
+	}
+	if err != nil {
+		return restReply{}, err
+	}
+	return restReply{raw: &relayed{status: http.StatusOK, ctype: ctype, body: out}}, nil
+}
+
+func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
+	body, err := readBody(req)
+	if err != nil {
+		return restReply{}, err
+	}
+	var in struct {
+		SubClusterID string `json:"subClusterId" xml:"subClusterId"`
+	}
+	if err := decodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
+		return restReply{}, err
+	}
+	if in.SubClusterID == "" {
+		return restReply{}, badRequest("subClusterId is required: the router changes one sub-cluster's scheduler configuration at a time")
+	}
+	sc, ok := r.members.get(SubClusterID(in.SubClusterID))
+	if !ok {
+		return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
+			err: fmt.Errorf("sub-cluster %s is not registered", in.SubClusterID)}
+	}
+	rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
+	if err != nil {
+		return restReply{}, r.unroutableREST(err)
+	}
+	auditOf(ctx).sc = sc.ID
+	return restReply{raw: rl}, nil
+}
