@@ -32,7 +32,7 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@# The Go tests run Maven themselves when the classpath is stale, and skip
 	@# with the reason when java or mvn is missing (CI sets YARNFED_INTEROP_REQUIRED=1).
 	@mkdir -p e2e/target
-	$(GO) test -tags interop -count=1 -timeout 30m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
+	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
 
 deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say.
 	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.
