@@ -255,18 +255,7 @@ func (u *uamConn) adopt(ctx context.Context, p *Proxy, tok *commonpb.TokenProto,
 	if err != nil {
 		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
 	}
-	u.mu.Lock()
-	u.err = err
-	u.lastOK = time.Now()
-	if err != nil {
-		u.failedAt = time.Now()
-	}
-	u.mu.Unlock()
-	close(u.ready)
-	if err == nil {
-		p.metrics.uams.Inc()
-		u.kick()
-	}
+	u.up(p, err)
 	return resp, err
 }
 

@@ -79,6 +79,13 @@ func (u *uamConn) launch(ctx context.Context, p *Proxy) {
 	}
 	p.metrics.uamLaunches.WithLabelValues(u.sc, result).Inc()
 	p.audit.Info("uam-launch", "attempt", u.a.id.String(), "subcluster", u.sc, "result", result)
+	u.up(p, err)
+}
+
+// up ends a launch or re-attach: err (nil when the UAM is usable) is
+// recorded, waiters on ready are released, and what was queued meanwhile
+// is sent.
+func (u *uamConn) up(p *Proxy, err error) {
 	u.mu.Lock()
 	u.err = err
 	u.lastOK = time.Now()
@@ -89,7 +96,7 @@ func (u *uamConn) launch(ctx context.Context, p *Proxy) {
 	close(u.ready)
 	if err == nil {
 		p.metrics.uams.Inc()
-		u.kick() // send what was queued while launching
+		u.kick()
 	}
 }
 
