@@ -231,8 +231,11 @@ func (g *GPG) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); g.lease.run(ctx) }()
 	go func() { defer wg.Done(); g.watchEvents(ctx) }()
 	go func() { defer wg.Done(); g.loop(ctx) }()
-	go func() { defer wg.Done(); g.cleanLoop(ctx) }()
-	go func() { defer wg.Done(); g.reapLoop(ctx) }()
+	// The cleaner and the UAM reaper each in their own loop, apart from the
+	// policy rounds: an RM slow to list its applications must not delay
+	// weights.
+	go func() { defer wg.Done(); every(ctx, g.cfg.Cleaner.Enabled, g.cfg.Cleaner.Interval.D(), g.CleanOnce) }()
+	go func() { defer wg.Done(); every(ctx, g.cfg.UAMReaper.Enabled, g.cfg.UAMReaper.Interval.D(), g.ReapOnce) }()
 	<-ctx.Done()
 	if srv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -313,21 +316,19 @@ func (g *GPG) loop(ctx context.Context) {
 	}
 }
 
-// cleanLoop runs the cleaner every cleaner interval, apart from the
-// policy rounds: an RM that is slow to list its applications must not
-// delay weights.
-func (g *GPG) cleanLoop(ctx context.Context) {
-	if !g.cfg.Cleaner.Enabled {
+// every runs round every interval until ctx ends, if enabled.
+func every(ctx context.Context, enabled bool, interval time.Duration, round func(context.Context)) {
+	if !enabled {
 		return
 	}
-	t := time.NewTicker(g.cfg.Cleaner.Interval.D())
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.CleanOnce(ctx)
+			round(ctx)
 		}
 	}
 }

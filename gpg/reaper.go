@@ -388,24 +388,6 @@ func (g *GPG) retryUAMDeletes(ctx context.Context) {
 	}
 }
 
-// reapLoop runs the reaper every uam_reaper.interval, in its own loop like
-// the cleaner: a slow RM must not delay weights.
-func (g *GPG) reapLoop(ctx context.Context) {
-	if !g.cfg.UAMReaper.Enabled {
-		return
-	}
-	t := time.NewTicker(g.cfg.UAMReaper.Interval.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			g.ReapOnce(ctx)
-		}
-	}
-}
-
 // ReapOnce runs one UAM reaper round now if this GPG holds the lease.
 func (g *GPG) ReapOnce(ctx context.Context) {
 	if g.lease.fence() == nil {
