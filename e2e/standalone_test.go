@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/proctest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -37,109 +37,38 @@ import (
 // and the GPG. See DESIGN.md ("The standalone federation").
 
 // jvmProc is one daemon of the standalone federation (a Hadoop JVM, or one
-// of our Go processes): its output appended to a log file, in its own
-// process group, SIGKILLed if the test binary dies (Pdeathsig: a killed
-// `go test` leaves nothing behind), and restartable with the same command
-// line (same ports, same dirs).
-type jvmProc struct {
-	name    string
-	argv    []string // java and its arguments
-	env     []string // added to the test's environment
-	logPath string
+// of our Go processes): internal/proctest's process (log file, own process
+// group, SIGKILLed if the test binary dies, restartable with the same
+// command line) with the verbs this harness uses.
+type jvmProc struct{ proctest.Proc }
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+func newJVMProc(name, logPath string, argv, env []string) *jvmProc {
+	return &jvmProc{proctest.Proc{Name: name, Bin: argv[0], Args: argv[1:], Env: env, LogPath: logPath}}
 }
 
-func (p *jvmProc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil && !isDone(p.done) {
-		return fmt.Errorf("%s is still running", p.name)
-	}
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "=== %s: start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return err
-	}
-	done := make(chan struct{})
-	p.cmd, p.done, p.err = cmd, done, nil
-	go func() {
-		err := cmd.Wait()
-		f.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(done)
-	}()
-	return nil
-}
-
-func isDone(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
+func (p *jvmProc) start() error { return p.Start() }
 
 func (p *jvmProc) alive() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd != nil && !isDone(p.done)
+	ended, _ := p.Exited()
+	return !ended
 }
 
-// kill SIGKILLs the JVM (a crash: no shutdown hook runs) and waits for it.
+// kill SIGKILLs the daemon (a crash: no shutdown hook runs) and waits for it.
 func (p *jvmProc) kill() {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil || isDone(done) {
-		return
+	if p.alive() {
+		p.Kill()
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
 }
 
 // stop sends SIGTERM (Hadoop's shutdown hook stops the service) and kills
-// the JVM if it is not gone within timeout.
+// the daemon if it is not gone within timeout.
 func (p *jvmProc) stop(timeout time.Duration) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil || isDone(done) {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(timeout):
+	if p.alive() && p.Terminate(timeout) != nil {
 		p.kill()
 	}
 }
 
-func (p *jvmProc) tail(n int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *jvmProc) tail(n int) string { return p.Tail(n) }
 
 // ---- configuration files ----
 
@@ -389,7 +318,7 @@ func waitUntilJVM(t testing.TB, timeout time.Duration, what string, p *jvmProc, 
 	deadline := time.Now().Add(timeout)
 	for {
 		if p != nil && !p.alive() {
-			t.Fatalf("waiting for %s: %s exited:\n%s", what, p.name, p.tail(40))
+			t.Fatalf("waiting for %s: %s exited:\n%s", what, p.Name, p.tail(40))
 		}
 		ok, detail := cond()
 		if ok {
@@ -447,7 +376,7 @@ func (n *saNM) startNM(t testing.TB) {
 // registrations counts the NM log's "Registered with ResourceManager"
 // lines (one per successful registration, every run of the process).
 func (n *saNM) registrations() int {
-	b, _ := os.ReadFile(n.proc.logPath)
+	b, _ := os.ReadFile(n.proc.LogPath)
 	return strings.Count(string(b), "Registered with ResourceManager as")
 }
 
@@ -659,7 +588,7 @@ func (f *uamFed) stopAll() {
 
 // startGoProc starts a yarnfed process not bound to a test's lifetime.
 func startGoProc(dir, name, bin string, args ...string) (*jvmProc, error) {
-	p := &jvmProc{name: name, argv: append([]string{bin}, args...), logPath: filepath.Join(dir, name+".log")}
+	p := newJVMProc(name, filepath.Join(dir, name+".log"), append([]string{bin}, args...), nil)
 	if err := p.start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -701,9 +630,9 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		if err := r.writeConf(); err != nil {
 			return nil, err
 		}
-		r.proc = &jvmProc{name: id + "-rm", logPath: filepath.Join(r.dir, "rm.log"),
-			argv: daemonJVM(j, "768m", r.confDir, "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"),
-			env:  []string{"JAVA_HOME=" + j.javaHome(), "HADOOP_CONF_DIR=" + r.confDir}}
+		r.proc = newJVMProc(id+"-rm", filepath.Join(r.dir, "rm.log"),
+			daemonJVM(j, "768m", r.confDir, "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"),
+			[]string{"JAVA_HOME=" + j.javaHome(), "HADOOP_CONF_DIR=" + r.confDir})
 		for k := 0; k < 2; k++ {
 			ip := fmt.Sprintf("127.0.0.%d%d", i+1, k+1)
 			n := &saNM{name: fmt.Sprintf("%s-nm%d", id, k+1), sc: r, ip: ip}
@@ -717,9 +646,9 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 			}
 			// JAVA_HOME and HADOOP_CONF_DIR are on the NM's env whitelist:
 			// its containers find java and this host's configuration.
-			n.proc = &jvmProc{name: n.name, logPath: filepath.Join(n.dir, "nm.log"),
-				argv: daemonJVM(j, "512m", n.confDir, "org.apache.hadoop.yarn.server.nodemanager.NodeManager"),
-				env:  []string{"JAVA_HOME=" + j.javaHome(), "HADOOP_CONF_DIR=" + n.confDir}}
+			n.proc = newJVMProc(n.name, filepath.Join(n.dir, "nm.log"),
+				daemonJVM(j, "512m", n.confDir, "org.apache.hadoop.yarn.server.nodemanager.NodeManager"),
+				[]string{"JAVA_HOME=" + j.javaHome(), "HADOOP_CONF_DIR=" + n.confDir})
 			r.nms = append(r.nms, n)
 		}
 		f.rms[i] = r
@@ -837,13 +766,13 @@ func (f *uamFed) leakTargets() []leakTarget {
 // processes (a failed test).
 func (f *uamFed) dumpLogs(t testing.TB) {
 	for _, p := range []*jvmProc{f.router, f.gpg} {
-		t.Logf("---- %s (%s) ----\n%s", p.name, p.logPath, p.tail(30))
+		t.Logf("---- %s (%s) ----\n%s", p.Name, p.LogPath, p.tail(30))
 	}
 	for _, r := range f.rms {
-		t.Logf("%s RM log: %s", r.id, r.proc.logPath)
+		t.Logf("%s RM log: %s", r.id, r.proc.LogPath)
 		for _, n := range r.nms {
-			t.Logf("---- %s amrmproxy (%s) ----\n%s", n.name, n.proxy.logPath, n.proxy.tail(25))
-			t.Logf("%s NM log: %s; container logs under %s", n.name, n.proc.logPath, n.logDir)
+			t.Logf("---- %s amrmproxy (%s) ----\n%s", n.name, n.proxy.LogPath, n.proxy.tail(25))
+			t.Logf("%s NM log: %s; container logs under %s", n.name, n.proc.LogPath, n.logDir)
 		}
 	}
 }

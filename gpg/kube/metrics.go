@@ -1,7 +1,11 @@
 package kube
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 )
 
 // metrics are the Source's Prometheus series; with a nil Registerer they are
@@ -57,3 +61,27 @@ const (
 	ForeignWritersMetric = "yarnfed_gpg_kube_foreign_writers"
 	ForeignWritersHelp   = "NodeManagers (kind=node_resource) or Nodes (kind=third_party_allocations) another writer (koord-yarn-operator) updates, which this GPG leaves alone instead of fighting over them."
 )
+
+// NewForeignWritersGauge is ForeignWritersMetric for one Kubernetes
+// cluster and kind.
+func NewForeignWritersGauge(cluster, kind string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: ForeignWritersMetric, Help: ForeignWritersHelp,
+		ConstLabels: prometheus.Labels{"kubernetes_cluster": cluster, "kind": kind},
+	})
+}
+
+// Every calls round every interval of clk until ctx ends, then returns
+// ctx's error: the loop of the push and the write-back.
+func Every(ctx context.Context, clk clock.WithTicker, interval time.Duration, round func(context.Context)) error {
+	t := clk.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C():
+			round(ctx)
+		}
+	}
+}

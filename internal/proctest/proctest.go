@@ -27,6 +27,8 @@ type Proc struct {
 	Bin     string
 	Args    []string
 	LogPath string
+	// Env is added to the test's environment.
+	Env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -48,9 +50,12 @@ func (p *Proc) Start() error {
 	}
 	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), filepath.Base(p.Bin), strings.Join(p.Args, " "))
 	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group: a ^C to the test does not reach it first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// SIGKILLed when the test binary dies (Pdeathsig): a killed `go test`
+	// leaves no server behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return err

@@ -176,10 +176,7 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 	for _, r := range []string{"pushed", "standby", "no_rms"} {
 		p.rounds.WithLabelValues(r)
 	}
-	p.foreignGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: kube.ForeignWritersMetric, Help: kube.ForeignWritersHelp,
-		ConstLabels: prometheus.Labels{"kubernetes_cluster": cfg.Name, "kind": "node_resource"},
-	})
+	p.foreignGauge = kube.NewForeignWritersGauge(cfg.Name, "node_resource")
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(p.calls, p.pushedNMs, p.rounds, p.foreignGauge)
 	}
@@ -188,16 +185,7 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 
 // Run pushes every Interval until ctx ends, then returns ctx's error.
 func (p *Pusher) Run(ctx context.Context) error {
-	t := p.clock.NewTicker(p.cfg.Interval.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C():
-			p.PushOnce(ctx)
-		}
-	}
+	return kube.Every(ctx, p.clock, p.cfg.Interval.D(), func(ctx context.Context) { p.PushOnce(ctx) })
 }
 
 // changed reports whether a figure moved by at least frac of the old one in

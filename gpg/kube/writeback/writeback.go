@@ -118,10 +118,7 @@ func New(cfg Config, src NodeSource) (*Writer, error) {
 	for _, r := range []string{"ok", "conflict", "error"} {
 		w.patches.WithLabelValues(r)
 	}
-	w.foreignGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: kube.ForeignWritersMetric, Help: kube.ForeignWritersHelp,
-		ConstLabels: prometheus.Labels{"kubernetes_cluster": cfg.Name, "kind": "third_party_allocations"},
-	})
+	w.foreignGauge = kube.NewForeignWritersGauge(cfg.Name, "third_party_allocations")
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(w.rounds, w.patches, w.foreignGauge)
 	}
@@ -130,16 +127,7 @@ func New(cfg Config, src NodeSource) (*Writer, error) {
 
 // Run writes every Interval until ctx ends, then returns ctx's error.
 func (w *Writer) Run(ctx context.Context) error {
-	t := w.clock.NewTicker(w.cfg.Interval.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C():
-			w.WriteOnce(ctx)
-		}
-	}
+	return kube.Every(ctx, w.clock, w.cfg.Interval.D(), func(ctx context.Context) { w.WriteOnce(ctx) })
 }
 
 func (w *Writer) active() bool { return w.cfg.Active == nil || w.cfg.Active() }
