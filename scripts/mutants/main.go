@@ -12,7 +12,7 @@
 // cache stays warm between runs, and restores each mutated file after its
 // run.
 //
-// Usage: go run ./scripts/mutants [-list file] [-j 2] [-only regexp] [-no-baseline] [-v]
+// Usage: go run ./scripts/mutants [-list file] [-j 2] [-only regexp] [-no-baseline] [-check] [-v]
 package main
 
 import (
@@ -62,14 +62,15 @@ func main() {
 	only := flag.String("only", "", "run only the mutants whose id matches this regexp")
 	noBaseline := flag.Bool("no-baseline", false, "skip running the named tests on the unmutated tree first")
 	verbose := flag.Bool("v", false, "print the test output of every mutant")
+	check := flag.Bool("check", false, "only check that every entry applies to the checkout (no tests run)")
 	flag.Parse()
-	if err := run(*listPath, *jobs, *only, !*noBaseline, *verbose); err != nil {
+	if err := run(*listPath, *jobs, *only, !*noBaseline, *verbose, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listPath string, jobs int, only string, baseline, verbose bool) error {
+func run(listPath string, jobs int, only string, baseline, verbose, check bool) error {
 	root, err := gitRoot()
 	if err != nil {
 		return err
@@ -103,6 +104,10 @@ func run(listPath string, jobs int, only string, baseline, verbose bool) error {
 		if n := strings.Count(string(src), m.find); n != 1 {
 			return fmt.Errorf("%s (list line %d): the snippet occurs %d times in %s, want exactly once: %q", m.id, m.line, n, m.file, m.find)
 		}
+	}
+	if check {
+		fmt.Printf("mutants: %d entries apply to the checkout\n", len(ms))
+		return nil
 	}
 	files, err := trackedFiles(root)
 	if err != nil {
@@ -290,8 +295,9 @@ func failedTests(s string) string {
 
 // parseList reads the list. Entries are blocks of "key: value" lines,
 // each starting with "== id: what the bug is"; '#' starts a comment line.
-// A value in double quotes is a Go string literal (for tabs, newlines and
-// leading or trailing spaces); otherwise it is the rest of the line.
+// A value that is a whole Go string literal in double quotes is unquoted
+// (for tabs, newlines and leading or trailing spaces); otherwise it is the
+// rest of the line as written (so "x": y is a snippet, not a literal).
 func parseList(path string) ([]*mutant, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -349,11 +355,7 @@ func parseList(path string) ([]*mutant, error) {
 			return nil, fmt.Errorf("%s:%d: want 'key: value'", path, n)
 		}
 		val = strings.TrimPrefix(val, " ")
-		if strings.HasPrefix(val, `"`) {
-			u, err := strconv.Unquote(val)
-			if err != nil {
-				return nil, fmt.Errorf("%s:%d: %s: bad quoted value: %w", path, n, key, err)
-			}
+		if u, err := strconv.Unquote(val); err == nil && strings.HasPrefix(val, `"`) {
 			val = u
 		}
 		switch strings.TrimSpace(key) {
