@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -116,6 +117,11 @@ func run(listPath string, jobs int, only string, baseline, verbose, check bool) 
 	jobs = max(1, min(jobs, len(ms)))
 	sum := sha256.Sum256([]byte(root))
 	base := filepath.Join(os.TempDir(), "yarnfed-mutants-"+hex.EncodeToString(sum[:6]))
+	unlock, err := lock(base)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dirs := make([]string, jobs)
 	for i := range dirs {
 		dirs[i] = filepath.Join(base, fmt.Sprintf("w%d", i))
@@ -465,6 +471,35 @@ func copyTree(src, dst string, files []string) error {
 		}
 		return nil
 	})
+}
+
+// lock keeps two runs from one checkout out of each other's scratch
+// copies: base/lock holds the running one's pid; a lock whose process is
+// gone is taken over.
+func lock(base string) (func(), error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(base, "lock")
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			f.Close()
+			return func() { os.Remove(path) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		b, _ := os.ReadFile(path)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			if p, err := os.FindProcess(pid); err == nil && p.Signal(syscall.Signal(0)) == nil {
+				return nil, fmt.Errorf("another run (pid %d) is using %s", pid, base)
+			}
+		}
+		os.Remove(path) // stale: its process is gone
+	}
+	return nil, fmt.Errorf("cannot take %s", path)
 }
 
 func uniq(s []string) []string {
