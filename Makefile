@@ -65,6 +65,9 @@ generate: ## Regenerate protobuf Go code with the pinned tools.
 verify-generate: ## Fail if generated code differs from the .proto files.
 	scripts/verify-genproto.sh
 
+mutants: ## Mutation check: each bug in scripts/mutants/list.txt applied alone in a scratch copy must fail its named tests (MUTANTS_ARGS='-only regexp -j 2 -no-baseline -v').
+	$(GO) run ./scripts/mutants $(MUTANTS_ARGS)
+
 lincheck-long: ## The store's history-checked linearizability under faults, long: make lincheck-long LINCHECK_DURATION=30m (default 10m).
 	YARNFED_LINCHECK_DURATION=$(or $(LINCHECK_DURATION),10m) $(GO) test -count=1 -timeout 90m -run '^TestStoreLinearizableUnderFaults$$' -v ./internal/systemtest/
 
@@ -79,4 +82,4 @@ bench-peers: ## Store vs ZooKeeper and etcd, router vs Hadoop's Router over ZooK
 	    --concurrency 1,64,256 --rows $(or $(BENCH_ROWS),10000)
 	bin/yarnfed-bench bench router --peer hadoop --java-client --duration $(or $(BENCH_DURATION),5s) --concurrency 1,16,64 $(BENCH_ARGS)
 
-.PHONY: bench-peers help build dev test test-interop lint unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long
+.PHONY: mutants bench-peers help build dev test test-interop lint unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

@@ -130,3 +130,103 @@ func TestUAMRegistryAccess(t *testing.T) {
 		t.Fatalf("roles %v: decide whether a new role may touch UAM rows and extend this test", AllRoles)
 	}
 }
+
+// TestRoleMatrix writes out, for every RPC, which roles may call it, by
+// hand: a test that reads Table can only confirm Table, so widening a
+// right there (agents given the GPG's MarkSubClustersLost, say) must fail
+// here. Columns: A admin, R replica, r router, g agent, p amrmproxy,
+// G gpg; '-' is refused. Changing a right means changing this line too,
+// on purpose.
+func TestRoleMatrix(t *testing.T) {
+	cols := []Role{RoleAdmin, RoleReplica, RoleRouter, RoleAgent, RoleAMRMProxy, RoleGPG}
+	want := map[string]string{
+		// membership
+		pb.StateStore_RegisterSubCluster_FullMethodName:   "AR-g--",
+		pb.StateStore_Heartbeat_FullMethodName:            "AR-g--",
+		pb.StateStore_DeregisterSubCluster_FullMethodName: "ARr---",
+		pb.StateStore_GetSubCluster_FullMethodName:        "ARrgpG",
+		pb.StateStore_ListSubClusters_FullMethodName:      "ARrgpG",
+		// application homes
+		pb.StateStore_AddApplicationHome_FullMethodName:     "ARr---",
+		pb.StateStore_AddApplicationHomes_FullMethodName:    "ARr---",
+		pb.StateStore_UpdateApplicationHome_FullMethodName:  "ARr---",
+		pb.StateStore_GetApplicationHome_FullMethodName:     "ARr-pG",
+		pb.StateStore_DeleteApplicationHome_FullMethodName:  "ARr---",
+		pb.StateStore_ListApplicationHomes_FullMethodName:   "ARr-pG",
+		pb.StateStore_DeleteApplicationHomes_FullMethodName: "AR---G",
+		// policies
+		pb.StateStore_GetPolicy_FullMethodName:      "ARr-pG",
+		pb.StateStore_ListPolicies_FullMethodName:   "ARr-pG",
+		pb.StateStore_SetPolicy_FullMethodName:      "ARr---",
+		pb.StateStore_DeletePolicies_FullMethodName: "ARr---",
+		pb.StateStore_SetPolicies_FullMethodName:    "AR---G",
+		// GPG lease and fenced writes
+		pb.StateStore_AcquireLease_FullMethodName:        "AR---G",
+		pb.StateStore_ReleaseLease_FullMethodName:        "AR---G",
+		pb.StateStore_GetLease_FullMethodName:            "ARr-pG",
+		pb.StateStore_PublishCapacity_FullMethodName:     "AR---G",
+		pb.StateStore_MarkSubClustersLost_FullMethodName: "AR---G",
+		// reservations
+		pb.StateStore_AddReservationHome_FullMethodName:    "ARr---",
+		pb.StateStore_UpdateReservationHome_FullMethodName: "ARr---",
+		pb.StateStore_GetReservationHome_FullMethodName:    "ARr-pG",
+		pb.StateStore_ListReservationHomes_FullMethodName:  "ARr-pG",
+		pb.StateStore_DeleteReservationHome_FullMethodName: "ARr---",
+		// delegation tokens: routers only, not even admin
+		pb.StateStore_StoreMasterKey_FullMethodName:  "-Rr---",
+		pb.StateStore_RemoveMasterKey_FullMethodName: "-Rr---",
+		pb.StateStore_GetMasterKey_FullMethodName:    "-Rr---",
+		pb.StateStore_StoreToken_FullMethodName:      "-Rr---",
+		pb.StateStore_UpdateToken_FullMethodName:     "-Rr---",
+		pb.StateStore_RemoveToken_FullMethodName:     "-Rr---",
+		pb.StateStore_GetToken_FullMethodName:        "-Rr---",
+		pb.StateStore_ReserveRange_FullMethodName:    "-Rr---",
+		pb.StateStore_GetCounter_FullMethodName:      "-Rr---",
+		pb.StateStore_SetCounter_FullMethodName:      "-Rr---",
+		// UAM registry
+		pb.StateStore_PutUAM_FullMethodName:    "-R--p-",
+		pb.StateStore_GetUAMs_FullMethodName:   "-Rr-p-",
+		pb.StateStore_ListUAMs_FullMethodName:  "-Rr-p-",
+		pb.StateStore_DeleteUAM_FullMethodName: "-Rr-pG",
+		// version, format, watch
+		pb.StateStore_GetVersion_FullMethodName: "ARrgpG",
+		pb.StateStore_Format_FullMethodName:     "AR----",
+		pb.StateStore_Watch_FullMethodName:      "ARrgpG",
+		// cluster
+		pb.Cluster_Join_FullMethodName:     "AR----",
+		pb.Cluster_Remove_FullMethodName:   "AR----",
+		pb.Cluster_Status_FullMethodName:   "ARrgpG",
+		pb.Cluster_Snapshot_FullMethodName: "AR----",
+	}
+	if !slices.Equal(cols, AllRoles) {
+		t.Fatalf("roles %v, matrix columns %v: add the new role's column to every line", AllRoles, cols)
+	}
+	for _, m := range allMethods() {
+		row, ok := want[m]
+		if !ok {
+			t.Errorf("%s: no line in the matrix; write down who may call it", m)
+			continue
+		}
+		if len(row) != len(cols) {
+			t.Fatalf("%s: matrix line %q has %d columns, want %d", m, row, len(row), len(cols))
+		}
+		for i, r := range cols {
+			// The agent's own sub-cluster, so the agent's name check passes
+			// and only the table decides.
+			var req any
+			switch m {
+			case pb.StateStore_RegisterSubCluster_FullMethodName:
+				req = &pb.RegisterSubClusterRequest{Info: &pb.SubClusterInfo{SubClusterId: "SC-1"}}
+			case pb.StateStore_Heartbeat_FullMethodName:
+				req = &pb.HeartbeatRequest{SubClusterId: "SC-1"}
+			}
+			err := Allowed(Identity{Name: "SC-1", Roles: []Role{r}}, m, req)
+			if allowed := row[i] != '-'; (err == nil) != allowed {
+				t.Errorf("%s as %s: err %v, want allowed=%v (matrix %q)", m, r, err, allowed, row)
+			}
+		}
+	}
+	if n := len(allMethods()); n != len(want) {
+		t.Errorf("the services have %d RPCs, the matrix %d lines: remove the lines of RPCs that are gone", n, len(want))
+	}
+}
