@@ -3,12 +3,11 @@ package client
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/yarnfed/yarnfed/internal/leakcheck"
 )
 
-// TestMain fails the package's tests if any goroutine outlives them: the
-// production code here starts goroutines, and each must end with the
-// Close, Stop or context that owns it.
+// TestMain fails the package's tests if a goroutine the production code
+// started outlives them (see internal/leakcheck).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m, nil)
 }
