@@ -25,6 +25,12 @@ lint: ## gofmt and go vet.
 	$(GO) vet -tags interop ./e2e/
 	cd deploy/test && $(GO) vet ./...
 
+staticcheck: ## staticcheck ./... (honnef.co/go/tools, pinned in tools/go.mod); a kept finding carries //lint:ignore and its reason.
+	$(GO) tool -modfile=tools/go.mod staticcheck $(PKGS)
+
+deadcode: ## Functions no binary (bench included) reaches (golang.org/x/tools deadcode, pinned in tools/go.mod); each kept one says why in a comment.
+	$(GO) tool -modfile=tools/go.mod deadcode -tags bench ./cmd/...
+
 unit: ## Unit and in-process integration tests with the race detector.
 	$(GO) test -race -count=1 -timeout 20m -tags bench $(PKGS)
 
@@ -82,4 +88,4 @@ bench-peers: ## Store vs ZooKeeper and etcd, router vs Hadoop's Router over ZooK
 	    --concurrency 1,64,256 --rows $(or $(BENCH_ROWS),10000)
 	bin/yarnfed-bench bench router --peer hadoop --java-client --duration $(or $(BENCH_DURATION),5s) --concurrency 1,16,64 $(BENCH_ARGS)
 
-.PHONY: mutants bench-peers help build dev test test-interop lint unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long
+.PHONY: mutants bench-peers help build dev test test-interop lint staticcheck deadcode unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

@@ -180,6 +180,7 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	if !a.registered {
 		a.decideRedelivery(req.GetResponseId())
 		a.p.metrics.resyncs.Inc()
+		//lint:ignore ST1005 the text of Hadoop's own ApplicationMasterNotRegisteredException, which clients show
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or the AMRMProxy restarted after AM registered. AM should re-register.", ErrNotRegistered, a.id)
 	}
 	last := a.last.GetResponseId()

@@ -25,13 +25,12 @@ import (
 // three rows no RM knows (failed submissions), and one such row written
 // a moment ago.
 type cleanEnv struct {
-	st             *gpgtest.FakeStore
-	rm1, rm2       *simrm.RM
-	run1, run2     string
-	finished       string
-	ghosts         []string
-	young          string
-	proxyRestarts2 bool // SC-2 is reached through a proxy that restarts its RM on /apps
+	st         *gpgtest.FakeStore
+	rm1, rm2   *simrm.RM
+	run1, run2 string
+	finished   string
+	ghosts     []string
+	young      string
 }
 
 func newCleanEnv(t *testing.T, restartDuringList bool) *cleanEnv {

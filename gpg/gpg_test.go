@@ -16,7 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/gpg/kube"
-	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -318,7 +318,7 @@ func TestConfigFileKubernetes(t *testing.T) {
 		{"name":"west","context":"w","default_sub_cluster":"SC-W","sub_clusters":["SC-W2"],"stale_after":"20m"}]}`)
 	cfg := DefaultConfig()
 	cfg.Store = gpgtest.NewFakeStore(nil)
-	if err := config.DecodeFile(good, &cfg); err != nil {
+	if err := configtest.DecodeFile(good, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -342,7 +342,7 @@ func TestConfigFileKubernetes(t *testing.T) {
 		"number for a duration":    `{"kubernetes":[{"name":"east","default_sub_cluster":"SC-K8S","stale_after":900}]}`,
 	} {
 		cfg := DefaultConfig()
-		if err := config.DecodeFile(write("bad.json", body), &cfg); err == nil {
+		if err := configtest.DecodeFile(write("bad.json", body), &cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -203,12 +203,6 @@ func FormatWeightString(ws []Weight) string {
 	return b.String()
 }
 
-// FormatPolicySaveString is the inverse of ParsePolicySaveString.
-func FormatPolicySaveString(q QueuePolicy) string {
-	return q.Queue + ";" + FormatWeightString(q.Info.RouterWeights) + ";" +
-		FormatWeightString(q.Info.AMRMWeights) + ";" + JavaFloatString(q.Info.HeadroomAlpha)
-}
-
 // The batch file of `routeradmin -policy -bs --format xml -f FILE`.
 type xmlFederationWeights struct {
 	XMLName xml.Name    `xml:"federationWeights"`

@@ -31,7 +31,10 @@ func (s *lockedSource) Uint64() uint64 {
 	return v
 }
 
-// NewSeededSource returns a deterministic, goroutine-safe Source. The same
+// NewSeededSource returns a deterministic, goroutine-safe Source. No binary
+// uses it (deadcode lists it); it stays here, not in a _test file, because
+// policiestest and this package's own tests both need it, and policiestest
+// imports this package. The same
 // seed and the same sequence of calls give the same decisions.
 func NewSeededSource(seed uint64) Source {
 	return &lockedSource{pcg: rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)}

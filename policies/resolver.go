@@ -95,17 +95,6 @@ func (t *machineTable) finish() {
 // maxMachineList bounds the machine-list file size.
 const maxMachineList = 64 << 20
 
-// ParseMachineList reads a machine-list file's content.
-func ParseMachineList(r io.Reader) (*MachineList, error) {
-	t, err := parseMachineTable(r)
-	if err != nil {
-		return nil, err
-	}
-	m := &MachineList{}
-	m.table.Store(t)
-	return m, nil
-}
-
 // LoadMachineList reads the machine-list file at path.
 func LoadMachineList(path string) (*MachineList, error) {
 	m := &MachineList{}

@@ -74,11 +74,3 @@ func (a ACL) Allows(name string, groupsOf func(string) []string) bool {
 	}
 	return false
 }
-
-// String renders the list in Hadoop's syntax.
-func (a ACL) String() string {
-	if a.all {
-		return "*"
-	}
-	return strings.Join(a.users, ",") + " " + strings.Join(a.groups, ",")
-}

@@ -232,5 +232,6 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 // 403 with this text).
 func errAppKillForbidden(app, user string) error {
 	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden,
+		//lint:ignore ST1005 the text of the RM's own AccessControlException
 		err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }

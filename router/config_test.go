@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
@@ -72,7 +72,7 @@ func TestLoadConfigFile(t *testing.T) {
 	good := filepath.Join(dir, "good.json")
 	os.WriteFile(good, []byte(`{"clientrm_address":"127.0.0.1:9050","partial_results":true,"failover_wait":"5s","breaker":{"open_for":"2s"}}`), 0o600)
 	c := router.DefaultConfig()
-	if err := config.DecodeFile(good, &c); err != nil {
+	if err := configtest.DecodeFile(good, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.ClientRMAddress != "127.0.0.1:9050" || !c.PartialResults || c.FailoverWait.D() != 5*time.Second || c.Breaker.OpenFor.D() != 2*time.Second || c.SubmitRetries != 3 {
@@ -88,7 +88,7 @@ func TestLoadConfigFile(t *testing.T) {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(body), 0o600)
 		c := router.DefaultConfig()
-		if err := config.DecodeFile(p, &c); err == nil {
+		if err := configtest.DecodeFile(p, &c); err == nil {
 			t.Errorf("%s: accepted %s", name, body)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/router"
 )
 
@@ -39,7 +39,7 @@ func FuzzConfigFile(f *testing.F) {
 			t.Skip()
 		}
 		c := router.DefaultConfig()
-		_ = config.DecodeFile(p, &c) // must not panic
+		_ = configtest.DecodeFile(p, &c) // must not panic
 		_ = c.Validate()
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 )
 
@@ -42,17 +41,6 @@ type RouterPolicy interface {
 // The production one adapts the policies package.
 type PolicyFactory interface {
 	RouterPolicy(conf PolicyConfiguration) (RouterPolicy, error)
-}
-
-// UniformPolicy picks uniformly at random: Hadoop's UniformRandomRouterPolicy
-// and the behaviour of the default UniformBroadcastPolicyManager.
-type UniformPolicy struct{}
-
-func (UniformPolicy) SelectHome(_ context.Context, _ AppSubmission, c []SubClusterInfo) (SubClusterID, error) {
-	if len(c) == 0 {
-		return "", ErrNoActiveSubCluster
-	}
-	return c[rand.IntN(len(c))].ID, nil
 }
 
 // queuePolicies resolves a queue to its router policy: store entry for the

@@ -21,11 +21,6 @@ type PoliciesFactory struct {
 	PublishedTTL time.Duration
 }
 
-// NewPoliciesFactory uses the default registry (every Hadoop manager).
-func NewPoliciesFactory(env policies.Env) *PoliciesFactory {
-	return &PoliciesFactory{Registry: policies.NewDefaultRegistry(), Env: env}
-}
-
 // RouterPolicy builds the manager of conf and returns its router half.
 func (f *PoliciesFactory) RouterPolicy(conf PolicyConfiguration) (RouterPolicy, error) {
 	m, err := f.Registry.NewManager(policies.PolicyConfig{Queue: conf.Queue, Type: conf.Type, Params: conf.Params}, f.Env)

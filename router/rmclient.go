@@ -162,14 +162,6 @@ func (p *pool) release(e *pooled) {
 	}
 }
 
-// len is the number of clients in the pool (evicted ones still finishing
-// calls are not counted).
-func (p *pool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lru.Len()
-}
-
 // retain drops clients whose sub-cluster vanished or moved address.
 func (p *pool) retain(current map[SubClusterID]SubClusterInfo) {
 	p.mu.Lock()

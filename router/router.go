@@ -306,6 +306,9 @@ func (r *Router) Run(ctx context.Context) error {
 	}
 	r.pool.close()
 	r.adminPool.close()
+	if r.krb != nil && r.krb.login != nil {
+		r.krb.login.Destroy() // ends its TGT renewal goroutine; Close may repeat it
+	}
 	if errors.Is(err, hadoopipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

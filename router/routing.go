@@ -338,5 +338,6 @@ func firstErr(a, b error) error {
 // appNotFound reads like an RM's ApplicationNotFoundException message,
 // saying that every sub-cluster was asked.
 func appNotFound(app *yarnpb.ApplicationIdProto) error {
+	//lint:ignore ST1005 the text of the RM's own ApplicationNotFoundException
 	return fmt.Errorf("Application with id '%s' doesn't exist in RM (no sub-cluster knows it): %w", AppIDString(app), ErrAppNotFound)
 }

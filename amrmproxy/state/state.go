@@ -26,6 +26,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -209,7 +210,7 @@ func (s *Store) UpdateContainers(attempt string, add map[string]string, remove [
 func (s *Store) DeleteAttempt(attempt string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bktAttempts).DeleteBucket([]byte(attempt))
-		if errors.Is(err, bolt.ErrBucketNotFound) {
+		if errors.Is(err, bolterrors.ErrBucketNotFound) {
 			return nil
 		}
 		return err

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
@@ -36,21 +34,12 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
   yarnfed amrmproxy --config amrmproxy.json --amrm-address 0.0.0.0:8049 --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			log, err := role.logger()
-			if err != nil {
-				return err
-			}
-			sc, err := role.client(log)
+			s, sc, err := startStoreRole(loader)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			role, log, reg := s.role, s.log, s.reg
 			cfg := role.Config
 			cfg.Store = amrmproxy.ClientStore{C: sc}
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg

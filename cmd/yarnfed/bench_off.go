@@ -18,8 +18,8 @@ func newBenchCmd() *cobra.Command {
 		Short:              "Benchmarks live in bin/yarnfed-bench (make build), not in the server binary",
 		DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error {
-			return errors.New("this yarnfed binary is built without benchmarks: run bin/yarnfed-bench bench ... " +
-				"(built by make build), or go run -tags bench ./cmd/yarnfed bench ...")
+			return errors.New("this yarnfed binary is built without benchmarks: run bin/yarnfed-bench bench (built by make build) " +
+				"or go run -tags bench ./cmd/yarnfed bench")
 		},
 	}
 }

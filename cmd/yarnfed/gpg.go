@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
@@ -62,21 +60,12 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
   yarnfed gpg --config gpg.json --read-only --dry-run --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			log, err := role.logger()
-			if err != nil {
-				return err
-			}
-			sc, err := role.client(log)
+			s, sc, err := startStoreRole(loader)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			role, log, reg := s.role, s.log, s.reg
 			cfg := role.Config
 			cfg.Store = sc
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg

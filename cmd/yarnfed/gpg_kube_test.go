@@ -278,10 +278,6 @@ func (k *koordCluster) replacePod(ns, name, node, cpu, mem string) {
 	k.pod(ns, name, node, cpu, mem, "")
 }
 
-func sameCapacity(got, want capacity.SubCluster) bool {
-	return got.Usable == want.Usable && got.Nodes == want.Nodes
-}
-
 // waitPublished polls the store until the sub-cluster's published capacity
 // is want.
 func waitPublished(t *testing.T, sc *client.Client, want capacity.SubCluster) {

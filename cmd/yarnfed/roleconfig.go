@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/yarnfed/yarnfed/internal/config"
@@ -95,12 +96,12 @@ func (s storeConn) validate() error {
 
 // client connects to the state store replicas (any replica works; the
 // client moves on when one is down), with mutual TLS when configured.
-func (s storeConn) client(log *slog.Logger) (*client.Client, error) {
+func (s storeConn) client(log *slog.Logger, reg prometheus.Registerer) (*client.Client, error) {
 	list := s.addrs()
 	if len(list) == 0 {
 		return nil, fmt.Errorf("--store: no address")
 	}
-	tc, err := s.TLSConfig(log)
+	tc, err := s.ObservedTLSConfig(log, reg)
 	if errors.Is(err, security.ErrPlaintext) {
 		return nil, err // names its own flags
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
@@ -33,21 +31,12 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
   yarnfed router --config router.json --partial-results --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			log, err := role.logger()
-			if err != nil {
-				return err
-			}
-			sc, err := role.client(log)
+			s, sc, err := startStoreRole(loader)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			role, log, reg := s.role, s.log, s.reg
 			cfg := role.Config
 			cfg.Store = router.NewClientStore(sc)
 			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
@@ -44,17 +42,12 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
       --admin-address 127.0.0.1:18033 --webapp-address 127.0.0.1:18088 --nodes 100 --queues default:70,batch:30:100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
+			s, err := startRole(loader)
 			if err != nil {
 				return err
 			}
-			cfg := role.Config
-			if cfg.Logger, err = role.logger(); err != nil {
-				return err
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			cfg.Registerer, cfg.Gatherer = reg, reg
+			cfg := s.role.Config
+			cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
 
 			rm, err := simrm.New(cfg)
 			if err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
@@ -47,18 +45,12 @@ HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader 
       --tls-cert pki/ss4/cert.crt --tls-key pki/ss4/cert.key --tls-ca pki/ss4/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
+			s, err := startRole(loader)
 			if err != nil {
 				return err
 			}
-			log, err := role.logger()
-			if err != nil {
-				return err
-			}
-			cfg := role.Config
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
+			cfg := s.role.Config
+			cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
 			n, err := node.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -41,23 +40,15 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
       --store-tls-cert pki/SC-1/cert.crt --store-tls-key pki/SC-1/cert.key --store-tls-ca pki/SC-1/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			role, err := loader.Load()
-			if err != nil {
-				return err
-			}
-			log, err := role.logger()
-			if err != nil {
-				return err
-			}
-			sc, err := role.client(log)
+			s, sc, err := startStoreRole(loader)
 			if err != nil {
 				return err
 			}
 			defer sc.Close()
+			role, reg := s.role, s.reg
 			cfg, metricsAddr := role.Config, role.MetricsAddress
 			cfg.Store = subclusteragent.NewClientStore(sc)
-			reg := prometheus.NewRegistry()
-			cfg.Logger, cfg.Registerer = log, reg
+			cfg.Logger, cfg.Registerer = s.log, reg
 			if metricsAddr != "" {
 				ln, err := net.Listen("tcp", metricsAddr)
 				if err != nil {

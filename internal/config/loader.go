@@ -280,18 +280,6 @@ func inDoc(doc any, key string) bool {
 	return true
 }
 
-// DecodeFile decodes a JSON config file over v with Decode.
-func DecodeFile(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := Decode(b, v); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	return nil
-}
-
 // Decode decodes one JSON document over v (fields it does not name keep
 // their values). Unknown keys are errors naming the key, so a misspelt
 // option never falls back to a default silently; so is anything after the

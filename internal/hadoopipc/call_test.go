@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -215,22 +214,5 @@ func TestClientInterceptorsAndFrameLimit(t *testing.T) {
 	}
 	if _, err := echo(context.Background(), c, "still fine"); err != nil {
 		t.Errorf("after oversized request: %v", err)
-	}
-}
-
-func TestClientMetrics(t *testing.T) {
-	ts := startServer(t, DefaultServerConfig(), echoProtocol(nil))
-	reg := prometheus.NewRegistry()
-	m := NewClientMetrics(reg)
-	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Interceptors: []ClientInterceptor{m.Interceptor(testProtocol)}})
-	if _, err := echo(context.Background(), c, "x"); err != nil {
-		t.Fatal(err)
-	}
-	c.Call(context.Background(), "nope", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{})
-	if got := metricValue(t, m.calls.WithLabelValues(testProtocol, "echo", "success")); got != 1 {
-		t.Errorf("success = %v", got)
-	}
-	if got := metricValue(t, m.calls.WithLabelValues(testProtocol, "nope", "remote_error")); got != 1 {
-		t.Errorf("remote_error = %v", got)
 	}
 }

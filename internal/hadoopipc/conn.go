@@ -51,10 +51,9 @@ type serverConn struct {
 	saslDone       bool
 	contextRead    bool
 	token          tokenMech
-	krb            *krb5sasl.Server                // a KERBEROS login in progress
-	relay          *relayMech                      // the relayed TOKEN login (TokenRelay), closed with the connection
-	tokenMethod    *commonpb.RpcSaslProto_SaslAuth // the TOKEN auth we advertised
-	saslUser       *User                           // identity proven by SASL (TOKEN or KERBEROS)
+	krb            *krb5sasl.Server // a KERBEROS login in progress
+	relay          *relayMech       // the relayed TOKEN login (TokenRelay), closed with the connection
+	saslUser       *User            // identity proven by SASL (TOKEN or KERBEROS)
 	user           *User
 	userCtx        context.Context
 	unwrapPending  []byte // partial inner packet of auth-int wrapped data

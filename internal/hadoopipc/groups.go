@@ -12,12 +12,6 @@ type GroupMapping interface {
 	Groups(user string) []string
 }
 
-// GroupMappingFunc adapts a function to GroupMapping.
-type GroupMappingFunc func(user string) []string
-
-// Groups calls f.
-func (f GroupMappingFunc) Groups(user string) []string { return f(user) }
-
 // UnixGroups resolves groups from this host's user database (os/user: NSS
 // with cgo, /etc/passwd and /etc/group without), as Hadoop's default
 // ShellBasedUnixGroupsMapping does on the RM's host. An unknown user has

@@ -120,14 +120,7 @@ func AuthInterceptor(authorize Authorizer) Interceptor {
 type RecoveryOption func(*recoveryOptions)
 
 type recoveryOptions struct {
-	handler func(ctx context.Context, p any) error
-	log     *slog.Logger
-}
-
-// WithRecoveryHandler sets the function that turns a panic value into the
-// error reply.
-func WithRecoveryHandler(f func(ctx context.Context, p any) error) RecoveryOption {
-	return func(o *recoveryOptions) { o.handler = f }
+	log *slog.Logger
 }
 
 // WithRecoveryLogger logs each panic with its stack.
@@ -150,11 +143,7 @@ func RecoveryInterceptor(opts ...RecoveryOption) Interceptor {
 						"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				}
 				resp = nil
-				if o.handler != nil {
-					err = o.handler(ctx, p)
-				} else {
-					err = ipcError(errRPCServer, ClassRpcServerException, "internal error serving %s.%s", info.Protocol, info.Method)
-				}
+				err = ipcError(errRPCServer, ClassRpcServerException, "internal error serving %s.%s", info.Protocol, info.Method)
 			}
 		}()
 		return next(ctx, req)

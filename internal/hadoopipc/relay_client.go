@@ -272,12 +272,6 @@ func NewDialingRelay(addr func(ctx context.Context) (string, error), cfg RelayCo
 	return &DialingRelay{addr: addr, cfg: cfg}
 }
 
-// StaticAddr is an address function for NewDialingRelay that always
-// returns addr.
-func StaticAddr(addr string) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) { return addr, nil }
-}
-
 // StartLogin implements TokenRelay.
 func (d *DialingRelay) StartLogin(ctx context.Context) (RelayedLogin, error) {
 	addr, err := d.addr(ctx)

@@ -116,10 +116,3 @@ func (p *workerPool) work(w *worker, call *inboundCall) {
 		call = <-w.in
 	}
 }
-
-// stats reports live and idle workers (tests).
-func (p *workerPool) stats() (live, idle int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.live, len(p.idle)
-}

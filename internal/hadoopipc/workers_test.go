@@ -25,16 +25,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func testPool(max int, idle time.Duration, quit <-chan struct{}, exec func(*inboundCall)) *workerPool {
+// testPool is a pool running exec; with a nil quit it gets one that the
+// test's cleanup closes, waiting for the workers to exit (goleak).
+func testPool(t *testing.T, max int, idle time.Duration, quit <-chan struct{}, exec func(*inboundCall)) *workerPool {
+	var q chan struct{}
+	if quit == nil {
+		q = make(chan struct{})
+		quit = q
+	}
 	p := newWorkerPool(max, idle, quit)
 	p.exec = exec
+	if q != nil {
+		t.Cleanup(func() {
+			close(q)
+			waitFor(t, "workers to exit", func() bool { live, _ := p.stats(); return live == 0 })
+		})
+	}
 	return p
 }
 
 // Sequential calls reuse one worker instead of starting a goroutine each.
 func TestWorkerPoolReuses(t *testing.T) {
 	done := make(chan int32)
-	p := testPool(8, time.Minute, nil, func(c *inboundCall) { done <- c.info.CallID })
+	p := testPool(t, 8, time.Minute, nil, func(c *inboundCall) { done <- c.info.CallID })
 	for i := range int32(100) {
 		p.run(&inboundCall{info: CallInfo{CallID: i}})
 		if got := <-done; got != i {
@@ -54,7 +67,7 @@ func TestWorkerPoolNeverQueuesBeyondMax(t *testing.T) {
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(5)
-	p := testPool(3, time.Minute, nil, func(*inboundCall) { started.Done(); <-release })
+	p := testPool(t, 3, time.Minute, nil, func(*inboundCall) { started.Done(); <-release })
 	for range 5 {
 		p.run(&inboundCall{})
 	}
@@ -69,7 +82,7 @@ func TestWorkerPoolNeverQueuesBeyondMax(t *testing.T) {
 // Idle workers exit after the idle timeout; the pool starts new ones later.
 func TestWorkerPoolIdleTimeout(t *testing.T) {
 	var ran atomic.Int32
-	p := testPool(8, 20*time.Millisecond, nil, func(*inboundCall) { ran.Add(1) })
+	p := testPool(t, 8, 20*time.Millisecond, nil, func(*inboundCall) { ran.Add(1) })
 	for range 4 {
 		p.run(&inboundCall{})
 	}
@@ -84,7 +97,7 @@ func TestWorkerPoolQuit(t *testing.T) {
 	quit := make(chan struct{})
 	release := make(chan struct{})
 	var ran atomic.Int32
-	p := testPool(8, time.Hour, quit, func(c *inboundCall) {
+	p := testPool(t, 8, time.Hour, quit, func(c *inboundCall) {
 		if c.info.CallID == 1 {
 			<-release
 		}
@@ -104,7 +117,7 @@ func TestWorkerPoolQuit(t *testing.T) {
 // A handler that ends its goroutine (runtime.Goexit) does not leak a slot.
 func TestWorkerPoolGoexit(t *testing.T) {
 	done := make(chan struct{})
-	p := testPool(1, time.Minute, nil, func(*inboundCall) { defer close(done); runtime.Goexit() })
+	p := testPool(t, 1, time.Minute, nil, func(*inboundCall) { defer close(done); runtime.Goexit() })
 	p.run(&inboundCall{})
 	<-done
 	waitFor(t, "the slot back", func() bool { live, _ := p.stats(); return live == 0 })
@@ -118,7 +131,7 @@ func TestWorkerPoolTimeoutRace(t *testing.T) {
 	seen := make([]atomic.Int32, calls)
 	var wg sync.WaitGroup
 	wg.Add(calls)
-	p := testPool(4, time.Microsecond, nil, func(c *inboundCall) { seen[c.info.CallID].Add(1); wg.Done() })
+	p := testPool(t, 4, time.Microsecond, nil, func(c *inboundCall) { seen[c.info.CallID].Add(1); wg.Done() })
 	for i := range int32(calls) {
 		p.run(&inboundCall{info: CallInfo{CallID: i}})
 		if i%7 == 0 {

@@ -2,7 +2,6 @@ package systemtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -416,13 +415,4 @@ func (y *yarnClient) submitNew() *yarnpb.ApplicationIdProto {
 // appID is Hadoop's text form of an application id.
 func appID(id *yarnpb.ApplicationIdProto) string {
 	return fmt.Sprintf("application_%d_%04d", id.GetClusterTimestamp(), id.GetId())
-}
-
-// remoteClass is the Java exception class of a Hadoop IPC error reply.
-func remoteClass(err error) string {
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		return re.Class
-	}
-	return ""
 }

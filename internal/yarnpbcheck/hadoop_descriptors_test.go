@@ -51,8 +51,7 @@ func definitions(files []*descriptorpb.FileDescriptorProto) map[string]string {
 			continue
 		}
 		pkg := f.GetPackage()
-		var enum func(prefix string, e *descriptorpb.EnumDescriptorProto)
-		enum = func(prefix string, e *descriptorpb.EnumDescriptorProto) {
+		enum := func(prefix string, e *descriptorpb.EnumDescriptorProto) {
 			out["enum "+prefix+"."+e.GetName()] = prototext.Format(e)
 		}
 		var msg func(prefix string, m *descriptorpb.DescriptorProto)

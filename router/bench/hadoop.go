@@ -218,7 +218,7 @@ func startHadoop(ctx context.Context, cfg Config, rms []simrm.Addrs, scID func(i
 	defer c.Close()
 	if h.coldStart, err = waitServing(ctx, c, t0, 300*time.Second); err != nil {
 		lb, _ := os.ReadFile(logf.Name())
-		return h, fmt.Errorf("Hadoop Router: %w\n%s", err, tail(string(lb), 3000))
+		return h, fmt.Errorf("the Hadoop Router: %w\n%s", err, tail(string(lb), 3000))
 	}
 	return h, nil
 }

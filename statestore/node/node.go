@@ -266,6 +266,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if n.tls, err = security.NewReloader(cfg.TLS); err != nil {
 			return nil, err
 		}
+		if err := n.tls.Observe(cfg.Logger, cfg.Registerer, "yarnfed_statestore"); err != nil {
+			cfg.Logger.Warn("statestore: register metric", "error", err)
+		}
 	}
 	if n.lis, err = net.Listen("tcp", cfg.GRPCAddress); err != nil {
 		return nil, err

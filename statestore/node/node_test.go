@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 	"github.com/yarnfed/yarnfed/statestore/store"
@@ -143,14 +144,14 @@ func TestConfigFileKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ss.json")
 	os.WriteFile(p, []byte(`{"node_id":"x","election_timeout":"250ms","peers":["x=h:1"],"raft_log_store":"bolt"}`), 0o600)
 	c := DefaultConfig()
-	if err := config.DecodeFile(p, &c); err != nil {
+	if err := configtest.DecodeFile(p, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.NodeID != "x" || c.RaftLogStore != "bolt" || time.Duration(c.ElectionTimeout) != 250*time.Millisecond || c.GRPCAddress != DefaultConfig().GRPCAddress {
 		t.Fatalf("loaded %+v", c)
 	}
 	os.WriteFile(p, []byte(`{"node_idd":"x"}`), 0o600)
-	if err := config.DecodeFile(p, &c); err == nil {
+	if err := configtest.DecodeFile(p, &c); err == nil {
 		t.Fatal("unknown key accepted")
 	}
 }

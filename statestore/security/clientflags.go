@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
 
@@ -22,8 +23,15 @@ func (c *ClientFlags) BindFlags(f *pflag.FlagSet) {
 }
 
 // TLSConfig returns the client tls.Config, or nil for plaintext (after
-// logging the warning).
+// logging the warning). A certificate reload that fails is logged on log.
 func (c ClientFlags) TLSConfig(log *slog.Logger) (*tls.Config, error) {
+	return c.ObservedTLSConfig(log, nil)
+}
+
+// ObservedTLSConfig is TLSConfig that also counts failed certificate
+// reloads on reg (yarnfed_statestore_client_tls_reload_failures_total and
+// yarnfed_statestore_client_tls_reload_failing; nil reg: log only).
+func (c ClientFlags) ObservedTLSConfig(log *slog.Logger, reg prometheus.Registerer) (*tls.Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -33,6 +41,9 @@ func (c ClientFlags) TLSConfig(log *slog.Logger) (*tls.Config, error) {
 	}
 	r, err := NewReloader(c.TLS)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.Observe(log, reg, "yarnfed_statestore_client"); err != nil {
 		return nil, err
 	}
 	return r.ClientConfig(), nil

@@ -29,15 +29,9 @@ type StreamLayer struct {
 	acceptErr error         // set before done is closed
 }
 
-// NewStreamLayer listens on bind; advertise (nil: the bound address) is
-// what peers are told to dial. Handshakes are bounded by
-// DefaultHandshakeLimits.
-func NewStreamLayer(bind string, advertise net.Addr, r *Reloader) (*StreamLayer, error) {
-	return NewStreamLayerWithLimits(bind, advertise, r, HandshakeLimits{})
-}
-
-// NewStreamLayerWithLimits is NewStreamLayer with explicit handshake
-// limits (zero fields: the defaults).
+// NewStreamLayerWithLimits listens on bind; advertise (nil: the bound
+// address) is what peers are told to dial. Handshakes are bounded by lim
+// (zero fields: DefaultHandshakeLimits).
 func NewStreamLayerWithLimits(bind string, advertise net.Addr, r *Reloader, lim HandshakeLimits) (*StreamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {

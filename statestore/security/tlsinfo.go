@@ -99,12 +99,14 @@ const reloadEvery = time.Second
 type Reloader struct {
 	info TLSInfo
 
-	mu      sync.Mutex
-	checked time.Time
-	stamp   [3]fileStamp
-	cert    *tls.Certificate
-	pool    *x509.CertPool
-	err     error
+	mu       sync.Mutex
+	checked  time.Time
+	stamp    [3]fileStamp
+	cert     *tls.Certificate
+	pool     *x509.CertPool
+	err      error        // of the last reload; nil while the files are the pair in use
+	badStamp [3]fileStamp // the files' state when err was recorded
+	watch    reloadWatch
 }
 
 type fileStamp struct {
@@ -129,29 +131,56 @@ func NewReloader(info TLSInfo) (*Reloader, error) {
 
 // current returns the key pair and pool, re-reading the files if they
 // changed. A failed reload keeps the previous good pair (a half-written
-// rotation must not take the process down) and is retried next time.
+// rotation must not take the process down), is recorded (Err, logged and
+// counted once per change, see Observe) and is retried when the files
+// change again.
 func (r *Reloader) current() (*tls.Certificate, *x509.CertPool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if time.Since(r.checked) >= reloadEvery {
-		_ = r.reload(false)
+		_ = r.reload(false) // recorded in r.err
 	}
 	return r.cert, r.pool
 }
 
+// reload re-reads the files when their state changed (always when force,
+// the first load) and records the outcome.
 func (r *Reloader) reload(force bool) error {
 	r.checked = time.Now()
 	var st [3]fileStamp
+	var statErr error
 	for i, p := range []string{r.info.CertFile, r.info.KeyFile, r.info.CAFile} {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return fmt.Errorf("tls: %w", err)
+			st[i] = fileStamp{size: -1} // missing: a state of its own
+			statErr = errors.Join(statErr, fmt.Errorf("tls: %w", err))
+			continue
 		}
 		st[i] = fileStamp{fi.ModTime(), fi.Size()}
 	}
-	if !force && st == r.stamp {
+	switch {
+	case force:
+	case statErr == nil && st == r.stamp:
+		if r.err != nil { // back to the files in use
+			r.settle(st, nil)
+		}
 		return nil
+	case r.err != nil && st == r.badStamp:
+		return r.err // this broken state is already recorded
 	}
+	err := statErr
+	if err == nil {
+		err = r.load(st)
+	}
+	if !force {
+		r.settle(st, err)
+	}
+	return err
+}
+
+// load reads the files whose state is st and, if they hold a usable pair
+// and CA bundle, makes them current.
+func (r *Reloader) load(st [3]fileStamp) error {
 	cert, err := tls.LoadX509KeyPair(r.info.CertFile, r.info.KeyFile)
 	if err != nil {
 		return fmt.Errorf("tls: key pair %s/%s: %w", r.info.CertFile, r.info.KeyFile, err)

@@ -395,6 +395,12 @@ func (s *Store) Close() error {
 			if c, ok := s.trans.(raft.WithClose); ok {
 				err = errors.Join(err, c.Close())
 			}
+			// Close stops the listener only: pooled connections to the
+			// peers stay open, and with them the peers' handler
+			// goroutines (found by goleak).
+			if nt, ok := s.trans.(*raft.NetworkTransport); ok {
+				nt.CloseStreams()
+			}
 		}
 		err = errors.Join(err, s.logs.Close(), s.fsm.close())
 		if s.cfg.Registerer != nil {

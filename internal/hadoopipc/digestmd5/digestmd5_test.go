@@ -629,30 +629,3 @@ func TestCharsetEncoding(t *testing.T) {
 		t.Fatalf("user %q", s.Username())
 	}
 }
-
-func TestQOPFromHadoopProtection(t *testing.T) {
-	for in, want := range map[string]QOP{"authentication": QOPAuth, "Integrity": QOPAuthInt, " privacy ": QOPAuthConf} {
-		if got, err := QOPFromHadoopProtection(in); err != nil || got != want {
-			t.Fatalf("%q: %q, %v", in, got, err)
-		}
-	}
-	if _, err := QOPFromHadoopProtection("none"); !errors.Is(err, ErrConfig) {
-		t.Fatalf("err = %v", err)
-	}
-	lists := []struct {
-		in   string
-		want []QOP
-		err  error
-	}{
-		{"", []QOP{QOPAuth}, nil},
-		{"privacy, authentication", []QOP{QOPAuthConf, QOPAuth}, nil},
-		{"integrity,", []QOP{QOPAuthInt}, nil},
-		{"privacy,bogus", nil, ErrConfig},
-	}
-	for _, tc := range lists {
-		got, err := QOPsFromHadoopProtection(tc.in)
-		if !errors.Is(err, tc.err) || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Fatalf("QOPsFromHadoopProtection(%q) = %v, %v; want %v, %v", tc.in, got, err, tc.want, tc.err)
-		}
-	}
-}

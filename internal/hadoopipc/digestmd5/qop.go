@@ -3,7 +3,6 @@ package digestmd5
 import (
 	"encoding/base64"
 	"fmt"
-	"strings"
 )
 
 // QOP is a DIGEST-MD5 quality of protection as it appears on the wire.
@@ -22,42 +21,6 @@ const (
 )
 
 func (q QOP) valid() bool { return q == QOPAuth || q == QOPAuthInt || q == QOPAuthConf }
-
-// QOPFromHadoopProtection maps a hadoop.rpc.protection value
-// ("authentication", "integrity", "privacy"; case-insensitive) to its QOP.
-func QOPFromHadoopProtection(s string) (QOP, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "authentication":
-		return QOPAuth, nil
-	case "integrity":
-		return QOPAuthInt, nil
-	case "privacy":
-		return QOPAuthConf, nil
-	}
-	return "", fmt.Errorf("%w: unknown hadoop.rpc.protection %q (want authentication, integrity or privacy)", ErrConfig, s)
-}
-
-// QOPsFromHadoopProtection maps a comma-separated hadoop.rpc.protection
-// list (Hadoop 3 accepts e.g. "privacy,authentication") to QOPs in the same
-// order, ready for ServerConfig.QOPs or ClientConfig.QOPs. Empty means
-// {QOPAuth}, Hadoop's default.
-func QOPsFromHadoopProtection(s string) ([]QOP, error) {
-	var out []QOP
-	for _, part := range strings.Split(s, ",") {
-		if strings.TrimSpace(part) == "" {
-			continue
-		}
-		q, err := QOPFromHadoopProtection(part)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if len(out) == 0 {
-		out = []QOP{QOPAuth}
-	}
-	return out, nil
-}
 
 // Cipher is an auth-conf cipher token (RFC 2831 section 2.4).
 type Cipher string
