@@ -165,6 +165,9 @@ func newCapacitySource(ctx context.Context, cfg gpg.Config, log *slog.Logger) (s
 		k.Logger, k.Registerer = log, cfg.Registerer
 		s, err := kube.New(k)
 		if err != nil {
+			for _, made := range kubes {
+				made.Close() // never run: stop their work queues
+			}
 			return nil, nil, wait, fmt.Errorf("gpg config: %w", err)
 		}
 		kubes = append(kubes, s)

@@ -163,6 +163,7 @@ func TestRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(src.Close)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- src.Run(runCtx, 2) }()

@@ -249,6 +249,11 @@ func (s *Source) onPod(obj any, deleted bool) {
 	}
 }
 
+// Close stops the work queue (its delaying goroutine starts in New). Run
+// closes on return; a Source that is never run must be closed by its owner.
+// Closing twice is harmless.
+func (s *Source) Close() { s.queue.ShutDown() }
+
 // Run watches until ctx ends, with workers goroutines applying node changes.
 // It returns ctx's error once everything it started has stopped.
 func (s *Source) Run(ctx context.Context, workers int) error {
@@ -257,7 +262,7 @@ func (s *Source) Run(ctx context.Context, workers int) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer s.queue.ShutDown()
+	defer s.Close()
 	for _, inf := range []cache.SharedIndexInformer{s.nodeInformer, s.podInformer} {
 		wg.Go(func() { inf.RunWithContext(ctx) })
 	}

@@ -84,6 +84,7 @@ func newFixture(t *testing.T, mutate func(*Config), objs ...runtime.Object) *fix
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(src.Close)
 	f.src = src
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -244,6 +245,7 @@ func TestSnapshotEmptyUntilSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(src.Close)
 	if src.HasSynced() || len(src.Snapshot()) != 0 {
 		t.Errorf("before Run: HasSynced %v, Snapshot %v; want false, empty", src.HasSynced(), src.Snapshot())
 	}
@@ -419,9 +421,11 @@ func TestConfigFromJSON(t *testing.T) {
 		c := DefaultConfig()
 		c.Name, c.DefaultSubCluster, c.Registerer = name, "sc", reg
 		c.Client = fakeCore{fake.NewClientset().CoreV1()}
-		if _, err := New(c); err != nil {
+		src, err := New(c)
+		if err != nil {
 			t.Fatalf("cluster %s: %v", name, err)
 		}
+		src.Close()
 	}
 }
 
@@ -491,6 +495,7 @@ func TestWarnsWhileNotSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(src.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, 1) }()
