@@ -300,17 +300,22 @@ func TestAMRMProxySecondaryRMDies(t *testing.T) {
 		t.Errorf("succeeded per sub-cluster %v, want all %d on %s (the %d lost ones re-ran there)", per, n, spanHome, len(lost))
 	}
 
-	// The proxy's own account: the lost containers reported ABORTED, the
-	// UAM abandoned at finish, and how often the AM called finish.
+	// The proxy's own account: every container the lost RM held reported
+	// ABORTED, the UAM abandoned at finish, and how often the AM called
+	// finish. The rule is "each container SC-2 held is aborted exactly
+	// once", not a count: a container SC-2 allocated but had not started
+	// when it died is aborted too (seen on a loaded machine), so the
+	// started ones are a lower bound. Exactly once is what the success
+	// checks above hold: distributed shell asks again for each ABORTED
+	// container, so a second report of one would have run an extra shell
+	// container (len(ev) > n).
 	p := f.proxies[0]
 	prom, _ := tryRESTAt(proxyWeb(p), "/prom")
-	for metric, want := range map[string]int{
-		`yarnfed_amrmproxy_containers_aborted_total{subcluster="SC-2"}`: len(lost),
-		`yarnfed_amrmproxy_uams_abandoned_total{subcluster="SC-2"}`:     1,
-	} {
-		if got := promValue(string(prom), metric); got != float64(want) {
-			t.Errorf("%s = %v, want %d", metric, got, want)
-		}
+	if got := promValue(string(prom), `yarnfed_amrmproxy_containers_aborted_total{subcluster="SC-2"}`); got < float64(len(lost)) {
+		t.Errorf("containers aborted on SC-2 = %v, want at least the %d started there: %v", got, len(lost), lost)
+	}
+	if got := promValue(string(prom), `yarnfed_amrmproxy_uams_abandoned_total{subcluster="SC-2"}`); got != 1 {
+		t.Errorf("UAMs abandoned on SC-2 = %v, want 1", got)
 	}
 	logb, _ := os.ReadFile(p.LogPath)
 	t.Logf("the AM called finish %d times through %s", strings.Count(string(logb), "msg=finish audit=amrmproxy attempt=appattempt_"+strings.TrimPrefix(id, "application_")), p.Name)
