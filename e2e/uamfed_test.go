@@ -472,10 +472,11 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	since := time.Now().Add(-time.Second)
 	done := make(chan dsResult, 1)
 	go func() {
-		// 3e6 samples per map: tasks that last seconds, so the AM is
-		// killed while it runs some (1000 samples: the job ended between
-		// two polls).
-		out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 3000000, map[string]string{
+		// 3e7 samples per map: tasks that last seconds even on a quiet
+		// machine, so the AM is killed while it runs some (1000 samples:
+		// the job ended between two polls; 3e6: a quiet CI run finished
+		// the whole job before SC-2's tasks were seen running).
+		out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 30000000, map[string]string{
 			"mapreduce.am.max-attempts": "2",
 		})
 		done <- dsResult{out, err}
