@@ -14,6 +14,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
 // DefaultWebAddress is Hadoop's GPG web address
@@ -183,6 +184,27 @@ type GeneratorConfig struct {
 	PublishThreshold float64         `json:"publish_threshold"`
 	Republish        Duration        `json:"republish"`
 	LoadBased        LoadBasedConfig `json:"load_based"`
+	// QueueInputs weighs each managed queue by its own headroom in every
+	// sub-cluster (the RMs' /ws/v1/cluster/scheduler), capacity policy only.
+	QueueInputs QueueInputsConfig `json:"queue_inputs"`
+}
+
+// QueueInputsConfig reads the RMs' CapacityScheduler queues so each
+// managed queue gets weights from its own headroom (DESIGN.md, "Per-queue
+// weights").
+type QueueInputsConfig struct {
+	Enabled bool `json:"enabled"`
+	// Interval between reads of every eligible RM's scheduler (the lease
+	// holder only). A read is one /ws/v1/cluster/scheduler per RM: tens of
+	// KiB per queue on Hadoop 3.4, so not every round.
+	Interval Duration `json:"interval"`
+	// MaxAge: a sub-cluster's last answer is used this long; past it, every
+	// managed queue falls back to the cluster-wide weights.
+	MaxAge Duration `json:"max_age"`
+	// RMTimeout bounds one read.
+	RMTimeout Duration `json:"rm_timeout"`
+	// MaxBytes bounds one answer's body.
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // LoadBasedConfig holds Hadoop's LoadBasedGlobalPolicy settings
@@ -223,6 +245,8 @@ func DefaultConfig() Config {
 			ManageDefault: true, PendingScale: 100, CapacityMaxAge: Duration(15 * time.Minute),
 			PublishCapacity: true, PublishThreshold: 0.05, Republish: Duration(time.Minute),
 			LoadBased: LoadBasedConfig{PendingMinimum: 100, PendingMaximum: 1000, WeightMinimum: 0, EditMaximum: 3, Scaling: "LINEAR"},
+			QueueInputs: QueueInputsConfig{Enabled: true, Interval: Duration(30 * time.Second), MaxAge: Duration(2 * time.Minute),
+				RMTimeout: Duration(10 * time.Second), MaxBytes: 64 << 20},
 		},
 	}
 }
@@ -245,6 +269,8 @@ func (c *Config) Validate() error {
 		"cleaner.interval": c.Cleaner.Interval, "cleaner.rm_timeout": c.Cleaner.RMTimeout,
 		"generator.capacity_max_age": c.Generator.CapacityMaxAge, "generator.republish": c.Generator.Republish,
 		"uam_reaper.interval": c.UAMReaper.Interval, "uam_reaper.rm_timeout": c.UAMReaper.RMTimeout,
+		"generator.queue_inputs.interval": c.Generator.QueueInputs.Interval, "generator.queue_inputs.max_age": c.Generator.QueueInputs.MaxAge,
+		"generator.queue_inputs.rm_timeout": c.Generator.QueueInputs.RMTimeout,
 	} {
 		if d <= 0 {
 			add("%s: %v, must be > 0", name, time.Duration(d))
@@ -306,6 +332,9 @@ func (c *Config) Validate() error {
 	}
 	if !(g.PublishThreshold >= 0) {
 		add("generator.publish_threshold: %v, must be >= 0", g.PublishThreshold)
+	}
+	if qi := g.QueueInputs; qi.MaxBytes <= 0 || qi.MaxBytes > rmrest.MaxResponseBytes {
+		add("generator.queue_inputs.max_bytes: %d, must be within [1, %d]", qi.MaxBytes, rmrest.MaxResponseBytes)
 	}
 	lb := g.LoadBased
 	if lb.PendingMinimum > lb.PendingMaximum {

@@ -15,8 +15,14 @@ import (
 
 // RoundResult is what one policy round computed and wrote.
 type RoundResult struct {
-	// Target is the normalized target weight per eligible sub-cluster.
+	// Target is the normalized target weight per eligible sub-cluster
+	// (the cluster-wide vector).
 	Target Weights
+	// QueueTargets is each managed queue's own target, and QueueInputs
+	// what it was computed from: "per_queue", or why the queue got Target
+	// (see queues.go; with the sub-cluster that lacked the input).
+	QueueTargets map[string]Weights
+	QueueInputs  map[string]string
 	// Policies are the queue policies written (or, read-only, that would
 	// be); Capacities the capacities published.
 	Policies   []*pb.PolicyConfiguration
@@ -82,12 +88,11 @@ func (g *GPG) policyRound(ctx context.Context, fence *client.Fence) (RoundResult
 func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration, snap map[string]capacity.SubCluster) RoundResult {
 	cfg := g.cfg.Generator
 	now := g.now()
-	expiry := g.cfg.Liveness.Expiry.D()
 
 	// Eligible: RUNNING with a heartbeat fresher than the liveness expiry.
 	var in []loadInput
 	for _, sc := range scs {
-		if sc.GetState() != pb.SubClusterState_SC_RUNNING || now.Sub(time.UnixMilli(sc.GetLastHeartbeatMs())) > expiry {
+		if !g.eligible(sc, now) {
 			continue
 		}
 		capa, _ := policies.ParseCapability([]byte(sc.GetCapability())) // none yet: zero, as Hadoop
@@ -105,7 +110,8 @@ func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration
 			target = normalized(capacityWeights(in, cfg.PendingScale))
 		}
 	}
-	res := RoundResult{Target: target}
+	res := RoundResult{Target: target, QueueTargets: map[string]Weights{}, QueueInputs: map[string]string{}}
+	views := g.queueViews()
 
 	// Queues to manage: every stored weighted queue, the configured ones
 	// and "*"; pinned and non-weighted ones are left alone.
@@ -140,7 +146,9 @@ func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration
 					alpha = info.HeadroomAlpha
 				}
 			}
-			next, changed, _ := stepToward(old, target, cfg.Threshold, cfg.MaxStep)
+			qTarget, input := g.queueTarget(q, in, target, views, now)
+			res.QueueTargets[q], res.QueueInputs[q] = qTarget, input
+			next, changed, _ := stepToward(old, qTarget, cfg.Threshold, cfg.MaxStep)
 			if !changed {
 				g.metrics.queues.WithLabelValues("unchanged").Inc()
 				continue
@@ -157,6 +165,34 @@ func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration
 		g.metrics.weight.WithLabelValues(id).Set(w)
 	}
 	return res
+}
+
+// queueTarget is a managed queue's target: from its own headroom in
+// every eligible sub-cluster when the capacity policy has a complete
+// per-queue view, else the cluster-wide target. input says which (and
+// why, with the sub-cluster that lacked the input).
+func (g *GPG) queueTarget(queue string, in []loadInput, target Weights, views map[string]*queueView, now time.Time) (Weights, string) {
+	cfg := g.cfg.Generator
+	reason, sc := "", ""
+	switch {
+	case queue == client.DefaultQueueKey:
+		reason = inputDefaultQueue
+	case cfg.Policy != PolicyCapacity:
+		reason = inputLoadBased
+	case !cfg.QueueInputs.Enabled:
+		reason = inputDisabled
+	default:
+		var qin []loadInput
+		if qin, reason, sc = g.queueInputs(queue, in, views, now); reason == inputPerQueue {
+			g.metrics.queueInputs.WithLabelValues(reason).Inc()
+			return normalized(capacityWeights(qin, cfg.PendingScale)), reason
+		}
+	}
+	g.metrics.queueInputs.WithLabelValues(reason).Inc()
+	if sc != "" {
+		return target, "cluster-wide: " + reason + " (" + sc + ")"
+	}
+	return target, "cluster-wide: " + reason
 }
 
 // usable is a source figure as the GPG trusts it: older than

@@ -57,6 +57,9 @@ type GPG struct {
 		http   *http.Client
 		spnego *rmrest.SPNEGO
 	}
+	// queueHTTP and queueReader: per-queue inputs (queues.go).
+	queueHTTP   *http.Client
+	queueReader queueReader
 
 	mu          sync.Mutex
 	kubeStatus  func() any // SetKubeStatus
@@ -113,6 +116,7 @@ func New(cfg Config, src capacity.Source) (*GPG, error) {
 	}
 	g.rmREST.http = &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}
 	g.rmREST.spnego = spnego
+	g.queueHTTP = newQueueHTTP(cfg.Generator.QueueInputs)
 	if g.apps == nil {
 		g.apps = &restLister{http: &http.Client{Timeout: cfg.Cleaner.RMTimeout.D()}, user: cfg.Cleaner.RMUser,
 			minUptime: cfg.Cleaner.MinRMUptime.D(), now: g.now, spnego: spnego}
@@ -227,7 +231,7 @@ func (g *GPG) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); g.lease.run(ctx) }()
 	go func() { defer wg.Done(); g.watchEvents(ctx) }()
 	go func() { defer wg.Done(); g.loop(ctx) }()
@@ -236,6 +240,11 @@ func (g *GPG) Run(ctx context.Context) error {
 	// weights.
 	go func() { defer wg.Done(); every(ctx, g.cfg.Cleaner.Enabled, g.cfg.Cleaner.Interval.D(), g.CleanOnce) }()
 	go func() { defer wg.Done(); every(ctx, g.cfg.UAMReaper.Enabled, g.cfg.UAMReaper.Interval.D(), g.ReapOnce) }()
+	// Per-queue inputs too: a slow RM delays only its own next answer.
+	go func() {
+		defer wg.Done()
+		every(ctx, g.cfg.Generator.Enabled && g.cfg.Generator.QueueInputs.Enabled, g.cfg.Generator.QueueInputs.Interval.D(), g.RefreshQueueInputs)
+	}()
 	<-ctx.Done()
 	if srv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)

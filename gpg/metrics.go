@@ -18,6 +18,10 @@ type metrics struct {
 	blocked     *prometheus.CounterVec
 	published   prometheus.Counter
 
+	// Per-queue inputs.
+	schedulerReads *prometheus.CounterVec
+	queueInputs    *prometheus.CounterVec
+
 	// UAM reaper.
 	uamRounds     *prometheus.CounterVec
 	uamCandidates prometheus.Gauge
@@ -54,6 +58,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cleaner rounds that deleted nothing because this sub-cluster's RM did not answer completely."}, []string{"subcluster"}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_gpg_capacities_published_total",
 			Help: "Sub-cluster capacities published to the store."}),
+		schedulerReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_scheduler_reads_total",
+			Help: "Reads of a sub-cluster RM's /ws/v1/cluster/scheduler for per-queue weights, by result (ok, error)."}, []string{"subcluster", "result"}),
+		queueInputs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_queue_inputs_total",
+			Help: "Managed queues per round by the input of their weights: per_queue (the queue's own headroom everywhere), or the cluster-wide weights because default_queue, load_based, disabled, no_answer, not_capacity_scheduler, queue_not_found, no_effective_capacity."}, []string{"input"}),
 		uamRounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_gpg_uam_reaper_rounds_total",
 			Help: "UAM reaper rounds by result (done, standby, error: the sub-cluster list could not be read)."}, []string{"result"}),
 		uamCandidates: prometheus.NewGauge(prometheus.GaugeOpts{Name: "yarnfed_gpg_uam_reaper_candidates",
@@ -71,6 +79,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.leader, m.rounds, m.roundTime, m.writes, m.queues, m.weight, m.markedLost, m.deleted, m.wouldDelete, m.cleaner, m.blocked, m.published,
+			m.schedulerReads, m.queueInputs,
 			m.uamRounds, m.uamCandidates, m.uamsReaped, m.uamsDryRun, m.uamsKept, m.uamErrors, m.uamReapDelay)
 	}
 	return m

@@ -17,11 +17,15 @@ type Status struct {
 	LastRound time.Time          `json:"lastRound,omitzero"`
 	LastError string             `json:"lastError,omitempty"`
 	Target    map[string]float64 `json:"targetWeights,omitempty"`
-	Written   []string           `json:"queuesWrittenLastRound,omitempty"`
-	Pinned    []string           `json:"pinnedQueues,omitempty"`
-	LastClean time.Time          `json:"lastCleanerRound,omitzero"`
-	Cleaner   string             `json:"lastCleanerResult,omitempty"`
-	LastReap  time.Time          `json:"lastUAMReaperRound,omitzero"`
+	// QueueTargets and QueueInputs: each managed queue's own target and
+	// its input ("per_queue", or "cluster-wide: <reason> (<sub-cluster>)").
+	QueueTargets map[string]Weights `json:"queueTargetWeights,omitempty"`
+	QueueInputs  map[string]string  `json:"queueInputs,omitempty"`
+	Written      []string           `json:"queuesWrittenLastRound,omitempty"`
+	Pinned       []string           `json:"pinnedQueues,omitempty"`
+	LastClean    time.Time          `json:"lastCleanerRound,omitzero"`
+	Cleaner      string             `json:"lastCleanerResult,omitempty"`
+	LastReap     time.Time          `json:"lastUAMReaperRound,omitzero"`
 	// Reaper: "reaped N of M candidates" (or "would reap" in dry-run), or
 	// the round's error.
 	Reaper string `json:"lastUAMReaperResult,omitempty"`
@@ -43,7 +47,8 @@ func (g *GPG) Status() Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := Status{ID: g.cfg.ID, Holding: g.lease.holding(), Policy: g.cfg.Generator.Policy, ReadOnly: g.cfg.Generator.ReadOnly,
-		DryRun: g.cfg.Cleaner.DryRun, LastRound: g.lastRound, Target: g.last.Target, Pinned: g.last.Pinned, LastClean: g.lastClean}
+		DryRun: g.cfg.Cleaner.DryRun, LastRound: g.lastRound, Target: g.last.Target,
+		QueueTargets: g.last.QueueTargets, QueueInputs: g.last.QueueInputs, Pinned: g.last.Pinned, LastClean: g.lastClean}
 	if g.lastErr != nil {
 		s.LastError = g.lastErr.Error()
 	}

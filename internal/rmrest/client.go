@@ -43,6 +43,8 @@ type Client struct {
 	// and keeps its hadoop.auth cookie (see SPNEGO). Nil: no Kerberos, and
 	// a Kerberized RM's 401 is an error wrapping ErrKerberosRequired.
 	SPNEGO *SPNEGO
+	// MaxBody bounds a response body; 0 means MaxResponseBytes.
+	MaxBody int64
 }
 
 // NewClient returns a client for baseURL ("host:port" gets http://).
@@ -98,12 +100,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return fmt.Errorf("rmrest: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	limit := c.MaxBody
+	if limit <= 0 {
+		limit = MaxResponseBytes
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("rmrest: read %s: %w", path, err)
 	}
-	if len(data) > MaxResponseBytes {
-		return fmt.Errorf("rmrest: %s: response larger than %d bytes", path, MaxResponseBytes)
+	if int64(len(data)) > limit {
+		return fmt.Errorf("%w: %s: more than %d bytes", ErrResponseTooLarge, path, limit)
 	}
 	if negotiateChallenge(resp) {
 		// Hadoop's AuthenticationFilter answers its own text, not a
