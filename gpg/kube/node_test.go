@@ -230,6 +230,21 @@ func TestNodeCompute(t *testing.T) {
 			want: NodeResult{SubCluster: "sc-default", Status: NodeStale},
 		},
 		{
+			// Koordinator's CPU normalization amplifies a node's CPU by its
+			// ratio before the batch figures are published, so batch-cpu is
+			// already in normalized cores, the unit the NodeManager is sized
+			// in and the RM places containers by: the ratio is deliberately
+			// not applied again (x2) nor undone (/2). gpg/DESIGN.md, "CPU
+			// normalization".
+			name: "CPU normalization ratio: batch-cpu read as published",
+			node: mkNode("n1", origin("10000", "10Gi"), func(n *corev1.Node) {
+				n.Labels = map[string]string{"node.koordinator.sh/cpu-normalization-enabled": "true"}
+				n.Annotations["node.koordinator.sh/cpu-normalization-ratio"] = "2.00"
+			}),
+			pods: []*corev1.Pod{nm},
+			want: NodeResult{SubCluster: "sc-default", Usable: capacity.Resources{VCores: 10, MemoryMB: 10240}},
+		},
+		{
 			name: "Ready heartbeat just inside the bound counts",
 			node: mkNode("n1", origin("2000", "2Gi"), ready(corev1.ConditionTrue, testNow.Add(-15*time.Minute+time.Second))),
 			pods: []*corev1.Pod{nm},
