@@ -354,3 +354,38 @@ func TestSchedulerReadBounded(t *testing.T) {
 		t.Fatalf("max_bytes 0 validated: %v", err)
 	}
 }
+
+// Run reads the schedulers in a loop of its own, and a changed answer
+// starts a round: with a one-hour round interval, only the reads can move
+// a queue's weights.
+func TestQueueInputsDriveRounds(t *testing.T) {
+	rm1 := newFakeRMScheduler(t, fixture(t, "scheduler-sc1.json"))
+	rm2 := newFakeRMScheduler(t, fixture(t, "scheduler-sc2.json"))
+	st := gpgtest.NewFakeStore(nil)
+	for id, c := range map[string]struct {
+		metrics string
+		rm      *fakeRMScheduler
+	}{"SC-1": {sc1Metrics, rm1}, "SC-2": {sc2Metrics, rm2}} {
+		sc := subCluster(id, pb.SubClusterState_SC_RUNNING, c.metrics)
+		sc.RmWebServiceAddress = c.rm.srv.URL
+		st.Register(sc)
+	}
+	g := newTestGPG(t, st, nil, nil, func(c *Config) {
+		c.Interval = Duration(time.Hour)
+		c.Debounce = Duration(10 * time.Millisecond)
+		c.Cleaner.Enabled = false
+		c.Generator.MaxStep = 1
+		c.Generator.Queues = []string{"a"}
+		c.Generator.QueueInputs.Interval = Duration(50 * time.Millisecond)
+	})
+	runGPG(t, g)
+	poll(t, "a's own weights from the schedulers", func() bool {
+		w := storedWeights(t, st, "a")
+		return w["SC-1"] > 0.249 && w["SC-1"] < 0.251
+	})
+	// a is stopped in SC-2: the next read changes the answer, and a round
+	// follows at once.
+	body := strings.Replace(string(fixture(t, "scheduler-sc2.json")), `"state": "RUNNING"`, `"state": "STOPPED"`, 1)
+	rm2.set(func(f *fakeRMScheduler) { f.body = []byte(body) })
+	poll(t, "a drained from SC-2 after its queue stopped there", func() bool { return storedWeights(t, st, "a")["SC-2"] == 0 })
+}
