@@ -8,8 +8,9 @@
 //   - UAM reaper (opt-in): unmanaged AMs left running in other
 //     sub-clusters after their federated application ended are killed;
 //   - generator: router and AMRMProxy weights per queue from measured
-//     load and, through a capacity.Source, from the capacity YARN can
-//     really use on Kubernetes nodes; published capacities for routers.
+//     load, each queue's own headroom in the RMs' CapacityScheduler and,
+//     through a capacity.Source, the capacity YARN can really use on
+//     Kubernetes nodes; published capacities for routers.
 //
 // One GPG acts at a time: the holder of a store lease, whose writes are
 // fenced by the lease epoch. See DESIGN.md.
