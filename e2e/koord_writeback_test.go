@@ -334,20 +334,28 @@ func (k *koordFed) waitRounds(t *testing.T, metric string, n float64, match ...s
 	poll(t, 90*time.Second, fmt.Sprintf("%v more %s", n, metric), func() bool { return k.prom(t, metric, match...) >= r0+n })
 }
 
+// kubeStatus is one entry of /gpg/v1/status "kubernetes" (the push's and
+// the write-back's Status, keyed "<cluster>/node_resource_push" and
+// "<cluster>/third_party_allocations").
+type kubeStatus struct {
+	ForeignNodeManagers map[string]string `json:"foreignNodeManagers"`
+	ForeignNodes        map[string]string `json:"foreignNodes"`
+}
+
 // gpgStatus returns the GPG's /gpg/v1/status "kubernetes" section.
-func (k *koordFed) gpgStatus(t *testing.T) string {
+func (k *koordFed) gpgStatus(t *testing.T) map[string]kubeStatus {
 	t.Helper()
 	b, ok := tryRESTAt(k.gpgWeb, "/gpg/v1/status")
 	if !ok {
 		t.Fatalf("GPG status: %s", b)
 	}
 	var st struct {
-		Kubernetes json.RawMessage `json:"kubernetes"`
+		Kubernetes map[string]kubeStatus `json:"kubernetes"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
+		t.Fatalf("GPG status %s: %v", b, err)
 	}
-	return string(st.Kubernetes)
+	return st.Kubernetes
 }
 
 func (k *koordFed) gpgLog(t *testing.T) string {
@@ -661,8 +669,10 @@ func TestKoordWritebackRealRM(t *testing.T) {
 	poll(t, 60*time.Second, "the GPG to report a foreign thirdPartyAllocations writer", func() bool {
 		return k.prom(t, kube.ForeignWritersMetric, `kind="third_party_allocations"`) == 1
 	})
-	if st := k.gpgStatus(t); !strings.Contains(st, `"foreignNodes":{"`+b.name+`"`) {
-		t.Errorf("/gpg/v1/status kubernetes = %s, want foreignNodes naming %s", st, b.name)
+	if st := k.gpgStatus(t)["koord/third_party_allocations"]; len(st.ForeignNodes) != 1 || st.ForeignNodes[b.name] == "" {
+		t.Errorf("/gpg/v1/status kubernetes koord/third_party_allocations = %+v, want foreignNodes naming %s", st, b.name)
+	} else {
+		t.Logf("status: %s left to another writer: %s", b.name, st.ForeignNodes[b.name])
 	}
 	if l := k.gpgLog(t); !strings.Contains(l, "another writer owns this Node") || !strings.Contains(l, b.name) {
 		t.Errorf("no warning naming %s in the GPG's log", b.name)
@@ -724,8 +734,10 @@ func TestKoordWritebackRealRM(t *testing.T) {
 	poll(t, 60*time.Second, "the GPG to report a foreign node_resource writer", func() bool {
 		return k.prom(t, kube.ForeignWritersMetric, `kind="node_resource"`) == 1
 	})
-	if st := k.gpgStatus(t); !strings.Contains(st, `"foreignNodeManagers":{"`+a.nm.nodeID()+`"`) {
-		t.Errorf("/gpg/v1/status kubernetes = %s, want foreignNodeManagers naming %s", st, a.nm.nodeID())
+	if st := k.gpgStatus(t)["koord/node_resource_push"]; len(st.ForeignNodeManagers) != 1 || st.ForeignNodeManagers[a.nm.nodeID()] == "" {
+		t.Errorf("/gpg/v1/status kubernetes koord/node_resource_push = %+v, want foreignNodeManagers naming %s", st, a.nm.nodeID())
+	} else {
+		t.Logf("status: %s left to another writer: %s", a.nm.nodeID(), st.ForeignNodeManagers[a.nm.nodeID()])
 	}
 	if l := k.gpgLog(t); !strings.Contains(l, "another writer sets this NodeManager's size") {
 		t.Error("no warning about the other writer in the GPG's log")
