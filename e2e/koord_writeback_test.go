@@ -554,7 +554,8 @@ func startKoordFed(t *testing.T, kc *kubetest.Cluster) *koordFed {
 //     NodeManager (twice, minutes apart in production: here after our
 //     repair was on the RM for two rounds) are detected (metric, status,
 //     log) and our writes stop: the counters of our patches and pushes stay
-//     constant over three more rounds while their figures stay.
+//     constant over three more rounds while their figures stay; between
+//     the two, a NodeManager restart is repaired, not taken for a writer.
 //
 // It ends with the leak check (no container or unmanaged AM left).
 func TestKoordWritebackRealRM(t *testing.T) {
@@ -698,6 +699,19 @@ func TestKoordWritebackRealRM(t *testing.T) {
 		return k.prom(t, kube.ForeignWritersMetric, `kind="third_party_allocations"`) == 0
 	})
 	k.withinOneRound(t, "after the operator's entry was removed", func() (bool, string) { return k.entriesMatch(t) })
+
+	// A NodeManager restart (B's; no container runs): the RM forgets the
+	// pushed size and shows the NodeManager's own, which the push takes for
+	// a restart (a first difference) and repairs; nothing is marked
+	// foreign.
+	b.nm.killNM(t)
+	b.nm.startNM(t)
+	reg := k.rmNodes(t)[b.nm.nodeID()].TotalResource
+	waitUntil(t, 60*time.Second, "the restarted NodeManager resized again", k.gpg, totals)
+	if f := k.prom(t, kube.ForeignWritersMetric, `kind="node_resource"`); f != 0 {
+		t.Fatalf("a NodeManager restart was taken for another writer (foreign_writers %v)", f)
+	}
+	t.Logf("NodeManager restart: %s re-registered showing %d MiB / %d vcores; the push set %d / %d again", b.nm.nodeID(), reg.Memory, reg.VCores, b.truth.MemoryMB, b.truth.VCores)
 
 	// 5b. A second writer of A's size on the RM: koord-yarn-operator's
 	// updateNodeResource (origin batch, its 10^6 units: 40 vcores,
