@@ -183,4 +183,15 @@ func TestRealRMDrainAndUsed(t *testing.T) {
 		t.Fatalf("after the drain the NodeManager holds %d MB in %d containers (err %v), want 2048 MB in 2", n.UsedMemoryMB, n.NumContainers, err)
 	}
 	t.Logf("drained: total 0/0, still holding %d MB in %d containers", n.UsedMemoryMB, n.NumContainers)
+
+	// The application ends; nothing of it may stay on the RM (an unmanaged
+	// AM left RUNNING, or containers of a finished application).
+	call(t, am, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{
+		FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum(),
+	}, &yarnpb.FinishApplicationMasterResponseProto{})
+	checkNoLeaks(t, []leakTarget{{name: "e2e-drain", rmWeb: loopback(mc.info.Web)}}, time.Time{}, leakCheckTimeout)
+	poll(t, 30*time.Second, "the NodeManager holding nothing after the application ended", func() bool {
+		n, err := rest.GetNode(ctx, nmID)
+		return err == nil && n.NumContainers == 0 && n.UsedMemoryMB == 0
+	})
 }

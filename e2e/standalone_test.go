@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -124,6 +125,8 @@ type saRM struct {
 	rm, scheduler, tracker, admin, web string
 	proc                               *jvmProc
 	nms                                []*saNM
+	// extra is more yarn-site.xml configuration (e.g. yarn.admin.acl).
+	extra map[string]string
 }
 
 // saNM is a standalone NodeManager on its own loopback IP ("host"), with the
@@ -184,6 +187,7 @@ func (r *saRM) writeConf() error {
 		"yarn.nm.liveness-monitor.expiry-interval-ms":                            "20000",
 		"hadoop.tmp.dir": filepath.Join(r.dir, "tmp"),
 	}
+	maps.Copy(props, r.extra)
 	if err := writeHadoopConf(filepath.Join(r.confDir, "yarn-site.xml"), props, nil); err != nil {
 		return err
 	}

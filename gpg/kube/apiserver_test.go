@@ -188,21 +188,24 @@ func TestRealAPIServer(t *testing.T) {
 	<-src.Changed() // the first sync's signal
 
 	// One pod's request changes. Extended resources cannot be resized in
-	// place, so the pod is replaced, as a controller would do it.
-	changeStart := time.Now()
+	// place, so the pod is replaced, as a controller would do it. Asserted:
+	// the change is signalled on Changed() and reaches the snapshot (the
+	// event happens; its latency is measured in the e2e loop test and
+	// written in gpg/DESIGN.md, never asserted here).
 	if err := admin.Pods("spark").Delete(ctx, "a", *metav1.NewDeleteOptions(0)); err != nil {
 		t.Fatal(err)
 	}
 	r.pod(mkPod("spark", "a", "n1", "6000", "4Gi"))
 	want["sc-a"] = sc("sc-a", 51, 227413, 1) // 60646-2000-6000-1500 = 51146
-	select {
-	case <-src.Changed():
-	case <-time.After(60 * time.Second):
-		t.Fatal("no Changed signal within 60 s of a pod change")
-	}
+	testPoll(t, "a Changed signal after the pod change", func() bool {
+		select {
+		case <-src.Changed():
+			return true
+		default:
+			return false
+		}
+	})
 	testPoll(t, "the new capacity", func() bool { return equalSnapshots(src.Snapshot(), want) })
-	// Informational (no timing assertion): the bound is 60 s.
-	t.Logf("pod replaced -> new capacity in the snapshot: %v", time.Since(changeStart))
 
 	// Without the role, the source never syncs (an empty snapshot, not a
 	// wrong one) and says why.

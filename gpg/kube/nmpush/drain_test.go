@@ -128,7 +128,10 @@ func TestSecondWriterOfNodeResource(t *testing.T) {
 		t.Fatalf("after a restart: %s, want %s (repaired)", got, want)
 	}
 	rmNodes.set("n1.example:8041", 10, 10_000)
-	step() // agrees again: the count starts over
+	step()              // agrees again
+	clk.Step(time.Hour) // the restart is forgotten after otherWriterWindow
+	p.PushOnce(ctx)
+	rm.takeCalls() // max_age re-push
 
 	// koord-yarn-operator sets n1 to the origin batch (its figure).
 	rmNodes.set("n1.example:8041", 12, 12_288)
@@ -171,4 +174,72 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
+}
+
+// koord-yarn-operator writes a NodeManager's size on Node events, which
+// come minutes apart on a quiet node (the kubelet's status report every
+// 5 min, koord-manager's batch update every 300 s): between its writes the
+// RM shows our repaired figure. A slow second writer is still detected on
+// its second write (the match in between does not start the count over),
+// instead of being repaired after each of its writes forever (a flap with
+// the operator's period). A lone difference, such as a NodeManager
+// restart, is still repaired once the earlier one is out of the window.
+func TestSlowSecondWriterIsNotFought(t *testing.T) {
+	rm := startAdminRM(t)
+	src := &fakeNodes{m: map[string]kube.NodeResult{}}
+	src.set("n1", "sc-a", "n1.example:8041", 10, 10_000)
+	rmNodes := &fakeRMNodes{total: map[string]capacity.Resources{}}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	cfg := DefaultConfig()
+	cfg.Name = "k8s-1"
+	cfg.RMs = StaticRMs{"sc-a": {rm.addr}}
+	cfg.RMNodes = rmNodes
+	cfg.User = "yarn"
+	cfg.Clock = clk
+	p, err := New(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	// round advances the clock by d and runs one round; the RM applies
+	// whatever it accepted (as a real RM does).
+	round := func(d time.Duration) []string {
+		clk.Step(d)
+		p.PushOnce(ctx)
+		var out []string
+		for _, c := range rm.takeCalls() {
+			out = append(out, fmt.Sprint(c))
+			rmNodes.set("n1.example:8041", 10, 10_000)
+		}
+		return out
+	}
+	round(0)
+	// A NodeManager restart long ago: repaired.
+	round(time.Hour)
+	rmNodes.set("n1.example:8041", 1, 1024)
+	if got := round(cfg.Interval.D()); len(got) != 1 {
+		t.Fatalf("a restart: calls %v, want one repair", got)
+	}
+	// The operator, an hour later, then again minutes later, with our
+	// repaired figure on the RM in between.
+	round(time.Hour)
+	rmNodes.set("n1.example:8041", 12, 12_288)
+	if got := round(cfg.Interval.D()); len(got) != 1 {
+		t.Fatalf("the operator's first write: calls %v, want one repair (it may be a restart)", got)
+	}
+	for range 20 { // minutes of rounds agreeing with us (less than max_age)
+		if got := round(cfg.Interval.D()); len(got) != 0 {
+			t.Fatalf("pushed %v while the RM agrees", got)
+		}
+	}
+	rmNodes.set("n1.example:8041", 12, 12_288)
+	for i := range 10 {
+		if got := round(cfg.Interval.D()); len(got) != 0 {
+			t.Fatalf("round %d after the operator's second write: pushed %v over it (a flap with the operator's period)", i, got)
+		}
+	}
+	if f := p.ForeignNodeManagers(); f["n1.example:8041"] == "" {
+		t.Errorf("ForeignNodeManagers = %v, want n1", f)
+	}
 }

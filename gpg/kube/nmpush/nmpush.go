@@ -84,9 +84,10 @@ type Config struct {
 	// NodeManagers pushed before, to detect a second writer of their sizes
 	// (koord-yarn-operator still running): a NodeManager whose RM total
 	// differs from what it accepted from us, settled for an interval, is
-	// pushed again once; differing again without having matched in
-	// between, it is left to the other writer for the rest of this tenure
-	// (a metric, a status line, a warning), never fought over.
+	// pushed again once; differing again within otherWriterWindow (30
+	// min), even after having matched in between, it is left to the other
+	// writer for the rest of this tenure (a metric, a status line, a
+	// warning), never fought over.
 	RMNodes kube.RMNodeReader
 	// Kerberos, if set, makes the RM admin clients log in with SASL
 	// KERBEROS (Kerberized RMs) as the login's principal, whose short name
@@ -138,10 +139,11 @@ type Pusher struct {
 	addrs   map[string][]string // sub-cluster -> admin addresses last read
 	callers map[string]Caller   // sub-cluster -> admin client for addrs
 	last    map[string]pushed   // NodeId -> last accepted push
-	// diverged counts, per NodeId, the consecutive checks that found the
-	// RM's total different from our last accepted push; foreign holds the
-	// NodeManagers left to another writer (until this tenure ends).
-	diverged map[string]int
+	// diverged holds, per NodeId, when a check last found the RM's total
+	// different from our last accepted push (forgotten after
+	// otherWriterWindow); foreign holds the NodeManagers left to another
+	// writer (until this tenure ends).
+	diverged map[string]time.Time
 	foreign  map[string]string // NodeId -> what the RM showed
 }
 
@@ -152,7 +154,7 @@ func New(cfg Config, src NodeSource) (*Pusher, error) {
 	}
 	p := &Pusher{cfg: cfg, src: src, log: cfg.Logger, clock: cfg.Clock,
 		addrs: map[string][]string{}, callers: map[string]Caller{}, last: map[string]pushed{},
-		diverged: map[string]int{}, foreign: map[string]string{}}
+		diverged: map[string]time.Time{}, foreign: map[string]string{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -300,13 +302,25 @@ func (p *Pusher) PushOnce(ctx context.Context) int {
 
 func (p *Pusher) active() bool { return p.cfg.Active == nil || p.cfg.Active() }
 
+// otherWriterWindow is how long a difference between the RM's total and
+// our figure is remembered. A second difference within it means another
+// writer. koord-yarn-operator writes a NodeManager's size on every event
+// of its Node, and a Node has one at least every 5 min (the kubelet's
+// nodeStatusReportFrequency; koord-manager's batch update every 300 s), so
+// its second write falls well inside; a NodeManager that restarts twice
+// within it is left at its own size for the tenure (logged).
+const otherWriterWindow = 30 * time.Minute
+
 // checkOtherWriters compares, for every NodeManager whose push its RM
 // accepted at least an interval ago, the RM's total with that figure. A
 // difference is first taken for a NodeManager restart (it re-registers
 // with its configured size) and repaired by pushing again; a second
-// difference in a row, with no match in between, means another writer
-// (koord-yarn-operator) sets the size too: the NodeManager is left to it
-// for the rest of this tenure, never fought over.
+// difference within otherWriterWindow, whether or not the RM showed our
+// figure in between, means another writer (koord-yarn-operator) sets the
+// size too: the NodeManager is left to it for the rest of this tenure,
+// never fought over. (Starting the count over on a match made a writer
+// slower than our interval, i.e. the operator, be repaired after each of
+// its writes forever.)
 func (p *Pusher) checkOtherWriters(ctx context.Context, now time.Time) {
 	if p.cfg.RMNodes == nil {
 		return
@@ -335,13 +349,16 @@ func (p *Pusher) checkOtherWriters(ctx context.Context, now time.Time) {
 			if !ok || !known {
 				continue // not registered (any more): nothing to compare
 			}
-			if n.Total == l.usable {
+			if at, ok := p.diverged[id]; ok && now.Sub(at) >= otherWriterWindow {
 				delete(p.diverged, id)
+			}
+			if n.Total == l.usable {
 				continue
 			}
-			p.diverged[id]++
+			_, before := p.diverged[id]
+			p.diverged[id] = now
 			delete(p.last, id) // due again now
-			if p.diverged[id] < 2 {
+			if !before {
 				p.log.Info("node-resource push: the RM shows another size than it accepted from us (a NodeManager restart?); pushing again",
 					"sub_cluster", sc, "node_id", id, "pushed", l.usable, "rm_total", n.Total)
 				continue
