@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/krb5sasl"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -373,30 +374,58 @@ func TestClientSASLSimpleOnlyServer(t *testing.T) {
 	}
 }
 
-// TestClientSASLKerberosSuccessEarly: SUCCESS is accepted only once the
-// GSSAPI exchange is complete (the AP-REP proved the server, the layers
-// were agreed) and carries no token. Needs a KDC (internal/krbtest).
-func TestClientSASLKerberosSuccessEarly(t *testing.T) {
+// TestClientSASLKerberosSuccess: SUCCESS is accepted only once the GSSAPI
+// exchange is complete (the AP-REP proved the server, the layers were
+// agreed) and only without a token. The script's server half is the real
+// acceptor (krb5sasl) with the service's keytab. Needs a KDC
+// (internal/krbtest).
+func TestClientSASLKerberosSuccess(t *testing.T) {
 	r := newKrbRealm(t)
 	alice := r.login("alice")
 	cfg := connConfig{krb: &KerberosClientConfig{Login: alice, ServerPrincipal: "rm/_HOST"}}
 	for _, tc := range []struct {
-		name  string
-		token []byte
+		name     string
+		complete bool   // run the GSSAPI exchange to its end before SUCCESS
+		token    []byte // SUCCESS's token
+		ok       bool
 	}{
-		{"SUCCESS right after the AP-REQ", nil},
-		{"SUCCESS with a token right after the AP-REQ", []byte{1, 2, 3}},
+		{"SUCCESS after the exchange", true, nil, true},
+		{"SUCCESS with a token after the exchange", true, []byte{1, 2, 3}, false},
+		{"SUCCESS right after the AP-REQ", false, nil, false},
+		{"SUCCESS with a token right after the AP-REQ", false, []byte{1, 2, 3}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := runClientSASL(t, cfg, false, func(s *fakeSASLServer) {
+			acceptor, err := krb5sasl.NewServer(krb5sasl.ServerConfig{Keytab: r.server.Keytab, Principal: r.server.Principal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := runClientSASL(t, cfg, false, func(s *fakeSASLServer) {
 				s.reply(negotiate(saslAuth(AuthMethodKerberos, mechGSSAPI, "rm", "localhost", nil)))
 				m := s.expect(commonpb.RpcSaslProto_INITIATE)
 				if m != nil && (len(m.GetToken()) == 0 || m.GetAuths()[0].GetMethod() != AuthMethodKerberos) {
 					t.Errorf("INITIATE %v, want KERBEROS with an AP-REQ", m)
 				}
+				for m != nil && tc.complete {
+					out, done, err := acceptor.Step(m.GetToken())
+					if err != nil {
+						t.Errorf("acceptor: %v", err)
+						return
+					}
+					if done {
+						break
+					}
+					s.reply(saslState(commonpb.RpcSaslProto_CHALLENGE, out))
+					m = s.expect(commonpb.RpcSaslProto_RESPONSE)
+				}
 				s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, tc.token))
 				s.expectHangUp()
 			})
+			if tc.ok {
+				if err != nil || !c.krbDone {
+					t.Fatalf("err %v krbDone %v", err, c.krbDone)
+				}
+				return
+			}
 			if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "before the GSSAPI exchange finished") {
 				t.Fatalf("err %v", err)
 			}
