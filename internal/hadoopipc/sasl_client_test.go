@@ -164,44 +164,45 @@ func digestPeer(t *testing.T, qops ...string) (tokenMech, *commonpb.RpcSaslProto
 	return srv, saslAuth(authMethodToken, mechDigestMD5, "", "default", ch)
 }
 
+// digestLogin plays the genuine DIGEST-MD5 server srv (from digestPeer)
+// up to the client's INITIATE, checking it echoes the offered auth without
+// its challenge, and returns the rspauth srv would send.
+func digestLogin(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth) []byte {
+	s.reply(negotiate(offered, simpleAuth))
+	m := s.expect(commonpb.RpcSaslProto_INITIATE)
+	if m == nil {
+		return nil
+	}
+	want := proto.Clone(offered).(*commonpb.RpcSaslProto_SaslAuth)
+	want.Challenge = nil
+	if len(m.GetAuths()) != 1 || !proto.Equal(m.GetAuths()[0], want) {
+		s.t.Errorf("INITIATE auths %v, want the offered TOKEN auth without its challenge %v", m.GetAuths(), want)
+	}
+	rspauth, err := srv.Respond(m.GetToken())
+	if err != nil {
+		s.t.Errorf("genuine server refuses the client's response: %v", err)
+	}
+	return rspauth
+}
+
 // TestClientSASLDigest: the DIGEST-MD5 login's client rules. The genuine
 // exchange passes (INITIATE echoes the offered auth without its challenge);
-// the server must then prove the password too (rspauth), and must send
-// nothing after SUCCESS.
+// the server must then prove the password too (rspauth).
 func TestClientSASLDigest(t *testing.T) {
 	tokCfg := connConfig{token: testToken("id-u", "pw-u"), user: "u"}
-	// login plays the server up to the client's INITIATE and returns the
-	// rspauth the genuine server would send.
-	login := func(s *fakeSASLServer, qops ...string) []byte {
-		srv, offered := digestPeer(s.t, qops...)
-		s.reply(negotiate(offered, simpleAuth))
-		m := s.expect(commonpb.RpcSaslProto_INITIATE)
-		if m == nil {
-			return nil
-		}
-		want := proto.Clone(offered).(*commonpb.RpcSaslProto_SaslAuth)
-		want.Challenge = nil
-		if len(m.GetAuths()) != 1 || !proto.Equal(m.GetAuths()[0], want) {
-			s.t.Errorf("INITIATE auths %v, want the offered TOKEN auth without its challenge %v", m.GetAuths(), want)
-		}
-		rspauth, err := srv.Respond(m.GetToken())
-		if err != nil {
-			s.t.Errorf("genuine server refuses the client's response: %v", err)
-		}
-		return rspauth
-	}
-
 	t.Run("genuine server", func(t *testing.T) {
+		srv, offered := digestPeer(t)
 		c, simple, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
-			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, login(s)))
+			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, digestLogin(s, srv, offered)))
 		})
 		if err != nil || simple || c.layer != nil || c.krbDone {
 			t.Fatalf("simple %v err %v layer %v krbDone %v", simple, err, c.layer, c.krbDone)
 		}
 	})
 	t.Run("genuine server, auth-int installs the layer", func(t *testing.T) {
+		srv, offered := digestPeer(t, "auth-int")
 		c, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
-			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, login(s, "auth-int")))
+			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, digestLogin(s, srv, offered)))
 		})
 		if err != nil || c.layer == nil {
 			t.Fatalf("err %v layer %v", err, c.layer)
@@ -224,53 +225,53 @@ func TestClientSASLDigest(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			srv, offered := digestPeer(t)
 			_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
-				s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, tc.rspauth(login(s))))
+				s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, tc.rspauth(digestLogin(s, srv, offered))))
 			})
 			if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "server proof") {
 				t.Fatalf("err %v, want the server's proof refused", err)
 			}
 		})
 	}
-	t.Run("data after SUCCESS", func(t *testing.T) {
-		_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
+}
+
+// TestClientSASLOutOfOrder: server messages out of the exchange's order are
+// refused, and the client sends nothing more.
+func TestClientSASLOutOfOrder(t *testing.T) {
+	tokCfg := connConfig{token: testToken("id-u", "pw-u"), user: "u"}
+	_, again := digestPeer(t)
+	for _, tc := range []struct {
+		name   string
+		script func(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth)
+		want   error
+	}{
+		{"data after SUCCESS", func(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth) {
 			// SUCCESS and a forged reply arrive in one segment.
-			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, login(s)), saslState(commonpb.RpcSaslProto_WRAP, []byte("x")))
-		})
-		if !errors.Is(err, ErrMalformed) {
-			t.Fatalf("err %v, want ErrMalformed", err)
-		}
-	})
-	t.Run("NEGOTIATE twice", func(t *testing.T) {
-		_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
-			login(s)
-			_, again := digestPeer(t)
+			s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, digestLogin(s, srv, offered)), saslState(commonpb.RpcSaslProto_WRAP, []byte("x")))
+		}, ErrMalformed},
+		{"NEGOTIATE twice", func(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth) {
+			digestLogin(s, srv, offered)
 			s.reply(negotiate(again))
 			s.expectHangUp()
-		})
-		if !errors.Is(err, ErrAuth) {
-			t.Fatalf("err %v", err)
-		}
-	})
-	t.Run("CHALLENGE before NEGOTIATE", func(t *testing.T) {
-		_, offered := digestPeer(t)
-		_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
+		}, ErrAuth},
+		{"CHALLENGE before NEGOTIATE", func(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth) {
 			s.reply(saslState(commonpb.RpcSaslProto_CHALLENGE, offered.Challenge))
 			s.expectHangUp()
-		})
-		if !errors.Is(err, ErrAuth) {
-			t.Fatalf("err %v", err)
-		}
-	})
-	t.Run("unexpected state", func(t *testing.T) {
-		_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) {
+		}, ErrAuth},
+		{"unexpected state", func(s *fakeSASLServer, srv tokenMech, offered *commonpb.RpcSaslProto_SaslAuth) {
 			s.reply(saslState(commonpb.RpcSaslProto_RESPONSE, nil))
 			s.expectHangUp()
+		}, ErrAuth},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, offered := digestPeer(t) // one login each
+			_, _, err := runClientSASL(t, tokCfg, false, func(s *fakeSASLServer) { tc.script(s, srv, offered) })
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
 		})
-		if !errors.Is(err, ErrAuth) {
-			t.Fatalf("err %v", err)
-		}
-	})
+	}
 }
 
 // TestClientSASLChoosesOnlyOffered: the client answers only with a
@@ -374,6 +375,31 @@ func TestClientSASLSimpleOnlyServer(t *testing.T) {
 	}
 }
 
+// kerberosScript offers KERBEROS/GSSAPI for rm/localhost, takes the
+// client's AP-REQ and, when complete, runs the real acceptor to the end of
+// the exchange; then it sends SUCCESS with token.
+func kerberosScript(s *fakeSASLServer, acceptor *krb5sasl.Server, complete bool, token []byte) {
+	s.reply(negotiate(saslAuth(AuthMethodKerberos, mechGSSAPI, "rm", "localhost", nil)))
+	m := s.expect(commonpb.RpcSaslProto_INITIATE)
+	if m != nil && (len(m.GetToken()) == 0 || m.GetAuths()[0].GetMethod() != AuthMethodKerberos) {
+		s.t.Errorf("INITIATE %v, want KERBEROS with an AP-REQ", m)
+	}
+	for m != nil && complete {
+		out, done, err := acceptor.Step(m.GetToken())
+		if err != nil {
+			s.t.Errorf("acceptor: %v", err)
+			return
+		}
+		if done {
+			break
+		}
+		s.reply(saslState(commonpb.RpcSaslProto_CHALLENGE, out))
+		m = s.expect(commonpb.RpcSaslProto_RESPONSE)
+	}
+	s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, token))
+	s.expectHangUp()
+}
+
 // TestClientSASLKerberosSuccess: SUCCESS is accepted only once the GSSAPI
 // exchange is complete (the AP-REP proved the server, the layers were
 // agreed) and only without a token. The script's server half is the real
@@ -400,25 +426,7 @@ func TestClientSASLKerberosSuccess(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, _, err := runClientSASL(t, cfg, false, func(s *fakeSASLServer) {
-				s.reply(negotiate(saslAuth(AuthMethodKerberos, mechGSSAPI, "rm", "localhost", nil)))
-				m := s.expect(commonpb.RpcSaslProto_INITIATE)
-				if m != nil && (len(m.GetToken()) == 0 || m.GetAuths()[0].GetMethod() != AuthMethodKerberos) {
-					t.Errorf("INITIATE %v, want KERBEROS with an AP-REQ", m)
-				}
-				for m != nil && tc.complete {
-					out, done, err := acceptor.Step(m.GetToken())
-					if err != nil {
-						t.Errorf("acceptor: %v", err)
-						return
-					}
-					if done {
-						break
-					}
-					s.reply(saslState(commonpb.RpcSaslProto_CHALLENGE, out))
-					m = s.expect(commonpb.RpcSaslProto_RESPONSE)
-				}
-				s.reply(saslState(commonpb.RpcSaslProto_SUCCESS, tc.token))
-				s.expectHangUp()
+				kerberosScript(s, acceptor, tc.complete, tc.token)
 			})
 			if tc.ok {
 				if err != nil || !c.krbDone {
