@@ -164,10 +164,9 @@ func TestLostSecondaryContainersAreAbortedOnce(t *testing.T) {
 			am.until("the aborted container released on SC-2", func() bool {
 				return f.rmContainerDone(t, "SC-2", app, victim.GetId())
 			})
-			for i := 0; i < 5; i++ {
-				am.heartbeat(nil, nil)
-				time.Sleep(20 * time.Millisecond)
-			}
+			// SC-2's report of that completion has passed the proxy and
+			// every answer since reached the AM.
+			f.quiesce(am, app)
 			// On disk: out of the live map, in the aborted set. A proxy
 			// restart keeps it that way.
 			f.restart()

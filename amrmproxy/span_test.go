@@ -38,9 +38,67 @@ func (f *fed) byAlloc(am *testAM, allocID int64) map[string]int {
 	return out
 }
 
+// quiesce brings app to rest by events, not by the clock: afterwards the AM
+// holds everything it will ever get for the asks it has sent, so an exact
+// count cannot change by waiting longer.
+//  1. Every sub-cluster running app answers two proxy allocates, the second
+//     begun after this call: whatever the proxy queued for it before (the
+//     AM's asks as split) has reached its RM.
+//  2. No RM has an outstanding ask of app left (needed = used): none will
+//     allocate more.
+//  3. Three more allocates to each: what the RMs allocated is back at the
+//     proxy (a secondary's answer is recorded before its next call starts).
+//  4. One more AM heartbeat hands it to the AM.
+func (f *fed) quiesce(am *testAM, app *yarnpb.ApplicationIdProto) {
+	am.t.Helper()
+	var scs []string
+	for sc := range f.rms {
+		if f.rmApp(sc, app) != nil {
+			scs = append(scs, sc)
+		}
+	}
+	callsSince := func(base map[string]uint64, n uint64) func() bool {
+		return func() bool {
+			for _, sc := range scs {
+				if f.rmCalls(sc) < base[sc]+n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	base := map[string]uint64{}
+	for _, sc := range scs {
+		base[sc] = f.rmCalls(sc)
+	}
+	am.until("two allocates to every sub-cluster of the app", callsSince(base, 2))
+	am.until("no RM with an outstanding ask", func() bool {
+		for _, sc := range scs {
+			u := f.rmApp(sc, app).GetAppResource_Usage()
+			if u.GetNeededResources().GetMemory() != u.GetUsedResources().GetMemory() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, sc := range scs {
+		base[sc] = f.rmCalls(sc)
+	}
+	am.until("three more allocates to every sub-cluster of the app", callsSince(base, 3))
+	am.heartbeat(nil, nil)
+}
+
+// rmCalls is how many allocates the proxy has finished with sub-cluster
+// sc's RM (home or UAM).
+func (f *fed) rmCalls(sc string) uint64 {
+	var m dto.Metric
+	_ = f.proxy.metrics.rmAllocate.WithLabelValues(sc).(interface{ Write(*dto.Metric) error }).Write(&m)
+	return m.GetHistogram().GetSampleCount()
+}
+
 func TestLocalityMulticastSendsNodeAsksToTheNodesSubCluster(t *testing.T) {
 	f := newFed(t, 3, weightedLocality, weights("SC-1", "SC-2", "SC-3"), nil)
-	_, tok := f.newApp("alice")
+	app, tok := f.newApp("alice")
 	am := f.newAM(tok)
 	am.mustRegister()
 	am.heartbeat([]*yarnpb.ResourceRequestProto{
@@ -48,11 +106,8 @@ func TestLocalityMulticastSendsNodeAsksToTheNodesSubCluster(t *testing.T) {
 		ask("sc3-node-00002", 2, 1024, 8), ask("*", 2, 1024, 8),
 	}, nil)
 	am.until("node-local containers", func() bool { return len(am.got) >= 3 })
-	// Give stray allocations a chance to show up before judging.
-	for i := 0; i < 5; i++ {
-		am.heartbeat(nil, nil)
-		time.Sleep(20 * time.Millisecond)
-	}
+	// A stray allocation would have reached the AM by now.
+	f.quiesce(am, app)
 	if got := f.byAlloc(am, 7); got["SC-2"] != 1 || len(got) != 1 {
 		t.Fatalf("allocation 7 (node of SC-2): %v", got)
 	}
@@ -97,7 +152,7 @@ func TestStalledSecondaryIsBoundedThenExcluded(t *testing.T) {
 		c.SubClusterTimeout = Duration(300 * time.Millisecond)
 		c.CallTimeout = Duration(time.Minute)
 	})
-	_, tok := f.newApp("alice")
+	app, tok := f.newApp("alice")
 	am := f.newAM(tok)
 	am.mustRegister()
 	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
@@ -131,10 +186,9 @@ func TestStalledSecondaryIsBoundedThenExcluded(t *testing.T) {
 	})
 	f.rms["SC-3"].SetFaults(simrm.FaultConfig{})
 	am.until("SC-3 back in headroom", func() bool { return am.last.GetNumClusterNodes() == 12 })
-	for i := 0; i < 5; i++ {
-		am.heartbeat(nil, nil)
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Anything split to SC-3 while it was out was queued for it and has
+	// reached it, and the AM, by now.
+	f.quiesce(am, app)
 	if by := f.byAlloc(am, 1); by["SC-3"] != 0 {
 		t.Fatalf("an ask split while SC-3 was timed out reached it: %v", by)
 	}
@@ -192,10 +246,7 @@ func TestRestartRecoversWithoutLosingOrDuplicatingContainers(t *testing.T) {
 	am2.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, []*yarnpb.ContainerIdProto{victim})
 	am2.until("one more container per sub-cluster", func() bool { return len(am2.got) == 9 })
 	am2.until("the release to complete", func() bool { return am2.completed[keyOf(victim)] != nil })
-	for i := 0; i < 5; i++ {
-		am2.heartbeat(nil, nil)
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.quiesce(am2, app)
 	// Exact accounting: what each RM runs for the app is what the AM holds.
 	by := f.bySC(am2)
 	for _, sc := range []string{"SC-1", "SC-2", "SC-3"} {
@@ -286,10 +337,7 @@ func TestRMRestartMakesTheAMResync(t *testing.T) {
 			if am.reRegs == 0 {
 				t.Fatal("the AM was never asked to re-register")
 			}
-			for i := 0; i < 5; i++ {
-				am.heartbeat(nil, nil)
-				time.Sleep(20 * time.Millisecond)
-			}
+			f.quiesce(am, app)
 			by := f.bySC(am)
 			for _, sc := range []string{"SC-1", "SC-2"} {
 				if n := f.rmApp(sc, app).GetAppResource_Usage().GetNumUsedContainers(); int(n) != by[sc] {
@@ -332,10 +380,7 @@ func TestRestartRedeliversContainersTheAMNeverSaw(t *testing.T) {
 	am2.asks, am2.responseID = am.asks, am.responseID
 	am2.heartbeat(nil, nil) // NotRegistered -> re-register -> re-send
 	am2.until("both sub-clusters' containers", func() bool { return len(f.bySC(am2)) == 2 })
-	for i := 0; i < 10; i++ {
-		am2.heartbeat(nil, nil)
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.quiesce(am2, app)
 	by := f.bySC(am2)
 	for _, sc := range []string{"SC-1", "SC-2"} {
 		if n := f.rmApp(sc, app).GetAppResource_Usage().GetNumUsedContainers(); int(n) != by[sc] {

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/hadoopipc/krb5sasl"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -30,19 +29,6 @@ type connConfig struct {
 	krb         *KerberosClientConfig
 	log         *slog.Logger
 }
-
-// tokenClientMech is the client side of one DIGEST-MD5 login.
-type tokenClientMech interface {
-	// Respond answers the server's digest-challenge.
-	Respond(challenge []byte) ([]byte, error)
-	// Verify checks the server's rspauth; after it, Result is valid.
-	Verify(rspauth []byte) error
-	Result() (qop string, layer securityLayer)
-}
-
-// newTokenClientMech creates a DIGEST-MD5 client for a token; nil when no
-// implementation is linked in.
-var newTokenClientMech func(token *commonpb.TokenProto, protocol, serverID string, qops []string) (tokenClientMech, error)
 
 // callResult is what the reader hands to a waiting call.
 type callResult struct {
@@ -213,147 +199,6 @@ func (c *clientConn) oobHeader(callID int32, clientID []byte) *commonpb.RpcReque
 		CallId:     proto.Int32(callID),
 		ClientId:   clientID,
 		RetryCount: proto.Int32(invalidRetryCount),
-	}
-}
-
-// sasl runs the client side of the SASL exchange. It reports whether the
-// server told us to go on with SIMPLE.
-func (c *clientConn) sasl() (simple bool, err error) {
-	send := c.saslSend
-	br := bufio.NewReader(c.nc)
-	recv := func() (*commonpb.RpcSaslProto, error) { return c.saslRecv(br) }
-	if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}); err != nil {
-		return false, err
-	}
-	var mech tokenClientMech
-	var krb *krb5sasl.Client
-	for {
-		m, err := recv()
-		if err != nil {
-			return false, err
-		}
-		switch m.GetState() {
-		case commonpb.RpcSaslProto_NEGOTIATE:
-			if mech != nil || krb != nil {
-				return false, fmt.Errorf("%w: server negotiated twice", ErrAuth)
-			}
-			var tokenAuth, simpleAuth, krbAuth *commonpb.RpcSaslProto_SaslAuth
-			for _, a := range m.GetAuths() {
-				switch {
-				case a.GetMethod() == authMethodToken && a.GetMechanism() == mechDigestMD5 && tokenAuth == nil && c.cfg.token != nil:
-					tokenAuth = a
-				case a.GetMethod() == AuthMethodKerberos && a.GetMechanism() == mechGSSAPI && krbAuth == nil && c.cfg.krb != nil:
-					krbAuth = a
-				case a.GetMethod() == authMethodSimple && simpleAuth == nil:
-					simpleAuth = a
-				}
-			}
-			if tokenAuth == nil && krbAuth != nil {
-				if krb, err = c.startKerberos(krbAuth); err != nil {
-					return false, err
-				}
-				init, err := krb.Start()
-				if err != nil {
-					return false, fmt.Errorf("%w: %v", ErrAuth, err)
-				}
-				if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{krbAuth}, Token: init}); err != nil {
-					return false, err
-				}
-				continue
-			}
-			if tokenAuth == nil {
-				if c.cfg.krb != nil {
-					// A Kerberos client never falls back to SIMPLE (Hadoop:
-					// ipc.client.fallback-to-simple-auth-allowed=false).
-					return false, fmt.Errorf("%w: server does not offer KERBEROS (offers %v)", ErrAuth, authNames(m.GetAuths()))
-				}
-				if simpleAuth != nil {
-					// The server does not take tokens but accepts SIMPLE.
-					return true, send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{simpleAuth}})
-				}
-				return false, fmt.Errorf("%w: server offers no TOKEN/DIGEST-MD5 or SIMPLE auth", ErrAuth)
-			}
-			if newTokenClientMech == nil {
-				return false, fmt.Errorf("%w: DIGEST-MD5 is not available", ErrAuth)
-			}
-			mech, err = newTokenClientMech(c.cfg.token, tokenAuth.GetProtocol(), tokenAuth.GetServerId(), c.cfg.qops)
-			if err != nil {
-				return false, fmt.Errorf("%w: %v", ErrAuth, err)
-			}
-			var resp []byte
-			if tokenAuth.Challenge != nil {
-				if resp, err = mech.Respond(tokenAuth.GetChallenge()); err != nil {
-					return false, fmt.Errorf("%w: %v", ErrAuth, err)
-				}
-			}
-			// Echo the auth without its challenge: the server compares it
-			// with what it advertised.
-			echo := proto.Clone(tokenAuth).(*commonpb.RpcSaslProto_SaslAuth)
-			echo.Challenge = nil
-			if resp == nil {
-				resp = []byte{}
-			}
-			if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(), Auths: []*commonpb.RpcSaslProto_SaslAuth{echo}, Token: resp}); err != nil {
-				return false, err
-			}
-		case commonpb.RpcSaslProto_CHALLENGE:
-			if krb != nil {
-				resp, err := krb.Step(m.GetToken())
-				if err != nil {
-					return false, fmt.Errorf("%w: %v", ErrAuth, err)
-				}
-				if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_RESPONSE.Enum(), Token: resp}); err != nil {
-					return false, err
-				}
-				continue
-			}
-			if mech == nil {
-				return false, fmt.Errorf("%w: challenge before negotiation", ErrAuth)
-			}
-			resp, err := mech.Respond(m.GetToken())
-			if err != nil {
-				return false, fmt.Errorf("%w: %v", ErrAuth, err)
-			}
-			if err := send(&commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_RESPONSE.Enum(), Token: resp}); err != nil {
-				return false, err
-			}
-		case commonpb.RpcSaslProto_SUCCESS:
-			if krb != nil {
-				if !krb.Done() || len(m.GetToken()) != 0 {
-					return false, fmt.Errorf("%w: server claimed success before the GSSAPI exchange finished", ErrAuth)
-				}
-				if l := krb.SecurityLayer(); l != nil {
-					c.layer = l
-				}
-				if br.Buffered() > 0 {
-					return false, fmt.Errorf("%w: unexpected data after SASL success", ErrMalformed)
-				}
-				c.krbDone = true
-				return false, nil
-			}
-			if mech == nil {
-				if c.cfg.krb != nil {
-					// Hadoop: "Server asks us to fall back to SIMPLE auth,
-					// but this client is configured to only allow secure
-					// connections."
-					return false, fmt.Errorf("%w: server asks us to fall back to SIMPLE auth, but this client is configured to only allow secure connections", ErrAuth)
-				}
-				// SIMPLE-only server: carry on without SASL.
-				return true, nil
-			}
-			if err := mech.Verify(m.GetToken()); err != nil {
-				return false, fmt.Errorf("%w: server proof: %v", ErrAuth, err)
-			}
-			if qop, layer := mech.Result(); qop != "" && qop != "auth" && layer != nil {
-				c.layer = layer
-			}
-			if br.Buffered() > 0 {
-				return false, fmt.Errorf("%w: unexpected data after SASL success", ErrMalformed)
-			}
-			return false, nil
-		default:
-			return false, fmt.Errorf("%w: unexpected SASL state %v", ErrAuth, m.GetState())
-		}
 	}
 }
 

@@ -169,6 +169,7 @@ func (c *serverConn) serve() {
 		}
 		if _, err := c.br.Peek(1); err != nil {
 			if isTimeout(err) && !c.draining.Load() && len(c.sem) > 0 {
+				c.srv.idleBusy.Add(1)
 				continue
 			}
 			graceful = c.draining.Load()
@@ -503,7 +504,12 @@ func (c *serverConn) startCall(hdr *requestHeader, body []byte) {
 	}
 	// Back-pressure: with every slot taken the reader waits here, so the
 	// peer's packets queue in TCP buffers rather than in our memory.
-	c.sem <- struct{}{}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.srv.metrics.backPressure.Inc()
+		c.sem <- struct{}{}
+	}
 	c.calls.Add(1)
 	c.srv.workers.run(call)
 }

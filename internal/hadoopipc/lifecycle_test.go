@@ -97,15 +97,28 @@ func TestShutdownDeadlineCancelsHandlers(t *testing.T) {
 	<-cancelled
 }
 
+// TestIdleConnectionClosed: a call in flight is not idleness, however long
+// it runs; once it is answered, the idle timeout closes the connection.
 func TestIdleConnectionClosed(t *testing.T) {
 	cfg := DefaultServerConfig()
 	cfg.IdleTimeout = 30 * time.Millisecond
+	var srv atomic.Pointer[Server]
 	ts := startServer(t, cfg, echoProtocol(func(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) {
-		if req.GetRenewer() == "slow" {
-			// Longer than the idle timeout: a call in flight is not idleness.
-			time.Sleep(5 * cfg.IdleTimeout)
+		if req.GetRenewer() != "slow" {
+			return
+		}
+		// Outlive the idle timeout: return only once the reader has
+		// passed its idle deadline twice with this call in flight (were
+		// that idleness, the connection would be closed by then).
+		for srv.Load().idleBusy.Load() < 2 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
 	}))
+	srv.Store(ts.srv)
 	r := dialRaw(t, ts.addr)
 	r.preamble(authProtocolNone)
 	r.context("alice")
@@ -152,7 +165,13 @@ func TestInFlightLimitBackPressure(t *testing.T) {
 	for i := int32(1); i <= 3; i++ {
 		r.call(i, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
 	}
-	poll(t, "two calls in handlers", func() bool { return inside.Load() == 2 })
+	poll(t, "two calls in handlers", func() bool { return inside.Load() >= 2 })
+	// The reader decodes call 3 only after dispatching 1 and 2, finds no
+	// slot and counts its wait; with the limit broken call 3 would run
+	// instead and no wait would ever be counted.
+	poll(t, "the reader to wait for a slot, or a third call", func() bool {
+		return metricValue(t, ts.srv.metrics.backPressure) >= 1 || inside.Load() > 2
+	})
 	if n := inside.Load(); n != 2 {
 		t.Fatalf("%d calls in handlers with a limit of 2", n)
 	}

@@ -13,6 +13,10 @@ type Metrics struct {
 	connsTotal  prometheus.Counter
 	authFailure prometheus.Counter
 	preAuth     prometheus.Gauge
+	// backPressure counts a reader finding every in-flight slot of its
+	// connection taken (MaxInFlightPerConn): it then stops reading until a
+	// reply frees one.
+	backPressure prometheus.Counter
 }
 
 // newMetrics registers the collectors with reg; a nil reg keeps them
@@ -48,9 +52,13 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "yarnfed_ipc_preauth_buffered_bytes",
 			Help: "Bytes buffered for packets of connections that have not completed their handshake (bounded by PreAuthBufferBytes).",
 		}),
+		backPressure: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "yarnfed_ipc_backpressure_waits_total",
+			Help: "Times a connection's reader found all MaxInFlightPerConn call slots taken and stopped reading until a reply freed one.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.duration, m.rejected, m.conns, m.connsTotal, m.authFailure, m.preAuth)
+		reg.MustRegister(m.calls, m.duration, m.rejected, m.conns, m.connsTotal, m.authFailure, m.preAuth, m.backPressure)
 	}
 	return m
 }

@@ -196,6 +196,10 @@ type Server struct {
 	// preAuthBytes counts the bytes of packets being read or held before
 	// connections' contexts (the PreAuthBufferBytes budget).
 	preAuthBytes atomic.Int64
+	// idleBusy counts idle deadlines a reader passed with calls in flight
+	// (not idleness: the connection stays). Only tests read it: it is the
+	// event that proves a slow call outlived the idle timeout.
+	idleBusy atomic.Int64
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc

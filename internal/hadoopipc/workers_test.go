@@ -148,7 +148,10 @@ func TestWorkerPoolTimeoutRace(t *testing.T) {
 }
 
 // Through a real server: calls run on pooled workers, per-connection
-// in-flight slots still bound them, and Close ends the workers.
+// in-flight slots still bound them, and Close ends the workers. Three
+// calls against two slots: the reader must stop at the third until a reply
+// frees a slot (it counts that wait), so seeing the wait with two handlers
+// in, or a third handler, decides the limit without waiting on the clock.
 func TestServerWorkersStopOnClose(t *testing.T) {
 	var inFlight, maxSeen atomic.Int32
 	release := make(chan struct{})
@@ -167,7 +170,7 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 	}))
 	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, Pool: NewPool()})
 	var wg sync.WaitGroup
-	for range 6 {
+	for range 3 {
 		wg.Go(func() {
 			if err := c.Call(context.Background(), "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("r")},
 				&commonpb.GetDelegationTokenResponseProto{}); err != nil {
@@ -175,15 +178,22 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "2 calls in flight", func() bool { return inFlight.Load() == 2 })
-	time.Sleep(50 * time.Millisecond) // room for a third call, were the limit broken
+	waitFor(t, "2 calls in flight", func() bool { return inFlight.Load() >= 2 })
+	// The third call is decoded only after the first two were dispatched;
+	// with the limit broken it would run (no wait is ever counted).
+	waitFor(t, "the reader to wait for a slot, or a third call", func() bool {
+		return metricValue(t, ts.srv.metrics.backPressure) >= 1 || maxSeen.Load() > 2
+	})
+	if m := maxSeen.Load(); m != 2 {
+		t.Fatalf("%d calls in flight on one connection, want MaxInFlightPerConn=2", m)
+	}
 	close(release)
 	wg.Wait()
 	if m := maxSeen.Load(); m != 2 {
 		t.Fatalf("at most %d calls in flight on one connection, want MaxInFlightPerConn=2", m)
 	}
-	if live, _ := ts.srv.workers.stats(); live == 0 || live > 6 {
-		t.Fatalf("%d workers after 6 calls with 2 slots, want 1 to 6", live)
+	if live, _ := ts.srv.workers.stats(); live == 0 || live > 3 {
+		t.Fatalf("%d workers after 3 calls with 2 slots, want 1 to 3", live)
 	}
 	ts.srv.Close()
 	waitFor(t, "workers to exit on Close", func() bool { live, _ := ts.srv.workers.stats(); return live == 0 })

@@ -336,6 +336,8 @@ func TestUnauthenticatedRaftPacket(t *testing.T) {
 				cfg = tlsConfig(t, newPKI(t), "ss1")
 				cfg.Bootstrap = true
 			}
+			reg := prometheus.NewRegistry()
+			cfg.Registerer = reg
 			n, err := Start(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -364,8 +366,15 @@ func TestUnauthenticatedRaftPacket(t *testing.T) {
 			if aeErr == nil || rvErr == nil {
 				t.Fatalf("unauthenticated packets answered: append %v, vote %v", aeErr, rvErr)
 			}
-			// Give a wrongly accepted packet time to act, then check.
-			time.Sleep(time.Duration(cfg.ElectionTimeout) * 3)
+			// Both connections must end at the TLS gate, counted as failed
+			// handshakes: a closed connection can no longer reach raft, so
+			// from then on the term can only be what the packets left. A
+			// packet let through would instead reach raft and move the
+			// term or the leadership (or, doing nothing, time out here).
+			storetest.Poll(t, 20*time.Second, func() bool {
+				return counterSum(t, reg, "yarnfed_statestore_raft_handshakes_total", "result", "failed") >= 2 ||
+					term(t, n) != before || !n.Store.IsLeader()
+			})
 			if after := term(t, n); after != before || !n.Store.IsLeader() {
 				t.Fatalf("term %d -> %d, leader %v", before, after, n.Store.IsLeader())
 			}
