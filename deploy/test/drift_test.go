@@ -513,6 +513,11 @@ func (h *harness) inCluster(t *testing.T, p *pod, s string) string {
 			if p.template.Spec.ServiceAccountName == "" {
 				t.Fatalf("%s: in-cluster Kubernetes access without a ServiceAccount", p.name)
 			}
+			// In a pod the in-cluster config reads the token the kubelet
+			// mounts; without the mount there is none to stand in for.
+			if a := p.template.Spec.AutomountServiceAccountToken; a != nil && !*a {
+				t.Fatalf("%s: in-cluster Kubernetes access, but automountServiceAccountToken is false: the pod has no token", p.name)
+			}
 			m["kubeconfig"] = h.kubeconfig
 		}
 	}
