@@ -209,3 +209,60 @@ func probeTarget(p *corev1.Probe) string {
 	}
 	return p.HTTPGet.Path + " on " + p.HTTPGet.Port.String()
 }
+
+// checkCookieSecret: routers with SPNEGO on run as several replicas behind
+// one Service, so the hadoop.auth cookie's signing key must be the same
+// file on every replica: spnego.signature_secret_file must name a key of a
+// shared Secret (sharedSecrets) mounted into the router pods, never a
+// per-process random key (a client hopping replicas would negotiate again).
+func checkCookieSecret(t *testing.T, r *rendered) {
+	for _, d := range r.deployments {
+		spec := d.Spec.Template.Spec
+		for _, c := range spec.Containers {
+			if len(c.Args) == 0 || c.Args[0] != "router" {
+				continue
+			}
+			var cfg struct {
+				SPNEGO struct {
+					Keytab              string `json:"keytab"`
+					SignatureSecretFile string `json:"signature_secret_file"`
+				} `json:"spnego"`
+			}
+			for _, v := range spec.Volumes {
+				if v.ConfigMap == nil {
+					continue
+				}
+				if s, ok := r.configMap(t, v.ConfigMap.Name).Data["router.json"]; ok {
+					if err := jsonUnmarshalLoose([]byte(s), &cfg); err != nil {
+						t.Fatalf("router.json: %v", err)
+					}
+				}
+			}
+			if cfg.SPNEGO.Keytab == "" {
+				continue // no SPNEGO, no cookie
+			}
+			file := cfg.SPNEGO.SignatureSecretFile
+			if file == "" {
+				t.Errorf("Deployment %s: SPNEGO on but no spnego.signature_secret_file: each replica signs cookies with its own random key", d.Name)
+				continue
+			}
+			found := false
+			for _, m := range c.VolumeMounts {
+				key, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")
+				if !ok {
+					continue
+				}
+				for _, v := range spec.Volumes {
+					if v.Name == m.Name && v.Secret != nil {
+						for _, k := range sharedSecrets[v.Secret.SecretName] {
+							found = found || k == key
+						}
+					}
+				}
+			}
+			if !found {
+				t.Errorf("Deployment %s: spnego.signature_secret_file %s is no key of a shared Secret mounted in the pod (%v)", d.Name, file, sortedKeys(sharedSecrets))
+			}
+		}
+	}
+}

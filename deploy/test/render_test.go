@@ -261,6 +261,7 @@ func TestRenderOverlays(t *testing.T) {
 			checkRecommendedLabels(t, r)
 			checkServiceAccountTokens(t, r)
 			checkStartupProbes(t, r)
+			checkCookieSecret(t, r)
 		})
 	}
 }
@@ -605,8 +606,9 @@ func TestKerberosKeepsBaseConfigs(t *testing.T) {
 	}
 }
 
-// checkKeytabMounts: a keytab Secret is mounted read-only, is not readable by
-// other users, and is still readable by the container's user. The kubelet
+// checkKeytabMounts: a keytab Secret (or a sharedSecrets one) is mounted
+// read-only, is not readable by other users, and is still readable by the
+// container's user. The kubelet
 // writes Secret files owned by root, with the volume's defaultMode (0644
 // when unset) and, when the pod has an fsGroup, group-owned by it (the
 // process is a member). The drift test does not emulate ownership, so this
@@ -615,7 +617,9 @@ func checkKeytabMounts(t *testing.T, r *rendered) {
 	for _, p := range r.pods() {
 		spec := p.template.Spec
 		for _, v := range spec.Volumes {
-			if v.Secret == nil || !keytabSecrets[v.Secret.SecretName] {
+			// Keytabs and the shared random secrets (the cookie signing
+			// key) are private to the yarnfed user alike.
+			if v.Secret == nil || (!keytabSecrets[v.Secret.SecretName] && sharedSecrets[v.Secret.SecretName] == nil) {
 				continue
 			}
 			mode := int32(0o644)
