@@ -676,6 +676,7 @@ func (h *harness) run(ctx context.Context) {
 		}
 	}
 	h.checkOutside()
+	scraped := map[string]bool{}
 	// Prometheus finds each role's metrics where the pod's annotations say,
 	// and the GPG's Kubernetes source synced its informers with the
 	// ServiceAccount's token (RBAC it lacked would leave it unsynced).
@@ -691,7 +692,20 @@ func (h *harness) run(ctx context.Context) {
 			want = "yarnfed_gpg_kube_synced{"
 		}
 		h.waitMetric(ctx, p, url, want)
+		// What the role exposes is what the source scan behind the
+		// monitoring tests found (monitoring_test.go).
+		resp, err := http.Get(url)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		checkScrapedMetrics(h.t, p.name, body, scraped)
 	}
+	checkLibraryMetricsSeen(h.t, scraped)
 	// Every role is ready; the router sees the sub-cluster the agent
 	// registered from the manifests' RM addresses.
 	for _, p := range h.pods {
