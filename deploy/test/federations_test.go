@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,52 @@ func TestTwoFederations(t *testing.T) {
 	waitAllowed("fed-b", false)
 	if !mayListPods("fed-a") {
 		t.Fatal("deleting fed-b's cluster-scoped objects took fed-a's GPG's access")
+	}
+}
+
+// TestREADMEOverlay renders the operator's kustomization deploy/README.md
+// shows in step 2, as written there (only "../deploy/" pointed at this
+// checkout, and another namespace than yarnfed): its objects are named and labelled as the render checks
+// demand, so the walk-through's instructions (namespace, transformers,
+// image, version label) are the ones that work.
+func TestREADMEOverlay(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "```yaml\n# my-federation/kustomization.yaml\napiVersion:"
+	i := strings.Index(string(b), marker)
+	if i < 0 {
+		t.Fatal("deploy/README.md: no ```yaml block starting with # my-federation/kustomization.yaml and apiVersion")
+	}
+	block := string(b[i+len("```yaml\n"):])
+	block = block[:strings.Index(block, "```")]
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(block, "../deploy/") {
+		t.Fatalf("the README's overlay names no ../deploy/ path:\n%s", block)
+	}
+	block = strings.ReplaceAll(block, "../deploy/", rel+"/")
+	// Another namespace than the inner overlay's (yarnfed), as a second
+	// federation's operator would write: names and labels must follow it.
+	if strings.Count(block, "\nnamespace: yarnfed\n") != 1 {
+		t.Fatalf("the README's overlay does not set namespace: yarnfed:\n%s", block)
+	}
+	block = strings.Replace(block, "\nnamespace: yarnfed\n", "\nnamespace: fed-readme\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := renderDir(t, dir, "README")
+	checkClusterScopedNames(t, r)
+	checkRecommendedLabels(t, r)
+	checkGPGRBAC(t, r)
+	checkServiceAccountTokens(t, r)
+	for _, d := range r.deployments {
+		if v := d.Spec.Template.Labels["app.kubernetes.io/version"]; v == "latest" {
+			t.Errorf("Deployment %s: the README's version label did not reach the pods (still %q)", d.Name, v)
+		}
 	}
 }
