@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +80,8 @@ func ptr[T any](v T) *T { return &v }
 func TestServerSideDryRun(t *testing.T) {
 	cluster := kubetest.Start(t, kubetest.Options{})
 	cfg := cluster.RESTConfig(cluster.AdminToken)
+	warnings := &warningLog{}
+	cfg.WarningHandler = warnings
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kc := kubernetes.NewForConfigOrDie(cfg)
@@ -85,8 +89,19 @@ func TestServerSideDryRun(t *testing.T) {
 	for _, o := range overlays {
 		t.Run(o, func(t *testing.T) {
 			r := render(t, o)
-			createNamespace(ctx, t, kc, r.namespace)
+			// Labelled as deploy/README.md step 3 says: privileged is
+			// enforced (the AMRMProxy), restricted is warned about.
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace, Labels: map[string]string{
+				"pod-security.kubernetes.io/enforce": "privileged",
+				"pod-security.kubernetes.io/warn":    "restricted",
+				"pod-security.kubernetes.io/audit":   "restricted",
+			}}}
+			if _, err := kc.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			warned := false
 			for _, u := range r.objects {
+				warnings.take()
 				out, err := a.apply(ctx, u, true)
 				if err != nil {
 					t.Errorf("%s %s/%s rejected: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
@@ -95,6 +110,18 @@ func TestServerSideDryRun(t *testing.T) {
 				if out.GetKind() != u.GetKind() || out.GetName() != u.GetName() {
 					t.Errorf("%s %s: the server answered with %s %s", u.GetKind(), u.GetName(), out.GetKind(), out.GetName())
 				}
+				// The README promises: a restricted warning for the
+				// AMRMProxy DaemonSet only.
+				for _, w := range warnings.take() {
+					amrmproxy := u.GetKind() == "DaemonSet" && u.GetLabels()["app.kubernetes.io/component"] == "amrmproxy"
+					if !amrmproxy || !strings.Contains(w, "restricted") {
+						t.Errorf("%s %s: warning %q", u.GetKind(), u.GetName(), w)
+					}
+					warned = warned || amrmproxy
+				}
+			}
+			if !warned {
+				t.Errorf("no Pod Security warning for the AMRMProxy DaemonSet in a namespace warning at restricted: the warnings are not reaching this test")
 			}
 			// Dry-run persisted nothing: the namespace holds no workload.
 			if sts, err := kc.AppsV1().StatefulSets(r.namespace).List(ctx, metav1.ListOptions{}); err != nil || len(sts.Items) != 0 {
@@ -102,6 +129,28 @@ func TestServerSideDryRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// warningLog collects the API server's warnings (Warning headers: Pod
+// Security's warn mode among them).
+type warningLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+// take returns the warnings since the last take.
+func (w *warningLog) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
 }
 
 func createNamespace(ctx context.Context, t testing.TB, kc kubernetes.Interface, ns string) {

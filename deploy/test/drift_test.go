@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +28,16 @@ import (
 )
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// sharedSecrets are the Secrets an operator fills with random bytes, by key
+// (deploy/README.md: `kubectl create secret generic NAME
+// --from-literal=KEY=$(head -c 32 /dev/urandom | base64)`). The test fills
+// each once per federation, so every replica mounting it sees the same
+// bytes, as every pod of a namespace sees one Secret.
+var sharedSecrets = map[string][]string{
+	// The router's hadoop.auth cookie signing key (components/kerberos).
+	"yarnfed-router-cookie-secret": {"secret"},
+}
 
 // certParties says which `yarnfed certs` party fills each Secret the
 // manifests mount (deploy/README.md creates them the same way). A Secret
@@ -94,6 +106,7 @@ type harness struct {
 	rms        map[string]bool     // outside hosts run as simrm
 	krb        *krbEnv             // the KDC, when the overlay carries a krb5.conf (kerberos_test.go)
 	args       map[string][]string // pod -> its args as rewritten
+	secrets    map[string][]byte   // "secret/key" -> content of sharedSecrets
 }
 
 func newHarness(t *testing.T, r *rendered, bin, kubeconfig string) *harness {
@@ -217,6 +230,24 @@ func (h *harness) resolve(p *pod, host string, port int) (string, error) {
 		return h.loop("ext:" + host + "/" + strconv.Itoa(port)), nil
 	}
 	return "", fmt.Errorf("%s:%d: no Service or pod of the manifests answers there", host, port)
+}
+
+// sharedSecret is the content of one key of a sharedSecrets Secret: 32
+// random bytes in base64, as README's command makes it, the same for every
+// pod of this federation.
+func (h *harness) sharedSecret(secret, key string) []byte {
+	if h.secrets == nil {
+		h.secrets = map[string][]byte{}
+	}
+	id := secret + "/" + key
+	if _, ok := h.secrets[id]; !ok {
+		raw := make([]byte, 32)
+		if _, err := crand.Read(raw); err != nil {
+			h.t.Fatal(err)
+		}
+		h.secrets[id] = []byte(base64.StdEncoding.EncodeToString(raw))
+	}
+	return h.secrets[id]
 }
 
 func (h *harness) loop(key string) string { return "127.0.0.1:" + strconv.Itoa(h.port(key)) }
@@ -398,6 +429,10 @@ func (h *harness) launch(p *pod) *started {
 				writeFile(t, filepath.Join(d, k), []byte(cm.Data[k]))
 				configFiles = append(configFiles, filepath.Join(d, k))
 			}
+		case v.Secret != nil && sharedSecrets[v.Secret.SecretName] != nil:
+			for _, k := range sharedSecrets[v.Secret.SecretName] {
+				writeFile(t, filepath.Join(d, k), h.sharedSecret(v.Secret.SecretName, k))
+			}
 		case v.Secret != nil && keytabSecrets[v.Secret.SecretName]:
 			// Filled below, once the configs naming the keytabs are rewritten.
 			keytabDirs[d] = v.Secret.SecretName
@@ -512,6 +547,11 @@ func (h *harness) inCluster(t *testing.T, p *pod, s string) string {
 		if m, ok := k.(map[string]any); ok && m["kubeconfig"] == "" {
 			if p.template.Spec.ServiceAccountName == "" {
 				t.Fatalf("%s: in-cluster Kubernetes access without a ServiceAccount", p.name)
+			}
+			// In a pod the in-cluster config reads the token the kubelet
+			// mounts; without the mount there is none to stand in for.
+			if a := p.template.Spec.AutomountServiceAccountToken; a != nil && !*a {
+				t.Fatalf("%s: in-cluster Kubernetes access, but automountServiceAccountToken is false: the pod has no token", p.name)
 			}
 			m["kubeconfig"] = h.kubeconfig
 		}
@@ -636,6 +676,7 @@ func (h *harness) run(ctx context.Context) {
 		}
 	}
 	h.checkOutside()
+	scraped := map[string]bool{}
 	// Prometheus finds each role's metrics where the pod's annotations say,
 	// and the GPG's Kubernetes source synced its informers with the
 	// ServiceAccount's token (RBAC it lacked would leave it unsynced).
@@ -651,7 +692,20 @@ func (h *harness) run(ctx context.Context) {
 			want = "yarnfed_gpg_kube_synced{"
 		}
 		h.waitMetric(ctx, p, url, want)
+		// What the role exposes is what the source scan behind the
+		// monitoring tests found (monitoring_test.go).
+		resp, err := http.Get(url)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		checkScrapedMetrics(h.t, p.name, body, scraped)
 	}
+	checkLibraryMetricsSeen(h.t, scraped)
 	// Every role is ready; the router sees the sub-cluster the agent
 	// registered from the manifests' RM addresses.
 	for _, p := range h.pods {

@@ -347,4 +347,47 @@ func (h *harness) checkKerberosRouter(ctx context.Context, p *pod, cfgFile strin
 		t.Fatalf("%s: SPNEGO GET %s as alice: %s", p.name, url, resp.Status)
 	}
 	t.Logf("%s: Kerberos on the client port (token for alice, SIMPLE refused), SPNEGO on REST (%s)", p.name, fmt.Sprint(resp.StatusCode))
+	h.checkSessionsShared(ctx, p, resp)
+}
+
+// checkSessionsShared: a hadoop.auth cookie one router replica signed after
+// a SPNEGO negotiation is accepted by another replica (behind one Service a
+// client's next request may land on either). It starts a second replica of
+// p's Deployment, as the Deployment's second pod, with the same mounted
+// Secrets, and sends it only the cookie.
+func (h *harness) checkSessionsShared(ctx context.Context, p *pod, first *http.Response) {
+	t := h.t
+	var cookie *http.Cookie
+	for _, c := range first.Cookies() {
+		if c.Name == "hadoop.auth" {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("%s: no hadoop.auth cookie after a SPNEGO negotiation (Set-Cookie: %q)", p.name, first.Header.Values("Set-Cookie"))
+	}
+	second := &pod{name: p.owner + "-7d9f8-r2m5v", kind: p.kind, owner: p.owner, template: p.template}
+	s := h.launch(second)
+	h.waitHTTP(ctx, s.proc, s.probeURL)
+	wport, _ := containerPort(second.template, "web")
+	url := "http://" + h.loop(second.name+"/"+strconv.Itoa(int(wport))) + "/ws/v1/cluster/info"
+	get := func(c *http.Cookie) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if c != nil {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get(nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%s: %s without credentials: %s, want 401", second.name, url, resp.Status)
+	}
+	if resp := get(cookie); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: the hadoop.auth cookie %s signed was refused (%s): replicas do not share the signing secret (spnego.signature_secret_file)", second.name, p.name, resp.Status)
+	}
+	t.Logf("%s accepted the session cookie %s issued", second.name, p.name)
 }

@@ -61,7 +61,13 @@ type rendered struct {
 // as `kubectl kustomize` would (no network: every resource is local).
 func render(t testing.TB, overlay string) *rendered {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "deploy", "overlays", overlay)
+	return renderDir(t, filepath.Join(repoRoot(t), "deploy", "overlays", overlay), overlay)
+}
+
+// renderDir renders the kustomization in dir (an overlay of the checkout's,
+// or an operator's own written by a test) and names the result overlay.
+func renderDir(t testing.TB, dir, overlay string) *rendered {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
@@ -243,7 +249,7 @@ func writeFile(t testing.TB, path string, data []byte) {
 // (peers = headless Service DNS names, a PDB that keeps a majority, the GPG's
 // read-only ClusterRole identical to gpg/kube/rbac.yaml's).
 func TestRenderOverlays(t *testing.T) {
-	for _, o := range overlays {
+	for _, o := range append(overlays, "koordinator-writeback") {
 		t.Run(o, func(t *testing.T) {
 			r := render(t, o)
 			checkStatestore(t, r)
@@ -251,6 +257,11 @@ func TestRenderOverlays(t *testing.T) {
 			checkProbesAndScrape(t, r)
 			checkStoreAddresses(t, r)
 			checkKeytabMounts(t, r)
+			checkClusterScopedNames(t, r)
+			checkRecommendedLabels(t, r)
+			checkServiceAccountTokens(t, r)
+			checkStartupProbes(t, r)
+			checkCookieSecret(t, r)
 		})
 	}
 }
@@ -349,10 +360,10 @@ func checkGPGRBAC(t *testing.T, r *rendered) {
 	want := readRBACRules(t, "rbac.yaml")
 	var found bool
 	for _, cr := range r.clusterRoles {
-		if cr.Name == writerRole && r.name == "koordinator-writeback" {
+		if cr.Name == instanceName(r, writerRole) && r.name == "koordinator-writeback" {
 			continue // TestKoordinatorWritebackRBAC
 		}
-		if cr.Name != "yarnfed-gpg-capacity-reader" {
+		if cr.Name != instanceName(r, readerRole) {
 			t.Errorf("unexpected ClusterRole %s", cr.Name)
 			continue
 		}
@@ -369,7 +380,7 @@ func checkGPGRBAC(t *testing.T, r *rendered) {
 		}
 	}
 	if !found {
-		t.Fatal("no ClusterRole yarnfed-gpg-capacity-reader")
+		t.Fatalf("no ClusterRole %s", instanceName(r, readerRole))
 	}
 	var sa string
 	for _, d := range r.deployments {
@@ -383,7 +394,7 @@ func checkGPGRBAC(t *testing.T, r *rendered) {
 	bound := false
 	for _, b := range r.roleBindings {
 		for _, s := range b.Subjects {
-			if b.RoleRef.Name == "yarnfed-gpg-capacity-reader" && s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == r.namespace {
+			if b.RoleRef.Name == instanceName(r, readerRole) && s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == r.namespace {
 				bound = true
 			}
 		}
@@ -410,7 +421,16 @@ func readRBACRules(t *testing.T, file string) []rbacv1.PolicyRule {
 	return cr.Rules
 }
 
-const writerRole = "yarnfed-gpg-allocation-writer"
+// The GPG's ClusterRoles as gpg/kube names them; in a federation each is
+// prefixed with the namespace (transformers/instance), see instanceName.
+const (
+	readerRole = "yarnfed-gpg-capacity-reader"
+	writerRole = "yarnfed-gpg-allocation-writer"
+)
+
+// instanceName is the name of a cluster-scoped object of r's federation:
+// <namespace>:<name>, so that federations in two namespaces never share one.
+func instanceName(r *rendered, name string) string { return r.namespace + ":" + name }
 
 // TestKoordinatorWritebackRBAC: the koordinator-writeback overlay (base +
 // components/koordinator-writeback) is the base plus exactly
@@ -422,7 +442,7 @@ func TestKoordinatorWritebackRBAC(t *testing.T) {
 	want := readRBACRules(t, "rbac-writeback.yaml")
 	var found bool
 	for _, cr := range r.clusterRoles {
-		if cr.Name == writerRole {
+		if cr.Name == instanceName(r, writerRole) {
 			found = true
 			if fmt.Sprint(cr.Rules) != fmt.Sprint(want) {
 				t.Errorf("ClusterRole %s rules %v differ from gpg/kube/rbac-writeback.yaml's %v", cr.Name, cr.Rules, want)
@@ -430,12 +450,12 @@ func TestKoordinatorWritebackRBAC(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("no ClusterRole %s", writerRole)
+		t.Fatalf("no ClusterRole %s", instanceName(r, writerRole))
 	}
 	bound := false
 	for _, b := range r.roleBindings {
 		for _, s := range b.Subjects {
-			if b.RoleRef.Name == writerRole && s.Kind == "ServiceAccount" && s.Name == "yarnfed-gpg" && s.Namespace == r.namespace {
+			if b.RoleRef.Name == instanceName(r, writerRole) && s.Kind == "ServiceAccount" && s.Name == "yarnfed-gpg" && s.Namespace == r.namespace {
 				bound = true
 			}
 		}
@@ -444,8 +464,9 @@ func TestKoordinatorWritebackRBAC(t *testing.T) {
 		t.Errorf("no ClusterRoleBinding gives ServiceAccount %s/yarnfed-gpg the %s role", r.namespace, writerRole)
 	}
 	for _, o := range overlays {
-		for _, cr := range render(t, o).clusterRoles {
-			if cr.Name == writerRole {
+		ro := render(t, o)
+		for _, cr := range ro.clusterRoles {
+			if cr.Name == instanceName(ro, writerRole) {
 				t.Errorf("overlay %s grants %s without the component", o, writerRole)
 			}
 		}
@@ -585,8 +606,9 @@ func TestKerberosKeepsBaseConfigs(t *testing.T) {
 	}
 }
 
-// checkKeytabMounts: a keytab Secret is mounted read-only, is not readable by
-// other users, and is still readable by the container's user. The kubelet
+// checkKeytabMounts: a keytab Secret (or a sharedSecrets one) is mounted
+// read-only, is not readable by other users, and is still readable by the
+// container's user. The kubelet
 // writes Secret files owned by root, with the volume's defaultMode (0644
 // when unset) and, when the pod has an fsGroup, group-owned by it (the
 // process is a member). The drift test does not emulate ownership, so this
@@ -595,7 +617,9 @@ func checkKeytabMounts(t *testing.T, r *rendered) {
 	for _, p := range r.pods() {
 		spec := p.template.Spec
 		for _, v := range spec.Volumes {
-			if v.Secret == nil || !keytabSecrets[v.Secret.SecretName] {
+			// Keytabs and the shared random secrets (the cookie signing
+			// key) are private to the yarnfed user alike.
+			if v.Secret == nil || (!keytabSecrets[v.Secret.SecretName] && sharedSecrets[v.Secret.SecretName] == nil) {
 				continue
 			}
 			mode := int32(0o644)
