@@ -86,7 +86,7 @@ func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFun
 // and the web UI's pages share it: both list applications and their users.
 func (r *Router) withWebUser(serve func(http.ResponseWriter, *http.Request, hadoopipc.User)) http.HandlerFunc {
 	if r.webAuth != nil {
-		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
+		return r.webAuth.Wrap(func(w http.ResponseWriter, req *http.Request, user string) {
 			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
 		}).ServeHTTP
 	}

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/spnego"
+	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/spnego"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
@@ -27,7 +28,7 @@ import (
 type restUser struct {
 	t    *testing.T
 	base string
-	sc   *spnego.Client
+	sc   *krbspnego.Client
 }
 
 func (u restUser) do(method, path, header, ctype, accept, body string) (int, http.Header, []byte) {
@@ -72,7 +73,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	f.client = &hadoopipc.Client{} // Kerberos only: no SIMPLE dial
 	r := f.newRouter(func(c *router.Config) {
 		e.routerConfig(c)
-		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
 	}, rm)
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
@@ -82,7 +83,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 		if logins[name] == nil {
 			logins[name] = e.loginKeytab(name)
 		}
-		return restUser{t: t, base: base, sc: spnego.NewClient(logins[name], nil, "HTTP/localhost")}
+		return restUser{t: t, base: base, sc: krbspnego.NewClient(logins[name], nil, "HTTP/localhost")}
 	}
 	alice, bob, carol := as("alice"), as("bob"), as("carol")
 	const dt = "/ws/v1/cluster/delegation-token"

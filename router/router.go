@@ -22,6 +22,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // Router is one stateless router instance; run any number side by side.
@@ -47,7 +48,7 @@ type Router struct {
 	groupsOf func(user string) []string
 	authz    *authz
 	appACLs  *appACLs    // nil: application ACLs off
-	webAuth  *spnegoAuth // nil: pseudo auth (?user.name=)
+	webAuth  *spnego.Auth // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -97,7 +98,7 @@ func New(cfg Config) (*Router, error) {
 		r.appACLs.load = storeLoader(ss) // appacl_store.go
 	}
 	if cfg.SPNEGO.Keytab != "" {
-		if r.webAuth, err = newSPNEGOAuth(cfg.SPNEGO, log); err != nil {
+		if r.webAuth, err = spnego.New(cfg.SPNEGO, log); err != nil {
 			return nil, fmt.Errorf("router spnego: %w", err)
 		}
 	}

@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/spnego"
+	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // TestSPNEGO runs the REST API behind SPNEGO against a real MIT KDC: no
@@ -27,7 +28,7 @@ func TestSPNEGO(t *testing.T) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "bob=;alice="
-		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
 	})
 	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
 	app := router.AppIDString(id)
@@ -71,7 +72,7 @@ func TestSPNEGO(t *testing.T) {
 		t.Fatalf("bob login: %v\n%s", err, kdc.Log())
 	}
 	t.Cleanup(cl.Destroy)
-	sc := spnego.NewClient(cl, nil, "HTTP/localhost")
+	sc := krbspnego.NewClient(cl, nil, "HTTP/localhost")
 
 	// bob, claiming to be alice in user.name, may not kill alice's app.
 	req, _ := http.NewRequest(http.MethodPut, base+"/ws/v1/cluster/apps/"+app+"/state?user.name=alice", strings.NewReader(`{"state":"KILLED"}`))
