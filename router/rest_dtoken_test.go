@@ -20,8 +20,8 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
-	"github.com/yarnfed/yarnfed/router/spnego"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // restUser sends REST calls as one Kerberos principal (SPNEGO).

@@ -47,7 +47,7 @@ type Router struct {
 	adminACL ACL
 	groupsOf func(user string) []string
 	authz    *authz
-	appACLs  *appACLs    // nil: application ACLs off
+	appACLs  *appACLs     // nil: application ACLs off
 	webAuth  *spnego.Auth // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
