@@ -9,6 +9,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 )
 
 // Delegation tokens over REST, as RMWebServices serves them: only a
@@ -74,7 +75,7 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 		return restReply{}, err
 	}
 	exp, maxDate := renewDate.UnixMilli(), id.GetMaxDate()
-	out := DelegationToken{Token: EncodeTokenURL(tok), Renewer: in.Renewer, Owner: id.GetOwner(), Kind: tok.GetKind(),
+	out := DelegationToken{Token: dtoken.EncodeURL(tok), Renewer: in.Renewer, Owner: id.GetOwner(), Kind: tok.GetKind(),
 		ExpirationTime: &exp, MaxValidity: &maxDate}
 	return reply(http.StatusOK, out, out), nil
 }
@@ -117,7 +118,7 @@ func headerToken(req *http.Request) (*commonpb.TokenProto, error) {
 	if enc == "" {
 		return nil, badRequest("Header '%s' containing encoded token not found", DelegationTokenHeader)
 	}
-	tok, err := DecodeTokenURL(enc)
+	tok, err := dtoken.DecodeURL(enc)
 	if err != nil {
 		return nil, badRequest("Could not decode encoded token: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
@@ -58,9 +59,9 @@ type Router struct {
 	proxyOnce sync.Once
 	proxyHTTP *http.Client // to home RMs' web proxies (proxy.go): streams, no overall timeout
 
-	tokens   *tokens        // nil: the store keeps no delegation tokens
-	krb      *kerberosSetup // nil: Kerberos off
-	scSeries sync.Map       // sub-cluster + NUL + method -> *scSeries
+	tokens   *dtoken.Manager // nil: the store keeps no delegation tokens
+	krb      *kerberosSetup  // nil: Kerberos off
+	scSeries sync.Map        // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
 	readyOnce sync.Once
@@ -173,12 +174,12 @@ func New(cfg Config) (*Router, error) {
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	r.secure(&ipcCfg)
-	if ts, ok := cfg.Store.(TokenStore); ok {
+	if ts, ok := cfg.Store.(dtoken.Store); ok {
 		service := cfg.TokenService
 		if service == "" {
 			service = r.clientLn.Addr().String()
 		}
-		r.tokens = newTokens(ts, service)
+		r.tokens = dtoken.New(ts, service)
 		ipcCfg.Secrets = r.tokens // SASL TOKEN logins with router-issued tokens
 	}
 	r.ipc = hadoopipc.NewServer(ipcCfg)
