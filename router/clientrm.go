@@ -12,6 +12,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/router/appacl"
 )
 
 // mutating lists the calls that get an audit log line (Hadoop's
@@ -303,7 +304,7 @@ func (r *Router) getApplications(ctx context.Context, req *yarnpb.GetApplication
 		return nil, err
 	}
 	out := r.mergeApplications(res)
-	lctx := cacheOnly(ctx)
+	lctx := appacl.CacheOnly(ctx)
 	for _, rep := range out.Applications {
 		r.filterReport(lctx, rep)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
@@ -282,7 +283,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
 	}
 	if c.AdminListener != nil || c.AdminAddress != "" {
-		if _, err := ParseACL(c.AdminACL); err != nil {
+		if _, err := appacl.ParseACL(c.AdminACL); err != nil {
 			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/appacl"
 )
 
 // App and node documents come from the RMs' own REST APIs, as Hadoop's
@@ -175,7 +176,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		out.App = out.App[:q.Limit]
 	}
 	for i := range out.App {
-		r.filterAppInfo(cacheOnly(ctx), &out.App[i])
+		r.filterAppInfo(appacl.CacheOnly(ctx), &out.App[i])
 	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/dtoken"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
@@ -45,11 +46,11 @@ type Router struct {
 	clientLn net.Listener
 	admin    *hadoopipc.Server // nil: admin port off
 	adminLn  net.Listener
-	adminACL ACL
+	adminACL appacl.ACL
 	groupsOf func(user string) []string
 	authz    *authz
-	appACLs  *appACLs     // nil: application ACLs off
-	webAuth  *spnego.Auth // nil: pseudo auth (?user.name=)
+	appACLs  *appacl.Table // nil: application ACLs off
+	webAuth  *spnego.Auth  // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -95,8 +96,8 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("router authz: %w", err)
 	}
 	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
-	if ss, ok := cfg.Store.(SubmissionStore); ok && r.appACLs != nil {
-		r.appACLs.load = storeLoader(ss) // appacl_store.go
+	if ss, ok := cfg.Store.(appacl.SubmissionStore); ok && r.appACLs != nil {
+		r.appACLs.LoadFrom(ss) // appacl/store.go
 	}
 	if cfg.SPNEGO.Keytab != "" {
 		if r.webAuth, err = spnego.New(cfg.SPNEGO, log); err != nil {
@@ -217,7 +218,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	if cfg.AdminListener == nil && cfg.AdminAddress == "" {
 		return nil
 	}
-	acl, err := ParseACL(cfg.AdminACL)
+	acl, err := appacl.ParseACL(cfg.AdminACL)
 	if err != nil {
 		return fmt.Errorf("router admin_acl: %w", err)
 	}

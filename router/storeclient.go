@@ -234,3 +234,12 @@ func (s *ClientStore) SetSubClusterState(ctx context.Context, id SubClusterID, s
 func (s *ClientStore) RemoveApplicationHome(ctx context.Context, app string) error {
 	return s.c.DeleteApplicationHome(ctx, app)
 }
+
+// GetApplicationSubmission is appacl.SubmissionStore for the state store client.
+func (s *ClientStore) GetApplicationSubmission(ctx context.Context, app string) ([]byte, error) {
+	h, err := s.c.GetApplicationHome(ctx, app, true)
+	if err != nil {
+		return nil, mapNotFound(err, ErrNoHome, "home of "+app)
+	}
+	return h.GetSubmissionContext(), nil
+}

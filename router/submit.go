@@ -12,6 +12,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/appacl"
 )
 
 // submitApplication: per try, the queue's policy picks a home among routable,
@@ -131,7 +132,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			}
 			auditOf(ctx).sc = home
 			if ownRow {
-				r.appACLs.record(app, userOf(ctx), asc)
+				r.appACLs.Record(app, userOf(ctx), asc)
 			}
 			r.log.LogAttrs(ctx, slog.LevelInfo, "application submitted", slog.String("app", app), slog.String("subcluster", string(home)),
 				slog.String("queue", asc.GetQueue()), slog.String("policy", policyType(pol)), slog.String("policy_choice", string(chosen)),
@@ -157,7 +158,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			case accepted:
 				auditOf(ctx).sc = home
 				if ownRow {
-					r.appACLs.record(app, userOf(ctx), asc)
+					r.appACLs.Record(app, userOf(ctx), asc)
 				}
 				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
 				return resp, nil
@@ -244,11 +245,11 @@ const maxTrimmedSubmission = 64 << 10
 // trimSubmission is the submission context stored beside an application's
 // home: everything but the AM container spec, which carries credentials and
 // can be large, except its application ACLs, kept with the submitter's
-// name (aclSpec) so every router decides access alike. Marshalled
+// name (appacl.Spec) so every router decides access alike. Marshalled
 // deterministically so equal contexts compare equal.
 func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto, owner string) []byte {
 	t := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
-	t.AmContainerSpec = aclSpec(asc.GetAmContainerSpec(), owner)
+	t.AmContainerSpec = appacl.Spec(asc.GetAmContainerSpec(), owner)
 	b, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(t)
 	if err != nil || len(b) > maxTrimmedSubmission {
 		return nil

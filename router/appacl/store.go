@@ -1,4 +1,4 @@
-package router
+package appacl
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // Application ACLs kept in the state store (issue 21): the trimmed
 // submission context stored with an application's home keeps, of the AM
 // container spec, only its application ACLs, plus the submitter's short
-// name in the environment entry ownerEnv. A router that did not see the
+// name in the environment entry OwnerEnv. A router that did not see the
 // submission (another replica, a restart, an LRU eviction) reads them
 // from the row on its first check of that application and caches them,
 // so every router decides the same way. Rows written before this (no
@@ -21,22 +21,22 @@ import (
 // one store read per listed application would make a list cost
 // thousands of reads.
 
-// ownerEnv names the submitter in the stored ACL-only spec. It is never
+// OwnerEnv names the submitter in the stored ACL-only spec. It is never
 // sent to an RM (the stored context is only compared and read here).
-const ownerEnv = "YARNFED_APP_OWNER"
+const OwnerEnv = "YARNFED_APP_OWNER"
 
 // SubmissionStore is optionally implemented by a StateStore that returns
 // the trimmed submission context stored with a home; the router then
 // reads application ACLs it has not cached from it.
 type SubmissionStore interface {
 	// GetApplicationSubmission returns the stored context (nil: none);
-	// ErrNoHome when the application has no home.
+	// an error when the application has no home.
 	GetApplicationSubmission(ctx context.Context, app string) ([]byte, error)
 }
 
-// aclSpec is the part of spec the store keeps: its application ACLs and
-// the owner (nil with neither).
-func aclSpec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.ContainerLaunchContextProto {
+// Spec is the part of spec the store keeps: its application ACLs and the
+// owner (nil with neither).
+func Spec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.ContainerLaunchContextProto {
 	owner = hadoopipc.ShortName(owner)
 	acls := spec.GetApplication_ACLs()
 	if owner == "" && len(acls) == 0 {
@@ -47,7 +47,7 @@ func aclSpec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.Con
 		out.Application_ACLs = append(out.Application_ACLs, proto.Clone(e).(*yarnpb.ApplicationACLMapProto))
 	}
 	if owner != "" {
-		out.Environment = []*yarnpb.StringStringMapProto{{Key: proto.String(ownerEnv), Value: proto.String(owner)}}
+		out.Environment = []*yarnpb.StringStringMapProto{{Key: proto.String(OwnerEnv), Value: proto.String(owner)}}
 	}
 	return out
 }
@@ -64,7 +64,7 @@ func accessFromSubmission(b []byte) (appAccess, bool) {
 	}
 	acc := appAccess{}
 	for _, e := range asc.GetAmContainerSpec().GetEnvironment() {
-		if e.GetKey() == ownerEnv {
+		if e.GetKey() == OwnerEnv {
 			acc.owner = e.GetValue()
 		}
 	}
@@ -89,10 +89,11 @@ func listsOf(spec *yarnpb.ContainerLaunchContextProto) (view, modify ACL) {
 	return view, modify
 }
 
-// storeLoader reads ACLs from s's rows; a failed read (store down, no
-// home) is unknown for this call and tried again on the next.
-func storeLoader(s SubmissionStore) func(context.Context, string) (appAccess, bool) {
-	return func(ctx context.Context, app string) (appAccess, bool) {
+// LoadFrom makes a read ACLs it has not cached from s's rows; a failed
+// read (store down, no home) is unknown for this call and tried again on
+// the next. Call it before the Table is shared.
+func (a *Table) LoadFrom(s SubmissionStore) {
+	a.load = func(ctx context.Context, app string) (appAccess, bool) {
 		b, err := s.GetApplicationSubmission(ctx, app)
 		if err != nil {
 			return appAccess{}, false
@@ -103,16 +104,7 @@ func storeLoader(s SubmissionStore) func(context.Context, string) (appAccess, bo
 
 type cacheOnlyKey struct{}
 
-// cacheOnly marks ctx so ACL checks under it use the cache only (lists).
-func cacheOnly(ctx context.Context) context.Context {
+// CacheOnly marks ctx so ACL checks under it use the cache only (lists).
+func CacheOnly(ctx context.Context) context.Context {
 	return context.WithValue(ctx, cacheOnlyKey{}, true)
-}
-
-// GetApplicationSubmission is SubmissionStore for the state store client.
-func (s *ClientStore) GetApplicationSubmission(ctx context.Context, app string) ([]byte, error) {
-	h, err := s.c.GetApplicationHome(ctx, app, true)
-	if err != nil {
-		return nil, mapNotFound(err, ErrNoHome, "home of "+app)
-	}
-	return h.GetSubmissionContext(), nil
 }
