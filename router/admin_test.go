@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // adminFed is a fed whose router also serves the admin port, with fake RM
@@ -306,7 +307,7 @@ func TestAdminDeregisterAndList(t *testing.T) {
 	if err := a.submit(a.client, id); err != nil {
 		t.Fatal(err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	if err := c.Call(ctxT(t), "deleteFederationApplication", &yarnpb.DeleteFederationApplicationRequestProto{Application: proto.String(app)},
 		&yarnpb.DeleteFederationApplicationResponseProto{}); err != nil {
 		t.Fatal(err)

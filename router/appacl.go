@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on the client-RM protocol: which call needs which
@@ -48,7 +49,7 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 		return nil
 	}
 	user := userOf(ctx)
-	id := AppIDString(app)
+	id := yarnid.AppIDString(app)
 	if allowed, _ := r.appACLs.Allowed(ctx, user, id, kind); allowed {
 		return nil
 	}
@@ -64,7 +65,7 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	if q, ok := req.(*yarnpb.GetApplicationAttemptReportRequestProto); ok {
 		// Hadoop's spelling, kept: clients may match on it.
 		return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this attempt %s",
-			short, AttemptIDString(q.GetApplicationAttemptId()))
+			short, yarnid.AttemptIDString(q.GetApplicationAttemptId()))
 	}
 	return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this application %s", short, id)
 }
@@ -75,7 +76,7 @@ func (r *Router) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bo
 	if r.appACLs == nil {
 		return true
 	}
-	ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), AppIDString(app), appacl.View)
+	ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(app), appacl.View)
 	return ok
 }
 
@@ -86,7 +87,7 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 	if r.appACLs == nil || rep == nil {
 		return
 	}
-	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), AppIDString(rep.GetApplicationId()), appacl.View); ok {
+	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(rep.GetApplicationId()), appacl.View); ok {
 		return
 	}
 	const na = "N/A"

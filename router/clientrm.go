@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // mutating lists the calls that get an audit log line (Hadoop's
@@ -160,14 +161,14 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			}, newMsg[yarnpb.GetApplicationAttemptReportResponseProto]),
 			homeCall(r, "getApplicationAttempts", newMsg[yarnpb.GetApplicationAttemptsRequestProto], (*yarnpb.GetApplicationAttemptsRequestProto).GetApplicationId, newMsg[yarnpb.GetApplicationAttemptsResponseProto]),
 			homeCall(r, "getContainerReport", newMsg[yarnpb.GetContainerReportRequestProto], func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
-				return appOfContainer(q.GetContainerId())
+				return yarnid.AppOfContainer(q.GetContainerId())
 			}, newMsg[yarnpb.GetContainerReportResponseProto]),
 			homeCall(r, "getContainers", newMsg[yarnpb.GetContainersRequestProto], func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
 				return q.GetApplicationAttemptId().GetApplicationId()
 			}, newMsg[yarnpb.GetContainersResponseProto]),
 			homeCall(r, "updateApplicationPriority", newMsg[yarnpb.UpdateApplicationPriorityRequestProto], (*yarnpb.UpdateApplicationPriorityRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationPriorityResponseProto]),
 			homeCall(r, "signalToContainer", newMsg[yarnpb.SignalContainerRequestProto], func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
-				return appOfContainer(q.GetContainerId())
+				return yarnid.AppOfContainer(q.GetContainerId())
 			}, newMsg[yarnpb.SignalContainerResponseProto]),
 			homeCall(r, "updateApplicationTimeouts", newMsg[yarnpb.UpdateApplicationTimeoutsRequestProto], (*yarnpb.UpdateApplicationTimeoutsRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationTimeoutsResponseProto]),
 			// Home of the reservation.
@@ -210,7 +211,7 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 		resp := newResp()
 		app := appOf(req)
 		if app != nil {
-			auditOf(ctx).app = AppIDString(app)
+			auditOf(ctx).app = yarnid.AppIDString(app)
 		}
 		if err := r.checkAppCall(ctx, name, app, req); err != nil {
 			return resp, err
@@ -239,7 +240,7 @@ func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 			return err
 		}
 		auditOf(ctx).sc = sc.ID
-		auditOf(ctx).app = AppIDString(resp.GetApplicationId())
+		auditOf(ctx).app = yarnid.AppIDString(resp.GetApplicationId())
 		return nil
 	})
 	return resp, err

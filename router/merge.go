@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // uamName is the name Hadoop gives the unmanaged AM a federated app runs in
@@ -44,7 +45,7 @@ func MergeApplications(lists [][]*yarnpb.ApplicationReportProto, partial bool) [
 	var order []string
 	for _, l := range lists {
 		for _, a := range l {
-			k := AppIDString(a.GetApplicationId())
+			k := yarnid.AppIDString(a.GetApplicationId())
 			g, ok := groups[k]
 			if !ok {
 				g = &group{}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // /proxy/{appid}/... relays to the application's tracking URL through the
@@ -63,7 +65,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	if err := r.restAppCheck(req.Context(), req); err != nil {
 		return err
 	}
-	target, err := proxyTarget(req.URL.Path, AppIDString(id))
+	target, err := proxyTarget(req.URL.Path, yarnid.AppIDString(id))
 	if err != nil {
 		return err
 	}
@@ -76,7 +78,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	}
 	sc, ok := r.members.get(home)
 	if !ok {
-		return r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, AppIDString(id)))
+		return r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 	}
 	addrs := splitAddrs(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {

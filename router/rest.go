@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The RM REST API through the router. Every endpoint runs the same routing
@@ -254,7 +255,7 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 	}
 	mc := resp.GetMaximumCapability()
 	// The RM renders the maximum capability with its resourceInformations.
-	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
+	na := rmrest.NewApplication{ApplicationID: yarnid.AppIDString(resp.GetApplicationId()),
 		MaximumResourceCapability: rmrest.NewResourceInfo(mc.GetMemory(), mc.GetVirtualCores())}
 	return reply(http.StatusOK, na, na), nil
 }
@@ -275,7 +276,7 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 		return restReply{}, err
 	}
 	// Hadoop answers 202 Accepted with the app's URL in Location.
-	loc := requestURL(req, "/ws/v1/cluster/apps/"+AppIDString(asc.GetApplicationId()))
+	loc := requestURL(req, "/ws/v1/cluster/apps/"+yarnid.AppIDString(asc.GetApplicationId()))
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
 	}{}, location: loc}, nil
@@ -292,7 +293,7 @@ func requestURL(req *http.Request, path string) string {
 }
 
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
-	id, err := ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
 		return nil, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: err}
 	}
@@ -304,7 +305,7 @@ func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.Applica
 	if err != nil {
 		return nil, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return nil, err
@@ -329,7 +330,7 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
 	if err != nil {
 		return restReply{}, badRequest("read body: %v", err)
@@ -342,7 +343,7 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
 	}
 	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
-		return restReply{}, errAppKillForbidden(AppIDString(id), userOf(ctx))
+		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))
 	}
 	if _, err := r.killApp(ctx, id); err != nil { // the home, then its UAMs (uam.go)
 		return restReply{}, err
@@ -371,12 +372,12 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var atts []rmrest.AppAttempt
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-				atts, err = c.GetAppAttempts(ctx, AppIDString(id))
+				atts, err = c.GetAppAttempts(ctx, yarnid.AppIDString(id))
 				return err
 			})
 			if err == nil {
@@ -397,7 +398,7 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 		out.AppAttempt = append(out.AppAttempt, rmrest.AppAttempt{
 			ID: a.GetApplicationAttemptId().GetAttemptId(), StartTime: a.GetStartTime(), FinishedTime: a.GetFinishTime(),
 			ContainerID:     containerIDString(a.GetAmContainerId()),
-			AppAttemptID:    AttemptIDString(a.GetApplicationAttemptId()),
+			AppAttemptID:    yarnid.AttemptIDString(a.GetApplicationAttemptId()),
 			AppAttemptState: strings.TrimPrefix(a.GetYarnApplicationAttemptState().String(), "APP_ATTEMPT_"),
 		})
 	}
@@ -408,7 +409,7 @@ func containerIDString(c *yarnpb.ContainerIdProto) string {
 	if c == nil {
 		return ""
 	}
-	a := appOfContainer(c)
+	a := yarnid.AppOfContainer(c)
 	epoch, seq := c.GetId()>>40, c.GetId()&(1<<40-1)
 	prefix := "container_"
 	if epoch > 0 {
@@ -461,7 +462,7 @@ func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {
 		}
 	}
 	out := rmrest.App{
-		ID: AppIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Queue: a.GetQueue(),
+		ID: yarnid.AppIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Queue: a.GetQueue(),
 		State:       a.GetYarnApplicationState().String(),
 		FinalStatus: strings.TrimPrefix(a.GetFinalApplicationStatus().String(), "APP_"),
 		Progress:    a.GetProgress() * 100, TrackingUI: trackingUI, TrackingURL: a.GetTrackingUrl(),

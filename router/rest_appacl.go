@@ -10,6 +10,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on REST: every route whose pattern names an {appid}
@@ -85,11 +86,11 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if rule.open || rule.filtered {
 		return nil
 	}
-	id, err := ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
 		return nil
 	}
-	app := AppIDString(id)
+	app := yarnid.AppIDString(id)
 	auditOf(ctx).app = app
 	user := userOf(ctx)
 	if allowed, _ := r.appACLs.Allowed(ctx, user, app, rule.kind); allowed {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Relaying a REST call to one sub-cluster's RM. The per-application and
@@ -164,7 +166,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	for attempt := 0; ; attempt++ {
 		home, cached, err := r.homeOf(ctx, id)
 		if err != nil {
@@ -172,7 +174,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 		}
 		sc, ok := r.members.get(home)
 		if !ok {
-			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, AppIDString(id)))
+			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 		}
 		auditOf(ctx).sc = home
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
@@ -180,7 +182,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 			return restReply{}, r.relayError(home, err)
 		}
 		if rl.status == http.StatusNotFound && cached && attempt == 0 {
-			r.homes.drop(AppIDString(id))
+			r.homes.drop(yarnid.AppIDString(id))
 			continue
 		}
 		return restReply{raw: rl}, nil

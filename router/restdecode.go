@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Decoders for REST request bodies. Hadoop accepts JSON and XML (by
@@ -147,7 +148,7 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 	if in.ApplicationID == "" {
 		return nil, badRequest("application-id is required (get one from POST /ws/v1/cluster/apps/new-application)")
 	}
-	id, err := ParseAppID(in.ApplicationID)
+	id, err := yarnid.ParseAppID(in.ApplicationID)
 	if err != nil {
 		return nil, badRequest("application-id: %v", err)
 	}

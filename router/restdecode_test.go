@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestDecodeSubmissionContext(t *testing.T) {
@@ -32,7 +33,7 @@ func TestDecodeSubmissionContext(t *testing.T) {
 	}
 	lr := asc.GetAmContainerSpec().GetLocalResources()
 	switch {
-	case router.AppIDString(asc.GetApplicationId()) != "application_1404203615263_0001",
+	case yarnid.AppIDString(asc.GetApplicationId()) != "application_1404203615263_0001",
 		asc.GetQueue() != "root.a", asc.GetPriority().GetPriority() != 3, asc.GetMaxAppAttempts() != 2,
 		asc.GetResource().GetMemory() != 1024, len(asc.GetApplicationTags()) != 2,
 		len(lr) != 1 || lr[0].GetValue().GetResource().GetHost() != "hdfs-namenode" || lr[0].GetValue().GetResource().GetPort() != 9000 ||

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // App and node documents come from the RMs' own REST APIs, as Hadoop's
@@ -80,14 +81,14 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	// A caller the router knows may not view the app gets the filtered
 	// report of the IPC path.
 	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
 		if sc, ok := r.members.get(home); ok {
 			var app *rmrest.App
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-				app, err = c.GetApp(ctx, AppIDString(id))
+				app, err = c.GetApp(ctx, yarnid.AppIDString(id))
 				return err
 			})
 			if err == nil {

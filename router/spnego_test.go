@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/spnego"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestSPNEGO runs the REST API behind SPNEGO against a real MIT KDC: no
@@ -31,7 +32,7 @@ func TestSPNEGO(t *testing.T) {
 		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
 	})
 	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	srv := httptest.NewServer(f.router.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)

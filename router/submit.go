@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // submitApplication: per try, the queue's policy picks a home among routable,
@@ -39,7 +40,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided,
 			"submitApplication: missing ApplicationSubmissionContext or ApplicationId")
 	}
-	app := AppIDString(asc.GetApplicationId())
+	app := yarnid.AppIDString(asc.GetApplicationId())
 	auditOf(ctx).app = app
 	sub := submissionOf(asc)
 	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl_store.go
@@ -222,9 +223,9 @@ func policyType(p RouterPolicy) string {
 func (r *Router) crash(step string) bool { return r.crashAt != nil && r.crashAt(step) }
 
 func submissionOf(asc *yarnpb.ApplicationSubmissionContextProto) AppSubmission {
-	s := AppSubmission{AppID: AppIDString(asc.GetApplicationId()), Queue: asc.GetQueue()}
+	s := AppSubmission{AppID: yarnid.AppIDString(asc.GetApplicationId()), Queue: asc.GetQueue()}
 	if rid := asc.GetReservationId(); rid != nil {
-		s.ReservationID = ReservationIDString(rid)
+		s.ReservationID = yarnid.ReservationIDString(rid)
 	}
 	for _, rr := range asc.GetAmContainerResourceRequest() {
 		s.AMResourceRequests = append(s.AMResourceRequests, ResourceRequest{

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Applications that span sub-clusters (issue 19). An AMRMProxy runs an
@@ -59,7 +60,7 @@ func newUAMMetrics(reg prometheus.Registerer) *uamMetrics {
 func (r *Router) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 	id := req.GetApplicationId()
 	if id != nil {
-		auditOf(ctx).app = AppIDString(id)
+		auditOf(ctx).app = yarnid.AppIDString(id)
 	}
 	if err := r.checkAppCall(ctx, "forceKillApplication", id, req); err != nil {
 		return &yarnpb.KillApplicationResponseProto{}, err
@@ -93,7 +94,7 @@ func (r *Router) killApp(ctx context.Context, id *yarnpb.ApplicationIdProto) (*y
 // rows of the UAMs that are gone. A secondary that fails keeps its row:
 // the GPG's reaper and the AMRMProxy end that UAM later.
 func (r *Router) killUAMs(ctx context.Context, id *yarnpb.ApplicationIdProto, home SubClusterID, start time.Time) {
-	key := AppIDString(id)
+	key := yarnid.AppIDString(id)
 	// The client hanging up after the home kill must not stop the rest.
 	ctx = context.WithoutCancel(ctx)
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
@@ -243,11 +244,11 @@ func restMayHaveUAMs(state string) bool {
 // parts (the home's report is still right, just not summed).
 func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, home SubClusterID) []uamPart {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
-	rows, err := r.store.GetUAMs(rctx, AppIDString(id), true)
+	rows, err := r.store.GetUAMs(rctx, yarnid.AppIDString(id), true)
 	cancel()
 	if err != nil {
 		r.uam.registry.WithLabelValues("GetUAMs").Inc()
-		r.log.Debug("report: reading the UAM registry failed", "app", AppIDString(id), "err", err)
+		r.log.Debug("report: reading the UAM registry failed", "app", yarnid.AppIDString(id), "err", err)
 		return nil
 	}
 	rows = slices.DeleteFunc(rows, func(u UAMRow) bool { return u.SubCluster == home })
@@ -269,7 +270,7 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 			if rep := resp.GetApplicationReport(); isUAMReport(rep) {
 				parts[i].rep = rep
 			} else {
-				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, AppIDString(id))
+				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, yarnid.AppIDString(id))
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/webui"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The federation web UI: server-rendered pages (html/template, no
@@ -356,7 +357,7 @@ func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, err
 	}
 	app, _ := rep.xml.(rmrest.App)
 	d := uiAppDetail{App: app}
-	if id, perr := ParseAppID(app.ID); perr == nil {
+	if id, perr := yarnid.ParseAppID(app.ID); perr == nil {
 		if home, _, herr := r.homeOf(ctx, id); herr == nil {
 			d.Home = home
 			if sc, ok := r.members.get(home); ok {
