@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -128,7 +129,7 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 // errAppKillForbidden is the REST refusal of a kill (RMWebServices answers
 // 403 with this text).
 func errAppKillForbidden(app, user string) error {
-	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden,
+	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden,
 		//lint:ignore ST1005 the text of the RM's own AccessControlException
-		err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
+		Err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -50,7 +51,7 @@ func (r *Router) proxyApp(w http.ResponseWriter, req *http.Request) {
 	r.metrics.observe("REST proxy", start, err)
 	if err != nil {
 		status, body := restFailure(err)
-		write(w, status, wantsXML(req), body, body.RemoteException)
+		restwire.Write(w, status, restwire.WantsXML(req), body, body.RemoteException)
 	}
 }
 
@@ -88,7 +89,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	// bodies to an AM through the proxy are rare and small (forms).
 	var body []byte
 	if req.Body != nil && req.Method != http.MethodGet && req.Method != http.MethodHead {
-		if body, err = readBody(req); err != nil {
+		if body, err = restwire.ReadBody(req); err != nil {
 			return err
 		}
 	}
@@ -96,7 +97,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	for _, a := range addrs {
 		out, err := http.NewRequestWithContext(ctx, req.Method, "http://"+a+target, bytes.NewReader(body))
 		if err != nil {
-			return badRequest("%v", err)
+			return restwire.BadRequest("%v", err)
 		}
 		out.URL.RawQuery = query
 		if body == nil {

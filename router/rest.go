@@ -2,12 +2,10 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -24,8 +23,6 @@ import (
 // code as the IPC calls (routing.go), so homes, breakers, the failover
 // window and partial results behave identically; replies are rendered in
 // the RM's JSON or XML shapes (internal/rmrest).
-
-const maxRESTBody = 1 << 20 // a submission context is a few KiB; bound what we read
 
 func (r *Router) restRoutes(mux routeMux) {
 	const p = "/ws/v1/cluster"
@@ -56,21 +53,6 @@ type restReply struct {
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
-
-// restError is an error with the HTTP status and the Java class Hadoop
-// would send in its RemoteException body.
-type restError struct {
-	status int
-	class  string
-	err    error
-}
-
-func (e *restError) Error() string { return e.err.Error() }
-func (e *restError) Unwrap() error { return e.err }
-
-func badRequest(format string, a ...any) error {
-	return &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)}
-}
 
 type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 
@@ -105,12 +87,12 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 	return func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
 		a := &audit{}
-		asXML := wantsXML(req)
+		asXML := restwire.WantsXML(req)
 		u, err := r.restDoAs(req, u)
 		if err != nil {
 			r.metrics.observe(method, start, err)
 			status, body := restFailure(err)
-			write(w, status, asXML, body, body.RemoteException)
+			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
@@ -122,7 +104,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 		}
 		if err != nil {
 			status, body := restFailure(err)
-			write(w, status, asXML, body, body.RemoteException)
+			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
 		if reply.location != "" {
@@ -132,7 +114,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 			reply.raw.write(w, req)
 			return
 		}
-		write(w, reply.status, asXML, reply.json, reply.xml)
+		restwire.Write(w, reply.status, asXML, reply.json, reply.xml)
 	}
 }
 
@@ -162,51 +144,19 @@ func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, 
 		if errors.As(err, &re) {
 			msg = re.Message
 		}
-		return u, &restError{status: http.StatusForbidden, class: hadoopipc.ClassAuthorization, err: errors.New(msg)}
+		return u, &restwire.Error{Status: http.StatusForbidden, Class: hadoopipc.ClassAuthorization, Err: errors.New(msg)}
 	}
 	return proxied, nil
-}
-
-func wantsXML(req *http.Request) bool {
-	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
-		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		switch mt {
-		case "application/json":
-			return false
-		case "application/xml", "text/xml":
-			return true
-		}
-	}
-	return false // Hadoop's web services default to JSON
-}
-
-func write(w http.ResponseWriter, status int, asXML bool, j, x any) {
-	var b []byte
-	var err error
-	if asXML {
-		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
-		b, err = xml.Marshal(x)
-		b = append([]byte(xml.Header[:len(xml.Header)-1]), b...)
-	} else {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		b, err = json.Marshal(j)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
 
 // restFailure maps an error to Hadoop's RemoteException reply.
 func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 	status, class := http.StatusInternalServerError, rmrest.ClassWebApp
-	var re *restError
+	var re *restwire.Error
 	var rpc *hadoopipc.RemoteError
 	switch {
 	case errors.As(err, &re):
-		status, class = re.status, re.class
+		status, class = re.Status, re.Class
 	case errors.Is(err, ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
 		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
 	case errors.Is(err, ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
@@ -261,14 +211,14 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 }
 
 func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxRESTBody+1))
+	body, err := io.ReadAll(io.LimitReader(req.Body, restwire.MaxBody+1))
 	if err != nil {
-		return restReply{}, badRequest("read body: %v", err)
+		return restReply{}, restwire.BadRequest("read body: %v", err)
 	}
-	if len(body) > maxRESTBody {
-		return restReply{}, badRequest("submission context larger than %d bytes", maxRESTBody)
+	if len(body) > restwire.MaxBody {
+		return restReply{}, restwire.BadRequest("submission context larger than %d bytes", restwire.MaxBody)
 	}
-	asc, err := DecodeSubmissionContext(req.Header.Get("Content-Type"), body)
+	asc, err := restwire.DecodeSubmissionContext(req.Header.Get("Content-Type"), body)
 	if err != nil {
 		return restReply{}, err
 	}
@@ -295,7 +245,7 @@ func requestURL(req *http.Request, path string) string {
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
 	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
-		return nil, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: err}
+		return nil, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: err}
 	}
 	return id, nil
 }
@@ -333,14 +283,14 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	auditOf(ctx).app = yarnid.AppIDString(id)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
 	if err != nil {
-		return restReply{}, badRequest("read body: %v", err)
+		return restReply{}, restwire.BadRequest("read body: %v", err)
 	}
-	want, err := DecodeAppState(req.Header.Get("Content-Type"), body)
+	want, err := restwire.DecodeAppState(req.Header.Get("Content-Type"), body)
 	if err != nil {
 		return restReply{}, err
 	}
 	if want != "KILLED" {
-		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
+		return restReply{}, restwire.BadRequest("only KILLED is a valid target state, got %q", want)
 	}
 	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
 		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))

@@ -10,6 +10,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -70,7 +71,7 @@ func (e *aclDenied) Unwrap() error { return ErrAppACLDenied }
 
 // errNoAppRule refuses an app-scoped route that has no rule (a route added
 // without one; TestEveryAppRouteHasACLRule fails first).
-var errNoAppRule = &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden, err: &aclDenied{"no application ACL rule for this route"}}
+var errNoAppRule = &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{"no application ACL rule for this route"}}
 
 // restAppCheck applies req's route rule for the caller in ctx: nil when
 // allowed (or ACLs are off, or the route is not app-scoped, or the app
@@ -102,7 +103,7 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if rule.refusal != "" {
 		msg = fmt.Sprintf(rule.refusal, app, short)
 	}
-	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden, err: &aclDenied{msg}}
+	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{msg}}
 }
 
 // withAppCheck runs h after restAppCheck.

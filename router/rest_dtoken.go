@@ -10,6 +10,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/dtoken"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // Delegation tokens over REST, as RMWebServices serves them: only a
@@ -62,12 +63,12 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 	if r.tokens == nil {
 		return restReply{}, errors.New("the state store keeps no delegation tokens")
 	}
-	body, err := readBody(req)
+	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
 	}
 	var in DelegationToken
-	if err := decodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
+	if err := restwire.DecodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
 		return restReply{}, err
 	}
 	tok, id, renewDate, err := r.issueToken(ctx, u, in.Renewer)
@@ -116,11 +117,11 @@ func (r *Router) restCancelDelegationToken(ctx context.Context, req *http.Reques
 func headerToken(req *http.Request) (*commonpb.TokenProto, error) {
 	enc := req.Header.Get(DelegationTokenHeader)
 	if enc == "" {
-		return nil, badRequest("Header '%s' containing encoded token not found", DelegationTokenHeader)
+		return nil, restwire.BadRequest("Header '%s' containing encoded token not found", DelegationTokenHeader)
 	}
 	tok, err := dtoken.DecodeURL(enc)
 	if err != nil {
-		return nil, badRequest("Could not decode encoded token: %v", err)
+		return nil, restwire.BadRequest("Could not decode encoded token: %v", err)
 	}
 	return tok, nil
 }
@@ -133,7 +134,7 @@ func tokenCallFailure(err error) (restReply, error) {
 	if errors.As(err, &re) {
 		switch re.Class {
 		case hadoopipc.ClassInvalidToken:
-			return restReply{}, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: errors.New(re.Message)}
+			return restReply{}, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: errors.New(re.Message)}
 		case hadoopipc.ClassAccessControl:
 			return forbidden(re.Message), nil
 		}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -43,19 +44,6 @@ func (rl *relayed) write(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(rl.body)
 }
 
-// readBody reads a request body of at most maxRESTBody bytes.
-func readBody(req *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxRESTBody+1))
-	if err != nil {
-		return nil, badRequest("read body: %v", err)
-	}
-	if len(body) > maxRESTBody {
-		return nil, &restError{status: http.StatusRequestEntityTooLarge, class: "javax.ws.rs.WebApplicationException",
-			err: fmt.Errorf("request body larger than %d bytes", maxRESTBody)}
-	}
-	return body, nil
-}
-
 // relay sends method path?query with body to sc's RM web app, trying each
 // address of an HA list (a standby answers 503 or refuses), within one call
 // timeout. Accept and Content-Type are the caller's. Any answer the active
@@ -79,7 +67,7 @@ func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request
 		}
 		out, err := http.NewRequestWithContext(cctx, req.Method, u, rd)
 		if err != nil {
-			return nil, badRequest("%v", err)
+			return nil, restwire.BadRequest("%v", err)
 		}
 		for _, h := range []string{"Accept", "Content-Type", "Hadoop-YARN-RM-Delegation-Token"} {
 			if v := req.Header.Get(h); v != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -335,7 +336,7 @@ func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, e
 				continue
 			}
 			if !slices.Contains(nodeStates, s) {
-				return restReply{}, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+				return restReply{}, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
 			}
 			states = append(states, s)
 		}
@@ -359,6 +360,6 @@ func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, er
 			return reply(http.StatusOK, rmrest.NodeResponse{Node: n}, n), nil
 		}
 	}
-	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
-		err: fmt.Errorf("nodeId, %s, is not found", want)}
+	return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
+		Err: fmt.Errorf("nodeId, %s, is not found", want)}
 }

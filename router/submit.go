@@ -43,7 +43,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	app := yarnid.AppIDString(asc.GetApplicationId())
 	auditOf(ctx).app = app
 	sub := submissionOf(asc)
-	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl_store.go
+	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl/store.go
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/webui"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -250,7 +251,7 @@ func (r *Router) uiNodes(ctx context.Context, req *http.Request) (string, any, e
 	states := strings.ToUpper(req.URL.Query().Get("states"))
 	for _, s := range strings.Split(states, ",") {
 		if s != "" && !slices.Contains(nodeStates, s) {
-			return "Nodes", nil, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+			return "Nodes", nil, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
 		}
 	}
 	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) (scPart[rmrest.Node], error) {
