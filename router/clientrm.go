@@ -190,7 +190,7 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], mergeClusterNodeAttributes),
 			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], mergeAttributesToNodes),
 			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], mergeNodesToAttributes),
-			// Router-issued delegation tokens (dtoken.go).
+			// Router-issued delegation tokens (router/dtoken).
 			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], r.getDelegationToken),
 			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], r.renewDelegationToken),
 			handle(r, "cancelDelegationToken", newMsg[commonpb.CancelDelegationTokenRequestProto], r.cancelDelegationToken),

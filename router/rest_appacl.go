@@ -75,7 +75,7 @@ var errNoAppRule = &restwire.Error{Status: http.StatusForbidden, Class: rmrest.C
 
 // restAppCheck applies req's route rule for the caller in ctx: nil when
 // allowed (or ACLs are off, or the route is not app-scoped, or the app
-// id does not parse: the handler answers that), else a 403 restError.
+// id does not parse: the handler answers that), else a 403 restwire.Error.
 func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if r.appACLs == nil || !strings.Contains(req.Pattern, "{appid}") {
 		return nil
