@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -176,20 +177,20 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			handle(r, "deleteReservation", newMsg[yarnpb.ReservationDeleteRequestProto], r.deleteReservation),
 			// Fan-out and merge.
 			handle(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], r.getApplications),
-			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], mergeClusterMetrics),
-			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], mergeClusterNodes),
+			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], merge.ClusterMetrics),
+			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], merge.ClusterNodes),
 			handle(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], r.getQueueInfo),
-			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], mergeQueueUserAcls),
-			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], mergeReservations),
-			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], mergeNodesToLabels),
-			fanCall(r, "getLabelsToNodes", newMsg[yarnpb.GetLabelsToNodesRequestProto], newMsg[yarnpb.GetLabelsToNodesResponseProto], mergeLabelsToNodes),
-			fanCall(r, "getClusterNodeLabels", newMsg[yarnpb.GetClusterNodeLabelsRequestProto], newMsg[yarnpb.GetClusterNodeLabelsResponseProto], mergeClusterNodeLabels),
-			fanCall(r, "getResourceProfiles", newMsg[yarnpb.GetAllResourceProfilesRequestProto], newMsg[yarnpb.GetAllResourceProfilesResponseProto], mergeResourceProfiles),
-			fanCall(r, "getResourceProfile", newMsg[yarnpb.GetResourceProfileRequestProto], newMsg[yarnpb.GetResourceProfileResponseProto], mergeResourceProfile),
-			fanCall(r, "getResourceTypeInfo", newMsg[yarnpb.GetAllResourceTypeInfoRequestProto], newMsg[yarnpb.GetAllResourceTypeInfoResponseProto], mergeResourceTypeInfo),
-			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], mergeClusterNodeAttributes),
-			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], mergeAttributesToNodes),
-			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], mergeNodesToAttributes),
+			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], merge.QueueUserAcls),
+			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], merge.Reservations),
+			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], merge.NodesToLabels),
+			fanCall(r, "getLabelsToNodes", newMsg[yarnpb.GetLabelsToNodesRequestProto], newMsg[yarnpb.GetLabelsToNodesResponseProto], merge.LabelsToNodes),
+			fanCall(r, "getClusterNodeLabels", newMsg[yarnpb.GetClusterNodeLabelsRequestProto], newMsg[yarnpb.GetClusterNodeLabelsResponseProto], merge.ClusterNodeLabels),
+			fanCall(r, "getResourceProfiles", newMsg[yarnpb.GetAllResourceProfilesRequestProto], newMsg[yarnpb.GetAllResourceProfilesResponseProto], merge.ResourceProfiles),
+			fanCall(r, "getResourceProfile", newMsg[yarnpb.GetResourceProfileRequestProto], newMsg[yarnpb.GetResourceProfileResponseProto], merge.ResourceProfile),
+			fanCall(r, "getResourceTypeInfo", newMsg[yarnpb.GetAllResourceTypeInfoRequestProto], newMsg[yarnpb.GetAllResourceTypeInfoResponseProto], merge.ResourceTypeInfo),
+			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], merge.ClusterNodeAttributes),
+			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], merge.AttributesToNodes),
+			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], merge.NodesToAttributes),
 			// Router-issued delegation tokens (router/dtoken).
 			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], r.getDelegationToken),
 			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], r.renewDelegationToken),
@@ -221,14 +222,14 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 	})
 }
 
-func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, newResp func() Resp, merge func([]scResult[Resp]) Resp) hadoopipc.Method {
+func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, newResp func() Resp, combine func([]Resp) Resp) hadoopipc.Method {
 	return handle(r, name, newReq, func(ctx context.Context, req Req) (Resp, error) {
 		res, err := fanout(ctx, r, name, req, newResp, r.cfg.PartialResults)
 		if err != nil {
 			var zero Resp
 			return zero, err
 		}
-		return merge(res), nil
+		return combine(responses(res)), nil
 	})
 }
 
@@ -294,7 +295,7 @@ func (r *Router) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoReque
 	if err != nil {
 		return nil, err
 	}
-	return mergeQueueInfo(res), nil
+	return merge.QueueInfo(responses(res)), nil
 }
 
 // getApplications fans out, folds UAMs into their home apps and applies the

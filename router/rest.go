@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -444,7 +445,7 @@ func NodeInfo(n *yarnpb.NodeReportProto) rmrest.Node {
 	used, capa := n.GetUsed(), n.GetCapability()
 	avail := rmrest.ResourceInfo{Memory: capa.GetMemory() - used.GetMemory(), VCores: capa.GetVirtualCores() - used.GetVirtualCores()}
 	return rmrest.Node{
-		Rack: n.GetRackName(), State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), ID: nodeKey(n.GetNodeId()),
+		Rack: n.GetRackName(), State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), ID: merge.NodeKey(n.GetNodeId()),
 		NodeHostName: n.GetNodeId().GetHost(), NodeHTTPAddress: n.GetHttpAddress(), LastHealthUpdate: n.GetLastHealthReportTime(),
 		HealthReport: n.GetHealthReport(), NumContainers: n.GetNumContainers(),
 		UsedMemoryMB: used.GetMemory(), AvailMemoryMB: avail.Memory,

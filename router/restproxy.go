@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -238,7 +239,7 @@ func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.Ap
 // containers and resource-seconds summed, tags joined), UAM-only apps
 // dropped unless partial results are on.
 func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName) }
+	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
 	type group struct {
 		home *rmrest.App
 		uams []*rmrest.App
@@ -272,7 +273,7 @@ func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
 			home = *g.home
 		case partial:
 			home = *uams[0]
-			home.Name = partialName + id
+			home.Name = merge.PartialName + id
 			uams = uams[1:]
 		default:
 			continue

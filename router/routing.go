@@ -14,6 +14,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -119,7 +120,7 @@ func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (S
 		return "", appNotFound(app)
 	}
 	for _, x := range res {
-		if !isUAMReport(x.resp.GetApplicationReport()) {
+		if !merge.IsUAMReport(x.resp.GetApplicationReport()) {
 			return x.sc, nil
 		}
 	}
@@ -341,4 +342,22 @@ func firstErr(a, b error) error {
 func appNotFound(app *yarnpb.ApplicationIdProto) error {
 	//lint:ignore ST1005 the text of the RM's own ApplicationNotFoundException
 	return fmt.Errorf("Application with id '%s' doesn't exist in RM (no sub-cluster knows it): %w", yarnid.AppIDString(app), ErrAppNotFound)
+}
+
+// responses are the answers of res, in order (the merge functions need
+// no sub-cluster ids).
+func responses[Resp any](res []scResult[Resp]) []Resp {
+	out := make([]Resp, len(res))
+	for i, x := range res {
+		out[i] = x.resp
+	}
+	return out
+}
+
+func (r *Router) mergeApplications(res []scResult[*yarnpb.GetApplicationsResponseProto]) *yarnpb.GetApplicationsResponseProto {
+	lists := make([][]*yarnpb.ApplicationReportProto, len(res))
+	for i, x := range res {
+		lists[i] = x.resp.GetApplications()
+	}
+	return &yarnpb.GetApplicationsResponseProto{Applications: merge.Applications(lists, r.cfg.PartialResults)}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -267,7 +268,7 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 				parts[i].err = err
 				return
 			}
-			if rep := resp.GetApplicationReport(); isUAMReport(rep) {
+			if rep := resp.GetApplicationReport(); merge.IsUAMReport(rep) {
 				parts[i].rep = rep
 			} else {
 				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, yarnid.AppIDString(id))
@@ -284,7 +285,7 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 func foldUAMParts(home *yarnpb.ApplicationReportProto, parts []uamPart) {
 	for _, p := range parts {
 		if p.rep != nil {
-			foldUAM(home, p.rep)
+			merge.FoldUAM(home, p.rep)
 		}
 	}
 }
@@ -343,7 +344,7 @@ func foldAppInfo(home *rmrest.App, u rmrest.App) {
 // (home and secondaries, with each one's containers) in SubClusters.
 func MergeAppInfosBySC(ids []SubClusterID, lists [][]rmrest.App, partial bool) []rmrest.App {
 	merged := MergeAppInfos(lists, partial)
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName) }
+	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
 	type where struct {
 		home  SubClusterID
 		homeA *rmrest.App
@@ -405,7 +406,7 @@ func MergeAppInfosBySC(ids []SubClusterID, lists [][]rmrest.App, partial bool) [
 // its final state's. A list that cannot be read leaves the counts as
 // the RM sent them (logged).
 func (r *Router) withoutUAMs(ctx context.Context, sc SubClusterInfo, m *rmrest.ClusterMetrics) {
-	uams, err := r.appsOf(ctx, sc, rmrest.AppsQuery{Name: uamName})
+	uams, err := r.appsOf(ctx, sc, rmrest.AppsQuery{Name: merge.UAMName})
 	if err != nil {
 		r.log.Warn("metrics: listing the sub-cluster's unmanaged AMs failed; its application counts include them", "subcluster", sc.ID, "err", err)
 		return
@@ -418,7 +419,7 @@ func (r *Router) withoutUAMs(ctx context.Context, sc SubClusterInfo, m *rmrest.C
 func SubtractUAMs(m *rmrest.ClusterMetrics, apps []rmrest.App) {
 	dec := func(v *int32) { *v = max(0, *v-1) }
 	for _, a := range apps {
-		if !a.UnmanagedApplication || !strings.HasPrefix(a.Name, uamName) {
+		if !a.UnmanagedApplication || !strings.HasPrefix(a.Name, merge.UAMName) {
 			continue
 		}
 		dec(&m.AppsSubmitted)

@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/webui"
 	"github.com/yarnfed/yarnfed/router/yarnid"
@@ -310,7 +311,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 	for i, p := range parts {
 		lists[i], ids[i] = p.items, p.sc
 		for _, a := range p.items {
-			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName)) {
+			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName)) {
 				if _, seen := home[a.ID]; !seen {
 					home[a.ID] = p.sc // the first managed copy, as MergeAppInfos keeps
 				}

@@ -48,6 +48,7 @@ var routerRooms = []rule{
 	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
 	{name: "router/appacl imports nothing of the router", from: "router/appacl", denied: []string{"router"}},
 	{name: "router/webui imports nothing of the router", from: "router/webui", denied: []string{"router"}},
+	{name: "router/merge imports only yarnid of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
 }
 
 // routerHarnesses may import the router root.
@@ -141,6 +142,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/webui", "gpg", true},
 		{"router/routertest", "router", false},
 		{"router/bench", "router", false},
+		{"router/merge", "router", true},
+		{"router", "router/merge", false},
 	}
 	for _, c := range cases {
 		got := false
