@@ -12,7 +12,7 @@ import (
 // Application ACLs kept in the state store (issue 21): the trimmed
 // submission context stored with an application's home keeps, of the AM
 // container spec, only its application ACLs, plus the submitter's short
-// name in the environment entry OwnerEnv. A router that did not see the
+// name in the environment entry ownerEnv. A router that did not see the
 // submission (another replica, a restart, an LRU eviction) reads them
 // from the row on its first check of that application and caches them,
 // so every router decides the same way. Rows written before this (no
@@ -21,9 +21,9 @@ import (
 // one store read per listed application would make a list cost
 // thousands of reads.
 
-// OwnerEnv names the submitter in the stored ACL-only spec. It is never
+// ownerEnv names the submitter in the stored ACL-only spec. It is never
 // sent to an RM (the stored context is only compared and read here).
-const OwnerEnv = "YARNFED_APP_OWNER"
+const ownerEnv = "YARNFED_APP_OWNER"
 
 // SubmissionStore is optionally implemented by a StateStore that returns
 // the trimmed submission context stored with a home; the router then
@@ -47,7 +47,7 @@ func Spec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.Contai
 		out.Application_ACLs = append(out.Application_ACLs, proto.Clone(e).(*yarnpb.ApplicationACLMapProto))
 	}
 	if owner != "" {
-		out.Environment = []*yarnpb.StringStringMapProto{{Key: proto.String(OwnerEnv), Value: proto.String(owner)}}
+		out.Environment = []*yarnpb.StringStringMapProto{{Key: proto.String(ownerEnv), Value: proto.String(owner)}}
 	}
 	return out
 }
@@ -64,7 +64,7 @@ func accessFromSubmission(b []byte) (appAccess, bool) {
 	}
 	acc := appAccess{}
 	for _, e := range asc.GetAmContainerSpec().GetEnvironment() {
-		if e.GetKey() == OwnerEnv {
+		if e.GetKey() == ownerEnv {
 			acc.owner = e.GetValue()
 		}
 	}

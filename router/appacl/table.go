@@ -42,14 +42,14 @@ type Table struct {
 	load func(ctx context.Context, app string) (appAccess, bool)
 }
 
-// DefaultCacheSize bounds the applications whose ACLs are kept.
-const DefaultCacheSize = 100_000
+// defaultCacheSize bounds the applications whose ACLs are kept.
+const defaultCacheSize = 100_000
 
 // NewTable returns a Table: admins may do anything, groups maps users to
-// their groups, size bounds the cache (< 1: DefaultCacheSize).
+// their groups, size bounds the cache (< 1: defaultCacheSize).
 func NewTable(admins ACL, groups hadoopipc.GroupMapping, size int) *Table {
 	if size < 1 {
-		size = DefaultCacheSize
+		size = defaultCacheSize
 	}
 	c, _ := lru.New[string, appAccess](size) // size >= 1: cannot fail
 	return &Table{admins: admins, groups: groups, known: c}

@@ -201,9 +201,9 @@ func (t *Manager) RetrievePassword(identifier []byte) ([]byte, string, error) {
 	return st.Password, id.GetOwner(), nil
 }
 
-// ShortName is a principal's first component ("alice/host@R" -> "alice"),
+// shortName is a principal's first component ("alice/host@R" -> "alice"),
 // which renewer and owner rules compare.
-func ShortName(user string) string {
+func shortName(user string) string {
 	if i := strings.IndexAny(user, "/@"); i >= 0 {
 		return user[:i]
 	}
@@ -227,7 +227,7 @@ func (t *Manager) Issue(ctx context.Context, owner, realUser, renewer string) (*
 	}
 	now := time.Now()
 	ident := &yarnpb.YARNDelegationTokenIdentifierProto{
-		Owner: proto.String(owner), Renewer: proto.String(ShortName(renewer)), RealUser: proto.String(realUser),
+		Owner: proto.String(owner), Renewer: proto.String(shortName(renewer)), RealUser: proto.String(realUser),
 		IssueDate: proto.Int64(now.UnixMilli()), MaxDate: proto.Int64(now.Add(tokenMaxLifetime).UnixMilli()),
 		SequenceNumber: proto.Int32(seq), MasterKeyId: proto.Int32(keyID),
 	}
@@ -252,7 +252,7 @@ func (t *Manager) Renew(ctx context.Context, tok *commonpb.TokenProto, caller st
 	if err != nil {
 		return 0, err
 	}
-	if ShortName(caller) != id.GetRenewer() {
+	if shortName(caller) != id.GetRenewer() {
 		return 0, hadoopipc.Errorf(hadoopipc.ClassAccessControl, "%s tries to renew a token (sequenceNumber=%d) with non-matching renewer %s",
 			caller, id.GetSequenceNumber(), id.GetRenewer())
 	}
@@ -270,7 +270,7 @@ func (t *Manager) Cancel(ctx context.Context, tok *commonpb.TokenProto, caller s
 	if err != nil {
 		return err
 	}
-	if n := ShortName(caller); n != ShortName(id.GetOwner()) && n != id.GetRenewer() {
+	if n := shortName(caller); n != shortName(id.GetOwner()) && n != id.GetRenewer() {
 		return hadoopipc.Errorf(hadoopipc.ClassAccessControl, "%s is not authorized to cancel the token (sequenceNumber=%d)", caller, id.GetSequenceNumber())
 	}
 	if err := t.store.RemoveToken(ctx, tok.GetIdentifier()); err != nil {

@@ -104,9 +104,9 @@ func (s *stringOrList) UnmarshalXML(d *xml.Decoder, start xml.StartElement) erro
 	return nil
 }
 
-// IsXML reports whether contentType is XML (empty: JSON, as Jersey
+// isXML reports whether contentType is XML (empty: JSON, as Jersey
 // assumes); other types are 415 NotSupportedException.
-func IsXML(contentType string) (bool, error) {
+func isXML(contentType string) (bool, error) {
 	if contentType == "" {
 		return false, nil
 	}
@@ -126,7 +126,7 @@ func IsXML(contentType string) (bool, error) {
 // DecodeBody decodes body into v as JSON or XML by contentType; a
 // malformed body is a 400.
 func DecodeBody(contentType string, body []byte, v any) error {
-	x, err := IsXML(contentType)
+	x, err := isXML(contentType)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ type appTimeoutBody struct {
 // timeout type.
 func DecodeAppTimeout(contentType string, body []byte) (string, error) {
 	var in appTimeoutBody
-	x, err := IsXML(contentType)
+	x, err := isXML(contentType)
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +96,7 @@ type reservationBody struct {
 
 func decodeReservation(root, contentType string, body []byte) (ReservationRequest, error) {
 	var in reservationBody
-	x, err := IsXML(contentType)
+	x, err := isXML(contentType)
 	if err != nil {
 		return ReservationRequest{}, err
 	}

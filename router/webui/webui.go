@@ -21,8 +21,8 @@ import (
 //go:embed templates/*.tmpl static/*
 var files embed.FS
 
-// PageNames are the pages; each is templates/NAME.tmpl inside the layout.
-var PageNames = []string{"about", "federation", "nodes", "apps", "app", "policies"}
+// pageNames are the pages; each is templates/NAME.tmpl inside the layout.
+var pageNames = []string{"about", "federation", "nodes", "apps", "app", "policies"}
 
 var pages = parsePages()
 
@@ -56,8 +56,8 @@ func parsePages() map[string]*template.Template {
 		},
 	}
 	base := template.Must(template.New("layout").Funcs(funcs).ParseFS(files, "templates/layout.tmpl"))
-	out := make(map[string]*template.Template, len(PageNames))
-	for _, name := range PageNames {
+	out := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
 		out[name] = template.Must(template.Must(base.Clone()).ParseFS(files, "templates/"+name+".tmpl"))
 	}
 	return out
