@@ -25,6 +25,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
@@ -323,7 +324,7 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 	}
 	var tok struct{ Kind string }
 	run.op(t, "dtoken:yarn").decode(t, &tok)
-	if tok.Kind != router.TokenKind {
+	if tok.Kind != dtoken.Kind {
 		t.Errorf("delegation token kind %q", tok.Kind)
 	}
 	mu.Lock()

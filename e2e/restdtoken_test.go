@@ -17,6 +17,8 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/dtoken"
+	routerspnego "github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // TestRESTDelegationTokenRouterAndRM: the same SPNEGO-authenticated REST
@@ -45,7 +47,7 @@ func TestRESTDelegationTokenRouterAndRM(t *testing.T) {
 	var clientAddr string
 	sc.startSecureRouter(t, routerKeytab, true, func(c *router.Config) {
 		c.WebListener = wln
-		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: "HTTP/localhost@" + sc.kdc.Realm}
+		c.SPNEGO = routerspnego.Config{Keytab: httpKeytab, Principal: "HTTP/localhost@" + sc.kdc.Realm}
 		clientAddr = c.ClientListener.Addr().String()
 	})
 	login := func(user string) *spnego.Client {
@@ -93,7 +95,7 @@ func TestRESTDelegationTokenRouterAndRM(t *testing.T) {
 					t.Errorf("issue answer lacks %q: %s", k, b)
 				}
 			}
-			tok, err := router.DecodeTokenURL(got.Token)
+			tok, err := dtoken.DecodeURL(got.Token)
 			if err != nil {
 				t.Fatalf("decode the %s's token: %v", side.name, err)
 			}
@@ -102,11 +104,11 @@ func TestRESTDelegationTokenRouterAndRM(t *testing.T) {
 			// (getCallerUserGroupInformation(hsr, true)); the router's
 			// tokens, IPC and REST alike, by the short name.
 			owner := map[string]string{"RM": "alice@" + sc.kdc.Realm, "router": "alice"}[side.name]
-			if err := proto.Unmarshal(tok.GetIdentifier(), &id); err != nil || id.GetOwner() != owner || got.Owner != owner || id.GetRenewer() != "bob" || tok.GetKind() != router.TokenKind {
+			if err := proto.Unmarshal(tok.GetIdentifier(), &id); err != nil || id.GetOwner() != owner || got.Owner != owner || id.GetRenewer() != "bob" || tok.GetKind() != dtoken.Kind {
 				t.Fatalf("%s token: owner %q renewer %q kind %q: %v", side.name, id.GetOwner(), id.GetRenewer(), tok.GetKind(), err)
 			}
-			if router.EncodeTokenURL(tok) != got.Token {
-				t.Errorf("re-encoding the %s's token differs:\n%s\n%s", side.name, got.Token, router.EncodeTokenURL(tok))
+			if dtoken.EncodeURL(tok) != got.Token {
+				t.Errorf("re-encoding the %s's token differs:\n%s\n%s", side.name, got.Token, dtoken.EncodeURL(tok))
 			}
 			code, b = do(alice, side.base, "POST", dt+"/expiration", got.Token, "")
 			if code != 403 {

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The router's admin port serves ResourceManagerAdministrationProtocol as
@@ -303,7 +304,7 @@ func (r *Router) deleteFederationApplication(ctx context.Context, q *yarnpb.Dele
 	if strings.TrimSpace(q.GetApplication()) == "" {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationId cannot be null.")
 	}
-	id, err := ParseAppID(q.GetApplication())
+	id, err := yarnid.ParseAppID(q.GetApplication())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%v", err)
 	}
@@ -311,7 +312,7 @@ func (r *Router) deleteFederationApplication(ctx context.Context, q *yarnpb.Dele
 	if err != nil {
 		return nil, err
 	}
-	app := AppIDString(id)
+	app := yarnid.AppIDString(id)
 	auditOf(ctx).app = app
 	if err := as.RemoveApplicationHome(ctx, app); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // adminFed is a fed whose router also serves the admin port, with fake RM
@@ -120,53 +121,6 @@ func TestAdminACL(t *testing.T) {
 	}
 	if err := a.as("admin").Call(ctxT(t), "saveFederationQueuePolicy", save, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
 		t.Fatalf("save as admin: %v", err)
-	}
-}
-
-func TestParseACL(t *testing.T) {
-	groups := func(u string) []string {
-		if u == "carol" {
-			return []string{"ops", "admins"}
-		}
-		return nil
-	}
-	tests := []struct {
-		acl   string
-		allow []string
-		deny  []string
-	}{
-		{"*", []string{"anyone"}, nil},
-		{"alice,bob", []string{"alice", "bob"}, []string{"carol", ""}},
-		{"alice admins", []string{"alice", "carol"}, []string{"bob"}},
-		{" admins", []string{"carol"}, []string{"alice"}},
-		{" ", nil, []string{"alice", "carol"}},
-	}
-	for _, tc := range tests {
-		acl, err := router.ParseACL(tc.acl)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.acl, err)
-		}
-		for _, u := range tc.allow {
-			if !acl.Allows(u, groups) {
-				t.Errorf("%q denies %q", tc.acl, u)
-			}
-		}
-		for _, u := range tc.deny {
-			if acl.Allows(u, groups) {
-				t.Errorf("%q allows %q", tc.acl, u)
-			}
-		}
-	}
-	if _, err := router.ParseACL("alice,* admins"); err == nil {
-		t.Error(`"alice,*" accepted`)
-	}
-	// The default is the user the router runs as, not Hadoop's "*".
-	def, err := router.ParseACL("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if def.Allows("someone-else", groups) || def.String() == "*" {
-		t.Errorf("default ACL %q is too open", def)
 	}
 }
 
@@ -353,7 +307,7 @@ func TestAdminDeregisterAndList(t *testing.T) {
 	if err := a.submit(a.client, id); err != nil {
 		t.Fatal(err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	if err := c.Call(ctxT(t), "deleteFederationApplication", &yarnpb.DeleteFederationApplicationRequestProto{Application: proto.String(app)},
 		&yarnpb.DeleteFederationApplicationResponseProto{}); err != nil {
 		t.Fatal(err)

@@ -5,140 +5,38 @@ import (
 	"fmt"
 	"net/http"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// Application ACLs (yarn.acl.enable), checked in the router as an RM with
-// ACLs on checks them (ClientRMService + ApplicationACLsManager): the
-// owner and the admins (yarn.admin.acl, here admin_acl) may do anything;
-// others need the application's VIEW_APP or MODIFY_APP list, which the
-// submitter set in its AM ContainerLaunchContext (absent: no one).
-//
-// The router learns an application's owner and lists when the submission
-// passes through it, and keeps them in a bounded LRU. For an application
-// it has not seen submitted (another router, a restart, an LRU eviction,
-// a submission made straight to an RM) it decides nothing and forwards:
-// reports do not carry ACLs, and the home RM, reached as the caller
-// (doAs), enforces its own ACLs when it runs with them on. DESIGN.md,
-// "Application ACLs", says why.
-
-// appAccess is what the router knows about one application's ACLs.
-type appAccess struct {
-	owner  string
-	view   ACL
-	modify ACL
-}
-
-// appACLs holds the owners and lists of applications submitted through
-// this router.
-type appACLs struct {
-	admins ACL
-	groups hadoopipc.GroupMapping
-	known  *lru.Cache[string, appAccess]
-	// load reads an application's owner and lists from the state store
-	// (appacl_store.go; nil: the store cannot), for an application another
-	// router or an earlier run of this one placed.
-	load func(ctx context.Context, app string) (appAccess, bool)
-}
-
-// defaultAppACLCacheSize bounds the applications whose ACLs are kept.
-const defaultAppACLCacheSize = 100_000
-
-func newAppACLs(admins ACL, groups hadoopipc.GroupMapping, size int) *appACLs {
-	if size < 1 {
-		size = defaultAppACLCacheSize
-	}
-	c, _ := lru.New[string, appAccess](size) // size >= 1: cannot fail
-	return &appACLs{admins: admins, groups: groups, known: c}
-}
-
-// record notes the owner and lists of a submitted application. A
-// resubmission does not overwrite them: the RM answers a resubmitted id
-// with success whoever sends it, so a second submitter must not become
-// the owner.
-func (a *appACLs) record(app, owner string, asc *yarnpb.ApplicationSubmissionContextProto) {
-	if a == nil || app == "" || owner == "" {
-		return
-	}
-	acc := appAccess{owner: hadoopipc.ShortName(owner)}
-	acc.view, acc.modify = listsOf(asc.GetAmContainerSpec())
-	a.known.ContainsOrAdd(app, acc)
-}
-
-// parseAppACL reads an application's list; unlike admin_acl an empty list
-// means no one (Hadoop's AccessControlList("")), and a malformed one too.
-func parseAppACL(s string) ACL {
-	if s == "" {
-		return ACL{}
-	}
-	l, err := ParseACL(s)
-	if err != nil {
-		return ACL{}
-	}
-	return l
-}
+// Application ACLs on the client-RM protocol: which call needs which
+// access (the table below; REST's is rest_appacl.go), and the refusals
+// and filtered reports ClientRMService sends. Who may do what is
+// router/appacl.
 
 // classJavaAccessControl is the JDK exception ClientRMService refuses
 // MODIFY_APP with (measured against a real RM: e2e TestKerberizedRMDirect).
 const classJavaAccessControl = "java.security.AccessControlException"
 
-// accessKind is Hadoop's ApplicationAccessType.
-type accessKind int
-
-const (
-	viewApp accessKind = iota
-	modifyApp
-)
-
-func (k accessKind) String() string {
-	if k == modifyApp {
-		return "MODIFY_APP"
-	}
-	return "VIEW_APP"
-}
-
-// allowed reports whether user may access app; known is false when the
-// router does not know the application's ACLs (not in the cache, and not
-// in the store's row, or ctx is a listing's: see cacheOnly).
-func (a *appACLs) allowed(ctx context.Context, user, app string, kind accessKind) (ok, known bool) {
-	acc, found := a.known.Get(app)
-	if !found && a.load != nil && ctx.Value(cacheOnlyKey{}) == nil {
-		if acc, found = a.load(ctx, app); found {
-			a.known.ContainsOrAdd(app, acc)
-		}
-	}
-	if !found {
-		return true, false
-	}
-	short := hadoopipc.ShortName(user)
-	if short == acc.owner || a.admins.Allows(short, a.groups.Groups) {
-		return true, true
-	}
-	l := acc.view
-	if kind == modifyApp {
-		l = acc.modify
-	}
-	return l.Allows(short, a.groups.Groups), true
-}
-
 // appAccessOf is the access each per-application ApplicationClientProtocol
 // call needs; calls not listed here are not per-application.
-var appAccessOf = map[string]accessKind{
-	"forceKillApplication":        modifyApp,
-	"failApplicationAttempt":      modifyApp,
-	"moveApplicationAcrossQueues": modifyApp,
-	"updateApplicationPriority":   modifyApp,
-	"updateApplicationTimeouts":   modifyApp,
-	"signalToContainer":           modifyApp,
-	"getApplicationAttemptReport": viewApp,
-	"getApplicationAttempts":      viewApp,
-	"getContainerReport":          viewApp,
-	"getContainers":               viewApp,
+var appAccessOf = map[string]appacl.Kind{
+	"forceKillApplication":        appacl.Modify,
+	"failApplicationAttempt":      appacl.Modify,
+	"moveApplicationAcrossQueues": appacl.Modify,
+	"updateApplicationPriority":   appacl.Modify,
+	"updateApplicationTimeouts":   appacl.Modify,
+	"signalToContainer":           appacl.Modify,
+	"getApplicationAttemptReport": appacl.View,
+	"getApplicationAttempts":      appacl.View,
+	"getContainerReport":          appacl.View,
+	"getContainers":               appacl.View,
 }
 
 // checkAppCall refuses a per-application call the caller may not make,
@@ -152,13 +50,13 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 		return nil
 	}
 	user := userOf(ctx)
-	id := AppIDString(app)
-	if allowed, _ := r.appACLs.allowed(ctx, user, id, kind); allowed {
+	id := yarnid.AppIDString(app)
+	if allowed, _ := r.appACLs.Allowed(ctx, user, id, kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
 	r.metrics.appACLDenied.WithLabelValues(method).Inc()
-	if kind == modifyApp {
+	if kind == appacl.Modify {
 		// ClientRMService wraps java.security.AccessControlException (not
 		// Hadoop's subclass) in a YarnException; the Java client shows
 		// "YarnException: java.security.AccessControlException: User ...".
@@ -168,7 +66,7 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	if q, ok := req.(*yarnpb.GetApplicationAttemptReportRequestProto); ok {
 		// Hadoop's spelling, kept: clients may match on it.
 		return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this attempt %s",
-			short, AttemptIDString(q.GetApplicationAttemptId()))
+			short, yarnid.AttemptIDString(q.GetApplicationAttemptId()))
 	}
 	return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this application %s", short, id)
 }
@@ -179,7 +77,7 @@ func (r *Router) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bo
 	if r.appACLs == nil {
 		return true
 	}
-	ok, _ := r.appACLs.allowed(ctx, userOf(ctx), AppIDString(app), viewApp)
+	ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(app), appacl.View)
 	return ok
 }
 
@@ -190,7 +88,7 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 	if r.appACLs == nil || rep == nil {
 		return
 	}
-	if ok, _ := r.appACLs.allowed(ctx, userOf(ctx), AppIDString(rep.GetApplicationId()), viewApp); ok {
+	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(rep.GetApplicationId()), appacl.View); ok {
 		return
 	}
 	const na = "N/A"
@@ -216,7 +114,7 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 	if r.appACLs == nil {
 		return
 	}
-	if ok, _ := r.appACLs.allowed(ctx, userOf(ctx), a.ID, viewApp); ok {
+	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), a.ID, appacl.View); ok {
 		return
 	}
 	*a = rmrest.App{
@@ -231,7 +129,7 @@ func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
 // errAppKillForbidden is the REST refusal of a kill (RMWebServices answers
 // 403 with this text).
 func errAppKillForbidden(app, user string) error {
-	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden,
+	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden,
 		//lint:ignore ST1005 the text of the RM's own AccessControlException
-		err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
+		Err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestAppACLsAcrossRouters: alice submits through one router; a second
@@ -25,7 +26,7 @@ func TestAppACLsAcrossRouters(t *testing.T) {
 	f := newFed(t, 1, mod)
 	alice := f.dialAs(f.router, "alice")
 	id := f.submitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	r2 := f.newRouter(mod)
 	as := func(u string) *hadoopipc.Client { return f.dialAs(r2, u) }
 

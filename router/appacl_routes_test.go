@@ -10,6 +10,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // appRouteRequest fills an app-scoped pattern with app's ids and a valid
@@ -53,7 +54,7 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 	})
 	alice := s.dialAs(s.router, "alice")
 	id := s.submitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	const modifyText, viewText = "Unauthorized attempt to", "does not have privilage to see this application"
 	n := 0
 	for _, pattern := range s.router.RESTPatterns() {
@@ -140,7 +141,7 @@ func TestEveryAppScopedIPCMethodChecked(t *testing.T) {
 // the application's proxy.
 func TestProxyPathCannotClimbOut(t *testing.T) {
 	s := newSimFed(t)
-	app := router.AppIDString(s.submitApp(true))
+	app := yarnid.AppIDString(s.submitApp(true))
 	code, _, b := s.call("GET", "/proxy/"+app+"/%2e%2e/%2e%2e/ws/v1/cluster/apps", "", "", "")
 	if code != http.StatusBadRequest || !strings.Contains(string(b), "leaves /proxy/"+app) {
 		t.Fatalf("climbing proxy path: %d %.300s, want 400", code, b)
@@ -153,7 +154,7 @@ func TestProxyPathCannotClimbOut(t *testing.T) {
 func TestAuditRecordsTheClientsResult(t *testing.T) {
 	var logs syncBuf
 	s := newSimFed(t, func(c *router.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	app := router.AppIDString(s.submitApp(false))
+	app := yarnid.AppIDString(s.submitApp(false))
 	base := "/ws/v1/cluster/apps/" + app
 	if code, _, b := s.call("PUT", base+"/queue", "", "application/json", `{"queue":"nope"}`); code != http.StatusBadRequest {
 		t.Fatalf("move to an unknown queue: %d %s, want the RM's 400", code, b)

@@ -12,6 +12,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // aclFed is a one-sub-cluster federation with application ACLs on:
@@ -68,7 +69,7 @@ func TestAppACLs(t *testing.T) {
 	f := aclFed(t, true)
 	alice := f.dialAs(f.router, "alice")
 	id := f.submitWithACLs(alice)
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	as := func(u string) *hadoopipc.Client { return f.dialAs(f.router, u) }
 
 	// bob may view but not modify: the RM's MODIFY_APP refusal.
@@ -234,7 +235,7 @@ func TestRESTDoAs(t *testing.T) {
 		}
 	})
 	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	put := func(query string) (int, string) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPut, "/ws/v1/cluster/apps/"+app+"/state?"+query, strings.NewReader(`{"state":"KILLED"}`))

@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/router/appacl"
 )
 
 // AuthzConfig says who may act for whom and on which applications
@@ -54,7 +55,7 @@ func (c AuthzConfig) validate() error {
 type authz struct {
 	groups     hadoopipc.GroupMapping
 	proxyUsers *hadoopipc.ProxyUsers
-	appACLs    *appACLs // nil: ACLs off
+	appACLs    *appacl.Table // nil: ACLs off
 }
 
 func buildAuthz(c AuthzConfig, adminACL string) (*authz, error) {
@@ -72,11 +73,11 @@ func buildAuthz(c AuthzConfig, adminACL string) (*authz, error) {
 	}
 	a.proxyUsers = pu
 	if c.ACLEnable {
-		admins, err := ParseACL(adminACL)
+		admins, err := appacl.ParseACL(adminACL)
 		if err != nil {
 			return nil, fmt.Errorf("admin_acl: %w", err)
 		}
-		a.appACLs = newAppACLs(admins, a.groups, c.AppACLCacheSize)
+		a.appACLs = appacl.NewTable(admins, a.groups, c.AppACLCacheSize)
 	}
 	return a, nil
 }

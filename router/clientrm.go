@@ -12,6 +12,9 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // mutating lists the calls that get an audit log line (Hadoop's
@@ -159,14 +162,14 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			}, newMsg[yarnpb.GetApplicationAttemptReportResponseProto]),
 			homeCall(r, "getApplicationAttempts", newMsg[yarnpb.GetApplicationAttemptsRequestProto], (*yarnpb.GetApplicationAttemptsRequestProto).GetApplicationId, newMsg[yarnpb.GetApplicationAttemptsResponseProto]),
 			homeCall(r, "getContainerReport", newMsg[yarnpb.GetContainerReportRequestProto], func(q *yarnpb.GetContainerReportRequestProto) *yarnpb.ApplicationIdProto {
-				return appOfContainer(q.GetContainerId())
+				return yarnid.AppOfContainer(q.GetContainerId())
 			}, newMsg[yarnpb.GetContainerReportResponseProto]),
 			homeCall(r, "getContainers", newMsg[yarnpb.GetContainersRequestProto], func(q *yarnpb.GetContainersRequestProto) *yarnpb.ApplicationIdProto {
 				return q.GetApplicationAttemptId().GetApplicationId()
 			}, newMsg[yarnpb.GetContainersResponseProto]),
 			homeCall(r, "updateApplicationPriority", newMsg[yarnpb.UpdateApplicationPriorityRequestProto], (*yarnpb.UpdateApplicationPriorityRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationPriorityResponseProto]),
 			homeCall(r, "signalToContainer", newMsg[yarnpb.SignalContainerRequestProto], func(q *yarnpb.SignalContainerRequestProto) *yarnpb.ApplicationIdProto {
-				return appOfContainer(q.GetContainerId())
+				return yarnid.AppOfContainer(q.GetContainerId())
 			}, newMsg[yarnpb.SignalContainerResponseProto]),
 			homeCall(r, "updateApplicationTimeouts", newMsg[yarnpb.UpdateApplicationTimeoutsRequestProto], (*yarnpb.UpdateApplicationTimeoutsRequestProto).GetApplicationId, newMsg[yarnpb.UpdateApplicationTimeoutsResponseProto]),
 			// Home of the reservation.
@@ -174,21 +177,21 @@ func (r *Router) clientProtocol() hadoopipc.Protocol {
 			handle(r, "deleteReservation", newMsg[yarnpb.ReservationDeleteRequestProto], r.deleteReservation),
 			// Fan-out and merge.
 			handle(r, "getApplications", newMsg[yarnpb.GetApplicationsRequestProto], r.getApplications),
-			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], mergeClusterMetrics),
-			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], mergeClusterNodes),
+			fanCall(r, "getClusterMetrics", newMsg[yarnpb.GetClusterMetricsRequestProto], newMsg[yarnpb.GetClusterMetricsResponseProto], merge.ClusterMetrics),
+			fanCall(r, "getClusterNodes", newMsg[yarnpb.GetClusterNodesRequestProto], newMsg[yarnpb.GetClusterNodesResponseProto], merge.ClusterNodes),
 			handle(r, "getQueueInfo", newMsg[yarnpb.GetQueueInfoRequestProto], r.getQueueInfo),
-			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], mergeQueueUserAcls),
-			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], mergeReservations),
-			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], mergeNodesToLabels),
-			fanCall(r, "getLabelsToNodes", newMsg[yarnpb.GetLabelsToNodesRequestProto], newMsg[yarnpb.GetLabelsToNodesResponseProto], mergeLabelsToNodes),
-			fanCall(r, "getClusterNodeLabels", newMsg[yarnpb.GetClusterNodeLabelsRequestProto], newMsg[yarnpb.GetClusterNodeLabelsResponseProto], mergeClusterNodeLabels),
-			fanCall(r, "getResourceProfiles", newMsg[yarnpb.GetAllResourceProfilesRequestProto], newMsg[yarnpb.GetAllResourceProfilesResponseProto], mergeResourceProfiles),
-			fanCall(r, "getResourceProfile", newMsg[yarnpb.GetResourceProfileRequestProto], newMsg[yarnpb.GetResourceProfileResponseProto], mergeResourceProfile),
-			fanCall(r, "getResourceTypeInfo", newMsg[yarnpb.GetAllResourceTypeInfoRequestProto], newMsg[yarnpb.GetAllResourceTypeInfoResponseProto], mergeResourceTypeInfo),
-			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], mergeClusterNodeAttributes),
-			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], mergeAttributesToNodes),
-			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], mergeNodesToAttributes),
-			// Router-issued delegation tokens (dtoken.go).
+			fanCall(r, "getQueueUserAcls", newMsg[yarnpb.GetQueueUserAclsInfoRequestProto], newMsg[yarnpb.GetQueueUserAclsInfoResponseProto], merge.QueueUserAcls),
+			fanCall(r, "listReservations", newMsg[yarnpb.ReservationListRequestProto], newMsg[yarnpb.ReservationListResponseProto], merge.Reservations),
+			fanCall(r, "getNodeToLabels", newMsg[yarnpb.GetNodesToLabelsRequestProto], newMsg[yarnpb.GetNodesToLabelsResponseProto], merge.NodesToLabels),
+			fanCall(r, "getLabelsToNodes", newMsg[yarnpb.GetLabelsToNodesRequestProto], newMsg[yarnpb.GetLabelsToNodesResponseProto], merge.LabelsToNodes),
+			fanCall(r, "getClusterNodeLabels", newMsg[yarnpb.GetClusterNodeLabelsRequestProto], newMsg[yarnpb.GetClusterNodeLabelsResponseProto], merge.ClusterNodeLabels),
+			fanCall(r, "getResourceProfiles", newMsg[yarnpb.GetAllResourceProfilesRequestProto], newMsg[yarnpb.GetAllResourceProfilesResponseProto], merge.ResourceProfiles),
+			fanCall(r, "getResourceProfile", newMsg[yarnpb.GetResourceProfileRequestProto], newMsg[yarnpb.GetResourceProfileResponseProto], merge.ResourceProfile),
+			fanCall(r, "getResourceTypeInfo", newMsg[yarnpb.GetAllResourceTypeInfoRequestProto], newMsg[yarnpb.GetAllResourceTypeInfoResponseProto], merge.ResourceTypeInfo),
+			fanCall(r, "getClusterNodeAttributes", newMsg[yarnpb.GetClusterNodeAttributesRequestProto], newMsg[yarnpb.GetClusterNodeAttributesResponseProto], merge.ClusterNodeAttributes),
+			fanCall(r, "getAttributesToNodes", newMsg[yarnpb.GetAttributesToNodesRequestProto], newMsg[yarnpb.GetAttributesToNodesResponseProto], merge.AttributesToNodes),
+			fanCall(r, "getNodesToAttributes", newMsg[yarnpb.GetNodesToAttributesRequestProto], newMsg[yarnpb.GetNodesToAttributesResponseProto], merge.NodesToAttributes),
+			// Router-issued delegation tokens (router/dtoken).
 			handle(r, "getDelegationToken", newMsg[commonpb.GetDelegationTokenRequestProto], r.getDelegationToken),
 			handle(r, "renewDelegationToken", newMsg[commonpb.RenewDelegationTokenRequestProto], r.renewDelegationToken),
 			handle(r, "cancelDelegationToken", newMsg[commonpb.CancelDelegationTokenRequestProto], r.cancelDelegationToken),
@@ -209,7 +212,7 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 		resp := newResp()
 		app := appOf(req)
 		if app != nil {
-			auditOf(ctx).app = AppIDString(app)
+			auditOf(ctx).app = yarnid.AppIDString(app)
 		}
 		if err := r.checkAppCall(ctx, name, app, req); err != nil {
 			return resp, err
@@ -219,14 +222,14 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 	})
 }
 
-func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, newResp func() Resp, merge func([]scResult[Resp]) Resp) hadoopipc.Method {
+func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req, newResp func() Resp, combine func([]Resp) Resp) hadoopipc.Method {
 	return handle(r, name, newReq, func(ctx context.Context, req Req) (Resp, error) {
 		res, err := fanout(ctx, r, name, req, newResp, r.cfg.PartialResults)
 		if err != nil {
 			var zero Resp
 			return zero, err
 		}
-		return merge(res), nil
+		return combine(responses(res)), nil
 	})
 }
 
@@ -238,7 +241,7 @@ func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplic
 			return err
 		}
 		auditOf(ctx).sc = sc.ID
-		auditOf(ctx).app = AppIDString(resp.GetApplicationId())
+		auditOf(ctx).app = yarnid.AppIDString(resp.GetApplicationId())
 		return nil
 	})
 	return resp, err
@@ -292,7 +295,7 @@ func (r *Router) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoReque
 	if err != nil {
 		return nil, err
 	}
-	return mergeQueueInfo(res), nil
+	return merge.QueueInfo(responses(res)), nil
 }
 
 // getApplications fans out, folds UAMs into their home apps and applies the
@@ -303,7 +306,7 @@ func (r *Router) getApplications(ctx context.Context, req *yarnpb.GetApplication
 		return nil, err
 	}
 	out := r.mergeApplications(res)
-	lctx := cacheOnly(ctx)
+	lctx := appacl.CacheOnly(ctx)
 	for _, rep := range out.Applications {
 		r.filterReport(lctx, rep)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // Hadoop's default router ports (yarn.router.clientrm.address,
@@ -158,8 +160,8 @@ type Config struct {
 	AdminACL string `json:"admin_acl"`
 	// Authz: proxy users, group mapping and application ACLs (authz.go).
 	Authz AuthzConfig `json:"authz"`
-	// SPNEGO authenticates the REST API with Kerberos (spnego.go).
-	SPNEGO SPNEGOConfig `json:"spnego"`
+	// SPNEGO authenticates the REST API with Kerberos (router/spnego).
+	SPNEGO spnego.Config `json:"spnego"`
 	// Kerberos turns on Kerberos security (see KerberosConfig); off by
 	// default.
 	Kerberos KerberosConfig `json:"kerberos"`
@@ -242,7 +244,7 @@ func DefaultConfig() Config {
 			PreAuthBufferBytes: hadoopipc.DefaultPreAuthBufferBytes,
 		},
 		MaxRMClients: 4096,
-		SPNEGO:       SPNEGOConfig{CookieValidity: Duration(10 * time.Hour)},
+		SPNEGO:       spnego.Config{CookieValidity: Duration(10 * time.Hour)},
 	}
 }
 
@@ -281,14 +283,14 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("breaker.consecutive_failures: must be >= 1"))
 	}
 	if c.AdminListener != nil || c.AdminAddress != "" {
-		if _, err := ParseACL(c.AdminACL); err != nil {
+		if _, err := appacl.ParseACL(c.AdminACL); err != nil {
 			errs = append(errs, fmt.Errorf("admin_acl: %w", err))
 		}
 	}
 	if err := c.Authz.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.SPNEGO.validate(); err != nil {
+	if err := c.SPNEGO.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Web.MaxHeaderBytes < 1 {

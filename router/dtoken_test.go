@@ -10,7 +10,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
-	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 )
 
 func TestDelegationTokenLifecycle(t *testing.T) {
@@ -29,7 +29,7 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := got.GetToken()
-	if tok.GetKind() != router.TokenKind || tok.GetService() != f.router.ClientRMAddr().String() {
+	if tok.GetKind() != dtoken.Kind || tok.GetService() != f.router.ClientRMAddr().String() {
 		t.Fatalf("token kind %q service %q", tok.GetKind(), tok.GetService())
 	}
 	var id yarnpb.YARNDelegationTokenIdentifierProto

@@ -3,6 +3,8 @@ package router
 import (
 	"errors"
 	"fmt"
+
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Sentinel errors. They are translated to Hadoop exception classes only at
@@ -26,7 +28,7 @@ var (
 	// ErrAppNotFound: no sub-cluster knows the application.
 	ErrAppNotFound = errors.New("application not found in any sub-cluster")
 	// ErrBadRequest: the client request is malformed.
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = yarnid.ErrBadRequest
 	// ErrUnsupported: the call has no federated meaning yet.
 	ErrUnsupported = errors.New("not supported by the federation router")
 	// errCrash is returned by an injected crash point (tests only).

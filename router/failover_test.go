@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestBreakerRenewedOnRMFailover: after a manual failover of a real RM
@@ -72,7 +73,7 @@ func TestPinnedQueueWaitsOutFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit to a queue pinned to a failing-over sub-cluster: %v", err)
 	}
-	if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-1" {
+	if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
 		t.Fatalf("home %s, want SC-1", h)
 	}
 }
@@ -84,7 +85,7 @@ func TestPinnedQueueAfterWindowIs503(t *testing.T) {
 			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"1.0"},{"key":{"id":"SC-2"},"value":"0.0"}]},"headroomAlpha":"1.0"}`)})
 	id := f.newApp(f.client)
 	f.store.SetState("SC-1", router.StateUnhealthy)
-	body := `{"application-id":"` + router.AppIDString(id) + `","application-name":"x","queue":"root.a","am-container-spec":{"commands":{"command":"true"}},"resource":{"memory":1024,"vCores":1}}`
+	body := `{"application-id":"` + yarnid.AppIDString(id) + `","application-name":"x","queue":"root.a","am-container-spec":{"commands":{"command":"true"}},"resource":{"memory":1024,"vCores":1}}`
 	poll(t, "503 once the window ends", func() bool {
 		code, _ := f.do("POST", "/ws/v1/cluster/apps", "", "application/json", body)
 		return code == 503

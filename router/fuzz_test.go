@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"google.golang.org/protobuf/proto"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -10,23 +9,6 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/router"
 )
-
-func FuzzParseAppID(f *testing.F) {
-	for _, s := range []string{"application_1700000000000_0001", "application_1_12345", "application__1", "app_1_1", "application_-1_1", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		id, err := router.ParseAppID(s)
-		if err != nil {
-			return
-		}
-		// Round trip through Hadoop's text form.
-		again, err := router.ParseAppID(router.AppIDString(id))
-		if err != nil || again.GetId() != id.GetId() || again.GetClusterTimestamp() != id.GetClusterTimestamp() {
-			t.Fatalf("%q -> %v -> %q -> %v, %v", s, id, router.AppIDString(id), again, err)
-		}
-	})
-}
 
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{`{}`, `{"failover_wait":"1s","breaker":{"consecutive_failures":2}}`, `{"x":1}`, `[`} {
@@ -41,37 +23,6 @@ func FuzzConfigFile(f *testing.F) {
 		c := router.DefaultConfig()
 		_ = configtest.DecodeFile(p, &c) // must not panic
 		_ = c.Validate()
-	})
-}
-
-func FuzzDecodeSubmissionContext(f *testing.F) {
-	f.Add("application/json", []byte(`{"application-id":"application_1_0001","am-container-spec":{"commands":{"command":["a","b"]},"local-resources":{"entry":[{"key":"k","value":{"resource":"hdfs://h:1/p"}}]}},"application-tags":{"tag":"x"}}`))
-	f.Add("application/xml", []byte(`<application-submission-context><application-id>application_1_0001</application-id><application-tags><tag>a</tag><tag>b</tag></application-tags></application-submission-context>`))
-	f.Add("application/json", []byte(`{"application-id":"nope"}`))
-	f.Add("text/plain", []byte(`x`))
-	f.Fuzz(func(t *testing.T, ctype string, body []byte) {
-		asc, err := router.DecodeSubmissionContext(ctype, body)
-		if err != nil {
-			return
-		}
-		if asc.GetApplicationId() == nil {
-			t.Fatal("accepted a context without an application id")
-		}
-		if _, err := proto.Marshal(asc); err != nil {
-			t.Fatalf("decoded context does not marshal: %v", err)
-		}
-	})
-}
-
-func FuzzDecodeAppState(f *testing.F) {
-	f.Add("application/json", []byte(`{"state":"KILLED"}`))
-	f.Add("application/xml", []byte(`<appstate><state>KILLED</state></appstate>`))
-	f.Add("", []byte(`{}`))
-	f.Fuzz(func(t *testing.T, ctype string, body []byte) {
-		st, err := router.DecodeAppState(ctype, body)
-		if err == nil && st == "" {
-			t.Fatal("empty state accepted")
-		}
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -33,7 +34,7 @@ func TestStaleHeartbeatTakesNoNewWork(t *testing.T) {
 				if err := f.submit(f.client, id); err != nil {
 					t.Fatal(err)
 				}
-				if f.store.Homes()[router.AppIDString(id)] == "SC-1" {
+				if f.store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
 					old = id
 				}
 			}
@@ -50,7 +51,7 @@ func TestStaleHeartbeatTakesNoNewWork(t *testing.T) {
 				if err := f.submit(f.client, id); err != nil {
 					t.Fatal(err)
 				}
-				if f.store.Homes()[router.AppIDString(id)] == "SC-1" {
+				if f.store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
 					toSC1++
 				}
 			}
@@ -110,7 +111,7 @@ func TestPublishedCapacityNarrowsLoadBased(t *testing.T) {
 			if err := f.submit(f.client, id); err != nil {
 				t.Fatal(err)
 			}
-			if h := f.store.Homes()[router.AppIDString(id)]; h != tc.want {
+			if h := f.store.Homes()[yarnid.AppIDString(id)]; h != tc.want {
 				t.Fatalf("LoadBased chose %s, want %s", h, tc.want)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestHomeDownIsRetriable: a home RM down for longer than the failover
@@ -33,7 +34,7 @@ func TestHomeDownIsRetriable(t *testing.T) {
 	if got := remoteClass(err); got != hadoopipc.ClassStandby {
 		t.Fatalf("report with the home down: class %q (%v), want %s", got, err, hadoopipc.ClassStandby)
 	}
-	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+router.AppIDString(id)+"/state", "", "", ""); code != http.StatusServiceUnavailable {
+	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state", "", "", ""); code != http.StatusServiceUnavailable {
 		t.Fatalf("REST state with the home down: %d %s, want 503", code, b)
 	}
 	f.store.SetState("SC-1", router.StateLost)
@@ -57,7 +58,7 @@ func TestHungHomeRM(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatal(err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	// The RM's web server hangs too.
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
 	t.Cleanup(web.Close)

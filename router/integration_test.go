@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // fakeAgent stands in for the sub-cluster agent (a separate component the
@@ -126,7 +127,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("report: %v", err)
 		}
-		home := store.Homes()[router.AppIDString(id)]
+		home := store.Homes()[yarnid.AppIDString(id)]
 		homes[home]++
 		if rep.GetApplicationId().GetClusterTimestamp() != id.GetClusterTimestamp() {
 			t.Fatal("report of another app")
@@ -147,7 +148,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 
 	// REST documents come from the home RMs' own REST APIs (all fields).
 	f.router = rt
-	code, b := f.do("GET", "/ws/v1/cluster/apps/"+router.AppIDString(ids[0]), "", "", "")
+	code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0]), "", "", "")
 	var one rmrest.AppResponse
 	if code != 200 || json.Unmarshal(b, &one) != nil || one.App.Timeouts == nil {
 		t.Fatalf("GET app via router: %d %s", code, b)
@@ -158,7 +159,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatalf("GET apps via router: %d, %d apps", code, len(all.Apps.App))
 	}
 	poll(t, "attempt launched", func() bool {
-		code, b := f.do("GET", "/ws/v1/cluster/apps/"+router.AppIDString(ids[0])+"/appattempts", "", "", "")
+		code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0])+"/appattempts", "", "", "")
 		var atts rmrest.AppAttemptsResponse
 		return code == 200 && json.Unmarshal(b, &atts) == nil && len(atts.AppAttempts.AppAttempt) == 1
 	})

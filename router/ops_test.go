@@ -11,6 +11,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 type syncBuf struct {
@@ -50,7 +51,7 @@ func TestAuditLineAndMetrics(t *testing.T) {
 			audit = l
 		}
 	}
-	for _, want := range []string{"user=alice", "app=" + router.AppIDString(id), "subcluster=SC-2", "result=SUCCESS"} {
+	for _, want := range []string{"user=alice", "app=" + yarnid.AppIDString(id), "subcluster=SC-2", "result=SUCCESS"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("audit line %q lacks %q", audit, want)
 		}

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // /proxy/{appid}/... relays to the application's tracking URL through the
@@ -48,7 +51,7 @@ func (r *Router) proxyApp(w http.ResponseWriter, req *http.Request) {
 	r.metrics.observe("REST proxy", start, err)
 	if err != nil {
 		status, body := restFailure(err)
-		write(w, status, wantsXML(req), body, body.RemoteException)
+		restwire.Write(w, status, restwire.WantsXML(req), body, body.RemoteException)
 	}
 }
 
@@ -63,7 +66,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	if err := r.restAppCheck(req.Context(), req); err != nil {
 		return err
 	}
-	target, err := proxyTarget(req.URL.Path, AppIDString(id))
+	target, err := proxyTarget(req.URL.Path, yarnid.AppIDString(id))
 	if err != nil {
 		return err
 	}
@@ -76,7 +79,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	}
 	sc, ok := r.members.get(home)
 	if !ok {
-		return r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, AppIDString(id)))
+		return r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 	}
 	addrs := splitAddrs(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
@@ -86,7 +89,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	// bodies to an AM through the proxy are rare and small (forms).
 	var body []byte
 	if req.Body != nil && req.Method != http.MethodGet && req.Method != http.MethodHead {
-		if body, err = readBody(req); err != nil {
+		if body, err = restwire.ReadBody(req); err != nil {
 			return err
 		}
 	}
@@ -94,7 +97,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	for _, a := range addrs {
 		out, err := http.NewRequestWithContext(ctx, req.Method, "http://"+a+target, bytes.NewReader(body))
 		if err != nil {
-			return badRequest("%v", err)
+			return restwire.BadRequest("%v", err)
 		}
 		out.URL.RawQuery = query
 		if body == nil {

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // What /proxy/ forwards (issue 21): the path as the router understood it,
@@ -18,7 +20,7 @@ func proxyTarget(decodedPath, app string) (string, error) {
 	root := "/proxy/" + app
 	clean := path.Clean(decodedPath)
 	if clean != root && !strings.HasPrefix(clean, root+"/") {
-		return "", badRequest("proxy path %q leaves %s", decodedPath, root)
+		return "", restwire.BadRequest("proxy path %q leaves %s", decodedPath, root)
 	}
 	if strings.HasSuffix(decodedPath, "/") && !strings.HasSuffix(clean, "/") {
 		clean += "/" // AM UIs tell "dir/" from "dir"

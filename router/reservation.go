@@ -9,6 +9,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // submitReservation: the queue's policy picks a sub-cluster, the reservation
@@ -32,7 +33,7 @@ func (r *Router) submitReservationVia(ctx context.Context, method, queue string,
 	if id == nil {
 		return fmt.Errorf("%w: %s: missing ReservationId", ErrBadRequest, method)
 	}
-	rid := ReservationIDString(id)
+	rid := yarnid.ReservationIDString(id)
 	pol, err := r.policies.forQueue(ctx, queue)
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func (r *Router) reservationHome(ctx context.Context, method string, id *yarnpb.
 	if id == nil {
 		return SubClusterInfo{}, fmt.Errorf("%w: %s: missing ReservationId", ErrBadRequest, method)
 	}
-	rid := ReservationIDString(id)
+	rid := yarnid.ReservationIDString(id)
 	var home SubClusterID
 	if rs, ok := r.store.(ReservationStore); ok {
 		h, err := rs.GetReservationHome(ctx, rid)

@@ -2,12 +2,10 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,14 +15,15 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The RM REST API through the router. Every endpoint runs the same routing
 // code as the IPC calls (routing.go), so homes, breakers, the failover
 // window and partial results behave identically; replies are rendered in
 // the RM's JSON or XML shapes (internal/rmrest).
-
-const maxRESTBody = 1 << 20 // a submission context is a few KiB; bound what we read
 
 func (r *Router) restRoutes(mux routeMux) {
 	const p = "/ws/v1/cluster"
@@ -56,21 +55,6 @@ type restReply struct {
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
 
-// restError is an error with the HTTP status and the Java class Hadoop
-// would send in its RemoteException body.
-type restError struct {
-	status int
-	class  string
-	err    error
-}
-
-func (e *restError) Error() string { return e.err.Error() }
-func (e *restError) Unwrap() error { return e.err }
-
-func badRequest(format string, a ...any) error {
-	return &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)}
-}
-
 type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 
 // rest wraps a handler: identity (SPNEGO when configured, else user.name,
@@ -86,7 +70,7 @@ func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFun
 // and the web UI's pages share it: both list applications and their users.
 func (r *Router) withWebUser(serve func(http.ResponseWriter, *http.Request, hadoopipc.User)) http.HandlerFunc {
 	if r.webAuth != nil {
-		return r.webAuth.wrap(func(w http.ResponseWriter, req *http.Request, user string) {
+		return r.webAuth.Wrap(func(w http.ResponseWriter, req *http.Request, user string) {
 			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
 		}).ServeHTTP
 	}
@@ -104,12 +88,12 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 	return func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
 		a := &audit{}
-		asXML := wantsXML(req)
+		asXML := restwire.WantsXML(req)
 		u, err := r.restDoAs(req, u)
 		if err != nil {
 			r.metrics.observe(method, start, err)
 			status, body := restFailure(err)
-			write(w, status, asXML, body, body.RemoteException)
+			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
@@ -121,7 +105,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 		}
 		if err != nil {
 			status, body := restFailure(err)
-			write(w, status, asXML, body, body.RemoteException)
+			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
 		if reply.location != "" {
@@ -131,7 +115,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 			reply.raw.write(w, req)
 			return
 		}
-		write(w, reply.status, asXML, reply.json, reply.xml)
+		restwire.Write(w, reply.status, asXML, reply.json, reply.xml)
 	}
 }
 
@@ -161,51 +145,19 @@ func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, 
 		if errors.As(err, &re) {
 			msg = re.Message
 		}
-		return u, &restError{status: http.StatusForbidden, class: hadoopipc.ClassAuthorization, err: errors.New(msg)}
+		return u, &restwire.Error{Status: http.StatusForbidden, Class: hadoopipc.ClassAuthorization, Err: errors.New(msg)}
 	}
 	return proxied, nil
-}
-
-func wantsXML(req *http.Request) bool {
-	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
-		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		switch mt {
-		case "application/json":
-			return false
-		case "application/xml", "text/xml":
-			return true
-		}
-	}
-	return false // Hadoop's web services default to JSON
-}
-
-func write(w http.ResponseWriter, status int, asXML bool, j, x any) {
-	var b []byte
-	var err error
-	if asXML {
-		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
-		b, err = xml.Marshal(x)
-		b = append([]byte(xml.Header[:len(xml.Header)-1]), b...)
-	} else {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		b, err = json.Marshal(j)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
 
 // restFailure maps an error to Hadoop's RemoteException reply.
 func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 	status, class := http.StatusInternalServerError, rmrest.ClassWebApp
-	var re *restError
+	var re *restwire.Error
 	var rpc *hadoopipc.RemoteError
 	switch {
 	case errors.As(err, &re):
-		status, class = re.status, re.class
+		status, class = re.Status, re.Class
 	case errors.Is(err, ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
 		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
 	case errors.Is(err, ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
@@ -254,20 +206,20 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 	}
 	mc := resp.GetMaximumCapability()
 	// The RM renders the maximum capability with its resourceInformations.
-	na := rmrest.NewApplication{ApplicationID: AppIDString(resp.GetApplicationId()),
+	na := rmrest.NewApplication{ApplicationID: yarnid.AppIDString(resp.GetApplicationId()),
 		MaximumResourceCapability: rmrest.NewResourceInfo(mc.GetMemory(), mc.GetVirtualCores())}
 	return reply(http.StatusOK, na, na), nil
 }
 
 func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxRESTBody+1))
+	body, err := io.ReadAll(io.LimitReader(req.Body, restwire.MaxBody+1))
 	if err != nil {
-		return restReply{}, badRequest("read body: %v", err)
+		return restReply{}, restwire.BadRequest("read body: %v", err)
 	}
-	if len(body) > maxRESTBody {
-		return restReply{}, badRequest("submission context larger than %d bytes", maxRESTBody)
+	if len(body) > restwire.MaxBody {
+		return restReply{}, restwire.BadRequest("submission context larger than %d bytes", restwire.MaxBody)
 	}
-	asc, err := DecodeSubmissionContext(req.Header.Get("Content-Type"), body)
+	asc, err := restwire.DecodeSubmissionContext(req.Header.Get("Content-Type"), body)
 	if err != nil {
 		return restReply{}, err
 	}
@@ -275,7 +227,7 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 		return restReply{}, err
 	}
 	// Hadoop answers 202 Accepted with the app's URL in Location.
-	loc := requestURL(req, "/ws/v1/cluster/apps/"+AppIDString(asc.GetApplicationId()))
+	loc := requestURL(req, "/ws/v1/cluster/apps/"+yarnid.AppIDString(asc.GetApplicationId()))
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
 	}{}, location: loc}, nil
@@ -292,9 +244,9 @@ func requestURL(req *http.Request, path string) string {
 }
 
 func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
-	id, err := ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
-		return nil, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: err}
+		return nil, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: err}
 	}
 	return id, nil
 }
@@ -304,7 +256,7 @@ func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.Applica
 	if err != nil {
 		return nil, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return nil, err
@@ -329,20 +281,20 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
 	if err != nil {
-		return restReply{}, badRequest("read body: %v", err)
+		return restReply{}, restwire.BadRequest("read body: %v", err)
 	}
-	want, err := DecodeAppState(req.Header.Get("Content-Type"), body)
+	want, err := restwire.DecodeAppState(req.Header.Get("Content-Type"), body)
 	if err != nil {
 		return restReply{}, err
 	}
 	if want != "KILLED" {
-		return restReply{}, badRequest("only KILLED is a valid target state, got %q", want)
+		return restReply{}, restwire.BadRequest("only KILLED is a valid target state, got %q", want)
 	}
 	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
-		return restReply{}, errAppKillForbidden(AppIDString(id), userOf(ctx))
+		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))
 	}
 	if _, err := r.killApp(ctx, id); err != nil { // the home, then its UAMs (uam.go)
 		return restReply{}, err
@@ -371,12 +323,12 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var atts []rmrest.AppAttempt
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-				atts, err = c.GetAppAttempts(ctx, AppIDString(id))
+				atts, err = c.GetAppAttempts(ctx, yarnid.AppIDString(id))
 				return err
 			})
 			if err == nil {
@@ -397,7 +349,7 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 		out.AppAttempt = append(out.AppAttempt, rmrest.AppAttempt{
 			ID: a.GetApplicationAttemptId().GetAttemptId(), StartTime: a.GetStartTime(), FinishedTime: a.GetFinishTime(),
 			ContainerID:     containerIDString(a.GetAmContainerId()),
-			AppAttemptID:    AttemptIDString(a.GetApplicationAttemptId()),
+			AppAttemptID:    yarnid.AttemptIDString(a.GetApplicationAttemptId()),
 			AppAttemptState: strings.TrimPrefix(a.GetYarnApplicationAttemptState().String(), "APP_ATTEMPT_"),
 		})
 	}
@@ -408,7 +360,7 @@ func containerIDString(c *yarnpb.ContainerIdProto) string {
 	if c == nil {
 		return ""
 	}
-	a := appOfContainer(c)
+	a := yarnid.AppOfContainer(c)
 	epoch, seq := c.GetId()>>40, c.GetId()&(1<<40-1)
 	prefix := "container_"
 	if epoch > 0 {
@@ -461,7 +413,7 @@ func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {
 		}
 	}
 	out := rmrest.App{
-		ID: AppIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Queue: a.GetQueue(),
+		ID: yarnid.AppIDString(a.GetApplicationId()), User: a.GetUser(), Name: a.GetName(), Queue: a.GetQueue(),
 		State:       a.GetYarnApplicationState().String(),
 		FinalStatus: strings.TrimPrefix(a.GetFinalApplicationStatus().String(), "APP_"),
 		Progress:    a.GetProgress() * 100, TrackingUI: trackingUI, TrackingURL: a.GetTrackingUrl(),
@@ -493,7 +445,7 @@ func NodeInfo(n *yarnpb.NodeReportProto) rmrest.Node {
 	used, capa := n.GetUsed(), n.GetCapability()
 	avail := rmrest.ResourceInfo{Memory: capa.GetMemory() - used.GetMemory(), VCores: capa.GetVirtualCores() - used.GetVirtualCores()}
 	return rmrest.Node{
-		Rack: n.GetRackName(), State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), ID: nodeKey(n.GetNodeId()),
+		Rack: n.GetRackName(), State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), ID: merge.NodeKey(n.GetNodeId()),
 		NodeHostName: n.GetNodeId().GetHost(), NodeHTTPAddress: n.GetHttpAddress(), LastHealthUpdate: n.GetLastHealthReportTime(),
 		HealthReport: n.GetHealthReport(), NumContainers: n.GetNumContainers(),
 		UsedMemoryMB: used.GetMemory(), AvailMemoryMB: avail.Memory,

@@ -9,18 +9,21 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on REST: every route whose pattern names an {appid}
 // goes through restAppCheck (called by serveREST for the REST API and by
 // proxyApp for /proxy/), which applies the route's rule below with the
-// same appACLs.allowed the IPC calls use (checkAppCall). A pattern with
+// same appACLs.Allowed the IPC calls use (checkAppCall). A pattern with
 // {appid} and no rule is refused to everyone (fail closed), and
 // TestEveryAppRouteHasACLRule enumerates the registered routes.
 
 // restAppRule is the access an app-scoped route needs.
 type restAppRule struct {
-	kind accessKind
+	kind appacl.Kind
 	// open: RMWebServices shows it to anyone (state, queue, priority:
 	// the AppInfo of a caller without VIEW_APP keeps them, and /apps
 	// lists them for everyone), so no refusal.
@@ -37,23 +40,23 @@ const restAppsRoot = "/ws/v1/cluster/apps/{appid}"
 
 // restAppRules is keyed by the mux pattern (http.Request.Pattern).
 var restAppRules = map[string]restAppRule{
-	"GET " + restAppsRoot:                                                       {kind: viewApp, filtered: true},
+	"GET " + restAppsRoot:                                                       {kind: appacl.View, filtered: true},
 	"GET " + restAppsRoot + "/state":                                            {open: true},
-	"PUT " + restAppsRoot + "/state":                                            {kind: modifyApp, refusal: "Unauthorized attempt to kill appid %s by remote user %s"},
+	"PUT " + restAppsRoot + "/state":                                            {kind: appacl.Modify, refusal: "Unauthorized attempt to kill appid %s by remote user %s"},
 	"GET " + restAppsRoot + "/priority":                                         {open: true},
-	"PUT " + restAppsRoot + "/priority":                                         {kind: modifyApp, refusal: "Unauthorized attempt to change priority of appid %s by remote user %s"},
+	"PUT " + restAppsRoot + "/priority":                                         {kind: appacl.Modify, refusal: "Unauthorized attempt to change priority of appid %s by remote user %s"},
 	"GET " + restAppsRoot + "/queue":                                            {open: true},
-	"PUT " + restAppsRoot + "/queue":                                            {kind: modifyApp, refusal: "Unauthorized attempt to move appid %s by remote user %s"},
-	"GET " + restAppsRoot + "/timeouts":                                         {kind: viewApp},
-	"GET " + restAppsRoot + "/timeouts/{type}":                                  {kind: viewApp},
-	"PUT " + restAppsRoot + "/timeout":                                          {kind: modifyApp, refusal: "Unauthorized attempt to change timeout of app %s by remote user %s"},
-	"GET " + restAppsRoot + "/appattempts":                                      {kind: viewApp},
-	"GET " + restAppsRoot + "/appattempts/{attemptid}":                          {kind: viewApp},
-	"GET " + restAppsRoot + "/appattempts/{attemptid}/containers":               {kind: viewApp},
-	"GET " + restAppsRoot + "/appattempts/{attemptid}/containers/{containerid}": {kind: viewApp},
+	"PUT " + restAppsRoot + "/queue":                                            {kind: appacl.Modify, refusal: "Unauthorized attempt to move appid %s by remote user %s"},
+	"GET " + restAppsRoot + "/timeouts":                                         {kind: appacl.View},
+	"GET " + restAppsRoot + "/timeouts/{type}":                                  {kind: appacl.View},
+	"PUT " + restAppsRoot + "/timeout":                                          {kind: appacl.Modify, refusal: "Unauthorized attempt to change timeout of app %s by remote user %s"},
+	"GET " + restAppsRoot + "/appattempts":                                      {kind: appacl.View},
+	"GET " + restAppsRoot + "/appattempts/{attemptid}":                          {kind: appacl.View},
+	"GET " + restAppsRoot + "/appattempts/{attemptid}/containers":               {kind: appacl.View},
+	"GET " + restAppsRoot + "/appattempts/{attemptid}/containers/{containerid}": {kind: appacl.View},
 	// The AM's web UI: job details, the same access as its attempts.
-	"/proxy/{appid}":           {kind: viewApp},
-	"/proxy/{appid}/{rest...}": {kind: viewApp},
+	"/proxy/{appid}":           {kind: appacl.View},
+	"/proxy/{appid}/{rest...}": {kind: appacl.View},
 }
 
 // ErrAppACLDenied: the caller lacks the application access the call needs.
@@ -68,11 +71,11 @@ func (e *aclDenied) Unwrap() error { return ErrAppACLDenied }
 
 // errNoAppRule refuses an app-scoped route that has no rule (a route added
 // without one; TestEveryAppRouteHasACLRule fails first).
-var errNoAppRule = &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden, err: &aclDenied{"no application ACL rule for this route"}}
+var errNoAppRule = &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{"no application ACL rule for this route"}}
 
 // restAppCheck applies req's route rule for the caller in ctx: nil when
 // allowed (or ACLs are off, or the route is not app-scoped, or the app
-// id does not parse: the handler answers that), else a 403 restError.
+// id does not parse: the handler answers that), else a 403 restwire.Error.
 func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if r.appACLs == nil || !strings.Contains(req.Pattern, "{appid}") {
 		return nil
@@ -84,14 +87,14 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if rule.open || rule.filtered {
 		return nil
 	}
-	id, err := ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
 		return nil
 	}
-	app := AppIDString(id)
+	app := yarnid.AppIDString(id)
 	auditOf(ctx).app = app
 	user := userOf(ctx)
-	if allowed, _ := r.appACLs.allowed(ctx, user, app, rule.kind); allowed {
+	if allowed, _ := r.appACLs.Allowed(ctx, user, app, rule.kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
@@ -100,7 +103,7 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	if rule.refusal != "" {
 		msg = fmt.Sprintf(rule.refusal, app, short)
 	}
-	return &restError{status: http.StatusForbidden, class: rmrest.ClassForbidden, err: &aclDenied{msg}}
+	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{msg}}
 }
 
 // withAppCheck runs h after restAppCheck.

@@ -9,6 +9,8 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/router/dtoken"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // Delegation tokens over REST, as RMWebServices serves them: only a
@@ -20,7 +22,7 @@ import (
 // takes no delegation token as a REST login, so no request here was
 // authenticated by one (RMWebServices refuses those too).
 //
-// Tokens are issued, renewed and cancelled by the IPC code (dtoken.go):
+// Tokens are issued, renewed and cancelled by the IPC code (dtoken.go, router/dtoken):
 // a token got here works over IPC and the other way round.
 
 const (
@@ -61,12 +63,12 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 	if r.tokens == nil {
 		return restReply{}, errors.New("the state store keeps no delegation tokens")
 	}
-	body, err := readBody(req)
+	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
 	}
 	var in DelegationToken
-	if err := decodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
+	if err := restwire.DecodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
 		return restReply{}, err
 	}
 	tok, id, renewDate, err := r.issueToken(ctx, u, in.Renewer)
@@ -74,7 +76,7 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 		return restReply{}, err
 	}
 	exp, maxDate := renewDate.UnixMilli(), id.GetMaxDate()
-	out := DelegationToken{Token: EncodeTokenURL(tok), Renewer: in.Renewer, Owner: id.GetOwner(), Kind: tok.GetKind(),
+	out := DelegationToken{Token: dtoken.EncodeURL(tok), Renewer: in.Renewer, Owner: id.GetOwner(), Kind: tok.GetKind(),
 		ExpirationTime: &exp, MaxValidity: &maxDate}
 	return reply(http.StatusOK, out, out), nil
 }
@@ -115,11 +117,11 @@ func (r *Router) restCancelDelegationToken(ctx context.Context, req *http.Reques
 func headerToken(req *http.Request) (*commonpb.TokenProto, error) {
 	enc := req.Header.Get(DelegationTokenHeader)
 	if enc == "" {
-		return nil, badRequest("Header '%s' containing encoded token not found", DelegationTokenHeader)
+		return nil, restwire.BadRequest("Header '%s' containing encoded token not found", DelegationTokenHeader)
 	}
-	tok, err := DecodeTokenURL(enc)
+	tok, err := dtoken.DecodeURL(enc)
 	if err != nil {
-		return nil, badRequest("Could not decode encoded token: %v", err)
+		return nil, restwire.BadRequest("Could not decode encoded token: %v", err)
 	}
 	return tok, nil
 }
@@ -132,7 +134,7 @@ func tokenCallFailure(err error) (restReply, error) {
 	if errors.As(err, &re) {
 		switch re.Class {
 		case hadoopipc.ClassInvalidToken:
-			return restReply{}, &restError{status: http.StatusBadRequest, class: rmrest.ClassBadRequest, err: errors.New(re.Message)}
+			return restReply{}, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: errors.New(re.Message)}
 		case hadoopipc.ClassAccessControl:
 			return forbidden(re.Message), nil
 		}

@@ -2,7 +2,6 @@ package router_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -13,21 +12,23 @@ import (
 	"time"
 
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/spnego"
+	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // restUser sends REST calls as one Kerberos principal (SPNEGO).
 type restUser struct {
 	t    *testing.T
 	base string
-	sc   *spnego.Client
+	sc   *krbspnego.Client
 }
 
 func (u restUser) do(method, path, header, ctype, accept, body string) (int, http.Header, []byte) {
@@ -72,7 +73,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	f.client = &hadoopipc.Client{} // Kerberos only: no SIMPLE dial
 	r := f.newRouter(func(c *router.Config) {
 		e.routerConfig(c)
-		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
 	}, rm)
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
@@ -82,7 +83,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 		if logins[name] == nil {
 			logins[name] = e.loginKeytab(name)
 		}
-		return restUser{t: t, base: base, sc: spnego.NewClient(logins[name], nil, "HTTP/localhost")}
+		return restUser{t: t, base: base, sc: krbspnego.NewClient(logins[name], nil, "HTTP/localhost")}
 	}
 	alice, bob, carol := as("alice"), as("bob"), as("carol")
 	const dt = "/ws/v1/cluster/delegation-token"
@@ -94,7 +95,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || json.Unmarshal(b, &got) != nil {
 		t.Fatalf("issue: %d %s", code, b)
 	}
-	if got.Owner != "alice" || got.Renewer != "bob" || got.Kind != router.TokenKind || got.ExpirationTime == nil || got.MaxValidity == nil {
+	if got.Owner != "alice" || got.Renewer != "bob" || got.Kind != dtoken.Kind || got.ExpirationTime == nil || got.MaxValidity == nil {
 		t.Fatalf("issue: %s", b)
 	}
 	if exp := time.UnixMilli(*got.ExpirationTime); exp.Before(before.Add(24*time.Hour-time.Second)) || exp.After(time.Now().Add(24*time.Hour)) {
@@ -103,17 +104,17 @@ func TestRESTDelegationTokens(t *testing.T) {
 	if maxv := time.UnixMilli(*got.MaxValidity); maxv.Before(before.Add(7*24*time.Hour-time.Second)) || maxv.After(time.Now().Add(7*24*time.Hour)) {
 		t.Errorf("max-validity %v, want a week from now", maxv)
 	}
-	tok, err := router.DecodeTokenURL(got.Token)
+	tok, err := dtoken.DecodeURL(got.Token)
 	if err != nil {
 		t.Fatalf("decode %q: %v", got.Token, err)
 	}
 	var id yarnpb.YARNDelegationTokenIdentifierProto
 	if err := proto.Unmarshal(tok.GetIdentifier(), &id); err != nil || id.GetOwner() != "alice" || id.GetRenewer() != "bob" ||
-		tok.GetKind() != router.TokenKind || tok.GetService() != r.ClientRMAddr().String() {
+		tok.GetKind() != dtoken.Kind || tok.GetService() != r.ClientRMAddr().String() {
 		t.Fatalf("token %v / %v: %v", tok, &id, err)
 	}
-	if router.EncodeTokenURL(tok) != got.Token {
-		t.Errorf("re-encoding differs: %s", router.EncodeTokenURL(tok))
+	if dtoken.EncodeURL(tok) != got.Token {
+		t.Errorf("re-encoding differs: %s", dtoken.EncodeURL(tok))
 	}
 
 	// Issue (XML).
@@ -150,7 +151,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	tampered := proto.Clone(tok).(*commonpb.TokenProto)
 	tampered.Password = append([]byte(nil), tok.GetPassword()...)
 	tampered.Password[0] ^= 1
-	for name, h := range map[string]string{"no header": "", "not a token": "!!!", "wrong password": router.EncodeTokenURL(tampered)} {
+	for name, h := range map[string]string{"no header": "", "not a token": "!!!", "wrong password": dtoken.EncodeURL(tampered)} {
 		code, _, b = bob.do("POST", dt+"/expiration", h, "", "", "")
 		if code != 400 || !strings.Contains(string(b), `"exception":"BadRequestException"`) {
 			t.Errorf("%s: %d %s", name, code, b)
@@ -163,7 +164,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	if err := aliceIPC.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, ipcTok); err != nil {
 		t.Fatal(err)
 	}
-	enc := router.EncodeTokenURL(ipcTok.GetToken())
+	enc := dtoken.EncodeURL(ipcTok.GetToken())
 	if code, _, b = bob.do("POST", dt+"/expiration", enc, "", "", ""); code != 200 {
 		t.Fatalf("bob renews an IPC token over REST: %d %s", code, b)
 	}
@@ -224,42 +225,4 @@ func TestRESTDelegationTokensNeedSPNEGO(t *testing.T) {
 			t.Errorf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
 		}
 	}
-}
-
-// TestTokenURLCodec: Hadoop's WritableUtils vlong boundaries and a round
-// trip; truncated or lying input is an error, not a panic.
-func TestTokenURLCodec(t *testing.T) {
-	tok := &commonpb.TokenProto{Identifier: bytes.Repeat([]byte{7}, 300), Password: []byte{1, 2, 3}, Kind: proto.String("RM_DELEGATION_TOKEN"), Service: proto.String("127.0.0.1:8032")}
-	enc := router.EncodeTokenURL(tok)
-	if strings.ContainsAny(enc, "+/=") {
-		t.Errorf("not URL-safe unpadded base64: %s", enc)
-	}
-	got, err := router.DecodeTokenURL(enc)
-	if err != nil || !proto.Equal(got, tok) {
-		t.Fatalf("round trip: %v %v", got, err)
-	}
-	// 300 is written as 0x8e 0x01 0x2c (WritableUtils: -114, two bytes).
-	if raw, err := base64.RawURLEncoding.DecodeString(enc); err != nil || !bytes.HasPrefix(raw, []byte{0x8e, 0x01, 0x2c, 7}) {
-		t.Errorf("vlong 300: % x %v", raw, err)
-	}
-	for _, bad := range []string{"", "AA", enc[:len(enc)-4], enc + "AAAA", "jwEs"} {
-		if _, err := router.DecodeTokenURL(bad); err == nil {
-			t.Errorf("DecodeTokenURL(%q) accepted", bad)
-		}
-	}
-}
-
-func FuzzDecodeTokenURL(f *testing.F) {
-	f.Add(router.EncodeTokenURL(&commonpb.TokenProto{Identifier: []byte("id"), Password: []byte("pw"), Kind: proto.String("K"), Service: proto.String("S")}))
-	f.Add("jwEs")
-	f.Fuzz(func(t *testing.T, s string) {
-		tok, err := router.DecodeTokenURL(s)
-		if err != nil {
-			return
-		}
-		again, err := router.DecodeTokenURL(router.EncodeTokenURL(tok))
-		if err != nil || !proto.Equal(again, tok) {
-			t.Fatalf("re-encoding %v: %v %v", tok, again, err)
-		}
-	})
 }

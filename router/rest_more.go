@@ -12,6 +12,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // The rest of the RM REST API (issue 13). Per-application calls are
@@ -28,12 +29,12 @@ func (r *Router) restMoreRoutes(mux routeMux, p string) {
 
 	app := p + "/apps/{appid}"
 	mux.HandleFunc("GET "+app+"/priority", r.rest("app-priority", false, r.relayApp(nil)))
-	mux.HandleFunc("PUT "+app+"/priority", r.rest("app-priority-put", true, r.relayApp(checkBody(DecodeAppPriority))))
+	mux.HandleFunc("PUT "+app+"/priority", r.rest("app-priority-put", true, r.relayApp(checkBody(restwire.DecodeAppPriority))))
 	mux.HandleFunc("GET "+app+"/queue", r.rest("app-queue", false, r.relayApp(nil)))
-	mux.HandleFunc("PUT "+app+"/queue", r.rest("app-queue-put", true, r.relayApp(checkBody(DecodeAppQueue))))
+	mux.HandleFunc("PUT "+app+"/queue", r.rest("app-queue-put", true, r.relayApp(checkBody(restwire.DecodeAppQueue))))
 	mux.HandleFunc("GET "+app+"/timeouts", r.rest("app-timeouts", false, r.relayApp(nil)))
 	mux.HandleFunc("GET "+app+"/timeouts/{type}", r.rest("app-timeout", false, r.relayApp(nil)))
-	mux.HandleFunc("PUT "+app+"/timeout", r.rest("app-timeout-put", true, r.relayApp(checkBody(DecodeAppTimeout))))
+	mux.HandleFunc("PUT "+app+"/timeout", r.rest("app-timeout-put", true, r.relayApp(checkBody(restwire.DecodeAppTimeout))))
 	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}", r.rest("appattempt", false, r.relayApp(nil)))
 	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}/containers", r.rest("appattempt-containers", false, r.relayApp(nil)))
 	mux.HandleFunc("GET "+app+"/appattempts/{attemptid}/containers/{containerid}", r.rest("appattempt-container", false, r.relayApp(nil)))
@@ -41,8 +42,8 @@ func (r *Router) restMoreRoutes(mux routeMux, p string) {
 	res := p + "/reservation"
 	mux.HandleFunc("POST "+res+"/new-reservation", r.rest("new-reservation", true, r.restNewReservation))
 	mux.HandleFunc("POST "+res+"/submit", r.rest("reservation-submit", true, r.restSubmitReservation))
-	mux.HandleFunc("POST "+res+"/update", r.rest("reservation-update", true, r.restReservationOnHome(DecodeReservationUpdate)))
-	mux.HandleFunc("POST "+res+"/delete", r.rest("reservation-delete", true, r.restReservationOnHome(DecodeReservationDelete)))
+	mux.HandleFunc("POST "+res+"/update", r.rest("reservation-update", true, r.restReservationOnHome(restwire.DecodeReservationUpdate)))
+	mux.HandleFunc("POST "+res+"/delete", r.rest("reservation-delete", true, r.restReservationOnHome(restwire.DecodeReservationDelete)))
 	mux.HandleFunc("GET "+res+"/list", r.rest("reservation-list", false, r.restListReservations))
 
 	mux.HandleFunc("POST "+p+"/delegation-token", r.rest("delegation-token", true, r.restPostDelegationToken))
@@ -74,7 +75,7 @@ func (r *Router) relayApp(check func(*http.Request, []byte) error) restHandler {
 		var body []byte
 		if check != nil {
 			var err error
-			if body, err = readBody(req); err != nil {
+			if body, err = restwire.ReadBody(req); err != nil {
 				return restReply{}, err
 			}
 			if err := check(req, body); err != nil {
@@ -134,7 +135,7 @@ func truncate(b []byte, n int) string {
 // different RMs do not add up into one). Each RM's own document is kept
 // as the RM sent it, in JSON or XML.
 func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restReply, error) {
-	asXML := wantsXML(req)
+	asXML := restwire.WantsXML(req)
 	accept := "application/json"
 	if asXML {
 		accept = "application/xml"

@@ -23,6 +23,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // simFed is a router over two simulated RMs (real IPC and REST), with its
@@ -106,7 +107,7 @@ func (s *simFed) submitApp(unmanaged bool) *yarnpb.ApplicationIdProto {
 func TestRESTPerAppRelayedToHome(t *testing.T) {
 	s := newSimFed(t)
 	id := s.submitApp(false)
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	base := "/ws/v1/cluster/apps/" + app
 	tests := []struct {
 		name, method, path, accept, ctype, body string
@@ -261,7 +262,7 @@ func TestProxyRelaysToAM(t *testing.T) {
 	}))
 	defer am.Close()
 	id := s.submitApp(true)
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	home := s.store.Homes()[app]
 	rmWeb = s.sims[home].Addrs().Web
 	rep, err := s.report(s.client, id)
@@ -429,7 +430,7 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 func TestRESTRelayHomeDown(t *testing.T) {
 	s := newSimFed(t, func(c *router.Config) { c.CallTimeout = router.Duration(500 * time.Millisecond) })
 	id := s.submitApp(false)
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	home := s.store.Homes()[app]
 	path := "/ws/v1/cluster/apps/" + app + "/priority"
 	if code, _, b := s.call("GET", path, "", "", ""); code != 200 {

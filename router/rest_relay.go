@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Relaying a REST call to one sub-cluster's RM. The per-application and
@@ -41,19 +44,6 @@ func (rl *relayed) write(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(rl.body)
 }
 
-// readBody reads a request body of at most maxRESTBody bytes.
-func readBody(req *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxRESTBody+1))
-	if err != nil {
-		return nil, badRequest("read body: %v", err)
-	}
-	if len(body) > maxRESTBody {
-		return nil, &restError{status: http.StatusRequestEntityTooLarge, class: "javax.ws.rs.WebApplicationException",
-			err: fmt.Errorf("request body larger than %d bytes", maxRESTBody)}
-	}
-	return body, nil
-}
-
 // relay sends method path?query with body to sc's RM web app, trying each
 // address of an HA list (a standby answers 503 or refuses), within one call
 // timeout. Accept and Content-Type are the caller's. Any answer the active
@@ -77,7 +67,7 @@ func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request
 		}
 		out, err := http.NewRequestWithContext(cctx, req.Method, u, rd)
 		if err != nil {
-			return nil, badRequest("%v", err)
+			return nil, restwire.BadRequest("%v", err)
 		}
 		for _, h := range []string{"Accept", "Content-Type", "Hadoop-YARN-RM-Delegation-Token"} {
 			if v := req.Header.Get(h); v != "" {
@@ -164,7 +154,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	for attempt := 0; ; attempt++ {
 		home, cached, err := r.homeOf(ctx, id)
 		if err != nil {
@@ -172,7 +162,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 		}
 		sc, ok := r.members.get(home)
 		if !ok {
-			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, AppIDString(id)))
+			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 		}
 		auditOf(ctx).sc = home
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
@@ -180,7 +170,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 			return restReply{}, r.relayError(home, err)
 		}
 		if rl.status == http.StatusNotFound && cached && attempt == 0 {
-			r.homes.drop(AppIDString(id))
+			r.homes.drop(yarnid.AppIDString(id))
 			continue
 		}
 		return restReply{raw: rl}, nil

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // Reservations over REST follow the IPC rules (reservation.go): a new id
@@ -45,11 +47,11 @@ func (r *Router) restNewReservation(ctx context.Context, req *http.Request) (res
 var errRMUnavailable = errors.New("the RM answered 503 (standby?)")
 
 func (r *Router) restSubmitReservation(ctx context.Context, req *http.Request) (restReply, error) {
-	body, err := readBody(req)
+	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
 	}
-	rr, err := DecodeReservationSubmission(req.Header.Get("Content-Type"), body)
+	rr, err := restwire.DecodeReservationSubmission(req.Header.Get("Content-Type"), body)
 	if err != nil {
 		return restReply{}, err
 	}
@@ -78,9 +80,9 @@ func (r *Router) unroutableREST(err error) error {
 }
 
 // restReservationOnHome relays update and delete to the reservation's home.
-func (r *Router) restReservationOnHome(decode func(string, []byte) (ReservationRequest, error)) restHandler {
+func (r *Router) restReservationOnHome(decode func(string, []byte) (restwire.ReservationRequest, error)) restHandler {
 	return func(ctx context.Context, req *http.Request) (restReply, error) {
-		body, err := readBody(req)
+		body, err := restwire.ReadBody(req)
 		if err != nil {
 			return restReply{}, err
 		}
@@ -104,7 +106,7 @@ func (r *Router) restReservationOnHome(decode func(string, []byte) (ReservationR
 // every sub-cluster's reservations of the queue, concatenated.
 func (r *Router) restListReservations(ctx context.Context, req *http.Request) (restReply, error) {
 	if s := req.URL.Query().Get("reservation-id"); s != "" {
-		id, err := parseReservationID(s)
+		id, err := restwire.ParseReservationID(s)
 		if err != nil {
 			return restReply{}, err
 		}
@@ -118,7 +120,7 @@ func (r *Router) restListReservations(ctx context.Context, req *http.Request) (r
 		}
 		return restReply{raw: rl}, nil
 	}
-	asXML := wantsXML(req)
+	asXML := restwire.WantsXML(req)
 	accept := "application/json"
 	if asXML {
 		accept = "application/xml"

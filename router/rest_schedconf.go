@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // Scheduler activities and the scheduler configuration, as Hadoop's
@@ -39,7 +40,7 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 	node := q.Get("nodeId")
 	for _, k := range []string{"nodeId", "groupBy"} {
 		if q.Get(k) == "" {
-			return restReply{}, badRequest("%s is required: the router sends activities to the sub-cluster that has the node", k)
+			return restReply{}, restwire.BadRequest("%s is required: the router sends activities to the sub-cluster that has the node", k)
 		}
 	}
 	type held struct {
@@ -66,12 +67,12 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 			return restReply{raw: rl}, nil
 		}
 	}
-	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
-		err: fmt.Errorf("nodeId %s is in no routable sub-cluster", node)}
+	return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
+		Err: fmt.Errorf("nodeId %s is in no routable sub-cluster", node)}
 }
 
 func (r *Router) restSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
-	asXML := wantsXML(req)
+	asXML := restwire.WantsXML(req)
 	accept, ctype := "application/json", "application/json; charset=utf-8"
 	if asXML {
 		accept, ctype = "application/xml", "application/xml; charset=utf-8"
@@ -94,23 +95,23 @@ func (r *Router) restSchedConf(ctx context.Context, req *http.Request) (restRepl
 }
 
 func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
-	body, err := readBody(req)
+	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
 	}
 	var in struct {
 		SubClusterID string `json:"subClusterId" xml:"subClusterId"`
 	}
-	if err := decodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
+	if err := restwire.DecodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
 		return restReply{}, err
 	}
 	if in.SubClusterID == "" {
-		return restReply{}, badRequest("subClusterId is required: the router changes one sub-cluster's scheduler configuration at a time")
+		return restReply{}, restwire.BadRequest("subClusterId is required: the router changes one sub-cluster's scheduler configuration at a time")
 	}
 	sc, ok := r.members.get(SubClusterID(in.SubClusterID))
 	if !ok {
-		return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
-			err: fmt.Errorf("sub-cluster %s is not registered", in.SubClusterID)}
+		return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
+			Err: fmt.Errorf("sub-cluster %s is not registered", in.SubClusterID)}
 	}
 	rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
 	if err != nil {

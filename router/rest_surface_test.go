@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // retriesOf is yarnfed_router_retries_total{method} in reg (0 if absent).
@@ -137,7 +138,7 @@ func TestRESTSchedulerActivitiesAndConf(t *testing.T) {
 func TestRESTAttemptContainersThroughRouter(t *testing.T) {
 	s := newSimFed(t)
 	id := s.submitApp(false)
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	attempt := "appattempt_" + strings.TrimPrefix(app, "application_") + "_000001"
 	base := "/ws/v1/cluster/apps/" + app + "/appattempts/" + attempt
 	var list rmrest.ContainersResponse

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func (f *fed) do(method, path, accept, ctype, body string) (int, []byte) {
@@ -249,7 +250,7 @@ func TestRESTKeepsRMFields(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatal(err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	f.fakeRMWeb("SC-1", map[string]string{
 		"/apps/" + app: `{"app":{"id":"` + app + `","name":"x","amNodeLabelExpression":"","resourceSecondsMap":{}}}`,
 		"/appattempts": `{"appAttempts":{"appAttempt":[{"id":1,"appAttemptId":"appattempt_x","blacklistedNodes":"","nodesBlacklistedBySystem":"n9"}]}}`,

@@ -14,6 +14,10 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // App and node documents come from the RMs' own REST APIs, as Hadoop's
@@ -79,14 +83,14 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = AppIDString(id)
+	auditOf(ctx).app = yarnid.AppIDString(id)
 	// A caller the router knows may not view the app gets the filtered
 	// report of the IPC path.
 	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
 		if sc, ok := r.members.get(home); ok {
 			var app *rmrest.App
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-				app, err = c.GetApp(ctx, AppIDString(id))
+				app, err = c.GetApp(ctx, yarnid.AppIDString(id))
 				return err
 			})
 			if err == nil {
@@ -175,7 +179,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 		out.App = out.App[:q.Limit]
 	}
 	for i := range out.App {
-		r.filterAppInfo(cacheOnly(ctx), &out.App[i])
+		r.filterAppInfo(appacl.CacheOnly(ctx), &out.App[i])
 	}
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }
@@ -235,7 +239,7 @@ func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.Ap
 // containers and resource-seconds summed, tags joined), UAM-only apps
 // dropped unless partial results are on.
 func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName) }
+	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
 	type group struct {
 		home *rmrest.App
 		uams []*rmrest.App
@@ -269,7 +273,7 @@ func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
 			home = *g.home
 		case partial:
 			home = *uams[0]
-			home.Name = partialName + id
+			home.Name = merge.PartialName + id
 			uams = uams[1:]
 		default:
 			continue
@@ -333,7 +337,7 @@ func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, e
 				continue
 			}
 			if !slices.Contains(nodeStates, s) {
-				return restReply{}, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+				return restReply{}, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
 			}
 			states = append(states, s)
 		}
@@ -357,6 +361,6 @@ func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, er
 			return reply(http.StatusOK, rmrest.NodeResponse{Node: n}, n), nil
 		}
 	}
-	return restReply{}, &restError{status: http.StatusNotFound, class: rmrest.ClassNotFound,
-		err: fmt.Errorf("nodeId, %s, is not found", want)}
+	return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
+		Err: fmt.Errorf("nodeId, %s, is not found", want)}
 }

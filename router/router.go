@@ -22,6 +22,9 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/dtoken"
+	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
 // Router is one stateless router instance; run any number side by side.
@@ -43,11 +46,11 @@ type Router struct {
 	clientLn net.Listener
 	admin    *hadoopipc.Server // nil: admin port off
 	adminLn  net.Listener
-	adminACL ACL
+	adminACL appacl.ACL
 	groupsOf func(user string) []string
 	authz    *authz
-	appACLs  *appACLs    // nil: application ACLs off
-	webAuth  *spnegoAuth // nil: pseudo auth (?user.name=)
+	appACLs  *appacl.Table // nil: application ACLs off
+	webAuth  *spnego.Auth  // nil: pseudo auth (?user.name=)
 	web      *http.Server
 	webLn    net.Listener
 	ready    chan struct{}
@@ -57,9 +60,9 @@ type Router struct {
 	proxyOnce sync.Once
 	proxyHTTP *http.Client // to home RMs' web proxies (proxy.go): streams, no overall timeout
 
-	tokens   *tokens        // nil: the store keeps no delegation tokens
-	krb      *kerberosSetup // nil: Kerberos off
-	scSeries sync.Map       // sub-cluster + NUL + method -> *scSeries
+	tokens   *dtoken.Manager // nil: the store keeps no delegation tokens
+	krb      *kerberosSetup  // nil: Kerberos off
+	scSeries sync.Map        // sub-cluster + NUL + method -> *scSeries
 
 	closeOnce sync.Once
 	readyOnce sync.Once
@@ -93,11 +96,11 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("router authz: %w", err)
 	}
 	r.appACLs, r.groupsOf = r.authz.appACLs, r.authz.groups.Groups
-	if ss, ok := cfg.Store.(SubmissionStore); ok && r.appACLs != nil {
-		r.appACLs.load = storeLoader(ss) // appacl_store.go
+	if ss, ok := cfg.Store.(appacl.SubmissionStore); ok && r.appACLs != nil {
+		r.appACLs.LoadFrom(ss) // appacl/store.go
 	}
 	if cfg.SPNEGO.Keytab != "" {
-		if r.webAuth, err = newSPNEGOAuth(cfg.SPNEGO, log); err != nil {
+		if r.webAuth, err = spnego.New(cfg.SPNEGO, log); err != nil {
 			return nil, fmt.Errorf("router spnego: %w", err)
 		}
 	}
@@ -172,12 +175,12 @@ func New(cfg Config) (*Router, error) {
 	ipcCfg.Logger = log
 	ipcCfg.Registerer = cfg.Registerer
 	r.secure(&ipcCfg)
-	if ts, ok := cfg.Store.(TokenStore); ok {
+	if ts, ok := cfg.Store.(dtoken.Store); ok {
 		service := cfg.TokenService
 		if service == "" {
 			service = r.clientLn.Addr().String()
 		}
-		r.tokens = newTokens(ts, service)
+		r.tokens = dtoken.New(ts, service)
 		ipcCfg.Secrets = r.tokens // SASL TOKEN logins with router-issued tokens
 	}
 	r.ipc = hadoopipc.NewServer(ipcCfg)
@@ -215,7 +218,7 @@ func (r *Router) openAdmin(cfg Config, log *slog.Logger) error {
 	if cfg.AdminListener == nil && cfg.AdminAddress == "" {
 		return nil
 	}
-	acl, err := ParseACL(cfg.AdminACL)
+	acl, err := appacl.ParseACL(cfg.AdminACL)
 	if err != nil {
 		return fmt.Errorf("router admin_acl: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router"
 )
 
 // BenchmarkReportThroughRouter: one getApplicationReport through the
@@ -27,22 +26,4 @@ func BenchmarkReportThroughRouter(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkMergeApplications merges 3 sub-clusters x 1000 apps with UAMs.
-func BenchmarkMergeApplications(b *testing.B) {
-	lists := make([][]*yarnpb.ApplicationReportProto, 3)
-	for sc := range lists {
-		for i := range 1000 {
-			if sc > 0 && i%10 == 0 {
-				lists[sc] = append(lists[sc], rep(int32(i), "UnmanagedAM", true, 1, 100))
-				continue
-			}
-			lists[sc] = append(lists[sc], rep(int32(sc*1000+i), "job", false, 1, 100))
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		router.MergeApplications(lists, false)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestSubmitAndReportThroughRouter(t *testing.T) {
@@ -17,7 +18,7 @@ func TestSubmitAndReportThroughRouter(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	home, ok := f.store.Homes()[app]
 	if !ok {
 		t.Fatalf("no home row for %s", app)
@@ -76,7 +77,7 @@ func TestErrorsNameSubClusterAndKeepClass(t *testing.T) {
 	// A stored home for an app the RM never saw: the RM's own exception
 	// reaches the client with its class, and the message names the SC.
 	ghost := &yarnpb.ApplicationIdProto{Id: id.Id, ClusterTimestamp: new(int64(42))}
-	_, _, _, _ = f.store.AddApplicationHome(ctxT(t), router.AppIDString(ghost), "SC-1", nil)
+	_, _, _, _ = f.store.AddApplicationHome(ctxT(t), yarnid.AppIDString(ghost), "SC-1", nil)
 	_, err := f.report(f.client, ghost)
 	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
 		t.Fatalf("class = %q (%v), want ApplicationNotFoundException", remoteClass(err), err)

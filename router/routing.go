@@ -14,6 +14,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The four routing patterns of Hadoop's FederationClientInterceptor:
@@ -65,7 +67,7 @@ func (r *Router) onAny(ctx context.Context, method string, do func(sc SubCluster
 // homeOf returns the home of app: the cache, then the store, then asking
 // every routable sub-cluster (and re-inserting the row it finds).
 func (r *Router) homeOf(ctx context.Context, app *yarnpb.ApplicationIdProto) (SubClusterID, bool, error) {
-	key := AppIDString(app)
+	key := yarnid.AppIDString(app)
 	if sc, ok := r.homes.get(key); ok {
 		r.metrics.homeLookup.WithLabelValues("cache").Inc()
 		return sc, true, nil
@@ -118,7 +120,7 @@ func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (S
 		return "", appNotFound(app)
 	}
 	for _, x := range res {
-		if !isUAMReport(x.resp.GetApplicationReport()) {
+		if !merge.IsUAMReport(x.resp.GetApplicationReport()) {
 			return x.sc, nil
 		}
 	}
@@ -130,7 +132,7 @@ func (r *Router) findApp(ctx context.Context, app *yarnpb.ApplicationIdProto) (S
 		where = append(where, string(x.sc))
 	}
 	return "", hadoopipc.Errorf(hadoopipc.ClassYarnException,
-		"%s: its home sub-cluster is unknown; only its unmanaged AMs answered (in %s)", AppIDString(app), strings.Join(where, ", "))
+		"%s: its home sub-cluster is unknown; only its unmanaged AMs answered (in %s)", yarnid.AppIDString(app), strings.Join(where, ", "))
 }
 
 // onHome forwards a per-application call to the app's home sub-cluster. A
@@ -175,7 +177,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 					state += ", circuit open"
 				}
 			}
-			return r.homeDown(id, fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, AppIDString(app), state, err))
+			return r.homeDown(id, fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, yarnid.AppIDString(app), state, err))
 		}
 		auditOf(ctx).sc = sc.ID
 		err = r.callSC(ctx, sc, method, req, resp)
@@ -185,7 +187,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 		lastErr = err
 		switch {
 		case cached && isClass(err, hadoopipc.ClassApplicationNotFound):
-			r.homes.drop(AppIDString(app)) // stale cache: re-read the store
+			r.homes.drop(yarnid.AppIDString(app)) // stale cache: re-read the store
 		case timedOut(err):
 			bl.addHung(sc)
 		case rmDown(err):
@@ -339,5 +341,23 @@ func firstErr(a, b error) error {
 // saying that every sub-cluster was asked.
 func appNotFound(app *yarnpb.ApplicationIdProto) error {
 	//lint:ignore ST1005 the text of the RM's own ApplicationNotFoundException
-	return fmt.Errorf("Application with id '%s' doesn't exist in RM (no sub-cluster knows it): %w", AppIDString(app), ErrAppNotFound)
+	return fmt.Errorf("Application with id '%s' doesn't exist in RM (no sub-cluster knows it): %w", yarnid.AppIDString(app), ErrAppNotFound)
+}
+
+// responses are the answers of res, in order (the merge functions need
+// no sub-cluster ids).
+func responses[Resp any](res []scResult[Resp]) []Resp {
+	out := make([]Resp, len(res))
+	for i, x := range res {
+		out[i] = x.resp
+	}
+	return out
+}
+
+func (r *Router) mergeApplications(res []scResult[*yarnpb.GetApplicationsResponseProto]) *yarnpb.GetApplicationsResponseProto {
+	lists := make([][]*yarnpb.ApplicationReportProto, len(res))
+	for i, x := range res {
+		lists[i] = x.resp.GetApplications()
+	}
+	return &yarnpb.GetApplicationsResponseProto{Applications: merge.Applications(lists, r.cfg.PartialResults)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // pickPolicy always chooses the first candidate in a fixed preference order.
@@ -85,7 +85,7 @@ func TestSubmitRetryBlacklistsAndUpdatesHome(t *testing.T) {
 			if err := f.submit(f.client, id); err != nil {
 				t.Fatalf("submit: %v", err)
 			}
-			app := router.AppIDString(id)
+			app := yarnid.AppIDString(id)
 			if got := f.holders(app); !slices.Equal(got, []router.SubClusterID{"SC-2"}) {
 				t.Fatalf("app on %v, want only SC-2", got)
 			}
@@ -135,7 +135,7 @@ func TestSubmitCrashAtEachStep(t *testing.T) {
 			if err := f.submit(c2, id); err != nil { // and once more: still one copy
 				t.Fatalf("second retry: %v", err)
 			}
-			app := router.AppIDString(id)
+			app := yarnid.AppIDString(id)
 			got := f.holders(app)
 			if len(got) != 1 {
 				t.Fatalf("app on %v, want exactly one RM", got)
@@ -166,7 +166,7 @@ func TestSubmitAmbiguousFailure(t *testing.T) {
 		if err := f.submit(f.client, id); err != nil {
 			t.Fatalf("submit: %v", err)
 		}
-		if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+		if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 			t.Fatalf("app on %v, want only SC-1", got)
 		}
 	})
@@ -217,7 +217,7 @@ func TestResubmitToDeadHomeDoesNotDuplicate(t *testing.T) {
 	f.rms["SC-1"].Intercept = nil
 	f.store.SetState("SC-1", router.StateRunning) // agent heartbeat after recovery
 	poll(t, "resubmission succeeds", func() bool { return f.submit(f.client, id) == nil })
-	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+	if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 		t.Fatalf("app on %v", got)
 	}
 }
@@ -228,7 +228,7 @@ func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatal(err)
 	}
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	f.store.DeleteApplicationHome(app)
 	r2 := f.newRouter(nil) // fresh cache
 	c2 := f.dial(r2)
@@ -400,7 +400,7 @@ func TestSubmitRidesThroughFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit during failover: %v", err)
 	}
-	if got := f.holders(router.AppIDString(id)); len(got) != 1 {
+	if got := f.holders(yarnid.AppIDString(id)); len(got) != 1 {
 		t.Fatalf("app on %v", got)
 	}
 }
@@ -432,7 +432,7 @@ func TestQueuePolicyFromStore(t *testing.T) {
 		if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
-		if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-2" {
+		if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-2" {
 			t.Fatalf("app went to %s, the queue's weights say SC-2 only", h)
 		}
 	}
@@ -444,7 +444,7 @@ func TestQueuePolicyFromStore(t *testing.T) {
 	if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-1" {
+	if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
 		t.Fatalf("after the policy change the app went to %s, want SC-1", h)
 	}
 	// A broken configuration keeps the last good policy.
@@ -502,7 +502,7 @@ func TestFallbackIgnoresUAMCopies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unmanaged AMs") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, ok := f.store.Homes()[router.AppIDString(id)]; ok {
+	if _, ok := f.store.Homes()[yarnid.AppIDString(id)]; ok {
 		t.Fatal("a UAM's sub-cluster was recorded as the home")
 	}
 	// Once the real home shows up, it is found and recorded.
@@ -510,7 +510,7 @@ func TestFallbackIgnoresUAMCopies(t *testing.T) {
 	if _, err := f.report(f.client, id); err != nil {
 		t.Fatal(err)
 	}
-	if h := f.store.Homes()[router.AppIDString(id)]; h != "SC-1" {
+	if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
 		t.Fatalf("home %q, want SC-1", h)
 	}
 }
@@ -573,20 +573,7 @@ func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
 	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different submission context") {
 		t.Fatalf("err = %v, want YarnException naming the id clash", err)
 	}
-	if got := f.holders(router.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+	if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 		t.Fatalf("app on %v, want only SC-1", got)
-	}
-}
-
-// AppIDString's hand-rolled padding matches Hadoop's format
-// (application_%d_%04d) for every width, zero and negatives.
-func TestAppIDStringMatchesFormat(t *testing.T) {
-	for _, ts := range []int64{0, 1, 1700000000000, -5} {
-		for _, seq := range []int32{0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 123456, math.MaxInt32, -1, -12345, math.MinInt32} {
-			id := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(ts), Id: proto.Int32(seq)}
-			if got, want := router.AppIDString(id), fmt.Sprintf("application_%d_%04d", ts, seq); got != want {
-				t.Errorf("AppIDString(%d, %d) = %q, want %q", ts, seq, got, want)
-			}
-		}
 	}
 }

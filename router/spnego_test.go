@@ -4,14 +4,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/spnego"
+	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/spnego"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestSPNEGO runs the REST API behind SPNEGO against a real MIT KDC: no
@@ -27,10 +31,10 @@ func TestSPNEGO(t *testing.T) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "bob=;alice="
-		c.SPNEGO = router.SPNEGOConfig{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
 	})
 	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	srv := httptest.NewServer(f.router.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
@@ -71,7 +75,7 @@ func TestSPNEGO(t *testing.T) {
 		t.Fatalf("bob login: %v\n%s", err, kdc.Log())
 	}
 	t.Cleanup(cl.Destroy)
-	sc := spnego.NewClient(cl, nil, "HTTP/localhost")
+	sc := krbspnego.NewClient(cl, nil, "HTTP/localhost")
 
 	// bob, claiming to be alice in user.name, may not kill alice's app.
 	req, _ := http.NewRequest(http.MethodPut, base+"/ws/v1/cluster/apps/"+app+"/state?user.name=alice", strings.NewReader(`{"state":"KILLED"}`))
@@ -124,5 +128,76 @@ func TestSPNEGO(t *testing.T) {
 	forged.Value = strings.Replace(cookie.Value, "u=bob", "u=admin", 1)
 	if code := get(&forged); code != http.StatusUnauthorized {
 		t.Errorf("request with a forged cookie: %d, want 401", code)
+	}
+}
+
+// TestSPNEGOCookieAcrossRouterReplicas: two routers behind one Service,
+// configured with the same spnego.signature_secret_file, accept the
+// hadoop.auth cookie either one set after a real negotiation, so a client
+// is not asked to negotiate again when the Service sends it to the other
+// replica; a router with another secret file refuses the cookie (401
+// Negotiate).
+func TestSPNEGOCookieAcrossRouterReplicas(t *testing.T) {
+	kdc := krbtest.Start(t, krbtest.Options{})
+	httpKeytab := kdc.AddService(t, "HTTP/localhost")
+	bobKeytab := kdc.AddUser(t, "bob")
+	dir := t.TempDir()
+	secret := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shared, other := secret("shared", strings.Repeat("s", 48)), secret("other", strings.Repeat("o", 48))
+	withSecret := func(file string) func(*router.Config) {
+		return func(c *router.Config) {
+			c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"),
+				CookieValidity: router.Duration(3600e9), SignatureSecretFile: file}
+		}
+	}
+	f := newFed(t, 1, withSecret(shared))
+	serve := func(r *router.Router) string {
+		srv := httptest.NewServer(r.Handler())
+		t.Cleanup(srv.Close)
+		return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	}
+	baseA, baseB, baseC := serve(f.router), serve(f.newRouter(withSecret(shared))), serve(f.newRouter(withSecret(other)))
+
+	cl := client.NewWithKeytab("bob", kdc.Realm, kdc.Keytab(t, bobKeytab), kdc.Config(t), client.DisablePAFXFAST(true))
+	if err := cl.Login(); err != nil {
+		t.Fatalf("bob login: %v\n%s", err, kdc.Log())
+	}
+	t.Cleanup(cl.Destroy)
+	req, _ := http.NewRequest(http.MethodGet, baseA+"/ws/v1/cluster/info", nil)
+	resp, err := krbspnego.NewClient(cl, nil, "HTTP/localhost").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == spnego.CookieName {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != http.StatusOK || cookie == nil {
+		t.Fatalf("negotiation at the first router: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	get := func(base string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/ws/v1/cluster/info", nil)
+		req.AddCookie(cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(baseB); code != http.StatusOK {
+		t.Errorf("the first router's cookie at a replica with the same secret file: %d, want 200", code)
+	}
+	if code := get(baseC); code != http.StatusUnauthorized {
+		t.Errorf("the first router's cookie at a router with another secret: %d, want 401", code)
 	}
 }

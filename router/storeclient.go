@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/yarnfed/yarnfed/router/dtoken"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -160,7 +161,7 @@ func mapNotFound(err, sentinel error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// Delegation-token state (TokenStore).
+// Delegation-token state (dtoken.Store).
 
 func (s *ClientStore) StoreMasterKey(ctx context.Context, id int32, key []byte, expiry time.Time) error {
 	return s.c.StoreMasterKey(ctx, &storepb.MasterKey{KeyId: id, KeyBytes: key, ExpiryDateMs: expiry.UnixMilli()})
@@ -169,30 +170,30 @@ func (s *ClientStore) StoreMasterKey(ctx context.Context, id int32, key []byte, 
 func (s *ClientStore) GetMasterKey(ctx context.Context, id int32) ([]byte, error) {
 	k, err := s.c.GetMasterKey(ctx, id)
 	if err != nil {
-		return nil, mapNotFound(err, ErrTokenNotFound, fmt.Sprintf("master key %d", id))
+		return nil, mapNotFound(err, dtoken.ErrNotFound, fmt.Sprintf("master key %d", id))
 	}
 	return k.GetKeyBytes(), nil
 }
 
-func (s *ClientStore) StoreToken(ctx context.Context, t StoredToken) error {
+func (s *ClientStore) StoreToken(ctx context.Context, t dtoken.StoredToken) error {
 	return s.c.StoreToken(ctx, &storepb.DelegationToken{Identifier: t.Identifier, RenewDateMs: t.RenewDate.UnixMilli(), TokenInfo: t.Password})
 }
 
-func (s *ClientStore) UpdateToken(ctx context.Context, t StoredToken) error {
+func (s *ClientStore) UpdateToken(ctx context.Context, t dtoken.StoredToken) error {
 	err := s.c.UpdateToken(ctx, &storepb.DelegationToken{Identifier: t.Identifier, RenewDateMs: t.RenewDate.UnixMilli(), TokenInfo: t.Password})
-	return mapNotFound(err, ErrTokenNotFound, "update token")
+	return mapNotFound(err, dtoken.ErrNotFound, "update token")
 }
 
 func (s *ClientStore) RemoveToken(ctx context.Context, identifier []byte) error {
-	return mapNotFound(s.c.RemoveToken(ctx, identifier), ErrTokenNotFound, "remove token")
+	return mapNotFound(s.c.RemoveToken(ctx, identifier), dtoken.ErrNotFound, "remove token")
 }
 
-func (s *ClientStore) GetToken(ctx context.Context, identifier []byte) (StoredToken, error) {
+func (s *ClientStore) GetToken(ctx context.Context, identifier []byte) (dtoken.StoredToken, error) {
 	t, err := s.c.GetToken(ctx, identifier)
 	if err != nil {
-		return StoredToken{}, mapNotFound(err, ErrTokenNotFound, "get token")
+		return dtoken.StoredToken{}, mapNotFound(err, dtoken.ErrNotFound, "get token")
 	}
-	return StoredToken{Identifier: t.GetIdentifier(), Password: t.GetTokenInfo(), RenewDate: time.UnixMilli(t.GetRenewDateMs())}, nil
+	return dtoken.StoredToken{Identifier: t.GetIdentifier(), Password: t.GetTokenInfo(), RenewDate: time.UnixMilli(t.GetRenewDateMs())}, nil
 }
 
 func (s *ClientStore) ReserveMasterKeyID(ctx context.Context) (int32, error) {
@@ -232,4 +233,13 @@ func (s *ClientStore) SetSubClusterState(ctx context.Context, id SubClusterID, s
 
 func (s *ClientStore) RemoveApplicationHome(ctx context.Context, app string) error {
 	return s.c.DeleteApplicationHome(ctx, app)
+}
+
+// GetApplicationSubmission is appacl.SubmissionStore for the state store client.
+func (s *ClientStore) GetApplicationSubmission(ctx context.Context, app string) ([]byte, error) {
+	h, err := s.c.GetApplicationHome(ctx, app, true)
+	if err != nil {
+		return nil, mapNotFound(err, ErrNoHome, "home of "+app)
+	}
+	return h.GetSubmissionContext(), nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // submitApplication: per try, the queue's policy picks a home among routable,
@@ -38,10 +40,10 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided,
 			"submitApplication: missing ApplicationSubmissionContext or ApplicationId")
 	}
-	app := AppIDString(asc.GetApplicationId())
+	app := yarnid.AppIDString(asc.GetApplicationId())
 	auditOf(ctx).app = app
 	sub := submissionOf(asc)
-	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl_store.go
+	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl/store.go
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
@@ -131,7 +133,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			}
 			auditOf(ctx).sc = home
 			if ownRow {
-				r.appACLs.record(app, userOf(ctx), asc)
+				r.appACLs.Record(app, userOf(ctx), asc)
 			}
 			r.log.LogAttrs(ctx, slog.LevelInfo, "application submitted", slog.String("app", app), slog.String("subcluster", string(home)),
 				slog.String("queue", asc.GetQueue()), slog.String("policy", policyType(pol)), slog.String("policy_choice", string(chosen)),
@@ -157,7 +159,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			case accepted:
 				auditOf(ctx).sc = home
 				if ownRow {
-					r.appACLs.record(app, userOf(ctx), asc)
+					r.appACLs.Record(app, userOf(ctx), asc)
 				}
 				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
 				return resp, nil
@@ -221,9 +223,9 @@ func policyType(p RouterPolicy) string {
 func (r *Router) crash(step string) bool { return r.crashAt != nil && r.crashAt(step) }
 
 func submissionOf(asc *yarnpb.ApplicationSubmissionContextProto) AppSubmission {
-	s := AppSubmission{AppID: AppIDString(asc.GetApplicationId()), Queue: asc.GetQueue()}
+	s := AppSubmission{AppID: yarnid.AppIDString(asc.GetApplicationId()), Queue: asc.GetQueue()}
 	if rid := asc.GetReservationId(); rid != nil {
-		s.ReservationID = ReservationIDString(rid)
+		s.ReservationID = yarnid.ReservationIDString(rid)
 	}
 	for _, rr := range asc.GetAmContainerResourceRequest() {
 		s.AMResourceRequests = append(s.AMResourceRequests, ResourceRequest{
@@ -244,11 +246,11 @@ const maxTrimmedSubmission = 64 << 10
 // trimSubmission is the submission context stored beside an application's
 // home: everything but the AM container spec, which carries credentials and
 // can be large, except its application ACLs, kept with the submitter's
-// name (aclSpec) so every router decides access alike. Marshalled
+// name (appacl.Spec) so every router decides access alike. Marshalled
 // deterministically so equal contexts compare equal.
 func trimSubmission(asc *yarnpb.ApplicationSubmissionContextProto, owner string) []byte {
 	t := proto.Clone(asc).(*yarnpb.ApplicationSubmissionContextProto)
-	t.AmContainerSpec = aclSpec(asc.GetAmContainerSpec(), owner)
+	t.AmContainerSpec = appacl.Spec(asc.GetAmContainerSpec(), owner)
 	b, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(t)
 	if err != nil || len(b) > maxTrimmedSubmission {
 		return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Applications that span sub-clusters (issue 19). An AMRMProxy runs an
@@ -59,7 +61,7 @@ func newUAMMetrics(reg prometheus.Registerer) *uamMetrics {
 func (r *Router) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 	id := req.GetApplicationId()
 	if id != nil {
-		auditOf(ctx).app = AppIDString(id)
+		auditOf(ctx).app = yarnid.AppIDString(id)
 	}
 	if err := r.checkAppCall(ctx, "forceKillApplication", id, req); err != nil {
 		return &yarnpb.KillApplicationResponseProto{}, err
@@ -93,7 +95,7 @@ func (r *Router) killApp(ctx context.Context, id *yarnpb.ApplicationIdProto) (*y
 // rows of the UAMs that are gone. A secondary that fails keeps its row:
 // the GPG's reaper and the AMRMProxy end that UAM later.
 func (r *Router) killUAMs(ctx context.Context, id *yarnpb.ApplicationIdProto, home SubClusterID, start time.Time) {
-	key := AppIDString(id)
+	key := yarnid.AppIDString(id)
 	// The client hanging up after the home kill must not stop the rest.
 	ctx = context.WithoutCancel(ctx)
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
@@ -243,11 +245,11 @@ func restMayHaveUAMs(state string) bool {
 // parts (the home's report is still right, just not summed).
 func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, home SubClusterID) []uamPart {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
-	rows, err := r.store.GetUAMs(rctx, AppIDString(id), true)
+	rows, err := r.store.GetUAMs(rctx, yarnid.AppIDString(id), true)
 	cancel()
 	if err != nil {
 		r.uam.registry.WithLabelValues("GetUAMs").Inc()
-		r.log.Debug("report: reading the UAM registry failed", "app", AppIDString(id), "err", err)
+		r.log.Debug("report: reading the UAM registry failed", "app", yarnid.AppIDString(id), "err", err)
 		return nil
 	}
 	rows = slices.DeleteFunc(rows, func(u UAMRow) bool { return u.SubCluster == home })
@@ -266,10 +268,10 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 				parts[i].err = err
 				return
 			}
-			if rep := resp.GetApplicationReport(); isUAMReport(rep) {
+			if rep := resp.GetApplicationReport(); merge.IsUAMReport(rep) {
 				parts[i].rep = rep
 			} else {
-				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, AppIDString(id))
+				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, yarnid.AppIDString(id))
 			}
 		})
 	}
@@ -283,7 +285,7 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 func foldUAMParts(home *yarnpb.ApplicationReportProto, parts []uamPart) {
 	for _, p := range parts {
 		if p.rep != nil {
-			foldUAM(home, p.rep)
+			merge.FoldUAM(home, p.rep)
 		}
 	}
 }
@@ -342,7 +344,7 @@ func foldAppInfo(home *rmrest.App, u rmrest.App) {
 // (home and secondaries, with each one's containers) in SubClusters.
 func MergeAppInfosBySC(ids []SubClusterID, lists [][]rmrest.App, partial bool) []rmrest.App {
 	merged := MergeAppInfos(lists, partial)
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName) }
+	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
 	type where struct {
 		home  SubClusterID
 		homeA *rmrest.App
@@ -404,7 +406,7 @@ func MergeAppInfosBySC(ids []SubClusterID, lists [][]rmrest.App, partial bool) [
 // its final state's. A list that cannot be read leaves the counts as
 // the RM sent them (logged).
 func (r *Router) withoutUAMs(ctx context.Context, sc SubClusterInfo, m *rmrest.ClusterMetrics) {
-	uams, err := r.appsOf(ctx, sc, rmrest.AppsQuery{Name: uamName})
+	uams, err := r.appsOf(ctx, sc, rmrest.AppsQuery{Name: merge.UAMName})
 	if err != nil {
 		r.log.Warn("metrics: listing the sub-cluster's unmanaged AMs failed; its application counts include them", "subcluster", sc.ID, "err", err)
 		return
@@ -417,7 +419,7 @@ func (r *Router) withoutUAMs(ctx context.Context, sc SubClusterInfo, m *rmrest.C
 func SubtractUAMs(m *rmrest.ClusterMetrics, apps []rmrest.App) {
 	dec := func(v *int32) { *v = max(0, *v-1) }
 	for _, a := range apps {
-		if !a.UnmanagedApplication || !strings.HasPrefix(a.Name, uamName) {
+		if !a.UnmanagedApplication || !strings.HasPrefix(a.Name, merge.UAMName) {
 			continue
 		}
 		dec(&m.AppsSubmitted)

@@ -24,6 +24,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Spanning applications (uam.go) over simrm sub-clusters: the home runs
@@ -124,7 +125,7 @@ func (s *spanFed) spanningApp(containers map[router.SubClusterID]int) *yarnpb.Ap
 	})
 	for sc, n := range containers {
 		s.launchUAM(sc, id, n)
-		s.store.PutUAM(router.UAMRow{App: router.AppIDString(id), SubCluster: sc, Home: "SC-1", Attempt: router.AppIDString(id) + "_1",
+		s.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: sc, Home: "SC-1", Attempt: yarnid.AppIDString(id) + "_1",
 			Proxy: "nm-test:8049", User: "alice", Queue: "default", Registered: true})
 	}
 	return id
@@ -257,7 +258,7 @@ func TestKillSpanningAppIPC(t *testing.T) {
 func TestKillSpanningAppREST(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 2})
-	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+router.AppIDString(id)+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
+	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
 	if code != 200 && code != 202 {
 		t.Fatalf("REST kill: %d %s", code, b)
 	}
@@ -277,7 +278,7 @@ func TestKillRefusedByACLKillsNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "MODIFY_APP") {
 		t.Fatalf("bob's kill: %v", err)
 	}
-	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+router.AppIDString(id)+"/state?user.name=bob", "", "application/json", `{"state":"KILLED"}`)
+	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=bob", "", "application/json", `{"state":"KILLED"}`)
 	if code != 403 {
 		t.Fatalf("bob's REST kill: %d %s", code, b)
 	}
@@ -302,7 +303,7 @@ func TestKillHomeRefusalKillsNoUAM(t *testing.T) {
 	}
 	f.rms["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: proto.String("UnmanagedAM"), UnmanagedApplication: proto.Bool(true),
 		YarnApplicationState: yarnpb.YarnApplicationStateProto_RUNNING.Enum()})
-	f.store.PutUAM(router.UAMRow{App: router.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
+	f.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
 	f.rms["SC-1"].Intercept = func(method string) (error, bool) {
 		if method == "forceKillApplication" {
 			return &hadoopipc.RemoteError{Class: hadoopipc.ClassAccessControl, Message: "User bob cannot perform operation MODIFY_APP"}, false
@@ -325,7 +326,7 @@ func TestKillSecondaryFailureKeepsRow(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1})
 	// A UAM on a sub-cluster that has since left the federation.
-	s.store.PutUAM(router.UAMRow{App: router.AppIDString(id), SubCluster: "SC-9", Home: "SC-1"})
+	s.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-9", Home: "SC-1"})
 	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
@@ -349,7 +350,7 @@ func TestKillSecondaryFailureKeepsRow(t *testing.T) {
 func TestSpanningAppVisible(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 3})
-	app := router.AppIDString(id)
+	app := yarnid.AppIDString(id)
 	homeN := s.reportAt("SC-1", id).GetAppResource_Usage().GetNumUsedContainers()
 	uamN := s.reportAt("SC-2", id).GetAppResource_Usage().GetNumUsedContainers()
 	if uamN != 3 || homeN < 1 {
@@ -474,7 +475,7 @@ func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
 	if err := f.submit(f.client, id); err != nil {
 		t.Fatal(err)
 	}
-	f.store.PutUAM(router.UAMRow{App: router.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
+	f.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
 	if err := f.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package router
 
 import (
-	"bytes"
 	"context"
-	"embed"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,61 +13,21 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/restwire"
+	"github.com/yarnfed/yarnfed/router/webui"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The federation web UI: server-rendered pages (html/template, no
-// JavaScript) on the web port, at Hadoop's Router paths under /cluster.
+// JavaScript; templates and rendering in router/webui) on the web port, at
+// Hadoop's Router paths under /cluster. This file gathers each page's data.
 // Every number comes from the code that serves the REST API (perSC with
 // appsOf/nodesOf, restMetrics, membership), so a page and its REST
 // counterpart agree. Application names, queues, users, diagnostics and
 // tracking URLs are user input: html/template escapes them by context
 // (text, attribute, URL; a javascript: URL becomes "#ZgotmplZ"), and the
 // Content-Security-Policy forbids scripts altogether as a second fence.
-
-//go:embed ui/templates/*.tmpl ui/static/*
-var uiFiles embed.FS
-
-// uiPageNames are the pages; each is ui/templates/NAME.tmpl inside the layout.
-var uiPageNames = []string{"about", "federation", "nodes", "apps", "app", "policies"}
-
-var uiPages = parseUIPages()
-
-func parseUIPages() map[string]*template.Template {
-	funcs := template.FuncMap{
-		"ts": func(t time.Time) string {
-			if t.IsZero() || t.UnixMilli() <= 0 {
-				return "N/A"
-			}
-			return t.UTC().Format("2006-01-02 15:04:05 MST")
-		},
-		"ms": func(v int64) string {
-			if v <= 0 {
-				return "N/A"
-			}
-			return time.UnixMilli(v).UTC().Format("2006-01-02 15:04:05 MST")
-		},
-		"age": func(t time.Time) string {
-			if t.IsZero() || t.UnixMilli() <= 0 {
-				return ""
-			}
-			return time.Since(t).Round(time.Second).String() + " ago"
-		},
-		"short": func(class string) string { return class[strings.LastIndex(class, ".")+1:] },
-		"pct":   func(f float32) string { return fmt.Sprintf("%.1f%%", f) },
-		"weight": func(w float32, ok bool) string {
-			if !ok {
-				return "-"
-			}
-			return fmt.Sprintf("%g", w)
-		},
-	}
-	base := template.Must(template.New("layout").Funcs(funcs).ParseFS(uiFiles, "ui/templates/layout.tmpl"))
-	out := make(map[string]*template.Template, len(uiPageNames))
-	for _, name := range uiPageNames {
-		out[name] = template.Must(template.Must(base.Clone()).ParseFS(uiFiles, "ui/templates/"+name+".tmpl"))
-	}
-	return out
-}
 
 // uiRoutes registers the pages (Hadoop's Router serves /cluster as its
 // about page; /cluster/policies is ours: Hadoop lists policies only through
@@ -86,21 +43,7 @@ func (r *Router) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/apps", r.page("apps", r.uiApps))
 	mux.HandleFunc("GET /cluster/app/{appid}", r.page("app", r.uiApp))
 	mux.HandleFunc("GET /cluster/policies", r.page("policies", r.uiPolicies))
-	static, _ := fs.Sub(uiFiles, "ui/static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-}
-
-// uiView is what every page template gets.
-type uiView struct {
-	Page    string
-	Title   string
-	User    string
-	Now     time.Time
-	Version string
-	// Err is the fan-out failure, shown above whatever could be rendered
-	// (the REST call would have answered it as its error).
-	Err  string
-	Data any
+	mux.Handle("GET /static/", http.StripPrefix("/static/", webui.Static()))
 }
 
 // uiHandler builds a page's data; a non-nil error is shown on the page
@@ -108,7 +51,6 @@ type uiView struct {
 type uiHandler func(ctx context.Context, req *http.Request) (title string, data any, err error)
 
 func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
-	tmpl := uiPages[name]
 	method := "UI " + name
 	serve := func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
@@ -116,28 +58,17 @@ func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		title, data, err := h(ctx, req)
 		r.metrics.observe(method, start, err)
-		v := uiView{Page: name, Title: title, User: user, Now: time.Now(), Version: r.cfg.Version, Data: data}
+		v := webui.View{Page: name, Title: title, User: user, Now: time.Now(), Version: r.cfg.Version, Data: data}
 		status := http.StatusOK
 		if err != nil {
 			var body rmrest.RemoteExceptionResponse
 			status, body = restFailure(err)
 			v.Err = body.RemoteException.Message
 		}
-		var buf bytes.Buffer
-		if terr := tmpl.ExecuteTemplate(&buf, "layout", v); terr != nil {
+		if terr := webui.Render(w, status, v); terr != nil {
 			r.log.Error("web UI template failed", "page", name, "err", terr)
 			http.Error(w, "page rendering failed", http.StatusInternalServerError)
-			return
 		}
-		hdr := w.Header()
-		hdr.Set("Content-Type", "text/html; charset=utf-8")
-		// No script may run, whatever a user-supplied name smuggles in.
-		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-		hdr.Set("X-Content-Type-Options", "nosniff")
-		hdr.Set("Referrer-Policy", "same-origin")
-		hdr.Set("Cache-Control", "no-store")
-		w.WriteHeader(status)
-		_, _ = w.Write(buf.Bytes())
 	}
 	// The pages list every application and its user: with SPNEGO on they
 	// are behind it as REST is (an RM's pages are behind the same filter).
@@ -321,7 +252,7 @@ func (r *Router) uiNodes(ctx context.Context, req *http.Request) (string, any, e
 	states := strings.ToUpper(req.URL.Query().Get("states"))
 	for _, s := range strings.Split(states, ",") {
 		if s != "" && !slices.Contains(nodeStates, s) {
-			return "Nodes", nil, badRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+			return "Nodes", nil, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
 		}
 	}
 	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) (scPart[rmrest.Node], error) {
@@ -380,7 +311,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 	for i, p := range parts {
 		lists[i], ids[i] = p.items, p.sc
 		for _, a := range p.items {
-			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, uamName)) {
+			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName)) {
 				if _, seen := home[a.ID]; !seen {
 					home[a.ID] = p.sc // the first managed copy, as MergeAppInfos keeps
 				}
@@ -428,7 +359,7 @@ func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, err
 	}
 	app, _ := rep.xml.(rmrest.App)
 	d := uiAppDetail{App: app}
-	if id, perr := ParseAppID(app.ID); perr == nil {
+	if id, perr := yarnid.ParseAppID(app.ID); perr == nil {
 		if home, _, herr := r.homeOf(ctx, id); herr == nil {
 			d.Home = home
 			if sc, ok := r.members.get(home); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // hostile is user input (an application name, a queue) built to break out
@@ -56,8 +57,8 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		{"/cluster/about", []string{`id="sc-routable">2<`}},
 		{"/cluster/federation", []string{`id="sc-SC-1"`, `id="sc-SC-2"`, "0.7 / 0.7", "0.3 / 0.3", "not published"}},
 		{"/cluster/nodes", []string{`id="node-count">`}},
-		{"/cluster/apps", []string{`id="app-count">2<`, `<a class="tracking" href="#ZgotmplZ">`, router.AppIDString(id), `href="/ws/v1/cluster/apps/` + router.AppIDString(id) + `"`}},
-		{"/cluster/app/" + router.AppIDString(id), []string{`id="app-detail"`, `class="home-link" href="/cluster/federation#sc-`}},
+		{"/cluster/apps", []string{`id="app-count">2<`, `<a class="tracking" href="#ZgotmplZ">`, yarnid.AppIDString(id), `href="/ws/v1/cluster/apps/` + yarnid.AppIDString(id) + `"`}},
+		{"/cluster/app/" + yarnid.AppIDString(id), []string{`id="app-detail"`, `class="home-link" href="/cluster/federation#sc-`}},
 		{"/cluster/policies", []string{`id="policy-count">1<`, "WeightedLocalityPolicyManager", "SC-1:0.7"}},
 	}
 	for _, tc := range cases {
@@ -89,7 +90,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		})
 	}
 	// The hostile strings are there, escaped.
-	for _, p := range []string{"/cluster/apps", "/cluster/app/" + router.AppIDString(id), "/cluster/policies", "/cluster/federation"} {
+	for _, p := range []string{"/cluster/apps", "/cluster/app/" + yarnid.AppIDString(id), "/cluster/policies", "/cluster/federation"} {
 		resp, err := http.Get(srv.URL + p)
 		if err != nil {
 			t.Fatal(err)

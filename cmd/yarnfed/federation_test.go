@@ -14,6 +14,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 	"github.com/yarnfed/yarnfed/subclusteragent"
@@ -163,7 +164,7 @@ func submitter(t *testing.T, yc *hadoopipc.Client, sc *client.Client, name strin
 		if err := yc.Call(ctx, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatalf("submit: %v", err)
 		}
-		home, err := sc.GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
+		home, err := sc.GetApplicationHome(ctx, yarnid.AppIDString(na.GetApplicationId()), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,6 +79,7 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
 	f.StringVar(&cfg.Authz.StaticGroupMapping, "static-group-mapping", cfg.Authz.StaticGroupMapping, `groups of named users, as hadoop.user.group.static.mapping.overrides ("u1=g1,g2;u2=;"); others: the host's groups`)
 	f.StringVar(&cfg.SPNEGO.Keytab, "spnego-keytab", cfg.SPNEGO.Keytab, "keytab with the HTTP service key: REST requires Kerberos SPNEGO (hadoop.http.authentication.kerberos.keytab); empty: ?user.name=")
 	f.StringVar(&cfg.SPNEGO.Principal, "spnego-principal", cfg.SPNEGO.Principal, `HTTP principal to accept, e.g. HTTP/router.example.com@REALM ("*" or empty: any key in the keytab)`)
+	f.StringVar(&cfg.SPNEGO.SignatureSecretFile, "spnego-signature-secret-file", cfg.SPNEGO.SignatureSecretFile, "file whose bytes (at least 32) sign the hadoop.auth cookie; give router replicas behind one address the same file (hadoop.http.authentication.signature.secret.file); empty: a random secret per process")
 	f.StringVar(&cfg.Kerberos.Principal, "kerberos-principal", cfg.Kerberos.Principal, `the router's Kerberos principal, e.g. "rm/_HOST@EXAMPLE.COM" (yarn.router.kerberos.principal); set: SASL KERBEROS on, SIMPLE off`)
 	f.StringVar(&cfg.Kerberos.Keytab, "kerberos-keytab", cfg.Kerberos.Keytab, "keytab file of --kerberos-principal (yarn.router.keytab.file)")
 	f.StringVar(&cfg.Kerberos.Krb5Conf, "krb5-conf", cfg.Kerberos.Krb5Conf, "krb5.conf for the router's own logins (default $KRB5_CONFIG, else /etc/krb5.conf)")

@@ -11,7 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
-	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
@@ -58,7 +58,7 @@ func TestRouterWithRealStore(t *testing.T) {
 		if err := call(c0, "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
-		home, err := cl.Client().GetApplicationHome(ctx, router.AppIDString(na.GetApplicationId()), false)
+		home, err := cl.Client().GetApplicationHome(ctx, yarnid.AppIDString(na.GetApplicationId()), false)
 		if err != nil || home.GetHomeSubClusterId() != "SC-2" {
 			t.Fatalf("home %v, %v; queue root.b routes to SC-2 only", home, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 
@@ -141,7 +142,7 @@ func startUIFed(t *testing.T) *uiFed {
 		if err := c.Call(ctx, "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
-		id := router.AppIDString(nr.GetApplicationId())
+		id := yarnid.AppIDString(nr.GetApplicationId())
 		f.apps = append(f.apps, id)
 		if i == 0 {
 			f.hostileApp = id

@@ -37,6 +37,25 @@ var rules = []rule{
 	{name: "internal imports no component", from: "internal", denied: []string{"router", "amrmproxy", "gpg", "subclusteragent", "cmd"}},
 }
 
+// The router's rooms (router/DESIGN.md, "Package map"): the root
+// (github.com/yarnfed/yarnfed/router) composes them; none of them imports
+// the root or another room, except the id forms every room may name.
+// routertest and bench are the root's test harnesses and import it.
+var routerRooms = []rule{
+	{name: "router/yarnid is a leaf", from: "router/yarnid", denied: []string{"router"}},
+	{name: "router/restwire imports only yarnid of the router", from: "router/restwire", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
+	{name: "router/spnego imports nothing of the router", from: "router/spnego", denied: []string{"router"}},
+	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
+	{name: "router/appacl imports nothing of the router", from: "router/appacl", denied: []string{"router"}},
+	{name: "router/webui imports nothing of the router", from: "router/webui", denied: []string{"router"}},
+	{name: "router/merge imports only yarnid of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
+}
+
+// routerHarnesses may import the router root.
+var routerHarnesses = []string{"router/routertest", "router/bench"}
+
+func init() { rules = append(rules, routerRooms...) }
+
 type listedPackage struct {
 	ImportPath   string
 	Imports      []string
@@ -70,6 +89,9 @@ func TestImportDirection(t *testing.T) {
 					continue
 				}
 				dep := strings.TrimPrefix(imp, module)
+				if dep == rel { // an external test package imports its own
+					continue
+				}
 				if violates(rel, dep, r) {
 					t.Errorf("%s: %s imports %s", r.name, rel, dep)
 				}
@@ -104,6 +126,24 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router", "subclusteragent", true},
 		{"gpg", "subclusteragent", true},
 		{"internal/simrm", "subclusteragent", true},
+		{"router", "router/spnego", false},
+		{"router/spnego", "router", true},
+		{"router/appacl", "router", true},
+		{"router/dtoken", "router", true},
+		{"router/webui", "router", true},
+		{"router/restwire", "router", true},
+		{"router/yarnid", "router", true},
+		{"router/restwire", "router/yarnid", false},
+		{"router/restwire", "router/appacl", true},
+		{"router/webui", "router/restwire", true},
+		{"router/appacl", "router/yarnid", true},
+		{"router/spnego", "internal/config", false},
+		{"router/dtoken", "internal/hadoopipc", false},
+		{"router/webui", "gpg", true},
+		{"router/routertest", "router", false},
+		{"router/bench", "router", false},
+		{"router/merge", "router", true},
+		{"router", "router/merge", false},
 	}
 	for _, c := range cases {
 		got := false
@@ -115,6 +155,33 @@ func TestRulesCatchViolations(t *testing.T) {
 		if got != c.bad {
 			t.Errorf("%s -> %s: violation=%v, want %v", c.from, c.dep, got, c.bad)
 		}
+	}
+}
+
+// TestEveryRouterRoomHasARule: a new package under router/ must be given
+// its place in routerRooms (or be a harness) before it can be merged, so
+// the room map cannot silently grow a package that imports the root.
+func TestEveryRouterRoomHasARule(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", module+"router/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	ruled := map[string]bool{"router": true}
+	for _, r := range routerRooms {
+		ruled[r.from] = true
+	}
+	for _, h := range routerHarnesses {
+		ruled[h] = true
+	}
+	var n int
+	for _, pkg := range strings.Fields(string(out)) {
+		n++
+		if rel := strings.TrimPrefix(pkg, module); !ruled[rel] {
+			t.Errorf("%s has no rule in routerRooms (internal/layout): say what it may import", rel)
+		}
+	}
+	if n < len(routerRooms) {
+		t.Fatalf("go list router/... found %d packages, fewer than the %d rooms", n, len(routerRooms))
 	}
 }
 

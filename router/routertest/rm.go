@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // RM is an in-process fake ResourceManager for ApplicationClientProtocol.
@@ -80,7 +81,7 @@ func (rm *RM) Apps() []string {
 func (rm *RM) AddApp(r *yarnpb.ApplicationReportProto) {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	k := router.AppIDString(r.GetApplicationId())
+	k := yarnid.AppIDString(r.GetApplicationId())
 	if _, ok := rm.apps[k]; !ok {
 		rm.order = append(rm.order, k)
 	}
@@ -136,7 +137,7 @@ func (rm *RM) Call(ctx context.Context, method string, req, resp proto.Message) 
 func (rm *RM) Close() error { return nil }
 
 func notFound(id *yarnpb.ApplicationIdProto) error {
-	return hadoopipc.Errorf(hadoopipc.ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", router.AppIDString(id))
+	return hadoopipc.Errorf(hadoopipc.ClassApplicationNotFound, "Application with id '%s' doesn't exist in RM.", yarnid.AppIDString(id))
 }
 
 func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
@@ -151,7 +152,7 @@ func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
 		}, nil
 	case "submitApplication":
 		asc := in.(*yarnpb.SubmitApplicationRequestProto).GetApplicationSubmissionContext()
-		k := router.AppIDString(asc.GetApplicationId())
+		k := yarnid.AppIDString(asc.GetApplicationId())
 		if _, ok := rm.apps[k]; ok {
 			return &yarnpb.SubmitApplicationResponseProto{}, nil // already submitted: acknowledge
 		}
@@ -174,14 +175,14 @@ func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
 		return &yarnpb.SubmitApplicationResponseProto{}, nil
 	case "getApplicationReport":
 		id := in.(*yarnpb.GetApplicationReportRequestProto).GetApplicationId()
-		a, ok := rm.apps[router.AppIDString(id)]
+		a, ok := rm.apps[yarnid.AppIDString(id)]
 		if !ok {
 			return nil, notFound(id)
 		}
 		return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: a}, nil
 	case "forceKillApplication":
 		id := in.(*yarnpb.KillApplicationRequestProto).GetApplicationId()
-		a, ok := rm.apps[router.AppIDString(id)]
+		a, ok := rm.apps[yarnid.AppIDString(id)]
 		if !ok {
 			return nil, notFound(id)
 		}

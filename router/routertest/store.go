@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/dtoken"
 )
 
 // Store is an in-memory router.StateStore (plus ReservationStore and
@@ -30,7 +31,7 @@ type Store struct {
 	uamRows []router.UAMRow // the UAM registry (uam.go)
 
 	keys   map[int32][]byte
-	tokens map[string]router.StoredToken
+	tokens map[string]dtoken.StoredToken
 	keyIDs int32
 	seq    int32
 }
@@ -225,7 +226,7 @@ func (s *Store) WatchSubClusters(ctx context.Context) (<-chan struct{}, error) {
 	return ch, nil
 }
 
-// Delegation-token state (router.TokenStore).
+// Delegation-token state (dtoken.Store).
 
 func (s *Store) StoreMasterKey(_ context.Context, id int32, key []byte, _ time.Time) error {
 	s.mu.Lock()
@@ -245,26 +246,26 @@ func (s *Store) GetMasterKey(_ context.Context, id int32) ([]byte, error) {
 	defer s.mu.Unlock()
 	k, ok := s.keys[id]
 	if !ok {
-		return nil, fmt.Errorf("master key %d: %w", id, router.ErrTokenNotFound)
+		return nil, fmt.Errorf("master key %d: %w", id, dtoken.ErrNotFound)
 	}
 	return k, nil
 }
 
-func (s *Store) StoreToken(_ context.Context, t router.StoredToken) error {
+func (s *Store) StoreToken(_ context.Context, t dtoken.StoredToken) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
-		s.tokens = map[string]router.StoredToken{}
+		s.tokens = map[string]dtoken.StoredToken{}
 	}
 	s.tokens[string(t.Identifier)] = t
 	return nil
 }
 
-func (s *Store) UpdateToken(_ context.Context, t router.StoredToken) error {
+func (s *Store) UpdateToken(_ context.Context, t dtoken.StoredToken) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.tokens[string(t.Identifier)]; !ok {
-		return fmt.Errorf("update token: %w", router.ErrTokenNotFound)
+		return fmt.Errorf("update token: %w", dtoken.ErrNotFound)
 	}
 	s.tokens[string(t.Identifier)] = t
 	return nil
@@ -274,18 +275,18 @@ func (s *Store) RemoveToken(_ context.Context, identifier []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.tokens[string(identifier)]; !ok {
-		return fmt.Errorf("remove token: %w", router.ErrTokenNotFound)
+		return fmt.Errorf("remove token: %w", dtoken.ErrNotFound)
 	}
 	delete(s.tokens, string(identifier))
 	return nil
 }
 
-func (s *Store) GetToken(_ context.Context, identifier []byte) (router.StoredToken, error) {
+func (s *Store) GetToken(_ context.Context, identifier []byte) (dtoken.StoredToken, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[string(identifier)]
 	if !ok {
-		return router.StoredToken{}, fmt.Errorf("get token: %w", router.ErrTokenNotFound)
+		return dtoken.StoredToken{}, fmt.Errorf("get token: %w", dtoken.ErrNotFound)
 	}
 	return t, nil
 }

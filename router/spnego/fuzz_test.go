@@ -1,4 +1,4 @@
-package router
+package spnego
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // user, and changing any byte of a signed cookie's fields (the user above
 // all) makes verify refuse it.
 func FuzzAuthCookie(f *testing.F) {
-	a := &spnegoAuth{secret: []byte("0123456789abcdef0123456789abcdef"), validity: time.Hour, now: time.Now}
+	a := &Auth{secret: []byte("0123456789abcdef0123456789abcdef"), validity: time.Hour, now: time.Now}
 	f.Add(a.sign("alice", "alice@EXAMPLE.COM"), "alice", uint(3))
 	f.Add("u=admin&p=x&t=kerberos&e=99999999999999&s=AAAA", "admin", uint(0))
 	f.Add("&s=", "", uint(1))

@@ -1,6 +1,10 @@
-package router
+// Package yarnid renders and parses the text forms of YARN's record ids
+// (application_<ts>_<seq>, appattempt_..., reservation_...) as Hadoop
+// prints them. A leaf: every room of the router names applications.
+package yarnid
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +13,10 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
+
+// ErrBadRequest: the text is not a valid id (the router's REST API
+// answers it with 400; router.ErrBadRequest is this same value).
+var ErrBadRequest = errors.New("bad request")
 
 // AppIDString renders an ApplicationId as Hadoop does:
 // application_<clusterTimestamp>_<sequence, at least 4 digits>.
@@ -58,8 +66,8 @@ func AttemptIDString(id *yarnpb.ApplicationAttemptIdProto) string {
 	return fmt.Sprintf("appattempt_%d_%04d_%06d", a.GetClusterTimestamp(), a.GetId(), id.GetAttemptId())
 }
 
-// appOfContainer finds the application a container belongs to.
-func appOfContainer(c *yarnpb.ContainerIdProto) *yarnpb.ApplicationIdProto {
+// AppOfContainer finds the application a container belongs to.
+func AppOfContainer(c *yarnpb.ContainerIdProto) *yarnpb.ApplicationIdProto {
 	if c.GetAppAttemptId().GetApplicationId() != nil {
 		return c.GetAppAttemptId().GetApplicationId()
 	}

@@ -1,4 +1,11 @@
-package router
+// Package merge turns the answers of every sub-cluster to one
+// ApplicationClientProtocol call into the one answer a client of a single
+// RM expects, the rules of Hadoop's RouterYarnClientUtils: application
+// lists with the UAM copies of a federated app folded into its home report
+// (usage summed by protobuf reflection), metrics summed, queues averaged,
+// nodes, labels and attributes unioned. Pure functions: which sub-clusters
+// are asked, and what a failure means, is the router's routing.
+package merge
 
 import (
 	"fmt"
@@ -8,34 +15,29 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// uamName is the name Hadoop gives the unmanaged AM a federated app runs in
+// UAMName is the name Hadoop gives the unmanaged AM a federated app runs in
 // each secondary sub-cluster (UnmanagedApplicationManager.APP_NAME).
-const uamName = "UnmanagedAM"
+const UAMName = "UnmanagedAM"
 
-// partialName marks an app reported only by its UAMs (its home did not
+// PartialName marks an app reported only by its UAMs (its home did not
 // answer) when partial results are on.
-const partialName = "Partial Report "
+const PartialName = "Partial Report "
 
-func isUAMReport(a *yarnpb.ApplicationReportProto) bool {
-	return a.GetUnmanagedApplication() && strings.HasPrefix(a.GetName(), uamName)
+// IsUAMReport reports whether a is the report of an app's unmanaged AM
+// copy in a secondary sub-cluster.
+func IsUAMReport(a *yarnpb.ApplicationReportProto) bool {
+	return a.GetUnmanagedApplication() && strings.HasPrefix(a.GetName(), UAMName)
 }
 
-func (r *Router) mergeApplications(res []scResult[*yarnpb.GetApplicationsResponseProto]) *yarnpb.GetApplicationsResponseProto {
-	lists := make([][]*yarnpb.ApplicationReportProto, len(res))
-	for i, x := range res {
-		lists[i] = x.resp.GetApplications()
-	}
-	return &yarnpb.GetApplicationsResponseProto{Applications: MergeApplications(lists, r.cfg.PartialResults)}
-}
-
-// MergeApplications merges per-sub-cluster application lists: one report per
+// Applications merges per-sub-cluster application lists: one report per
 // application id; the UAM copies of a federated app (same id, other
 // sub-clusters) are folded into the home report (usage summed, tags
 // joined). An app seen only through UAMs is dropped unless partial results
 // are on, then it is shown as "Partial Report <id>". Order: first seen.
-func MergeApplications(lists [][]*yarnpb.ApplicationReportProto, partial bool) []*yarnpb.ApplicationReportProto {
+func Applications(lists [][]*yarnpb.ApplicationReportProto, partial bool) []*yarnpb.ApplicationReportProto {
 	type group struct {
 		home *yarnpb.ApplicationReportProto
 		uams []*yarnpb.ApplicationReportProto
@@ -44,16 +46,16 @@ func MergeApplications(lists [][]*yarnpb.ApplicationReportProto, partial bool) [
 	var order []string
 	for _, l := range lists {
 		for _, a := range l {
-			k := AppIDString(a.GetApplicationId())
+			k := yarnid.AppIDString(a.GetApplicationId())
 			g, ok := groups[k]
 			if !ok {
 				g = &group{}
 				groups[k] = g
 				order = append(order, k)
 			}
-			if g.home == nil && !isUAMReport(a) {
+			if g.home == nil && !IsUAMReport(a) {
 				g.home = a
-			} else if isUAMReport(a) {
+			} else if IsUAMReport(a) {
 				g.uams = append(g.uams, a)
 			}
 			// A second managed report of one id would be a duplicate
@@ -68,20 +70,22 @@ func MergeApplications(lists [][]*yarnpb.ApplicationReportProto, partial bool) [
 				continue
 			}
 			g.home = proto.Clone(g.uams[0]).(*yarnpb.ApplicationReportProto)
-			g.home.Name = proto.String(partialName + k)
+			g.home.Name = proto.String(PartialName + k)
 			g.uams = g.uams[1:]
 		} else if len(g.uams) > 0 {
 			g.home = proto.Clone(g.home).(*yarnpb.ApplicationReportProto)
 		}
 		for _, u := range g.uams {
-			foldUAM(g.home, u)
+			FoldUAM(g.home, u)
 		}
 		out = append(out, g.home)
 	}
 	return out
 }
 
-func foldUAM(home, uam *yarnpb.ApplicationReportProto) {
+// FoldUAM adds a UAM copy's usage (every numeric field, by reflection)
+// and tags into its home report.
+func FoldUAM(home, uam *yarnpb.ApplicationReportProto) {
 	if uam.GetAppResource_Usage() != nil {
 		if home.AppResource_Usage == nil {
 			home.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{}
@@ -171,42 +175,44 @@ func sumKeyed(dst protoreflect.Message, fd protoreflect.FieldDescriptor, src pro
 	}
 }
 
-func mergeClusterMetrics(res []scResult[*yarnpb.GetClusterMetricsResponseProto]) *yarnpb.GetClusterMetricsResponseProto {
+// ClusterMetrics merges the sub-clusters' GetClusterMetrics answers.
+func ClusterMetrics(res []*yarnpb.GetClusterMetricsResponseProto) *yarnpb.GetClusterMetricsResponseProto {
 	out := &yarnpb.YarnClusterMetricsProto{NumNodeManagers: proto.Int32(0)}
 	for _, x := range res {
-		if m := x.resp.GetClusterMetrics(); m != nil {
+		if m := x.GetClusterMetrics(); m != nil {
 			sumNumeric(out.ProtoReflect(), m.ProtoReflect())
 		}
 	}
 	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: out}
 }
 
-func mergeClusterNodes(res []scResult[*yarnpb.GetClusterNodesResponseProto]) *yarnpb.GetClusterNodesResponseProto {
+// ClusterNodes merges the sub-clusters' GetClusterNodes answers.
+func ClusterNodes(res []*yarnpb.GetClusterNodesResponseProto) *yarnpb.GetClusterNodesResponseProto {
 	out := &yarnpb.GetClusterNodesResponseProto{}
 	for _, x := range res {
-		out.NodeReports = append(out.NodeReports, x.resp.GetNodeReports()...)
+		out.NodeReports = append(out.NodeReports, x.GetNodeReports()...)
 	}
 	return out
 }
 
-// mergeQueueInfo merges one queue seen in every sub-cluster: capacities are
+// QueueInfo merges one queue seen in every sub-cluster: capacities are
 // averaged (each RM reports fractions of its own cluster, so the mean is the
 // federation-wide fraction for equal-sized sub-clusters), statistics summed,
 // applications and labels joined, children merged by name.
-func mergeQueueInfo(res []scResult[*yarnpb.GetQueueInfoResponseProto]) *yarnpb.GetQueueInfoResponseProto {
+func QueueInfo(res []*yarnpb.GetQueueInfoResponseProto) *yarnpb.GetQueueInfoResponseProto {
 	var qs []*yarnpb.QueueInfoProto
 	for _, x := range res {
-		if q := x.resp.GetQueueInfo(); q != nil {
+		if q := x.GetQueueInfo(); q != nil {
 			qs = append(qs, q)
 		}
 	}
 	if len(qs) == 0 {
 		return &yarnpb.GetQueueInfoResponseProto{}
 	}
-	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: mergeQueues(qs)}
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: queues(qs)}
 }
 
-func mergeQueues(qs []*yarnpb.QueueInfoProto) *yarnpb.QueueInfoProto {
+func queues(qs []*yarnpb.QueueInfoProto) *yarnpb.QueueInfoProto {
 	out := proto.Clone(qs[0]).(*yarnpb.QueueInfoProto)
 	out.SubClusterId = nil
 	if len(qs) == 1 {
@@ -257,16 +263,17 @@ func mergeQueues(qs []*yarnpb.QueueInfoProto) *yarnpb.QueueInfoProto {
 	out.Capacity, out.MaximumCapacity, out.CurrentCapacity = proto.Float32(capSum/n), proto.Float32(maxSum/n), proto.Float32(curSum/n)
 	out.ChildQueues = nil
 	for _, name := range childOrder {
-		out.ChildQueues = append(out.ChildQueues, mergeQueues(children[name]))
+		out.ChildQueues = append(out.ChildQueues, queues(children[name]))
 	}
 	return out
 }
 
-func mergeQueueUserAcls(res []scResult[*yarnpb.GetQueueUserAclsInfoResponseProto]) *yarnpb.GetQueueUserAclsInfoResponseProto {
+// QueueUserAcls merges the sub-clusters' GetQueueUserAclsInfo answers.
+func QueueUserAcls(res []*yarnpb.GetQueueUserAclsInfoResponseProto) *yarnpb.GetQueueUserAclsInfoResponseProto {
 	out := &yarnpb.GetQueueUserAclsInfoResponseProto{}
 	idx := map[string]*yarnpb.QueueUserACLInfoProto{}
 	for _, x := range res {
-		for _, a := range x.resp.GetQueueUserAcls() {
+		for _, a := range x.GetQueueUserAcls() {
 			cur, ok := idx[a.GetQueueName()]
 			if !ok {
 				cur = &yarnpb.QueueUserACLInfoProto{QueueName: a.QueueName}
@@ -292,22 +299,25 @@ func containsACL(l []yarnpb.QueueACLProto, a yarnpb.QueueACLProto) bool {
 	return false
 }
 
-func mergeReservations(res []scResult[*yarnpb.ReservationListResponseProto]) *yarnpb.ReservationListResponseProto {
+// Reservations merges the sub-clusters' ReservationList answers.
+func Reservations(res []*yarnpb.ReservationListResponseProto) *yarnpb.ReservationListResponseProto {
 	out := &yarnpb.ReservationListResponseProto{}
 	for _, x := range res {
-		out.Reservations = append(out.Reservations, x.resp.GetReservations()...)
+		out.Reservations = append(out.Reservations, x.GetReservations()...)
 	}
 	return out
 }
 
-func nodeKey(n *yarnpb.NodeIdProto) string { return fmt.Sprintf("%s:%d", n.GetHost(), n.GetPort()) }
+// NodeKey is a node's host:port, the key nodes are unioned by.
+func NodeKey(n *yarnpb.NodeIdProto) string { return fmt.Sprintf("%s:%d", n.GetHost(), n.GetPort()) }
 
-func mergeNodesToLabels(res []scResult[*yarnpb.GetNodesToLabelsResponseProto]) *yarnpb.GetNodesToLabelsResponseProto {
+// NodesToLabels merges the sub-clusters' GetNodesToLabels answers.
+func NodesToLabels(res []*yarnpb.GetNodesToLabelsResponseProto) *yarnpb.GetNodesToLabelsResponseProto {
 	out := &yarnpb.GetNodesToLabelsResponseProto{}
 	idx := map[string]*yarnpb.NodeIdToLabelsProto{}
 	for _, x := range res {
-		for _, e := range x.resp.GetNodeToLabels() {
-			k := nodeKey(e.GetNodeId())
+		for _, e := range x.GetNodeToLabels() {
+			k := NodeKey(e.GetNodeId())
 			cur, ok := idx[k]
 			if !ok {
 				cur = &yarnpb.NodeIdToLabelsProto{NodeId: e.NodeId}
@@ -320,12 +330,13 @@ func mergeNodesToLabels(res []scResult[*yarnpb.GetNodesToLabelsResponseProto]) *
 	return out
 }
 
-func mergeLabelsToNodes(res []scResult[*yarnpb.GetLabelsToNodesResponseProto]) *yarnpb.GetLabelsToNodesResponseProto {
+// LabelsToNodes merges the sub-clusters' GetLabelsToNodes answers.
+func LabelsToNodes(res []*yarnpb.GetLabelsToNodesResponseProto) *yarnpb.GetLabelsToNodesResponseProto {
 	out := &yarnpb.GetLabelsToNodesResponseProto{}
 	idx := map[string]*yarnpb.LabelsToNodeIdsProto{}
 	seen := map[string]bool{}
 	for _, x := range res {
-		for _, e := range x.resp.GetLabelsToNodes() {
+		for _, e := range x.GetLabelsToNodes() {
 			cur, ok := idx[e.GetNodeLabels()]
 			if !ok {
 				cur = &yarnpb.LabelsToNodeIdsProto{NodeLabels: e.NodeLabels}
@@ -333,7 +344,7 @@ func mergeLabelsToNodes(res []scResult[*yarnpb.GetLabelsToNodesResponseProto]) *
 				out.LabelsToNodes = append(out.LabelsToNodes, cur)
 			}
 			for _, n := range e.GetNodeId() {
-				k := e.GetNodeLabels() + "\x00" + nodeKey(n)
+				k := e.GetNodeLabels() + "\x00" + NodeKey(n)
 				if !seen[k] {
 					seen[k] = true
 					cur.NodeId = append(cur.NodeId, n)
@@ -344,12 +355,13 @@ func mergeLabelsToNodes(res []scResult[*yarnpb.GetLabelsToNodesResponseProto]) *
 	return out
 }
 
-func mergeClusterNodeLabels(res []scResult[*yarnpb.GetClusterNodeLabelsResponseProto]) *yarnpb.GetClusterNodeLabelsResponseProto {
+// ClusterNodeLabels merges the sub-clusters' GetClusterNodeLabels answers.
+func ClusterNodeLabels(res []*yarnpb.GetClusterNodeLabelsResponseProto) *yarnpb.GetClusterNodeLabelsResponseProto {
 	out := &yarnpb.GetClusterNodeLabelsResponseProto{}
 	seen := map[string]bool{}
 	for _, x := range res {
-		out.DeprecatedNodeLabels = unionStrings(out.DeprecatedNodeLabels, x.resp.GetDeprecatedNodeLabels())
-		for _, l := range x.resp.GetNodeLabels() {
+		out.DeprecatedNodeLabels = unionStrings(out.DeprecatedNodeLabels, x.GetDeprecatedNodeLabels())
+		for _, l := range x.GetNodeLabels() {
 			if !seen[l.GetName()] {
 				seen[l.GetName()] = true
 				out.NodeLabels = append(out.NodeLabels, l)
@@ -359,11 +371,12 @@ func mergeClusterNodeLabels(res []scResult[*yarnpb.GetClusterNodeLabelsResponseP
 	return out
 }
 
-func mergeResourceProfiles(res []scResult[*yarnpb.GetAllResourceProfilesResponseProto]) *yarnpb.GetAllResourceProfilesResponseProto {
+// ResourceProfiles merges the sub-clusters' GetAllResourceProfiles answers.
+func ResourceProfiles(res []*yarnpb.GetAllResourceProfilesResponseProto) *yarnpb.GetAllResourceProfilesResponseProto {
 	out := &yarnpb.GetAllResourceProfilesResponseProto{ResourceProfiles: &yarnpb.ResourceProfilesProto{}}
 	seen := map[string]bool{}
 	for _, x := range res {
-		for _, e := range x.resp.GetResourceProfiles().GetResourceProfilesMap() {
+		for _, e := range x.GetResourceProfiles().GetResourceProfilesMap() {
 			if !seen[e.GetName()] {
 				seen[e.GetName()] = true
 				out.ResourceProfiles.ResourceProfilesMap = append(out.ResourceProfiles.ResourceProfilesMap, e)
@@ -373,22 +386,23 @@ func mergeResourceProfiles(res []scResult[*yarnpb.GetAllResourceProfilesResponse
 	return out
 }
 
-// mergeResourceProfile answers from the first sub-cluster that has the
+// ResourceProfile answers from the first sub-cluster that has the
 // profile (profiles are configured alike across a federation).
-func mergeResourceProfile(res []scResult[*yarnpb.GetResourceProfileResponseProto]) *yarnpb.GetResourceProfileResponseProto {
+func ResourceProfile(res []*yarnpb.GetResourceProfileResponseProto) *yarnpb.GetResourceProfileResponseProto {
 	for _, x := range res {
-		if x.resp.GetResources() != nil {
-			return x.resp
+		if x.GetResources() != nil {
+			return x
 		}
 	}
 	return &yarnpb.GetResourceProfileResponseProto{Resources: &yarnpb.ResourceProto{}}
 }
 
-func mergeResourceTypeInfo(res []scResult[*yarnpb.GetAllResourceTypeInfoResponseProto]) *yarnpb.GetAllResourceTypeInfoResponseProto {
+// ResourceTypeInfo merges the sub-clusters' GetAllResourceTypeInfo answers.
+func ResourceTypeInfo(res []*yarnpb.GetAllResourceTypeInfoResponseProto) *yarnpb.GetAllResourceTypeInfoResponseProto {
 	out := &yarnpb.GetAllResourceTypeInfoResponseProto{}
 	seen := map[string]bool{}
 	for _, x := range res {
-		for _, t := range x.resp.GetResourceTypeInfo() {
+		for _, t := range x.GetResourceTypeInfo() {
 			if !seen[t.GetName()] {
 				seen[t.GetName()] = true
 				out.ResourceTypeInfo = append(out.ResourceTypeInfo, t)
@@ -402,11 +416,12 @@ func attrKey(k *yarnpb.NodeAttributeKeyProto) string {
 	return k.GetAttributePrefix() + "/" + k.GetAttributeName()
 }
 
-func mergeClusterNodeAttributes(res []scResult[*yarnpb.GetClusterNodeAttributesResponseProto]) *yarnpb.GetClusterNodeAttributesResponseProto {
+// ClusterNodeAttributes merges the sub-clusters' GetClusterNodeAttributes answers.
+func ClusterNodeAttributes(res []*yarnpb.GetClusterNodeAttributesResponseProto) *yarnpb.GetClusterNodeAttributesResponseProto {
 	out := &yarnpb.GetClusterNodeAttributesResponseProto{}
 	seen := map[string]bool{}
 	for _, x := range res {
-		for _, a := range x.resp.GetNodeAttributes() {
+		for _, a := range x.GetNodeAttributes() {
 			k := attrKey(a.GetAttributeKey())
 			if !seen[k] {
 				seen[k] = true
@@ -417,11 +432,12 @@ func mergeClusterNodeAttributes(res []scResult[*yarnpb.GetClusterNodeAttributesR
 	return out
 }
 
-func mergeAttributesToNodes(res []scResult[*yarnpb.GetAttributesToNodesResponseProto]) *yarnpb.GetAttributesToNodesResponseProto {
+// AttributesToNodes merges the sub-clusters' GetAttributesToNodes answers.
+func AttributesToNodes(res []*yarnpb.GetAttributesToNodesResponseProto) *yarnpb.GetAttributesToNodesResponseProto {
 	out := &yarnpb.GetAttributesToNodesResponseProto{}
 	idx := map[string]*yarnpb.AttributeToNodesProto{}
 	for _, x := range res {
-		for _, a := range x.resp.GetAttributesToNodes() {
+		for _, a := range x.GetAttributesToNodes() {
 			k := attrKey(a.GetNodeAttribute())
 			cur, ok := idx[k]
 			if !ok {
@@ -435,11 +451,12 @@ func mergeAttributesToNodes(res []scResult[*yarnpb.GetAttributesToNodesResponseP
 	return out
 }
 
-func mergeNodesToAttributes(res []scResult[*yarnpb.GetNodesToAttributesResponseProto]) *yarnpb.GetNodesToAttributesResponseProto {
+// NodesToAttributes merges the sub-clusters' GetNodesToAttributes answers.
+func NodesToAttributes(res []*yarnpb.GetNodesToAttributesResponseProto) *yarnpb.GetNodesToAttributesResponseProto {
 	out := &yarnpb.GetNodesToAttributesResponseProto{}
 	idx := map[string]*yarnpb.NodeToAttributesProto{}
 	for _, x := range res {
-		for _, n := range x.resp.GetNodesToAttributes() {
+		for _, n := range x.GetNodesToAttributes() {
 			cur, ok := idx[n.GetNode()]
 			if !ok {
 				cur = &yarnpb.NodeToAttributesProto{Node: n.Node}

@@ -1,4 +1,9 @@
-package router
+// Package spnego authenticates the router's web port with Kerberos SPNEGO
+// (Hadoop's AuthenticationFilter with the kerberos handler) and keeps the
+// caller authenticated with a signed hadoop.auth cookie. It knows nothing
+// of routing: the router hands it the handler to call with the caller's
+// short user name.
+package spnego
 
 import (
 	"crypto/hmac"
@@ -11,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,18 +24,19 @@ import (
 	"github.com/jcmturner/goidentity/v6"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/service"
-	"github.com/jcmturner/gokrb5/v8/spnego"
+	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 
+	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc/authtolocal"
 )
 
-// SPNEGOConfig turns on Kerberos SPNEGO authentication of the REST API
+// Config turns on Kerberos SPNEGO authentication of the REST API
 // (Hadoop's AuthenticationFilter with the kerberos handler): a request
 // without "Authorization: Negotiate ..." or a valid hadoop.auth cookie gets
 // 401 with "WWW-Authenticate: Negotiate", and ?user.name= is ignored.
 // Without a keytab the REST API keeps Hadoop's pseudo authentication
 // (?user.name=, default dr.who). /healthz, /readyz and /prom stay open.
-type SPNEGOConfig struct {
+type Config struct {
 	// Keytab holds the HTTP service key
 	// (hadoop.http.authentication.kerberos.keytab). Empty: SPNEGO off.
 	Keytab string `json:"keytab"`
@@ -46,17 +53,39 @@ type SPNEGOConfig struct {
 	// CookieValidity is how long the signed hadoop.auth cookie set after a
 	// successful negotiation spares the client another one
 	// (hadoop.http.authentication.token.validity, 10h). 0 disables the
-	// cookie. The signing secret is random per process, so a restart or
-	// another router asks for a new negotiation.
-	CookieValidity Duration `json:"cookie_validity"`
+	// cookie.
+	CookieValidity config.Duration `json:"cookie_validity"`
+	// SignatureSecretFile holds the secret the cookie is signed with
+	// (hadoop.http.authentication.signature.secret.file), read once at
+	// start, at least MinSecretBytes. Router replicas behind one address
+	// share it, so a cookie one replica set is accepted by the others.
+	// Empty: a random secret per process, so a restart or another replica
+	// asks for a new negotiation.
+	SignatureSecretFile string `json:"signature_secret_file"`
 }
 
-func (c SPNEGOConfig) validate() error {
+// MinSecretBytes is the shortest cookie signing secret accepted from
+// SignatureSecretFile: HMAC-SHA256's block is 64 bytes and its output 32;
+// a shorter secret is weaker than the random one it replaces.
+const MinSecretBytes = 32
+
+// ErrSecret: the cookie signing secret file cannot be used.
+var ErrSecret = errors.New("spnego cookie signature secret")
+
+// Validate checks the configuration; with no keytab SPNEGO is off and
+// nothing else may be set.
+func (c Config) Validate() error {
 	if c.Keytab == "" {
 		if c.Principal != "" {
 			return errors.New("spnego.principal: set without spnego.keytab")
 		}
+		if c.SignatureSecretFile != "" {
+			return errors.New("spnego.signature_secret_file: set without spnego.keytab")
+		}
 		return nil
+	}
+	if _, err := c.secret(); err != nil {
+		return err
 	}
 	if _, err := keytab.Load(c.Keytab); err != nil {
 		return fmt.Errorf("spnego.keytab: %w", err)
@@ -70,7 +99,31 @@ func (c SPNEGOConfig) validate() error {
 	return nil
 }
 
-func (c SPNEGOConfig) realm() string {
+// secret reads SignatureSecretFile, or makes a random secret without one.
+func (c Config) secret() ([]byte, error) {
+	if c.SignatureSecretFile == "" {
+		secret := make([]byte, MinSecretBytes)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, err
+		}
+		return secret, nil
+	}
+	// The file's bytes are the secret, as Hadoop's FileSignerSecretProvider
+	// reads them (a trailing newline included).
+	secret, err := os.ReadFile(c.SignatureSecretFile)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("spnego.signature_secret_file: %w: %w", ErrSecret, err)
+	case len(secret) == 0:
+		return nil, fmt.Errorf("spnego.signature_secret_file: %w: %s is empty", ErrSecret, c.SignatureSecretFile)
+	case len(secret) < MinSecretBytes:
+		return nil, fmt.Errorf("spnego.signature_secret_file: %w: %s holds %d bytes, need at least %d",
+			ErrSecret, c.SignatureSecretFile, len(secret), MinSecretBytes)
+	}
+	return secret, nil
+}
+
+func (c Config) realm() string {
 	if c.Realm != "" {
 		return c.Realm
 	}
@@ -80,11 +133,11 @@ func (c SPNEGOConfig) realm() string {
 	return ""
 }
 
-// authCookie is Hadoop's hadoop.auth cookie name.
-const authCookie = "hadoop.auth"
+// CookieName is Hadoop's hadoop.auth cookie name.
+const CookieName = "hadoop.auth"
 
-// spnegoAuth authenticates REST requests.
-type spnegoAuth struct {
+// Auth authenticates web requests.
+type Auth struct {
 	kt       *keytab.Keytab
 	settings []func(*service.Settings)
 	names    *authtolocal.Mapper
@@ -94,7 +147,8 @@ type spnegoAuth struct {
 	now      func() time.Time
 }
 
-func newSPNEGOAuth(c SPNEGOConfig, logger *slog.Logger) (*spnegoAuth, error) {
+// New loads the keytab and the cookie secret of c.
+func New(c Config, logger *slog.Logger) (*Auth, error) {
 	kt, err := keytab.Load(c.Keytab)
 	if err != nil {
 		return nil, fmt.Errorf("spnego keytab: %w", err)
@@ -103,11 +157,11 @@ func newSPNEGOAuth(c SPNEGOConfig, logger *slog.Logger) (*spnegoAuth, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
+	secret, err := c.secret()
+	if err != nil {
 		return nil, err
 	}
-	a := &spnegoAuth{kt: kt, names: names, secret: secret, validity: c.CookieValidity.D(), log: logger, now: time.Now}
+	a := &Auth{kt: kt, names: names, secret: secret, validity: c.CookieValidity.D(), log: logger, now: time.Now}
 	// MIT and Heimdal tickets carry no Microsoft PAC.
 	a.settings = []func(*service.Settings){service.DecodePAC(false),
 		service.Logger(log.New(&slogWriter{logger}, "", 0))}
@@ -118,10 +172,10 @@ func newSPNEGOAuth(c SPNEGOConfig, logger *slog.Logger) (*spnegoAuth, error) {
 	return a, nil
 }
 
-// wrap authenticates a request, then calls next with the caller's short
+// Wrap authenticates a request, then calls next with the caller's short
 // user name.
-func (a *spnegoAuth) wrap(next func(w http.ResponseWriter, req *http.Request, user string)) http.Handler {
-	negotiated := spnego.SPNEGOKRB5Authenticate(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+func (a *Auth) Wrap(next func(w http.ResponseWriter, req *http.Request, user string)) http.Handler {
+	negotiated := krbspnego.SPNEGOKRB5Authenticate(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		id := goidentity.FromHTTPRequestContext(req)
 		if id == nil {
 			http.Error(w, "no identity after SPNEGO", http.StatusUnauthorized)
@@ -136,12 +190,12 @@ func (a *spnegoAuth) wrap(next func(w http.ResponseWriter, req *http.Request, us
 			return
 		}
 		if a.validity > 0 {
-			http.SetCookie(w, &http.Cookie{Name: authCookie, Value: a.sign(user, principal), Path: "/", HttpOnly: true})
+			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: a.sign(user, principal), Path: "/", HttpOnly: true})
 		}
 		next(w, req, user)
 	}), a.kt, a.settings...)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if c, err := req.Cookie(authCookie); err == nil {
+		if c, err := req.Cookie(CookieName); err == nil {
 			if user, ok := a.verify(c.Value); ok {
 				next(w, req, user)
 				return
@@ -152,9 +206,9 @@ func (a *spnegoAuth) wrap(next func(w http.ResponseWriter, req *http.Request, us
 }
 
 // sign builds the cookie value "u=<user>&p=<principal>&t=kerberos&e=<expiry
-// ms>&s=<HMAC-SHA256>" (Hadoop's AuthToken fields; only this router reads
-// the signature).
-func (a *spnegoAuth) sign(user, principal string) string {
+// ms>&s=<HMAC-SHA256>" (Hadoop's AuthToken fields; only routers sharing
+// the secret read the signature).
+func (a *Auth) sign(user, principal string) string {
 	v := url.Values{}
 	v.Set("u", user)
 	v.Set("p", principal)
@@ -164,14 +218,14 @@ func (a *spnegoAuth) sign(user, principal string) string {
 	return body + "&s=" + a.mac(body)
 }
 
-func (a *spnegoAuth) mac(body string) string {
+func (a *Auth) mac(body string) string {
 	m := hmac.New(sha256.New, a.secret)
 	m.Write([]byte(body))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // verify checks a cookie's signature and expiry and returns its user.
-func (a *spnegoAuth) verify(value string) (string, bool) {
+func (a *Auth) verify(value string) (string, bool) {
 	value = strings.Trim(value, `"`)
 	body, sig, ok := strings.Cut(value, "&s=")
 	if !ok || !hmac.Equal([]byte(sig), []byte(a.mac(body))) {

@@ -1,4 +1,4 @@
-package router
+package appacl
 
 import (
 	"context"
@@ -30,13 +30,13 @@ const ownerEnv = "YARNFED_APP_OWNER"
 // reads application ACLs it has not cached from it.
 type SubmissionStore interface {
 	// GetApplicationSubmission returns the stored context (nil: none);
-	// ErrNoHome when the application has no home.
+	// an error when the application has no home.
 	GetApplicationSubmission(ctx context.Context, app string) ([]byte, error)
 }
 
-// aclSpec is the part of spec the store keeps: its application ACLs and
-// the owner (nil with neither).
-func aclSpec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.ContainerLaunchContextProto {
+// Spec is the part of spec the store keeps: its application ACLs and the
+// owner (nil with neither).
+func Spec(spec *yarnpb.ContainerLaunchContextProto, owner string) *yarnpb.ContainerLaunchContextProto {
 	owner = hadoopipc.ShortName(owner)
 	acls := spec.GetApplication_ACLs()
 	if owner == "" && len(acls) == 0 {
@@ -89,10 +89,11 @@ func listsOf(spec *yarnpb.ContainerLaunchContextProto) (view, modify ACL) {
 	return view, modify
 }
 
-// storeLoader reads ACLs from s's rows; a failed read (store down, no
-// home) is unknown for this call and tried again on the next.
-func storeLoader(s SubmissionStore) func(context.Context, string) (appAccess, bool) {
-	return func(ctx context.Context, app string) (appAccess, bool) {
+// LoadFrom makes a read ACLs it has not cached from s's rows; a failed
+// read (store down, no home) is unknown for this call and tried again on
+// the next. Call it before the Table is shared.
+func (a *Table) LoadFrom(s SubmissionStore) {
+	a.load = func(ctx context.Context, app string) (appAccess, bool) {
 		b, err := s.GetApplicationSubmission(ctx, app)
 		if err != nil {
 			return appAccess{}, false
@@ -103,16 +104,7 @@ func storeLoader(s SubmissionStore) func(context.Context, string) (appAccess, bo
 
 type cacheOnlyKey struct{}
 
-// cacheOnly marks ctx so ACL checks under it use the cache only (lists).
-func cacheOnly(ctx context.Context) context.Context {
+// CacheOnly marks ctx so ACL checks under it use the cache only (lists).
+func CacheOnly(ctx context.Context) context.Context {
 	return context.WithValue(ctx, cacheOnlyKey{}, true)
-}
-
-// GetApplicationSubmission is SubmissionStore for the state store client.
-func (s *ClientStore) GetApplicationSubmission(ctx context.Context, app string) ([]byte, error) {
-	h, err := s.c.GetApplicationHome(ctx, app, true)
-	if err != nil {
-		return nil, mapNotFound(err, ErrNoHome, "home of "+app)
-	}
-	return h.GetSubmissionContext(), nil
 }

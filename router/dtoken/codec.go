@@ -1,4 +1,4 @@
-package router
+package dtoken
 
 import (
 	"encoding/base64"
@@ -24,8 +24,8 @@ import (
 // a lying length from being believed.
 const maxTokenField = 1 << 16
 
-// EncodeTokenURL renders a token as Hadoop's Token.encodeToUrlString does.
-func EncodeTokenURL(t *commonpb.TokenProto) string {
+// EncodeURL renders a token as Hadoop's Token.encodeToUrlString does.
+func EncodeURL(t *commonpb.TokenProto) string {
 	var b []byte
 	for _, f := range [][]byte{t.GetIdentifier(), t.GetPassword(), []byte(t.GetKind()), []byte(t.GetService())} {
 		b = appendVLong(b, int64(len(f)))
@@ -34,9 +34,9 @@ func EncodeTokenURL(t *commonpb.TokenProto) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// DecodeTokenURL parses Hadoop's encoded token form. Like commons-codec's
+// DecodeURL parses Hadoop's encoded token form. Like commons-codec's
 // decoder it takes either base64 alphabet, with or without padding.
-func DecodeTokenURL(s string) (*commonpb.TokenProto, error) {
+func DecodeURL(s string) (*commonpb.TokenProto, error) {
 	s = strings.TrimRight(strings.TrimSpace(s), "=")
 	s = strings.NewReplacer("+", "-", "/", "_").Replace(s)
 	raw, err := base64.RawURLEncoding.DecodeString(s)

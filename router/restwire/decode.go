@@ -1,4 +1,4 @@
-package router
+package restwire
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Decoders for REST request bodies. Hadoop accepts JSON and XML (by
@@ -103,13 +104,15 @@ func (s *stringOrList) UnmarshalXML(d *xml.Decoder, start xml.StartElement) erro
 	return nil
 }
 
+// isXML reports whether contentType is XML (empty: JSON, as Jersey
+// assumes); other types are 415 NotSupportedException.
 func isXML(contentType string) (bool, error) {
 	if contentType == "" {
 		return false, nil
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return false, badRequest("bad Content-Type %q", contentType)
+		return false, BadRequest("bad Content-Type %q", contentType)
 	}
 	switch mt {
 	case "application/json":
@@ -117,22 +120,24 @@ func isXML(contentType string) (bool, error) {
 	case "application/xml", "text/xml":
 		return true, nil
 	}
-	return false, &restError{status: 415, class: "javax.ws.rs.NotSupportedException", err: fmt.Errorf("unsupported Content-Type %q: use application/json or application/xml", mt)}
+	return false, &Error{Status: 415, Class: "javax.ws.rs.NotSupportedException", Err: fmt.Errorf("unsupported Content-Type %q: use application/json or application/xml", mt)}
 }
 
-func decodeBody(contentType string, body []byte, v any) error {
+// DecodeBody decodes body into v as JSON or XML by contentType; a
+// malformed body is a 400.
+func DecodeBody(contentType string, body []byte, v any) error {
 	x, err := isXML(contentType)
 	if err != nil {
 		return err
 	}
 	if x {
 		if err := xml.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
-			return badRequest("invalid XML body: %v", err)
+			return BadRequest("invalid XML body: %v", err)
 		}
 		return nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return BadRequest("invalid JSON body: %v", err)
 	}
 	return nil
 }
@@ -141,15 +146,15 @@ func decodeBody(contentType string, body []byte, v any) error {
 // the protocol's ApplicationSubmissionContext.
 func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
 	var in submissionContextInfo
-	if err := decodeBody(contentType, body, &in); err != nil {
+	if err := DecodeBody(contentType, body, &in); err != nil {
 		return nil, err
 	}
 	if in.ApplicationID == "" {
-		return nil, badRequest("application-id is required (get one from POST /ws/v1/cluster/apps/new-application)")
+		return nil, BadRequest("application-id is required (get one from POST /ws/v1/cluster/apps/new-application)")
 	}
-	id, err := ParseAppID(in.ApplicationID)
+	id, err := yarnid.ParseAppID(in.ApplicationID)
 	if err != nil {
-		return nil, badRequest("application-id: %v", err)
+		return nil, BadRequest("application-id: %v", err)
 	}
 	asc := &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: id, UnmanagedAm: proto.Bool(in.UnmanagedAM),
@@ -169,7 +174,7 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 	}
 	if in.MaxAppAttempts != nil {
 		if *in.MaxAppAttempts < 0 {
-			return nil, badRequest("max-app-attempts must be >= 0, got %d", *in.MaxAppAttempts)
+			return nil, BadRequest("max-app-attempts must be >= 0, got %d", *in.MaxAppAttempts)
 		}
 		asc.MaxAppAttempts = in.MaxAppAttempts
 	}
@@ -178,7 +183,7 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 	}
 	if in.Resource != nil {
 		if in.Resource.Memory < 0 || in.Resource.VCores < 0 {
-			return nil, badRequest("resource: memory and vCores must be >= 0")
+			return nil, BadRequest("resource: memory and vCores must be >= 0")
 		}
 		asc.Resource = &yarnpb.ResourceProto{Memory: proto.Int64(in.Resource.Memory), VirtualCores: proto.Int32(in.Resource.VCores)}
 	}
@@ -189,7 +194,7 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 		asc.NodeLabelExpression = proto.String(in.NodeLabelExpression)
 	}
 	if in.ReservationID != "" {
-		rid, err := parseReservationID(in.ReservationID)
+		rid, err := ParseReservationID(in.ReservationID)
 		if err != nil {
 			return nil, err
 		}
@@ -221,11 +226,11 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 
 func localResource(key, resource, typ, vis string, size, ts int64, pattern string) (*yarnpb.StringLocalResourceMapProto, error) {
 	if key == "" {
-		return nil, badRequest("local-resources: entry without a key")
+		return nil, BadRequest("local-resources: entry without a key")
 	}
 	u, err := url.Parse(resource)
 	if err != nil || u.Scheme == "" {
-		return nil, badRequest("local-resources %q: resource %q is not an absolute URL", key, resource)
+		return nil, BadRequest("local-resources %q: resource %q is not an absolute URL", key, resource)
 	}
 	urlp := &yarnpb.URLProto{Scheme: proto.String(u.Scheme), File: proto.String(u.Path)}
 	if h := u.Hostname(); h != "" {
@@ -234,7 +239,7 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil || n < 0 {
-			return nil, badRequest("local-resources %q: bad port in %q", key, resource)
+			return nil, BadRequest("local-resources %q: bad port in %q", key, resource)
 		}
 		urlp.Port = proto.Int32(int32(n))
 	}
@@ -247,7 +252,7 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 	}
 	t, ok := yarnpb.LocalResourceTypeProto_value[strings.ToUpper(typ)]
 	if !ok {
-		return nil, badRequest("local-resources %q: type %q, want ARCHIVE, FILE or PATTERN", key, typ)
+		return nil, BadRequest("local-resources %q: type %q, want ARCHIVE, FILE or PATTERN", key, typ)
 	}
 	lr.Type = yarnpb.LocalResourceTypeProto(t).Enum()
 	if vis == "" {
@@ -255,7 +260,7 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 	}
 	v, ok := yarnpb.LocalResourceVisibilityProto_value[strings.ToUpper(vis)]
 	if !ok {
-		return nil, badRequest("local-resources %q: visibility %q, want PUBLIC, PRIVATE or APPLICATION", key, vis)
+		return nil, BadRequest("local-resources %q: visibility %q, want PUBLIC, PRIVATE or APPLICATION", key, vis)
 	}
 	lr.Visibility = yarnpb.LocalResourceVisibilityProto(v).Enum()
 	if pattern != "" {
@@ -264,13 +269,14 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 	return &yarnpb.StringLocalResourceMapProto{Key: proto.String(key), Value: lr}, nil
 }
 
-func parseReservationID(s string) (*yarnpb.ReservationIdProto, error) {
+// ParseReservationID parses reservation_<ts>_<seq>.
+func ParseReservationID(s string) (*yarnpb.ReservationIdProto, error) {
 	rest, ok := strings.CutPrefix(s, "reservation_")
 	ts, seq, ok2 := strings.Cut(rest, "_")
 	t, err1 := strconv.ParseInt(ts, 10, 64)
 	n, err2 := strconv.ParseInt(seq, 10, 64)
 	if !ok || !ok2 || err1 != nil || err2 != nil || t < 0 || n < 0 {
-		return nil, badRequest("reservation-id %q: want reservation_<timestamp>_<id>", s)
+		return nil, BadRequest("reservation-id %q: want reservation_<timestamp>_<id>", s)
 	}
 	return &yarnpb.ReservationIdProto{ClusterTimestamp: proto.Int64(t), Id: proto.Int64(n)}, nil
 }
@@ -282,11 +288,11 @@ func DecodeAppState(contentType string, body []byte) (string, error) {
 		XMLName xml.Name `json:"-" xml:"appstate"`
 		State   string   `json:"state" xml:"state"`
 	}
-	if err := decodeBody(contentType, body, &st); err != nil {
+	if err := DecodeBody(contentType, body, &st); err != nil {
 		return "", err
 	}
 	if st.State == "" {
-		return "", badRequest("state is required")
+		return "", BadRequest("state is required")
 	}
 	return strings.ToUpper(st.State), nil
 }

@@ -1,4 +1,4 @@
-package router
+package restwire
 
 import (
 	"encoding/xml"
@@ -17,11 +17,11 @@ func DecodeAppPriority(contentType string, body []byte) (int32, error) {
 		XMLName  xml.Name `json:"-" xml:"applicationpriority"`
 		Priority *int32   `json:"priority" xml:"priority"`
 	}
-	if err := decodeBody(contentType, body, &in); err != nil {
+	if err := DecodeBody(contentType, body, &in); err != nil {
 		return 0, err
 	}
 	if in.Priority == nil {
-		return 0, badRequest("priority is required")
+		return 0, BadRequest("priority is required")
 	}
 	return *in.Priority, nil
 }
@@ -32,11 +32,11 @@ func DecodeAppQueue(contentType string, body []byte) (string, error) {
 		XMLName xml.Name `json:"-" xml:"appqueue"`
 		Queue   string   `json:"queue" xml:"queue"`
 	}
-	if err := decodeBody(contentType, body, &in); err != nil {
+	if err := DecodeBody(contentType, body, &in); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(in.Queue) == "" {
-		return "", badRequest("queue is required")
+		return "", BadRequest("queue is required")
 	}
 	return in.Queue, nil
 }
@@ -57,14 +57,14 @@ func DecodeAppTimeout(contentType string, body []byte) (string, error) {
 		return "", err
 	}
 	if x {
-		err = decodeBody(contentType, body, &in)
+		err = DecodeBody(contentType, body, &in)
 	} else {
 		var env struct {
 			Timeout *appTimeoutBody `json:"timeout"`
 		}
-		if err = decodeBody(contentType, body, &env); err == nil {
+		if err = DecodeBody(contentType, body, &env); err == nil {
 			if env.Timeout == nil {
-				return "", badRequest("timeout is required: {\"timeout\":{\"type\":\"LIFETIME\",\"expiryTime\":...}}")
+				return "", BadRequest("timeout is required: {\"timeout\":{\"type\":\"LIFETIME\",\"expiryTime\":...}}")
 			}
 			in = *env.Timeout
 		}
@@ -74,10 +74,10 @@ func DecodeAppTimeout(contentType string, body []byte) (string, error) {
 	}
 	t := strings.ToUpper(strings.TrimSpace(in.Type))
 	if _, ok := yarnpb.ApplicationTimeoutTypeProto_value["APP_TIMEOUT_"+t]; !ok || t == "" {
-		return "", badRequest("timeout type %q: want LIFETIME", in.Type)
+		return "", BadRequest("timeout type %q: want LIFETIME", in.Type)
 	}
 	if strings.TrimSpace(in.ExpiryTime) == "" {
-		return "", badRequest("timeout expiryTime is required (ISO 8601, e.g. 2026-12-05T22:51:00.104+0000)")
+		return "", BadRequest("timeout expiryTime is required (ISO 8601, e.g. 2026-12-05T22:51:00.104+0000)")
 	}
 	return t, nil
 }
@@ -105,20 +105,20 @@ func decodeReservation(root, contentType string, body []byte) (ReservationReques
 			XMLName xml.Name
 			reservationBody
 		}
-		if err := decodeBody(contentType, body, &doc); err != nil {
+		if err := DecodeBody(contentType, body, &doc); err != nil {
 			return ReservationRequest{}, err
 		}
 		if doc.XMLName.Local != root {
-			return ReservationRequest{}, badRequest("root element <%s>, want <%s>", doc.XMLName.Local, root)
+			return ReservationRequest{}, BadRequest("root element <%s>, want <%s>", doc.XMLName.Local, root)
 		}
 		in = doc.reservationBody
-	} else if err := decodeBody(contentType, body, &in); err != nil {
+	} else if err := DecodeBody(contentType, body, &in); err != nil {
 		return ReservationRequest{}, err
 	}
 	if in.ReservationID == "" {
-		return ReservationRequest{}, badRequest("reservation-id is required (get one from POST /ws/v1/cluster/reservation/new-reservation)")
+		return ReservationRequest{}, BadRequest("reservation-id is required (get one from POST /ws/v1/cluster/reservation/new-reservation)")
 	}
-	rid, err := parseReservationID(in.ReservationID)
+	rid, err := ParseReservationID(in.ReservationID)
 	if err != nil {
 		return ReservationRequest{}, err
 	}
@@ -129,7 +129,7 @@ func decodeReservation(root, contentType string, body []byte) (ReservationReques
 func DecodeReservationSubmission(contentType string, body []byte) (ReservationRequest, error) {
 	rr, err := decodeReservation("reservation-submission-context", contentType, body)
 	if err == nil && strings.TrimSpace(rr.Queue) == "" {
-		err = badRequest("queue is required")
+		err = BadRequest("queue is required")
 	}
 	return rr, err
 }

@@ -1,4 +1,11 @@
-package router
+// Package appacl decides who may view or modify an application, as an RM
+// with yarn.acl.enable does (ApplicationACLsManager): Hadoop's
+// AccessControlList syntax (also the router's admin_acl), the owner and
+// VIEW_APP/MODIFY_APP lists of each application, kept in a bounded LRU
+// and read back from the state store's home rows when a router did not see
+// the submission. Which call needs which access, and the refusals the
+// client sees, belong to the protocols (the router's IPC and REST code).
+package appacl
 
 import (
 	"errors"
