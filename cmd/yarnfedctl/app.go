@@ -62,11 +62,10 @@ func (c *ctl) newAppHomeCmd() *cobra.Command {
 			if err := checkAppID(args[0]); err != nil {
 				return err
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			h, err := cl.GetApplicationHome(ctx, args[0], false)
 			if err != nil {
@@ -90,11 +89,10 @@ func (c *ctl) newAppListCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d: must be 0 (all) or more", limit)
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			var homes []*pb.ApplicationHome
 			var token []byte
@@ -147,11 +145,10 @@ rows of applications that no longer exist.`,
 			if err := checkAppID(args[0]); err != nil {
 				return err
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			if err := cl.DeleteApplicationHome(ctx, args[0]); err != nil {
 				return err

@@ -25,11 +25,10 @@ its expiry is free: no GPG acts until one takes it (the federation keeps routing
   yarnfedctl gpg lease -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			l, err := cl.GetLease(ctx, lease)
 			if errors.Is(err, client.ErrNotFound) {

@@ -270,3 +270,14 @@ func (c *ctl) client() (*client.Client, error) {
 func (c *ctl) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), c.timeout)
 }
+
+// store is what a command that calls the store needs: the client and a
+// context bounded by --timeout (cancel it when done).
+func (c *ctl) store(cmd *cobra.Command) (*client.Client, context.Context, context.CancelFunc, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := c.ctx(cmd)
+	return cl, ctx, cancel, nil
+}

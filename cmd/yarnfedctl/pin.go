@@ -39,11 +39,10 @@ pinned queue keep the pin. 'policy list' shows pinned queues.`
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			var errs []error
 			for _, q := range args {

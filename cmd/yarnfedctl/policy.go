@@ -163,11 +163,10 @@ func (c *ctl) saveQueuePolicies(cmd *cobra.Command, qs []policies.QueuePolicy, m
 		}
 		return nil
 	}
-	cl, err := c.client()
+	cl, ctx, cancel, err := c.store(cmd)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.ctx(cmd)
 	defer cancel()
 	if err := c.warnUnknownSubClusters(ctx, cl, qs); err != nil {
 		return err
@@ -327,11 +326,10 @@ routers do: its own entry, else the '*' entry.`,
   yarnfedctl policy get root.x --effective -o json`,
 		Args: exactArgs("QUEUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			var p *pb.PolicyConfiguration
 			if effective {
@@ -412,11 +410,10 @@ with the offending field named, and the stored policy stays as it was.`,
 				fmt.Fprintf(c.out, "%s\t%s\t%s\n", cfg.Queue, cfg.Type, cfg.Params)
 				return nil
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			if info != nil {
 				if err := c.warnUnknownSubClusters(ctx, cl, []policies.QueuePolicy{{Queue: cfg.Queue, Info: *info}}); err != nil {
@@ -486,11 +483,10 @@ deleting the others. --all deletes every policy, '*' included, and needs --yes.`
 			case all && !yes:
 				return usagef("refusing to delete every queue policy without --yes")
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			if all {
 				if err := cl.DeleteAllPolicies(ctx); err != nil {
@@ -590,11 +586,10 @@ func (c *ctl) storedPolicies(cmd *cobra.Command, queues []string) ([]*pb.PolicyC
 			want[q] = true
 		}
 	}
-	cl, err := c.client()
+	cl, ctx, cancel, err := c.store(cmd)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := c.ctx(cmd)
 	defer cancel()
 	all, err := cl.ListPolicies(ctx)
 	if err != nil || len(want) == 0 {

@@ -15,11 +15,10 @@ func (c *ctl) newStoreCmd() *cobra.Command {
   yarnfedctl --store 10.0.0.1:9090,10.0.0.2:9090 store status -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			st, err := cl.Status(ctx)
 			if err != nil {

@@ -152,11 +152,10 @@ sub-clusters routers route to.`,
   yarnfedctl subcluster list --active -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			scs, err := cl.ListSubClusters(ctx, active)
 			if err != nil {
@@ -195,11 +194,10 @@ func (c *ctl) newSubClusterGetCmd() *cobra.Command {
 		Example: `  yarnfedctl subcluster get SC-1 -o json`,
 		Args:    exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			sc, err := cl.GetSubCluster(ctx, args[0])
 			if err != nil {
@@ -271,11 +269,10 @@ whose last heartbeat is older than --expiry as SC_LOST.`,
 			if !isFinal(state) {
 				return usagef("--state %s: deregistration sets a final state (SC_LOST, SC_UNREGISTERED, SC_DECOMMISSIONED); live states come from heartbeats", stateName(state))
 			}
-			cl, err := c.client()
+			cl, ctx, cancel, err := c.store(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := c.ctx(cmd)
 			defer cancel()
 			if expired {
 				return c.deregisterExpired(cmd, cl, expiry)
