@@ -296,14 +296,7 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 		Principal: "rm/localhost@" + kdc.Realm, Keytab: rmKeytab, Krb5Conf: kdc.ConfPath,
 		RMPrincipal: "rm/_HOST@" + kdc.Realm,
 	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	r := runRouter(t, cfg)
 
 	conf := writeYarnSite(t, map[string]string{
 		"yarn.resourcemanager.address":   r.ClientRMAddr().String(),

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"net"
 	"strings"
 	"testing"
@@ -140,14 +139,7 @@ func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, ac
 	for _, m := range mods {
 		m(&cfg)
 	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	r := runRouter(t, cfg)
 	// A client configured for the router: it expects the router's principal
 	// where it would expect an RM's.
 	return writeYarnSite(t, map[string]string{
