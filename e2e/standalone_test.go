@@ -315,20 +315,12 @@ func (r *saRM) waitReady(t testing.TB, timeout time.Duration) {
 // waitUntilJVM is waitUntil for a JVM daemon (which must stay alive).
 func waitUntilJVM(t testing.TB, timeout time.Duration, what string, p *jvmProc, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	pollAlive(t, timeout, 200*time.Millisecond, what, func() string {
 		if p != nil && !p.alive() {
-			t.Fatalf("waiting for %s: %s exited:\n%s", what, p.Name, p.tail(40))
+			return fmt.Sprintf("%s exited:\n%s", p.Name, p.tail(40))
 		}
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not done after %v: %s", what, timeout, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ""
+	}, cond)
 }
 
 // killRM SIGKILLs the RM only (its NMs keep running, as when an RM host
