@@ -79,7 +79,8 @@ func TestQueueListsKeepOneOrder(t *testing.T) {
 
 // referenceSchedule is the scheduling pass as it was before the queue
 // split: every live application of every queue visited in order, each
-// checked on its own. TestSchedulerMatchesReference runs it side by side
+// checked on its own (launching an AM and granting asks are shared: the
+// reference differs in the visiting order and the checks). TestSchedulerMatchesReference runs it side by side
 // with schedule.
 func (c *core) referenceSchedule() {
 	if len(c.nodes) == 0 {
@@ -110,34 +111,11 @@ func (c *core) referenceSchedule() {
 				if n == nil {
 					continue
 				}
-				at.amContainer = c.newContainer(at, n, res, 0, 0, true, now)
-				at.needsAM = false
-				at.state = AttemptLaunched
-				c.markLaunched(a)
-				a.launched = now
-				a.diagnostics = diagLaunched
-				if a.sim != nil {
-					a.sim.launchedAt = now
-				}
+				c.launchAM(a, at, n, now)
 				placed = append(placed, a)
 				continue
 			}
-			for _, k := range at.askKeys {
-				s := at.asks[k]
-				for s.any() > 0 {
-					if !limit.fits(q.used.add(s.capability)) {
-						break
-					}
-					n := c.place(at, s, failed)
-					if n == nil {
-						break
-					}
-					ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
-					at.newly = append(at.newly, ct)
-					c.decrement(at, s, n)
-				}
-			}
-			c.dropEmptyAsks(at)
+			c.grantAsks(at, q, limit, failed, now)
 		}
 		for _, a := range placed {
 			q.place(a)
