@@ -164,25 +164,7 @@ func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(id), uint64(start.UnixNano())))
 			for ctx.Err() == nil {
-				window := int(time.Since(start) / (2 * time.Second))
-				app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
-				queue := fmt.Sprintf("q%d", rng.IntN(3))
-				v := seq.Add(1)
-				var in lincheck.Input
-				switch p := rng.IntN(100); {
-				case p < 30:
-					in = lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 55:
-					in = lincheck.Input{Kind: lincheck.GetHome, Key: app}
-				case p < 72:
-					in = lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 85:
-					in = lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
-				case p < 93:
-					in = lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
-				default:
-					in = lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
-				}
+				in := randomOp(rng, start, seq.Add(1), opMix{30, 55, 72, 85, 93})
 				octx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 				err := doClient(octx, rec, id, c, in)
 				cancel()

@@ -191,25 +191,7 @@ func linWorkload(ctx context.Context, t *testing.T, cs *cutStore, rec *lincheck.
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				window := int(time.Since(start) / (2 * time.Second))
-				app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
-				queue := fmt.Sprintf("q%d", rng.IntN(3))
-				v := seq.Add(1)
-				var in lincheck.Input
-				switch p := rng.IntN(100); {
-				case p < 30:
-					in = lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 58:
-					in = lincheck.Input{Kind: lincheck.GetHome, Key: app}
-				case p < 73:
-					in = lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 83:
-					in = lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
-				case p < 91:
-					in = lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
-				default:
-					in = lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
-				}
+				in := randomOp(rng, start, seq.Add(1), opMix{30, 58, 73, 83, 91})
 				// Not the run's ctx: a call in flight at the end finishes
 				// (or times out) on its own and is recorded either way.
 				octx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -382,5 +364,33 @@ func TestLinearizabilityCheckerCatchesStaleReads(t *testing.T) {
 	// The same history without the stale read is fine.
 	if err := lincheck.Check(ops[:len(ops)-1], time.Minute, ""); err != nil {
 		t.Fatalf("history without the stale read: %v", err)
+	}
+}
+
+// opMix is a lincheck client's operation mix: cumulative percentages below
+// which a draw is an insert, a get, an update, a delete of a home, or a
+// policy write; the rest are policy reads.
+type opMix [5]int
+
+// randomOp draws one operation: homes of a window of eight application ids
+// that slides every two seconds (so operations collide on a key while it is
+// live), policies of three queues, v the written value.
+func randomOp(rng *rand.Rand, start time.Time, v int64, mix opMix) lincheck.Input {
+	window := int(time.Since(start) / (2 * time.Second))
+	app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
+	queue := fmt.Sprintf("q%d", rng.IntN(3))
+	switch p := rng.IntN(100); {
+	case p < mix[0]:
+		return lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
+	case p < mix[1]:
+		return lincheck.Input{Kind: lincheck.GetHome, Key: app}
+	case p < mix[2]:
+		return lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
+	case p < mix[3]:
+		return lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
+	case p < mix[4]:
+		return lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
+	default:
+		return lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
 	}
 }
