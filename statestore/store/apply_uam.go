@@ -100,9 +100,9 @@ func (f *fsm) getUAMs(appID string) ([]*pb.UAMRecord, error) {
 		prefix := uamPrefix(appID)
 		cur := tx.Bucket(bUAMs).Cursor()
 		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
-			m := &pb.UAMRecord{}
-			if err := proto.Unmarshal(v, m); err != nil {
-				return fmt.Errorf("corrupt UAM row %q: %w", k, err)
+			m, err := decodeUAM(k, v)
+			if err != nil {
+				return err
 			}
 			out = append(out, m)
 		}
@@ -126,13 +126,22 @@ func (f *fsm) listUAMs(subClusterID string, limit int) ([]*pb.UAMRecord, error) 
 					continue
 				}
 			}
-			m := &pb.UAMRecord{}
-			if err := proto.Unmarshal(v, m); err != nil {
-				return fmt.Errorf("corrupt UAM row %q: %w", k, err)
+			m, err := decodeUAM(k, v)
+			if err != nil {
+				return err
 			}
 			out = append(out, m)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// decodeUAM decodes the UAM row stored under k.
+func decodeUAM(k, v []byte) (*pb.UAMRecord, error) {
+	m := &pb.UAMRecord{}
+	if err := proto.Unmarshal(v, m); err != nil {
+		return nil, fmt.Errorf("corrupt UAM row %q: %w", k, err)
+	}
+	return m, nil
 }
