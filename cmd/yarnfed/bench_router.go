@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -38,14 +37,11 @@ leaves out the store write every real submission pays). --store and --router mea
 			if verbose {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			}
-			cfg.Concurrency = nil
-			for _, l := range strings.Split(levels, ",") {
-				var n int
-				if _, err := fmt.Sscan(strings.TrimSpace(l), &n); err != nil || n <= 0 {
-					return fmt.Errorf("--concurrency: %q is not a positive number", l)
-				}
-				cfg.Concurrency = append(cfg.Concurrency, n)
+			c, err := parseLevels("--concurrency", levels)
+			if err != nil {
+				return err
 			}
+			cfg.Concurrency = c
 			if store != "" {
 				cfg.StoreAddrs = strings.Split(store, ",")
 			}
