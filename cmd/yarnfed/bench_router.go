@@ -37,19 +37,16 @@ leaves out the store write every real submission pays). --store and --router mea
 			if verbose {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			}
-			c, err := parseLevels("--concurrency", levels)
-			if err != nil {
+			var err error
+			if cfg.Concurrency, err = parseLevels("--concurrency", levels); err != nil {
 				return err
 			}
-			cfg.Concurrency = c
 			if store != "" {
 				cfg.StoreAddrs = strings.Split(store, ",")
 			}
-			exe, err := os.Executable()
-			if err != nil {
+			if cfg.Executable, err = os.Executable(); err != nil {
 				return err
 			}
-			cfg.Executable = exe
 			return bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}

@@ -50,19 +50,16 @@ write application homes, e.g. router), or plaintext with --store-insecure.`,
 			} else if !sec.TLS.Empty() || sec.Insecure {
 				return errors.New("--store-tls-* and --store-insecure apply to a running cluster (--store); the replicas this benchmark starts are plaintext on loopback")
 			}
-			c, err := parseLevels("--concurrency", levels)
-			if err != nil {
+			var err error
+			if cfg.Concurrency, err = parseLevels("--concurrency", levels); err != nil {
 				return err
 			}
-			cfg.Concurrency = c
 			if !inProcess && len(cfg.Addrs) == 0 {
 				// Each replica in its own process, as deployed (and as the
 				// ZooKeeper servers run).
-				exe, err := os.Executable()
-				if err != nil {
+				if cfg.Executable, err = os.Executable(); err != nil {
 					return err
 				}
-				cfg.Executable = exe
 			}
 			return bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},

@@ -79,18 +79,15 @@ func TestQueueListsKeepOneOrder(t *testing.T) {
 
 // referenceSchedule is the scheduling pass as it was before the queue
 // split: every live application of every queue visited in order, each
-// checked on its own (launching an AM and granting asks are shared: the
-// reference differs in the visiting order and the checks). TestSchedulerMatchesReference runs it side by side
-// with schedule.
+// checked on its own. TestSchedulerMatchesReference runs it side by side
+// with schedule. Launching an AM and granting asks are shared: the two
+// differ in the order they visit applications and the checks they make.
 func (c *core) referenceSchedule() {
 	if len(c.nodes) == 0 {
 		return
 	}
 	now := c.nowMS()
-	if c.freeGen != c.failedGen {
-		c.failed, c.failedGen = c.failed[:0], c.freeGen
-	}
-	failed := &c.failed
+	failed := c.failedSizes()
 	order := slices.Clone(c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
 	for _, q := range order {

@@ -23,13 +23,7 @@ func (c *core) schedule() {
 		return
 	}
 	now := c.nowMS()
-	// failed remembers sizes that found no node: a larger ask cannot fit
-	// either, so a full cluster costs one scan per size, not one per
-	// application. It stays valid across passes until resources are freed.
-	if c.freeGen != c.failedGen {
-		c.failed, c.failedGen = c.failed[:0], c.freeGen
-	}
-	failed := &c.failed
+	failed := c.failedSizes()
 	order := make([]*queue, len(c.queues))
 	copy(order, c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
@@ -95,6 +89,16 @@ func (c *core) scheduleQueue(q *queue, failed *[]Resource, now int64) {
 			waitOpen = !c.allWaitingBlocked(q, limit, *failed)
 		}
 	}
+}
+
+// failedSizes remembers sizes that found no node: a larger ask cannot fit
+// either, so a full cluster costs one scan per size, not one per
+// application. It stays valid across passes until resources are freed.
+func (c *core) failedSizes() *[]Resource {
+	if c.freeGen != c.failedGen {
+		c.failed, c.failedGen = c.failed[:0], c.freeGen
+	}
+	return &c.failed
 }
 
 // launchAM gives the attempt its AM container on n: ALLOCATED -> LAUNCHED

@@ -10,7 +10,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -191,31 +190,12 @@ func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 			breaks++
 		}
 	})
-	others := func(x int) []int {
-		var o []int
-		for i := range cs.nodes {
-			if i != x {
-				o = append(o, i)
-			}
-		}
-		return o
-	}
 	faults := []struct {
 		name string
 		run  func()
 	}{
-		{"partition the leader from the followers", func() {
-			l := cs.index(cs.leader(t))
-			cs.nc.partition([]int{l}, others(l))
-			time.Sleep(2 * time.Second)
-			cs.nc.heal()
-		}},
-		{"SIGSTOP the leader", func() {
-			l := cs.leader(t)
-			signal(t, l.p, syscall.SIGSTOP)
-			time.Sleep(1500 * time.Millisecond)
-			signal(t, l.p, syscall.SIGCONT)
-		}},
+		{"partition the leader from the followers", func() { cs.isolateLeader(t) }},
+		{"SIGSTOP the leader", func() { cs.freezeLeader(t) }},
 	}
 	end := time.Now().Add(duration)
 	n := 0

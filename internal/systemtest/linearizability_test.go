@@ -104,6 +104,33 @@ func startCutStore(t *testing.T, h *harness, n int) *cutStore {
 	return cs
 }
 
+// others lists the indexes of every node but x.
+func (cs *cutStore) others(x int) []int {
+	var o []int
+	for i := range cs.nodes {
+		if i != x {
+			o = append(o, i)
+		}
+	}
+	return o
+}
+
+// isolateLeader cuts the leader off from the followers for two seconds.
+func (cs *cutStore) isolateLeader(t *testing.T) {
+	l := cs.index(cs.leader(t))
+	cs.nc.partition([]int{l}, cs.others(l))
+	time.Sleep(2 * time.Second)
+	cs.nc.heal()
+}
+
+// freezeLeader stops the leader's process (SIGSTOP) for 1.5 seconds.
+func (cs *cutStore) freezeLeader(t *testing.T) {
+	l := cs.leader(t)
+	signal(t, l.p, syscall.SIGSTOP)
+	time.Sleep(1500 * time.Millisecond)
+	signal(t, l.p, syscall.SIGCONT)
+}
+
 func (cs *cutStore) index(nd *storeNode) int {
 	for i, x := range cs.nodes {
 		if x == nd {
@@ -243,15 +270,6 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 	wg := linWorkload(ctx, t, cs, rec, 6, down, &codeCounts)
 	stopClients := stopAtCleanup(t, stop, wg)
 
-	others := func(x int) []int {
-		var o []int
-		for i := range cs.nodes {
-			if i != x {
-				o = append(o, i)
-			}
-		}
-		return o
-	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	faults := []struct {
 		name string
@@ -268,27 +286,17 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		}},
 		{"SIGSTOP a follower", func() {
 			l := cs.leader(t)
-			f := cs.nodes[others(cs.index(l))[rng.IntN(2)]]
+			f := cs.nodes[cs.others(cs.index(l))[rng.IntN(2)]]
 			signal(t, f.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
 			signal(t, f.p, syscall.SIGCONT)
 		}},
-		{"partition the leader from the followers", func() {
-			l := cs.index(cs.leader(t))
-			cs.nc.partition([]int{l}, others(l))
-			time.Sleep(2 * time.Second)
-			cs.nc.heal()
-		}},
-		{"SIGSTOP the leader", func() {
-			l := cs.leader(t)
-			signal(t, l.p, syscall.SIGSTOP)
-			time.Sleep(1500 * time.Millisecond)
-			signal(t, l.p, syscall.SIGCONT)
-		}},
+		{"partition the leader from the followers", func() { cs.isolateLeader(t) }},
+		{"SIGSTOP the leader", func() { cs.freezeLeader(t) }},
 		{"cut a follower off", func() {
 			l := cs.index(cs.leader(t))
-			f := others(l)[rng.IntN(2)]
-			cs.nc.partition([]int{f}, others(f))
+			f := cs.others(l)[rng.IntN(2)]
+			cs.nc.partition([]int{f}, cs.others(f))
 			time.Sleep(1500 * time.Millisecond)
 			cs.nc.heal()
 		}},
