@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,13 +130,7 @@ func doClient(ctx context.Context, rec *lincheck.Recorder, id int, c *client.Cli
 // concurrent one. The leader is also partitioned and SIGSTOPped in turn.
 func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 	h := newHarness(t)
-	duration := 12 * time.Second
-	if d := os.Getenv("YARNFED_LINCHECK_DURATION"); d != "" {
-		var err error
-		if duration, err = time.ParseDuration(d); err != nil {
-			t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
-		}
-	}
+	duration := lincheckDuration(t)
 	cs := startCutStore(t, h, 3)
 	var links []*linkBreaker
 	var addrs []string

@@ -254,13 +254,7 @@ func artifactDir() string {
 // YARNFED_LINCHECK_DURATION runs it longer.
 func TestStoreLinearizableUnderFaults(t *testing.T) {
 	h := newHarness(t)
-	duration := 12 * time.Second
-	if d := os.Getenv("YARNFED_LINCHECK_DURATION"); d != "" {
-		var err error
-		if duration, err = time.ParseDuration(d); err != nil {
-			t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
-		}
-	}
+	duration := lincheckDuration(t)
 	cs := startCutStore(t, h, 3)
 	rec := lincheck.NewRecorder()
 	var killed sync.Map // replica index -> true while SIGKILLed
@@ -373,6 +367,20 @@ func TestLinearizabilityCheckerCatchesStaleReads(t *testing.T) {
 	if err := lincheck.Check(ops[:len(ops)-1], time.Minute, ""); err != nil {
 		t.Fatalf("history without the stale read: %v", err)
 	}
+}
+
+// lincheckDuration is how long a linearizability run lasts: 12 s, or
+// YARNFED_LINCHECK_DURATION.
+func lincheckDuration(t *testing.T) time.Duration {
+	d := os.Getenv("YARNFED_LINCHECK_DURATION")
+	if d == "" {
+		return 12 * time.Second
+	}
+	duration, err := time.ParseDuration(d)
+	if err != nil {
+		t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
+	}
+	return duration
 }
 
 // opMix is a lincheck client's operation mix: cumulative percentages below
