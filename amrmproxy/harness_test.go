@@ -309,6 +309,28 @@ func ask(name string, n int32, mem int64, allocID int64) *yarnpb.ResourceRequest
 }
 
 // rawAllocate sends one allocate with an explicit responseId.
+// loseAnswerWhere heartbeats until an answer satisfies want and drops that
+// answer (the AM never sees it), keeping the responseId of those before;
+// the test fails with missing if none does within 15 s.
+func (am *testAM) loseAnswerWhere(missing string, want func(*yarnpb.AllocateResponseProto) bool) {
+	am.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := am.rawAllocate(am.responseID, nil, nil)
+		if err != nil {
+			am.t.Fatal(err)
+		}
+		if want(resp) {
+			return
+		}
+		am.responseID = resp.GetResponseId()
+		if time.Now().After(deadline) {
+			am.t.Fatal(missing)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (am *testAM) rawAllocate(id int32, asks []*yarnpb.ResourceRequestProto, rel []*yarnpb.ContainerIdProto) (*yarnpb.AllocateResponseProto, error) {
 	resp := &yarnpb.AllocateResponseProto{}
 	err := am.c.Call(context.Background(), "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: asks, Release: rel, Progress: proto.Float32(0.1)}, resp)
