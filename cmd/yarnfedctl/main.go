@@ -271,13 +271,14 @@ func (c *ctl) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), c.timeout)
 }
 
-// store is what a command that calls the store needs: the client and a
-// context bounded by --timeout (cancel it when done).
-func (c *ctl) store(cmd *cobra.Command) (*client.Client, context.Context, context.CancelFunc, error) {
+// withStore runs f, the part of a command that calls the store, with the
+// client and a context bounded by --timeout.
+func (c *ctl) withStore(cmd *cobra.Command, f func(ctx context.Context, cl *client.Client) error) error {
 	cl, err := c.client()
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	ctx, cancel := c.ctx(cmd)
-	return cl, ctx, cancel, nil
+	defer cancel()
+	return f(ctx, cl)
 }
