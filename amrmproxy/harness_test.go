@@ -222,23 +222,30 @@ func (f *fed) restart() {
 // token the way a real AM does not, but holds the same kind of token.
 func (f *fed) newApp(user string) (*yarnpb.ApplicationIdProto, *commonpb.TokenProto) {
 	f.t.Helper()
-	home := f.rms["SC-1"]
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{home.Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: user})
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	c, id := f.newAppAtHome(user)
 	defer c.Close()
-	ctx := context.Background()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := c.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		f.t.Fatal(err)
-	}
-	tok, err := uam.Launch(ctx, c, uam.Spec{App: na.ApplicationId, Queue: "default", Name: "test-am", Timeout: 10 * time.Second})
+	tok, err := uam.Launch(context.Background(), c, uam.Spec{App: id, Queue: "default", Name: "test-am", Timeout: 10 * time.Second})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.secrets.add(tok)
-	return na.ApplicationId, tok
+	return id, tok
+}
+
+// newAppAtHome asks the home RM (SC-1) for a new application id as user,
+// over a ClientRM connection the caller closes.
+func (f *fed) newAppAtHome(user string) (*hadoopipc.Client, *yarnpb.ApplicationIdProto) {
+	f.t.Helper()
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.rms["SC-1"].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: user})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	na := &yarnpb.GetNewApplicationResponseProto{}
+	if err := c.Call(context.Background(), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
+		c.Close()
+		f.t.Fatal(err)
+	}
+	return c, na.ApplicationId
 }
 
 // testAM drives the proxy as Hadoop's AMRMClient does: it keeps the full
@@ -302,6 +309,28 @@ func ask(name string, n int32, mem int64, allocID int64) *yarnpb.ResourceRequest
 }
 
 // rawAllocate sends one allocate with an explicit responseId.
+// loseAnswerWhere heartbeats until an answer satisfies want and drops that
+// answer (the AM never sees it), keeping the responseId of those before;
+// the test fails with missing if none does within 15 s.
+func (am *testAM) loseAnswerWhere(missing string, want func(*yarnpb.AllocateResponseProto) bool) {
+	am.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := am.rawAllocate(am.responseID, nil, nil)
+		if err != nil {
+			am.t.Fatal(err)
+		}
+		if want(resp) {
+			return
+		}
+		am.responseID = resp.GetResponseId()
+		if time.Now().After(deadline) {
+			am.t.Fatal(missing)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (am *testAM) rawAllocate(id int32, asks []*yarnpb.ResourceRequestProto, rel []*yarnpb.ContainerIdProto) (*yarnpb.AllocateResponseProto, error) {
 	resp := &yarnpb.AllocateResponseProto{}
 	err := am.c.Call(context.Background(), "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(id), Ask: asks, Release: rel, Progress: proto.Float32(0.1)}, resp)

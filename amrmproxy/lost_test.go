@@ -282,21 +282,7 @@ func TestRestartRedeliversAbortsTheAMNeverSaw(t *testing.T) {
 	if err := f.rms["SC-2"].Crash(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := am.rawAllocate(am.responseID, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.CompletedContainerStatuses) > 0 {
-			break // the AM never sees this answer
-		}
-		am.responseID = resp.GetResponseId()
-		if time.Now().After(deadline) {
-			t.Fatal("no ABORTED status")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	am.loseAnswerWhere("no ABORTED status", func(r *yarnpb.AllocateResponseProto) bool { return len(r.CompletedContainerStatuses) > 0 })
 	f.restart()
 	am2 := f.newAM(tok)
 	am2.got, am2.asks, am2.responseID = am.got, am.asks, am.responseID

@@ -444,20 +444,10 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 		}
 	}
 	u.callEnded(err)
-	u.mu.Lock()
-	u.err = err
-	u.lastOK = time.Now()
-	if err != nil {
-		u.failedAt = time.Now()
-	}
-	u.mu.Unlock()
-	close(u.ready)
 	if err != nil {
 		p.log.Warn("UAM re-attach failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
-		return
 	}
-	p.metrics.uams.Inc()
-	u.kick()
+	u.up(p, err)
 }
 
 func parseAttemptID(s string) (AttemptID, error) {

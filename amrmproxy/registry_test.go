@@ -129,17 +129,10 @@ func attemptOf(app *yarnpb.ApplicationIdProto, n int32) AttemptID {
 // AM. The submission context is stored beside the home, as the router does.
 func (f *fed) submitManaged(user string, keep bool) *yarnpb.ApplicationIdProto {
 	f.t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.rms["SC-1"].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: user})
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	c, id := f.newAppAtHome(user)
 	defer c.Close()
 	ctx := context.Background()
-	na := &yarnpb.GetNewApplicationResponseProto{}
-	if err := c.Call(ctx, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
-		f.t.Fatal(err)
-	}
-	asc := &yarnpb.ApplicationSubmissionContextProto{ApplicationId: na.ApplicationId, ApplicationName: proto.String("test-am"),
+	asc := &yarnpb.ApplicationSubmissionContextProto{ApplicationId: id, ApplicationName: proto.String("test-am"),
 		Queue: proto.String("default"), AmContainerSpec: &yarnpb.ContainerLaunchContextProto{},
 		Resource:       &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 		MaxAppAttempts: proto.Int32(2), KeepContainersAcrossApplicationAttempts: proto.Bool(keep)}
@@ -150,9 +143,9 @@ func (f *fed) submitManaged(user string, keep bool) *yarnpb.ApplicationIdProto {
 	if f.store.submissions == nil {
 		f.store.submissions = map[string]*yarnpb.ApplicationSubmissionContextProto{}
 	}
-	f.store.submissions[appKey(na.ApplicationId)] = asc
+	f.store.submissions[appKey(id)] = asc
 	f.store.mu.Unlock()
-	return na.ApplicationId
+	return id
 }
 
 // amToken waits until attempt n of app has its AM container and returns

@@ -360,21 +360,7 @@ func TestRestartRedeliversContainersTheAMNeverSaw(t *testing.T) {
 	am.mustRegister()
 	am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 1, 1024, 0)}, nil)
 	// Heartbeat until an answer carries containers, then lose that answer.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := am.rawAllocate(am.responseID, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.AllocatedContainers) > 0 {
-			break // the AM never sees this answer
-		}
-		am.responseID = resp.GetResponseId()
-		if time.Now().After(deadline) {
-			t.Fatal("no containers")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	am.loseAnswerWhere("no containers", func(r *yarnpb.AllocateResponseProto) bool { return len(r.AllocatedContainers) > 0 })
 	f.restart()
 	am2 := f.newAM(tok)
 	am2.asks, am2.responseID = am.asks, am.responseID

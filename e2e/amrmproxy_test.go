@@ -5,10 +5,8 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,29 +341,12 @@ func promValue(text, metric string) float64 {
 func killContainerProcesses(t *testing.T, mc *miniCluster) int {
 	t.Helper()
 	n := 0
-	_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".pid") || !strings.Contains(p, "nmPrivate") {
-			return nil
-		}
-		container := strings.TrimSuffix(d.Name(), ".pid")
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			return nil
-		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !strings.Contains(string(env), "CONTAINER_ID="+container+"\x00") {
-			return nil // gone already, or the pid is someone else's now
-		}
+	for container, pid := range containerPids(mc.dir) {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			t.Logf("kill process group of %s (%d): %v", container, pid, err)
-			return nil
+			continue
 		}
 		n++
-		return nil
-	})
+	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,15 +62,8 @@ func TestJavaKerberosYarnClientAgainstGoServer(t *testing.T) {
 				Principal: "rm/localhost@" + kdc.Realm,
 				Keytab:    kdc.Keytab(t, rmKeytab),
 			}
-			var mu sync.Mutex
-			var callers []hadoopipc.User
-			cfg.Authorize = func(ctx context.Context, info *hadoopipc.CallInfo) error {
-				u, _ := hadoopipc.UserFromContext(ctx)
-				mu.Lock()
-				callers = append(callers, u)
-				mu.Unlock()
-				return nil
-			}
+			var seen callerLog
+			cfg.Authorize = seen.authorize
 			rm := newFakeRM()
 			addr := serveIPC(t, cfg, rm.protocol())
 			conf := writeYarnSite(t, map[string]string{
@@ -97,8 +91,7 @@ func TestJavaKerberosYarnClientAgainstGoServer(t *testing.T) {
 			if rep.User != wantUser {
 				t.Errorf("application user %q, want %q", rep.User, wantUser)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			callers := seen.users()
 			for _, u := range callers {
 				wantReal := ""
 				if tc.doAs != "" {
@@ -273,15 +266,8 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 	rmCfg := hadoopipc.DefaultServerConfig()
 	rmCfg.AllowSimple = false
 	rmCfg.Kerberos = &hadoopipc.KerberosServerConfig{Principal: "rm/localhost@" + kdc.Realm, Keytab: kdc.Keytab(t, rmKeytab)}
-	var mu sync.Mutex
-	var atRM []hadoopipc.User
-	rmCfg.Authorize = func(ctx context.Context, _ *hadoopipc.CallInfo) error {
-		u, _ := hadoopipc.UserFromContext(ctx)
-		mu.Lock()
-		atRM = append(atRM, u)
-		mu.Unlock()
-		return nil
-	}
+	var seen callerLog
+	rmCfg.Authorize = seen.authorize
 	rmAddr := serveIPC(t, rmCfg, newFakeRM().protocol())
 
 	store := routertest.NewStore()
@@ -297,14 +283,7 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 		Principal: "rm/localhost@" + kdc.Realm, Keytab: rmKeytab, Krb5Conf: kdc.ConfPath,
 		RMPrincipal: "rm/_HOST@" + kdc.Realm,
 	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	r := runRouter(t, cfg)
 
 	conf := writeYarnSite(t, map[string]string{
 		"yarn.resourcemanager.address":   r.ClientRMAddr().String(),
@@ -327,15 +306,13 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 	if tok.Kind != dtoken.Kind {
 		t.Errorf("delegation token kind %q", tok.Kind)
 	}
-	mu.Lock()
+	atRM := seen.users()
 	for _, u := range atRM {
 		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "rm" {
 			t.Errorf("the RM saw %+v, want alice acting through the router's principal", u)
 		}
 	}
-	n := len(atRM)
-	mu.Unlock()
-	if n == 0 {
+	if len(atRM) == 0 {
 		t.Fatal("no call reached the RM")
 	}
 
@@ -343,4 +320,25 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 	if l := simple.op(t, "metrics"); l.OK || !strings.Contains(l.Message, "SIMPLE authentication is not enabled") {
 		t.Fatalf("a SIMPLE client through the Kerberos router: %+v", l)
 	}
+}
+
+// callerLog records the caller of every call an IPC server authorizes (and
+// authorizes them all).
+type callerLog struct {
+	mu   sync.Mutex
+	seen []hadoopipc.User
+}
+
+func (l *callerLog) authorize(ctx context.Context, _ *hadoopipc.CallInfo) error {
+	u, _ := hadoopipc.UserFromContext(ctx)
+	l.mu.Lock()
+	l.seen = append(l.seen, u)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *callerLog) users() []hadoopipc.User {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.seen)
 }

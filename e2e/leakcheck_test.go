@@ -106,6 +106,34 @@ func appsAt(rmWeb string) ([]rmrest.App, error) {
 	return r.Apps.App, nil
 }
 
+// clusterMetricsAt reads /ws/v1/cluster/metrics from an RM's (or the
+// router's) REST address.
+func clusterMetricsAt(web string) (rmrest.ClusterMetrics, error) {
+	b, ok := tryRESTAt(web, "/ws/v1/cluster/metrics")
+	if !ok {
+		return rmrest.ClusterMetrics{}, fmt.Errorf("GET cluster metrics from %s: %s", web, tail(string(b), 300))
+	}
+	var r rmrest.ClusterMetricsResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return rmrest.ClusterMetrics{}, err
+	}
+	return r.ClusterMetrics, nil
+}
+
+// appWhere returns the first of apps (listed with err) that match reports;
+// found is false when none does.
+func appWhere(apps []rmrest.App, err error, match func(rmrest.App) bool) (app rmrest.App, found bool, _ error) {
+	if err != nil {
+		return rmrest.App{}, false, err
+	}
+	for _, a := range apps {
+		if match(a) {
+			return a, true, nil
+		}
+	}
+	return rmrest.App{}, false, nil
+}
+
 // leftovers lists what one sub-cluster still holds of applications started
 // at or after sinceMs (0: all).
 func (lt leakTarget) leftovers(sinceMs int64) ([]string, error) {

@@ -94,12 +94,25 @@ func freeAddr(t testing.TB) string {
 // timeout with cond's last detail; p (optional) must stay alive meanwhile.
 func waitUntil(t testing.TB, timeout time.Duration, what string, p *proc, cond func() (bool, string)) {
 	t.Helper()
+	pollAlive(t, timeout, 100*time.Millisecond, what, func() string {
+		if p == nil {
+			return ""
+		}
+		if dead, err := p.Exited(); dead {
+			return fmt.Sprintf("%s exited (%v):\n%s", p.Name, err, p.Tail(30))
+		}
+		return ""
+	}, cond)
+}
+
+// pollAlive calls cond every period until it holds, failing the test after
+// timeout with cond's last detail, or at once when died says what died.
+func pollAlive(t testing.TB, timeout, period time.Duration, what string, died func() string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if p != nil {
-			if dead, err := p.Exited(); dead {
-				t.Fatalf("waiting for %s: %s exited (%v):\n%s", what, p.Name, err, p.Tail(30))
-			}
+		if d := died(); d != "" {
+			t.Fatalf("waiting for %s: %s", what, d)
 		}
 		ok, detail := cond()
 		if ok {
@@ -108,7 +121,7 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, p *proc, cond f
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: not done after %v: %s", what, timeout, detail)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(period)
 	}
 }
 

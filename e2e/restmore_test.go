@@ -247,6 +247,20 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 	})
 
 	t.Run("fan-out documents", func(t *testing.T) {
+		// schedulerKeys: the keys of every RM's /scheduler document (in
+		// the given media type, read by keys) and those of the router's
+		// per-sub-cluster entries, each without its root.
+		schedulerKeys := func(keys func(testing.TB, []byte) map[string]bool, media string) (atRMs, atRouter map[string]bool) {
+			atRMs = map[string]bool{}
+			for _, mc := range rms {
+				for k := range stripKeys(keys(t, getREST(t, mc, "/ws/v1/cluster/scheduler", media)), "scheduler.") {
+					atRMs[k] = true
+				}
+			}
+			atRouter = stripKeys(keys(t, getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/scheduler", media)), router.FederationSchedulerRoot+".subCluster.")
+			delete(atRouter, "subClusterId")
+			return atRMs, atRouter
+		}
 		for _, p := range []string{"/ws/v1/cluster/appstatistics", "/ws/v1/cluster/appstatistics?states=RUNNING&applicationTypes=YARNFED-E2E",
 			"/ws/v1/cluster/get-node-labels"} {
 			rk := map[string]bool{}
@@ -272,14 +286,7 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 			}
 			sameKeys(t, "GET "+p+" (XML)", rk, xmlPaths(t, getRESTAt(t, r.WebAddr().String(), p, "application/xml")))
 		}
-		rx := map[string]bool{}
-		for _, mc := range rms {
-			for k := range stripKeys(xmlPaths(t, getREST(t, mc, "/ws/v1/cluster/scheduler", "application/xml")), "scheduler.") {
-				rx[k] = true
-			}
-		}
-		ox := stripKeys(xmlPaths(t, getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/scheduler", "application/xml")), router.FederationSchedulerRoot+".subCluster.")
-		delete(ox, "subClusterId")
+		rx, ox := schedulerKeys(xmlPaths, "application/xml")
 		sameKeys(t, "GET /scheduler (XML, per sub-cluster)", rx, ox)
 		// The app counted once, at its home.
 		var st struct {
@@ -296,14 +303,7 @@ func TestRESTMoreThroughRouterAgainstRealRMs(t *testing.T) {
 			t.Errorf("appstatistics through the router: %+v %v", st, err)
 		}
 		// Scheduler: Hadoop's Router shape, one RM document per sub-cluster.
-		rk := map[string]bool{}
-		for _, mc := range rms {
-			for k := range stripKeys(jsonKeys(t, getREST(t, mc, "/ws/v1/cluster/scheduler", "application/json")), "scheduler.") {
-				rk[k] = true
-			}
-		}
-		ok := stripKeys(jsonKeys(t, getRESTAt(t, r.WebAddr().String(), "/ws/v1/cluster/scheduler", "application/json")), router.FederationSchedulerRoot+".subCluster.")
-		delete(ok, "subClusterId")
+		rk, ok := schedulerKeys(jsonKeys, "application/json")
 		sameKeys(t, "GET /scheduler (per sub-cluster)", rk, ok)
 		var x struct {
 			XMLName    xml.Name

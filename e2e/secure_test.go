@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"net"
 	"strings"
 	"testing"
@@ -92,27 +91,9 @@ func TestKerberizedRMDirect(t *testing.T) {
 
 	sub := submitAsAlice(t, sc, conf, "secure-a", "alice's list")
 
-	// No ticket: refused before any call, with Hadoop's client-side error.
-	nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
-	if nt.OK || !strings.Contains(nt.Message, "Client cannot authenticate via:[TOKEN, KERBEROS]") {
-		t.Errorf("client without a ticket: %+v, want 'Client cannot authenticate via:[TOKEN, KERBEROS]'", nt)
-	}
-
-	// bob may view (VIEW_APP lists him) but not kill.
-	kb := sc.client(t, conf, "bob", "report:"+sub.ApplicationID, "kill:"+sub.ApplicationID)
-	if l := kb.op(t, "report:"+sub.ApplicationID); !l.OK {
-		t.Errorf("bob's report: %+v", l)
-	}
-	k := kb.op(t, "kill:"+sub.ApplicationID)
-	if k.OK || !strings.Contains(k.Message, "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on "+sub.ApplicationID) {
-		t.Errorf("bob's kill: %+v, want the RM's AccessControlException", k)
-	}
-	t.Logf("what the Java client shows for bob's kill: %s: %s", k.Exception, firstLine(k.Message))
-
-	// The owner can.
-	if l := sc.client(t, conf, "alice", "kill:"+sub.ApplicationID).op(t, "kill:"+sub.ApplicationID); !l.OK {
-		t.Errorf("alice's kill: %+v", l)
-	}
+	// No ticket: refused before any call, with Hadoop's client-side error;
+	// the RM's AccessControlException for bob's kill.
+	sc.checkAppACLs(t, conf, sub, "", "Client cannot authenticate via:[TOKEN, KERBEROS]", "")
 }
 
 // startSecureRouter runs our router in front of the Kerberized cluster: its
@@ -140,14 +121,7 @@ func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, ac
 	for _, m := range mods {
 		m(&cfg)
 	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	r := runRouter(t, cfg)
 	// A client configured for the router: it expects the router's principal
 	// where it would expect an RM's.
 	return writeYarnSite(t, map[string]string{
@@ -197,26 +171,37 @@ func TestKerberizedRouter(t *testing.T) {
 			conf := sc.startSecureRouter(t, routerKeytab, tc.routerACL)
 			sub := submitAsAlice(t, sc, conf, "via-router", "the list through the router (the RM must see alice, not the router)")
 
-			nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
-			if nt.OK || !strings.Contains(nt.Message, "Client cannot authenticate via:[") {
-				t.Errorf("client without a ticket through the router: %+v", nt)
-			}
-
-			kb := sc.client(t, conf, "bob", "report:"+sub.ApplicationID, "kill:"+sub.ApplicationID)
-			if l := kb.op(t, "report:"+sub.ApplicationID); !l.OK {
-				t.Errorf("bob's report through the router: %+v", l)
-			}
-			k := kb.op(t, "kill:"+sub.ApplicationID)
-			want := "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + sub.ApplicationID
-			if k.OK || k.Exception != "org.apache.hadoop.yarn.exceptions.YarnException" || !strings.Contains(k.Message, want) {
-				t.Errorf("bob's kill through the router: %+v, want YarnException %q", k, want)
-			}
-			t.Logf("Java client, bob's kill through the router: %s: %s", k.Exception, firstLine(k.Message))
-
-			if l := sc.client(t, conf, "alice", "kill:"+sub.ApplicationID).op(t, "kill:"+sub.ApplicationID); !l.OK {
-				t.Errorf("alice's kill through the router: %+v", l)
-			}
+			sc.checkAppACLs(t, conf, sub, " through the router", "Client cannot authenticate via:[",
+				"org.apache.hadoop.yarn.exceptions.YarnException")
 		})
+	}
+}
+
+// checkAppACLs checks alice's application sub as the Java client sees it
+// through conf: a client without a ticket is refused (noTicket in the
+// message); bob may view it but not kill it (the RM's
+// AccessControlException, carried as exception killException when that is
+// set); alice may kill it. via names the path in failures.
+func (sc *secureCluster) checkAppACLs(t *testing.T, conf string, sub submittedApp, via, noTicket, killException string) {
+	t.Helper()
+	nt := sc.client(t, conf, "", "metrics").op(t, "metrics")
+	if nt.OK || !strings.Contains(nt.Message, noTicket) {
+		t.Errorf("client without a ticket%s: %+v, want %q", via, nt, noTicket)
+	}
+
+	kb := sc.client(t, conf, "bob", "report:"+sub.ApplicationID, "kill:"+sub.ApplicationID)
+	if l := kb.op(t, "report:"+sub.ApplicationID); !l.OK {
+		t.Errorf("bob's report%s: %+v", via, l)
+	}
+	k := kb.op(t, "kill:"+sub.ApplicationID)
+	want := "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + sub.ApplicationID
+	if k.OK || (killException != "" && k.Exception != killException) || !strings.Contains(k.Message, want) {
+		t.Errorf("bob's kill%s: %+v, want %s %q", via, k, killException, want)
+	}
+	t.Logf("Java client, bob's kill%s: %s: %s", via, k.Exception, firstLine(k.Message))
+
+	if l := sc.client(t, conf, "alice", "kill:"+sub.ApplicationID).op(t, "kill:"+sub.ApplicationID); !l.OK {
+		t.Errorf("alice's kill%s: %+v", via, l)
 	}
 }
 

@@ -100,9 +100,7 @@ func runSession(t *testing.T, j *javaEnv, tg diffTarget) javaSession {
 		s.lines["am wrong-password "+l.Op] = append(s.lines["am wrong-password "+l.Op], l)
 	}
 	after := j.runDriver(t, "YarnClientDriver", "--conf", tg.conf, "report:"+s.appID)
-	for _, l := range after.lines {
-		s.lines["client report-after-finish"] = append(s.lines["client report-after-finish"], l)
-	}
+	s.lines["client report-after-finish"] = append(s.lines["client report-after-finish"], after.lines...)
 	return s
 }
 

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -177,15 +176,11 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 		"--membership-refresh", "200ms", "--call-timeout", "20s")
 	wantNodes := f.clusters[0].info.NMs + f.clusters[1].info.NMs
 	waitUntil(t, 60*time.Second, "the router to see both sub-clusters", f.router, func() (bool, string) {
-		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
-		if !ok {
-			return false, string(b)
-		}
-		var m rmrest.ClusterMetricsResponse
-		if err := json.Unmarshal(b, &m); err != nil {
+		m, err := clusterMetricsAt(f.routerWS)
+		if err != nil {
 			return false, err.Error()
 		}
-		return int(m.ClusterMetrics.TotalNodes) == wantNodes, fmt.Sprintf("%d of %d nodes", m.ClusterMetrics.TotalNodes, wantNodes)
+		return int(m.TotalNodes) == wantNodes, fmt.Sprintf("%d of %d nodes", m.TotalNodes, wantNodes)
 	})
 
 	for i, mc := range f.clusters {
@@ -413,43 +408,19 @@ func tryRESTAt(addr, path string) ([]byte, bool) {
 
 // rmApps lists the applications an RM knows (all states).
 func rmApps(mc *miniCluster) ([]rmrest.App, error) {
-	b, ok := tryRESTAt(loopback(mc.info.Web), "/ws/v1/cluster/apps")
-	if !ok {
-		return nil, fmt.Errorf("GET apps from %s: %s", mc.info.ClusterID, b)
-	}
-	var r rmrest.AppsResponse
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	return r.Apps.App, nil
+	return appsAt(loopback(mc.info.Web))
 }
 
 // rmApp returns the RM's record of the application named name, if any.
 func rmApp(mc *miniCluster, name string) (rmrest.App, bool, error) {
 	apps, err := rmApps(mc)
-	if err != nil {
-		return rmrest.App{}, false, err
-	}
-	for _, a := range apps {
-		if a.Name == name {
-			return a, true, nil
-		}
-	}
-	return rmrest.App{}, false, nil
+	return appWhere(apps, err, func(a rmrest.App) bool { return a.Name == name })
 }
 
 // rmAppByID returns the RM's record of application id, if any.
 func rmAppByID(mc *miniCluster, id string) (rmrest.App, bool, error) {
 	apps, err := rmApps(mc)
-	if err != nil {
-		return rmrest.App{}, false, err
-	}
-	for _, a := range apps {
-		if a.ID == id {
-			return a, true, nil
-		}
-	}
-	return rmrest.App{}, false, nil
+	return appWhere(apps, err, func(a rmrest.App) bool { return a.ID == id })
 }
 
 // waitQuiet waits until no RM of the federation has a live container or a
@@ -461,16 +432,12 @@ func (f *spanFed) waitQuiet(t *testing.T, clusters ...*miniCluster) {
 	defer func() { t.Logf("RMs quiet after %s", time.Since(start).Round(time.Millisecond)) }()
 	waitUntil(t, 60*time.Second, "no live containers or applications on any RM", nil, func() (bool, string) {
 		for _, mc := range clusters {
-			b, ok := tryRESTAt(loopback(mc.info.Web), "/ws/v1/cluster/metrics")
-			if !ok {
-				return false, string(b)
-			}
-			var m rmrest.ClusterMetricsResponse
-			if err := json.Unmarshal(b, &m); err != nil {
+			m, err := clusterMetricsAt(loopback(mc.info.Web))
+			if err != nil {
 				return false, err.Error()
 			}
-			if m.ClusterMetrics.ContainersAllocated != 0 {
-				return false, fmt.Sprintf("%s: %d containers allocated", mc.info.ClusterID, m.ClusterMetrics.ContainersAllocated)
+			if m.ContainersAllocated != 0 {
+				return false, fmt.Sprintf("%s: %d containers allocated", mc.info.ClusterID, m.ContainersAllocated)
 			}
 			apps, err := rmApps(mc)
 			if err != nil {

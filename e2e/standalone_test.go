@@ -319,20 +319,12 @@ func (r *saRM) waitReady(t testing.TB, timeout time.Duration) {
 // waitUntilJVM is waitUntil for a JVM daemon (which must stay alive).
 func waitUntilJVM(t testing.TB, timeout time.Duration, what string, p *jvmProc, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	pollAlive(t, timeout, 200*time.Millisecond, what, func() string {
 		if p != nil && !p.alive() {
-			t.Fatalf("waiting for %s: %s exited:\n%s", what, p.Name, p.tail(40))
+			return fmt.Sprintf("%s exited:\n%s", p.Name, p.tail(40))
 		}
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not done after %v: %s", what, timeout, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ""
+	}, cond)
 }
 
 // killRM SIGKILLs the RM only (its NMs keep running, as when an RM host
@@ -731,15 +723,11 @@ func startUAMFed(t *testing.T) (f *uamFed, err error) {
 		}
 	}
 	waitUntilJVM(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
-		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
-		if !ok {
-			return false, string(b)
-		}
-		var m rmrest.ClusterMetricsResponse
-		if err := json.Unmarshal(b, &m); err != nil {
+		m, err := clusterMetricsAt(f.routerWS)
+		if err != nil {
 			return false, err.Error()
 		}
-		return m.ClusterMetrics.TotalNodes == 4, fmt.Sprintf("%d of 4 nodes", m.ClusterMetrics.TotalNodes)
+		return m.TotalNodes == 4, fmt.Sprintf("%d of 4 nodes", m.TotalNodes)
 	})
 	waitUntilJVM(t, 30*time.Second, "the GPG's web port", f.gpg, func() (bool, string) {
 		return httpOK("http://" + f.gpgWeb + "/healthz")
@@ -914,29 +902,13 @@ func attemptsAt(rmWeb, app string) ([]appAttempt, error) {
 // appAt returns an RM's record of application id.
 func appAt(rmWeb, id string) (rmrest.App, bool, error) {
 	apps, err := appsAt(rmWeb)
-	if err != nil {
-		return rmrest.App{}, false, err
-	}
-	for _, a := range apps {
-		if a.ID == id {
-			return a, true, nil
-		}
-	}
-	return rmrest.App{}, false, nil
+	return appWhere(apps, err, func(a rmrest.App) bool { return a.ID == id })
 }
 
 // appNamed returns the home RM's record of the app named name.
 func (f *uamFed) appNamed(name string) (rmrest.App, bool, error) {
 	apps, err := appsAt(f.rms[0].web)
-	if err != nil {
-		return rmrest.App{}, false, err
-	}
-	for _, a := range apps {
-		if a.Name == name {
-			return a, true, nil
-		}
-	}
-	return rmrest.App{}, false, nil
+	return appWhere(apps, err, func(a rmrest.App) bool { return a.Name == name })
 }
 
 // killAM SIGKILLs the process group of the application's current AM

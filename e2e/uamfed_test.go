@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
 // Issue 19's proof on the standalone federation (standalone_test.go): one
@@ -52,15 +49,11 @@ func TestStandaloneNMRestart(t *testing.T) {
 	t.Logf("killed %s (%d container processes)", n.name, killed)
 	n.startNM(t)
 	waitUntilJVM(t, time.Minute, "the router to see all four NodeManagers", f.router, func() (bool, string) {
-		b, ok := tryRESTAt(f.routerWS, "/ws/v1/cluster/metrics")
-		if !ok {
-			return false, string(b)
-		}
-		var m rmrest.ClusterMetricsResponse
-		if err := json.Unmarshal(b, &m); err != nil {
+		m, err := clusterMetricsAt(f.routerWS)
+		if err != nil {
 			return false, err.Error()
 		}
-		return m.ClusterMetrics.ActiveNodes == 4, fmt.Sprintf("%d of 4 nodes active", m.ClusterMetrics.ActiveNodes)
+		return m.ActiveNodes == 4, fmt.Sprintf("%d of 4 nodes active", m.ActiveNodes)
 	})
 	t.Logf("%s back in %s", n.name, time.Since(start).Round(time.Millisecond))
 }

@@ -156,18 +156,6 @@ func (f *Facade) managerFor(key string, cfg PolicyConfig) (Manager, error) {
 	return m, nil
 }
 
-// HomeSubCluster routes app with its queue's router policy.
-func (f *Facade) HomeSubCluster(ctx context.Context, snap *Snapshot, app *AppSubmission, blacklist []SubClusterID) (SubClusterID, error) {
-	if app == nil {
-		return "", fmt.Errorf("%w: nil application submission", ErrInvalidRequest)
-	}
-	m, err := f.Manager(ctx, app.QueueOrDefault())
-	if err != nil {
-		return "", err
-	}
-	return m.Router().HomeSubCluster(ctx, snap, app, blacklist)
-}
-
 // AMRMPolicy returns the AMRMProxy policy of an application in queue whose
 // home is home, reusing prev when it can.
 func (f *Facade) AMRMPolicy(ctx context.Context, queue string, home SubClusterID, prev AMRMPolicy) (AMRMPolicy, error) {
@@ -176,11 +164,4 @@ func (f *Facade) AMRMPolicy(ctx context.Context, queue string, home SubClusterID
 		return nil, err
 	}
 	return m.AMRM().AMRMPolicy(home, prev)
-}
-
-// Validate builds cfg without installing it: use it before storing a new
-// queue policy so a bad one is refused at the door.
-func (f *Facade) Validate(cfg PolicyConfig) error {
-	_, err := f.reg.NewManager(cfg, f.env)
-	return err
 }

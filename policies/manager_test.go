@@ -241,9 +241,6 @@ func TestFacadeRoutesAndValidates(t *testing.T) {
 	if err != nil || p.Type() != "Broadcast" {
 		t.Errorf("AMRM policy: %v, %v", p, err)
 	}
-	if err := f.Validate(PolicyConfig{Type: "PriorityBroadcast", Params: weightsJSON("SC-1:0", "", 0)}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Validate: err = %v", err)
-	}
 	if _, err := NewFacade(FacadeConfig{Default: PolicyConfig{Type: "PriorityBroadcast"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("unusable default: err = %v", err)
 	}

@@ -24,6 +24,7 @@ type lockedSource struct {
 	pcg *rand.PCG
 }
 
+// Uint64 is reachable only from tests, through NewSeededSource (see there).
 func (s *lockedSource) Uint64() uint64 {
 	s.mu.Lock()
 	v := s.pcg.Uint64()

@@ -154,7 +154,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Status is the agent's current view, for operators and `yarnfed dev`.
+// Status is the agent's view after its last store write; Step decides
+// from it what to write next.
 type Status struct {
 	State      State
 	Active     int // index into Config.RMs of the active RM, -1 if none
@@ -210,13 +211,6 @@ func (a *Agent) Close() {
 	if a.login != nil {
 		a.login.Destroy()
 	}
-}
-
-// Status returns a snapshot of the agent's view.
-func (a *Agent) Status() Status {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
 }
 
 // Run probes and heartbeats until ctx ends.

@@ -2,7 +2,12 @@
 
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
 
 // newBenchCmd is `yarnfed bench`: each subcommand starts what it measures on
 // loopback (or points at a running deployment), prints a table and exits.
@@ -15,4 +20,18 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchStatestoreScaleCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd())
 	return cmd
+}
+
+// parseLevels reads a comma-separated list of positive numbers (concurrency
+// levels); flag names the option in errors.
+func parseLevels(flag, s string) ([]int, error) {
+	var out []int
+	for _, l := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(l), &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive number", flag, l)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

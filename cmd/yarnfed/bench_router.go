@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -38,22 +37,16 @@ leaves out the store write every real submission pays). --store and --router mea
 			if verbose {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 			}
-			cfg.Concurrency = nil
-			for _, l := range strings.Split(levels, ",") {
-				var n int
-				if _, err := fmt.Sscan(strings.TrimSpace(l), &n); err != nil || n <= 0 {
-					return fmt.Errorf("--concurrency: %q is not a positive number", l)
-				}
-				cfg.Concurrency = append(cfg.Concurrency, n)
+			var err error
+			if cfg.Concurrency, err = parseLevels("--concurrency", levels); err != nil {
+				return err
 			}
 			if store != "" {
 				cfg.StoreAddrs = strings.Split(store, ",")
 			}
-			exe, err := os.Executable()
-			if err != nil {
+			if cfg.Executable, err = os.Executable(); err != nil {
 				return err
 			}
-			cfg.Executable = exe
 			return bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -51,22 +50,16 @@ write application homes, e.g. router), or plaintext with --store-insecure.`,
 			} else if !sec.TLS.Empty() || sec.Insecure {
 				return errors.New("--store-tls-* and --store-insecure apply to a running cluster (--store); the replicas this benchmark starts are plaintext on loopback")
 			}
-			cfg.Concurrency = nil
-			for _, l := range strings.Split(levels, ",") {
-				var n int
-				if _, err := fmt.Sscan(strings.TrimSpace(l), &n); err != nil || n <= 0 {
-					return fmt.Errorf("--concurrency: %q is not a positive number", l)
-				}
-				cfg.Concurrency = append(cfg.Concurrency, n)
+			var err error
+			if cfg.Concurrency, err = parseLevels("--concurrency", levels); err != nil {
+				return err
 			}
 			if !inProcess && len(cfg.Addrs) == 0 {
 				// Each replica in its own process, as deployed (and as the
 				// ZooKeeper servers run).
-				exe, err := os.Executable()
-				if err != nil {
+				if cfg.Executable, err = os.Executable(); err != nil {
 					return err
 				}
-				cfg.Executable = exe
 			}
 			return bench.Run(cmd.Context(), cfg, cmd.OutOrStdout())
 		},

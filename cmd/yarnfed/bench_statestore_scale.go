@@ -140,15 +140,3 @@ func parseRouterTables(out string) ([]bench.RouterCell, error) {
 	}
 	return cells, nil
 }
-
-func parseLevels(flag, s string) ([]int, error) {
-	var out []int
-	for _, l := range strings.Split(s, ",") {
-		var n int
-		if _, err := fmt.Sscan(strings.TrimSpace(l), &n); err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s: %q is not a positive number", flag, l)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 
@@ -62,17 +63,13 @@ func (c *ctl) newAppHomeCmd() *cobra.Command {
 			if err := checkAppID(args[0]); err != nil {
 				return err
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			h, err := cl.GetApplicationHome(ctx, args[0], false)
-			if err != nil {
-				return err
-			}
-			return c.printApps([]*pb.ApplicationHome{h})
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				h, err := cl.GetApplicationHome(ctx, args[0], false)
+				if err != nil {
+					return err
+				}
+				return c.printApps([]*pb.ApplicationHome{h})
+			})
 		},
 	}
 }
@@ -90,39 +87,35 @@ func (c *ctl) newAppListCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d: must be 0 (all) or more", limit)
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			var homes []*pb.ApplicationHome
-			var token []byte
-			for {
-				q := client.ListQuery{SubClusterID: sc, PageToken: token}
-				if limit > 0 {
-					q.Limit = limit - len(homes)
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				var homes []*pb.ApplicationHome
+				var token []byte
+				for {
+					q := client.ListQuery{SubClusterID: sc, PageToken: token}
+					if limit > 0 {
+						q.Limit = limit - len(homes)
+					}
+					page, next, err := cl.ListApplicationHomes(ctx, q)
+					if err != nil {
+						return err
+					}
+					homes = append(homes, page...)
+					token = next
+					if len(next) == 0 || (limit > 0 && len(homes) >= limit) {
+						break
+					}
 				}
-				page, next, err := cl.ListApplicationHomes(ctx, q)
-				if err != nil {
+				if limit > 0 && len(homes) > limit {
+					homes = homes[:limit]
+				}
+				if err := c.printApps(homes); err != nil {
 					return err
 				}
-				homes = append(homes, page...)
-				token = next
-				if len(next) == 0 || (limit > 0 && len(homes) >= limit) {
-					break
+				if len(token) > 0 {
+					fmt.Fprintf(c.err, "showing the newest %d; --limit 0 lists all\n", len(homes))
 				}
-			}
-			if limit > 0 && len(homes) > limit {
-				homes = homes[:limit]
-			}
-			if err := c.printApps(homes); err != nil {
-				return err
-			}
-			if len(token) > 0 {
-				fmt.Fprintf(c.err, "showing the newest %d; --limit 0 lists all\n", len(homes))
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&sc, "subcluster", "", "only applications whose home is this sub-cluster")
@@ -147,17 +140,13 @@ rows of applications that no longer exist.`,
 			if err := checkAppID(args[0]); err != nil {
 				return err
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			if err := cl.DeleteApplicationHome(ctx, args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.out, "deleted the home of %s\n", args[0])
-			return nil
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				if err := cl.DeleteApplicationHome(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.out, "deleted the home of %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the deletion")

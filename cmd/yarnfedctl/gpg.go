@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -25,39 +26,35 @@ its expiry is free: no GPG acts until one takes it (the federation keeps routing
   yarnfedctl gpg lease -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			l, err := cl.GetLease(ctx, lease)
-			if errors.Is(err, client.ErrNotFound) {
-				return fmt.Errorf("lease %s: no GPG ever acquired it: %w", lease, err)
-			}
-			if err != nil {
-				return err
-			}
-			expires := time.UnixMilli(l.GetExpiresMs())
-			held := c.now().Before(expires)
-			if c.output == "json" {
-				return writeJSON(c.out, struct {
-					Name    string `json:"name"`
-					Holder  string `json:"holder"`
-					Epoch   uint64 `json:"epoch"`
-					Expires string `json:"expires"`
-					Held    bool   `json:"held"`
-				}{l.GetName(), l.GetHolder(), l.GetEpoch(), formatMs(l.GetExpiresMs()), held})
-			}
-			t := newTable(c.out, "Lease", l.GetName())
-			t.row("Holder", l.GetHolder())
-			t.row("Epoch", fmt.Sprint(l.GetEpoch()))
-			if held {
-				t.row("Expires", fmt.Sprintf("%s (in %s)", formatMs(l.GetExpiresMs()), formatAge(expires.Sub(c.now()))))
-			} else {
-				t.row("Expires", fmt.Sprintf("%s (expired %s ago: no GPG acts)", formatMs(l.GetExpiresMs()), formatAge(c.now().Sub(expires))))
-			}
-			return t.flush()
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				l, err := cl.GetLease(ctx, lease)
+				if errors.Is(err, client.ErrNotFound) {
+					return fmt.Errorf("lease %s: no GPG ever acquired it: %w", lease, err)
+				}
+				if err != nil {
+					return err
+				}
+				expires := time.UnixMilli(l.GetExpiresMs())
+				held := c.now().Before(expires)
+				if c.output == "json" {
+					return writeJSON(c.out, struct {
+						Name    string `json:"name"`
+						Holder  string `json:"holder"`
+						Epoch   uint64 `json:"epoch"`
+						Expires string `json:"expires"`
+						Held    bool   `json:"held"`
+					}{l.GetName(), l.GetHolder(), l.GetEpoch(), formatMs(l.GetExpiresMs()), held})
+				}
+				t := newTable(c.out, "Lease", l.GetName())
+				t.row("Holder", l.GetHolder())
+				t.row("Epoch", fmt.Sprint(l.GetEpoch()))
+				if held {
+					t.row("Expires", fmt.Sprintf("%s (in %s)", formatMs(l.GetExpiresMs()), formatAge(expires.Sub(c.now()))))
+				} else {
+					t.row("Expires", fmt.Sprintf("%s (expired %s ago: no GPG acts)", formatMs(l.GetExpiresMs()), formatAge(c.now().Sub(expires))))
+				}
+				return t.flush()
+			})
 		},
 	}
 	cmd.Flags().StringVar(&lease, "name", "gpg", "lease name (the GPGs' lease_name)")

@@ -270,3 +270,15 @@ func (c *ctl) client() (*client.Client, error) {
 func (c *ctl) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), c.timeout)
 }
+
+// withStore runs f, the part of a command that calls the store, with the
+// client and a context bounded by --timeout.
+func (c *ctl) withStore(cmd *cobra.Command, f func(ctx context.Context, cl *client.Client) error) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.ctx(cmd)
+	defer cancel()
+	return f(ctx, cl)
+}

@@ -39,36 +39,32 @@ pinned queue keep the pin. 'policy list' shows pinned queues.`
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			var errs []error
-			for _, q := range args {
-				p, err := cl.GetPolicy(ctx, q)
-				if errors.Is(err, client.ErrNotFound) {
-					errs = append(errs, fmt.Errorf("queue %s: no policy stored; save one first (a pin keeps a stored policy): %w", q, err))
-					continue
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				var errs []error
+				for _, q := range args {
+					p, err := cl.GetPolicy(ctx, q)
+					if errors.Is(err, client.ErrNotFound) {
+						errs = append(errs, fmt.Errorf("queue %s: no policy stored; save one first (a pin keeps a stored policy): %w", q, err))
+						continue
+					}
+					if err != nil {
+						errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
+						continue
+					}
+					if p.GetPinned() == pin {
+						fmt.Fprintf(c.out, "queue %s: already %s\n", q, pinWord(pin))
+						continue
+					}
+					np := proto.Clone(p).(*pb.PolicyConfiguration)
+					np.Pinned = pin
+					if err := cl.SetPolicy(ctx, np); err != nil {
+						errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
+						continue
+					}
+					fmt.Fprintf(c.out, "queue %s: %s\n", q, pinWord(pin))
 				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
-					continue
-				}
-				if p.GetPinned() == pin {
-					fmt.Fprintf(c.out, "queue %s: already %s\n", q, pinWord(pin))
-					continue
-				}
-				np := proto.Clone(p).(*pb.PolicyConfiguration)
-				np.Pinned = pin
-				if err := cl.SetPolicy(ctx, np); err != nil {
-					errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
-					continue
-				}
-				fmt.Fprintf(c.out, "queue %s: %s\n", q, pinWord(pin))
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }

@@ -163,29 +163,25 @@ func (c *ctl) saveQueuePolicies(cmd *cobra.Command, qs []policies.QueuePolicy, m
 		}
 		return nil
 	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.ctx(cmd)
-	defer cancel()
-	if err := c.warnUnknownSubClusters(ctx, cl, qs); err != nil {
-		return err
-	}
-	for i, cfg := range cfgs {
-		pin, err := pinned(ctx, cl, cfg.Queue)
-		if err == nil {
-			err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
+	return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+		if err := c.warnUnknownSubClusters(ctx, cl, qs); err != nil {
+			return err
 		}
-		if err != nil {
-			if i > 0 {
-				return fmt.Errorf("queue %q: %w (saved before the failure: %s; not saved: %s)", cfg.Queue, err, queueNames(cfgs[:i]), queueNames(cfgs[i:]))
+		for i, cfg := range cfgs {
+			pin, err := pinned(ctx, cl, cfg.Queue)
+			if err == nil {
+				err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
 			}
-			return fmt.Errorf("queue %q: %w", cfg.Queue, err)
+			if err != nil {
+				if i > 0 {
+					return fmt.Errorf("queue %q: %w (saved before the failure: %s; not saved: %s)", cfg.Queue, err, queueNames(cfgs[:i]), queueNames(cfgs[i:]))
+				}
+				return fmt.Errorf("queue %q: %w", cfg.Queue, err)
+			}
+			fmt.Fprintf(c.out, "saved policy for queue %s (%s)\n", cfg.Queue, c.managerShort(cfg.Type))
 		}
-		fmt.Fprintf(c.out, "saved policy for queue %s (%s)\n", cfg.Queue, c.managerShort(cfg.Type))
-	}
-	return nil
+		return nil
+	})
 }
 
 func queueNames(cfgs []policies.PolicyConfig) string {
@@ -327,47 +323,44 @@ routers do: its own entry, else the '*' entry.`,
   yarnfedctl policy get root.x --effective -o json`,
 		Args: exactArgs("QUEUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			var p *pb.PolicyConfiguration
-			if effective {
-				p, err = cl.PolicyFor(ctx, args[0])
-			} else {
-				p, err = cl.GetPolicy(ctx, args[0])
-			}
-			if errors.Is(err, client.ErrNotFound) {
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				var p *pb.PolicyConfiguration
+				var err error
 				if effective {
-					return fmt.Errorf("queue %s: no policy of its own and no '*' policy; routers use their configured default manager: %w", args[0], err)
+					p, err = cl.PolicyFor(ctx, args[0])
+				} else {
+					p, err = cl.GetPolicy(ctx, args[0])
 				}
-				return fmt.Errorf("queue %s: no policy stored (try --effective for the '*' fallback): %w", args[0], err)
-			}
-			if err != nil {
+				if errors.Is(err, client.ErrNotFound) {
+					if effective {
+						return fmt.Errorf("queue %s: no policy of its own and no '*' policy; routers use their configured default manager: %w", args[0], err)
+					}
+					return fmt.Errorf("queue %s: no policy stored (try --effective for the '*' fallback): %w", args[0], err)
+				}
+				if err != nil {
+					return err
+				}
+				if effective && p.GetQueue() != args[0] {
+					fmt.Fprintf(c.err, "queue %s has no policy of its own; showing the %q policy\n", args[0], p.GetQueue())
+				}
+				if c.output == "json" {
+					var params json.RawMessage
+					if len(p.GetParams()) > 0 && json.Valid(p.GetParams()) {
+						params = p.GetParams()
+					}
+					return writeJSON(c.out, struct {
+						Queue  string          `json:"queue"`
+						Type   string          `json:"type"`
+						Params json.RawMessage `json:"params"`
+					}{p.GetQueue(), p.GetType(), params})
+				}
+				if len(p.GetParams()) == 0 {
+					fmt.Fprintf(c.err, "queue %s: manager %s, no params stored\n", p.GetQueue(), p.GetType())
+					return nil
+				}
+				_, err = c.out.Write(append(slices.Clone(p.GetParams()), '\n'))
 				return err
-			}
-			if effective && p.GetQueue() != args[0] {
-				fmt.Fprintf(c.err, "queue %s has no policy of its own; showing the %q policy\n", args[0], p.GetQueue())
-			}
-			if c.output == "json" {
-				var params json.RawMessage
-				if len(p.GetParams()) > 0 && json.Valid(p.GetParams()) {
-					params = p.GetParams()
-				}
-				return writeJSON(c.out, struct {
-					Queue  string          `json:"queue"`
-					Type   string          `json:"type"`
-					Params json.RawMessage `json:"params"`
-				}{p.GetQueue(), p.GetType(), params})
-			}
-			if len(p.GetParams()) == 0 {
-				fmt.Fprintf(c.err, "queue %s: manager %s, no params stored\n", p.GetQueue(), p.GetType())
-				return nil
-			}
-			_, err = c.out.Write(append(slices.Clone(p.GetParams()), '\n'))
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&effective, "effective", false, "fall back to the '*' policy as routers do")
@@ -412,26 +405,22 @@ with the offending field named, and the stored policy stays as it was.`,
 				fmt.Fprintf(c.out, "%s\t%s\t%s\n", cfg.Queue, cfg.Type, cfg.Params)
 				return nil
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			if info != nil {
-				if err := c.warnUnknownSubClusters(ctx, cl, []policies.QueuePolicy{{Queue: cfg.Queue, Info: *info}}); err != nil {
-					return err
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				if info != nil {
+					if err := c.warnUnknownSubClusters(ctx, cl, []policies.QueuePolicy{{Queue: cfg.Queue, Info: *info}}); err != nil {
+						return err
+					}
 				}
-			}
-			pin, err := pinned(ctx, cl, cfg.Queue)
-			if err == nil {
-				err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
-			}
-			if err != nil {
-				return fmt.Errorf("queue %q: %w", cfg.Queue, err)
-			}
-			fmt.Fprintf(c.out, "saved policy for queue %s (%s)\n", cfg.Queue, c.managerShort(cfg.Type))
-			return nil
+				pin, err := pinned(ctx, cl, cfg.Queue)
+				if err == nil {
+					err = cl.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params, Pinned: pin})
+				}
+				if err != nil {
+					return fmt.Errorf("queue %q: %w", cfg.Queue, err)
+				}
+				fmt.Fprintf(c.out, "saved policy for queue %s (%s)\n", cfg.Queue, c.managerShort(cfg.Type))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&typ, "type", "", "policy manager (short or Java class name)")
@@ -486,54 +475,50 @@ deleting the others. --all deletes every policy, '*' included, and needs --yes.`
 			case all && !yes:
 				return usagef("refusing to delete every queue policy without --yes")
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			if all {
-				if err := cl.DeleteAllPolicies(ctx); err != nil {
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				if all {
+					if err := cl.DeleteAllPolicies(ctx); err != nil {
+						return err
+					}
+					fmt.Fprintln(c.out, "deleted all queue policies")
+					return nil
+				}
+				// The store ignores missing queues; look first so a typo is
+				// reported instead of silently doing nothing.
+				stored, err := cl.ListPolicies(ctx)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintln(c.out, "deleted all queue policies")
+				have := map[string]bool{}
+				for _, p := range stored {
+					have[p.GetQueue()] = true
+				}
+				var del, missing []string
+				seen := map[string]bool{}
+				for _, q := range args {
+					if seen[q] {
+						continue
+					}
+					seen[q] = true
+					if have[q] {
+						del = append(del, q)
+					} else {
+						missing = append(missing, q)
+					}
+				}
+				if len(del) > 0 {
+					if err := cl.DeletePolicies(ctx, del...); err != nil {
+						return err
+					}
+					for _, q := range del {
+						fmt.Fprintf(c.out, "deleted policy for queue %s\n", q)
+					}
+				}
+				if len(missing) > 0 {
+					return fmt.Errorf("%w: no policy stored for queue(s) %s", client.ErrNotFound, strings.Join(missing, ", "))
+				}
 				return nil
-			}
-			// The store ignores missing queues; look first so a typo is
-			// reported instead of silently doing nothing.
-			stored, err := cl.ListPolicies(ctx)
-			if err != nil {
-				return err
-			}
-			have := map[string]bool{}
-			for _, p := range stored {
-				have[p.GetQueue()] = true
-			}
-			var del, missing []string
-			seen := map[string]bool{}
-			for _, q := range args {
-				if seen[q] {
-					continue
-				}
-				seen[q] = true
-				if have[q] {
-					del = append(del, q)
-				} else {
-					missing = append(missing, q)
-				}
-			}
-			if len(del) > 0 {
-				if err := cl.DeletePolicies(ctx, del...); err != nil {
-					return err
-				}
-				for _, q := range del {
-					fmt.Fprintf(c.out, "deleted policy for queue %s\n", q)
-				}
-			}
-			if len(missing) > 0 {
-				return fmt.Errorf("%w: no policy stored for queue(s) %s", client.ErrNotFound, strings.Join(missing, ", "))
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "delete every queue policy")
@@ -590,13 +575,12 @@ func (c *ctl) storedPolicies(cmd *cobra.Command, queues []string) ([]*pb.PolicyC
 			want[q] = true
 		}
 	}
-	cl, err := c.client()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := c.ctx(cmd)
-	defer cancel()
-	all, err := cl.ListPolicies(ctx)
+	var all []*pb.PolicyConfiguration
+	err := c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+		var err error
+		all, err = cl.ListPolicies(ctx)
+		return err
+	})
 	if err != nil || len(want) == 0 {
 		return all, err
 	}

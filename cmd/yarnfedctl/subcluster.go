@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,36 +153,32 @@ sub-clusters routers route to.`,
   yarnfedctl subcluster list --active -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			scs, err := cl.ListSubClusters(ctx, active)
-			if err != nil {
-				return err
-			}
-			views := make([]scView, 0, len(scs))
-			for _, sc := range scs {
-				views = append(views, c.scViewOf(sc))
-			}
-			slices.SortFunc(views, func(a, b scView) int { return strings.Compare(a.SubClusterID, b.SubClusterID) })
-			if c.output == "json" {
-				return writeJSON(c.out, views)
-			}
-			t := newTable(c.out, "SUBCLUSTER", "STATE", "HEARTBEAT", "CLIENT RM", "AMRM", "RM ADMIN", "RM WEB", "MEMORY MB", "VCORES", "APPS P/R", "PUBLISHED")
-			for _, v := range views {
-				mem, vc, apps, pub := "", "", "", ""
-				if s := v.Summary; s != nil {
-					mem, vc, apps = ratio(s.AvailableMB, s.TotalMB), ratio(s.AvailableVCores, s.TotalVCores), ratio(s.AppsPending, s.AppsRunning)
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				scs, err := cl.ListSubClusters(ctx, active)
+				if err != nil {
+					return err
 				}
-				if p := v.Published; p != nil {
-					pub = ratio(p.MemoryMB, p.VCores)
+				views := make([]scView, 0, len(scs))
+				for _, sc := range scs {
+					views = append(views, c.scViewOf(sc))
 				}
-				t.row(v.SubClusterID, v.State, v.age, v.ClientRMServiceAddress, v.AMRMServiceAddress, v.RMAdminServiceAddress, v.RMWebServiceAddress, mem, vc, apps, pub)
-			}
-			return t.flush()
+				slices.SortFunc(views, func(a, b scView) int { return strings.Compare(a.SubClusterID, b.SubClusterID) })
+				if c.output == "json" {
+					return writeJSON(c.out, views)
+				}
+				t := newTable(c.out, "SUBCLUSTER", "STATE", "HEARTBEAT", "CLIENT RM", "AMRM", "RM ADMIN", "RM WEB", "MEMORY MB", "VCORES", "APPS P/R", "PUBLISHED")
+				for _, v := range views {
+					mem, vc, apps, pub := "", "", "", ""
+					if s := v.Summary; s != nil {
+						mem, vc, apps = ratio(s.AvailableMB, s.TotalMB), ratio(s.AvailableVCores, s.TotalVCores), ratio(s.AppsPending, s.AppsRunning)
+					}
+					if p := v.Published; p != nil {
+						pub = ratio(p.MemoryMB, p.VCores)
+					}
+					t.row(v.SubClusterID, v.State, v.age, v.ClientRMServiceAddress, v.AMRMServiceAddress, v.RMAdminServiceAddress, v.RMWebServiceAddress, mem, vc, apps, pub)
+				}
+				return t.flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&active, "active", false, "only SC_RUNNING sub-clusters")
@@ -195,42 +192,38 @@ func (c *ctl) newSubClusterGetCmd() *cobra.Command {
 		Example: `  yarnfedctl subcluster get SC-1 -o json`,
 		Args:    exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			sc, err := cl.GetSubCluster(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			v := c.scViewOf(sc)
-			if c.output == "json" {
-				return writeJSON(c.out, v)
-			}
-			t := newTable(c.out, "Sub-cluster", v.SubClusterID)
-			t.row("State", v.State)
-			t.row("Last heartbeat", strings.TrimSpace(v.LastHeartBeat+" ("+v.age+" ago)"))
-			t.row("Last start", v.LastStartTime)
-			t.row("Client RM", v.ClientRMServiceAddress)
-			t.row("AMRM", v.AMRMServiceAddress)
-			t.row("RM admin", v.RMAdminServiceAddress)
-			t.row("RM web", v.RMWebServiceAddress)
-			if s := v.Summary; s != nil {
-				t.row("Memory MB (available/total)", ratio(s.AvailableMB, s.TotalMB))
-				t.row("VCores (available/total)", ratio(s.AvailableVCores, s.TotalVCores))
-				t.row("Apps (pending/running)", ratio(s.AppsPending, s.AppsRunning))
-				t.row("Active nodes", strconv.FormatInt(s.ActiveNodes, 10))
-			} else if v.CapabilityError != "" {
-				t.row("Capability", v.CapabilityError)
-			}
-			if p := v.Published; p != nil {
-				t.row("Published capacity (MB/vcores)", ratio(p.MemoryMB, p.VCores))
-				t.row("Published nodes", strconv.FormatInt(int64(p.Nodes), 10))
-				t.row("Published at", strings.TrimSpace(p.PublishedAt+" ("+p.age+" ago)"))
-			}
-			return t.flush()
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				sc, err := cl.GetSubCluster(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				v := c.scViewOf(sc)
+				if c.output == "json" {
+					return writeJSON(c.out, v)
+				}
+				t := newTable(c.out, "Sub-cluster", v.SubClusterID)
+				t.row("State", v.State)
+				t.row("Last heartbeat", strings.TrimSpace(v.LastHeartBeat+" ("+v.age+" ago)"))
+				t.row("Last start", v.LastStartTime)
+				t.row("Client RM", v.ClientRMServiceAddress)
+				t.row("AMRM", v.AMRMServiceAddress)
+				t.row("RM admin", v.RMAdminServiceAddress)
+				t.row("RM web", v.RMWebServiceAddress)
+				if s := v.Summary; s != nil {
+					t.row("Memory MB (available/total)", ratio(s.AvailableMB, s.TotalMB))
+					t.row("VCores (available/total)", ratio(s.AvailableVCores, s.TotalVCores))
+					t.row("Apps (pending/running)", ratio(s.AppsPending, s.AppsRunning))
+					t.row("Active nodes", strconv.FormatInt(s.ActiveNodes, 10))
+				} else if v.CapabilityError != "" {
+					t.row("Capability", v.CapabilityError)
+				}
+				if p := v.Published; p != nil {
+					t.row("Published capacity (MB/vcores)", ratio(p.MemoryMB, p.VCores))
+					t.row("Published nodes", strconv.FormatInt(int64(p.Nodes), 10))
+					t.row("Published at", strings.TrimSpace(p.PublishedAt+" ("+p.age+" ago)"))
+				}
+				return t.flush()
+			})
 		},
 	}
 }
@@ -271,34 +264,30 @@ whose last heartbeat is older than --expiry as SC_LOST.`,
 			if !isFinal(state) {
 				return usagef("--state %s: deregistration sets a final state (SC_LOST, SC_UNREGISTERED, SC_DECOMMISSIONED); live states come from heartbeats", stateName(state))
 			}
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd)
-			defer cancel()
-			if expired {
-				return c.deregisterExpired(cmd, cl, expiry)
-			}
-			id := args[0]
-			sc, err := cl.GetSubCluster(ctx, id)
-			if err != nil {
-				return err
-			}
-			if sc.GetState() == state {
-				fmt.Fprintf(c.out, "sub-cluster %s is already %s\n", id, stateName(state))
-				return nil
-			}
-			if err := cl.DeregisterSubCluster(ctx, id, state); err != nil {
-				return fmt.Errorf("deregister %s: %w", id, err)
-			}
-			fmt.Fprintf(c.out, "sub-cluster %s: %s -> %s\n", id, stateName(sc.GetState()), stateName(state))
-			if hb := sc.GetLastHeartbeatMs(); hb > 0 && !isFinal(sc.GetState()) {
-				if age := c.now().Sub(time.UnixMilli(hb)); age < 5*time.Minute {
-					fmt.Fprintf(c.err, "note: %s last heartbeated %s ago; if its RM or agent is still running, its next heartbeat restores the state it reports\n", id, formatAge(age))
+			return c.withStore(cmd, func(ctx context.Context, cl *client.Client) error {
+				if expired {
+					return c.deregisterExpired(cmd, cl, expiry)
 				}
-			}
-			return nil
+				id := args[0]
+				sc, err := cl.GetSubCluster(ctx, id)
+				if err != nil {
+					return err
+				}
+				if sc.GetState() == state {
+					fmt.Fprintf(c.out, "sub-cluster %s is already %s\n", id, stateName(state))
+					return nil
+				}
+				if err := cl.DeregisterSubCluster(ctx, id, state); err != nil {
+					return fmt.Errorf("deregister %s: %w", id, err)
+				}
+				fmt.Fprintf(c.out, "sub-cluster %s: %s -> %s\n", id, stateName(sc.GetState()), stateName(state))
+				if hb := sc.GetLastHeartbeatMs(); hb > 0 && !isFinal(sc.GetState()) {
+					if age := c.now().Sub(time.UnixMilli(hb)); age < 5*time.Minute {
+						fmt.Fprintf(c.err, "note: %s last heartbeated %s ago; if its RM or agent is still running, its next heartbeat restores the state it reports\n", id, formatAge(age))
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&stateFlag, "state", "SC_LOST", "final state to set: SC_LOST, SC_UNREGISTERED or SC_DECOMMISSIONED")

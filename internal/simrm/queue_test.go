@@ -80,16 +80,14 @@ func TestQueueListsKeepOneOrder(t *testing.T) {
 // referenceSchedule is the scheduling pass as it was before the queue
 // split: every live application of every queue visited in order, each
 // checked on its own. TestSchedulerMatchesReference runs it side by side
-// with schedule.
+// with schedule. Launching an AM and granting asks are shared: the two
+// differ in the order they visit applications and the checks they make.
 func (c *core) referenceSchedule() {
 	if len(c.nodes) == 0 {
 		return
 	}
 	now := c.nowMS()
-	if c.freeGen != c.failedGen {
-		c.failed, c.failedGen = c.failed[:0], c.freeGen
-	}
-	failed := &c.failed
+	failed := c.failedSizes()
 	order := slices.Clone(c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
 	for _, q := range order {
@@ -110,34 +108,11 @@ func (c *core) referenceSchedule() {
 				if n == nil {
 					continue
 				}
-				at.amContainer = c.newContainer(at, n, res, 0, 0, true, now)
-				at.needsAM = false
-				at.state = AttemptLaunched
-				c.markLaunched(a)
-				a.launched = now
-				a.diagnostics = diagLaunched
-				if a.sim != nil {
-					a.sim.launchedAt = now
-				}
+				c.launchAM(a, at, n, now)
 				placed = append(placed, a)
 				continue
 			}
-			for _, k := range at.askKeys {
-				s := at.asks[k]
-				for s.any() > 0 {
-					if !limit.fits(q.used.add(s.capability)) {
-						break
-					}
-					n := c.place(at, s, failed)
-					if n == nil {
-						break
-					}
-					ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
-					at.newly = append(at.newly, ct)
-					c.decrement(at, s, n)
-				}
-			}
-			c.dropEmptyAsks(at)
+			c.grantAsks(at, q, limit, failed, now)
 		}
 		for _, a := range placed {
 			q.place(a)

@@ -19,7 +19,14 @@ import (
 
 func httpGet(t *testing.T, url, accept string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	return httpDo(t, http.MethodGet, url, accept, nil)
+}
+
+// httpDo sends one request (Accept set when accept is not empty) and
+// returns the status and body.
+func httpDo(t *testing.T, method, url, accept string, body io.Reader) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, body)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
@@ -197,14 +204,7 @@ func TestControlAPI(t *testing.T) {
 	ctx := context.Background()
 	base := "http://" + rm.Addrs().Web
 	put := func(path, body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPut, base+path, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return httpDo(t, http.MethodPut, base+path, "", strings.NewReader(body))
 	}
 	if code, body := put("/simrm/v1/faults", `{"stalled":true}`); code != 200 || !strings.Contains(body, `"stalled":true`) {
 		t.Fatalf("stall: %d %s", code, body)

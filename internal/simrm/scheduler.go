@@ -23,13 +23,7 @@ func (c *core) schedule() {
 		return
 	}
 	now := c.nowMS()
-	// failed remembers sizes that found no node: a larger ask cannot fit
-	// either, so a full cluster costs one scan per size, not one per
-	// application. It stays valid across passes until resources are freed.
-	if c.freeGen != c.failedGen {
-		c.failed, c.failedGen = c.failed[:0], c.freeGen
-	}
-	failed := &c.failed
+	failed := c.failedSizes()
 	order := make([]*queue, len(c.queues))
 	copy(order, c.queues)
 	sort.SliceStable(order, func(i, j int) bool { return c.queueShare(order[i]) < c.queueShare(order[j]) })
@@ -78,18 +72,7 @@ func (c *core) scheduleQueue(q *queue, failed *[]Resource, now int64) {
 				waitOpen = !c.allWaitingBlocked(q, limit, *failed)
 				continue
 			}
-			ct := c.newContainer(at, n, res, 0, 0, true, now)
-			at.amContainer = ct
-			at.needsAM = false
-			// ALLOCATED -> LAUNCHED at once: the simulated NodeManager
-			// starts the AM container immediately.
-			at.state = AttemptLaunched
-			c.markLaunched(a)
-			a.launched = now
-			a.diagnostics = diagLaunched
-			if a.sim != nil {
-				a.sim.launchedAt = now
-			}
+			c.launchAM(a, at, n, now)
 			placed = append(placed, a)
 			if q.waitSizes[res]--; q.waitSizes[res] <= 0 {
 				delete(q.waitSizes, res)
@@ -99,28 +82,58 @@ func (c *core) scheduleQueue(q *queue, failed *[]Resource, now int64) {
 			continue
 		}
 		before := q.used
-		for _, k := range at.askKeys {
-			s := at.asks[k]
-			for s.any() > 0 {
-				if !limit.fits(q.used.add(s.capability)) {
-					break
-				}
-				n := c.place(at, s, failed)
-				if n == nil {
-					break
-				}
-				ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
-				at.newly = append(at.newly, ct)
-				c.decrement(at, s, n)
-			}
-		}
-		c.dropEmptyAsks(at)
+		c.grantAsks(at, q, limit, failed, now)
 		if waitOpen && q.used != before {
 			// Containers granted to a running application took room a
 			// waiting AM might have needed.
 			waitOpen = !c.allWaitingBlocked(q, limit, *failed)
 		}
 	}
+}
+
+// failedSizes remembers sizes that found no node: a larger ask cannot fit
+// either, so a full cluster costs one scan per size, not one per
+// application. It stays valid across passes until resources are freed.
+func (c *core) failedSizes() *[]Resource {
+	if c.freeGen != c.failedGen {
+		c.failed, c.failedGen = c.failed[:0], c.freeGen
+	}
+	return &c.failed
+}
+
+// launchAM gives the attempt its AM container on n: ALLOCATED -> LAUNCHED
+// at once, since the simulated NodeManager starts it immediately.
+func (c *core) launchAM(a *app, at *attempt, n *node, now int64) {
+	at.amContainer = c.newContainer(at, n, a.amResource, 0, 0, true, now)
+	at.needsAM = false
+	at.state = AttemptLaunched
+	c.markLaunched(a)
+	a.launched = now
+	a.diagnostics = diagLaunched
+	if a.sim != nil {
+		a.sim.launchedAt = now
+	}
+}
+
+// grantAsks places the attempt's asks, in ask order, while the queue's use
+// stays within limit and a node has room.
+func (c *core) grantAsks(at *attempt, q *queue, limit Resource, failed *[]Resource, now int64) {
+	for _, k := range at.askKeys {
+		s := at.asks[k]
+		for s.any() > 0 {
+			if !limit.fits(q.used.add(s.capability)) {
+				break
+			}
+			n := c.place(at, s, failed)
+			if n == nil {
+				break
+			}
+			ct := c.newContainer(at, n, s.capability, k.priority, k.allocReqID, false, now)
+			at.newly = append(at.newly, ct)
+			c.decrement(at, s, n)
+		}
+	}
+	c.dropEmptyAsks(at)
 }
 
 // queueShare is used/guaranteed memory: the capacity scheduler serves the

@@ -97,12 +97,24 @@ func (f *federation) checkExactlyOnce(t *testing.T, y *yarnClient, want []string
 // least two apps (the default policy picks at random).
 func (f *federation) submitUntilBoth(t *testing.T, y *yarnClient) map[string]*yarnpb.ApplicationIdProto {
 	t.Helper()
+	ids := submitUntil(t, y, f.st.client(t), 40, func(per map[string]int) bool { return per["SC-1"] >= 2 && per["SC-2"] >= 2 })
 	apps := map[string]*yarnpb.ApplicationIdProto{}
-	c := f.st.client(t)
+	for _, id := range ids {
+		apps[appID(id)] = id
+	}
+	return apps
+}
+
+// submitUntil submits through y, reading each app's home from the store
+// through c, until enough holds for the count of homes per sub-cluster; it
+// fails the test after most submissions.
+func submitUntil(t *testing.T, y *yarnClient, c *client.Client, most int, enough func(per map[string]int) bool) []*yarnpb.ApplicationIdProto {
+	t.Helper()
 	per := map[string]int{}
-	for i := 0; per["SC-1"] < 2 || per["SC-2"] < 2; i++ {
-		if i == 40 {
-			t.Fatalf("40 submissions and still homes %v", per)
+	var ids []*yarnpb.ApplicationIdProto
+	for !enough(per) {
+		if len(ids) == most {
+			t.Fatalf("%d submissions and still homes %v", most, per)
 		}
 		id := y.submitNew()
 		home, err := c.GetApplicationHome(ctxT(t, 10*time.Second), appID(id), false)
@@ -110,9 +122,9 @@ func (f *federation) submitUntilBoth(t *testing.T, y *yarnClient) map[string]*ya
 			t.Fatalf("home of %s: %v", appID(id), err)
 		}
 		per[home.GetHomeSubClusterId()]++
-		apps[appID(id)] = id
+		ids = append(ids, id)
 	}
-	return apps
+	return ids
 }
 
 // TestFederationSurvivesProcessRestarts: store, two simrm sub-clusters
@@ -684,19 +696,8 @@ func TestSubClusterRMFailover(t *testing.T) {
 		n, err := y.nodeManagers()
 		return err == nil && n == 2*simNodes, fmt.Sprintf("%d nodes, %v", n, err)
 	})
-	c := st.client(t)
-	per := map[string]int{}
 	var names []string
-	for i := 0; per["SC-1"] < 2; i++ {
-		if i == 30 {
-			t.Fatalf("30 submissions after the failover, homes %v", per)
-		}
-		id := y.submitNew()
-		home, err := c.GetApplicationHome(ctxT(t, 10*time.Second), appID(id), false)
-		if err != nil {
-			t.Fatalf("home of %s: %v", appID(id), err)
-		}
-		per[home.GetHomeSubClusterId()]++
+	for _, id := range submitUntil(t, y, st.client(t), 30, func(per map[string]int) bool { return per["SC-1"] >= 2 }) {
 		names = append(names, appID(id))
 	}
 	f := &federation{h: h, st: st, rms: []*simRM{standby, sc2}}

@@ -7,10 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -132,13 +130,7 @@ func doClient(ctx context.Context, rec *lincheck.Recorder, id int, c *client.Cli
 // concurrent one. The leader is also partitioned and SIGSTOPped in turn.
 func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 	h := newHarness(t)
-	duration := 12 * time.Second
-	if d := os.Getenv("YARNFED_LINCHECK_DURATION"); d != "" {
-		var err error
-		if duration, err = time.ParseDuration(d); err != nil {
-			t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
-		}
-	}
+	duration := lincheckDuration(t)
 	cs := startCutStore(t, h, 3)
 	var links []*linkBreaker
 	var addrs []string
@@ -164,25 +156,7 @@ func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(id), uint64(start.UnixNano())))
 			for ctx.Err() == nil {
-				window := int(time.Since(start) / (2 * time.Second))
-				app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
-				queue := fmt.Sprintf("q%d", rng.IntN(3))
-				v := seq.Add(1)
-				var in lincheck.Input
-				switch p := rng.IntN(100); {
-				case p < 30:
-					in = lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 55:
-					in = lincheck.Input{Kind: lincheck.GetHome, Key: app}
-				case p < 72:
-					in = lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 85:
-					in = lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
-				case p < 93:
-					in = lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
-				default:
-					in = lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
-				}
+				in := randomOp(rng, start, seq.Add(1), opMix{30, 55, 72, 85, 93})
 				octx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 				err := doClient(octx, rec, id, c, in)
 				cancel()
@@ -209,31 +183,12 @@ func TestClientLibraryLinearizableThroughBrokenLinks(t *testing.T) {
 			breaks++
 		}
 	})
-	others := func(x int) []int {
-		var o []int
-		for i := range cs.nodes {
-			if i != x {
-				o = append(o, i)
-			}
-		}
-		return o
-	}
 	faults := []struct {
 		name string
 		run  func()
 	}{
-		{"partition the leader from the followers", func() {
-			l := cs.index(cs.leader(t))
-			cs.nc.partition([]int{l}, others(l))
-			time.Sleep(2 * time.Second)
-			cs.nc.heal()
-		}},
-		{"SIGSTOP the leader", func() {
-			l := cs.leader(t)
-			signal(t, l.p, syscall.SIGSTOP)
-			time.Sleep(1500 * time.Millisecond)
-			signal(t, l.p, syscall.SIGCONT)
-		}},
+		{"partition the leader from the followers", func() { cs.isolateLeader(t) }},
+		{"SIGSTOP the leader", func() { cs.freezeLeader(t) }},
 	}
 	end := time.Now().Add(duration)
 	n := 0

@@ -104,6 +104,33 @@ func startCutStore(t *testing.T, h *harness, n int) *cutStore {
 	return cs
 }
 
+// others lists the indexes of every node but x.
+func (cs *cutStore) others(x int) []int {
+	var o []int
+	for i := range cs.nodes {
+		if i != x {
+			o = append(o, i)
+		}
+	}
+	return o
+}
+
+// isolateLeader cuts the leader off from the followers for two seconds.
+func (cs *cutStore) isolateLeader(t *testing.T) {
+	l := cs.index(cs.leader(t))
+	cs.nc.partition([]int{l}, cs.others(l))
+	time.Sleep(2 * time.Second)
+	cs.nc.heal()
+}
+
+// freezeLeader stops the leader's process (SIGSTOP) for 1.5 seconds.
+func (cs *cutStore) freezeLeader(t *testing.T) {
+	l := cs.leader(t)
+	signal(t, l.p, syscall.SIGSTOP)
+	time.Sleep(1500 * time.Millisecond)
+	signal(t, l.p, syscall.SIGCONT)
+}
+
 func (cs *cutStore) index(nd *storeNode) int {
 	for i, x := range cs.nodes {
 		if x == nd {
@@ -191,25 +218,7 @@ func linWorkload(ctx context.Context, t *testing.T, cs *cutStore, rec *lincheck.
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				window := int(time.Since(start) / (2 * time.Second))
-				app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
-				queue := fmt.Sprintf("q%d", rng.IntN(3))
-				v := seq.Add(1)
-				var in lincheck.Input
-				switch p := rng.IntN(100); {
-				case p < 30:
-					in = lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 58:
-					in = lincheck.Input{Kind: lincheck.GetHome, Key: app}
-				case p < 73:
-					in = lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
-				case p < 83:
-					in = lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
-				case p < 91:
-					in = lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
-				default:
-					in = lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
-				}
+				in := randomOp(rng, start, seq.Add(1), opMix{30, 58, 73, 83, 91})
 				// Not the run's ctx: a call in flight at the end finishes
 				// (or times out) on its own and is recorded either way.
 				octx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -245,13 +254,7 @@ func artifactDir() string {
 // YARNFED_LINCHECK_DURATION runs it longer.
 func TestStoreLinearizableUnderFaults(t *testing.T) {
 	h := newHarness(t)
-	duration := 12 * time.Second
-	if d := os.Getenv("YARNFED_LINCHECK_DURATION"); d != "" {
-		var err error
-		if duration, err = time.ParseDuration(d); err != nil {
-			t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
-		}
-	}
+	duration := lincheckDuration(t)
 	cs := startCutStore(t, h, 3)
 	rec := lincheck.NewRecorder()
 	var killed sync.Map // replica index -> true while SIGKILLed
@@ -261,15 +264,6 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 	wg := linWorkload(ctx, t, cs, rec, 6, down, &codeCounts)
 	stopClients := stopAtCleanup(t, stop, wg)
 
-	others := func(x int) []int {
-		var o []int
-		for i := range cs.nodes {
-			if i != x {
-				o = append(o, i)
-			}
-		}
-		return o
-	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	faults := []struct {
 		name string
@@ -286,27 +280,17 @@ func TestStoreLinearizableUnderFaults(t *testing.T) {
 		}},
 		{"SIGSTOP a follower", func() {
 			l := cs.leader(t)
-			f := cs.nodes[others(cs.index(l))[rng.IntN(2)]]
+			f := cs.nodes[cs.others(cs.index(l))[rng.IntN(2)]]
 			signal(t, f.p, syscall.SIGSTOP)
 			time.Sleep(1500 * time.Millisecond)
 			signal(t, f.p, syscall.SIGCONT)
 		}},
-		{"partition the leader from the followers", func() {
-			l := cs.index(cs.leader(t))
-			cs.nc.partition([]int{l}, others(l))
-			time.Sleep(2 * time.Second)
-			cs.nc.heal()
-		}},
-		{"SIGSTOP the leader", func() {
-			l := cs.leader(t)
-			signal(t, l.p, syscall.SIGSTOP)
-			time.Sleep(1500 * time.Millisecond)
-			signal(t, l.p, syscall.SIGCONT)
-		}},
+		{"partition the leader from the followers", func() { cs.isolateLeader(t) }},
+		{"SIGSTOP the leader", func() { cs.freezeLeader(t) }},
 		{"cut a follower off", func() {
 			l := cs.index(cs.leader(t))
-			f := others(l)[rng.IntN(2)]
-			cs.nc.partition([]int{f}, others(f))
+			f := cs.others(l)[rng.IntN(2)]
+			cs.nc.partition([]int{f}, cs.others(f))
 			time.Sleep(1500 * time.Millisecond)
 			cs.nc.heal()
 		}},
@@ -382,5 +366,47 @@ func TestLinearizabilityCheckerCatchesStaleReads(t *testing.T) {
 	// The same history without the stale read is fine.
 	if err := lincheck.Check(ops[:len(ops)-1], time.Minute, ""); err != nil {
 		t.Fatalf("history without the stale read: %v", err)
+	}
+}
+
+// lincheckDuration is how long a linearizability run lasts: 12 s, or
+// YARNFED_LINCHECK_DURATION.
+func lincheckDuration(t *testing.T) time.Duration {
+	d := os.Getenv("YARNFED_LINCHECK_DURATION")
+	if d == "" {
+		return 12 * time.Second
+	}
+	duration, err := time.ParseDuration(d)
+	if err != nil {
+		t.Fatalf("YARNFED_LINCHECK_DURATION: %v", err)
+	}
+	return duration
+}
+
+// opMix is a lincheck client's operation mix: cumulative percentages below
+// which a draw is an insert, a get, an update, a delete of a home, or a
+// policy write; the rest are policy reads.
+type opMix [5]int
+
+// randomOp draws one operation: homes of a window of eight application ids
+// that slides every two seconds (so operations collide on a key while it is
+// live), policies of three queues, v the written value.
+func randomOp(rng *rand.Rand, start time.Time, v int64, mix opMix) lincheck.Input {
+	window := int(time.Since(start) / (2 * time.Second))
+	app := fmt.Sprintf("application_1700000000000_%06d", window*4+rng.IntN(8))
+	queue := fmt.Sprintf("q%d", rng.IntN(3))
+	switch p := rng.IntN(100); {
+	case p < mix[0]:
+		return lincheck.Input{Kind: lincheck.InsertHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
+	case p < mix[1]:
+		return lincheck.Input{Kind: lincheck.GetHome, Key: app}
+	case p < mix[2]:
+		return lincheck.Input{Kind: lincheck.UpdateHome, Key: app, Value: fmt.Sprintf("SC-%d", v)}
+	case p < mix[3]:
+		return lincheck.Input{Kind: lincheck.DeleteHome, Key: app}
+	case p < mix[4]:
+		return lincheck.Input{Kind: lincheck.SetPolicy, Key: queue, Value: fmt.Sprintf(`{"v":%d}`, v)}
+	default:
+		return lincheck.Input{Kind: lincheck.GetPolicy, Key: queue}
 	}
 }

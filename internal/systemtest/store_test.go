@@ -33,6 +33,14 @@ type writer struct {
 	errs   []error
 }
 
+// startWriters starts workers writers on st; stop (also run at cleanup)
+// ends them and waits.
+func startWriters(t *testing.T, st *storeCluster, workers int) (w *writer, stop func()) {
+	w = &writer{c: st.client(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return w, stopAtCleanup(t, cancel, w.run(ctx, workers))
+}
+
 func (w *writer) run(ctx context.Context, workers int) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for range workers {
@@ -86,11 +94,7 @@ func (w *writer) waitAcked(t *testing.T, n int64, what string) {
 func TestStoreClusterSurvivesLeaderKill(t *testing.T) {
 	h := newHarness(t)
 	st := h.startStore(3)
-	w := &writer{c: st.client(t)}
-
-	ctx, stop := context.WithCancel(context.Background())
-	wg := w.run(ctx, 8)
-	stopWriters := stopAtCleanup(t, stop, wg)
+	w, stopWriters := startWriters(t, st, 8)
 
 	w.waitAcked(t, 300, "before the kill")
 	victim := st.leader(t)
@@ -308,10 +312,7 @@ func TestStoreJoinedReplicaRestartsWithoutItsSeed(t *testing.T) {
 func TestStoreFrozenLeaderNoStaleRead(t *testing.T) {
 	h := newHarness(t)
 	st := h.startStore(3)
-	w := &writer{c: st.client(t)}
-	ctx, stop := context.WithCancel(context.Background())
-	wg := w.run(ctx, 4)
-	stopWriters := stopAtCleanup(t, stop, wg)
+	w, stopWriters := startWriters(t, st, 4)
 	w.waitAcked(t, 100, "before the freeze")
 
 	old := st.leader(t)

@@ -215,14 +215,11 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.Conns <= 0 {
 		cfg.Conns = def.Conns
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "yarnfed-bench-statestore-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg.Dir, "yarnfed-bench-statestore-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 
 	if cfg.RunID == 0 {
 		cfg.RunID = time.Now().UnixMilli()
@@ -578,6 +575,28 @@ type Replicas struct {
 	logs []string
 }
 
+// startInGroup starts cmd in a process group of its own (so a kill takes
+// its children too), its output appended to logf.
+func startInGroup(cmd *exec.Cmd, logf *os.File) error {
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd.Start()
+}
+
+// scratchDir points *dir at a new temporary directory (named after
+// prefix) when it is empty; cleanup removes the directory it made.
+func scratchDir(dir *string, prefix string) (cleanup func(), err error) {
+	if *dir != "" {
+		return func() {}, nil
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	*dir = d
+	return func() { os.RemoveAll(d) }, nil
+}
+
 // Start (re)starts replica i with the command line it was first started
 // with, its output appended to its log; it returns at once.
 func (r *Replicas) Start(i int) error {
@@ -586,9 +605,7 @@ func (r *Replicas) Start(i int) error {
 		return err
 	}
 	cmd := exec.Command(r.exe, r.args[i]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	err = startInGroup(cmd, logf)
 	logf.Close() // the child holds its own descriptor
 	if err != nil {
 		return err

@@ -96,9 +96,7 @@ func startEtcd(ctx context.Context, cfg Config) (target, error) {
 			"--listen-peer-urls", peerURLs[i], "--initial-advertise-peer-urls", peerURLs[i],
 			"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "yarnfed-bench", "--log-level", "warn")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		if err := startInGroup(cmd, logf); err != nil {
 			t.close()
 			return nil, err
 		}

@@ -128,14 +128,11 @@ func RunScale(ctx context.Context, cfg ScaleConfig, w io.Writer) error {
 	if cfg.TrailingLogs <= 0 {
 		cfg.TrailingLogs = 256
 	}
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "yarnfed-bench-scale-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		cfg.Dir = d
+	cleanup, err := scratchDir(&cfg.Dir, "yarnfed-bench-scale-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	run := time.Now().UnixMilli()
 	loadStart := procstat.LoadAvg()
 	fmt.Fprintf(w, "# %s at start; %d rows; application ids application_%d_*\n", loadStart, cfg.Rows, run)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -97,9 +96,7 @@ func StartZooKeeperEnsemble(java, classpath, dir string) (*Ensemble, error) {
 			return nil, err
 		}
 		cmd := exec.Command(java, "-Xmx512m", "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		if err := startInGroup(cmd, logf); err != nil {
 			e.Close()
 			return nil, err
 		}

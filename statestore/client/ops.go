@@ -425,6 +425,8 @@ func (c *Client) Status(ctx context.Context) (*pb.StatusResponse, error) {
 
 // Snapshot makes the replica in use take a Raft snapshot now (admin). To
 // snapshot one particular replica, use a client with only its address.
+// Not resent after an unknown outcome: a resend goes to the next replica,
+// not the one asked; ErrUnknownOutcome then.
 func (c *Client) Snapshot(ctx context.Context) (*pb.SnapshotResponse, error) {
 	return call(ctx, c, false, func(ctx context.Context, s replica) (*pb.SnapshotResponse, error) {
 		return s.admin.Snapshot(ctx, &pb.SnapshotRequest{})

@@ -95,20 +95,8 @@ func (a *applier) deleteUAM(c *pb.DeleteUAMCommand) (proto.Message, error) {
 // getUAMs returns an application's rows ordered by sub-cluster (none is
 // not an error).
 func (f *fsm) getUAMs(appID string) ([]*pb.UAMRecord, error) {
-	var out []*pb.UAMRecord
-	err := f.view(func(tx *bolt.Tx) error {
-		prefix := uamPrefix(appID)
-		cur := tx.Bucket(bUAMs).Cursor()
-		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
-			m := &pb.UAMRecord{}
-			if err := proto.Unmarshal(v, m); err != nil {
-				return fmt.Errorf("corrupt UAM row %q: %w", k, err)
-			}
-			out = append(out, m)
-		}
-		return nil
-	})
-	return out, err
+	prefix := uamPrefix(appID)
+	return f.scanUAMs(prefix, func(k []byte) (bool, bool) { return bytes.HasPrefix(k, prefix), true }, 0)
 }
 
 // listUAMs returns up to limit rows (0: all) ordered by application, then
@@ -116,15 +104,29 @@ func (f *fsm) getUAMs(appID string) ([]*pb.UAMRecord, error) {
 // scan: the table holds one row per running federated application and
 // secondary, and its readers list rarely.
 func (f *fsm) listUAMs(subClusterID string, limit int) ([]*pb.UAMRecord, error) {
+	return f.scanUAMs(nil, func(k []byte) (bool, bool) {
+		if subClusterID == "" {
+			return true, true
+		}
+		i := bytes.IndexByte(k, 0)
+		return true, i >= 0 && string(k[i+1:]) == subClusterID
+	}, limit)
+}
+
+// scanUAMs returns the rows from the first key at or after from, in key
+// order, while match says go on, keeping those it says keep, up to limit
+// rows (0: all).
+func (f *fsm) scanUAMs(from []byte, match func(k []byte) (goOn, keep bool), limit int) ([]*pb.UAMRecord, error) {
 	var out []*pb.UAMRecord
 	err := f.view(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(bUAMs).Cursor()
-		for k, v := cur.First(); k != nil && (limit == 0 || len(out) < limit); k, v = cur.Next() {
-			if subClusterID != "" {
-				i := bytes.IndexByte(k, 0)
-				if i < 0 || string(k[i+1:]) != subClusterID {
-					continue
-				}
+		for k, v := cur.Seek(from); k != nil && (limit == 0 || len(out) < limit); k, v = cur.Next() {
+			goOn, keep := match(k)
+			if !goOn {
+				break
+			}
+			if !keep {
+				continue
 			}
 			m := &pb.UAMRecord{}
 			if err := proto.Unmarshal(v, m); err != nil {

@@ -86,18 +86,30 @@ func NewFaultyReplica(t testing.TB) *FaultyReplica {
 	return f
 }
 
-// Once arms a fault for the next call of method (a StateStore method name,
-// e.g. "DeleteApplicationHome").
+// Once arms a fault for the next call of method (a StateStore or Cluster
+// method name, e.g. "DeleteApplicationHome" or "Join").
 func (f *FaultyReplica) Once(method string, fault Fault) {
 	f.mu.Lock()
-	f.fault["/"+pb.StateStore_ServiceDesc.ServiceName+"/"+method] = fault
+	f.fault[fullMethod(method)] = fault
 	f.mu.Unlock()
 }
 
 // Calls counts the calls of method that reached the store.
 func (f *FaultyReplica) Calls(method string) int32 {
-	v, _ := f.calls.LoadOrStore("/"+pb.StateStore_ServiceDesc.ServiceName+"/"+method, new(atomic.Int32))
+	v, _ := f.calls.LoadOrStore(fullMethod(method), new(atomic.Int32))
 	return v.(*atomic.Int32).Load()
+}
+
+// fullMethod names method the way gRPC does ("/service/method"); the two
+// services share no method name. An unknown name is left under StateStore,
+// where no call will ever match it.
+func fullMethod(method string) string {
+	for _, m := range pb.Cluster_ServiceDesc.Methods {
+		if m.MethodName == method {
+			return "/" + pb.Cluster_ServiceDesc.ServiceName + "/" + method
+		}
+	}
+	return "/" + pb.StateStore_ServiceDesc.ServiceName + "/" + method
 }
 
 func (f *FaultyReplica) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
