@@ -417,7 +417,7 @@ func TestKoordinatorLoop(t *testing.T) {
 		}
 		return false
 	})
-	apps = append(apps, submitApps(t, rm, 1)...)
+	submitApps(t, rm, 1)
 	poll(t, "the new containers", func() bool { return usedTotal(t, rm) == 9*1024 })
 	for range 3 {
 		w.WriteOnce(ctx)
