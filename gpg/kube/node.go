@@ -335,15 +335,6 @@ func factsOfPod(pod *corev1.Pod) podFacts {
 	return f
 }
 
-// compute is the rule over API objects (see evaluate).
-func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time) NodeResult {
-	facts := make(map[string]podFacts, len(pods))
-	for _, p := range pods {
-		facts[p.Namespace+"/"+p.Name] = factsOfPod(p)
-	}
-	return r.evaluate(factsOfNode(node), facts, now)
-}
-
 // evaluate is the whole per-node rule: origin batch (Koordinator <= 1.3:
 // the batch allocatable) minus the effective batch requests of the node's
 // non-terminated pods, NodeManager pods included, floored at 0, in YARN

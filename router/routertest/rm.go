@@ -1,5 +1,9 @@
 package routertest
 
+// The fake RM here is reached from tests only (deadcode lists it): `yarnfed bench
+// router` links this package for its in-memory store (NewStore), which
+// pulls the whole package into the binary.
+
 import (
 	"context"
 	"fmt"

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"slices"
 	"strconv"
@@ -198,22 +197,6 @@ func Measure(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	return res, nil
-}
-
-// Run measures and prints a table; the ratio to the target is the last line.
-func Run(ctx context.Context, cfg Config, w io.Writer) error {
-	res, err := Measure(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "gpg/kube full recompute: %d nodes, %d pods, %d sub-clusters (%d reported, figures checked)\n",
-		res.Nodes, res.Pods, res.SubClusters, res.SubClustersReported)
-	fmt.Fprintf(w, "  initial sync (list, transform, first recompute): %v; live heap added: %.1f MiB\n",
-		res.InitialSync.Round(time.Millisecond), float64(res.HeapBytes)/(1<<20))
-	fmt.Fprintf(w, "  full recompute over %d rounds: min %v  median %v  max %v\n",
-		res.Rounds, res.Min.Round(time.Microsecond), res.Median.Round(time.Microsecond), res.Max.Round(time.Microsecond))
-	fmt.Fprintf(w, "  median / target %v = %.3f (<= 1 meets it)\n", Target, res.RatioToTarget)
-	return nil
 }
 
 // liveHeap is the heap in use after a full collection.

@@ -1,24 +1,22 @@
 package kubebench
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 )
 
-// A small run checks the figures against Expected and prints the ratio last.
-func TestRunSmall(t *testing.T) {
-	var out bytes.Buffer
+// A small run checks the figures against Expected (Measure fails
+// otherwise) and reports every sub-cluster and pod it built.
+func TestMeasureSmall(t *testing.T) {
 	cfg := Config{Nodes: 200, PodsPerNode: 5, SubClusters: 7, Rounds: 3}
-	if err := Run(context.Background(), cfg, &out); err != nil {
+	res, err := Measure(context.Background(), cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if !strings.Contains(lines[len(lines)-1], "median / target") {
-		t.Errorf("last line %q is not the ratio", lines[len(lines)-1])
+	if res.SubClustersReported != 7 || res.Pods != 200*5 || res.Rounds != 3 || res.Median <= 0 {
+		t.Errorf("result %+v", res)
 	}
-	t.Log(out.String())
+	t.Logf("median recompute %v, ratio to target %.3f", res.Median, res.RatioToTarget)
 }
 
 func TestExpectedByHand(t *testing.T) {

@@ -59,12 +59,6 @@ type RMsFunc func(ctx context.Context) (map[string][]string, error)
 // AdminAddresses calls f.
 func (f RMsFunc) AdminAddresses(ctx context.Context) (map[string][]string, error) { return f(ctx) }
 
-// StaticRMs is a fixed RMs (tests, tools).
-type StaticRMs map[string][]string
-
-// AdminAddresses returns the map itself.
-func (s StaticRMs) AdminAddresses(context.Context) (map[string][]string, error) { return s, nil }
-
 // Config tunes a Pusher. The settings come from the Kubernetes cluster's
 // config section (kube.PushConfig; Enabled is the caller's business).
 type Config struct {
@@ -99,11 +93,6 @@ type Config struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Clock      clock.WithTicker
-}
-
-// DefaultConfig returns the defaults (Koordinator's 10% / 300 s).
-func DefaultConfig() Config {
-	return Config{PushConfig: kube.DefaultPushConfig()}
 }
 
 // Validate reports every problem at once.

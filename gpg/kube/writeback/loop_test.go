@@ -318,9 +318,11 @@ func TestKoordinatorLoop(t *testing.T) {
 	//    the reset node drains to 0 and its containers keep running.
 	before := nodesByID(t, rm)
 	clk := clocktesting.NewFakeClock(time.Now())
-	pcfg := nmpush.DefaultConfig()
+	pcfg := nmpush.Config{PushConfig: kube.DefaultPushConfig()}
 	pcfg.Name, pcfg.User, pcfg.Clock = "koord", "yarn", clk
-	pcfg.RMs = nmpush.StaticRMs{"sc-k": {rm.Addrs().Admin}}
+	pcfg.RMs = nmpush.RMsFunc(func(context.Context) (map[string][]string, error) {
+		return map[string][]string{"sc-k": {rm.Addrs().Admin}}, nil
+	})
 	pcfg.RMNodes = rmNodes(rm)
 	pcfg.Registerer = prometheus.NewRegistry()
 	pusher, err := nmpush.New(pcfg, src)
