@@ -41,10 +41,11 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@mkdir -p e2e/target
 	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
 
-deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say.
+deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say, run the image on a real one-node cluster.
 	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.
-	@# Needs the kube binaries (make kube-binaries); CI sets YARNFED_KUBE_REQUIRED=1.
-	cd deploy/test && $(GO) test -race -count=1 -timeout 10m ./...
+	@# Needs the kube binaries (make kube-binaries); CI sets YARNFED_KUBE_REQUIRED=1. The one-node
+	@# cluster (deploy/test/kubenode) needs root, containerd, runc, the CNI plugins; CI sets YARNFED_KUBENODE_REQUIRED=1.
+	cd deploy/test && $(GO) test -race -count=1 -timeout 20m ./...
 	cd hack/image && $(GO) test -race -count=1 ./...
 
 IMAGE ?= yarnfed:latest
@@ -58,7 +59,7 @@ image: ## Build the container image $(IMAGE) as an OCI archive ($(IMAGE_ARCHIVE)
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/linux/yarnfed ./cmd/yarnfed
 	cd hack/image && $(GO) run . -dockerfile $(CURDIR)/deploy/Dockerfile -context $(CURDIR)/bin/linux -name $(IMAGE) -out $(abspath $(IMAGE_ARCHIVE))
 
-kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) the real kube-apiserver and etcd gpg/kube's tests start.
+kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -controller-manager, -scheduler and kubelet in one go build.
 	scripts/kube-binaries.sh
 
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 1000x: executions, not seconds).

@@ -309,7 +309,7 @@ func writeArchive(w io.Writer, img v1.Image, fullName, tag string, created time.
 			Size:      int64(len(manifest)),
 			Digest:    digest,
 			// containerd names the imported image after the first; skopeo
-			// and podman select by the second.
+			// selects by the second (oci-archive:FILE:TAG).
 			Annotations: map[string]string{
 				"io.containerd.image.name":          fullName,
 				"org.opencontainers.image.ref.name": tag,

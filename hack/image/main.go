@@ -1,8 +1,8 @@
 // Command image builds yarnfed's container image without a Docker engine:
 // what deploy/Dockerfile says (FROM scratch, COPY the static binary, USER,
 // ENTRYPOINT), assembled with go-containerregistry and written as an OCI
-// image-layout archive that `ctr -n k8s.io images import`, `skopeo copy
-// oci-archive:...` and `podman load` read.
+// image-layout archive that `ctr -n k8s.io images import` and `skopeo copy
+// oci-archive:...` read.
 //
 // The build is reproducible: the layer's file has a fixed owner and time, the
 // config's creation time is SOURCE_DATE_EPOCH (default 0), and the archive's

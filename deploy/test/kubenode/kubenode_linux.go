@@ -205,6 +205,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c.startKubelet(tokens["kubelet"])
 	c.waitNodeReady()
 	c.Timings.NodeReady = time.Since(begin)
+	// The ServiceAccount admission plugin refuses pods until the
+	// controller-manager has made the namespace's default account.
+	c.waitDefaultServiceAccount()
 	t.Logf("kubenode: node %s Ready after %v", NodeName, c.Timings.NodeReady.Round(time.Millisecond))
 	return c
 }
@@ -679,6 +682,23 @@ func (c *Cluster) waitNodeReady() {
 		select {
 		case <-ctx.Done():
 			c.t.Fatalf("kubenode: node %s not Ready: %s\nkubelet:\n%s\ncontainerd:\n%s", NodeName, last, c.procs["kubelet"].tail(), c.procs["containerd"].tail())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) waitDefaultServiceAccount() {
+	kc := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		_, err := kc.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("kubenode: no default ServiceAccount (%v)\nkube-controller-manager:\n%s", err, c.Log("kube-controller-manager"))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
