@@ -3,10 +3,13 @@ package test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +48,47 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 		t.Fatalf("bin/linux/yarnfed version: %v", err)
 	}
 
-	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
+	before := readSysctls()
+	var c *kubenode.Cluster
+	// The cluster lives for this subtest; its cleanup has run when t.Run
+	// returns, and what it leaves on the host is checked below.
+	t.Run("pods", func(t *testing.T) {
+		c = kubenode.Start(t, kubenode.Options{Images: []string{archive}})
+		runVersionPods(t, c, image, digest, string(want))
+	})
+	if c == nil {
+		return
+	}
+	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+		t.Errorf("the cluster's directory %s is still there (%v)", c.Dir, err)
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), c.Dir) {
+		t.Errorf("mounts under %s remain", c.Dir)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*" + c.CgroupRoot); len(left) > 0 {
+		t.Errorf("cgroups remain: %v", left)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), c.Dir) {
+			t.Errorf("a process of the cluster remains: %s: %q", p, b)
+		}
+	}
+	if after := readSysctls(); !maps.Equal(before, after) {
+		t.Errorf("kernel settings the kubelet changes were not restored: before %v, after %v", before, after)
+	}
+}
+
+func readSysctls() map[string]string {
+	m := map[string]string{}
+	for _, s := range kubenode.KubeletSysctls {
+		b, _ := os.ReadFile("/proc/sys/" + s)
+		m[s] = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func runVersionPods(t *testing.T, c *kubenode.Cluster, image, digest, want string) {
 	if got := c.ImageDigest("docker.io/library/" + image); got != digest {
 		t.Fatalf("containerd holds docker.io/library/%s as %q, make image built %s", image, got, digest)
 	}
@@ -78,7 +121,7 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pod %s logs (API server -> kubelet): %v", name, err)
 		}
-		if string(logs) != string(want) {
+		if string(logs) != want {
 			t.Errorf("pod %s printed %q, the binary prints %q", name, logs, want)
 		}
 	}

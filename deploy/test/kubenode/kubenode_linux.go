@@ -87,13 +87,14 @@ type Cluster struct {
 	// AdminToken authenticates as a member of system:masters.
 	AdminToken string
 	// Dir holds every file of the cluster, logs included (logs/).
-	Dir     string
-	Timings Timings
+	Dir string
+	// CgroupRoot is the kubelet's cgroup root, in every v1 hierarchy.
+	CgroupRoot string
+	Timings    Timings
 
 	t           testing.TB
 	ns          *netns
 	procs       map[string]*process
-	cgroupRoot  string
 	cgroupDirs  []string
 	sysctls     map[string]string
 	sock        string
@@ -153,7 +154,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		t: t, Dir: dir, procs: map[string]*process{},
 		URL:         fmt.Sprintf("https://%s:%d", NodeIP, apiPort),
 		AdminToken:  randomHex(t),
-		cgroupRoot:  "/kubenode-" + strings.TrimPrefix(id, "kn"),
+		CgroupRoot:  "/kubenode-" + strings.TrimPrefix(id, "kn"),
 		sock:        filepath.Join(dir, "containerd.sock"),
 		snapshotter: opts.Snapshotter,
 		cniNetwork:  "kubenode-" + strings.TrimPrefix(id, "kn"),
@@ -540,11 +541,11 @@ func (c *Cluster) buildPause() string {
 	return archive
 }
 
-// kubeletSysctls are the kernel settings the kubelet sets at start
+// KubeletSysctls (under /proc/sys) are the kernel settings the kubelet sets at start
 // (protectKernelDefaults false; true makes it refuse to start on a host
 // that differs). They are not namespaced, so Start saves them and cleanup
 // puts them back.
-var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+var KubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
 
 // kubeletConfig is the KubeletConfiguration: cgroup v1 allowed (this host
 // has no unified hierarchy), cgroupfs with a cgroup root of the test's own,
@@ -601,7 +602,7 @@ func (c *Cluster) startKubelet(token string) {
 		if _, err := os.Stat(filepath.Join(base, "cgroup.procs")); err != nil {
 			continue
 		}
-		d := filepath.Join(base, c.cgroupRoot)
+		d := filepath.Join(base, c.CgroupRoot)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatalf("kubenode: cgroup %s: %v", d, err)
 		}
@@ -619,13 +620,13 @@ func (c *Cluster) startKubelet(token string) {
 		}
 	}
 	c.sysctls = map[string]string{}
-	for _, s := range kubeletSysctls {
+	for _, s := range KubeletSysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil {
 			c.sysctls[s] = strings.TrimSpace(string(b))
 		}
 	}
 	c.write("etc/resolv.conf", []byte("nameserver "+NodeIP+"\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"))
-	cfg := c.write("etc/kubelet.yaml", []byte(strings.NewReplacer("{{cgroupRoot}}", c.cgroupRoot, "{{sock}}", c.sock,
+	cfg := c.write("etc/kubelet.yaml", []byte(strings.NewReplacer("{{cgroupRoot}}", c.CgroupRoot, "{{sock}}", c.sock,
 		"{{dir}}", c.Dir, "{{nodeIP}}", NodeIP).Replace(kubeletConfig)))
 	c.start("kubelet", filepath.Join(kubetest.BinaryDir(), "kubelet"),
 		"--config", cfg,
