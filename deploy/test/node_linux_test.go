@@ -49,6 +49,12 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 	}
 
 	before := readSysctls()
+	var absent []string
+	for _, d := range kubenode.HostDirs {
+		if _, err := os.Stat(d); err != nil {
+			absent = append(absent, d)
+		}
+	}
 	var c *kubenode.Cluster
 	// The cluster lives for this subtest; its cleanup has run when t.Run
 	// returns, and what it leaves on the host is checked below.
@@ -72,6 +78,11 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 	for _, p := range procs {
 		if b, _ := os.ReadFile(p); strings.Contains(string(b), c.Dir) {
 			t.Errorf("a process of the cluster remains: %s: %q", p, b)
+		}
+	}
+	for _, d := range absent {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s did not exist before the cluster and does after", d)
 		}
 	}
 	if after := readSysctls(); !maps.Equal(before, after) {

@@ -100,10 +100,22 @@ type Cluster struct {
 	sock        string
 	snapshotter string
 	cniNetwork  string
-	// runDirs are the host directories containerd's shims create on their
-	// own (shim sockets: /run/containerd/s is fixed in containerd 1.6) that
-	// did not exist before Start; cleanup removes them when empty.
-	runDirs []string
+	// createdHostDirs are the HostDirs that did not exist before Start;
+	// cleanup removes them when empty.
+	createdHostDirs []string
+}
+
+// HostDirs are the host directories the components create at fixed paths
+// whatever their configuration: containerd 1.6's shim sockets
+// (/run/containerd/s), the kubelet's device-plugin socket, its container log
+// links, libcni's result cache. Parents come before children. Cleanup removes
+// the kubelet's socket and the files that name this cluster, and each of
+// these directories that Start created, once empty.
+var HostDirs = []string{
+	"/run/containerd", "/run/containerd/s",
+	"/var/lib/kubelet", "/var/lib/kubelet/device-plugins",
+	"/var/log/containers",
+	"/var/lib/cni", "/var/lib/cni/results",
 }
 
 // prerequisites names what is missing, or nil.
@@ -162,9 +174,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if c.snapshotter == "" {
 		c.snapshotter = "overlayfs"
 	}
-	for _, d := range []string{"/run/containerd", "/run/containerd/s"} {
-		if _, err := os.Stat(d); err != nil {
-			c.runDirs = append([]string{d}, c.runDirs...)
+	for i := len(HostDirs) - 1; i >= 0; i-- { // deepest first
+		if _, err := os.Stat(HostDirs[i]); err != nil {
+			c.createdHostDirs = append(c.createdHostDirs, HostDirs[i])
 		}
 	}
 	t.Cleanup(c.teardown)
@@ -597,6 +609,9 @@ func (c *Cluster) startKubelet(token string) {
 	for _, h := range hiers {
 		base := filepath.Join("/sys/fs/cgroup", h.Name())
 		if h.Name() == "unified" {
+			// The hybrid v2 hierarchy: runc makes the pods' cgroups there
+			// on its own; cleanup removes them with the rest.
+			c.cgroupDirs = append(c.cgroupDirs, filepath.Join(base, c.CgroupRoot))
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(base, "cgroup.procs")); err != nil {
@@ -841,8 +856,8 @@ func (c *Cluster) teardown() {
 		}
 	}
 	c.removeHostFiles()
-	for _, d := range c.runDirs {
-		_ = os.Remove(d) // only when empty: another containerd may have come
+	for _, d := range c.createdHostDirs {
+		_ = os.Remove(d) // only when empty: something else may have come to use it
 	}
 	if c.ns != nil {
 		c.ns.close()
@@ -969,6 +984,11 @@ func (c *Cluster) removeHostFiles() {
 	for _, l := range links {
 		if dst, err := os.Readlink(l); err == nil && strings.HasPrefix(dst, c.Dir+"/") {
 			_ = os.Remove(l)
+		}
+	}
+	for _, d := range c.createdHostDirs {
+		if d == "/var/lib/kubelet/device-plugins" {
+			_ = os.Remove(filepath.Join(d, "kubelet.sock"))
 		}
 	}
 	results, _ := filepath.Glob("/var/lib/cni/results/" + c.cniNetwork + "-*")
