@@ -103,6 +103,8 @@ type Cluster struct {
 	// createdHostDirs are the HostDirs that did not exist before Start;
 	// cleanup removes them when empty.
 	createdHostDirs []string
+	// containerIDs are the containers removeContainers deleted.
+	containerIDs []string
 }
 
 // HostDirs are the host directories the components create at fixed paths
@@ -836,6 +838,7 @@ func (c *Cluster) teardown() {
 	if t.Failed() {
 		c.keepLogs()
 	}
+	c.drain()
 	c.procs["kubelet"].stop()
 	c.procs["kube-scheduler"].stop()
 	c.procs["kube-controller-manager"].stop()
@@ -867,6 +870,45 @@ func (c *Cluster) teardown() {
 	}
 }
 
+// drain deletes every pod and waits (briefly) until the kubelet has stopped
+// their sandboxes, so the CRI tears their networks down through CNI as it
+// would on a real node; removeContainers is the fallback.
+func (c *Cluster) drain() {
+	kubelet, api, ctrd := c.procs["kubelet"], c.procs["kube-apiserver"], c.procs["containerd"]
+	if kubelet == nil || api == nil || ctrd == nil || kubelet.exited() || api.exited() || ctrd.exited() {
+		return
+	}
+	kc, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	nss, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Logf("kubenode: drain: %v", err)
+		return
+	}
+	zero := int64(0)
+	for _, ns := range nss.Items {
+		if err := kc.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+			c.t.Logf("kubenode: drain %s: %v", ns.Name, err)
+		}
+	}
+	for {
+		out, err := c.ctrOut("tasks", "ls", "-q")
+		if err == nil && strings.TrimSpace(out) == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Logf("kubenode: drain: tasks still running after 45 s: %s", out)
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // removeContainers kills and deletes every task and container of the CRI's
 // namespace.
 func (c *Cluster) removeContainers() {
@@ -881,6 +923,7 @@ func (c *Cluster) removeContainers() {
 	}
 	out, _ = c.ctrOut("containers", "ls", "-q")
 	for _, id := range strings.Fields(out) {
+		c.containerIDs = append(c.containerIDs, id)
 		if o, err := c.ctrOut("containers", "delete", id); err != nil {
 			c.t.Logf("kubenode: ctr containers delete %s: %v: %s", id, err, o)
 		}
@@ -991,7 +1034,13 @@ func (c *Cluster) removeHostFiles() {
 			_ = os.Remove(filepath.Join(d, "kubelet.sock"))
 		}
 	}
+	// libcni names a cached result <network>-<sandbox id>-<interface>; the
+	// loopback network's name is not ours, its sandbox ids are.
 	results, _ := filepath.Glob("/var/lib/cni/results/" + c.cniNetwork + "-*")
+	for _, id := range c.containerIDs {
+		more, _ := filepath.Glob("/var/lib/cni/results/*-" + id + "-*")
+		results = append(results, more...)
+	}
 	for _, r := range results {
 		_ = os.Remove(r)
 	}
