@@ -157,6 +157,21 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		t.Skip(err)
 	}
+	// One cluster per machine at a time: the kubelet's device-plugin socket
+	// and the kernel settings it changes are host-wide. A second Start, in
+	// this process or another test binary, waits for the first's cleanup.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "yarnfed-kubenode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Logf("kubenode: waiting for another one-node cluster on this machine to stop")
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+			lock.Close()
+			t.Fatalf("kubenode: lock: %v", err)
+		}
+	}
+	t.Cleanup(func() { lock.Close() }) // runs after teardown (cleanups are last in, first out)
 	begin := time.Now()
 	// A short path: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "kn")
