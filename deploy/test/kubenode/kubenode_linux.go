@@ -120,6 +120,48 @@ var HostDirs = []string{
 	"/var/lib/cni", "/var/lib/cni/results",
 }
 
+// sbinDirs hold runc and ip on Debian; a non-login root shell's or CI's
+// PATH may lack them.
+var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
+
+// childPath is PATH with the sbin directories appended where missing.
+func childPath() string {
+	path := os.Getenv("PATH")
+	have := map[string]bool{}
+	for _, d := range filepath.SplitList(path) {
+		have[d] = true
+	}
+	for _, d := range sbinDirs {
+		if !have[d] {
+			path += string(filepath.ListSeparator) + d
+		}
+	}
+	return path
+}
+
+// childEnv is every child's environment: the test's, with childPath (so
+// containerd's shims find runc, and the kubelet mount and friends).
+func childEnv() []string {
+	env := []string{"PATH=" + childPath()}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// lookPath finds name on childPath.
+func lookPath(name string) (string, error) {
+	for _, d := range filepath.SplitList(childPath()) {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+}
+
 // prerequisites names what is missing, or nil.
 func prerequisites() error {
 	var missing []string
@@ -133,7 +175,7 @@ func prerequisites() error {
 		}
 	}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "go", "make"} {
-		if _, err := exec.LookPath(b); err != nil {
+		if _, err := lookPath(b); err != nil {
 			missing = append(missing, b+" on PATH (apt-get install containerd runc iproute2)")
 		}
 	}
@@ -761,6 +803,7 @@ func (c *Cluster) start(name, path string, args ...string) *process {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(path, args...)
+	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = c.Dir
 	// Its own process group; the parent's death kills it (a test binary

@@ -87,7 +87,12 @@ func (n *netns) start(cmd *exec.Cmd) error {
 
 // run runs a short command inside the namespace.
 func (n *netns) run(name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	path, err := lookPath(name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = childEnv()
 	out, err := os.CreateTemp("", "kubenode-cmd")
 	if err != nil {
 		return err
