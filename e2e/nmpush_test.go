@@ -59,10 +59,10 @@ func TestRealRMNodeResourcePush(t *testing.T) {
 	}
 	var logs strings.Builder // PushOnce logs why a call failed
 	push := func(user string) int {
-		cfg := nmpush.DefaultConfig()
+		cfg := nmpush.Config{PushConfig: kube.DefaultPushConfig()}
 		cfg.Name, cfg.User = "e2e", user
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		cfg.RMs = nmpush.StaticRMs{"SC-E2E": {loopback(mc.info.Admin)}}
+		cfg.RMs = staticRMs(map[string][]string{"SC-E2E": {loopback(mc.info.Admin)}})
 		p, err := nmpush.New(cfg, src)
 		if err != nil {
 			t.Fatal(err)
@@ -157,9 +157,9 @@ func TestRealRMDrainAndUsed(t *testing.T) {
 	t.Logf("NodeManager %s: used %+v (what the write-back writes as 2k batch-cpu, 2Gi batch-memory)", nmID, used)
 
 	// The drain.
-	cfg := nmpush.DefaultConfig()
+	cfg := nmpush.Config{PushConfig: kube.DefaultPushConfig()}
 	cfg.Name, cfg.User = "e2e", gpgAdminUser
-	cfg.RMs = nmpush.StaticRMs{"SC-E2E": {loopback(mc.info.Admin)}}
+	cfg.RMs = staticRMs(map[string][]string{"SC-E2E": {loopback(mc.info.Admin)}})
 	p, err := nmpush.New(cfg, fixedNodes{"k8s-node-0": {SubCluster: "SC-E2E", NodeID: nmID, Status: kube.NodeBatchReset}})
 	if err != nil {
 		t.Fatal(err)
@@ -194,4 +194,9 @@ func TestRealRMDrainAndUsed(t *testing.T) {
 		n, err := rest.GetNode(ctx, nmID)
 		return err == nil && n.NumContainers == 0 && n.UsedMemoryMB == 0
 	})
+}
+
+// staticRMs is a fixed nmpush.RMs.
+func staticRMs(m map[string][]string) nmpush.RMs {
+	return nmpush.RMsFunc(func(context.Context) (map[string][]string, error) { return m, nil })
 }
