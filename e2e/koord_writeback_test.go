@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,14 +18,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
@@ -78,35 +74,6 @@ func kq(s string) resource.Quantity { return resource.MustParse(s) }
 
 func kbatch(cpu, mem string) corev1.ResourceList {
 	return corev1.ResourceList{kube.BatchCPU: kq(cpu), kube.BatchMemory: kq(mem)}
-}
-
-// grantRole creates the ClusterRole in file (gpg/kube's YAML, as deployed)
-// and binds it to user.
-func grantRole(t *testing.T, c *kubetest.Cluster, file, user string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&role); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	rc, err := rbacv1client.NewForConfig(c.RESTConfig(c.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := rc.ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := rc.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // koordNMPod is a NodeManager pod as yarn-copilot's chart (hadoop-yarn,
@@ -465,8 +432,8 @@ func startKoordFed(t *testing.T, kc *kubetest.Cluster) *koordFed {
 
 	// Kubernetes: the GPG's identity bound to exactly gpg/kube's two
 	// roles (reader + the write-back's patch on nodes).
-	grantRole(t, kc, "../gpg/kube/rbac.yaml", gpgAdminUser)
-	grantRole(t, kc, "../gpg/kube/rbac-writeback.yaml", gpgAdminUser)
+	kc.GrantClusterRole(t, "../gpg/kube/rbac.yaml", gpgAdminUser)
+	kc.GrantClusterRole(t, "../gpg/kube/rbac-writeback.yaml", gpgAdminUser)
 	if k.admin, err = corev1client.NewForConfig(kc.RESTConfig(kc.AdminToken)); err != nil {
 		t.Fatal(err)
 	}

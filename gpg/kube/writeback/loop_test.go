@@ -1,11 +1,9 @@
 package writeback_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -13,15 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
-	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
@@ -39,34 +34,6 @@ import (
 )
 
 const gpgUser, readerOnly = "yarnfed-gpg", "reader-only"
-
-// grant creates the ClusterRole in file (gpg/kube's YAML) and binds it to user.
-func grant(t *testing.T, c *kubetest.Cluster, file, user string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&role); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	rc, err := rbacv1client.NewForConfig(c.RESTConfig(c.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := rc.ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := rc.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }
 
@@ -195,9 +162,9 @@ func nodesByID(t *testing.T, rm *simrm.RM) map[string]rmrest.Node {
 func TestKoordinatorLoop(t *testing.T) {
 	c := kubetest.Start(t, kubetest.Options{Users: []kubetest.User{{Name: gpgUser}, {Name: readerOnly}}})
 	ctx := context.Background()
-	grant(t, c, "../rbac.yaml", gpgUser)
-	grant(t, c, "../rbac-writeback.yaml", gpgUser)
-	grant(t, c, "../rbac.yaml", readerOnly)
+	c.GrantClusterRole(t, "../rbac.yaml", gpgUser)
+	c.GrantClusterRole(t, "../rbac-writeback.yaml", gpgUser)
+	c.GrantClusterRole(t, "../rbac.yaml", readerOnly)
 	admin, err := corev1client.NewForConfig(c.RESTConfig(c.AdminToken))
 	if err != nil {
 		t.Fatal(err)
