@@ -740,21 +740,9 @@ func TestKoordWritebackRealRM(t *testing.T) {
 func (k *koordFed) dsEvidence(marker string) int {
 	seen := map[string]bool{}
 	for _, n := range k.rm.nms {
-		_ = filepath.WalkDir(n.logDir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "stdout" {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(line); len(f) == 2 && f[0] == marker {
-					seen[f[1]] = true
-				}
-			}
-			return nil
-		})
+		for _, id := range printedUnder(n.logDir, marker) {
+			seen[id] = true
+		}
 	}
 	return len(seen)
 }

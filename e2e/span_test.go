@@ -339,23 +339,35 @@ func runDSClient(j *javaEnv, dir, clientRM string, d dsRun, containers, sleep in
 func (f *spanFed) containerEvidence(marker string) map[string]string {
 	out := map[string]string{}
 	for i, mc := range f.clusters {
-		_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "stdout" {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if fs := strings.Fields(line); len(fs) == 2 && fs[0] == marker {
-					out[fs[1]] = f.ids[i]
-				}
-			}
-			return nil
-		})
+		for _, id := range printedUnder(mc.dir, marker) {
+			out[id] = f.ids[i]
+		}
 	}
 	return out
+}
+
+// printedUnder lists what follows marker on the lines "<marker> <word>"
+// that containers printed to a stdout file anywhere under dir (a
+// NodeManager's log directory): the distributed shell's evidence of which
+// containers ran, and where.
+func printedUnder(dir, marker string) []string {
+	var words []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "stdout" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(line); len(fs) == 2 && fs[0] == marker {
+				words = append(words, fs[1])
+			}
+		}
+		return nil
+	})
+	return words
 }
 
 var containerEpochRE = regexp.MustCompile(`^container_e(\d+)_`)
