@@ -270,24 +270,19 @@ func queues(qs []*yarnpb.QueueInfoProto) *yarnpb.QueueInfoProto {
 
 // QueueUserAcls merges the sub-clusters' GetQueueUserAclsInfo answers.
 func QueueUserAcls(res []*yarnpb.GetQueueUserAclsInfoResponseProto) *yarnpb.GetQueueUserAclsInfoResponseProto {
-	out := &yarnpb.GetQueueUserAclsInfoResponseProto{}
-	idx := map[string]*yarnpb.QueueUserACLInfoProto{}
-	for _, x := range res {
-		for _, a := range x.GetQueueUserAcls() {
-			cur, ok := idx[a.GetQueueName()]
-			if !ok {
-				cur = &yarnpb.QueueUserACLInfoProto{QueueName: a.QueueName}
-				idx[a.GetQueueName()] = cur
-				out.QueueUserAcls = append(out.QueueUserAcls, cur)
-			}
+	acls := mergeBy(res, (*yarnpb.GetQueueUserAclsInfoResponseProto).GetQueueUserAcls,
+		(*yarnpb.QueueUserACLInfoProto).GetQueueName,
+		func(a *yarnpb.QueueUserACLInfoProto) *yarnpb.QueueUserACLInfoProto {
+			return &yarnpb.QueueUserACLInfoProto{QueueName: a.QueueName}
+		},
+		func(cur, a *yarnpb.QueueUserACLInfoProto) {
 			for _, acl := range a.GetUserAcls() {
 				if !containsACL(cur.UserAcls, acl) {
 					cur.UserAcls = append(cur.UserAcls, acl)
 				}
 			}
-		}
-	}
-	return out
+		})
+	return &yarnpb.GetQueueUserAclsInfoResponseProto{QueueUserAcls: acls}
 }
 
 func containsACL(l []yarnpb.QueueACLProto, a yarnpb.QueueACLProto) bool {
@@ -313,36 +308,26 @@ func NodeKey(n *yarnpb.NodeIdProto) string { return fmt.Sprintf("%s:%d", n.GetHo
 
 // NodesToLabels merges the sub-clusters' GetNodesToLabels answers.
 func NodesToLabels(res []*yarnpb.GetNodesToLabelsResponseProto) *yarnpb.GetNodesToLabelsResponseProto {
-	out := &yarnpb.GetNodesToLabelsResponseProto{}
-	idx := map[string]*yarnpb.NodeIdToLabelsProto{}
-	for _, x := range res {
-		for _, e := range x.GetNodeToLabels() {
-			k := NodeKey(e.GetNodeId())
-			cur, ok := idx[k]
-			if !ok {
-				cur = &yarnpb.NodeIdToLabelsProto{NodeId: e.NodeId}
-				idx[k] = cur
-				out.NodeToLabels = append(out.NodeToLabels, cur)
-			}
+	nodes := mergeBy(res, (*yarnpb.GetNodesToLabelsResponseProto).GetNodeToLabels,
+		func(e *yarnpb.NodeIdToLabelsProto) string { return NodeKey(e.GetNodeId()) },
+		func(e *yarnpb.NodeIdToLabelsProto) *yarnpb.NodeIdToLabelsProto {
+			return &yarnpb.NodeIdToLabelsProto{NodeId: e.NodeId}
+		},
+		func(cur, e *yarnpb.NodeIdToLabelsProto) {
 			cur.NodeLabels = unionStrings(cur.NodeLabels, e.GetNodeLabels())
-		}
-	}
-	return out
+		})
+	return &yarnpb.GetNodesToLabelsResponseProto{NodeToLabels: nodes}
 }
 
 // LabelsToNodes merges the sub-clusters' GetLabelsToNodes answers.
 func LabelsToNodes(res []*yarnpb.GetLabelsToNodesResponseProto) *yarnpb.GetLabelsToNodesResponseProto {
-	out := &yarnpb.GetLabelsToNodesResponseProto{}
-	idx := map[string]*yarnpb.LabelsToNodeIdsProto{}
 	seen := map[string]bool{}
-	for _, x := range res {
-		for _, e := range x.GetLabelsToNodes() {
-			cur, ok := idx[e.GetNodeLabels()]
-			if !ok {
-				cur = &yarnpb.LabelsToNodeIdsProto{NodeLabels: e.NodeLabels}
-				idx[e.GetNodeLabels()] = cur
-				out.LabelsToNodes = append(out.LabelsToNodes, cur)
-			}
+	labels := mergeBy(res, (*yarnpb.GetLabelsToNodesResponseProto).GetLabelsToNodes,
+		(*yarnpb.LabelsToNodeIdsProto).GetNodeLabels,
+		func(e *yarnpb.LabelsToNodeIdsProto) *yarnpb.LabelsToNodeIdsProto {
+			return &yarnpb.LabelsToNodeIdsProto{NodeLabels: e.NodeLabels}
+		},
+		func(cur, e *yarnpb.LabelsToNodeIdsProto) {
 			for _, n := range e.GetNodeId() {
 				k := e.GetNodeLabels() + "\x00" + NodeKey(n)
 				if !seen[k] {
@@ -350,40 +335,27 @@ func LabelsToNodes(res []*yarnpb.GetLabelsToNodesResponseProto) *yarnpb.GetLabel
 					cur.NodeId = append(cur.NodeId, n)
 				}
 			}
-		}
-	}
-	return out
+		})
+	return &yarnpb.GetLabelsToNodesResponseProto{LabelsToNodes: labels}
 }
 
 // ClusterNodeLabels merges the sub-clusters' GetClusterNodeLabels answers.
 func ClusterNodeLabels(res []*yarnpb.GetClusterNodeLabelsResponseProto) *yarnpb.GetClusterNodeLabelsResponseProto {
-	out := &yarnpb.GetClusterNodeLabelsResponseProto{}
-	seen := map[string]bool{}
+	out := &yarnpb.GetClusterNodeLabelsResponseProto{
+		NodeLabels: firstBy(res, (*yarnpb.GetClusterNodeLabelsResponseProto).GetNodeLabels, (*yarnpb.NodeLabelProto).GetName),
+	}
 	for _, x := range res {
 		out.DeprecatedNodeLabels = unionStrings(out.DeprecatedNodeLabels, x.GetDeprecatedNodeLabels())
-		for _, l := range x.GetNodeLabels() {
-			if !seen[l.GetName()] {
-				seen[l.GetName()] = true
-				out.NodeLabels = append(out.NodeLabels, l)
-			}
-		}
 	}
 	return out
 }
 
 // ResourceProfiles merges the sub-clusters' GetAllResourceProfiles answers.
 func ResourceProfiles(res []*yarnpb.GetAllResourceProfilesResponseProto) *yarnpb.GetAllResourceProfilesResponseProto {
-	out := &yarnpb.GetAllResourceProfilesResponseProto{ResourceProfiles: &yarnpb.ResourceProfilesProto{}}
-	seen := map[string]bool{}
-	for _, x := range res {
-		for _, e := range x.GetResourceProfiles().GetResourceProfilesMap() {
-			if !seen[e.GetName()] {
-				seen[e.GetName()] = true
-				out.ResourceProfiles.ResourceProfilesMap = append(out.ResourceProfiles.ResourceProfilesMap, e)
-			}
-		}
-	}
-	return out
+	profiles := firstBy(res, func(x *yarnpb.GetAllResourceProfilesResponseProto) []*yarnpb.ResourceProfileEntry {
+		return x.GetResourceProfiles().GetResourceProfilesMap()
+	}, (*yarnpb.ResourceProfileEntry).GetName)
+	return &yarnpb.GetAllResourceProfilesResponseProto{ResourceProfiles: &yarnpb.ResourceProfilesProto{ResourceProfilesMap: profiles}}
 }
 
 // ResourceProfile answers from the first sub-cluster that has the
@@ -399,17 +371,9 @@ func ResourceProfile(res []*yarnpb.GetResourceProfileResponseProto) *yarnpb.GetR
 
 // ResourceTypeInfo merges the sub-clusters' GetAllResourceTypeInfo answers.
 func ResourceTypeInfo(res []*yarnpb.GetAllResourceTypeInfoResponseProto) *yarnpb.GetAllResourceTypeInfoResponseProto {
-	out := &yarnpb.GetAllResourceTypeInfoResponseProto{}
-	seen := map[string]bool{}
-	for _, x := range res {
-		for _, t := range x.GetResourceTypeInfo() {
-			if !seen[t.GetName()] {
-				seen[t.GetName()] = true
-				out.ResourceTypeInfo = append(out.ResourceTypeInfo, t)
-			}
-		}
+	return &yarnpb.GetAllResourceTypeInfoResponseProto{
+		ResourceTypeInfo: firstBy(res, (*yarnpb.GetAllResourceTypeInfoResponseProto).GetResourceTypeInfo, (*yarnpb.ResourceTypeInfoProto).GetName),
 	}
-	return out
 }
 
 func attrKey(k *yarnpb.NodeAttributeKeyProto) string {
@@ -418,52 +382,71 @@ func attrKey(k *yarnpb.NodeAttributeKeyProto) string {
 
 // ClusterNodeAttributes merges the sub-clusters' GetClusterNodeAttributes answers.
 func ClusterNodeAttributes(res []*yarnpb.GetClusterNodeAttributesResponseProto) *yarnpb.GetClusterNodeAttributesResponseProto {
-	out := &yarnpb.GetClusterNodeAttributesResponseProto{}
-	seen := map[string]bool{}
-	for _, x := range res {
-		for _, a := range x.GetNodeAttributes() {
-			k := attrKey(a.GetAttributeKey())
-			if !seen[k] {
-				seen[k] = true
-				out.NodeAttributes = append(out.NodeAttributes, a)
-			}
-		}
+	return &yarnpb.GetClusterNodeAttributesResponseProto{
+		NodeAttributes: firstBy(res, (*yarnpb.GetClusterNodeAttributesResponseProto).GetNodeAttributes,
+			func(a *yarnpb.NodeAttributeInfoProto) string { return attrKey(a.GetAttributeKey()) }),
 	}
-	return out
 }
 
 // AttributesToNodes merges the sub-clusters' GetAttributesToNodes answers.
 func AttributesToNodes(res []*yarnpb.GetAttributesToNodesResponseProto) *yarnpb.GetAttributesToNodesResponseProto {
-	out := &yarnpb.GetAttributesToNodesResponseProto{}
-	idx := map[string]*yarnpb.AttributeToNodesProto{}
-	for _, x := range res {
-		for _, a := range x.GetAttributesToNodes() {
-			k := attrKey(a.GetNodeAttribute())
-			cur, ok := idx[k]
-			if !ok {
-				cur = &yarnpb.AttributeToNodesProto{NodeAttribute: a.NodeAttribute}
-				idx[k] = cur
-				out.AttributesToNodes = append(out.AttributesToNodes, cur)
-			}
+	attrs := mergeBy(res, (*yarnpb.GetAttributesToNodesResponseProto).GetAttributesToNodes,
+		func(a *yarnpb.AttributeToNodesProto) string { return attrKey(a.GetNodeAttribute()) },
+		func(a *yarnpb.AttributeToNodesProto) *yarnpb.AttributeToNodesProto {
+			return &yarnpb.AttributeToNodesProto{NodeAttribute: a.NodeAttribute}
+		},
+		func(cur, a *yarnpb.AttributeToNodesProto) {
 			cur.NodeValueMap = append(cur.NodeValueMap, a.GetNodeValueMap()...)
+		})
+	return &yarnpb.GetAttributesToNodesResponseProto{AttributesToNodes: attrs}
+}
+
+// NodesToAttributes merges the sub-clusters' GetNodesToAttributes answers.
+func NodesToAttributes(res []*yarnpb.GetNodesToAttributesResponseProto) *yarnpb.GetNodesToAttributesResponseProto {
+	nodes := mergeBy(res, (*yarnpb.GetNodesToAttributesResponseProto).GetNodesToAttributes,
+		(*yarnpb.NodeToAttributesProto).GetNode,
+		func(n *yarnpb.NodeToAttributesProto) *yarnpb.NodeToAttributesProto {
+			return &yarnpb.NodeToAttributesProto{Node: n.Node}
+		},
+		func(cur, n *yarnpb.NodeToAttributesProto) {
+			cur.NodeAttributes = append(cur.NodeAttributes, n.GetNodeAttributes()...)
+		})
+	return &yarnpb.GetNodesToAttributesResponseProto{NodesToAttributes: nodes}
+}
+
+// mergeBy folds the entries of every answer (entries lists one answer's)
+// that share a key into one: the first entry with a key starts the merged
+// entry (start), then every entry with that key, the first included, is
+// added to it (add). Merged entries come in the order their keys were
+// first seen.
+func mergeBy[R, E, M any](res []R, entries func(R) []E, key func(E) string, start func(E) M, add func(M, E)) []M {
+	idx := map[string]M{}
+	var out []M
+	for _, x := range res {
+		for _, e := range entries(x) {
+			cur, ok := idx[key(e)]
+			if !ok {
+				cur = start(e)
+				idx[key(e)] = cur
+				out = append(out, cur)
+			}
+			add(cur, e)
 		}
 	}
 	return out
 }
 
-// NodesToAttributes merges the sub-clusters' GetNodesToAttributes answers.
-func NodesToAttributes(res []*yarnpb.GetNodesToAttributesResponseProto) *yarnpb.GetNodesToAttributesResponseProto {
-	out := &yarnpb.GetNodesToAttributesResponseProto{}
-	idx := map[string]*yarnpb.NodeToAttributesProto{}
+// firstBy unions the entries of every answer by key: the first entry with
+// a key stands for all (the sub-clusters describe the same thing alike).
+func firstBy[R, E any](res []R, entries func(R) []E, key func(E) string) []E {
+	seen := map[string]bool{}
+	var out []E
 	for _, x := range res {
-		for _, n := range x.GetNodesToAttributes() {
-			cur, ok := idx[n.GetNode()]
-			if !ok {
-				cur = &yarnpb.NodeToAttributesProto{Node: n.Node}
-				idx[n.GetNode()] = cur
-				out.NodesToAttributes = append(out.NodesToAttributes, cur)
+		for _, e := range entries(x) {
+			if !seen[key(e)] {
+				seen[key(e)] = true
+				out = append(out, e)
 			}
-			cur.NodeAttributes = append(cur.NodeAttributes, n.GetNodeAttributes()...)
 		}
 	}
 	return out
