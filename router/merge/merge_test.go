@@ -126,3 +126,65 @@ func BenchmarkMergeApplications(b *testing.B) {
 		merge.Applications(lists, false)
 	}
 }
+
+// TestUnionsKeepFirstSeenOrderAndMergeByKey pins the node, label, attribute
+// and ACL unions: entries sharing a key merge into the first one seen, in
+// first-seen order, and duplicates inside a merged entry are dropped where
+// Hadoop's RouterYarnClientUtils drops them.
+func TestUnionsKeepFirstSeenOrderAndMergeByKey(t *testing.T) {
+	n := func(h string, p int32) *yarnpb.NodeIdProto {
+		return &yarnpb.NodeIdProto{Host: proto.String(h), Port: proto.Int32(p)}
+	}
+	ltn := merge.LabelsToNodes([]*yarnpb.GetLabelsToNodesResponseProto{
+		{LabelsToNodes: []*yarnpb.LabelsToNodeIdsProto{{NodeLabels: proto.String("gpu"), NodeId: []*yarnpb.NodeIdProto{n("a", 1)}}}},
+		{LabelsToNodes: []*yarnpb.LabelsToNodeIdsProto{
+			{NodeLabels: proto.String("ssd"), NodeId: []*yarnpb.NodeIdProto{n("b", 1)}},
+			{NodeLabels: proto.String("gpu"), NodeId: []*yarnpb.NodeIdProto{n("a", 1), n("c", 2)}},
+		}},
+	}).GetLabelsToNodes()
+	if len(ltn) != 2 || ltn[0].GetNodeLabels() != "gpu" || ltn[1].GetNodeLabels() != "ssd" {
+		t.Fatalf("labels to nodes = %v, want gpu then ssd", ltn)
+	}
+	if got := ltn[0].GetNodeId(); len(got) != 2 || merge.NodeKey(got[0]) != "a:1" || merge.NodeKey(got[1]) != "c:2" {
+		t.Fatalf("gpu nodes = %v, want a:1 and c:2 once each", got)
+	}
+
+	ntl := merge.NodesToLabels([]*yarnpb.GetNodesToLabelsResponseProto{
+		{NodeToLabels: []*yarnpb.NodeIdToLabelsProto{{NodeId: n("a", 1), NodeLabels: []string{"x"}}}},
+		{NodeToLabels: []*yarnpb.NodeIdToLabelsProto{{NodeId: n("a", 1), NodeLabels: []string{"x", "y"}}}},
+	}).GetNodeToLabels()
+	if len(ntl) != 1 || len(ntl[0].GetNodeLabels()) != 2 {
+		t.Fatalf("nodes to labels = %v, want a:1 with x and y", ntl)
+	}
+
+	acls := merge.QueueUserAcls([]*yarnpb.GetQueueUserAclsInfoResponseProto{
+		{QueueUserAcls: []*yarnpb.QueueUserACLInfoProto{{QueueName: proto.String("q"), UserAcls: []yarnpb.QueueACLProto{yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS}}}},
+		{QueueUserAcls: []*yarnpb.QueueUserACLInfoProto{{QueueName: proto.String("q"), UserAcls: []yarnpb.QueueACLProto{
+			yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS, yarnpb.QueueACLProto_QACL_ADMINISTER_QUEUE}}}},
+	}).GetQueueUserAcls()
+	if len(acls) != 1 || len(acls[0].GetUserAcls()) != 2 {
+		t.Fatalf("queue ACLs = %v, want q with submit and administer once each", acls)
+	}
+
+	labels := merge.ClusterNodeLabels([]*yarnpb.GetClusterNodeLabelsResponseProto{
+		{NodeLabels: []*yarnpb.NodeLabelProto{{Name: proto.String("x")}}, DeprecatedNodeLabels: []string{"x"}},
+		{NodeLabels: []*yarnpb.NodeLabelProto{{Name: proto.String("y")}, {Name: proto.String("x"), IsExclusive: proto.Bool(false)}}, DeprecatedNodeLabels: []string{"y", "x"}},
+	})
+	if l := labels.GetNodeLabels(); len(l) != 2 || l[0].GetName() != "x" || l[0].IsExclusive != nil || l[1].GetName() != "y" {
+		t.Fatalf("cluster node labels = %v, want the first x, then y", l)
+	}
+	if d := labels.GetDeprecatedNodeLabels(); len(d) != 2 {
+		t.Fatalf("deprecated labels = %v, want x and y", d)
+	}
+
+	nta := merge.NodesToAttributes([]*yarnpb.GetNodesToAttributesResponseProto{
+		{NodesToAttributes: []*yarnpb.NodeToAttributesProto{{Node: proto.String("h1"), NodeAttributes: []*yarnpb.NodeAttributeProto{{}}}}},
+		{NodesToAttributes: []*yarnpb.NodeToAttributesProto{{Node: proto.String("h2")}, {Node: proto.String("h1"), NodeAttributes: []*yarnpb.NodeAttributeProto{{}}}}},
+	}).GetNodesToAttributes()
+	if len(nta) != 2 || nta[0].GetNode() != "h1" || len(nta[0].GetNodeAttributes()) != 2 || nta[1].GetNode() != "h2" {
+		t.Fatalf("nodes to attributes = %v, want h1 with both attributes, then h2", nta)
+	}
+	if got := merge.ResourceTypeInfo(nil).GetResourceTypeInfo(); got != nil {
+		t.Fatalf("no answers: resource types = %v, want none", got)
+	}
+}
