@@ -159,19 +159,8 @@ func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
 // user (in-process callers) acts as the router itself.
 func HadoopKerberosDialer(protocol string, addrOf func(SubClusterInfo) string, login *krbclient.Client, rmPrincipal string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
 	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
-		addrs := splitAddrs(addrOf(sc))
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
-		}
-		return hadoopipc.NewClient(hadoopipc.ClientConfig{
-			Addresses:   addrs,
-			Protocol:    protocol,
-			Version:     1,
-			User:        user,
-			DialTimeout: dialTimeout,
-			Logger:      log,
-			Kerberos:    &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: rmPrincipal},
-		})
+		return newHadoopClient(protocol, addrOf(sc), sc, user, dialTimeout, log,
+			&hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: rmPrincipal})
 	}
 }
 

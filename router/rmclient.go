@@ -50,19 +50,27 @@ func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeo
 		if user == "" {
 			user = "yarnfed" // in-process callers without an IPC identity
 		}
-		addrs := splitAddrs(addrOf(sc))
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
-		}
-		return hadoopipc.NewClient(hadoopipc.ClientConfig{
-			Addresses:   addrs,
-			Protocol:    protocol,
-			Version:     1,
-			User:        user,
-			DialTimeout: dialTimeout,
-			Logger:      log,
-		})
+		return newHadoopClient(protocol, addrOf(sc), sc, user, dialTimeout, log, nil)
 	}
+}
+
+// newHadoopClient is the Hadoop IPC client both dialers build: to the
+// sub-cluster's RM address list for protocol, as user, with Kerberos when krb
+// is set.
+func newHadoopClient(protocol, addr string, sc SubClusterInfo, user string, dialTimeout time.Duration, log *slog.Logger, krb *hadoopipc.KerberosClientConfig) (RMClient, error) {
+	addrs := splitAddrs(addr)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
+	}
+	return hadoopipc.NewClient(hadoopipc.ClientConfig{
+		Addresses:   addrs,
+		Protocol:    protocol,
+		Version:     1,
+		User:        user,
+		DialTimeout: dialTimeout,
+		Logger:      log,
+		Kerberos:    krb,
+	})
 }
 
 // RMCaller is the client-side interceptor contract: what a call to a

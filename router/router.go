@@ -119,23 +119,9 @@ func New(cfg Config) (*Router, error) {
 		}
 		r.krb = ks
 	}
-	dial := cfg.Dial
-	if dial == nil {
-		dial = HadoopDialer(cfg.DialTimeout.D(), log)
-		if r.krb != nil && r.krb.login != nil {
-			dial = HadoopKerberosDialer(hadoopipc.ProtocolApplicationClient, clientAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
-		}
-	}
-	r.pool = newPool(dial, clientAddr, cfg.MaxRMClients)
+	r.pool = newPool(r.rmDialer(cfg, cfg.Dial, hadoopipc.ProtocolApplicationClient, clientAddr), clientAddr, cfg.MaxRMClients)
 	r.pool.evictions = r.metrics.evictions.WithLabelValues("client").Inc
-	adminDial := cfg.AdminDial
-	if adminDial == nil {
-		adminDial = HadoopAdminDialer(cfg.DialTimeout.D(), log)
-		if r.krb != nil && r.krb.login != nil {
-			adminDial = HadoopKerberosDialer(hadoopipc.ProtocolRMAdmin, adminAddr, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), log)
-		}
-	}
-	r.adminPool = newPool(adminDial, adminAddr, cfg.MaxRMClients)
+	r.adminPool = newPool(r.rmDialer(cfg, cfg.AdminDial, hadoopipc.ProtocolRMAdmin, adminAddr), adminAddr, cfg.MaxRMClients)
 	r.adminPool.evictions = r.metrics.evictions.WithLabelValues("admin").Inc
 	r.members.onFetch = func(rows map[SubClusterID]SubClusterInfo) {
 		r.brk.retain(rows) // before anyone routes on the new rows
@@ -208,6 +194,19 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// rmDialer is how the router dials one RM protocol: the configured DialFunc
+// when there is one, else Hadoop IPC to the address addrOf picks, logged in
+// with Kerberos when the router has a Kerberos login.
+func (r *Router) rmDialer(cfg Config, given DialFunc, protocol string, addrOf func(SubClusterInfo) string) DialFunc {
+	if given != nil {
+		return given
+	}
+	if r.krb != nil && r.krb.login != nil {
+		return HadoopKerberosDialer(protocol, addrOf, r.krb.login, cfg.Kerberos.RMPrincipal, cfg.DialTimeout.D(), r.log)
+	}
+	return hadoopDialer(protocol, addrOf, cfg.DialTimeout.D(), r.log)
 }
 
 // openAdmin binds the admin port and builds its IPC server: its own
