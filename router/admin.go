@@ -236,15 +236,10 @@ func (r *Router) listQueuePolicies(ctx context.Context, q *yarnpb.QueryFederatio
 	if q.GetCurrentPage() <= 0 {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "CurrentPage cannot be negative or zero.")
 	}
-	as, err := r.adminStore()
+	all, err := r.sortedPolicies(ctx)
 	if err != nil {
 		return nil, err
 	}
-	all, err := as.ListPolicies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(all, func(a, b PolicyConfiguration) int { return strings.Compare(a.Queue, b.Queue) })
 	want := func(queue string) bool { return true }
 	switch {
 	case strings.TrimSpace(q.GetQueue()) != "":

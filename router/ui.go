@@ -192,7 +192,7 @@ func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any
 		}
 		d.SubClusters = append(d.SubClusters, u)
 	}
-	pols, err := r.listPoliciesForUI(ctx)
+	pols, err := r.sortedPolicies(ctx)
 	if err != nil {
 		d.PoliciesErr = err.Error()
 	}
@@ -215,9 +215,9 @@ func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any
 	return "Federation", d, nil
 }
 
-// listPoliciesForUI is every stored queue policy, sorted by queue (what
-// `routeradmin -policy -l` pages through).
-func (r *Router) listPoliciesForUI(ctx context.Context) ([]PolicyConfiguration, error) {
+// sortedPolicies is every stored queue policy, sorted by queue: what
+// `routeradmin -policy -l` pages through and what the UI shows.
+func (r *Router) sortedPolicies(ctx context.Context) ([]PolicyConfiguration, error) {
 	as, err := r.adminStore()
 	if err != nil {
 		return nil, err
@@ -404,7 +404,7 @@ type uiPoliciesData struct {
 
 func (r *Router) uiPolicies(ctx context.Context, _ *http.Request) (string, any, error) {
 	d := uiPoliciesData{DefaultPolicy: r.cfg.DefaultPolicy}
-	pols, err := r.listPoliciesForUI(ctx)
+	pols, err := r.sortedPolicies(ctx)
 	if err != nil {
 		return "Queue policies", d, err
 	}
