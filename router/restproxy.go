@@ -143,15 +143,7 @@ func perSC[T any](ctx context.Context, r *Router, what string, fn func(SubCluste
 		})
 	}
 	wg.Wait()
-	var ok []T
-	var failed []error
-	for i := range cands {
-		if errs[i] != nil {
-			failed = append(failed, errs[i])
-		} else {
-			ok = append(ok, out[i])
-		}
-	}
+	ok, failed := splitResults(out, errs)
 	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
 		return ok, joinSC(failed)
 	}

@@ -268,19 +268,24 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 		})
 	}
 	wg.Wait()
-	var ok []scResult[Resp]
-	var failed []error
-	for i := range cands {
+	ok, failed := splitResults(out, errs)
+	if len(failed) > 0 && (!partial || len(ok) == 0) {
+		return ok, r.unroutable(joinSC(failed))
+	}
+	return ok, nil
+}
+
+// splitResults parts a fan-out's answers, out[i] with its error errs[i],
+// into the answers that came and the errors, each in sub-cluster order.
+func splitResults[T any](out []T, errs []error) (ok []T, failed []error) {
+	for i := range out {
 		if errs[i] != nil {
 			failed = append(failed, errs[i])
 		} else {
 			ok = append(ok, out[i])
 		}
 	}
-	if len(failed) > 0 && (!partial || len(ok) == 0) {
-		return ok, r.unroutable(joinSC(failed))
-	}
-	return ok, nil
+	return ok, failed
 }
 
 // unroutable marks err, a call that found no sub-cluster to serve it (none
