@@ -247,18 +247,12 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 		urlp.UserInfo = proto.String(u.User.String())
 	}
 	lr := &yarnpb.LocalResourceProto{Resource: urlp, Size: proto.Int64(size), Timestamp: proto.Int64(ts)}
-	if typ == "" {
-		typ = "FILE"
-	}
-	t, ok := yarnpb.LocalResourceTypeProto_value[strings.ToUpper(typ)]
+	t, ok := enumValue(yarnpb.LocalResourceTypeProto_value, typ, "FILE")
 	if !ok {
 		return nil, BadRequest("local-resources %q: type %q, want ARCHIVE, FILE or PATTERN", key, typ)
 	}
 	lr.Type = yarnpb.LocalResourceTypeProto(t).Enum()
-	if vis == "" {
-		vis = "APPLICATION"
-	}
-	v, ok := yarnpb.LocalResourceVisibilityProto_value[strings.ToUpper(vis)]
+	v, ok := enumValue(yarnpb.LocalResourceVisibilityProto_value, vis, "APPLICATION")
 	if !ok {
 		return nil, BadRequest("local-resources %q: visibility %q, want PUBLIC, PRIVATE or APPLICATION", key, vis)
 	}
@@ -267,6 +261,16 @@ func localResource(key, resource, typ, vis string, size, ts int64, pattern strin
 		lr.Pattern = proto.String(pattern)
 	}
 	return &yarnpb.StringLocalResourceMapProto{Key: proto.String(key), Value: lr}, nil
+}
+
+// enumValue is the protobuf enum value named name in any case, def when
+// name is empty; ok is false for a name the enum does not have.
+func enumValue(values map[string]int32, name, def string) (v int32, ok bool) {
+	if name == "" {
+		name = def
+	}
+	v, ok = values[strings.ToUpper(name)]
+	return v, ok
 }
 
 // ParseReservationID parses reservation_<ts>_<seq>.
