@@ -6,12 +6,10 @@ package routertest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 )
@@ -69,15 +67,5 @@ func (a *AdminRM) Close() error { return nil }
 // AdminDialer returns a router.DialFunc that connects to the given fakes by
 // sub-cluster id (for Config.AdminDial).
 func AdminDialer(rms ...*AdminRM) router.DialFunc {
-	byID := map[router.SubClusterID]*AdminRM{}
-	for _, rm := range rms {
-		byID[rm.ID] = rm
-	}
-	return func(_ context.Context, sc router.SubClusterInfo, _ string) (router.RMClient, error) {
-		rm, ok := byID[sc.ID]
-		if !ok {
-			return nil, fmt.Errorf("%w: no fake admin RM for %s", hadoopipc.ErrDial, sc.ID)
-		}
-		return rm, nil
-	}
+	return dialByID("fake admin RM", func(rm *AdminRM) router.SubClusterID { return rm.ID }, rms)
 }

@@ -220,14 +220,20 @@ func (rm *RM) serve(method string, in proto.Message) (proto.Message, error) {
 // Dialer returns a router.DialFunc that reaches the given fake RMs by
 // sub-cluster id (the RM address is ignored). Unknown ids fail to dial.
 func Dialer(rms ...*RM) router.DialFunc {
-	byID := map[router.SubClusterID]*RM{}
+	return dialByID("fake RM", func(rm *RM) router.SubClusterID { return rm.ID }, rms)
+}
+
+// dialByID is a DialFunc handing out the fake (what) whose id is the
+// sub-cluster's; an unknown id fails as a dial error.
+func dialByID[C router.RMClient](what string, id func(C) router.SubClusterID, rms []C) router.DialFunc {
+	byID := map[router.SubClusterID]C{}
 	for _, rm := range rms {
-		byID[rm.ID] = rm
+		byID[id(rm)] = rm
 	}
 	return func(_ context.Context, sc router.SubClusterInfo, _ string) (router.RMClient, error) {
 		rm, ok := byID[sc.ID]
 		if !ok {
-			return nil, fmt.Errorf("%w: no fake RM for %s", hadoopipc.ErrDial, sc.ID)
+			return nil, fmt.Errorf("%w: no %s for %s", hadoopipc.ErrDial, what, sc.ID)
 		}
 		return rm, nil
 	}
