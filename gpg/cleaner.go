@@ -35,6 +35,27 @@ func asked(s pb.SubClusterState) (ask, required bool) {
 	return false, false
 }
 
+// askEachRM calls ask for every sub-cluster in scs at once, each call
+// bounded by timeout under ctx, and gives each answer by sub-cluster id once
+// all are in.
+func askEachRM[T any](ctx context.Context, timeout time.Duration, scs []*pb.SubClusterInfo, ask func(context.Context, *pb.SubClusterInfo) T) map[string]T {
+	out := make(map[string]T, len(scs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, sc := range scs {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			a := ask(cctx, sc)
+			mu.Lock()
+			out[sc.GetSubClusterId()] = a
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // cleanApps runs one application-cleaner round. It deletes an
 // application's home only when every registered sub-cluster's RM answered
 // completely, the row is older than the grace period, and the application
@@ -56,28 +77,18 @@ func (g *GPG) cleanApps(ctx context.Context, fence *client.Fence) (cleanResult, 
 		apps map[string]AppState
 		err  error
 	}
-	answers := make(map[string]answer, len(scs))
 	states := make(map[string]pb.SubClusterState, len(scs))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var ask []*pb.SubClusterInfo
 	for _, sc := range scs {
 		states[sc.GetSubClusterId()] = sc.GetState()
-		ask, _ := asked(sc.GetState())
-		if !ask {
-			continue
+		if yes, _ := asked(sc.GetState()); yes {
+			ask = append(ask, sc)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, cfg.RMTimeout.D())
-			defer cancel()
-			apps, err := g.apps.ListApps(cctx, sc)
-			mu.Lock()
-			answers[sc.GetSubClusterId()] = answer{apps, err}
-			mu.Unlock()
-		}()
 	}
-	wg.Wait()
+	answers := askEachRM(ctx, cfg.RMTimeout.D(), ask, func(cctx context.Context, sc *pb.SubClusterInfo) answer {
+		apps, err := g.apps.ListApps(cctx, sc)
+		return answer{apps, err}
+	})
 	ids := make([]string, 0, len(answers))
 	for id := range answers {
 		ids = append(ids, id)

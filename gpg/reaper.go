@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -125,35 +125,27 @@ func (g *GPG) reapUAMs(ctx context.Context) (reapResult, error) {
 
 	// 1. Every usable RM's live unmanaged applications, concurrently. An
 	// RM that fails is skipped: its UAMs wait for the next round.
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		uams []liveUAM
-	)
+	var scanned []*pb.SubClusterInfo
 	for _, sc := range scs {
-		if !reapScanned(sc.GetState()) {
-			continue
+		if reapScanned(sc.GetState()) {
+			scanned = append(scanned, sc)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, cfg.RMTimeout.D())
-			defer cancel()
-			found, err := g.reapRMs.liveUnmanaged(cctx, sc)
-			if err != nil {
-				g.metrics.uamErrors.WithLabelValues("list").Inc()
-				if ctx.Err() == nil {
-					g.log.Warn("gpg uam reaper: cannot list the RM's unmanaged applications; its UAMs wait for the next round",
-						"subcluster", sc.GetSubClusterId(), "err", err)
-				}
-				return
-			}
-			mu.Lock()
-			uams = append(uams, found...)
-			mu.Unlock()
-		}()
 	}
-	wg.Wait()
+	var uams []liveUAM
+	for _, found := range askEachRM(ctx, cfg.RMTimeout.D(), scanned, func(cctx context.Context, sc *pb.SubClusterInfo) []liveUAM {
+		found, err := g.reapRMs.liveUnmanaged(cctx, sc)
+		if err != nil {
+			g.metrics.uamErrors.WithLabelValues("list").Inc()
+			if ctx.Err() == nil {
+				g.log.Warn("gpg uam reaper: cannot list the RM's unmanaged applications; its UAMs wait for the next round",
+					"subcluster", sc.GetSubClusterId(), "err", err)
+			}
+			return nil
+		}
+		return found
+	}) {
+		uams = append(uams, found...)
+	}
 	// Oldest first: the cap keeps the longest-running leftovers first.
 	sort.Slice(uams, func(i, j int) bool {
 		a, b := uams[i], uams[j]
@@ -219,33 +211,25 @@ func (g *GPG) reapUAMs(ctx context.Context) (reapResult, error) {
 		recovering bool
 		err        error
 	}
-	replies := make(map[string]homeReply, len(ids))
-	for home, list := range ids {
+	gone := make(map[string]homeReply)
+	var homeRMs []*pb.SubClusterInfo
+	for home := range ids {
 		sc := byID[home]
 		if sc == nil {
-			mu.Lock()
-			replies[home] = homeReply{err: errHomeGone}
-			mu.Unlock()
+			gone[home] = homeReply{err: errHomeGone}
 			continue
 		}
 		if ask, _ := asked(sc.GetState()); !ask {
-			mu.Lock()
-			replies[home] = homeReply{err: fmt.Errorf("%w: %s is %s", errHomeGone, home, sc.GetState())}
-			mu.Unlock()
+			gone[home] = homeReply{err: fmt.Errorf("%w: %s is %s", errHomeGone, home, sc.GetState())}
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, cfg.RMTimeout.D())
-			defer cancel()
-			apps, recovering, err := g.reapRMs.homeStates(cctx, sc, list, cfg.MaxPerRound)
-			mu.Lock()
-			replies[home] = homeReply{apps: apps, recovering: recovering, err: err}
-			mu.Unlock()
-		}()
+		homeRMs = append(homeRMs, sc)
 	}
-	wg.Wait()
+	replies := askEachRM(ctx, cfg.RMTimeout.D(), homeRMs, func(cctx context.Context, sc *pb.SubClusterInfo) homeReply {
+		apps, recovering, err := g.reapRMs.homeStates(cctx, sc, ids[sc.GetSubClusterId()], cfg.MaxPerRound)
+		return homeReply{apps: apps, recovering: recovering, err: err}
+	})
+	maps.Copy(replies, gone)
 	for home, r := range replies {
 		if r.err != nil && !errors.Is(r.err, errHomeGone) {
 			g.metrics.uamErrors.WithLabelValues("home_rm").Inc()
