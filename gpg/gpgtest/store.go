@@ -290,15 +290,27 @@ func (s *FakeStore) fenced(f *client.Fence) error {
 	return nil
 }
 
-func (s *FakeStore) SetPolicies(_ context.Context, w client.PoliciesWrite) (*pb.SetPoliciesResponse, error) {
-	if err := s.enter("SetPolicies", true); err != nil {
+// fencedWrite starts the write op: counts it, answers the injected
+// failure if any, takes the lock and checks the fence. On success the
+// caller holds the lock until it calls unlock.
+func (s *FakeStore) fencedWrite(op string, f *client.Fence) (unlock func(), err error) {
+	if err := s.enter(op, true); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.fenced(w.Fence); err != nil {
+	if err := s.fenced(f); err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
+	return s.mu.Unlock, nil
+}
+
+func (s *FakeStore) SetPolicies(_ context.Context, w client.PoliciesWrite) (*pb.SetPoliciesResponse, error) {
+	unlock, err := s.fencedWrite("SetPolicies", w.Fence)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	out := &pb.SetPoliciesResponse{}
 	for _, it := range w.Capacities {
 		sc, ok := s.scs[it.GetSubClusterId()]
@@ -322,14 +334,11 @@ func (s *FakeStore) SetPolicies(_ context.Context, w client.PoliciesWrite) (*pb.
 }
 
 func (s *FakeStore) MarkSubClustersLost(_ context.Context, ids []string, before int64, f *client.Fence) ([]string, error) {
-	if err := s.enter("MarkSubClustersLost", true); err != nil {
+	unlock, err := s.fencedWrite("MarkSubClustersLost", f)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.fenced(f); err != nil {
-		return nil, err
-	}
+	defer unlock()
 	var out []string
 	for _, id := range ids {
 		sc, ok := s.scs[id]
@@ -347,14 +356,11 @@ func (s *FakeStore) MarkSubClustersLost(_ context.Context, ids []string, before 
 }
 
 func (s *FakeStore) DeleteApplicationHomes(_ context.Context, ids []string, before int64, f *client.Fence) ([]string, error) {
-	if err := s.enter("DeleteApplicationHomes", true); err != nil {
+	unlock, err := s.fencedWrite("DeleteApplicationHomes", f)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.fenced(f); err != nil {
-		return nil, err
-	}
+	defer unlock()
 	var out []string
 	for _, id := range ids {
 		if h, ok := s.homes[id]; ok && h.GetCreateTimeMs() < before {
