@@ -124,24 +124,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Version == 0 {
 		cfg.Version = 1
 	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 10 * time.Second
-	}
+	setDefault(&cfg.DialTimeout, 10*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxFrameBytes <= 0 {
-		cfg.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 10 * time.Second
-	}
-	if cfg.FailoverAttempts <= 0 {
-		cfg.FailoverAttempts = max(2, 2*len(cfg.Addresses))
-	}
-	if cfg.FailoverBackoff <= 0 {
-		cfg.FailoverBackoff = 100 * time.Millisecond
-	}
+	setDefault(&cfg.MaxFrameBytes, DefaultMaxFrameBytes)
+	setDefault(&cfg.IdleTimeout, 10*time.Second)
+	setDefault(&cfg.FailoverAttempts, max(2, 2*len(cfg.Addresses)))
+	setDefault(&cfg.FailoverBackoff, 100*time.Millisecond)
 	c := &Client{cfg: cfg, log: cfg.Logger, pool: cfg.Pool}
 	if c.pool == nil {
 		c.pool = NewPool()

@@ -76,12 +76,8 @@ func DialRelay(ctx context.Context, cfg RelayConfig) (*RelayConn, error) {
 	if cfg.Version == 0 {
 		cfg.Version = 1
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
-	if cfg.MaxFrameBytes <= 0 {
-		cfg.MaxFrameBytes = DefaultMaxFrameBytes
-	}
+	setDefault(&cfg.Timeout, 10*time.Second)
+	setDefault(&cfg.MaxFrameBytes, DefaultMaxFrameBytes)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

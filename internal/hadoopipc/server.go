@@ -212,50 +212,37 @@ type Server struct {
 	connWG    sync.WaitGroup
 }
 
+// setDefault sets a limit left zero or negative to its default.
+func setDefault[T ~int | ~int32 | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // NewServer builds a server; zero limits in cfg take the defaults.
 func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxFrameBytes <= 0 {
-		cfg.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if cfg.MaxInFlightPerConn <= 0 {
-		cfg.MaxInFlightPerConn = DefaultMaxInFlightPerConn
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
+	setDefault(&cfg.MaxFrameBytes, DefaultMaxFrameBytes)
+	setDefault(&cfg.MaxInFlightPerConn, DefaultMaxInFlightPerConn)
+	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&cfg.MaxConns, DefaultMaxConns)
 	if len(cfg.QOPs) == 0 {
 		cfg.QOPs = []string{"auth"}
 	}
-	if cfg.MaxConnsPerAddr <= 0 {
-		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
-	}
-	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = DefaultHandshakeTimeout
-	}
+	setDefault(&cfg.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+	setDefault(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	// Neither limit can be looser before authentication than after.
 	cfg.HandshakeTimeout = min(cfg.HandshakeTimeout, cfg.IdleTimeout)
-	if cfg.MaxPreAuthFrameBytes <= 0 {
-		cfg.MaxPreAuthFrameBytes = DefaultMaxPreAuthFrame
-	}
+	setDefault(&cfg.MaxPreAuthFrameBytes, DefaultMaxPreAuthFrame)
 	if cfg.Kerberos != nil {
 		cfg.MaxPreAuthFrameBytes = max(cfg.MaxPreAuthFrameBytes, minKerberosPreAuthFrame)
 	}
 	cfg.MaxPreAuthFrameBytes = min(cfg.MaxPreAuthFrameBytes, cfg.MaxFrameBytes)
-	if cfg.PreAuthBufferBytes <= 0 {
-		cfg.PreAuthBufferBytes = DefaultPreAuthBufferBytes
-	}
-	if cfg.TokenRelayTimeout <= 0 {
-		cfg.TokenRelayTimeout = DefaultTokenRelayTimeout
-	}
-	if cfg.MaxPendingRelayLogins <= 0 {
-		cfg.MaxPendingRelayLogins = DefaultMaxPendingRelay
-	}
+	setDefault(&cfg.PreAuthBufferBytes, DefaultPreAuthBufferBytes)
+	setDefault(&cfg.TokenRelayTimeout, DefaultTokenRelayTimeout)
+	setDefault(&cfg.MaxPendingRelayLogins, DefaultMaxPendingRelay)
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
