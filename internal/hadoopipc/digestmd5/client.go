@@ -184,28 +184,17 @@ func (c *Client) Respond(challenge []byte) ([]byte, error) {
 	if ch.has["qop"] {
 		offered = splitList(ch.qop)
 	}
-	for _, want := range c.cfg.QOPs {
-		if containsString(offered, string(want)) {
-			c.qop = want
-			break
-		}
-	}
+	c.qop = firstOffered(c.cfg.QOPs, offered)
 	if c.qop == "" {
-		return nil, fmt.Errorf("%w: server offers qop %q, client accepts %q", ErrNegotiation, ch.qop, joinQOPs(c.cfg.QOPs))
+		return nil, fmt.Errorf("%w: server offers qop %q, client accepts %q", ErrNegotiation, ch.qop, joinNames(c.cfg.QOPs))
 	}
 	if c.qop == QOPAuthConf {
 		if !ch.has["cipher"] {
 			return nil, fmt.Errorf("%w: server offers auth-conf without a cipher directive", ErrMalformed)
 		}
-		srv := splitList(ch.ciph)
-		for _, want := range c.cfg.Ciphers {
-			if containsString(srv, string(want)) {
-				c.cipher = want
-				break
-			}
-		}
+		c.cipher = firstOffered(c.cfg.Ciphers, splitList(ch.ciph))
 		if c.cipher == "" {
-			return nil, fmt.Errorf("%w: server offers ciphers %q, client accepts %q", ErrNegotiation, ch.ciph, joinCiphers(c.cfg.Ciphers))
+			return nil, fmt.Errorf("%w: server offers ciphers %q, client accepts %q", ErrNegotiation, ch.ciph, joinNames(c.cfg.Ciphers))
 		}
 	}
 
@@ -334,6 +323,17 @@ func (c *Client) NegotiatedCipher() Cipher { return c.cipher }
 // SecurityLayer returns the auth-int/auth-conf layer, nil for qop auth or
 // before Complete.
 func (c *Client) SecurityLayer() *SecurityLayer { return c.layer }
+
+// firstOffered is the first of the client's preferences (most preferred
+// first) that the server offers, or "" when it offers none of them.
+func firstOffered[T ~string](prefs []T, offered []string) T {
+	for _, want := range prefs {
+		if containsString(offered, string(want)) {
+			return want
+		}
+	}
+	return ""
+}
 
 func containsString(ss []string, s string) bool {
 	for _, x := range ss {

@@ -141,7 +141,7 @@ func (s *Server) Challenge() ([]byte, error) {
 	b = append(b, ',')
 	b = appendQuoted(b, "nonce", s.nonce)
 	b = append(b, ',')
-	b = appendQuoted(b, "qop", joinQOPs(s.cfg.QOPs))
+	b = appendQuoted(b, "qop", joinNames(s.cfg.QOPs))
 	b = append(b, ',')
 	if s.cfg.MaxBuf != DefaultMaxBuf {
 		b = appendBare(b, "maxbuf", strconv.Itoa(s.cfg.MaxBuf))
@@ -150,7 +150,7 @@ func (s *Server) Challenge() ([]byte, error) {
 	b = appendBare(b, "charset", "utf-8")
 	b = append(b, ',')
 	if s.offers(QOPAuthConf) {
-		b = appendQuoted(b, "cipher", joinCiphers(s.cfg.Ciphers))
+		b = appendQuoted(b, "cipher", joinNames(s.cfg.Ciphers))
 		b = append(b, ',')
 	}
 	b = appendBare(b, "algorithm", "md5-sess")
@@ -270,7 +270,7 @@ func (s *Server) Respond(response []byte) (rspauth []byte, err error) {
 		qop = QOP(r.qop)
 	}
 	if !qop.valid() || !s.offers(qop) {
-		return nil, fmt.Errorf("%w: qop %q was not offered (offered %q)", ErrNegotiation, r.qop, joinQOPs(s.cfg.QOPs))
+		return nil, fmt.Errorf("%w: qop %q was not offered (offered %q)", ErrNegotiation, r.qop, joinNames(s.cfg.QOPs))
 	}
 	var ciph Cipher
 	if qop == QOPAuthConf {
@@ -367,18 +367,11 @@ func (s *Server) NegotiatedCipher() Cipher { return s.cipher }
 // before Complete.
 func (s *Server) SecurityLayer() *SecurityLayer { return s.layer }
 
-func joinQOPs(qs []QOP) string {
-	parts := make([]string, len(qs))
-	for i, q := range qs {
-		parts[i] = string(q)
-	}
-	return strings.Join(parts, ",")
-}
-
-func joinCiphers(cs []Cipher) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = string(c)
+// joinNames is a qop or cipher list as the challenge writes it.
+func joinNames[T ~string](names []T) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = string(n)
 	}
 	return strings.Join(parts, ",")
 }
