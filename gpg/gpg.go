@@ -28,8 +28,10 @@ import (
 
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	utilclock "k8s.io/utils/clock"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
@@ -331,16 +333,7 @@ func every(ctx context.Context, enabled bool, interval time.Duration, round func
 	if !enabled {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			round(ctx)
-		}
-	}
+	_ = kube.Every(ctx, utilclock.RealClock{}, interval, round) // ends only with ctx
 }
 
 // Round runs one round now if this GPG holds the lease: liveness and the

@@ -72,7 +72,8 @@ func NewForeignWritersGauge(cluster, kind string) prometheus.Gauge {
 }
 
 // Every calls round every interval of clk until ctx ends, then returns
-// ctx's error: the loop of the push and the write-back.
+// ctx's error: the loop of the push, the write-back, the source's resync
+// and the GPG's cleaner and reaper rounds.
 func Every(ctx context.Context, clk clock.WithTicker, interval time.Duration, round func(context.Context)) error {
 	t := clk.NewTicker(interval)
 	defer t.Stop()

@@ -279,16 +279,7 @@ func (s *Source) Run(ctx context.Context, workers int) error {
 			}
 		})
 	}
-	t := s.clock.NewTicker(s.cfg.ResyncPeriod.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C():
-			s.Recompute()
-		}
-	}
+	return Every(ctx, s.clock, s.cfg.ResyncPeriod.D(), func(context.Context) { s.Recompute() })
 }
 
 // SyncWarnEvery is how often Run warns while the initial lists have not
