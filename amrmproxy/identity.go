@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -84,7 +85,7 @@ func (t *TokenHomeConnector) HomeRM(ctx context.Context, attempt AttemptID, home
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassAccessControl, "%v", err)
 	}
-	addrs := splitAddrs(home.AMRMServiceAddress)
+	addrs := hostport.SplitList(home.AMRMServiceAddress)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: home %s has no AMRM address", ErrSubClusterUnavailable, home.ID)
 	}

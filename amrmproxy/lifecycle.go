@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
@@ -109,7 +110,7 @@ func (p *Proxy) homeReport(ctx context.Context, a *attempt) (homeReport, error) 
 	if !ok {
 		return homeReport{}, fmt.Errorf("%w: home %s not in membership", ErrSubClusterUnavailable, a.home)
 	}
-	c, err := p.clientRM(splitAddrs(home.ClientRMServiceAddress), "")
+	c, err := p.clientRM(hostport.SplitList(home.ClientRMServiceAddress), "")
 	if err != nil {
 		return homeReport{}, err
 	}
@@ -254,7 +255,7 @@ func (p *Proxy) killUAM(ctx context.Context, u *uamConn, why string) error {
 		return fmt.Errorf("%w: %s not in membership", ErrSubClusterUnavailable, u.sc)
 	}
 	return p.brk.do(u.sc, func() error {
-		c, err := p.clientRM(splitAddrs(sc.ClientRMServiceAddress), u.a.user)
+		c, err := p.clientRM(hostport.SplitList(sc.ClientRMServiceAddress), u.a.user)
 		if err != nil {
 			return err
 		}

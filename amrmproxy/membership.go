@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 )
@@ -138,7 +139,7 @@ func (n *nodeLearner) client(sc SubCluster) (Caller, error) {
 	} else if ok {
 		_ = nc.cl()
 	}
-	addrs := splitAddrs(sc.ClientRMServiceAddress)
+	addrs := hostport.SplitList(sc.ClientRMServiceAddress)
 	c, err := n.dial(addrs, "") // as the proxy itself
 	if err != nil {
 		return nil, err

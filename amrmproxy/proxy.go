@@ -22,6 +22,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -463,7 +464,7 @@ func parseAttemptID(s string) (AttemptID, error) {
 func (p *Proxy) appUser(ctx context.Context, home SubCluster, id AttemptID) string {
 	// As the proxy itself: the submitter is what is being asked. An RM
 	// gives the user in the report even to callers without VIEW_APP.
-	c, err := p.clientRM(splitAddrs(home.ClientRMServiceAddress), "")
+	c, err := p.clientRM(hostport.SplitList(home.ClientRMServiceAddress), "")
 	if err == nil {
 		defer c.Close()
 		resp := &yarnpb.GetApplicationReportResponseProto{}

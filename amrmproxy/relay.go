@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 )
 
 // The pieces the SASL relay adapter needs (see DESIGN.md, "Plugging in the
@@ -21,7 +22,7 @@ func (p *Proxy) HomeAMRMAddress(context.Context) (string, error) {
 	if !ok {
 		return "", hadoopipc.Errorf(hadoopipc.ClassRetriable, "home sub-cluster %s is not in the membership yet", p.cfg.SubClusterID)
 	}
-	addrs := splitAddrs(sc.AMRMServiceAddress)
+	addrs := hostport.SplitList(sc.AMRMServiceAddress)
 	if len(addrs) == 0 {
 		return "", hadoopipc.Errorf(hadoopipc.ClassRetriable, "home sub-cluster %s has no AMRM address", p.cfg.SubClusterID)
 	}

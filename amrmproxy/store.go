@@ -24,16 +24,6 @@ type SubCluster struct {
 	Capability             string
 }
 
-func splitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // Store is what the proxy reads from the federation state store:
 // membership and queue policies (both served from the client's watch-fed
 // cache, so they cost no round trip on the allocate path).

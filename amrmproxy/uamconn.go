@@ -12,6 +12,7 @@ import (
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
@@ -117,7 +118,7 @@ func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
 	err := p.brk.do(u.sc, func() error {
 		// As the submitter (doAs with Kerberos): the RM hands the UAM's
 		// AMRMToken to the application's owner only.
-		c, err := p.clientRM(splitAddrs(sc.ClientRMServiceAddress), u.a.user)
+		c, err := p.clientRM(hostport.SplitList(sc.ClientRMServiceAddress), u.a.user)
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func (u *uamConn) attach(p *Proxy, tok *commonpb.TokenProto, known bool) error {
 	if !ok {
 		return fmt.Errorf("%w: %s not in membership", ErrSubClusterUnavailable, u.sc)
 	}
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: splitAddrs(sc.AMRMServiceAddress),
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: hostport.SplitList(sc.AMRMServiceAddress),
 		Protocol: hadoopipc.ProtocolApplicationMaster, Token: tok, DialTimeout: p.cfg.DialTimeout.D(), Logger: p.log})
 	if err != nil {
 		return err

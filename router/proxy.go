@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -81,7 +82,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	if !ok {
 		return r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 	}
-	addrs := splitAddrs(sc.RMWebServiceAddress)
+	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
 		return r.homeDown(home, &SubClusterError{SubCluster: home, Method: "proxy", Err: errNoWeb})
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -49,7 +50,7 @@ func (rl *relayed) write(w http.ResponseWriter, _ *http.Request) {
 // timeout. Accept and Content-Type are the caller's. Any answer the active
 // RM gives, 4xx and 5xx included, is returned as it is.
 func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request, path string, body []byte) (*relayed, error) {
-	addrs := splitAddrs(sc.RMWebServiceAddress)
+	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
 		return nil, &SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path, Err: errNoWeb}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -62,7 +63,7 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 }
 
 func (r *Router) fetchMetrics(ctx context.Context, sc SubClusterInfo) (*rmrest.ClusterMetrics, error) {
-	addrs := splitAddrs(sc.RMWebServiceAddress)
+	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no RM web address")
 	}

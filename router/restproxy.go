@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
@@ -32,7 +33,7 @@ var errNoWeb = errors.New("no RM web address registered")
 // rmREST runs fn against sc's RM REST API, trying each address of an HA
 // list; the caller's identity is passed as user.name.
 func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.Context, *rmrest.Client) error) error {
-	addrs := splitAddrs(sc.RMWebServiceAddress)
+	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
 		return errNoWeb
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 )
 
@@ -58,7 +59,7 @@ func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeo
 // sub-cluster's RM address list for protocol, as user, with Kerberos when krb
 // is set.
 func newHadoopClient(protocol, addr string, sc SubClusterInfo, user string, dialTimeout time.Duration, log *slog.Logger, krb *hadoopipc.KerberosClientConfig) (RMClient, error) {
-	addrs := splitAddrs(addr)
+	addrs := hostport.SplitList(addr)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("sub-cluster %s has no RM address for %s", sc.ID, protocol)
 	}

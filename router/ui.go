@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/merge"
@@ -187,7 +188,7 @@ func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any
 			ttl := r.cfg.PublishedCapacityTTL.D()
 			u.PublishedFresh = ttl > 0 && time.Since(p.PublishedAt) <= ttl
 		}
-		if addrs := splitAddrs(sc.RMWebServiceAddress); len(addrs) > 0 {
+		if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
 			u.WebURL = "http://" + addrs[0] + "/cluster"
 		}
 		d.SubClusters = append(d.SubClusters, u)
@@ -330,7 +331,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 		}
 		u := uiApp{App: a, Home: home[a.ID]}
 		if sc, ok := r.members.get(u.Home); ok {
-			if addrs := splitAddrs(sc.RMWebServiceAddress); len(addrs) > 0 {
+			if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
 				u.RMURL = "http://" + addrs[0] + "/cluster/app/" + url.PathEscape(a.ID)
 			}
 		}
@@ -363,7 +364,7 @@ func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, err
 		if home, _, herr := r.homeOf(ctx, id); herr == nil {
 			d.Home = home
 			if sc, ok := r.members.get(home); ok {
-				if addrs := splitAddrs(sc.RMWebServiceAddress); len(addrs) > 0 {
+				if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
 					d.RMURL = "http://" + addrs[0] + "/cluster/app/" + url.PathEscape(app.ID)
 				}
 			}
