@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -359,24 +360,6 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the proxy's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func killApp(t *testing.T, rm *simrm.RM, app *yarnpb.ApplicationIdProto, user string) {
 	t.Helper()
 	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: user})
@@ -398,7 +381,7 @@ func TestKilledHomeAppEndsItsUAMs(t *testing.T) {
 	for _, routerFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("router killed the UAMs first=%v", routerFirst), func(t *testing.T) {
 			reg := newFakeUAMRegistry()
-			logs := &lockedBuffer{}
+			logs := &logtest.Buffer{}
 			f := newFedRMs(t, 2, "", nil, func(c *Config) {
 				c.SecondaryWait = Duration(100 * time.Millisecond)
 				c.SilentAM = Duration(200 * time.Millisecond)

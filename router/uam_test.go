@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -32,37 +31,20 @@ import (
 // ApplicationId, launched here as an AMRMProxy would (submit unmanaged,
 // take the AMRMToken, register, allocate) and recorded in the registry.
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // spanFed is a router over simrm sub-clusters SC-1..SC-n; SC-1 is every
 // app's home.
 type spanFed struct {
 	*fed
 	sims map[router.SubClusterID]*simrm.RM
 	reg  *prometheus.Registry
-	logs *lockedBuffer
+	logs *logtest.Buffer
 	rmc  map[router.SubClusterID]*hadoopipc.Client // alice's clients of each RM
 }
 
 func newSpanFed(t *testing.T, n int, mod func(*router.Config)) *spanFed {
 	t.Helper()
 	s := &spanFed{fed: &fed{t: t, store: routertest.NewStore()}, sims: map[router.SubClusterID]*simrm.RM{},
-		reg: prometheus.NewRegistry(), logs: &lockedBuffer{}, rmc: map[router.SubClusterID]*hadoopipc.Client{}}
+		reg: prometheus.NewRegistry(), logs: &logtest.Buffer{}, rmc: map[router.SubClusterID]*hadoopipc.Client{}}
 	for i := 1; i <= n; i++ {
 		id := router.SubClusterID(fmt.Sprintf("SC-%d", i))
 		rm := startSim(t, string(id), 1_700_000_000_000+int64(i))

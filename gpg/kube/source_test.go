@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 )
 
 // testPoll waits for cond, failing after a generous bound: correctness, not
@@ -462,28 +462,11 @@ func (neverListing) ListPods(ctx context.Context, _ metav1.ListOptions) (*corev1
 	return nil, ctx.Err()
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestWarnsWhileNotSynced: a source whose lists never arrive says so every
 // SyncWarnEvery (whatever the cause) and reports synced=0, then 1 once
 // lists arrive (TestRealAPIServer and the fixture cover the arriving part).
 func TestWarnsWhileNotSynced(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	clk := clocktesting.NewFakeClock(testNow)
 	reg := prometheus.NewRegistry()
 	cfg := DefaultConfig()
