@@ -233,20 +233,35 @@ func mergeSubClusterXML(got []scBody, root, elem, what string) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
+// fetchAllJSON GETs path as JSON from every sub-cluster's RM (fetchAll)
+// and decodes each answer as a D; an answer that does not decode fails
+// the call as that sub-cluster's error.
+func fetchAllJSON[D any](ctx context.Context, r *Router, req *http.Request, path string) ([]D, *relayed, error) {
+	got, refused, err := r.fetchAll(ctx, req, path, "application/json")
+	if refused != nil || err != nil {
+		return nil, refused, err
+	}
+	docs := make([]D, 0, len(got))
+	for _, g := range got {
+		var d D
+		if err := json.Unmarshal(g.body, &d); err != nil {
+			return nil, nil, &SubClusterError{SubCluster: g.sc, Method: "GET " + path, Err: err}
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil, nil
+}
+
 // restAppStatistics sums every sub-cluster's counts per (state, type). An
 // application with UAMs in secondaries is counted once, at its home: RMs
 // count UAM copies too, as they do in their own metrics.
 func (r *Router) restAppStatistics(ctx context.Context, req *http.Request) (restReply, error) {
-	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/appstatistics", "application/json")
+	docs, refused, err := fetchAllJSON[rmrest.AppStatInfoResponse](ctx, r, req, "/ws/v1/cluster/appstatistics")
 	if refused != nil || err != nil {
 		return restReply{raw: refused}, err
 	}
 	var lists [][]rmrest.StatItem
-	for _, g := range got {
-		var env rmrest.AppStatInfoResponse
-		if err := json.Unmarshal(g.body, &env); err != nil {
-			return restReply{}, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/appstatistics", Err: err}
-		}
+	for _, env := range docs {
 		lists = append(lists, env.AppStatInfo.StatItem)
 	}
 	out := rmrest.AppStatInfo{StatItem: MergeStatItems(lists)}
@@ -274,16 +289,12 @@ func MergeStatItems(lists [][]rmrest.StatItem) []rmrest.StatItem {
 // restNodeLabels is the union of the sub-clusters' cluster node labels; a
 // label several RMs have reports what all of them have available.
 func (r *Router) restNodeLabels(ctx context.Context, req *http.Request) (restReply, error) {
-	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/get-node-labels", "application/json")
+	docs, refused, err := fetchAllJSON[rmrest.NodeLabelsInfo](ctx, r, req, "/ws/v1/cluster/get-node-labels")
 	if refused != nil || err != nil {
 		return restReply{raw: refused}, err
 	}
 	var lists [][]rmrest.NodeLabelInfo
-	for _, g := range got {
-		var doc rmrest.NodeLabelsInfo
-		if err := json.Unmarshal(g.body, &doc); err != nil {
-			return restReply{}, &SubClusterError{SubCluster: g.sc, Method: "GET /ws/v1/cluster/get-node-labels", Err: err}
-		}
+	for _, doc := range docs {
 		lists = append(lists, doc.NodeLabelInfo)
 	}
 	out := rmrest.NodeLabelsInfo{NodeLabelInfo: MergeNodeLabels(lists)}
