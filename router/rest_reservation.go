@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
@@ -90,16 +91,22 @@ func (r *Router) restReservationOnHome(decode func(string, []byte) (restwire.Res
 		if err != nil {
 			return restReply{}, err
 		}
-		sc, err := r.reservationHome(ctx, "REST "+req.URL.Path, rr.ReservationID)
-		if err != nil {
-			return restReply{}, err
-		}
-		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
-		if err != nil {
-			return restReply{}, r.relayError(sc.ID, err)
-		}
-		return restReply{raw: rl}, nil
+		return r.relayToReservationHome(ctx, req, "REST "+req.URL.Path, rr.ReservationID, body)
 	}
+}
+
+// relayToReservationHome relays req as it came (with body) to the RM of
+// the reservation's home sub-cluster.
+func (r *Router) relayToReservationHome(ctx context.Context, req *http.Request, method string, id *yarnpb.ReservationIdProto, body []byte) (restReply, error) {
+	sc, err := r.reservationHome(ctx, method, id)
+	if err != nil {
+		return restReply{}, err
+	}
+	rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
+	if err != nil {
+		return restReply{}, r.relayError(sc.ID, err)
+	}
+	return restReply{raw: rl}, nil
 }
 
 // restListReservations: with a reservation-id, the home's answer; without,
@@ -110,15 +117,7 @@ func (r *Router) restListReservations(ctx context.Context, req *http.Request) (r
 		if err != nil {
 			return restReply{}, err
 		}
-		sc, err := r.reservationHome(ctx, "REST reservation/list", id)
-		if err != nil {
-			return restReply{}, err
-		}
-		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), nil)
-		if err != nil {
-			return restReply{}, r.relayError(sc.ID, err)
-		}
-		return restReply{raw: rl}, nil
+		return r.relayToReservationHome(ctx, req, "REST reservation/list", id, nil)
 	}
 	asXML := restwire.WantsXML(req)
 	accept := "application/json"
