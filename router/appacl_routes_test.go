@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/yarnid"
@@ -152,7 +153,7 @@ func TestProxyPathCannotClimbOut(t *testing.T) {
 // (a move to a queue it does not have: its own 400) is audited as a
 // FAILURE, as the client saw it; one it accepts as a SUCCESS.
 func TestAuditRecordsTheClientsResult(t *testing.T) {
-	var logs syncBuf
+	var logs logtest.Buffer
 	s := newSimFed(t, func(c *router.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	app := yarnid.AppIDString(s.submitApp(false))
 	base := "/ws/v1/cluster/apps/" + app

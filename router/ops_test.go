@@ -1,38 +1,20 @@
 package router_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAuditLineAndMetrics(t *testing.T) {
-	var logs syncBuf
+	var logs logtest.Buffer
 	f := newFed(t, 2, func(c *router.Config) {
 		prefer("SC-2")(c)
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 )
@@ -45,7 +46,7 @@ func TestDevDemo(t *testing.T) {
 		}()
 	}
 
-	var out syncBuffer
+	var out logtest.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := runDev(ctx, cfg, &out); err != nil {
@@ -156,7 +157,7 @@ func TestDevGPG(t *testing.T) {
 			}
 		}()
 	}
-	var out syncBuffer
+	var out logtest.Buffer
 	if err := runDev(ctx, cfg, &out); err != nil {
 		t.Fatalf("runDev: %v\n%s", err, out.String())
 	}

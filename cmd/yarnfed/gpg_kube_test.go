@@ -22,6 +22,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/statestore/client"
@@ -371,7 +372,7 @@ type gpgCmd struct {
 func startGPGCmd(t *testing.T, ctx context.Context, cl *storetest.Cluster, cfgFile, id string) *gpgCmd {
 	t.Helper()
 	cmd := newGPGCmd()
-	var out syncBuffer
+	var out logtest.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--config", cfgFile, "--store", strings.Join(cl.Addrs(), ","), "--store-insecure", "--web-address", "127.0.0.1:0",
 		"--id", id, "--log-level", "warn"})

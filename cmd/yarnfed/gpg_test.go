@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/gpg/kube"
+	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
@@ -165,7 +166,7 @@ current-context: x
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := gpg.DefaultConfig()
 	k := kube.DefaultConfig()

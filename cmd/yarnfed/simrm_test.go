@@ -4,33 +4,16 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/logtest"
 )
-
-// syncBuffer lets the test read the command's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestSimrmCommandPrintsBoundAddresses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newSimrmCmd()
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	cmd.SetOut(out)
 	cmd.SetArgs([]string{"--cluster-id", "sc7", "--nodes", "3", "--log-level", "error",
 		"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0",

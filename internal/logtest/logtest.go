@@ -1,5 +1,5 @@
-// Package logtest holds what tests use to read the logs a component
-// writes from its own goroutines.
+// Package logtest holds what tests use to read what a component writes
+// (logs, a command's output) from its own goroutines.
 package logtest
 
 import (
