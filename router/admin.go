@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -404,28 +403,15 @@ func rmAdmin[Req, Resp proto.Message](r *Router, name string, needsID bool, newR
 		if err != nil {
 			return zero, err
 		}
-		resps := make([]Resp, len(targets))
-		errs := make([]error, len(targets))
-		var wg sync.WaitGroup
-		for i, sc := range targets {
-			wg.Go(func() {
-				resp := newResp()
-				cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
-				defer cancel()
-				if err := r.adminPool.call(cctx, sc, userOf(ctx), name, req, resp); err != nil {
-					errs[i] = &SubClusterError{SubCluster: sc.ID, Method: name, Err: err}
-					return
-				}
-				resps[i] = resp
-			})
-		}
-		wg.Wait()
-		var failed []error
-		for _, e := range errs {
-			if e != nil {
-				failed = append(failed, e)
+		resps, failed := fanOut(targets, func(sc SubClusterInfo) (Resp, error) {
+			resp := newResp()
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+			defer cancel()
+			if err := r.adminPool.call(cctx, sc, userOf(ctx), name, req, resp); err != nil {
+				return zero, &SubClusterError{SubCluster: sc.ID, Method: name, Err: err}
 			}
-		}
+			return resp, nil
+		})
 		if len(failed) > 0 {
 			return zero, joinSC(failed)
 		}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -124,27 +123,17 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 // perSC runs one function per routable sub-cluster concurrently and applies
 // the partial-results rule to the failures.
 func perSC[T any](ctx context.Context, r *Router, what string, fn func(SubClusterInfo) (T, error)) ([]T, error) {
-	var cands []SubClusterInfo
-	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
-		cands = r.members.candidates(nil)
-		return len(cands) > 0
-	}); err != nil {
+	cands, err := r.routableNow(ctx)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]T, len(cands))
-	errs := make([]error, len(cands))
-	var wg sync.WaitGroup
-	for i, sc := range cands {
-		wg.Go(func() {
-			v, err := fn(sc)
-			if err != nil {
-				err = &SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
-			}
-			out[i], errs[i] = v, err
-		})
-	}
-	wg.Wait()
-	ok, failed := splitResults(out, errs)
+	ok, failed := fanOut(cands, func(sc SubClusterInfo) (T, error) {
+		v, err := fn(sc)
+		if err != nil {
+			err = &SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
+		}
+		return v, err
+	})
 	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
 		return ok, joinSC(failed)
 	}

@@ -247,37 +247,44 @@ type scResult[Resp any] struct {
 // failures are skipped unless all fail. Sub-clusters out of routing (store
 // state, open breaker) are not asked, so one dead RM does not fail lists.
 func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, req proto.Message, newResp func() Resp, partial bool) ([]scResult[Resp], error) {
-	var cands []SubClusterInfo
-	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
-		cands = r.members.candidates(nil)
-		return len(cands) > 0
-	}); err != nil {
+	cands, err := r.routableNow(ctx)
+	if err != nil {
 		return nil, r.unroutable(err)
 	}
-	out := make([]scResult[Resp], len(cands))
-	errs := make([]error, len(cands))
-	var wg sync.WaitGroup
-	for i, sc := range cands {
-		wg.Go(func() {
-			resp := newResp()
-			if err := r.callSC(ctx, sc, method, req, resp); err != nil {
-				errs[i] = err
-				return
-			}
-			out[i] = scResult[Resp]{sc: sc.ID, resp: resp}
-		})
-	}
-	wg.Wait()
-	ok, failed := splitResults(out, errs)
+	ok, failed := fanOut(cands, func(sc SubClusterInfo) (scResult[Resp], error) {
+		resp := newResp()
+		if err := r.callSC(ctx, sc, method, req, resp); err != nil {
+			return scResult[Resp]{}, err
+		}
+		return scResult[Resp]{sc: sc.ID, resp: resp}, nil
+	})
 	if len(failed) > 0 && (!partial || len(ok) == 0) {
 		return ok, r.unroutable(joinSC(failed))
 	}
 	return ok, nil
 }
 
-// splitResults parts a fan-out's answers, out[i] with its error errs[i],
-// into the answers that came and the errors, each in sub-cluster order.
-func splitResults[T any](out []T, errs []error) (ok []T, failed []error) {
+// routableNow is the sub-clusters a fan-out asks, waiting up to
+// FailoverWait for at least one to be routable.
+func (r *Router) routableNow(ctx context.Context) ([]SubClusterInfo, error) {
+	var cands []SubClusterInfo
+	err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
+		cands = r.members.candidates(nil)
+		return len(cands) > 0
+	})
+	return cands, err
+}
+
+// fanOut runs fn on every sub-cluster in scs at once and parts the answers
+// that came from the errors, each in sub-cluster order.
+func fanOut[T any](scs []SubClusterInfo, fn func(SubClusterInfo) (T, error)) (ok []T, failed []error) {
+	out := make([]T, len(scs))
+	errs := make([]error, len(scs))
+	var wg sync.WaitGroup
+	for i, sc := range scs {
+		wg.Go(func() { out[i], errs[i] = fn(sc) })
+	}
+	wg.Wait()
 	for i := range out {
 		if errs[i] != nil {
 			failed = append(failed, errs[i])
