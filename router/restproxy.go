@@ -221,47 +221,21 @@ func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.Ap
 // containers and resource-seconds summed, tags joined), UAM-only apps
 // dropped unless partial results are on.
 func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
-	type group struct {
-		home *rmrest.App
-		uams []*rmrest.App
-	}
-	groups := map[string]*group{}
-	var order []string
-	for _, l := range lists {
-		for i := range l {
-			a := &l[i]
-			g, ok := groups[a.ID]
-			if !ok {
-				g = &group{}
-				groups[a.ID] = g
-				order = append(order, a.ID)
+	isUAM := func(a rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
+	groups := merge.GroupApps(lists, func(a rmrest.App) string { return a.ID }, isUAM)
+	out := make([]rmrest.App, 0, len(groups))
+	for _, g := range groups {
+		home, uams := g.Home, g.UAMs
+		if !g.HasHome {
+			if !partial {
+				continue
 			}
-			switch {
-			case isUAM(a):
-				g.uams = append(g.uams, a)
-			case g.home == nil:
-				g.home = a
-			}
-		}
-	}
-	out := make([]rmrest.App, 0, len(order))
-	for _, id := range order {
-		g := groups[id]
-		var home rmrest.App
-		uams := g.uams
-		switch {
-		case g.home != nil:
-			home = *g.home
-		case partial:
-			home = *uams[0]
-			home.Name = merge.PartialName + id
+			home = uams[0]
+			home.Name = merge.PartialName + g.ID
 			uams = uams[1:]
-		default:
-			continue
 		}
 		for _, u := range uams {
-			foldAppInfo(&home, *u)
+			foldAppInfo(&home, u)
 		}
 		out = append(out, home)
 	}

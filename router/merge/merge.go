@@ -38,47 +38,61 @@ func IsUAMReport(a *yarnpb.ApplicationReportProto) bool {
 // joined). An app seen only through UAMs is dropped unless partial results
 // are on, then it is shown as "Partial Report <id>". Order: first seen.
 func Applications(lists [][]*yarnpb.ApplicationReportProto, partial bool) []*yarnpb.ApplicationReportProto {
-	type group struct {
-		home *yarnpb.ApplicationReportProto
-		uams []*yarnpb.ApplicationReportProto
-	}
-	groups := map[string]*group{}
-	var order []string
-	for _, l := range lists {
-		for _, a := range l {
-			k := yarnid.AppIDString(a.GetApplicationId())
-			g, ok := groups[k]
-			if !ok {
-				g = &group{}
-				groups[k] = g
-				order = append(order, k)
-			}
-			if g.home == nil && !IsUAMReport(a) {
-				g.home = a
-			} else if IsUAMReport(a) {
-				g.uams = append(g.uams, a)
-			}
-			// A second managed report of one id would be a duplicate
-			// submission; keep the first rather than sum two real apps.
-		}
-	}
-	out := make([]*yarnpb.ApplicationReportProto, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		if g.home == nil {
+	groups := GroupApps(lists, func(a *yarnpb.ApplicationReportProto) string { return yarnid.AppIDString(a.GetApplicationId()) }, IsUAMReport)
+	out := make([]*yarnpb.ApplicationReportProto, 0, len(groups))
+	for _, g := range groups {
+		home, uams := g.Home, g.UAMs
+		if !g.HasHome {
 			if !partial {
 				continue
 			}
-			g.home = proto.Clone(g.uams[0]).(*yarnpb.ApplicationReportProto)
-			g.home.Name = proto.String(PartialName + k)
-			g.uams = g.uams[1:]
-		} else if len(g.uams) > 0 {
-			g.home = proto.Clone(g.home).(*yarnpb.ApplicationReportProto)
+			home = proto.Clone(uams[0]).(*yarnpb.ApplicationReportProto)
+			home.Name = proto.String(PartialName + g.ID)
+			uams = uams[1:]
+		} else if len(uams) > 0 {
+			home = proto.Clone(home).(*yarnpb.ApplicationReportProto)
 		}
-		for _, u := range g.uams {
-			FoldUAM(g.home, u)
+		for _, u := range uams {
+			FoldUAM(home, u)
 		}
-		out = append(out, g.home)
+		out = append(out, home)
+	}
+	return out
+}
+
+// AppGroup is one application's reports across the sub-clusters: its
+// home's (HasHome false when the home did not report it) and its UAM
+// copies'.
+type AppGroup[A any] struct {
+	ID      string
+	Home    A
+	HasHome bool
+	UAMs    []A
+}
+
+// GroupApps groups the sub-clusters' reports by application id (id), in
+// first-seen order: the reports isUAM picks are UAM copies, the first other
+// one is the home. A second managed report of one id would be a duplicate
+// submission; it is dropped rather than summed with the first.
+func GroupApps[A any](lists [][]A, id func(A) string, isUAM func(A) bool) []*AppGroup[A] {
+	groups := map[string]*AppGroup[A]{}
+	var out []*AppGroup[A]
+	for _, l := range lists {
+		for _, a := range l {
+			k := id(a)
+			g, ok := groups[k]
+			if !ok {
+				g = &AppGroup[A]{ID: k}
+				groups[k] = g
+				out = append(out, g)
+			}
+			switch {
+			case isUAM(a):
+				g.UAMs = append(g.UAMs, a)
+			case !g.HasHome:
+				g.Home, g.HasHome = a, true
+			}
+		}
 	}
 	return out
 }
