@@ -135,28 +135,33 @@ func truncate(b []byte, n int) string {
 // different RMs do not add up into one). Each RM's own document is kept
 // as the RM sent it, in JSON or XML.
 func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restReply, error) {
+	return r.restPerSubCluster(ctx, req, "/ws/v1/cluster/scheduler", FederationSchedulerRoot, "scheduler")
+}
+
+// restPerSubCluster GETs path from every sub-cluster's RM in the format the
+// caller asked for (JSON or XML) and answers each RM's document, marked
+// with its subClusterId, in one <root> document, sub-clusters sorted by
+// id (mergeSubClusterJSON, mergeSubClusterXML: key is the RM document's
+// root).
+func (r *Router) restPerSubCluster(ctx context.Context, req *http.Request, path, root, key string) (restReply, error) {
 	asXML := restwire.WantsXML(req)
-	accept := "application/json"
+	accept, ctype := "application/json", "application/json; charset=utf-8"
 	if asXML {
-		accept = "application/xml"
+		accept, ctype = "application/xml", "application/xml; charset=utf-8"
 	}
-	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/scheduler", accept)
+	got, refused, err := r.fetchAll(ctx, req, path, accept)
 	if refused != nil || err != nil {
 		return restReply{raw: refused}, err
 	}
 	slices.SortFunc(got, func(a, b scBody) int { return strings.Compare(string(a.sc), string(b.sc)) })
 	var out []byte
 	if asXML {
-		out, err = mergeSchedulerXML(got)
+		out, err = mergeSubClusterXML(got, root, key, "GET "+path)
 	} else {
-		out, err = mergeSchedulerJSON(got)
+		out, err = mergeSubClusterJSON(got, root, key, "GET "+path)
 	}
 	if err != nil {
 		return restReply{}, err
-	}
-	ctype := "application/json; charset=utf-8"
-	if asXML {
-		ctype = "application/xml; charset=utf-8"
 	}
 	return restReply{raw: &relayed{status: http.StatusOK, ctype: ctype, body: out}}, nil
 }
@@ -164,10 +169,6 @@ func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restRepl
 // FederationSchedulerRoot is the root element (and JSON key) of the merged
 // scheduler document, JAXB's name for Hadoop's FederationSchedulerTypeInfo.
 const FederationSchedulerRoot = "federationSchedulerTypeInfo"
-
-func mergeSchedulerJSON(got []scBody) ([]byte, error) {
-	return mergeSubClusterJSON(got, FederationSchedulerRoot, "scheduler", "GET /ws/v1/cluster/scheduler")
-}
 
 // mergeSubClusterJSON puts each RM's {"<key>":{...}} object, with its subClusterId,
 // in {"<root>":{"subCluster":[...]}}; key "" takes the document's one key.
@@ -190,10 +191,6 @@ func mergeSubClusterJSON(got []scBody, root, key, what string) ([]byte, error) {
 		items = append(items, obj)
 	}
 	return json.Marshal(map[string]any{root: map[string]any{"subCluster": items}})
-}
-
-func mergeSchedulerXML(got []scBody) ([]byte, error) {
-	return mergeSubClusterXML(got, FederationSchedulerRoot, "scheduler", "GET /ws/v1/cluster/scheduler")
 }
 
 // mergeSubClusterXML puts each RM's <elem> content, with its namespace declarations

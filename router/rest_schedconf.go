@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/router/restwire"
@@ -72,26 +71,7 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 }
 
 func (r *Router) restSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
-	asXML := restwire.WantsXML(req)
-	accept, ctype := "application/json", "application/json; charset=utf-8"
-	if asXML {
-		accept, ctype = "application/xml", "application/xml; charset=utf-8"
-	}
-	got, refused, err := r.fetchAll(ctx, req, "/ws/v1/cluster/scheduler-conf", accept)
-	if refused != nil || err != nil {
-		return restReply{raw: refused}, err
-	}
-	slices.SortFunc(got, func(a, b scBody) int { return strings.Compare(string(a.sc), string(b.sc)) })
-	var out []byte
-	if asXML {
-		out, err = mergeSubClusterXML(got, FederationConfRoot, "", "GET /ws/v1/cluster/scheduler-conf")
-	} else {
-		out, err = mergeSubClusterJSON(got, FederationConfRoot, "", "GET /ws/v1/cluster/scheduler-conf")
-	}
-	if err != nil {
-		return restReply{}, err
-	}
-	return restReply{raw: &relayed{status: http.StatusOK, ctype: ctype, body: out}}, nil
+	return r.restPerSubCluster(ctx, req, "/ws/v1/cluster/scheduler-conf", FederationConfRoot, "")
 }
 
 func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
