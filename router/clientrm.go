@@ -234,14 +234,24 @@ func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req,
 }
 
 func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
-	var resp *yarnpb.GetNewApplicationResponseProto
-	err := r.onAny(ctx, "getNewApplication", func(sc SubClusterInfo) error {
-		resp = &yarnpb.GetNewApplicationResponseProto{}
-		if err := r.callSC(ctx, sc, "getNewApplication", req, resp); err != nil {
+	resp, err := callAny(ctx, r, "getNewApplication", req, newMsg[yarnpb.GetNewApplicationResponseProto])
+	if err == nil {
+		auditOf(ctx).app = yarnid.AppIDString(resp.GetApplicationId())
+	}
+	return resp, err
+}
+
+// callAny calls method on any routable sub-cluster (onAny: the next one
+// when one fails), with a fresh answer each try; the audit names the
+// sub-cluster that answered.
+func callAny[Resp proto.Message](ctx context.Context, r *Router, method string, req proto.Message, newResp func() Resp) (Resp, error) {
+	var resp Resp
+	err := r.onAny(ctx, method, func(sc SubClusterInfo) error {
+		resp = newResp()
+		if err := r.callSC(ctx, sc, method, req, resp); err != nil {
 			return err
 		}
 		auditOf(ctx).sc = sc.ID
-		auditOf(ctx).app = yarnid.AppIDString(resp.GetApplicationId())
 		return nil
 	})
 	return resp, err
@@ -261,16 +271,7 @@ func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplic
 }
 
 func (r *Router) getNewReservation(ctx context.Context, req *yarnpb.GetNewReservationRequestProto) (*yarnpb.GetNewReservationResponseProto, error) {
-	var resp *yarnpb.GetNewReservationResponseProto
-	err := r.onAny(ctx, "getNewReservation", func(sc SubClusterInfo) error {
-		resp = &yarnpb.GetNewReservationResponseProto{}
-		if err := r.callSC(ctx, sc, "getNewReservation", req, resp); err != nil {
-			return err
-		}
-		auditOf(ctx).sc = sc.ID
-		return nil
-	})
-	return resp, err
+	return callAny(ctx, r, "getNewReservation", req, newMsg[yarnpb.GetNewReservationResponseProto])
 }
 
 // getQueueInfo fans out and merges, unless the request names one
