@@ -105,18 +105,25 @@ func dialConn(ctx context.Context, pool *Pool, key connKey, cfg connConfig) (*cl
 	release()
 	if err != nil {
 		nc.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var re *RemoteError
-		if errors.As(err, &re) || errors.Is(err, ErrAuth) {
-			return nil, err
-		}
-		// The server went away mid-handshake: nothing was sent for any call.
-		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrDial, key.addr, err)
+		return nil, handshakeError(ctx, key.addr, err)
 	}
 	c.start(bufio.NewReaderSize(nc, 16<<10))
 	return c, nil
+}
+
+// handshakeError is what a dial whose handshake failed answers: ctx's
+// error once it has ended; the server's refusal (a RemoteError, ErrAuth)
+// as it is; else ErrDial, since the server went away mid-handshake and
+// nothing was sent for any call.
+func handshakeError(ctx context.Context, addr string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var re *RemoteError
+	if errors.As(err, &re) || errors.Is(err, ErrAuth) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: handshake: %v", ErrDial, addr, err)
 }
 
 // start makes a connection whose handshake is done ready for calls: the

@@ -97,14 +97,7 @@ func DialRelay(ctx context.Context, cfg RelayConfig) (*RelayConn, error) {
 	release()
 	if err != nil {
 		c.close(err)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var re *RemoteError
-		if errors.As(err, &re) || errors.Is(err, ErrAuth) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrDial, cfg.Addr, err)
+		return nil, handshakeError(ctx, cfg.Addr, err)
 	}
 	return rc, nil
 }
