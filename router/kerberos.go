@@ -10,11 +10,11 @@ import (
 	"time"
 
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
-	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc/authtolocal"
+	"github.com/yarnfed/yarnfed/internal/krblogin"
 )
 
 // KerberosConfig turns on Kerberos security (Hadoop's
@@ -124,15 +124,9 @@ func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
 	if k.RMPrincipal == "" {
 		return s, nil
 	}
-	confPath := k.Krb5Conf
-	if confPath == "" {
-		if confPath = os.Getenv("KRB5_CONFIG"); confPath == "" {
-			confPath = "/etc/krb5.conf"
-		}
-	}
-	kc, err := krbconfig.Load(confPath)
+	kc, err := krblogin.LoadKrb5Conf(k.Krb5Conf)
 	if err != nil {
-		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", confPath, err)
+		return nil, err
 	}
 	loginAs := principal
 	if k.LoginPrincipal != "" {

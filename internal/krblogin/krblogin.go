@@ -131,15 +131,9 @@ func (c Config) Login(log *slog.Logger) (*krbclient.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kerberos.keytab %s: %w", c.Keytab, err)
 	}
-	confPath := c.Krb5Conf
-	if confPath == "" {
-		if confPath = os.Getenv("KRB5_CONFIG"); confPath == "" {
-			confPath = "/etc/krb5.conf"
-		}
-	}
-	kc, err := krbconfig.Load(confPath)
+	kc, err := LoadKrb5Conf(c.Krb5Conf)
 	if err != nil {
-		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", confPath, err)
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -152,4 +146,20 @@ func (c Config) Login(log *slog.Logger) (*krbclient.Client, error) {
 		return nil, fmt.Errorf("kerberos: login as %s: %w", p, err)
 	}
 	return cl, nil
+}
+
+// LoadKrb5Conf reads the krb5.conf at path; an empty path means
+// $KRB5_CONFIG, else /etc/krb5.conf. Its error names the config key
+// (kerberos.krb5_conf) and the file.
+func LoadKrb5Conf(path string) (*krbconfig.Config, error) {
+	if path == "" {
+		if path = os.Getenv("KRB5_CONFIG"); path == "" {
+			path = "/etc/krb5.conf"
+		}
+	}
+	kc, err := krbconfig.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("kerberos.krb5_conf %s: %w", path, err)
+	}
+	return kc, nil
 }
