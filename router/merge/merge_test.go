@@ -188,3 +188,15 @@ func TestUnionsKeepFirstSeenOrderAndMergeByKey(t *testing.T) {
 		t.Fatalf("no answers: resource types = %v, want none", got)
 	}
 }
+
+// TestSecondManagedReportIsDropped: two managed reports of one id (a
+// duplicate submission) are not summed; the first one seen is the answer.
+func TestSecondManagedReportIsDropped(t *testing.T) {
+	got := merge.Applications([][]*yarnpb.ApplicationReportProto{
+		{rep(7, "first", false, 2, 100)},
+		{rep(7, "second", false, 3, 300)},
+	}, false)
+	if len(got) != 1 || got[0].GetName() != "first" || got[0].GetAppResource_Usage().GetNumUsedContainers() != 2 {
+		t.Fatalf("got %v, want the first report alone", got)
+	}
+}
