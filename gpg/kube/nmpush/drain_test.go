@@ -24,15 +24,7 @@ func TestResetNodeIsDrained(t *testing.T) {
 	src.set("n1", "sc-a", "n1.example:8041", 10, 10_000)
 	src.set("n2", "sc-a", "n2.example:8041", 8, 8_000)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	cfg := DefaultConfig()
-	cfg.RMs = StaticRMs{"sc-a": {rm.addr}}
-	cfg.User = "yarn"
-	cfg.Clock = clk
-	p, err := New(cfg, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustNew(t, testConfig(StaticRMs{"sc-a": {rm.addr}}, clk), src)
 	ctx := context.Background()
 	p.PushOnce(ctx)
 	rm.takeCalls()
@@ -96,19 +88,10 @@ func TestSecondWriterOfNodeResource(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
 	active := true
-	cfg := DefaultConfig()
-	cfg.Name = "k8s-1"
-	cfg.RMs = StaticRMs{"sc-a": {rm.addr}}
-	cfg.RMNodes = rmNodes
+	cfg := testConfig(StaticRMs{"sc-a": {rm.addr}}, clk)
+	cfg.Name, cfg.RMNodes, cfg.Registerer = "k8s-1", rmNodes, reg
 	cfg.Active = func() bool { return active }
-	cfg.User = "yarn"
-	cfg.Clock = clk
-	cfg.Registerer = reg
-	p, err := New(cfg, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustNew(t, cfg, src)
 	ctx := context.Background()
 	step := func() { clk.Step(cfg.Interval.D()); p.PushOnce(ctx) }
 
@@ -190,17 +173,9 @@ func TestSlowSecondWriterIsNotFought(t *testing.T) {
 	src.set("n1", "sc-a", "n1.example:8041", 10, 10_000)
 	rmNodes := &fakeRMNodes{total: map[string]capacity.Resources{}}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	cfg := DefaultConfig()
-	cfg.Name = "k8s-1"
-	cfg.RMs = StaticRMs{"sc-a": {rm.addr}}
-	cfg.RMNodes = rmNodes
-	cfg.User = "yarn"
-	cfg.Clock = clk
-	p, err := New(cfg, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	cfg := testConfig(StaticRMs{"sc-a": {rm.addr}}, clk)
+	cfg.Name, cfg.RMNodes = "k8s-1", rmNodes
+	p := mustNew(t, cfg, src)
 	ctx := context.Background()
 	// round advances the clock by d and runs one round; the RM applies
 	// whatever it accepted (as a real RM does).

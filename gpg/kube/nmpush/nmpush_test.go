@@ -107,17 +107,9 @@ func TestPushDebouncedAndBatched(t *testing.T) {
 	src.m["n6"] = kube.NodeResult{Status: kube.NodeStale}
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	cfg := DefaultConfig()
-	cfg.Name = "k8s-1"
-	cfg.Registerer = prometheus.NewRegistry()
-	cfg.RMs = StaticRMs{"sc-a": {rmA.addr}, "sc-b": {rmB.addr}}
-	cfg.User = "yarn"
-	cfg.Clock = clk
-	p, err := New(cfg, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	cfg := testConfig(StaticRMs{"sc-a": {rmA.addr}, "sc-b": {rmB.addr}}, clk)
+	cfg.Name, cfg.Registerer = "k8s-1", prometheus.NewRegistry()
+	p := mustNew(t, cfg, src)
 	ctx := context.Background()
 
 	if n := p.PushOnce(ctx); n != 3 {
