@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
 // requiredEnv makes a missing Java or Maven a failure instead of a skip; CI
@@ -490,6 +492,31 @@ func newClusters(t testing.TB, opts ...clusterOptions) []*miniCluster {
 		}()
 	}
 	wg.Wait()
+	// An RM's cluster timestamp is the time its JVM loaded the
+	// ResourceManager class, in ms: two JVMs started together can get the
+	// same one, and then hand out the same application ids (the router
+	// rightly refuses the second submission). A cluster whose timestamp
+	// another already has is started again, once, so it gets its own.
+	seen := map[int64]bool{}
+	for i, o := range opts {
+		if res[i].mc == nil {
+			continue
+		}
+		info, err := rmrest.NewClient(loopback(res[i].mc.info.Web)).GetClusterInfo(context.Background())
+		if err != nil || !seen[info.ID] {
+			if err == nil {
+				seen[info.ID] = true
+			}
+			continue
+		}
+		t.Logf("MiniYARNCluster %s has cluster timestamp %d like another; starting it again", o.clusterID, info.ID)
+		res[i].mc.stop()
+		_ = os.RemoveAll(res[i].dir)
+		if res[i].dir, err = os.MkdirTemp("", "yarnfed-e2e-"+o.clusterID+"-"); err != nil {
+			t.Fatal(err)
+		}
+		res[i].mc, res[i].err = j.startMiniCluster(o, res[i].dir)
+	}
 	var out []*miniCluster
 	for i, o := range opts {
 		mc, dir := res[i].mc, res[i].dir
