@@ -36,6 +36,12 @@ const (
 	// PauseImage is the sandbox image containerd runs for every pod, built
 	// here from ./pause (registry.k8s.io cannot be reached).
 	PauseImage = "localhost/kubenode/pause:1"
+	// NetcheckImage is a network probe built here from ./netcheck and
+	// imported at Start (user 65535, entrypoint /netcheck): `serve ADDR`
+	// answers HTTP with the pod's hostname, `get URL...` and `resolve
+	// NAME...` print what they got, retrying for up to a minute. Run it with
+	// imagePullPolicy: Never.
+	NetcheckImage = "localhost/kubenode/netcheck:1"
 
 	apiPort = 6443
 	cniDir  = "/usr/lib/cni" // Debian's containernetworking-plugins
@@ -95,6 +101,7 @@ type Cluster struct {
 
 	t           testing.TB
 	ns          *netns
+	nsLink      string
 	procs       map[string]*process
 	cgroupDirs  []string
 	sysctls     map[string]string
@@ -214,6 +221,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if c.ns, err = newNetns(c.NetNS); err != nil {
 		t.Fatalf("kubenode: %v", err)
 	}
+	c.nsLink = c.ns.link()
 	for _, args := range [][]string{
 		// The node IP on lo: the kernel here has no dummy interfaces, and
 		// the kubelet refuses only loopback addresses, not this one.
@@ -244,7 +252,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	t.Logf("kubenode: etcd and kube-apiserver ready after %v", c.Timings.ControlPlane.Round(time.Millisecond))
 
 	c.startContainerd()
-	images := append([]string{c.buildPause()}, opts.Images...)
+	images := append(c.buildImages(), opts.Images...)
 	for _, img := range images {
 		c.ctr("images", "import", "--snapshotter", c.snapshotter, img)
 	}
@@ -462,34 +470,46 @@ func (c *Cluster) ImageDigest(name string) string {
 	return ""
 }
 
-// buildPause builds ./pause statically and packages it with hack/image (the
-// make image builder), returning the archive.
-func (c *Cluster) buildPause() string {
+// buildImages builds ./pause and ./netcheck statically (one go build) and
+// packages each with hack/image (the make image builder), returning the
+// archives.
+func (c *Cluster) buildImages() []string {
 	t := c.t
 	_, self, _, _ := runtime.Caller(0)
 	src := filepath.Dir(self)
 	root := filepath.Join(src, "..", "..", "..")
-	ctx := c.path("pause-image")
-	if err := os.MkdirAll(ctx, 0o755); err != nil {
+	bin := c.path("images", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(ctx, "pause"), "./pause")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin+"/", "./pause", "./netcheck")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("kubenode: go build ./pause: %v\n%s", err, out)
+		t.Fatalf("kubenode: go build ./pause ./netcheck: %v\n%s", err, out)
 	}
-	df := filepath.Join(ctx, "Dockerfile")
-	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT [\"/pause\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
+	var archives []string
+	for _, img := range []struct{ bin, name string }{{"pause", PauseImage}, {"netcheck", NetcheckImage}} {
+		ctx := c.path("images", img.bin)
+		if err := os.MkdirAll(ctx, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(bin, img.bin), filepath.Join(ctx, img.bin)); err != nil {
+			t.Fatal(err)
+		}
+		df := filepath.Join(ctx, "Dockerfile")
+		if err := os.WriteFile(df, []byte(fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER 65535:65535\nENTRYPOINT [\"/%s\"]\n", img.bin, img.bin, img.bin)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		archive := c.path("images", img.bin+".oci.tar")
+		cmd := exec.Command("go", "run", ".", "-dockerfile", df, "-context", ctx, "-name", img.name, "-out", archive)
+		cmd.Dir = filepath.Join(root, "hack", "image")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubenode: hack/image (%s): %v\n%s", img.bin, err, out)
+		}
+		archives = append(archives, archive)
 	}
-	archive := c.path("pause.oci.tar")
-	img := exec.Command("go", "run", ".", "-dockerfile", df, "-context", ctx, "-name", PauseImage, "-out", archive)
-	img.Dir = filepath.Join(root, "hack", "image")
-	if out, err := img.CombinedOutput(); err != nil {
-		t.Fatalf("kubenode: hack/image (pause): %v\n%s", err, out)
-	}
-	return archive
+	return archives
 }
 
 // KubeletSysctls (under /proc/sys) are the kernel settings the kubelet sets at start

@@ -150,8 +150,9 @@ func (n *netns) link() string {
 }
 
 // NetNSLink is what /proc/PID/ns/net reads for a process inside the cluster's
-// network namespace ("net:[inode]"): a test's leftover check looks for it.
-func (c *Cluster) NetNSLink() string { return c.ns.link() }
+// network namespace, and /proc/PID/fd/N for a file holding it open
+// ("net:[inode]"); it stays valid after cleanup, for leftover checks.
+func (c *Cluster) NetNSLink() string { return c.nsLink }
 
 func (n *netns) close() {
 	n.ns.Close()

@@ -136,7 +136,7 @@ func (c *Cluster) killLeftovers() {
 			spared[p.cmd.Process.Pid] = true
 		}
 	}
-	nsLink := c.ns.link()
+	nsLink := c.nsLink
 	for _, d := range c.cgroupDirs {
 		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
