@@ -133,7 +133,7 @@ func (c *Cluster) killLeftovers() {
 	spared := map[int]bool{}
 	for _, p := range c.procs {
 		if !p.exited() {
-			spared[p.cmd.Process.Pid] = true
+			spared[p.Cmd.Process.Pid] = true
 		}
 	}
 	nsLink := c.nsLink
