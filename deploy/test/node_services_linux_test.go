@@ -31,10 +31,10 @@ import (
 // cleanup nothing is left: no rules in the host's namespace, no process or
 // file in the cluster's, no mounts.
 func TestOneNodeClusterServicesAndDNS(t *testing.T) {
-	snap := takeHostSnapshot(t)
+	var snap hostSnapshot
 	var c *kubenode.Cluster
 	t.Run("cluster", func(t *testing.T) {
-		c = kubenode.Start(t, kubenode.Options{})
+		c = kubenode.Start(t, kubenode.Options{Locked: func() { snap = takeHostSnapshot(t) }})
 		runServicesAndDNS(t, c)
 	})
 	if c == nil {
