@@ -138,13 +138,14 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		checkLines(t, name+"-dns", out, wantResolve)
 	}
 	// Hairpin: a pod reaches itself through its own Service (the Service
-	// publishes it unready: its client container's exit makes it so).
+	// publishes it unready: its client container's exit makes it so). The
+	// Service's name is not the pod's: the pod's /etc/hosts names itself.
 	self := netcheckPod("self", map[string]string{"app": "self"}, false, "serve", ":8080")
 	client := self.Spec.Containers[0]
-	client.Name, client.Args = "client", []string{"get", "http://self/"}
+	client.Name, client.Args = "client", []string{"get", "http://loop/"}
 	self.Spec.Containers = append(self.Spec.Containers, client)
 	selfSvc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "self", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "loop", Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			Selector: self.Labels, PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
@@ -172,7 +173,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 	if exit != 0 {
 		t.Errorf("pod self through its own Service (hairpin): exit %d\n%s", exit, logs)
 	}
-	checkLines(t, "self (hairpin)", string(logs), map[string]string{"http://self/": "self"})
+	checkLines(t, "self (hairpin)", string(logs), map[string]string{"http://loop/": "self"})
 
 	// From the test process, through the namespace.
 	tr := &http.Transport{DialContext: c.DialContext}
