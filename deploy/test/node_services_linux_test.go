@@ -47,6 +47,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 	kc := c.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	begin := time.Now()
 	const ns = "default"
 	labels := map[string]string{"app": "web"}
 	web := netcheckPod("web", labels, false, "serve", ":8080")
@@ -102,7 +103,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		t.Fatal(err)
 	}
 	clusterIP, nodePort := svc.Spec.ClusterIP, svc.Spec.Ports[0].NodePort
-	t.Logf("web: pod %s, ClusterIP %s, NodePort %d; db-0: %s", webPod.Status.PodIP, clusterIP, nodePort, db0.Status.PodIP)
+	t.Logf("web: pod %s, ClusterIP %s, NodePort %d; db-0: %s; both up %v after the Node was Ready", webPod.Status.PodIP, clusterIP, nodePort, db0.Status.PodIP, time.Since(begin).Round(time.Millisecond))
 
 	// From other pods: the bridge, and the host network with the cluster's
 	// DNS (as the AMRMProxy DaemonSet runs), and from web itself.
@@ -137,6 +138,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		out = runNetcheck(ctx, t, c, kc, ns, name+"-dns", host, append([]string{"resolve"}, names...))
 		checkLines(t, name+"-dns", out, wantResolve)
 	}
+	t.Logf("four client pods done %v after the Node was Ready", time.Since(begin).Round(time.Millisecond))
 	// Hairpin: a pod reaches itself through its own Service (the Service
 	// publishes it unready: its client container's exit makes it so). The
 	// Service's name is not the pod's: the pod's /etc/hosts names itself.
@@ -175,6 +177,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 	}
 	checkLines(t, "self (hairpin)", string(logs), map[string]string{"http://loop/": "self"})
 
+	t.Logf("hairpin pod done %v after the Node was Ready", time.Since(begin).Round(time.Millisecond))
 	// From the test process, through the namespace.
 	tr := &http.Transport{DialContext: c.DialContext}
 	defer tr.CloseIdleConnections()
