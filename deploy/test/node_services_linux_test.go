@@ -19,7 +19,8 @@ import (
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
 )
 
-// TestOneNodeClusterServicesAndDNS: on the one-node cluster, kube-proxy
+// TestOneNodeClusterServicesAndDNS: on the one-node cluster, kube-proxy (in
+// each of its modes, nftables and iptables)
 // routes Services and CoreDNS answers for them, as deploy/'s overlays need.
 // A pod behind a NodePort Service answers through its ClusterIP and its DNS
 // name from another pod (on the bridge, and on the host network with
@@ -31,19 +32,25 @@ import (
 // cleanup nothing is left: no rules in the host's namespace, no process or
 // file in the cluster's, no mounts.
 func TestOneNodeClusterServicesAndDNS(t *testing.T) {
-	var snap hostSnapshot
-	var c *kubenode.Cluster
-	t.Run("cluster", func(t *testing.T) {
-		c = kubenode.Start(t, kubenode.Options{Locked: func() { snap = takeHostSnapshot(t) }})
-		runServicesAndDNS(t, c)
-	})
-	if c == nil {
-		return
+	// kube-proxy's two modes: nftables (kubenode's default) and iptables
+	// (iptables-nft here), one cluster each.
+	for _, mode := range []string{"nftables", "iptables"} {
+		t.Run(mode, func(t *testing.T) {
+			var snap hostSnapshot
+			var c *kubenode.Cluster
+			t.Run("cluster", func(t *testing.T) {
+				c = kubenode.Start(t, kubenode.Options{ProxyMode: mode, Locked: func() { snap = takeHostSnapshot(t) }})
+				runServicesAndDNS(t, c, mode)
+			})
+			if c == nil {
+				return
+			}
+			checkNoLeftovers(t, c, snap)
+		})
 	}
-	checkNoLeftovers(t, c, snap)
 }
 
-func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
+func runServicesAndDNS(t *testing.T, c *kubenode.Cluster, mode string) {
 	kc := c.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -202,11 +209,13 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		t.Errorf("Resolver: db-0.db-peers.default.svc.cluster.local = %v, %v; want [%s]", ips, err, db0.Status.PodIP)
 	}
 
-	// Command runs inside the namespace: kube-proxy's table is there (and
-	// not on the host, which checkNoLeftovers compares before and after).
-	out, err := c.Command("nft", "list", "tables").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "kube-proxy") {
-		t.Errorf("nft list tables in the cluster's namespace: %v\n%s", err, out)
+	// Command runs inside the namespace: kube-proxy's rules are there (and
+	// not on the host, which checkNoLeftovers compares before and after):
+	// its own table in nftables mode, its chains in iptables-nft's tables.
+	marker := map[string]string{"nftables": "table ip kube-proxy", "iptables": "chain KUBE-SERVICES"}[mode]
+	out, err := c.Command("nft", "list", "ruleset").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), marker) {
+		t.Errorf("nft list ruleset in the cluster's namespace (want %q): %v\n%s", marker, err, out)
 	}
 }
 
