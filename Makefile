@@ -44,7 +44,7 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say, run the image on a real one-node cluster.
 	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.
 	@# Needs the kube binaries (make kube-binaries); CI sets YARNFED_KUBE_REQUIRED=1. The one-node
-	@# cluster (deploy/test/kubenode) needs root, containerd, runc, the CNI plugins; CI sets YARNFED_KUBENODE_REQUIRED=1.
+	@# cluster (deploy/test/kubenode) needs root, containerd, runc, the CNI plugins, nft and iptables; CI sets YARNFED_KUBENODE_REQUIRED=1.
 	cd deploy/test && $(GO) test -race -count=1 -timeout 20m ./...
 	cd hack/image && $(GO) test -race -count=1 ./...
 
