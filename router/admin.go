@@ -307,7 +307,7 @@ func (r *Router) deleteFederationApplication(ctx context.Context, q *yarnpb.Dele
 		return nil, err
 	}
 	app := yarnid.AppIDString(id)
-	auditOf(ctx).app = app
+	auditOf(ctx).App = app
 	if err := as.RemoveApplicationHome(ctx, app); err != nil {
 		return nil, err
 	}

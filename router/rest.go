@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
@@ -87,7 +88,6 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 	method := "REST " + name
 	return func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
-		a := &audit{}
 		asXML := restwire.WantsXML(req)
 		u, err := r.restDoAs(req, u)
 		if err != nil {
@@ -97,7 +97,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 			return
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
-		ctx = context.WithValue(ctx, auditKey{}, a)
+		ctx, a := fed.WithAudit(ctx)
 		reply, err := r.withAppCheck(h)(ctx, req) // rest_appacl.go
 		r.metrics.observe(method, start, err)
 		if mutating {
@@ -256,7 +256,7 @@ func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.Applica
 	if err != nil {
 		return nil, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	auditOf(ctx).App = yarnid.AppIDString(id)
 	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return nil, err
@@ -281,7 +281,7 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	auditOf(ctx).App = yarnid.AppIDString(id)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
 	if err != nil {
 		return restReply{}, restwire.BadRequest("read body: %v", err)
@@ -323,7 +323,7 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	auditOf(ctx).App = yarnid.AppIDString(id)
 	if home, _, herr := r.homeOf(ctx, id); herr == nil {
 		if sc, ok := r.members.get(home); ok {
 			var atts []rmrest.AppAttempt

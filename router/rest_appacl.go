@@ -92,7 +92,7 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 		return nil
 	}
 	app := yarnid.AppIDString(id)
-	auditOf(ctx).app = app
+	auditOf(ctx).App = app
 	user := userOf(ctx)
 	if allowed, _ := r.appACLs.Allowed(ctx, user, app, rule.kind); allowed {
 		return nil

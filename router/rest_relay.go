@@ -155,7 +155,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	auditOf(ctx).App = yarnid.AppIDString(id)
 	for attempt := 0; ; attempt++ {
 		home, cached, err := r.homeOf(ctx, id)
 		if err != nil {
@@ -165,7 +165,7 @@ func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []b
 		if !ok {
 			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 		}
-		auditOf(ctx).sc = home
+		auditOf(ctx).SC = home
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
 		if err != nil {
 			return restReply{}, r.relayError(home, err)

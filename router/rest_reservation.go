@@ -34,7 +34,7 @@ func (r *Router) restNewReservation(ctx context.Context, req *http.Request) (res
 		if rl.status == http.StatusServiceUnavailable {
 			return &SubClusterError{SubCluster: sc.ID, Method: "REST new-reservation", Err: errRMUnavailable}
 		}
-		auditOf(ctx).sc = sc.ID
+		auditOf(ctx).SC = sc.ID
 		out = rl
 		return nil
 	})

@@ -62,7 +62,7 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 			if err != nil {
 				return restReply{}, r.unroutableREST(err)
 			}
-			auditOf(ctx).sc = h.sc.ID
+			auditOf(ctx).SC = h.sc.ID
 			return restReply{raw: rl}, nil
 		}
 	}
@@ -97,6 +97,6 @@ func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restR
 	if err != nil {
 		return restReply{}, r.unroutableREST(err)
 	}
-	auditOf(ctx).sc = sc.ID
+	auditOf(ctx).SC = sc.ID
 	return restReply{raw: rl}, nil
 }

@@ -83,7 +83,7 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	auditOf(ctx).App = yarnid.AppIDString(id)
 	// A caller the router knows may not view the app gets the filtered
 	// report of the IPC path.
 	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {

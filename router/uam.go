@@ -61,7 +61,7 @@ func newUAMMetrics(reg prometheus.Registerer) *uamMetrics {
 func (r *Router) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 	id := req.GetApplicationId()
 	if id != nil {
-		auditOf(ctx).app = yarnid.AppIDString(id)
+		auditOf(ctx).App = yarnid.AppIDString(id)
 	}
 	if err := r.checkAppCall(ctx, "forceKillApplication", id, req); err != nil {
 		return &yarnpb.KillApplicationResponseProto{}, err

@@ -43,6 +43,7 @@ var rules = []rule{
 // routertest and bench are the root's test harnesses and import it.
 var routerRooms = []rule{
 	{name: "router/yarnid is a leaf", from: "router/yarnid", denied: []string{"router"}},
+	{name: "router/fed is a leaf", from: "router/fed", denied: []string{"router"}},
 	{name: "router/restwire imports only yarnid of the router", from: "router/restwire", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
 	{name: "router/spnego imports nothing of the router", from: "router/spnego", denied: []string{"router"}},
 	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
@@ -133,6 +134,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/webui", "router", true},
 		{"router/restwire", "router", true},
 		{"router/yarnid", "router", true},
+		{"router/fed", "router", true},
+		{"router/fed", "router/yarnid", true},
 		{"router/restwire", "router/yarnid", false},
 		{"router/restwire", "router/appacl", true},
 		{"router/webui", "router/restwire", true},
