@@ -454,3 +454,18 @@ func (r *Router) adminTargets(ctx context.Context, req proto.Message, method str
 	}
 	return out, nil
 }
+
+// sortedPolicies is every stored queue policy, sorted by queue: what
+// `routeradmin -policy -l` pages through and what the UI shows.
+func (r *Router) sortedPolicies(ctx context.Context) ([]PolicyConfiguration, error) {
+	as, err := r.adminStore()
+	if err != nil {
+		return nil, err
+	}
+	all, err := as.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b PolicyConfiguration) int { return strings.Compare(a.Queue, b.Queue) })
+	return all, nil
+}

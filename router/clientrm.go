@@ -250,7 +250,7 @@ func callAny[Resp proto.Message](ctx context.Context, r *Router, method string, 
 func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 	resp := &yarnpb.GetApplicationReportResponseProto{}
 	err := r.onHome(ctx, "getApplicationReport", req.GetApplicationId(), req, resp)
-	if rep := resp.GetApplicationReport(); err == nil && mayHaveUAMs(rep) {
+	if rep := resp.GetApplicationReport(); err == nil && merge.MayHaveUAMs(rep) {
 		// A spanning app's containers and usage include its UAMs' (uam.go).
 		if home, _, herr := r.homeOf(ctx, req.GetApplicationId()); herr == nil {
 			foldUAMParts(rep, r.uamParts(ctx, req.GetApplicationId(), home))

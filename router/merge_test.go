@@ -5,9 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router"
 )
 
 func TestMergeFanoutCallsOverIPC(t *testing.T) {
@@ -53,19 +51,5 @@ func TestMergeFanoutCallsOverIPC(t *testing.T) {
 	}
 	if one.GetQueueInfo().GetSubClusterId() != "SC-2" || f.rms["SC-1"].Calls("getQueueInfo") != 1 || f.rms["SC-2"].Calls("getQueueInfo") != 2 {
 		t.Fatalf("sub-cluster-scoped getQueueInfo: %v", one)
-	}
-}
-
-func TestMergeAppInfos(t *testing.T) {
-	home := rmrest.App{ID: "application_1_0001", Name: "job", AllocatedMB: 100, RunningContainers: 1, ApplicationTags: "a"}
-	uam1 := rmrest.App{ID: "application_1_0001", Name: "UnmanagedAM", UnmanagedApplication: true, AllocatedMB: 200, RunningContainers: 2, ApplicationTags: "b"}
-	orphan := rmrest.App{ID: "application_1_0002", Name: "UnmanagedAM", UnmanagedApplication: true, AllocatedMB: 5}
-	got := router.MergeAppInfos([][]rmrest.App{{uam1, orphan}, {home}}, false)
-	if len(got) != 1 || got[0].Name != "job" || got[0].AllocatedMB != 300 || got[0].RunningContainers != 3 || got[0].ApplicationTags != "a,b" {
-		t.Fatalf("merged %+v", got)
-	}
-	got = router.MergeAppInfos([][]rmrest.App{{uam1, orphan}, {home}}, true)
-	if len(got) != 2 || got[1].Name != "Partial Report application_1_0002" {
-		t.Fatalf("partial merge %+v", got)
 	}
 }

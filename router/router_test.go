@@ -1,10 +1,11 @@
 package router_test
 
 import (
-	"google.golang.org/protobuf/proto"
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"

@@ -282,7 +282,7 @@ func (r *Router) unroutable(err error) error {
 	if err == nil || errors.Is(err, ErrSubClusterDown) {
 		return err
 	}
-	if !errors.Is(err, ErrNoActiveSubCluster) && !isSubClusterDown(err) {
+	if !errors.Is(err, ErrNoActiveSubCluster) && !fed.SubClusterDown(err) {
 		return err
 	}
 	for _, sc := range r.members.all() {

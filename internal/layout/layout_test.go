@@ -38,8 +38,13 @@ var rules = []rule{
 }
 
 // The router's rooms (router/DESIGN.md, "Package map"): the root
-// (github.com/yarnfed/yarnfed/router) composes them; none of them imports
-// the root or another room, except the id forms every room may name.
+// (github.com/yarnfed/yarnfed/router) composes them and none of them
+// imports it. Leaves (yarnid, fed: the ids and the vocabulary every room
+// speaks) import nothing of the router; the libraries (restwire, merge,
+// spnego, dtoken, appacl) only leaves; the edges (rest: the REST API,
+// webui: the web UI) the leaves and libraries they use, never the root
+// (they reach it through the Core interfaces they declare) nor each other
+// (webui reads REST's answers through its REST interface).
 // routertest and bench are the root's test harnesses and import it.
 var routerRooms = []rule{
 	{name: "router/yarnid is a leaf", from: "router/yarnid", denied: []string{"router"}},
@@ -48,8 +53,11 @@ var routerRooms = []rule{
 	{name: "router/spnego imports nothing of the router", from: "router/spnego", denied: []string{"router"}},
 	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
 	{name: "router/appacl imports nothing of the router", from: "router/appacl", denied: []string{"router"}},
-	{name: "router/webui imports nothing of the router", from: "router/webui", denied: []string{"router"}},
-	{name: "router/merge imports only yarnid of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
+	{name: "router/merge imports only the leaves of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid", "router/fed"}},
+	{name: "router/rest reaches the root only through rest.Core", from: "router/rest", denied: []string{"router"},
+		allowed: []string{"router/yarnid", "router/fed", "router/restwire", "router/merge", "router/appacl", "router/dtoken"}},
+	{name: "router/webui reaches the root and REST only through its interfaces", from: "router/webui", denied: []string{"router"},
+		allowed: []string{"router/yarnid", "router/fed", "router/restwire", "router/merge"}},
 }
 
 // routerHarnesses may import the router root.
@@ -138,7 +146,20 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/fed", "router/yarnid", true},
 		{"router/restwire", "router/yarnid", false},
 		{"router/restwire", "router/appacl", true},
-		{"router/webui", "router/restwire", true},
+		{"router/webui", "router/restwire", false},
+		{"router/rest", "router", true},
+		{"router/rest", "router/webui", true},
+		{"router/rest", "router/spnego", true},
+		{"router/rest", "router/routertest", true},
+		{"router/rest", "router/restwire", false},
+		{"router/rest", "router/fed", false},
+		{"router/webui", "router/rest", true},
+		{"router/webui", "router/appacl", true},
+		{"router/webui", "router/merge", false},
+		{"router/merge", "router/fed", false},
+		{"router/merge", "router/restwire", true},
+		{"router", "router/rest", false},
+		{"router", "router/webui", false},
 		{"router/appacl", "router/yarnid", true},
 		{"router/spnego", "internal/config", false},
 		{"router/dtoken", "internal/hadoopipc", false},

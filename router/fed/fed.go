@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/rmbreaker"
 	"github.com/yarnfed/yarnfed/policies"
 )
 
@@ -154,4 +155,30 @@ func AuditOf(ctx context.Context) *Audit {
 		return a
 	}
 	return &Audit{}
+}
+
+// SubClusterDown reports whether err is a sub-cluster that did not serve
+// the call (refused, timed out, standby) rather than one that answered.
+func SubClusterDown(err error) bool {
+	var sce *SubClusterError
+	return errors.As(err, &sce) && rmbreaker.RMDown(sce.Err)
+}
+
+// StoreStatus describes the federation state store as one replica sees it.
+type StoreStatus struct {
+	Kind          string // e.g. "raft state store"
+	Replica       string // the replica that answered
+	RaftState     string // its Raft role
+	LeaderID      string
+	LeaderAddress string // the leader's gRPC address
+	Members       []StoreMember
+	Term          uint64
+	AppliedIndex  uint64
+	LastIndex     uint64
+}
+
+// StoreMember is one replica of the store.
+type StoreMember struct {
+	ID, RaftAddress, GRPCAddress string
+	Voter, Leader                bool
 }

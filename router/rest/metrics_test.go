@@ -1,0 +1,35 @@
+package rest_test
+
+import (
+	"testing"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/rest"
+)
+
+// TestMergeClusterMetricsRecomputesPercentages: two RMs at 17% and 62%
+// vCore utilization once added up to 124%. Percentages come from the
+// summed totals, as an RM computes them; the scheduler-busy figure is the
+// busiest RM's.
+func TestMergeClusterMetricsRecomputesPercentages(t *testing.T) {
+	a := &rmrest.ClusterMetrics{AppsSubmitted: 2, TotalMB: 1000, UtilizedMB: 170, TotalVirtualCores: 100, UtilizedVirtualCores: 17,
+		UtilizedMBPercent: 17, UtilizedVCoresPercent: 17, RMSchedulerBusyPct: 5}
+	b := &rmrest.ClusterMetrics{AppsSubmitted: 3, TotalMB: 3000, UtilizedMB: 1860, TotalVirtualCores: 300, UtilizedVirtualCores: 186,
+		UtilizedMBPercent: 62, UtilizedVCoresPercent: 62, RMSchedulerBusyPct: 40}
+	got := rest.MergeClusterMetrics([]*rmrest.ClusterMetrics{a, b})
+	if got.AppsSubmitted != 5 || got.TotalMB != 4000 || got.UtilizedVirtualCores != 203 {
+		t.Fatalf("sums: %+v", got)
+	}
+	// (170+1860)*100/4000 = 50 (integer division, as the RM); (17+186)*100/400 = 50.
+	if got.UtilizedMBPercent != 50 || got.UtilizedVCoresPercent != 50 {
+		t.Fatalf("utilized %d%% MB, %d%% vCores; want 50, 50", got.UtilizedMBPercent, got.UtilizedVCoresPercent)
+	}
+	if got.RMSchedulerBusyPct != 40 {
+		t.Fatalf("rmSchedulerBusyPercent %d, want 40", got.RMSchedulerBusyPct)
+	}
+	// No capacity at all: 0%, not a division by zero; monitors off: -1.
+	empty := rest.MergeClusterMetrics([]*rmrest.ClusterMetrics{{RMSchedulerBusyPct: -1}, {RMSchedulerBusyPct: -1}})
+	if empty.UtilizedMBPercent != 0 || empty.UtilizedVCoresPercent != 0 || empty.RMSchedulerBusyPct != -1 {
+		t.Fatalf("empty: %+v", empty)
+	}
+}
