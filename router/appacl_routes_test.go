@@ -53,12 +53,12 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "carol=viewers;dave=ops;bob=;mallory="
 	})
-	alice := s.dialAs(s.router, "alice")
-	id := s.submitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
+	alice := s.DialAs(s.Router, "alice")
+	id := s.SubmitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
 	app := yarnid.AppIDString(id)
 	const modifyText, viewText = "Unauthorized attempt to", "does not have privilage to see this application"
 	n := 0
-	for _, pattern := range s.router.RESTPatterns() {
+	for _, pattern := range s.Router.RESTPatterns() {
 		if !strings.Contains(pattern, "{appid}") {
 			continue
 		}
@@ -89,7 +89,7 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 	if n < 15 {
 		t.Fatalf("only %d app-scoped routes found: the enumeration is broken", n)
 	}
-	rep, err := s.report(alice, id)
+	rep, err := s.Report(alice, id)
 	if err != nil {
 		t.Fatal(err)
 	}

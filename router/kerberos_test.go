@@ -65,19 +65,19 @@ func krbRouterClient(t *testing.T, r *router.Router, login *krbclient.Client, us
 // Kerberos, with Hadoop's exception.
 func TestKerberosClientPort(t *testing.T) {
 	e := newKrbEnv(t)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	rm := routertest.NewRM("SC-1", 1000)
-	f.rms["SC-1"] = rm
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
-	f.client = &hadoopipc.Client{} // newRouter must not dial SIMPLE here
-	r := f.newRouter(e.routerConfig, rm)
+	f.RMs["SC-1"] = rm
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
+	f.Client = &hadoopipc.Client{} // newRouter must not dial SIMPLE here
+	r := f.NewRouter(e.routerConfig, rm)
 	alice := krbRouterClient(t, r, e.loginKeytab("alice"), "")
 
-	if err := alice.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := alice.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("Kerberos call through the router: %v", err)
 	}
 	got := &commonpb.GetDelegationTokenResponseProto{}
-	if err := alice.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, got); err != nil {
+	if err := alice.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, got); err != nil {
 		t.Fatalf("getDelegationToken over Kerberos: %v", err)
 	}
 	var id yarnpb.YARNDelegationTokenIdentifierProto
@@ -91,8 +91,8 @@ func TestKerberosClientPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer simple.Close()
-	err = simple.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassAccessControl {
+	err = simple.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("SIMPLE client: %v", err)
 	}
 
@@ -102,10 +102,10 @@ func TestKerberosClientPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	if err := tc.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := tc.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("token login: %v", err)
 	}
-	err = tc.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
+	err = tc.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
 	var re *hadoopipc.RemoteError
 	if !errors.As(err, &re) || re.Class != hadoopipc.ClassYarnException || !strings.Contains(re.Message, "can be issued only with kerberos authentication") {
 		t.Fatalf("getDelegationToken over TOKEN: %v", err)
@@ -116,12 +116,12 @@ func TestKerberosClientPort(t *testing.T) {
 // SIMPLE open, but a SIMPLE caller still gets no token.
 func TestKerberosSimpleNotAllowedDelegationToken(t *testing.T) {
 	e := newKrbEnv(t)
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		e.routerConfig(c)
 		c.Kerberos.AllowSimple = true
 	})
-	err := f.client.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassYarnException {
+	err := f.Client.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("SIMPLE getDelegationToken with Kerberos on: %v", err)
 	}
 }
@@ -184,14 +184,14 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 	e := newKrbEnv(t)
 	rm := routertest.NewRM("SC-1", 1000)
 	srm := startSecureRM(t, e.kdc, rm)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
-	f.client = &hadoopipc.Client{}
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
+	f.Client = &hadoopipc.Client{}
 	// Towards the RMs the router is yarnfed/localhost (login_principal),
 	// whose keys share the router's keytab.
 	e.kdc.AddService(t, "yarnfed/localhost")
 	both := e.kdc.ExportKeytab(t, "router/localhost", "yarnfed/localhost")
-	r := f.newRouter(func(c *router.Config) {
+	r := f.NewRouter(func(c *router.Config) {
 		e.routerConfig(c)
 		c.Kerberos.Keytab = both
 		c.Kerberos.LoginPrincipal = "yarnfed/localhost"
@@ -199,7 +199,7 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 		c.Dial = nil // the production dialer: Kerberos to the RM
 	}, rm)
 	alice := krbRouterClient(t, r, e.loginKeytab("alice"), "")
-	if err := alice.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}); err != nil {
+	if err := alice.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}); err != nil {
 		t.Fatalf("getNewApplication through the router to a Kerberized RM: %v", err)
 	}
 	srm.mu.Lock()
@@ -216,7 +216,7 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 
 	// The RM refuses to let the router act for mallory: the caller sees it.
 	mallory := krbRouterClient(t, r, e.loginKeytab("mallory"), "")
-	err := mallory.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+	err := mallory.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
 	if err == nil || !strings.Contains(err.Error(), "not allowed to impersonate") {
 		t.Fatalf("mallory through the router: %v", err)
 	}
@@ -227,15 +227,15 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 func TestKerberosAdminPort(t *testing.T) {
 	e := newKrbEnv(t)
 	admin := routertest.NewAdminRM("SC-1")
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	rm := routertest.NewRM("SC-1", 1000)
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
-	f.client = &hadoopipc.Client{}
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
+	f.Client = &hadoopipc.Client{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := f.newRouter(func(c *router.Config) {
+	r := f.NewRouter(func(c *router.Config) {
 		e.routerConfig(c)
 		c.AdminListener, c.AdminACL, c.AdminDial = ln, "admin", routertest.AdminDialer(admin)
 	}, rm)
@@ -252,15 +252,15 @@ func TestKerberosAdminPort(t *testing.T) {
 		return c
 	}
 	refresh := func(c *hadoopipc.Client) error {
-		return c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+		return c.Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 	}
 	if err := refresh(dial(e.loginKeytab("admin"), "")); err != nil {
 		t.Fatalf("admin over Kerberos: %v", err)
 	}
-	if err := refresh(dial(e.loginKeytab("carol"), "")); remoteClass(err) != hadoopipc.ClassAccessControl {
+	if err := refresh(dial(e.loginKeytab("carol"), "")); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("carol over Kerberos: %v", err)
 	}
-	if err := refresh(dial(nil, "admin")); remoteClass(err) != hadoopipc.ClassAccessControl {
+	if err := refresh(dial(nil, "admin")); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("SIMPLE 'admin': %v", err)
 	}
 	if n := admin.Calls("refreshQueues"); n != 1 {
@@ -275,7 +275,7 @@ func TestKerberosProxyUserCallers(t *testing.T) {
 	e := newKrbEnv(t)
 	var asked []string
 	var mu sync.Mutex
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		e.routerConfig(c)
 		c.Kerberos.AllowSimple = true // newFed dials SIMPLE
 		c.AuthorizeProxyUser = func(_ context.Context, info *hadoopipc.CallInfo) error {
@@ -290,15 +290,15 @@ func TestKerberosProxyUserCallers(t *testing.T) {
 	})
 	oozie := e.loginKeytab("oozie")
 	metrics := func(c *hadoopipc.Client) error {
-		return c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+		return c.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "bob")); err != nil {
+	if err := metrics(krbRouterClient(t, f.Router, oozie, "bob")); err != nil {
 		t.Fatalf("oozie for bob: %v", err)
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "carol")); remoteClass(err) != router.ClassAuthorization {
+	if err := metrics(krbRouterClient(t, f.Router, oozie, "carol")); routertest.RemoteClass(err) != router.ClassAuthorization {
 		t.Fatalf("oozie for carol: %v", err)
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "")); err != nil {
+	if err := metrics(krbRouterClient(t, f.Router, oozie, "")); err != nil {
 		t.Fatalf("oozie as itself: %v", err)
 	}
 	mu.Lock()
@@ -308,8 +308,8 @@ func TestKerberosProxyUserCallers(t *testing.T) {
 	}
 
 	// Without a hook every doAs is refused.
-	g := newFed(t, 1, e.routerConfig2AllowSimple)
-	if err := metrics(krbRouterClient(t, g.router, oozie, "bob")); remoteClass(err) != router.ClassAuthorization {
+	g := routertest.NewFed(t, 1, e.routerConfig2AllowSimple)
+	if err := metrics(krbRouterClient(t, g.Router, oozie, "bob")); routertest.RemoteClass(err) != router.ClassAuthorization {
 		t.Fatalf("doAs with no AuthorizeProxyUser: %v", err)
 	}
 }

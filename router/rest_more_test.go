@@ -2,11 +2,9 @@ package router_test
 
 import (
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -29,7 +27,7 @@ import (
 // simFed is a router over two simulated RMs (real IPC and REST), with its
 // web handler behind an httptest server.
 type simFed struct {
-	*fed
+	*routertest.Fed
 	sims map[router.SubClusterID]*simrm.RM
 	web  *httptest.Server
 }
@@ -47,33 +45,22 @@ func newSimFed(t *testing.T, mods ...func(*router.Config)) *simFed {
 			RMAdminServiceAddress: a.Admin, RMWebServiceAddress: a.Web, State: router.StateRunning, LastHeartbeat: time.Now()})
 	}
 	cfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Logger = ln, "", store, testLogger(t)
+	cfg.WebAddress, cfg.Store, cfg.Logger = "", store, routertest.Logger(t)
 	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
 	for _, m := range mods {
 		m(&cfg)
 	}
-	rt, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	f := &fed{t: t, store: store, router: rt}
-	f.client = f.dial(rt)
+	rt := routertest.StartRouter(t, cfg)
+	f := &routertest.Fed{T: t, Store: store, Router: rt}
+	f.Client = f.Dial(rt)
 	web := httptest.NewServer(rt.Handler())
 	t.Cleanup(web.Close)
-	return &simFed{fed: f, sims: sims, web: web}
+	return &simFed{Fed: f, sims: sims, web: web}
 }
 
 func (s *simFed) call(method, path, accept, ctype, body string) (int, http.Header, []byte) {
-	s.t.Helper()
-	req, _ := http.NewRequestWithContext(ctxT(s.t), method, s.web.URL+path, strings.NewReader(body))
+	s.T.Helper()
+	req, _ := http.NewRequestWithContext(routertest.Ctx(s.T), method, s.web.URL+path, strings.NewReader(body))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
@@ -82,7 +69,7 @@ func (s *simFed) call(method, path, accept, ctype, body string) (int, http.Heade
 	}
 	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -90,13 +77,13 @@ func (s *simFed) call(method, path, accept, ctype, body string) (int, http.Heade
 }
 
 func (s *simFed) submitApp(unmanaged bool) *yarnpb.ApplicationIdProto {
-	s.t.Helper()
-	id := s.newApp(s.client)
-	req := submitReq(id, "default")
+	s.T.Helper()
+	id := s.NewApp(s.Client)
+	req := routertest.SubmitReq(id, "default")
 	req.ApplicationSubmissionContext.UnmanagedAm = proto.Bool(unmanaged)
 	req.ApplicationSubmissionContext.ApplicationType = proto.String("SIMTEST")
-	if err := s.client.Call(ctxT(s.t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-		s.t.Fatal(err)
+	if err := s.Client.Call(routertest.Ctx(s.T), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		s.T.Fatal(err)
 	}
 	return id
 }
@@ -137,8 +124,8 @@ func TestRESTPerAppRelayedToHome(t *testing.T) {
 			}
 		})
 	}
-	home := s.store.Homes()[app]
-	rep, err := s.report(s.client, id)
+	home := s.Store.Homes()[app]
+	rep, err := s.Report(s.Client, id)
 	if err != nil || rep.GetPriority().GetPriority() != 10 {
 		t.Fatalf("priority at home %s after PUT: %v %v", home, rep.GetPriority(), err)
 	}
@@ -263,9 +250,9 @@ func TestProxyRelaysToAM(t *testing.T) {
 	defer am.Close()
 	id := s.submitApp(true)
 	app := yarnid.AppIDString(id)
-	home := s.store.Homes()[app]
+	home := s.Store.Homes()[app]
 	rmWeb = s.sims[home].Addrs().Web
-	rep, err := s.report(s.client, id)
+	rep, err := s.Report(s.Client, id)
 	if err != nil || rep.GetAmRmToken() == nil {
 		t.Fatalf("report: %v %v", rep, err)
 	}
@@ -275,13 +262,13 @@ func TestProxyRelaysToAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer amc.Close()
-	if err := amc.Call(ctxT(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
+	if err := amc.Call(routertest.Ctx(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
 		Host: proto.String("127.0.0.1"), RpcPort: proto.Int32(1), TrackingUrl: proto.String(am.URL)}, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A browser asks for gzip: links must still be rewritten.
-	preq, _ := http.NewRequestWithContext(ctxT(t), "GET", s.web.URL+"/proxy/"+app+"/ws/v1/status?a=1", nil)
+	preq, _ := http.NewRequestWithContext(routertest.Ctx(t), "GET", s.web.URL+"/proxy/"+app+"/ws/v1/status?a=1", nil)
 	preq.Header.Set("Accept-Encoding", "gzip")
 	presp, err := http.DefaultTransport.RoundTrip(preq)
 	if err != nil {
@@ -320,7 +307,7 @@ type reservationRMWeb struct {
 	ids   []string
 }
 
-func (f *fed) reservationRM(sc router.SubClusterID) *reservationRMWeb {
+func reservationRM(f *routertest.Fed, sc router.SubClusterID) *reservationRMWeb {
 	rw := &reservationRMWeb{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -348,8 +335,8 @@ func (f *fed) reservationRM(sc router.SubClusterID) *reservationRMWeb {
 			_, _ = io.WriteString(w, `{}`)
 		}
 	}))
-	f.t.Cleanup(srv.Close)
-	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+	f.T.Cleanup(srv.Close)
+	f.Store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
 		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://"), LastHeartbeat: time.Now()})
 	return rw
 }
@@ -366,32 +353,32 @@ func (rw *reservationRMWeb) got() []string {
 // placed), the store records the home, and update, delete and list go
 // there; a list without an id asks every RM and concatenates.
 func TestRESTReservationsFollowTheirHome(t *testing.T) {
-	f := newFed(t, 2, nil)
-	rms := map[router.SubClusterID]*reservationRMWeb{"SC-1": f.reservationRM("SC-1"), "SC-2": f.reservationRM("SC-2")}
-	poll(t, "web addresses visible", func() bool {
-		code, _ := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+	f := routertest.NewFed(t, 2, nil)
+	rms := map[router.SubClusterID]*reservationRMWeb{"SC-1": reservationRM(f, "SC-1"), "SC-2": reservationRM(f, "SC-2")}
+	routertest.Poll(t, "web addresses visible", func() bool {
+		code, _ := f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
 		return code == 200
 	})
 	homes := map[router.SubClusterID]int{}
 	for i := range 6 {
 		rid := "reservation_5_000" + string(rune('1'+i))
-		code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json",
+		code, b := f.Do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json",
 			`{"queue":"q","reservation-id":"`+rid+`","reservation-definition":{"arrival":1}}`)
 		if code != http.StatusAccepted {
 			t.Fatalf("submit %s: %d %s", rid, code, b)
 		}
-		home, err := f.store.GetReservationHome(ctxT(t), rid)
+		home, err := f.Store.GetReservationHome(routertest.Ctx(t), rid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		homes[home]++
 		for _, op := range []string{"update", "delete"} {
-			if code, b := f.do("POST", "/ws/v1/cluster/reservation/"+op, "", "application/xml",
+			if code, b := f.Do("POST", "/ws/v1/cluster/reservation/"+op, "", "application/xml",
 				`<reservation-`+op+`-context><reservation-id>`+rid+`</reservation-id></reservation-`+op+`-context>`); code != 200 {
 				t.Fatalf("%s %s: %d %s", op, rid, code, b)
 			}
 		}
-		code, b = f.do("GET", "/ws/v1/cluster/reservation/list?queue=q&reservation-id="+rid, "", "", "")
+		code, b = f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q&reservation-id="+rid, "", "", "")
 		if code != 200 || !strings.Contains(string(b), rid) {
 			t.Fatalf("list %s: %d %s", rid, code, b)
 		}
@@ -407,7 +394,7 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 			rw.mu.Unlock()
 		}
 	}
-	code, b := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+	code, b := f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
 	var all struct {
 		Reservations []struct {
 			ID string `json:"reservation-id"`
@@ -418,7 +405,7 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 	}
 	t.Logf("homes: %v", homes)
 	for _, bad := range []string{`{"queue":"q"}`, `{"queue":"q","reservation-id":"res_1"}`, `{"reservation-id":"reservation_1_0001"}`, `{`} {
-		if code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
+		if code, b := f.Do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
 			t.Errorf("submit %s: %d %s, want 400", bad, code, b)
 		}
 	}
@@ -431,7 +418,7 @@ func TestRESTRelayHomeDown(t *testing.T) {
 	s := newSimFed(t, func(c *router.Config) { c.CallTimeout = router.Duration(500 * time.Millisecond) })
 	id := s.submitApp(false)
 	app := yarnid.AppIDString(id)
-	home := s.store.Homes()[app]
+	home := s.Store.Homes()[app]
 	path := "/ws/v1/cluster/apps/" + app + "/priority"
 	if code, _, b := s.call("GET", path, "", "", ""); code != 200 {
 		t.Fatalf("before: %d %s", code, b)

@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -94,7 +95,7 @@ func TestRESTNewReservationRetriesUnavailableRM(t *testing.T) {
 // subClusterId Hadoop's router reads from the body.
 func TestRESTSchedulerActivitiesAndConf(t *testing.T) {
 	s := newSimFed(t)
-	nodes, err := rmrest.NewClient(s.sims["SC-2"].Addrs().Web).GetNodes(ctxT(t), "")
+	nodes, err := rmrest.NewClient(s.sims["SC-2"].Addrs().Web).GetNodes(routertest.Ctx(t), "")
 	if err != nil || len(nodes) == 0 {
 		t.Fatalf("SC-2 nodes: %v %v", nodes, err)
 	}
@@ -142,7 +143,7 @@ func TestRESTAttemptContainersThroughRouter(t *testing.T) {
 	attempt := "appattempt_" + strings.TrimPrefix(app, "application_") + "_000001"
 	base := "/ws/v1/cluster/apps/" + app + "/appattempts/" + attempt
 	var list rmrest.ContainersResponse
-	poll(t, "AM container listed", func() bool {
+	routertest.Poll(t, "AM container listed", func() bool {
 		code, _, b := s.call("GET", base+"/containers", "", "", "")
 		return code == 200 && json.Unmarshal(b, &list) == nil && len(list.Containers.Container) > 0
 	})
