@@ -320,7 +320,7 @@ func TestAdminDeregisterAndList(t *testing.T) {
 // TestAdminOverTheWire: the fanned-out RM admin calls dial each
 // sub-cluster's RM admin address with Hadoop IPC (a simulated RM here).
 func TestAdminOverTheWire(t *testing.T) {
-	rm := startSim(t, "SC-1", 1_700_000_000_000)
+	rm := routertest.StartSim(t, "SC-1", 1_700_000_000_000)
 	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	a := rm.Addrs()
 	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: a.Admin,

@@ -23,7 +23,7 @@ import (
 // once the sub-cluster is gone for good (LOST) the error is final.
 func TestHomeDownIsRetriable(t *testing.T) {
 	f := routertest.NewFed(t, 2, func(c *router.Config) {
-		prefer("SC-1")(c)
+		routertest.Prefer("SC-1")(c)
 		c.FailoverWait = router.Duration(100 * time.Millisecond)
 	})
 	id := f.NewApp(f.Client)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
@@ -45,28 +44,12 @@ func (a fakeAgent) step(t *testing.T) {
 	t.Fatalf("fake agent %s: no active RM", a.id)
 }
 
-func startSim(t *testing.T, id string, ts int64) *simrm.RM {
-	t.Helper()
-	cfg := simrm.TestConfig()
-	cfg.ClusterID, cfg.ClusterTimestamp = id, ts            // distinct timestamps: app ids must not collide across SCs
-	cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) // apps stay running until killed
-	rm, err := simrm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rm.Close() })
-	return rm
-}
-
 // TestIntegrationSimRMs: two simulated sub-clusters (SC-1 an HA pair) with
 // their agents, the router, and a YARN client over Hadoop IPC. Apps land,
 // are listed, reported and killed through the router, and SC-1's failover
 // is followed without failed calls.
 func TestIntegrationSimRMs(t *testing.T) {
-	sc1a := startSim(t, "SC-1", 1_700_000_000_000)
+	sc1a := routertest.StartSim(t, "SC-1", 1_700_000_000_000)
 	standbyCfg := simrm.TestConfig()
 	sc1b, err := simrm.NewStandby(sc1a, standbyCfg)
 	if err != nil {
@@ -76,7 +59,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sc1b.Close() })
-	sc2 := startSim(t, "SC-2", 1_700_000_000_001)
+	sc2 := routertest.StartSim(t, "SC-2", 1_700_000_000_001)
 
 	store := routertest.NewStore()
 	agents := []fakeAgent{{store, "SC-1", []*simrm.RM{sc1a, sc1b}}, {store, "SC-2", []*simrm.RM{sc2}}}

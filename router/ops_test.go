@@ -17,7 +17,7 @@ import (
 func TestAuditLineAndMetrics(t *testing.T) {
 	var logs logtest.Buffer
 	f := routertest.NewFed(t, 2, func(c *router.Config) {
-		prefer("SC-2")(c)
+		routertest.Prefer("SC-2")(c)
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	newRouterRegistry(t, f)
@@ -85,7 +85,7 @@ func newRouterRegistry(t *testing.T, f *routertest.Fed) {
 }
 
 func TestReservationRouting(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-2"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
 	rid := &yarnpb.ReservationIdProto{Id: proto.Int64(1), ClusterTimestamp: proto.Int64(5)}
 	if err := f.Client.Call(routertest.Ctx(t), "submitReservation", &yarnpb.ReservationSubmissionRequestProto{Queue: proto.String("default"), ReservationId: rid},
 		&yarnpb.ReservationSubmissionResponseProto{}); err != nil {

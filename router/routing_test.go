@@ -20,33 +20,6 @@ import (
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// pickPolicy always chooses the first candidate in a fixed preference order.
-type pickPolicy struct{ pref []router.SubClusterID }
-
-func (p pickPolicy) SelectHome(_ context.Context, _ router.AppSubmission, c []router.SubClusterInfo) (router.SubClusterID, error) {
-	for _, want := range p.pref {
-		for _, sc := range c {
-			if sc.ID == want {
-				return sc.ID, nil
-			}
-		}
-	}
-	if len(c) == 0 {
-		return "", router.ErrNoActiveSubCluster
-	}
-	return c[0].ID, nil
-}
-
-type fixedFactory struct{ p router.RouterPolicy }
-
-func (f fixedFactory) RouterPolicy(router.PolicyConfiguration) (router.RouterPolicy, error) {
-	return f.p, nil
-}
-
-func prefer(ids ...router.SubClusterID) func(*router.Config) {
-	return func(c *router.Config) { c.Policies = fixedFactory{pickPolicy{ids}} }
-}
-
 func down() error { return fmt.Errorf("%w: connection refused", hadoopipc.ErrDial) }
 
 // downWhile makes rm refuse every call, as a dead RM does, until the
@@ -94,7 +67,7 @@ func TestSubmitRetryBlacklistsAndUpdatesHome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := routertest.NewFed(t, 2, prefer("SC-1", "SC-2"))
+			f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
 			id := f.NewApp(f.Client)
 			f.RMs["SC-1"].Intercept = tc.fail
 			if err := f.Submit(f.Client, id); err != nil {
@@ -136,13 +109,13 @@ func TestSubmitCrashAtEachStep(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			// The second router's policy prefers the other SC, so a retry
 			// that ignored the stored home would duplicate the app.
-			f := routertest.NewFed(t, 2, prefer("SC-1"))
+			f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
 			f.Router.SetCrashAt(func(s string) bool { return s == step })
 			id := f.NewApp(f.Client)
 			if err := f.Submit(f.Client, id); err == nil {
 				t.Fatal("crashed submission reported success")
 			}
-			r2 := f.NewRouter(prefer("SC-2"))
+			r2 := f.NewRouter(routertest.Prefer("SC-2"))
 			c2 := f.Dial(r2)
 			if err := f.Submit(c2, id); err != nil {
 				t.Fatalf("retry through a new router: %v", err)
@@ -170,7 +143,7 @@ func TestSubmitCrashAtEachStep(t *testing.T) {
 
 func TestSubmitAmbiguousFailure(t *testing.T) {
 	t.Run("rm accepted, reply lost: confirmed, not duplicated", func(t *testing.T) {
-		f := routertest.NewFed(t, 2, prefer("SC-1", "SC-2"))
+		f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
 		id := f.NewApp(f.Client)
 		f.RMs["SC-1"].Intercept = func(m string) (error, bool) {
 			if m == "submitApplication" {
@@ -187,7 +160,7 @@ func TestSubmitAmbiguousFailure(t *testing.T) {
 	})
 	t.Run("rm unreachable after an ambiguous failure: retriable error, no copy elsewhere", func(t *testing.T) {
 		f := routertest.NewFed(t, 2, func(c *router.Config) {
-			prefer("SC-1", "SC-2")(c)
+			routertest.Prefer("SC-1", "SC-2")(c)
 			c.FailoverWait = router.Duration(50 * time.Millisecond)
 		})
 		id := f.NewApp(f.Client)
@@ -209,7 +182,7 @@ func TestSubmitAmbiguousFailure(t *testing.T) {
 
 func TestResubmitToDeadHomeDoesNotDuplicate(t *testing.T) {
 	f := routertest.NewFed(t, 2, func(c *router.Config) {
-		prefer("SC-1", "SC-2")(c)
+		routertest.Prefer("SC-1", "SC-2")(c)
 		c.FailoverWait = router.Duration(50 * time.Millisecond)
 		c.Breaker.OpenFor = router.Duration(20 * time.Millisecond)
 	})
@@ -238,7 +211,7 @@ func TestResubmitToDeadHomeDoesNotDuplicate(t *testing.T) {
 }
 
 func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
-	f := routertest.NewFed(t, 3, prefer("SC-3"))
+	f := routertest.NewFed(t, 3, routertest.Prefer("SC-3"))
 	id := f.NewApp(f.Client)
 	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
@@ -265,7 +238,7 @@ func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
 }
 
 func TestKillGoesToHome(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-2"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
 	id := f.NewApp(f.Client)
 	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
@@ -466,7 +439,7 @@ func TestQueuePolicyFromStore(t *testing.T) {
 // and then succeeds, instead of failing.
 func TestPerAppCallRidesThroughHomeFailover(t *testing.T) {
 	f := routertest.NewFed(t, 2, func(c *router.Config) {
-		prefer("SC-1")(c)
+		routertest.Prefer("SC-1")(c)
 		c.FailoverWait = router.Duration(10 * time.Second)
 	})
 	id := f.NewApp(f.Client)
@@ -545,7 +518,7 @@ func TestBlacklistLapsesWhenBreakerRecovers(t *testing.T) {
 // (the RM would answer "earlier submitted application" and the new one would
 // silently never run); a true retry still succeeds.
 func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-1", "SC-2"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
 	id := f.NewApp(f.Client)
 	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func newSpanFed(t *testing.T, n int, mod func(*router.Config)) *spanFed {
 		reg: prometheus.NewRegistry(), logs: &logtest.Buffer{}, rmc: map[router.SubClusterID]*hadoopipc.Client{}}
 	for i := 1; i <= n; i++ {
 		id := router.SubClusterID(fmt.Sprintf("SC-%d", i))
-		rm := startSim(t, string(id), 1_700_000_000_000+int64(i))
+		rm := routertest.StartSim(t, string(id), 1_700_000_000_000+int64(i))
 		a := rm.Addrs()
 		s.sims[id] = rm
 		s.Store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: a.Client, AMRMServiceAddress: a.Scheduler,
@@ -55,7 +55,7 @@ func newSpanFed(t *testing.T, n int, mod func(*router.Config)) *spanFed {
 	cfg.WebAddress, cfg.Store, cfg.Registerer = "", s.Store, s.reg
 	cfg.Logger = slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
-	prefer("SC-1")(&cfg)
+	routertest.Prefer("SC-1")(&cfg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -264,7 +264,7 @@ func TestKillRefusedByACLKillsNothing(t *testing.T) {
 // (its ACLs, reached as the caller), no secondary is asked, whatever its
 // own ACLs.
 func TestKillHomeRefusalKillsNoUAM(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-1"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
 	id := f.NewApp(f.Client)
 	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
@@ -438,7 +438,7 @@ func TestKillFanOutTiming(t *testing.T) {
 // the app (its RM expired the UAM, or restarted without recovery) counts
 // as killed: its row is deleted rather than left for the reaper.
 func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-1"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
 	id := f.NewApp(f.Client)
 	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)

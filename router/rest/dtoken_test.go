@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"bytes"
@@ -65,15 +65,15 @@ func tokenIPCClient(t *testing.T, r *router.Router, tok *commonpb.TokenProto) *h
 // port, as in production) REST issues, renews and cancels the same tokens
 // IPC does, against a real MIT KDC, with RMWebServices' statuses.
 func TestRESTDelegationTokens(t *testing.T) {
-	e := newKrbEnv(t)
-	httpKeytab := e.kdc.AddService(t, "HTTP/localhost")
+	e := routertest.NewKrbEnv(t)
+	httpKeytab := e.KDC.AddService(t, "HTTP/localhost")
 	rm := routertest.NewRM("SC-1", 1000)
 	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
 	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
 	f.Client = &hadoopipc.Client{} // Kerberos only: no SIMPLE dial
 	r := f.NewRouter(func(c *router.Config) {
-		e.routerConfig(c)
-		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
+		e.RouterConfig(c)
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.KDC.Principal("HTTP/localhost")}
 	}, rm)
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
@@ -81,7 +81,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	logins := map[string]*krbclient.Client{}
 	as := func(name string) restUser {
 		if logins[name] == nil {
-			logins[name] = e.loginKeytab(name)
+			logins[name] = e.LoginKeytab(name)
 		}
 		return restUser{t: t, base: base, sc: krbspnego.NewClient(logins[name], nil, "HTTP/localhost")}
 	}
@@ -159,7 +159,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	}
 
 	// A token issued over IPC renews and cancels over REST.
-	aliceIPC := krbRouterClient(t, r, logins["alice"], "")
+	aliceIPC := routertest.KrbRouterClient(t, r, logins["alice"], "")
 	ipcTok := &commonpb.GetDelegationTokenResponseProto{}
 	if err := aliceIPC.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, ipcTok); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package router_test
+package webui_test
 
 import (
 	"io"

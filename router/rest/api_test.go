@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 )
 
 func TestRESTSubmitLifecycle(t *testing.T) {
-	f := routertest.NewFed(t, 2, prefer("SC-2"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
 	code, b := f.Do("POST", "/ws/v1/cluster/apps/new-application", "", "", "")
 	if code != 200 {
 		t.Fatalf("new-application: %d %s", code, b)
