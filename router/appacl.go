@@ -12,7 +12,7 @@ import (
 )
 
 // Application ACLs on the client-RM protocol: which call needs which
-// access (the table below; REST's is rest_appacl.go), and the refusals
+// access (the table below; REST's is rest/appacl.go), and the refusals
 // and filtered reports ClientRMService sends. Who may do what is
 // router/appacl.
 

@@ -66,7 +66,7 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 		n++
 		access, open, filtered, ok := router.RESTAppRule(pattern)
 		if !ok {
-			t.Errorf("%s: app-scoped route without an application ACL rule (rest_appacl.go restAppRules)", pattern)
+			t.Errorf("%s: app-scoped route without an application ACL rule (rest/appacl.go restAppRules)", pattern)
 			continue
 		}
 		method, path, body := appRouteRequest(pattern, app)

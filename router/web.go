@@ -12,7 +12,7 @@ import (
 
 // Handler serves the router's HTTP endpoints: health, readiness and the
 // federated RM REST API (router/rest), the AM web proxy (proxy.go) and
-// the web UI (ui.go).
+// the web UI (router/webui).
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -22,7 +22,7 @@ import (
 )
 
 // The RM REST API through the router. Every endpoint runs the same routing
-// code as the IPC calls (routing.go), so homes, breakers, the failover
+// code as the IPC calls (the root's routing.go, through Core), so homes, breakers, the failover
 // window and partial results behave identically; replies are rendered in
 // the RM's JSON or XML shapes (internal/rmrest).
 
@@ -42,7 +42,7 @@ func (r *API) Routes(mux Mux) {
 	mux.HandleFunc("GET "+p+"/apps/{appid}/appattempts", r.rest("appattempts", false, r.restAttempts))
 	mux.HandleFunc("GET "+p+"/nodes", r.rest("nodes", false, r.restNodes))
 	mux.HandleFunc("GET "+p+"/nodes/{nodeid}", r.rest("node", false, r.restNode))
-	r.restMoreRoutes(mux, p) // rest_more.go: scheduler, per-app, reservations, tokens, /proxy
+	r.restMoreRoutes(mux, p) // more.go: scheduler, per-app, reservations, tokens
 }
 
 // restReply is what a REST handler produces: a status and the value to
@@ -52,7 +52,7 @@ type restReply struct {
 	json     any
 	xml      any
 	location string   // Location header (202 Accepted of a submission)
-	raw      *relayed // an RM's answer passed through as it was sent (rest_relay.go)
+	raw      *relayed // an RM's answer passed through as it was sent (relay.go)
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
@@ -80,7 +80,7 @@ func (r *API) serveREST(name string, mutating bool, h restHandler) func(http.Res
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		ctx, a := fed.WithAudit(ctx)
-		reply, err := r.withAppCheck(h)(ctx, req) // rest_appacl.go
+		reply, err := r.withAppCheck(h)(ctx, req) // appacl.go
 		r.core.Observe(method, start, err)
 		if mutating {
 			r.core.Audit(ctx, method, a, auditOutcome(reply, err))
@@ -271,7 +271,7 @@ func (r *API) restPutAppState(ctx context.Context, req *http.Request) (restReply
 	if r.core.CheckAppCall(ctx, "forceKillApplication", id, nil) != nil {
 		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))
 	}
-	if _, err := r.core.KillApp(ctx, id); err != nil { // the home, then its UAMs (uam.go)
+	if _, err := r.core.KillApp(ctx, id); err != nil { // the home, then its UAMs (the root's uam.go)
 		return restReply{}, err
 	}
 	// Report the app's real state: an app that had already finished stays

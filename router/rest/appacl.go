@@ -16,9 +16,9 @@ import (
 )
 
 // Application ACLs on REST: every route whose pattern names an {appid}
-// goes through restAppCheck (called by serveREST for the REST API and by
-// proxyApp for /proxy/), which applies the route's rule below with the
-// same appACLs.Allowed the IPC calls use (checkAppCall). A pattern with
+// goes through AppCheck (called by serveREST for the REST API and by the
+// root's proxyApp for /proxy/), which applies the route's rule below with
+// the same ACL table (Config.ACLs) the IPC calls use (checkAppCall). A pattern with
 // {appid} and no rule is refused to everyone (fail closed), and
 // TestEveryAppRouteHasACLRule enumerates the registered routes.
 

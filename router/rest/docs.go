@@ -77,7 +77,7 @@ func (r *API) restApp(ctx context.Context, req *http.Request) (restReply, error)
 }
 
 // restAppDoc is GET /apps/{id}: the home RM's document, with a spanning
-// app's UAMs folded in and its span listed (uam.go); always lists the span
+// app's UAMs folded in and its span listed (uams.go); always lists the span
 // (the home alone at least) for the web UI's page.
 func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (restReply, error) {
 	id, err := AppIDParam(req)

@@ -22,7 +22,7 @@ import (
 // takes no delegation token as a REST login, so no request here was
 // authenticated by one (RMWebServices refuses those too).
 //
-// Tokens are issued, renewed and cancelled by the IPC code (dtoken.go, router/dtoken):
+// Tokens are issued, renewed and cancelled by the IPC code (the root's dtoken.go, router/dtoken), through Core:
 // a token got here works over IPC and the other way round.
 
 const (

@@ -39,7 +39,7 @@ func (r *API) restMetrics(ctx context.Context, _ *http.Request) (restReply, erro
 				}
 			}
 			if err == nil {
-				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uam.go)
+				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uams.go)
 			}
 			got[i], errs[i] = m, err
 		})

@@ -16,15 +16,15 @@ import (
 )
 
 // The rest of the RM REST API (issue 13). Per-application calls are
-// relayed to the app's home RM (rest_relay.go), reservations to the
-// reservation's home (rest_reservation.go); scheduler, appstatistics and
+// relayed to the app's home RM (relay.go), reservations to the
+// reservation's home (reservation.go); scheduler, appstatistics and
 // node labels ask every sub-cluster and merge the way Hadoop's Router
 // does; delegation tokens are dtoken.go; /proxy (the AM web proxy) is the
 // root's (proxy.go), behind AppCheck.
 
 func (r *API) restMoreRoutes(mux Mux, p string) {
 	mux.HandleFunc("GET "+p+"/scheduler", r.rest("scheduler", false, r.restScheduler))
-	r.schedulerExtraRoutes(mux, p) // rest_schedconf.go
+	r.schedulerExtraRoutes(mux, p) // schedconf.go
 	mux.HandleFunc("GET "+p+"/appstatistics", r.rest("appstatistics", false, r.restAppStatistics))
 	mux.HandleFunc("GET "+p+"/get-node-labels", r.rest("get-node-labels", false, r.restNodeLabels))
 

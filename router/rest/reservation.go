@@ -14,7 +14,7 @@ import (
 	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
-// Reservations over REST follow the IPC rules (reservation.go): a new id
+// Reservations over REST follow the IPC rules (the root's reservation.go, through Core): a new id
 // from any sub-cluster, the queue's policy places the submission and the
 // store records the reservation's home, update/delete/list go to that
 // home. The bodies are relayed to the home RM as the client sent them.
