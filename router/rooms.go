@@ -102,7 +102,10 @@ func (c roomCore) Audit(ctx context.Context, op string, a *fed.Audit, err error)
 	c.r.auditLog(ctx, op, a, err)
 }
 
-var _ webui.Core = roomCore{}
+var (
+	_ webui.Core = roomCore{}
+	_ webui.REST = (*rest.API)(nil) // the pages read through the REST API's code
+)
 
 // newUI builds the web UI room on the router and its REST API.
 func (r *Router) newUI() *webui.UI {
