@@ -307,7 +307,7 @@ func (r *Router) deleteFederationApplication(ctx context.Context, q *yarnpb.Dele
 		return nil, err
 	}
 	app := yarnid.AppIDString(id)
-	auditOf(ctx).app = app
+	auditOf(ctx).App = app
 	if err := as.RemoveApplicationHome(ctx, app); err != nil {
 		return nil, err
 	}
@@ -453,4 +453,19 @@ func (r *Router) adminTargets(ctx context.Context, req proto.Message, method str
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s: %v", method, ErrNoActiveSubCluster)
 	}
 	return out, nil
+}
+
+// sortedPolicies is every stored queue policy, sorted by queue: what
+// `routeradmin -policy -l` pages through and what the UI shows.
+func (r *Router) sortedPolicies(ctx context.Context) ([]PolicyConfiguration, error) {
+	as, err := r.adminStore()
+	if err != nil {
+		return nil, err
+	}
+	all, err := as.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b PolicyConfiguration) int { return strings.Compare(a.Queue, b.Queue) })
+	return all, nil
 }

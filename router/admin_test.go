@@ -21,7 +21,7 @@ import (
 // adminFed is a fed whose router also serves the admin port, with fake RM
 // admin endpoints and "admin" as the only administrator.
 type adminFed struct {
-	*fed
+	*routertest.Fed
 	admins map[router.SubClusterID]*routertest.AdminRM
 }
 
@@ -34,7 +34,7 @@ func newAdminFed(t *testing.T, n int) *adminFed {
 		a.admins[id] = routertest.NewAdminRM(id)
 		fakes = append(fakes, a.admins[id])
 	}
-	a.fed = newFed(t, n, func(c *router.Config) {
+	a.Fed = routertest.NewFed(t, n, func(c *router.Config) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -46,13 +46,13 @@ func newAdminFed(t *testing.T, n int) *adminFed {
 
 // as dials the admin port as user (SIMPLE auth), one try per call.
 func (a *adminFed) as(user string) *hadoopipc.Client {
-	a.t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{a.router.AdminAddr().String()},
+	a.T.Helper()
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{a.Router.AdminAddr().String()},
 		Protocol: hadoopipc.ProtocolRMAdmin, User: user, FailoverAttempts: 1})
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
-	a.t.Cleanup(func() { _ = c.Close() })
+	a.T.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -66,19 +66,19 @@ func TestAdminEveryMethodServed(t *testing.T) {
 		if proto.CheckInitialized(req) != nil {
 			continue // required fields: covered by the calls below
 		}
-		if err := c.Call(ctxT(t), string(m.Name()), req, resp); remoteClass(err) == hadoopipc.ClassNoSuchMethod {
+		if err := c.Call(routertest.Ctx(t), string(m.Name()), req, resp); routertest.RemoteClass(err) == hadoopipc.ClassNoSuchMethod {
 			t.Errorf("%s: not served: %v", m.Name(), err)
 		}
 	}
 	// The admin port serves only the admin protocol.
-	cl, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{a.router.AdminAddr().String()},
+	cl, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{a.Router.AdminAddr().String()},
 		Protocol: hadoopipc.ProtocolApplicationClient, User: "admin", FailoverAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	err = cl.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassNoSuchProtocol {
+	err = cl.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassNoSuchProtocol {
 		t.Fatalf("ApplicationClientProtocol on the admin port: %v", err)
 	}
 }
@@ -96,30 +96,30 @@ func TestAdminACL(t *testing.T) {
 		FederationQueueWeight: weight("root.a", "SC-1:1.0", "SC-1:1.0", "1.0")}
 	for name, call := range map[string]func() error{
 		"saveFederationQueuePolicy": func() error {
-			return mallory.Call(ctxT(t), "saveFederationQueuePolicy", save, &yarnpb.SaveFederationQueuePolicyResponseProto{})
+			return mallory.Call(routertest.Ctx(t), "saveFederationQueuePolicy", save, &yarnpb.SaveFederationQueuePolicyResponseProto{})
 		},
 		"refreshQueues": func() error {
-			return mallory.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+			return mallory.Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 		},
 		"deregisterSubCluster": func() error {
-			return mallory.Call(ctxT(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.DeregisterSubClusterResponseProto{})
+			return mallory.Call(routertest.Ctx(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.DeregisterSubClusterResponseProto{})
 		},
 	} {
-		if err := call(); remoteClass(err) != hadoopipc.ClassAccessControl {
+		if err := call(); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 			t.Errorf("%s as a non-admin: %v, want AccessControlException", name, err)
 		}
 	}
-	if _, ok := a.store.Policy("root.a"); ok {
+	if _, ok := a.Store.Policy("root.a"); ok {
 		t.Fatal("a non-admin's policy was stored")
 	}
 	if n := a.admins["SC-1"].Calls("refreshQueues"); n != 0 {
 		t.Fatal("a non-admin's refreshQueues reached an RM")
 	}
 	// Reads are open to everyone.
-	if err := mallory.Call(ctxT(t), "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, &yarnpb.GetSubClustersResponseProto{}); err != nil {
+	if err := mallory.Call(routertest.Ctx(t), "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, &yarnpb.GetSubClustersResponseProto{}); err != nil {
 		t.Fatalf("getFederationSubClusters as a non-admin: %v", err)
 	}
-	if err := a.as("admin").Call(ctxT(t), "saveFederationQueuePolicy", save, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
+	if err := a.as("admin").Call(routertest.Ctx(t), "saveFederationQueuePolicy", save, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
 		t.Fatalf("save as admin: %v", err)
 	}
 }
@@ -129,7 +129,7 @@ func TestAdminACL(t *testing.T) {
 func TestAdminQueuePolicies(t *testing.T) {
 	a := newAdminFed(t, 2)
 	c := a.as("admin")
-	if err := c.Call(ctxT(t), "saveFederationQueuePolicy", &yarnpb.SaveFederationQueuePolicyRequestProto{Queue: proto.String("root.a"),
+	if err := c.Call(routertest.Ctx(t), "saveFederationQueuePolicy", &yarnpb.SaveFederationQueuePolicyRequestProto{Queue: proto.String("root.a"),
 		FederationQueueWeight: weight("root.a", "SC-1:0.7,SC-2:0.3", "SC-1:0.6,SC-2:0.4", "1.0")}, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestAdminQueuePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := a.store.Policy("root.a")
+	got, ok := a.Store.Policy("root.a")
 	if !ok || got.Type != want.Type || !bytes.Equal(got.Params, want.Params) {
 		t.Fatalf("stored %s %s, want %s %s", got.Type, got.Params, want.Type, want.Params)
 	}
@@ -150,17 +150,17 @@ func TestAdminQueuePolicies(t *testing.T) {
 	// Batch: a bad entry refuses the lot.
 	bad := &yarnpb.BatchSaveFederationQueuePoliciesRequestProto{FederationQueueWeights: []*yarnpb.FederationQueueWeightProto{
 		weight("root.b", "SC-1:1.0", "SC-1:1.0", "1.0"), weight("root.c", "SC-1:0.5", "SC-1:1.0", "1.0")}}
-	if err := c.Call(ctxT(t), "batchSaveFederationQueuePolicies", bad, &yarnpb.BatchSaveFederationQueuePoliciesResponseProto{}); err == nil {
+	if err := c.Call(routertest.Ctx(t), "batchSaveFederationQueuePolicies", bad, &yarnpb.BatchSaveFederationQueuePoliciesResponseProto{}); err == nil {
 		t.Fatal("weights summing to 0.5 accepted")
 	}
-	if _, ok := a.store.Policy("root.b"); ok {
+	if _, ok := a.Store.Policy("root.b"); ok {
 		t.Fatal("a refused batch wrote root.b")
 	}
 	// Stock routeradmin sends Hadoop's default manager, which ignores weights.
 	uniform := &yarnpb.SaveFederationQueuePolicyRequestProto{Queue: proto.String("root.u"),
 		FederationQueueWeight:  weight("root.u", "SC-1:1.0", "SC-1:1.0", "1.0"),
 		PolicyManagerClassName: proto.String("org.apache.hadoop.yarn.server.federation.policies.manager.UniformBroadcastPolicyManager")}
-	if err := c.Call(ctxT(t), "saveFederationQueuePolicy", uniform, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err == nil ||
+	if err := c.Call(routertest.Ctx(t), "saveFederationQueuePolicy", uniform, &yarnpb.SaveFederationQueuePolicyResponseProto{}); err == nil ||
 		!strings.Contains(err.Error(), "yarn.federation.policy-manager") {
 		t.Fatalf("weights under UniformBroadcast: %v", err)
 	}
@@ -170,13 +170,13 @@ func TestAdminQueuePolicies(t *testing.T) {
 		w.PolicyManagerClassName = proto.String("org.apache.hadoop.yarn.server.federation.policies.manager.PriorityBroadcastPolicyManager")
 		batch.FederationQueueWeights = append(batch.FederationQueueWeights, w)
 	}
-	if err := c.Call(ctxT(t), "batchSaveFederationQueuePolicies", batch, &yarnpb.BatchSaveFederationQueuePoliciesResponseProto{}); err != nil {
+	if err := c.Call(routertest.Ctx(t), "batchSaveFederationQueuePolicies", batch, &yarnpb.BatchSaveFederationQueuePoliciesResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 
 	list := func(req *yarnpb.QueryFederationQueuePoliciesRequestProto) (*yarnpb.QueryFederationQueuePoliciesResponseProto, error) {
 		resp := &yarnpb.QueryFederationQueuePoliciesResponseProto{}
-		err := a.as("mallory").Call(ctxT(t), "listFederationQueuePolicies", req, resp)
+		err := a.as("mallory").Call(routertest.Ctx(t), "listFederationQueuePolicies", req, resp)
 		return resp, err
 	}
 	queues := func(r *yarnpb.QueryFederationQueuePoliciesResponseProto) []string {
@@ -204,12 +204,12 @@ func TestAdminQueuePolicies(t *testing.T) {
 		{PageSize: proto.Int32(2), CurrentPage: proto.Int32(0)},
 		{PageSize: proto.Int32(2), CurrentPage: proto.Int32(9)},
 	} {
-		if _, err := list(bad); remoteClass(err) != hadoopipc.ClassYarnException {
+		if _, err := list(bad); routertest.RemoteClass(err) != hadoopipc.ClassYarnException {
 			t.Errorf("list %v: %v, want YarnException", bad, err)
 		}
 	}
 
-	if err := c.Call(ctxT(t), "deleteFederationPoliciesByQueues", &yarnpb.DeleteFederationQueuePoliciesRequestProto{Queues: []string{"root.a", "root.b"}},
+	if err := c.Call(routertest.Ctx(t), "deleteFederationPoliciesByQueues", &yarnpb.DeleteFederationQueuePoliciesRequestProto{Queues: []string{"root.a", "root.b"}},
 		&yarnpb.DeleteFederationQueuePoliciesResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
@@ -224,43 +224,43 @@ func TestAdminQueuePolicies(t *testing.T) {
 func TestAdminRMCallsFanOut(t *testing.T) {
 	a := newAdminFed(t, 2)
 	c := a.as("admin")
-	if err := c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}); err != nil {
+	if err := c.Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 	if a.admins["SC-1"].Calls("refreshQueues") != 1 || a.admins["SC-2"].Calls("refreshQueues") != 1 {
 		t.Fatal("refreshQueues did not reach every sub-cluster")
 	}
-	if err := c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-2")}, &yarnpb.RefreshNodesResponseProto{}); err != nil {
+	if err := c.Call(routertest.Ctx(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-2")}, &yarnpb.RefreshNodesResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 	if a.admins["SC-1"].Calls("refreshNodes") != 0 || a.admins["SC-2"].Calls("refreshNodes") != 1 {
 		t.Fatal("refreshNodes for SC-2 went elsewhere")
 	}
-	if err := c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-9")}, &yarnpb.RefreshNodesResponseProto{}); err == nil {
+	if err := c.Call(routertest.Ctx(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-9")}, &yarnpb.RefreshNodesResponseProto{}); err == nil {
 		t.Fatal("refreshNodes for an unknown sub-cluster succeeded")
 	}
-	if err := c.Call(ctxT(t), "updateNodeResource", &yarnpb.UpdateNodeResourceRequestProto{}, &yarnpb.UpdateNodeResourceResponseProto{}); err == nil {
+	if err := c.Call(routertest.Ctx(t), "updateNodeResource", &yarnpb.UpdateNodeResourceRequestProto{}, &yarnpb.UpdateNodeResourceResponseProto{}); err == nil {
 		t.Fatal("updateNodeResource without a sub-cluster id was fanned out")
 	}
 	a.admins["SC-1"].Groups, a.admins["SC-2"].Groups = []string{"a", "b"}, []string{"b", "c"}
 	g := &yarnpb.GetGroupsForUserResponseProto{}
-	if err := c.Call(ctxT(t), "getGroupsForUser", &yarnpb.GetGroupsForUserRequestProto{User: proto.String("u")}, g); err != nil ||
+	if err := c.Call(routertest.Ctx(t), "getGroupsForUser", &yarnpb.GetGroupsForUserRequestProto{User: proto.String("u")}, g); err != nil ||
 		!slices.Equal(g.GetGroups(), []string{"a", "b", "c"}) && !slices.Equal(g.GetGroups(), []string{"b", "c", "a"}) {
 		t.Fatalf("groups %v %v", g.GetGroups(), err)
 	}
 	a.admins["SC-2"].Fail = hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom")
-	err := c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+	err := c.Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 	if err == nil || !strings.Contains(err.Error(), "SC-2") {
 		t.Fatalf("a failing sub-cluster: %v, want an error naming SC-2", err)
 	}
 	// A named sub-cluster that is not active is refused, as Hadoop's router
 	// does, and its RM is not called.
-	a.store.SetState("SC-1", router.StateLost)
-	poll(t, "the router sees SC-1 lost", func() bool {
-		return c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{}) != nil
+	a.Store.SetState("SC-1", router.StateLost)
+	routertest.Poll(t, "the router sees SC-1 lost", func() bool {
+		return c.Call(routertest.Ctx(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{}) != nil
 	})
 	calls := a.admins["SC-1"].Calls("refreshNodes")
-	err = c.Call(ctxT(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{})
+	err = c.Call(routertest.Ctx(t), "refreshNodes", &yarnpb.RefreshNodesRequestProto{SubClusterId: proto.String("SC-1")}, &yarnpb.RefreshNodesResponseProto{})
 	if err == nil || !strings.Contains(err.Error(), "subClusterId = SC-1 is not an active subCluster.") || a.admins["SC-1"].Calls("refreshNodes") != calls {
 		t.Fatalf("refreshNodes for a lost SC-1: %v, want refused without calling it", err)
 	}
@@ -271,17 +271,17 @@ func TestAdminRMCallsFanOut(t *testing.T) {
 func TestAdminDeregisterAndList(t *testing.T) {
 	a := newAdminFed(t, 3)
 	old := time.Now().Add(-time.Hour)
-	a.store.Put(router.SubClusterInfo{ID: "SC-3", ClientRMServiceAddress: "fake-SC-3:8032", State: router.StateRunning, LastHeartbeat: old})
+	a.Store.Put(router.SubClusterInfo{ID: "SC-3", ClientRMServiceAddress: "fake-SC-3:8032", State: router.StateRunning, LastHeartbeat: old})
 	c := a.as("admin")
 	resp := &yarnpb.DeregisterSubClusterResponseProto{}
-	if err := c.Call(ctxT(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{SubClusterId: proto.String("SC-1")}, resp); err != nil {
+	if err := c.Call(routertest.Ctx(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{SubClusterId: proto.String("SC-1")}, resp); err != nil {
 		t.Fatal(err)
 	}
 	if d := resp.GetDeregisterSubClusters(); len(d) != 1 || d[0].GetDeregisterState() != "SUCCESS" || d[0].GetSubClusterState() != "SC_LOST" {
 		t.Fatalf("deregister SC-1: %v", resp)
 	}
 	resp = &yarnpb.DeregisterSubClusterResponseProto{}
-	if err := c.Call(ctxT(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{}, resp); err != nil {
+	if err := c.Call(routertest.Ctx(t), "deregisterSubCluster", &yarnpb.DeregisterSubClusterRequestProto{}, resp); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -292,7 +292,7 @@ func TestAdminDeregisterAndList(t *testing.T) {
 		t.Fatalf("expired deregistration: %v", resp)
 	}
 	subs := &yarnpb.GetSubClustersResponseProto{}
-	if err := c.Call(ctxT(t), "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, subs); err != nil {
+	if err := c.Call(routertest.Ctx(t), "getFederationSubClusters", &yarnpb.GetSubClustersRequestProto{}, subs); err != nil {
 		t.Fatal(err)
 	}
 	var states []string
@@ -303,16 +303,16 @@ func TestAdminDeregisterAndList(t *testing.T) {
 		t.Fatalf("sub-clusters %v", states)
 	}
 
-	id := a.newApp(a.client)
-	if err := a.submit(a.client, id); err != nil {
+	id := a.NewApp(a.Client)
+	if err := a.Submit(a.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	app := yarnid.AppIDString(id)
-	if err := c.Call(ctxT(t), "deleteFederationApplication", &yarnpb.DeleteFederationApplicationRequestProto{Application: proto.String(app)},
+	if err := c.Call(routertest.Ctx(t), "deleteFederationApplication", &yarnpb.DeleteFederationApplicationRequestProto{Application: proto.String(app)},
 		&yarnpb.DeleteFederationApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := a.store.Homes()[app]; ok {
+	if _, ok := a.Store.Homes()[app]; ok {
 		t.Fatal("home row still stored")
 	}
 }
@@ -320,12 +320,12 @@ func TestAdminDeregisterAndList(t *testing.T) {
 // TestAdminOverTheWire: the fanned-out RM admin calls dial each
 // sub-cluster's RM admin address with Hadoop IPC (a simulated RM here).
 func TestAdminOverTheWire(t *testing.T) {
-	rm := startSim(t, "SC-1", 1_700_000_000_000)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	rm := routertest.StartSim(t, "SC-1", 1_700_000_000_000)
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	a := rm.Addrs()
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: a.Admin,
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: a.Admin,
 		RMWebServiceAddress: a.Web, State: router.StateRunning})
-	f.router = f.newRouter(func(c *router.Config) {
+	f.Router = f.NewRouter(func(c *router.Config) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -333,8 +333,8 @@ func TestAdminOverTheWire(t *testing.T) {
 		c.Dial = nil // real Hadoop IPC to the RM
 		c.AdminListener, c.AdminACL = ln, "admin"
 	}, routertest.NewRM("unused", 1))
-	ad := &adminFed{fed: f}
-	if err := ad.as("admin").Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}); err != nil {
+	ad := &adminFed{Fed: f}
+	if err := ad.as("admin").Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{}); err != nil {
 		t.Fatalf("refreshQueues through the router to a simulated RM: %v", err)
 	}
 	// A sub-cluster whose admin address is not listening fails the call,
@@ -345,10 +345,10 @@ func TestAdminOverTheWire(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	_ = dead.Close()
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: deadAddr,
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: a.Client, RMAdminServiceAddress: deadAddr,
 		RMWebServiceAddress: a.Web, State: router.StateRunning})
-	poll(t, "refreshQueues to a dead admin address fails", func() bool {
-		err := ad.as("admin").Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+	routertest.Poll(t, "refreshQueues to a dead admin address fails", func() bool {
+		err := ad.as("admin").Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 		return err != nil && strings.Contains(err.Error(), "SC-1")
 	})
 }

@@ -2,21 +2,17 @@ package router
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
-	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on the client-RM protocol: which call needs which
-// access (the table below; REST's is rest_appacl.go), and the refusals
+// access (the table below; REST's is rest/appacl.go), and the refusals
 // and filtered reports ClientRMService sends. Who may do what is
 // router/appacl.
 
@@ -105,31 +101,4 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 		NumUsedContainers: proto.Int32(-1), NumReservedContainers: proto.Int32(-1),
 		UsedResources: unknown(), ReservedResources: unknown(), NeededResources: unknown(),
 	}
-}
-
-// filterAppInfo is filterReport for a REST document: what RMWebServices'
-// AppInfo leaves out for a caller without VIEW_APP (AM addresses and logs,
-// tracking URL, diagnostics, progress, usage).
-func (r *Router) filterAppInfo(ctx context.Context, a *rmrest.App) {
-	if r.appACLs == nil {
-		return
-	}
-	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), a.ID, appacl.View); ok {
-		return
-	}
-	*a = rmrest.App{
-		ID: a.ID, User: a.User, Name: a.Name, Queue: a.Queue, State: a.State, FinalStatus: a.FinalStatus,
-		TrackingUI: a.TrackingUI, ClusterID: a.ClusterID, RMClusterID: a.RMClusterID,
-		ApplicationType: a.ApplicationType, ApplicationTags: a.ApplicationTags, Priority: a.Priority,
-		StartedTime: a.StartedTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishedTime, ElapsedTime: a.ElapsedTime,
-		UnmanagedApplication: a.UnmanagedApplication,
-	}
-}
-
-// errAppKillForbidden is the REST refusal of a kill (RMWebServices answers
-// 403 with this text).
-func errAppKillForbidden(app, user string) error {
-	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden,
-		//lint:ignore ST1005 the text of the RM's own AccessControlException
-		Err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }

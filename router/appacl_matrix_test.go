@@ -57,7 +57,7 @@ func TestIPCAppAccessPerMethod(t *testing.T) {
 // TestRESTAppRulePerRoute writes out, by hand, the rule each app-scoped
 // REST route has (RMWebServices: the state, queue and priority reads are
 // shown to anyone, the app itself is filtered, the changes need
-// MODIFY_APP, the rest VIEW_APP) and compares rest_appacl.go's table with
+// MODIFY_APP, the rest VIEW_APP) and compares rest/appacl.go's table with
 // it. TestEveryAppRouteHasACLRule proves each rule is applied as
 // declared; this proves the declaration is the RM's.
 func TestRESTAppRulePerRoute(t *testing.T) {

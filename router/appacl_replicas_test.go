@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -23,12 +24,12 @@ func TestAppACLsAcrossRouters(t *testing.T) {
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "carol=viewers;dave=ops;bob=;mallory="
 	}
-	f := newFed(t, 1, mod)
-	alice := f.dialAs(f.router, "alice")
-	id := f.submitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
+	f := routertest.NewFed(t, 1, mod)
+	alice := f.DialAs(f.Router, "alice")
+	id := f.SubmitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
 	app := yarnid.AppIDString(id)
-	r2 := f.newRouter(mod)
-	as := func(u string) *hadoopipc.Client { return f.dialAs(r2, u) }
+	r2 := f.NewRouter(mod)
+	as := func(u string) *hadoopipc.Client { return f.DialAs(r2, u) }
 
 	err := kill(t, as("bob"), id)
 	want := "java.security.AccessControlException: User bob cannot perform operation MODIFY_APP on " + app

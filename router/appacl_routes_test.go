@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -48,24 +49,24 @@ func appRouteRequest(pattern, app string) (method, path, body string) {
 // modify ones. Before, PUT priority by another user answered 200 and
 // changed the priority, and GET appattempts was relayed unfiltered.
 func TestEveryAppRouteHasACLRule(t *testing.T) {
-	s := newSimFed(t, func(c *router.Config) {
+	s := routertest.NewSimFed(t, func(c *router.Config) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "carol=viewers;dave=ops;bob=;mallory="
 	})
-	alice := s.dialAs(s.router, "alice")
-	id := s.submitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
+	alice := s.DialAs(s.Router, "alice")
+	id := s.SubmitWithACLs(alice) // VIEW_APP "bob viewers", MODIFY_APP " ops"
 	app := yarnid.AppIDString(id)
 	const modifyText, viewText = "Unauthorized attempt to", "does not have privilage to see this application"
 	n := 0
-	for _, pattern := range s.router.RESTPatterns() {
+	for _, pattern := range s.Router.RESTPatterns() {
 		if !strings.Contains(pattern, "{appid}") {
 			continue
 		}
 		n++
 		access, open, filtered, ok := router.RESTAppRule(pattern)
 		if !ok {
-			t.Errorf("%s: app-scoped route without an application ACL rule (rest_appacl.go restAppRules)", pattern)
+			t.Errorf("%s: app-scoped route without an application ACL rule (rest/appacl.go restAppRules)", pattern)
 			continue
 		}
 		method, path, body := appRouteRequest(pattern, app)
@@ -78,7 +79,7 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 			if body != "" {
 				ctype = "application/json"
 			}
-			code, _, b := s.call(method, path+sep+"user.name="+user, "", ctype, body)
+			code, _, b := s.Call(method, path+sep+"user.name="+user, "", ctype, body)
 			refused := code == http.StatusForbidden && (strings.Contains(string(b), modifyText) || strings.Contains(string(b), viewText))
 			want := !open && !filtered && (user == "mallory" || access == "MODIFY_APP")
 			if refused != want {
@@ -89,7 +90,7 @@ func TestEveryAppRouteHasACLRule(t *testing.T) {
 	if n < 15 {
 		t.Fatalf("only %d app-scoped routes found: the enumeration is broken", n)
 	}
-	rep, err := s.report(alice, id)
+	rep, err := s.Report(alice, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +142,9 @@ func TestEveryAppScopedIPCMethodChecked(t *testing.T) {
 // router (400) instead of being forwarded for the RM to resolve outside
 // the application's proxy.
 func TestProxyPathCannotClimbOut(t *testing.T) {
-	s := newSimFed(t)
-	app := yarnid.AppIDString(s.submitApp(true))
-	code, _, b := s.call("GET", "/proxy/"+app+"/%2e%2e/%2e%2e/ws/v1/cluster/apps", "", "", "")
+	s := routertest.NewSimFed(t)
+	app := yarnid.AppIDString(s.SubmitApp(true))
+	code, _, b := s.Call("GET", "/proxy/"+app+"/%2e%2e/%2e%2e/ws/v1/cluster/apps", "", "", "")
 	if code != http.StatusBadRequest || !strings.Contains(string(b), "leaves /proxy/"+app) {
 		t.Fatalf("climbing proxy path: %d %.300s, want 400", code, b)
 	}
@@ -154,13 +155,13 @@ func TestProxyPathCannotClimbOut(t *testing.T) {
 // FAILURE, as the client saw it; one it accepts as a SUCCESS.
 func TestAuditRecordsTheClientsResult(t *testing.T) {
 	var logs logtest.Buffer
-	s := newSimFed(t, func(c *router.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	app := yarnid.AppIDString(s.submitApp(false))
+	s := routertest.NewSimFed(t, func(c *router.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	app := yarnid.AppIDString(s.SubmitApp(false))
 	base := "/ws/v1/cluster/apps/" + app
-	if code, _, b := s.call("PUT", base+"/queue", "", "application/json", `{"queue":"nope"}`); code != http.StatusBadRequest {
+	if code, _, b := s.Call("PUT", base+"/queue", "", "application/json", `{"queue":"nope"}`); code != http.StatusBadRequest {
 		t.Fatalf("move to an unknown queue: %d %s, want the RM's 400", code, b)
 	}
-	if code, _, b := s.call("PUT", base+"/priority", "", "application/json", `{"priority":3}`); code != http.StatusOK {
+	if code, _, b := s.Call("PUT", base+"/priority", "", "application/json", `{"priority":3}`); code != http.StatusOK {
 		t.Fatalf("priority: %d %s", code, b)
 	}
 	var queueLine, prioLine string

@@ -12,65 +12,36 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // aclFed is a one-sub-cluster federation with application ACLs on:
 // "admin" is the admin, carol is in group viewers, dave in group ops.
-func aclFed(t *testing.T, enable bool) *fed {
-	return newFed(t, 1, func(c *router.Config) {
+func aclFed(t *testing.T, enable bool) *routertest.Fed {
+	return routertest.NewFed(t, 1, func(c *router.Config) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = enable
 		c.Authz.StaticGroupMapping = "carol=viewers;dave=ops;bob=;mallory="
 	})
 }
 
-func (f *fed) dialAs(r *router.Router, user string) *hadoopipc.Client {
-	f.t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
-		Addresses: []string{r.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: user,
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// submitWithACLs submits as c's user with VIEW_APP "bob viewers" and
-// MODIFY_APP " ops".
-func (f *fed) submitWithACLs(c *hadoopipc.Client) *yarnpb.ApplicationIdProto {
-	f.t.Helper()
-	id := f.newApp(c)
-	req := submitReq(id, "default")
-	req.ApplicationSubmissionContext.AmContainerSpec = &yarnpb.ContainerLaunchContextProto{
-		Application_ACLs: []*yarnpb.ApplicationACLMapProto{
-			{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP.Enum(), Acl: proto.String("bob viewers")},
-			{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP.Enum(), Acl: proto.String(" ops")},
-		},
-	}
-	if err := c.Call(ctxT(f.t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-		f.t.Fatalf("submit: %v", err)
-	}
-	return id
-}
-
 func kill(t *testing.T, c *hadoopipc.Client, id *yarnpb.ApplicationIdProto) error {
-	return c.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
+	return c.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
 }
 
 func attempts(t *testing.T, c *hadoopipc.Client, id *yarnpb.ApplicationIdProto) error {
-	return c.Call(ctxT(t), "getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, &yarnpb.GetApplicationAttemptsResponseProto{})
+	return c.Call(routertest.Ctx(t), "getApplicationAttempts", &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, &yarnpb.GetApplicationAttemptsResponseProto{})
 }
 
 // TestAppACLs: with ACLs on, MODIFY_APP and VIEW_APP are enforced with the
 // RM's exceptions; owner, admins and listed users and groups pass.
 func TestAppACLs(t *testing.T) {
 	f := aclFed(t, true)
-	alice := f.dialAs(f.router, "alice")
-	id := f.submitWithACLs(alice)
+	alice := f.DialAs(f.Router, "alice")
+	id := f.SubmitWithACLs(alice)
 	app := yarnid.AppIDString(id)
-	as := func(u string) *hadoopipc.Client { return f.dialAs(f.router, u) }
+	as := func(u string) *hadoopipc.Client { return f.DialAs(f.Router, u) }
 
 	// bob may view but not modify: the RM's MODIFY_APP refusal.
 	err := kill(t, as("bob"), id)
@@ -92,7 +63,7 @@ func TestAppACLs(t *testing.T) {
 	}
 
 	// Reports: filtered for mallory, whole for the owner.
-	rep, err := f.report(as("mallory"), id)
+	rep, err := f.Report(as("mallory"), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +71,12 @@ func TestAppACLs(t *testing.T) {
 		rep.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED {
 		t.Errorf("mallory's report not filtered as the RM does: %v", rep)
 	}
-	rep, err = f.report(alice, id)
+	rep, err = f.Report(alice, id)
 	if err != nil || rep.GetAppResource_Usage().GetNumUsedContainers() != 1 {
 		t.Errorf("owner's report: %v %v", rep, err)
 	}
 	lr := &yarnpb.GetApplicationsResponseProto{}
-	if err := as("mallory").Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, lr); err != nil || len(lr.Applications) != 1 ||
+	if err := as("mallory").Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, lr); err != nil || len(lr.Applications) != 1 ||
 		lr.Applications[0].GetAppResource_Usage().GetNumUsedContainers() != -1 {
 		t.Errorf("mallory's list not filtered: %v %v", lr, err)
 	}
@@ -113,7 +84,7 @@ func TestAppACLs(t *testing.T) {
 	// REST list: mallory's copy of alice's app is filtered, alice's is not.
 	restApps := func(user string) string {
 		rec := httptest.NewRecorder()
-		f.router.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ws/v1/cluster/apps?user.name="+user, nil))
+		f.Router.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ws/v1/cluster/apps?user.name="+user, nil))
 		return rec.Body.String()
 	}
 	if body := restApps("mallory"); !strings.Contains(body, app) || !strings.Contains(body, `"allocatedMB":0`) {
@@ -127,7 +98,7 @@ func TestAppACLs(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPut, "/ws/v1/cluster/apps/"+app+"/state?user.name=bob", strings.NewReader(`{"state":"KILLED"}`))
 	req.Header.Set("Content-Type", "application/json")
-	f.router.Handler().ServeHTTP(rec, req)
+	f.Router.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "Unauthorized attempt to kill appid "+app+" by remote user bob") {
 		t.Errorf("REST kill by bob: %d %s", rec.Code, rec.Body)
 	}
@@ -137,11 +108,11 @@ func TestAppACLs(t *testing.T) {
 		t.Fatalf("dave kill: %v", err)
 	}
 	// Owner and admin are always allowed.
-	id2 := f.submitWithACLs(alice)
+	id2 := f.SubmitWithACLs(alice)
 	if err := kill(t, as("admin"), id2); err != nil {
 		t.Errorf("admin kill: %v", err)
 	}
-	id3 := f.submitWithACLs(alice)
+	id3 := f.SubmitWithACLs(alice)
 	if err := kill(t, alice, id3); err != nil {
 		t.Errorf("owner kill: %v", err)
 	}
@@ -152,12 +123,12 @@ func TestAppACLs(t *testing.T) {
 func TestAppACLsUnknownAppForwarded(t *testing.T) {
 	f := aclFed(t, true)
 	id := &yarnpb.ApplicationIdProto{Id: proto.Int32(77), ClusterTimestamp: proto.Int64(1000)}
-	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, User: proto.String("alice"),
+	f.RMs["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, User: proto.String("alice"),
 		YarnApplicationState: yarnpb.YarnApplicationStateProto_RUNNING.Enum()})
-	if err := kill(t, f.dialAs(f.router, "mallory"), id); err != nil {
+	if err := kill(t, f.DialAs(f.Router, "mallory"), id); err != nil {
 		t.Fatalf("kill of an app with unknown ACLs was not forwarded: %v", err)
 	}
-	if got := f.rms["SC-1"].Calls("forceKillApplication"); got != 1 {
+	if got := f.RMs["SC-1"].Calls("forceKillApplication"); got != 1 {
 		t.Errorf("RM saw %d kills, want 1", got)
 	}
 }
@@ -165,8 +136,8 @@ func TestAppACLsUnknownAppForwarded(t *testing.T) {
 // TestAppACLsOff: without acl_enable anyone may kill (Hadoop's default).
 func TestAppACLsOff(t *testing.T) {
 	f := aclFed(t, false)
-	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
-	if err := kill(t, f.dialAs(f.router, "bob"), id); err != nil {
+	id := f.SubmitWithACLs(f.DialAs(f.Router, "alice"))
+	if err := kill(t, f.DialAs(f.Router, "bob"), id); err != nil {
 		t.Fatalf("kill with ACLs off: %v", err)
 	}
 }
@@ -175,18 +146,18 @@ func TestAppACLsOff(t *testing.T) {
 // another user (which the RM acknowledges) does not make it the owner.
 func TestAppACLResubmissionKeepsOwner(t *testing.T) {
 	f := aclFed(t, true)
-	alice := f.dialAs(f.router, "alice")
-	id := f.submitWithACLs(alice)
-	mallory := f.dialAs(f.router, "mallory")
-	req := submitReq(id, "default")
+	alice := f.DialAs(f.Router, "alice")
+	id := f.SubmitWithACLs(alice)
+	mallory := f.DialAs(f.Router, "mallory")
+	req := routertest.SubmitReq(id, "default")
 	req.ApplicationSubmissionContext.AmContainerSpec = &yarnpb.ContainerLaunchContextProto{
 		Application_ACLs: []*yarnpb.ApplicationACLMapProto{
 			{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_VIEW_APP.Enum(), Acl: proto.String("bob viewers")},
 			{AccessType: yarnpb.ApplicationAccessTypeProto_APPACCESS_MODIFY_APP.Enum(), Acl: proto.String(" ops")},
 		},
 	}
-	_ = mallory.Call(ctxT(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{})
-	if err := kill(t, mallory, id); remoteClass(err) != hadoopipc.ClassYarnException {
+	_ = mallory.Call(routertest.Ctx(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{})
+	if err := kill(t, mallory, id); routertest.RemoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("mallory killed alice's app after resubmitting it: %v", err)
 	}
 }
@@ -195,11 +166,11 @@ func TestAppACLResubmissionKeepsOwner(t *testing.T) {
 // configured superuser may act for a listed user, others are refused with
 // the AuthorizationException an RM sends.
 func TestProxyUsersOnClientPort(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.Authz.ProxyUsers = map[string]hadoopipc.ProxyUserRule{"oozie": {Hosts: "127.0.0.1", Users: "alice"}}
 	})
 	dial := func(user, real string) *hadoopipc.Client {
-		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.router.ClientRMAddr().String()},
+		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.Router.ClientRMAddr().String()},
 			Protocol: hadoopipc.ProtocolApplicationClient, User: user, RealUser: real, FailoverAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -207,12 +178,12 @@ func TestProxyUsersOnClientPort(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	if _, err := f.report(dial("alice", "oozie"), &yarnpb.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1)}); remoteClass(err) == hadoopipc.ClassAuthorization {
+	if _, err := f.Report(dial("alice", "oozie"), &yarnpb.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1)}); routertest.RemoteClass(err) == hadoopipc.ClassAuthorization {
 		t.Fatalf("allowed proxy refused: %v", err)
 	}
 	for _, c := range []struct{ user, real string }{{"bob", "oozie"}, {"alice", "mallory"}} {
-		err := dial(c.user, c.real).Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
-		if remoteClass(err) != hadoopipc.ClassAuthorization {
+		err := dial(c.user, c.real).Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+		if routertest.RemoteClass(err) != hadoopipc.ClassAuthorization {
 			t.Errorf("%s as %s: got %v, want %s", c.real, c.user, err, hadoopipc.ClassAuthorization)
 		}
 	}
@@ -225,7 +196,7 @@ func asRemote(err error, re **hadoopipc.RemoteError) bool { return errors.As(err
 // requests come from 192.0.2.1), else 403 with the RM's message; the app
 // ACLs then judge the user acted for.
 func TestRESTDoAs(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "alice=;bob=;oozie=;mallory="
@@ -234,13 +205,13 @@ func TestRESTDoAs(t *testing.T) {
 			"far":   {Hosts: "10.0.0.0/8", Users: "*"},
 		}
 	})
-	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
+	id := f.SubmitWithACLs(f.DialAs(f.Router, "alice"))
 	app := yarnid.AppIDString(id)
 	put := func(query string) (int, string) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPut, "/ws/v1/cluster/apps/"+app+"/state?"+query, strings.NewReader(`{"state":"KILLED"}`))
 		req.Header.Set("Content-Type", "application/json")
-		f.router.Handler().ServeHTTP(rec, req)
+		f.Router.Handler().ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	for _, tc := range []struct {

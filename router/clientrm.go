@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -28,21 +29,11 @@ var mutating = map[string]bool{
 }
 
 // audit carries what a handler learned (target sub-cluster, app) to the
-// audit line written by the wrapper.
-type audit struct {
-	app string
-	sc  SubClusterID
-}
+// audit line written by the wrapper (fed.Audit: REST's handlers fill in
+// the same record).
+type audit = fed.Audit
 
-type auditKey struct{}
-
-func auditOf(ctx context.Context) *audit {
-	a, _ := ctx.Value(auditKey{}).(*audit)
-	if a == nil {
-		return &audit{} // harmless sink when called outside the wrapper
-	}
-	return a
-}
+func auditOf(ctx context.Context) *audit { return fed.AuditOf(ctx) }
 
 // handle wraps a routing function as an IPC method: metrics, audit line and
 // translation of router errors into Hadoop exception classes.
@@ -53,8 +44,7 @@ func handle[Req, Resp proto.Message](r *Router, name string, newReq func() Req, 
 	audited := mutating[name]
 	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
 		start := time.Now()
-		a := &audit{}
-		ctx = context.WithValue(ctx, auditKey{}, a)
+		ctx, a := fed.WithAudit(ctx)
 		resp, err := h(ctx, req)
 		lat.Observe(time.Since(start).Seconds())
 		if err != nil {
@@ -81,11 +71,11 @@ func (r *Router) auditLog(ctx context.Context, op string, a *audit, err error) {
 	u, _ := hadoopipc.UserFromContext(ctx)
 	var buf [7]slog.Attr
 	attrs := append(buf[:0], slog.String("user", u.Name), slog.String("operation", op), slog.String("target", "RouterClientRMService"))
-	if a.app != "" {
-		attrs = append(attrs, slog.String("app", a.app))
+	if a.App != "" {
+		attrs = append(attrs, slog.String("app", a.App))
 	}
-	if a.sc != "" {
-		attrs = append(attrs, slog.String("subcluster", string(a.sc)))
+	if a.SC != "" {
+		attrs = append(attrs, slog.String("subcluster", string(a.SC)))
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("result", "FAILURE"), slog.String("err", err.Error()))
@@ -212,7 +202,7 @@ func homeCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req
 		resp := newResp()
 		app := appOf(req)
 		if app != nil {
-			auditOf(ctx).app = yarnid.AppIDString(app)
+			auditOf(ctx).App = yarnid.AppIDString(app)
 		}
 		if err := r.checkAppCall(ctx, name, app, req); err != nil {
 			return resp, err
@@ -236,7 +226,7 @@ func fanCall[Req, Resp proto.Message](r *Router, name string, newReq func() Req,
 func (r *Router) getNewApplication(ctx context.Context, req *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
 	resp, err := callAny(ctx, r, "getNewApplication", req, newMsg[yarnpb.GetNewApplicationResponseProto])
 	if err == nil {
-		auditOf(ctx).app = yarnid.AppIDString(resp.GetApplicationId())
+		auditOf(ctx).App = yarnid.AppIDString(resp.GetApplicationId())
 	}
 	return resp, err
 }
@@ -251,7 +241,7 @@ func callAny[Resp proto.Message](ctx context.Context, r *Router, method string, 
 		if err := r.callSC(ctx, sc, method, req, resp); err != nil {
 			return err
 		}
-		auditOf(ctx).sc = sc.ID
+		auditOf(ctx).SC = sc.ID
 		return nil
 	})
 	return resp, err
@@ -260,7 +250,7 @@ func callAny[Resp proto.Message](ctx context.Context, r *Router, method string, 
 func (r *Router) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
 	resp := &yarnpb.GetApplicationReportResponseProto{}
 	err := r.onHome(ctx, "getApplicationReport", req.GetApplicationId(), req, resp)
-	if rep := resp.GetApplicationReport(); err == nil && mayHaveUAMs(rep) {
+	if rep := resp.GetApplicationReport(); err == nil && merge.MayHaveUAMs(rep) {
 		// A spanning app's containers and usage include its UAMs' (uam.go).
 		if home, _, herr := r.homeOf(ctx, req.GetApplicationId()); herr == nil {
 			foldUAMParts(rep, r.uamParts(ctx, req.GetApplicationId(), home))

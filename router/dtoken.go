@@ -36,7 +36,7 @@ func (r *Router) getDelegationToken(ctx context.Context, req *commonpb.GetDelega
 }
 
 // issueToken mints and stores a token owned by u; IPC and REST
-// (rest_dtoken.go) both issue through it, so their tokens are the same.
+// (router/rest dtoken.go) both issue through it, so their tokens are the same.
 // It returns the token, its identifier and when it expires unless renewed.
 func (r *Router) issueToken(ctx context.Context, u hadoopipc.User, renewer string) (*commonpb.TokenProto, *yarnpb.YARNDelegationTokenIdentifierProto, time.Time, error) {
 	tok, id, exp, err := r.tokens.Issue(ctx, u.Name, u.RealUser, renewer)

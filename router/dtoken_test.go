@@ -11,12 +11,13 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/dtoken"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 func TestDelegationTokenLifecycle(t *testing.T) {
-	f := newFed(t, 1, nil)
+	f := routertest.NewFed(t, 1, nil)
 	as := func(user string, tok *commonpb.TokenProto) *hadoopipc.Client {
-		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.router.ClientRMAddr().String()},
+		c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.Router.ClientRMAddr().String()},
 			Protocol: hadoopipc.ProtocolApplicationClient, User: user, Token: tok})
 		if err != nil {
 			t.Fatal(err)
@@ -25,11 +26,11 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 		return c
 	}
 	got := &commonpb.GetDelegationTokenResponseProto{}
-	if err := f.client.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, got); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, got); err != nil {
 		t.Fatal(err)
 	}
 	tok := got.GetToken()
-	if tok.GetKind() != dtoken.Kind || tok.GetService() != f.router.ClientRMAddr().String() {
+	if tok.GetKind() != dtoken.Kind || tok.GetService() != f.Router.ClientRMAddr().String() {
 		t.Fatalf("token kind %q service %q", tok.GetKind(), tok.GetService())
 	}
 	var id yarnpb.YARNDelegationTokenIdentifierProto
@@ -39,37 +40,37 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 
 	// Log in with the token: calls work, and a token login cannot mint more.
 	tc := as("", tok)
-	if err := tc.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := tc.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("call with token login: %v", err)
 	}
-	err := tc.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassYarnException {
+	err := tc.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")}, &commonpb.GetDelegationTokenResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("token-authenticated getDelegationToken: %v", err)
 	}
 
 	// Only the renewer renews.
 	renew := &commonpb.RenewDelegationTokenRequestProto{Token: tok}
-	if err := f.client.Call(ctxT(t), "renewDelegationToken", renew, &commonpb.RenewDelegationTokenResponseProto{}); remoteClass(err) != hadoopipc.ClassAccessControl {
+	if err := f.Client.Call(routertest.Ctx(t), "renewDelegationToken", renew, &commonpb.RenewDelegationTokenResponseProto{}); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("renew by the owner: %v", err)
 	}
 	bob := as("bob", nil)
 	rr := &commonpb.RenewDelegationTokenResponseProto{}
-	if err := bob.Call(ctxT(t), "renewDelegationToken", renew, rr); err != nil || rr.GetNewExpiryTime() <= uint64(time.Now().UnixMilli()) {
+	if err := bob.Call(routertest.Ctx(t), "renewDelegationToken", renew, rr); err != nil || rr.GetNewExpiryTime() <= uint64(time.Now().UnixMilli()) {
 		t.Fatalf("renew by the renewer: %v, expiry %d", err, rr.GetNewExpiryTime())
 	}
 
 	// A forged password is refused.
 	forged := proto.Clone(tok).(*commonpb.TokenProto)
 	forged.Password = []byte("not-the-password-not-the-passwor")
-	if err := bob.Call(ctxT(t), "renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: forged}, &commonpb.RenewDelegationTokenResponseProto{}); remoteClass(err) != hadoopipc.ClassInvalidToken {
+	if err := bob.Call(routertest.Ctx(t), "renewDelegationToken", &commonpb.RenewDelegationTokenRequestProto{Token: forged}, &commonpb.RenewDelegationTokenResponseProto{}); routertest.RemoteClass(err) != hadoopipc.ClassInvalidToken {
 		t.Fatalf("forged token: %v", err)
 	}
 
 	// Cancelled tokens no longer log in.
-	if err := bob.Call(ctxT(t), "cancelDelegationToken", &commonpb.CancelDelegationTokenRequestProto{Token: tok}, &commonpb.CancelDelegationTokenResponseProto{}); err != nil {
+	if err := bob.Call(routertest.Ctx(t), "cancelDelegationToken", &commonpb.CancelDelegationTokenRequestProto{Token: tok}, &commonpb.CancelDelegationTokenResponseProto{}); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	err = as("", tok).Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	err = as("", tok).Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
 	var re *hadoopipc.RemoteError
 	if !errors.As(err, &re) && !errors.Is(err, hadoopipc.ErrAuth) {
 		t.Fatalf("login with a cancelled token: %v", err)

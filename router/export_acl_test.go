@@ -1,6 +1,10 @@
 package router
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/yarnfed/yarnfed/router/rest"
+)
 
 // patternRecorder registers on a real mux and remembers each pattern.
 type patternRecorder struct {
@@ -21,15 +25,15 @@ func (p *patternRecorder) Handle(pattern string, h http.Handler) {
 // RESTPatterns lists the patterns the REST API (and /proxy/) registers.
 func (r *Router) RESTPatterns() []string {
 	rec := &patternRecorder{ServeMux: http.NewServeMux()}
-	r.restRoutes(rec)
+	r.webRoutes(rec)
 	return rec.patterns
 }
 
 // RESTAppRule describes the ACL rule of an app-scoped pattern: access
 // (VIEW_APP or MODIFY_APP), open, filtered; ok is false without a rule.
 func RESTAppRule(pattern string) (access string, open, filtered, ok bool) {
-	rule, ok := restAppRules[pattern]
-	return rule.kind.String(), rule.open, rule.filtered, ok
+	kind, open, filtered, ok := rest.AppRule(pattern)
+	return kind.String(), open, filtered, ok
 }
 
 // IPCAppAccess is the access an ApplicationClientProtocol method needs

@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 func FuzzConfigFile(f *testing.F) {
@@ -33,8 +34,8 @@ func FuzzRESTQuery(f *testing.F) {
 		f.Add("/ws/v1/cluster/apps", s)
 		f.Add("/ws/v1/cluster/nodes", s)
 	}
-	fd := newFed(f, 2, nil)
-	h := fd.router.Handler()
+	fd := routertest.NewFed(f, 2, nil)
+	h := fd.Router.Handler()
 	f.Fuzz(func(t *testing.T, path, query string) {
 		if path != "/ws/v1/cluster/apps" && path != "/ws/v1/cluster/nodes" {
 			path = "/ws/v1/cluster/apps"

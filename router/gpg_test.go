@@ -7,6 +7,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -26,32 +27,32 @@ func TestStaleHeartbeatTakesNoNewWork(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFed(t, 2, func(c *router.Config) { c.SubClusterHeartbeatExpiry = router.Duration(tc.expiry) })
+			f := routertest.NewFed(t, 2, func(c *router.Config) { c.SubClusterHeartbeatExpiry = router.Duration(tc.expiry) })
 			// An application homed in SC-1 while it was healthy.
 			var old *yarnpb.ApplicationIdProto
 			for old == nil {
-				id := f.newApp(f.client)
-				if err := f.submit(f.client, id); err != nil {
+				id := f.NewApp(f.Client)
+				if err := f.Submit(f.Client, id); err != nil {
 					t.Fatal(err)
 				}
-				if f.store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
+				if f.Store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
 					old = id
 				}
 			}
 			// SC-1's agent goes silent 10 minutes ago; the row stays RUNNING.
-			f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning,
+			f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning,
 				LastHeartbeat: time.Now().Add(-10 * time.Minute)})
-			poll(t, "the stale row in the router's view", func() bool {
-				sc, _ := f.router.Member("SC-1")
+			routertest.Poll(t, "the stale row in the router's view", func() bool {
+				sc, _ := f.Router.Member("SC-1")
 				return time.Since(sc.LastHeartbeat) > 5*time.Minute
 			})
 			toSC1 := 0
 			for range 30 {
-				id := f.newApp(f.client)
-				if err := f.submit(f.client, id); err != nil {
+				id := f.NewApp(f.Client)
+				if err := f.Submit(f.Client, id); err != nil {
 					t.Fatal(err)
 				}
-				if f.store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
+				if f.Store.Homes()[yarnid.AppIDString(id)] == "SC-1" {
 					toSC1++
 				}
 			}
@@ -62,7 +63,7 @@ func TestStaleHeartbeatTakesNoNewWork(t *testing.T) {
 				t.Fatal("with the rule off, uniform routing never chose SC-1 in 30 tries")
 			}
 			// The existing application is still reachable at its home.
-			if rep, err := f.report(f.client, old); err != nil || rep.GetApplicationId().GetId() != old.GetId() {
+			if rep, err := f.Report(f.Client, old); err != nil || rep.GetApplicationId().GetId() != old.GetId() {
 				t.Fatalf("report of an app homed in the stale sub-cluster: %v", err)
 			}
 		})
@@ -90,28 +91,28 @@ func TestPublishedCapacityNarrowsLoadBased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFed(t, 2, func(c *router.Config) {
+			f := routertest.NewFed(t, 2, func(c *router.Config) {
 				c.Policies = &router.PoliciesFactory{Registry: reg, PublishedTTL: 5 * time.Minute}
 			})
 			// RM view: SC-1 has 100 GB free, SC-2 50 GB. Published: SC-1's
 			// nodes can really give YARN 10 GB (8 GB of it allocated).
-			f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning,
+			f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning,
 				Capability: `{"clusterMetrics":{"availableMB":100000,"allocatedMB":8000,"totalMB":108000}}`,
 				Published:  &router.PublishedCapacity{MemoryMB: 10000, VCores: 10, PublishedAt: tc.published}})
-			f.store.Put(router.SubClusterInfo{ID: "SC-2", ClientRMServiceAddress: "fake-SC-2:8032", State: router.StateRunning,
+			f.Store.Put(router.SubClusterInfo{ID: "SC-2", ClientRMServiceAddress: "fake-SC-2:8032", State: router.StateRunning,
 				Capability: `{"clusterMetrics":{"availableMB":50000,"allocatedMB":0,"totalMB":50000}}`})
-			f.store.SetPolicy(router.PolicyConfiguration{Queue: "*", Type: "test.LoadBasedTestPolicyManager",
+			f.Store.SetPolicy(router.PolicyConfiguration{Queue: "*", Type: "test.LoadBasedTestPolicyManager",
 				Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"1.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},"headroomAlpha":"1.0"}`)})
-			poll(t, "membership with capabilities", func() bool {
-				a, _ := f.router.Member("SC-1")
-				b, _ := f.router.Member("SC-2")
+			routertest.Poll(t, "membership with capabilities", func() bool {
+				a, _ := f.Router.Member("SC-1")
+				b, _ := f.Router.Member("SC-2")
 				return a.Published != nil && b.Capability != ""
 			})
-			id := f.newApp(f.client)
-			if err := f.submit(f.client, id); err != nil {
+			id := f.NewApp(f.Client)
+			if err := f.Submit(f.Client, id); err != nil {
 				t.Fatal(err)
 			}
-			if h := f.store.Homes()[yarnid.AppIDString(id)]; h != tc.want {
+			if h := f.Store.Homes()[yarnid.AppIDString(id)]; h != tc.want {
 				t.Fatalf("LoadBased chose %s, want %s", h, tc.want)
 			}
 		})

@@ -45,17 +45,7 @@ func TestHealthWhileStoreUnreachable(t *testing.T) {
 	}
 	cfg := router.DefaultConfig()
 	cfg.ClientListener, cfg.WebListener, cfg.Store = cl, wl, store
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	routertest.StartRouter(t, cfg)
 
 	base := "http://" + wl.Addr().String()
 	get := func(path string) (int, string) {
@@ -75,5 +65,5 @@ func TestHealthWhileStoreUnreachable(t *testing.T) {
 		t.Fatalf("/readyz before the store answered: %d %s, want 503", code, body)
 	}
 	close(store.release)
-	poll(t, "router ready once the store answers", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	routertest.Poll(t, "router ready once the store answers", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -21,26 +22,26 @@ import (
 // exception Hadoop's RMProxy retries (StandbyException) and REST with 503;
 // once the sub-cluster is gone for good (LOST) the error is final.
 func TestHomeDownIsRetriable(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) {
-		prefer("SC-1")(c)
+	f := routertest.NewFed(t, 2, func(c *router.Config) {
+		routertest.Prefer("SC-1")(c)
 		c.FailoverWait = router.Duration(100 * time.Millisecond)
 	})
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
-	_, err := f.report(f.client, id)
-	if got := remoteClass(err); got != hadoopipc.ClassStandby {
+	f.RMs["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	_, err := f.Report(f.Client, id)
+	if got := routertest.RemoteClass(err); got != hadoopipc.ClassStandby {
 		t.Fatalf("report with the home down: class %q (%v), want %s", got, err, hadoopipc.ClassStandby)
 	}
-	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state", "", "", ""); code != http.StatusServiceUnavailable {
+	if code, b := f.Do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state", "", "", ""); code != http.StatusServiceUnavailable {
 		t.Fatalf("REST state with the home down: %d %s, want 503", code, b)
 	}
-	f.store.SetState("SC-1", router.StateLost)
-	poll(t, "final error once the home is LOST", func() bool {
-		_, err := f.report(f.client, id)
-		return err != nil && remoteClass(err) != hadoopipc.ClassStandby
+	f.Store.SetState("SC-1", router.StateLost)
+	routertest.Poll(t, "final error once the home is LOST", func() bool {
+		_, err := f.Report(f.Client, id)
+		return err != nil && routertest.RemoteClass(err) != hadoopipc.ClassStandby
 	})
 }
 
@@ -49,13 +50,13 @@ func TestHomeDownIsRetriable(t *testing.T) {
 // the request's blacklist, and REST fell back to the same RM's IPC port),
 // and REST answered 500. One timeout per request, then a retriable answer.
 func TestHungHomeRM(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.CallTimeout = router.Duration(150 * time.Millisecond)
 		c.FailoverWait = router.Duration(time.Second)
 		c.Breaker.ConsecutiveFailures = 100 // the request's own behaviour, not the breaker's
 	})
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	app := yarnid.AppIDString(id)
@@ -64,31 +65,31 @@ func TestHungHomeRM(t *testing.T) {
 	t.Cleanup(web.Close)
 	sc := router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning,
 		RMWebServiceAddress: strings.TrimPrefix(web.URL, "http://")}
-	f.store.Put(sc)
+	f.Store.Put(sc)
 	// Its agent keeps heartbeating: the RM process is up.
 	var stop atomic.Bool
 	t.Cleanup(func() { stop.Store(true) })
 	go func() {
 		for !stop.Load() {
 			sc.LastHeartbeat = time.Now()
-			f.store.Put(sc)
+			f.Store.Put(sc)
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	rm := f.rms["SC-1"]
+	rm := f.RMs["SC-1"]
 	rm.SetHung(true)
 
 	// One try per call (our IPC client, like Hadoop's, retries a
 	// StandbyException by itself).
-	once, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.router.ClientRMAddr().String()},
+	once, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.Router.ClientRMAddr().String()},
 		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice", FailoverAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = once.Close() })
 	before := rm.Calls("getApplicationReport")
-	_, err = f.report(once, id)
-	if got := remoteClass(err); got != hadoopipc.ClassStandby {
+	_, err = f.Report(once, id)
+	if got := routertest.RemoteClass(err); got != hadoopipc.ClassStandby {
 		t.Fatalf("report from a hung home: class %q (%v), want %s", got, err, hadoopipc.ClassStandby)
 	}
 	if n := rm.Calls("getApplicationReport") - before; n != 1 {
@@ -96,7 +97,7 @@ func TestHungHomeRM(t *testing.T) {
 	}
 
 	before = rm.Calls("getApplicationReport")
-	code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
+	code, b := f.Do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("REST app from a hung home: %d %s, want 503", code, b)
 	}
@@ -110,10 +111,10 @@ func TestHungHomeRM(t *testing.T) {
 // window, new applications, submissions and lists answer with what
 // Hadoop's client retries; once nothing is expected back, a final error.
 func TestNothingRoutableIsRetriable(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(50 * time.Millisecond) })
-	id := f.newApp(f.client)
-	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
-	once, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.router.ClientRMAddr().String()},
+	f := routertest.NewFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(50 * time.Millisecond) })
+	id := f.NewApp(f.Client)
+	f.RMs["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	once, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.Router.ClientRMAddr().String()},
 		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice", FailoverAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -121,25 +122,25 @@ func TestNothingRoutableIsRetriable(t *testing.T) {
 	t.Cleanup(func() { _ = once.Close() })
 	calls := map[string]func() error{
 		"getNewApplication": func() error {
-			return once.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+			return once.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
 		},
 		"submitApplication": func() error {
-			return once.Call(ctxT(t), "submitApplication", submitReq(id, "default"), &yarnpb.SubmitApplicationResponseProto{})
+			return once.Call(routertest.Ctx(t), "submitApplication", routertest.SubmitReq(id, "default"), &yarnpb.SubmitApplicationResponseProto{})
 		},
 		"getApplications": func() error {
-			return once.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, &yarnpb.GetApplicationsResponseProto{})
+			return once.Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, &yarnpb.GetApplicationsResponseProto{})
 		},
 	}
 	for name, call := range calls {
-		if err := call(); remoteClass(err) != hadoopipc.ClassStandby {
+		if err := call(); routertest.RemoteClass(err) != hadoopipc.ClassStandby {
 			t.Errorf("%s with the only RM down: %v, want %s", name, err, hadoopipc.ClassStandby)
 		}
 	}
-	f.store.SetState("SC-1", router.StateUnhealthy) // between RMs
-	poll(t, "SC-1 out of routing", func() bool { return remoteClass(calls["getApplications"]()) == hadoopipc.ClassStandby })
-	f.store.SetState("SC-1", router.StateDecommissioned) // gone for good
-	poll(t, "a final error once nothing is expected back", func() bool {
+	f.Store.SetState("SC-1", router.StateUnhealthy) // between RMs
+	routertest.Poll(t, "SC-1 out of routing", func() bool { return routertest.RemoteClass(calls["getApplications"]()) == hadoopipc.ClassStandby })
+	f.Store.SetState("SC-1", router.StateDecommissioned) // gone for good
+	routertest.Poll(t, "a final error once nothing is expected back", func() bool {
 		err := calls["getNewApplication"]()
-		return err != nil && remoteClass(err) != hadoopipc.ClassStandby
+		return err != nil && routertest.RemoteClass(err) != hadoopipc.ClassStandby
 	})
 }

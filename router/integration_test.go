@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"net"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
@@ -46,28 +44,12 @@ func (a fakeAgent) step(t *testing.T) {
 	t.Fatalf("fake agent %s: no active RM", a.id)
 }
 
-func startSim(t *testing.T, id string, ts int64) *simrm.RM {
-	t.Helper()
-	cfg := simrm.TestConfig()
-	cfg.ClusterID, cfg.ClusterTimestamp = id, ts            // distinct timestamps: app ids must not collide across SCs
-	cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) // apps stay running until killed
-	rm, err := simrm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rm.Close() })
-	return rm
-}
-
 // TestIntegrationSimRMs: two simulated sub-clusters (SC-1 an HA pair) with
 // their agents, the router, and a YARN client over Hadoop IPC. Apps land,
 // are listed, reported and killed through the router, and SC-1's failover
 // is followed without failed calls.
 func TestIntegrationSimRMs(t *testing.T) {
-	sc1a := startSim(t, "SC-1", 1_700_000_000_000)
+	sc1a := routertest.StartSim(t, "SC-1", 1_700_000_000_000)
 	standbyCfg := simrm.TestConfig()
 	sc1b, err := simrm.NewStandby(sc1a, standbyCfg)
 	if err != nil {
@@ -77,7 +59,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sc1b.Close() })
-	sc2 := startSim(t, "SC-2", 1_700_000_000_001)
+	sc2 := routertest.StartSim(t, "SC-2", 1_700_000_000_001)
 
 	store := routertest.NewStore()
 	agents := []fakeAgent{{store, "SC-1", []*simrm.RM{sc1a, sc1b}}, {store, "SC-2", []*simrm.RM{sc2}}}
@@ -86,17 +68,9 @@ func TestIntegrationSimRMs(t *testing.T) {
 	}
 
 	cfg := router.DefaultConfig()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Logger = ln, "", store, testLogger(t)
+	cfg.WebAddress, cfg.Store, cfg.Logger = "", store, routertest.Logger(t)
 	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
-	rt, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	rt := routertest.StartRouter(t, cfg)
 
 	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rt.ClientRMAddr().String()},
 		Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
@@ -104,13 +78,13 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	f := &fed{t: t, store: store}
+	f := &routertest.Fed{T: t, Store: store}
 
 	submitN := func(n int) []*yarnpb.ApplicationIdProto {
 		var ids []*yarnpb.ApplicationIdProto
 		for range n {
-			id := f.newApp(c)
-			if err := f.submit(c, id); err != nil {
+			id := f.NewApp(c)
+			if err := f.Submit(c, id); err != nil {
 				t.Fatalf("submit: %v", err)
 			}
 			ids = append(ids, id)
@@ -123,7 +97,7 @@ func TestIntegrationSimRMs(t *testing.T) {
 	ids := submitN(apps)
 	homes := map[router.SubClusterID]int{}
 	for _, id := range ids {
-		rep, err := f.report(c, id)
+		rep, err := f.Report(c, id)
 		if err != nil {
 			t.Fatalf("report: %v", err)
 		}
@@ -137,33 +111,33 @@ func TestIntegrationSimRMs(t *testing.T) {
 		t.Fatalf("uniform policy used only %v", homes)
 	}
 	list := &yarnpb.GetApplicationsResponseProto{}
-	if err := c.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, list); err != nil || len(list.GetApplications()) != apps {
+	if err := c.Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, list); err != nil || len(list.GetApplications()) != apps {
 		t.Fatalf("getApplications: %d apps, %v", len(list.GetApplications()), err)
 	}
 	m := &yarnpb.GetClusterMetricsResponseProto{}
-	if err := c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil ||
+	if err := c.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil ||
 		m.GetClusterMetrics().GetNumNodeManagers() != int32(2*simrm.TestConfig().Nodes) {
 		t.Fatalf("metrics %v %v", m, err)
 	}
 
 	// REST documents come from the home RMs' own REST APIs (all fields).
-	f.router = rt
-	code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0]), "", "", "")
+	f.Router = rt
+	code, b := f.Do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0]), "", "", "")
 	var one rmrest.AppResponse
 	if code != 200 || json.Unmarshal(b, &one) != nil || one.App.Timeouts == nil {
 		t.Fatalf("GET app via router: %d %s", code, b)
 	}
-	code, b = f.do("GET", "/ws/v1/cluster/apps", "", "", "")
+	code, b = f.Do("GET", "/ws/v1/cluster/apps", "", "", "")
 	var all rmrest.AppsResponse
 	if code != 200 || json.Unmarshal(b, &all) != nil || len(all.Apps.App) != apps || all.Apps.App[0].Timeouts == nil {
 		t.Fatalf("GET apps via router: %d, %d apps", code, len(all.Apps.App))
 	}
-	poll(t, "attempt launched", func() bool {
-		code, b := f.do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0])+"/appattempts", "", "", "")
+	routertest.Poll(t, "attempt launched", func() bool {
+		code, b := f.Do("GET", "/ws/v1/cluster/apps/"+yarnid.AppIDString(ids[0])+"/appattempts", "", "", "")
 		var atts rmrest.AppAttemptsResponse
 		return code == 200 && json.Unmarshal(b, &atts) == nil && len(atts.AppAttempts.AppAttempt) == 1
 	})
-	code, b = f.do("GET", "/ws/v1/cluster/nodes", "application/xml", "", "")
+	code, b = f.Do("GET", "/ws/v1/cluster/nodes", "application/xml", "", "")
 	var nodes rmrest.Nodes
 	if code != 200 || xml.Unmarshal(b, &nodes) != nil || len(nodes.Node) != 2*simrm.TestConfig().Nodes {
 		t.Fatalf("GET nodes via router: %d, %d nodes", code, len(nodes.Node))
@@ -175,24 +149,24 @@ func TestIntegrationSimRMs(t *testing.T) {
 	for _, a := range agents {
 		a.step(t)
 	}
-	poll(t, "router follows SC-1's new RM", func() bool {
+	routertest.Poll(t, "router follows SC-1's new RM", func() bool {
 		scs, _ := store.GetSubClusters(context.Background(), true)
 		return slices.ContainsFunc(scs, func(sc router.SubClusterInfo) bool {
 			return sc.ID == "SC-1" && sc.ClientRMServiceAddress == sc1b.Addrs().Client
 		})
 	})
 	for _, id := range ids {
-		if _, err := f.report(c, id); err != nil {
+		if _, err := f.Report(c, id); err != nil {
 			t.Fatalf("report after failover: %v", err)
 		}
 	}
 	submitN(6)
 	kill := &yarnpb.KillApplicationResponseProto{}
-	if err := c.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: ids[0]}, kill); err != nil {
+	if err := c.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: ids[0]}, kill); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	poll(t, "killed", func() bool {
-		rep, err := f.report(c, ids[0])
+	routertest.Poll(t, "killed", func() bool {
+		rep, err := f.Report(c, ids[0])
 		return err == nil && rep.GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_KILLED
 	})
 }

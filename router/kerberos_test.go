@@ -19,65 +19,24 @@ import (
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
-type krbEnv struct {
-	kdc         *krbtest.KDC
-	routerKT    string
-	loginKeytab func(name string) *krbclient.Client
-}
-
-func newKrbEnv(t *testing.T) *krbEnv {
-	kdc := krbtest.Start(t, krbtest.Options{})
-	e := &krbEnv{kdc: kdc, routerKT: kdc.AddService(t, "router/localhost")}
-	cfg := kdc.Config(t)
-	e.loginKeytab = func(name string) *krbclient.Client {
-		cl := krbclient.NewWithKeytab(name, kdc.Realm, kdc.Keytab(t, kdc.AddUser(t, name)), cfg, krbclient.DisablePAFXFAST(true))
-		if err := cl.Login(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Destroy)
-		return cl
-	}
-	return e
-}
-
-func (e *krbEnv) routerConfig(c *router.Config) {
-	c.Kerberos = router.KerberosConfig{
-		Principal: "router/localhost@" + e.kdc.Realm,
-		Keytab:    e.routerKT,
-		Krb5Conf:  e.kdc.ConfPath,
-	}
-}
-
-func krbRouterClient(t *testing.T, r *router.Router, login *krbclient.Client, user string) *hadoopipc.Client {
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{
-		Addresses: []string{r.ClientRMAddr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: user,
-		Kerberos: &hadoopipc.KerberosClientConfig{Login: login, ServerPrincipal: "router/_HOST"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // TestKerberosClientPort: with kerberos.principal set the client port takes
 // SASL KERBEROS, refuses SIMPLE, and issues delegation tokens only over
 // Kerberos, with Hadoop's exception.
 func TestKerberosClientPort(t *testing.T) {
-	e := newKrbEnv(t)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	e := routertest.NewKrbEnv(t)
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	rm := routertest.NewRM("SC-1", 1000)
-	f.rms["SC-1"] = rm
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
-	f.client = &hadoopipc.Client{} // newRouter must not dial SIMPLE here
-	r := f.newRouter(e.routerConfig, rm)
-	alice := krbRouterClient(t, r, e.loginKeytab("alice"), "")
+	f.RMs["SC-1"] = rm
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
+	f.Client = &hadoopipc.Client{} // newRouter must not dial SIMPLE here
+	r := f.NewRouter(e.RouterConfig, rm)
+	alice := routertest.KrbRouterClient(t, r, e.LoginKeytab("alice"), "")
 
-	if err := alice.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := alice.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("Kerberos call through the router: %v", err)
 	}
 	got := &commonpb.GetDelegationTokenResponseProto{}
-	if err := alice.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, got); err != nil {
+	if err := alice.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, got); err != nil {
 		t.Fatalf("getDelegationToken over Kerberos: %v", err)
 	}
 	var id yarnpb.YARNDelegationTokenIdentifierProto
@@ -91,8 +50,8 @@ func TestKerberosClientPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer simple.Close()
-	err = simple.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassAccessControl {
+	err = simple.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("SIMPLE client: %v", err)
 	}
 
@@ -102,10 +61,10 @@ func TestKerberosClientPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	if err := tc.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := tc.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("token login: %v", err)
 	}
-	err = tc.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
+	err = tc.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
 	var re *hadoopipc.RemoteError
 	if !errors.As(err, &re) || re.Class != hadoopipc.ClassYarnException || !strings.Contains(re.Message, "can be issued only with kerberos authentication") {
 		t.Fatalf("getDelegationToken over TOKEN: %v", err)
@@ -115,13 +74,13 @@ func TestKerberosClientPort(t *testing.T) {
 // TestKerberosSimpleNotAllowedDelegationToken: kerberos.allow_simple keeps
 // SIMPLE open, but a SIMPLE caller still gets no token.
 func TestKerberosSimpleNotAllowedDelegationToken(t *testing.T) {
-	e := newKrbEnv(t)
-	f := newFed(t, 1, func(c *router.Config) {
-		e.routerConfig(c)
+	e := routertest.NewKrbEnv(t)
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
+		e.RouterConfig(c)
 		c.Kerberos.AllowSimple = true
 	})
-	err := f.client.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassYarnException {
+	err := f.Client.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("yarn")}, &commonpb.GetDelegationTokenResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassYarnException {
 		t.Fatalf("SIMPLE getDelegationToken with Kerberos on: %v", err)
 	}
 }
@@ -181,25 +140,25 @@ func startSecureRM(t *testing.T, kdc *krbtest.KDC, rm *routertest.RM) *secureRM 
 // reaches a Kerberized RM as itself acting for the caller (doAs); the RM's
 // proxy-user decision reaches the caller.
 func TestKerberosRouterToSecureRM(t *testing.T) {
-	e := newKrbEnv(t)
+	e := routertest.NewKrbEnv(t)
 	rm := routertest.NewRM("SC-1", 1000)
-	srm := startSecureRM(t, e.kdc, rm)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
-	f.client = &hadoopipc.Client{}
+	srm := startSecureRM(t, e.KDC, rm)
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srm.addr, State: router.StateRunning})
+	f.Client = &hadoopipc.Client{}
 	// Towards the RMs the router is yarnfed/localhost (login_principal),
 	// whose keys share the router's keytab.
-	e.kdc.AddService(t, "yarnfed/localhost")
-	both := e.kdc.ExportKeytab(t, "router/localhost", "yarnfed/localhost")
-	r := f.newRouter(func(c *router.Config) {
-		e.routerConfig(c)
+	e.KDC.AddService(t, "yarnfed/localhost")
+	both := e.KDC.ExportKeytab(t, "router/localhost", "yarnfed/localhost")
+	r := f.NewRouter(func(c *router.Config) {
+		e.RouterConfig(c)
 		c.Kerberos.Keytab = both
 		c.Kerberos.LoginPrincipal = "yarnfed/localhost"
-		c.Kerberos.RMPrincipal = "rm/_HOST@" + e.kdc.Realm
+		c.Kerberos.RMPrincipal = "rm/_HOST@" + e.KDC.Realm
 		c.Dial = nil // the production dialer: Kerberos to the RM
 	}, rm)
-	alice := krbRouterClient(t, r, e.loginKeytab("alice"), "")
-	if err := alice.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}); err != nil {
+	alice := routertest.KrbRouterClient(t, r, e.LoginKeytab("alice"), "")
+	if err := alice.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}); err != nil {
 		t.Fatalf("getNewApplication through the router to a Kerberized RM: %v", err)
 	}
 	srm.mu.Lock()
@@ -209,14 +168,14 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 		t.Fatal("the RM saw no call")
 	}
 	for _, u := range seen {
-		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "yarnfed" || u.Principal != "yarnfed/localhost@"+e.kdc.Realm {
+		if u.AuthMethod != hadoopipc.AuthMethodKerberos || u.Name != "alice" || u.RealUser != "yarnfed" || u.Principal != "yarnfed/localhost@"+e.KDC.Realm {
 			t.Fatalf("the RM saw %+v, want alice via yarnfed/localhost", u)
 		}
 	}
 
 	// The RM refuses to let the router act for mallory: the caller sees it.
-	mallory := krbRouterClient(t, r, e.loginKeytab("mallory"), "")
-	err := mallory.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+	mallory := routertest.KrbRouterClient(t, r, e.LoginKeytab("mallory"), "")
+	err := mallory.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
 	if err == nil || !strings.Contains(err.Error(), "not allowed to impersonate") {
 		t.Fatalf("mallory through the router: %v", err)
 	}
@@ -225,18 +184,18 @@ func TestKerberosRouterToSecureRM(t *testing.T) {
 // TestKerberosAdminPort: the admin port takes Kerberos and refuses SIMPLE;
 // the ACL names the principal's short name.
 func TestKerberosAdminPort(t *testing.T) {
-	e := newKrbEnv(t)
+	e := routertest.NewKrbEnv(t)
 	admin := routertest.NewAdminRM("SC-1")
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{}}
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{}}
 	rm := routertest.NewRM("SC-1", 1000)
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
-	f.client = &hadoopipc.Client{}
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake:8032", RMAdminServiceAddress: "fake:8033", State: router.StateRunning})
+	f.Client = &hadoopipc.Client{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := f.newRouter(func(c *router.Config) {
-		e.routerConfig(c)
+	r := f.NewRouter(func(c *router.Config) {
+		e.RouterConfig(c)
 		c.AdminListener, c.AdminACL, c.AdminDial = ln, "admin", routertest.AdminDialer(admin)
 	}, rm)
 	dial := func(login *krbclient.Client, user string) *hadoopipc.Client {
@@ -252,15 +211,15 @@ func TestKerberosAdminPort(t *testing.T) {
 		return c
 	}
 	refresh := func(c *hadoopipc.Client) error {
-		return c.Call(ctxT(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
+		return c.Call(routertest.Ctx(t), "refreshQueues", &yarnpb.RefreshQueuesRequestProto{}, &yarnpb.RefreshQueuesResponseProto{})
 	}
-	if err := refresh(dial(e.loginKeytab("admin"), "")); err != nil {
+	if err := refresh(dial(e.LoginKeytab("admin"), "")); err != nil {
 		t.Fatalf("admin over Kerberos: %v", err)
 	}
-	if err := refresh(dial(e.loginKeytab("carol"), "")); remoteClass(err) != hadoopipc.ClassAccessControl {
+	if err := refresh(dial(e.LoginKeytab("carol"), "")); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("carol over Kerberos: %v", err)
 	}
-	if err := refresh(dial(nil, "admin")); remoteClass(err) != hadoopipc.ClassAccessControl {
+	if err := refresh(dial(nil, "admin")); routertest.RemoteClass(err) != hadoopipc.ClassAccessControl {
 		t.Fatalf("SIMPLE 'admin': %v", err)
 	}
 	if n := admin.Calls("refreshQueues"); n != 1 {
@@ -272,11 +231,11 @@ func TestKerberosAdminPort(t *testing.T) {
 // refused unless AuthorizeProxyUser allows it, and then forwarded as that
 // user.
 func TestKerberosProxyUserCallers(t *testing.T) {
-	e := newKrbEnv(t)
+	e := routertest.NewKrbEnv(t)
 	var asked []string
 	var mu sync.Mutex
-	f := newFed(t, 1, func(c *router.Config) {
-		e.routerConfig(c)
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
+		e.RouterConfig(c)
 		c.Kerberos.AllowSimple = true // newFed dials SIMPLE
 		c.AuthorizeProxyUser = func(_ context.Context, info *hadoopipc.CallInfo) error {
 			mu.Lock()
@@ -288,17 +247,17 @@ func TestKerberosProxyUserCallers(t *testing.T) {
 			return hadoopipc.Errorf(router.ClassAuthorization, "User: %s is not allowed to impersonate %s", info.User.RealUser, info.User.Name)
 		}
 	})
-	oozie := e.loginKeytab("oozie")
+	oozie := e.LoginKeytab("oozie")
 	metrics := func(c *hadoopipc.Client) error {
-		return c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+		return c.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "bob")); err != nil {
+	if err := metrics(routertest.KrbRouterClient(t, f.Router, oozie, "bob")); err != nil {
 		t.Fatalf("oozie for bob: %v", err)
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "carol")); remoteClass(err) != router.ClassAuthorization {
+	if err := metrics(routertest.KrbRouterClient(t, f.Router, oozie, "carol")); routertest.RemoteClass(err) != router.ClassAuthorization {
 		t.Fatalf("oozie for carol: %v", err)
 	}
-	if err := metrics(krbRouterClient(t, f.router, oozie, "")); err != nil {
+	if err := metrics(routertest.KrbRouterClient(t, f.Router, oozie, "")); err != nil {
 		t.Fatalf("oozie as itself: %v", err)
 	}
 	mu.Lock()
@@ -308,13 +267,16 @@ func TestKerberosProxyUserCallers(t *testing.T) {
 	}
 
 	// Without a hook every doAs is refused.
-	g := newFed(t, 1, e.routerConfig2AllowSimple)
-	if err := metrics(krbRouterClient(t, g.router, oozie, "bob")); remoteClass(err) != router.ClassAuthorization {
+	g := routertest.NewFed(t, 1, allowSimple(e))
+	if err := metrics(routertest.KrbRouterClient(t, g.Router, oozie, "bob")); routertest.RemoteClass(err) != router.ClassAuthorization {
 		t.Fatalf("doAs with no AuthorizeProxyUser: %v", err)
 	}
 }
 
-func (e *krbEnv) routerConfig2AllowSimple(c *router.Config) {
-	e.routerConfig(c)
-	c.Kerberos.AllowSimple = true
+// allowSimple is e's Kerberos login for a router that takes SIMPLE too.
+func allowSimple(e *routertest.KrbEnv) func(*router.Config) {
+	return func(c *router.Config) {
+		e.RouterConfig(c)
+		c.Kerberos.AllowSimple = true
+	}
 }

@@ -5,67 +5,52 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 func TestMergeFanoutCallsOverIPC(t *testing.T) {
-	f := newFed(t, 2, nil)
-	f.rms["SC-1"].NumNodeManagers = 3
-	f.rms["SC-2"].NumNodeManagers = 4
-	f.rms["SC-1"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n1"), Port: proto.Int32(1)}}}
-	f.rms["SC-2"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n2"), Port: proto.Int32(1)}}}
+	f := routertest.NewFed(t, 2, nil)
+	f.RMs["SC-1"].NumNodeManagers = 3
+	f.RMs["SC-2"].NumNodeManagers = 4
+	f.RMs["SC-1"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n1"), Port: proto.Int32(1)}}}
+	f.RMs["SC-2"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n2"), Port: proto.Int32(1)}}}
 	for range 3 {
-		if err := f.submit(f.client, f.newApp(f.client)); err != nil {
+		if err := f.Submit(f.Client, f.NewApp(f.Client)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	m := &yarnpb.GetClusterMetricsResponseProto{}
-	if err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, m); err != nil {
 		t.Fatal(err)
 	}
 	if m.GetClusterMetrics().GetNumNodeManagers() != 7 || m.GetClusterMetrics().GetNumActiveNms() != 7 {
 		t.Fatalf("metrics not summed: %v", m)
 	}
 	n := &yarnpb.GetClusterNodesResponseProto{}
-	if err := f.client.Call(ctxT(t), "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, n); err != nil || len(n.GetNodeReports()) != 2 {
+	if err := f.Client.Call(routertest.Ctx(t), "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, n); err != nil || len(n.GetNodeReports()) != 2 {
 		t.Fatalf("nodes %v err %v", n, err)
 	}
 	a := &yarnpb.GetApplicationsResponseProto{}
-	if err := f.client.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, a); err != nil || len(a.GetApplications()) != 3 {
+	if err := f.Client.Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, a); err != nil || len(a.GetApplications()) != 3 {
 		t.Fatalf("apps %d err %v", len(a.GetApplications()), err)
 	}
 	a = &yarnpb.GetApplicationsResponseProto{}
-	if err := f.client.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{Limit: proto.Int64(2)}, a); err != nil || len(a.GetApplications()) != 2 {
+	if err := f.Client.Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{Limit: proto.Int64(2)}, a); err != nil || len(a.GetApplications()) != 2 {
 		t.Fatalf("limited apps %d err %v", len(a.GetApplications()), err)
 	}
 	q := &yarnpb.GetQueueInfoResponseProto{}
-	if err := f.client.Call(ctxT(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default")}, q); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default")}, q); err != nil {
 		t.Fatal(err)
 	}
 	if q.GetQueueInfo().GetQueueStatistics().GetNumAppsSubmitted() != 3 || q.GetQueueInfo().GetCapacity() != 1 {
 		t.Fatalf("queue not merged: %v", q)
 	}
 	one := &yarnpb.GetQueueInfoResponseProto{}
-	if err := f.client.Call(ctxT(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default"), SubClusterId: proto.String("SC-2")}, one); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("default"), SubClusterId: proto.String("SC-2")}, one); err != nil {
 		t.Fatal(err)
 	}
-	if one.GetQueueInfo().GetSubClusterId() != "SC-2" || f.rms["SC-1"].Calls("getQueueInfo") != 1 || f.rms["SC-2"].Calls("getQueueInfo") != 2 {
+	if one.GetQueueInfo().GetSubClusterId() != "SC-2" || f.RMs["SC-1"].Calls("getQueueInfo") != 1 || f.RMs["SC-2"].Calls("getQueueInfo") != 2 {
 		t.Fatalf("sub-cluster-scoped getQueueInfo: %v", one)
-	}
-}
-
-func TestMergeAppInfos(t *testing.T) {
-	home := rmrest.App{ID: "application_1_0001", Name: "job", AllocatedMB: 100, RunningContainers: 1, ApplicationTags: "a"}
-	uam1 := rmrest.App{ID: "application_1_0001", Name: "UnmanagedAM", UnmanagedApplication: true, AllocatedMB: 200, RunningContainers: 2, ApplicationTags: "b"}
-	orphan := rmrest.App{ID: "application_1_0002", Name: "UnmanagedAM", UnmanagedApplication: true, AllocatedMB: 5}
-	got := router.MergeAppInfos([][]rmrest.App{{uam1, orphan}, {home}}, false)
-	if len(got) != 1 || got[0].Name != "job" || got[0].AllocatedMB != 300 || got[0].RunningContainers != 3 || got[0].ApplicationTags != "a,b" {
-		t.Fatalf("merged %+v", got)
-	}
-	got = router.MergeAppInfos([][]rmrest.App{{uam1, orphan}, {home}}, true)
-	if len(got) != 2 || got[1].Name != "Partial Report application_1_0002" {
-		t.Fatalf("partial merge %+v", got)
 	}
 }

@@ -10,21 +10,22 @@ import (
 	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestAuditLineAndMetrics(t *testing.T) {
 	var logs logtest.Buffer
-	f := newFed(t, 2, func(c *router.Config) {
-		prefer("SC-2")(c)
+	f := routertest.NewFed(t, 2, func(c *router.Config) {
+		routertest.Prefer("SC-2")(c)
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	f.newRouterRegistry(t)
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	newRouterRegistry(t, f)
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.report(f.client, id); err != nil {
+	if _, err := f.Report(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	var audit string
@@ -45,13 +46,13 @@ func TestAuditLineAndMetrics(t *testing.T) {
 
 // newRouterRegistry restarts f's router with a registry and checks the
 // per-method and per-sub-cluster series exist after a call.
-func (f *fed) newRouterRegistry(t *testing.T) {
-	r := f.newRouter(func(c *router.Config) { c.Registerer = f.reg })
-	c := f.dial(r)
-	if err := c.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+func newRouterRegistry(t *testing.T, f *routertest.Fed) {
+	r := f.NewRouter(func(c *router.Config) { c.Registerer = f.Reg })
+	c := f.Dial(r)
+	if err := c.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := f.reg.Gather()
+	mfs, err := f.Reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +85,18 @@ func (f *fed) newRouterRegistry(t *testing.T) {
 }
 
 func TestReservationRouting(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-2"))
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
 	rid := &yarnpb.ReservationIdProto{Id: proto.Int64(1), ClusterTimestamp: proto.Int64(5)}
-	if err := f.client.Call(ctxT(t), "submitReservation", &yarnpb.ReservationSubmissionRequestProto{Queue: proto.String("default"), ReservationId: rid},
+	if err := f.Client.Call(routertest.Ctx(t), "submitReservation", &yarnpb.ReservationSubmissionRequestProto{Queue: proto.String("default"), ReservationId: rid},
 		&yarnpb.ReservationSubmissionResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.client.Call(ctxT(t), "deleteReservation", &yarnpb.ReservationDeleteRequestProto{ReservationId: rid},
+	if err := f.Client.Call(routertest.Ctx(t), "deleteReservation", &yarnpb.ReservationDeleteRequestProto{ReservationId: rid},
 		&yarnpb.ReservationDeleteResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if f.rms["SC-2"].Calls("submitReservation") != 1 || f.rms["SC-2"].Calls("deleteReservation") != 1 ||
-		f.rms["SC-1"].Calls("submitReservation")+f.rms["SC-1"].Calls("deleteReservation") != 0 {
+	if f.RMs["SC-2"].Calls("submitReservation") != 1 || f.RMs["SC-2"].Calls("deleteReservation") != 1 ||
+		f.RMs["SC-1"].Calls("submitReservation")+f.RMs["SC-1"].Calls("deleteReservation") != 0 {
 		t.Fatal("reservation calls did not follow the reservation home")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
+	"github.com/yarnfed/yarnfed/router/rest"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -51,20 +52,20 @@ func (r *Router) proxyApp(w http.ResponseWriter, req *http.Request) {
 	err := r.proxyApp1(w, req)
 	r.metrics.observe("REST proxy", start, err)
 	if err != nil {
-		status, body := restFailure(err)
+		status, body := rest.Failure(err)
 		restwire.Write(w, status, restwire.WantsXML(req), body, body.RemoteException)
 	}
 }
 
 // proxyApp1 returns an error only while nothing has been written.
 func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
-	id, err := appIDParam(req)
+	id, err := rest.AppIDParam(req)
 	if err != nil {
 		return err
 	}
 	// proxy_guard.go: the app's ACL, a path that stays under the app, no
 	// identity parameters the router did not authenticate.
-	if err := r.restAppCheck(req.Context(), req); err != nil {
+	if err := r.restAPI.AppCheck(req.Context(), req); err != nil {
 		return err
 	}
 	target, err := proxyTarget(req.URL.Path, yarnid.AppIDString(id))
@@ -84,7 +85,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	}
 	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
-		return r.homeDown(home, &SubClusterError{SubCluster: home, Method: "proxy", Err: errNoWeb})
+		return r.homeDown(home, &SubClusterError{SubCluster: home, Method: "proxy", Err: rest.ErrNoWeb})
 	}
 	// A body is read once: buffer small ones so an HA list can be tried;
 	// bodies to an AM through the proxy are rare and small (forms).
@@ -155,7 +156,7 @@ func (r *Router) relayProxied(w http.ResponseWriter, req *http.Request, resp *ht
 	if host, port, err := net.SplitHostPort(rmAddr); err == nil && (host == "127.0.0.1" || host == "localhost") {
 		from = append(from, "http://localhost:"+port+"/proxy/", "http://127.0.0.1:"+port+"/proxy/")
 	}
-	to := requestURL(req, "/proxy/")
+	to := rest.RequestURL(req, "/proxy/")
 	h := w.Header()
 	copyHeaders(h, resp.Header)
 	for _, k := range []string{"Location", "Content-Location", "Refresh", "Link"} {

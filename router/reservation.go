@@ -68,7 +68,7 @@ func (r *Router) submitReservationVia(ctx context.Context, method, queue string,
 		if !ok {
 			return fmt.Errorf("%s %s: home %s is not a registered sub-cluster", method, rid, home)
 		}
-		auditOf(ctx).sc = home
+		auditOf(ctx).SC = home
 		if lastErr = send(sc); lastErr == nil {
 			return nil
 		}
@@ -136,6 +136,6 @@ func (r *Router) reservationHome(ctx context.Context, method string, id *yarnpb.
 	if !ok {
 		return SubClusterInfo{}, fmt.Errorf("%s: reservation home %s is not a registered sub-cluster", method, home)
 	}
-	auditOf(ctx).sc = home
+	auditOf(ctx).SC = home
 	return sc, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/dtoken"
+	"github.com/yarnfed/yarnfed/router/rest"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
@@ -55,6 +56,7 @@ type Router struct {
 	ready    chan struct{}
 	started  time.Time
 	http     *http.Client // to RM REST APIs
+	restAPI  *rest.API    // the RM REST API room (rooms.go)
 
 	proxyOnce sync.Once
 	proxyHTTP *http.Client // to home RMs' web proxies (proxy.go): streams, no overall timeout
@@ -173,6 +175,7 @@ func New(cfg Config) (*Router, error) {
 		r.Close()
 		return nil, err
 	}
+	r.restAPI = r.newREST()
 	if r.webLn != nil {
 		// Per address outside the global cap, so a refused connection
 		// gives its global slot straight back.

@@ -1,32 +1,34 @@
 package router_test
 
 import (
-	"google.golang.org/protobuf/proto"
 	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestSubmitAndReportThroughRouter(t *testing.T) {
-	f := newFed(t, 2, nil)
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 2, nil)
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
 	app := yarnid.AppIDString(id)
-	home, ok := f.store.Homes()[app]
+	home, ok := f.Store.Homes()[app]
 	if !ok {
 		t.Fatalf("no home row for %s", app)
 	}
-	if got := f.holders(app); !slices.Equal(got, []router.SubClusterID{home}) {
+	if got := f.Holders(app); !slices.Equal(got, []router.SubClusterID{home}) {
 		t.Fatalf("app on %v, home row says %s", got, home)
 	}
-	rep, err := f.report(f.client, id)
+	rep, err := f.Report(f.Client, id)
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}
@@ -36,13 +38,13 @@ func TestSubmitAndReportThroughRouter(t *testing.T) {
 }
 
 func TestEveryMethodServed(t *testing.T) {
-	f := newFed(t, 1, nil)
+	f := routertest.NewFed(t, 1, nil)
 	sd := yarnpb.File_applicationclient_protocol_proto.Services().ByName("ApplicationClientProtocolService")
 	if sd == nil {
 		t.Fatal("no ApplicationClientProtocolService descriptor")
 	}
 	registered := map[string]int{}
-	for _, n := range f.router.MethodNames() {
+	for _, n := range f.Router.MethodNames() {
 		registered[n]++
 	}
 	for i := 0; i < sd.Methods().Len(); i++ {
@@ -59,7 +61,7 @@ func TestEveryMethodServed(t *testing.T) {
 		if !proto.Equal(req, req) || proto.CheckInitialized(req) != nil {
 			continue
 		}
-		if err := f.client.Call(ctxT(t), name, req, resp); remoteClass(err) == hadoopipc.ClassNoSuchMethod {
+		if err := f.Client.Call(routertest.Ctx(t), name, req, resp); routertest.RemoteClass(err) == hadoopipc.ClassNoSuchMethod {
 			t.Errorf("%s: not served: %v", name, err)
 		}
 	}
@@ -69,18 +71,18 @@ func TestEveryMethodServed(t *testing.T) {
 }
 
 func TestErrorsNameSubClusterAndKeepClass(t *testing.T) {
-	f := newFed(t, 1, nil)
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 1, nil)
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	// A stored home for an app the RM never saw: the RM's own exception
 	// reaches the client with its class, and the message names the SC.
 	ghost := &yarnpb.ApplicationIdProto{Id: id.Id, ClusterTimestamp: new(int64(42))}
-	_, _, _, _ = f.store.AddApplicationHome(ctxT(t), yarnid.AppIDString(ghost), "SC-1", nil)
-	_, err := f.report(f.client, ghost)
-	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
-		t.Fatalf("class = %q (%v), want ApplicationNotFoundException", remoteClass(err), err)
+	_, _, _, _ = f.Store.AddApplicationHome(routertest.Ctx(t), yarnid.AppIDString(ghost), "SC-1", nil)
+	_, err := f.Report(f.Client, ghost)
+	if routertest.RemoteClass(err) != hadoopipc.ClassApplicationNotFound {
+		t.Fatalf("class = %q (%v), want ApplicationNotFoundException", routertest.RemoteClass(err), err)
 	}
 	if !strings.Contains(err.Error(), "SC-1") {
 		t.Fatalf("error %q does not name the sub-cluster", err)

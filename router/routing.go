@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -179,7 +178,7 @@ func (r *Router) onHome(ctx context.Context, method string, app *yarnpb.Applicat
 			}
 			return r.homeDown(id, fmt.Errorf("home sub-cluster %s of %s is unavailable (%s): %w", id, yarnid.AppIDString(app), state, err))
 		}
-		auditOf(ctx).sc = sc.ID
+		auditOf(ctx).SC = sc.ID
 		err = r.callSC(ctx, sc, method, req, resp)
 		if err == nil {
 			return nil
@@ -217,15 +216,8 @@ func (r *Router) homeDown(id SubClusterID, err error) error {
 	return fmt.Errorf("%w: %w", ErrSubClusterDown, err)
 }
 
-// timedOut reports whether err is a call that got no answer in time (a
-// hung RM), as opposed to one refused or answered.
-func timedOut(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
+// timedOut: a call that got no answer in time (fed.TimedOut).
+func timedOut(err error) bool { return fed.TimedOut(err) }
 
 // final reports whether a sub-cluster in state s is not expected back
 // without an operator (Hadoop's isFinal: LOST, UNREGISTERED, DECOMMISSIONED).
@@ -275,24 +267,9 @@ func (r *Router) routableNow(ctx context.Context) ([]SubClusterInfo, error) {
 	return cands, err
 }
 
-// fanOut runs fn on every sub-cluster in scs at once and parts the answers
-// that came from the errors, each in sub-cluster order.
+// fanOut runs fn on every sub-cluster at once (fed.FanOut).
 func fanOut[T any](scs []SubClusterInfo, fn func(SubClusterInfo) (T, error)) (ok []T, failed []error) {
-	out := make([]T, len(scs))
-	errs := make([]error, len(scs))
-	var wg sync.WaitGroup
-	for i, sc := range scs {
-		wg.Go(func() { out[i], errs[i] = fn(sc) })
-	}
-	wg.Wait()
-	for i := range out {
-		if errs[i] != nil {
-			failed = append(failed, errs[i])
-		} else {
-			ok = append(ok, out[i])
-		}
-	}
-	return ok, failed
+	return fed.FanOut(scs, fn)
 }
 
 // unroutable marks err, a call that found no sub-cluster to serve it (none
@@ -305,7 +282,7 @@ func (r *Router) unroutable(err error) error {
 	if err == nil || errors.Is(err, ErrSubClusterDown) {
 		return err
 	}
-	if !errors.Is(err, ErrNoActiveSubCluster) && !isSubClusterDown(err) {
+	if !errors.Is(err, ErrNoActiveSubCluster) && !fed.SubClusterDown(err) {
 		return err
 	}
 	for _, sc := range r.members.all() {
@@ -316,26 +293,8 @@ func (r *Router) unroutable(err error) error {
 	return err
 }
 
-// joinSC keeps the first error's Java class (errors.As finds it) while the
-// message names every failing sub-cluster.
-func joinSC(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return &multiError{first: errs[0], msg: strings.Join(msgs, "; ")}
-}
-
-type multiError struct {
-	first error
-	msg   string
-}
-
-func (m *multiError) Error() string { return m.msg }
-func (m *multiError) Unwrap() error { return m.first }
+// joinSC names every failing sub-cluster, keeping the first error's class (fed.Join).
+func joinSC(errs []error) error { return fed.Join(errs) }
 
 func isClass(err error, class string) bool {
 	var re *hadoopipc.RemoteError

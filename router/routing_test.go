@@ -16,44 +16,32 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// pickPolicy always chooses the first candidate in a fixed preference order.
-type pickPolicy struct{ pref []router.SubClusterID }
-
-func (p pickPolicy) SelectHome(_ context.Context, _ router.AppSubmission, c []router.SubClusterInfo) (router.SubClusterID, error) {
-	for _, want := range p.pref {
-		for _, sc := range c {
-			if sc.ID == want {
-				return sc.ID, nil
-			}
-		}
-	}
-	if len(c) == 0 {
-		return "", router.ErrNoActiveSubCluster
-	}
-	return c[0].ID, nil
-}
-
-type fixedFactory struct{ p router.RouterPolicy }
-
-func (f fixedFactory) RouterPolicy(router.PolicyConfiguration) (router.RouterPolicy, error) {
-	return f.p, nil
-}
-
-func prefer(ids ...router.SubClusterID) func(*router.Config) {
-	return func(c *router.Config) { c.Policies = fixedFactory{pickPolicy{ids}} }
-}
-
 func down() error { return fmt.Errorf("%w: connection refused", hadoopipc.ErrDial) }
 
+// downWhile makes rm refuse every call, as a dead RM does, until the
+// returned switch is set to false.
+func downWhile(rm *routertest.RM) *atomic.Bool {
+	dead := new(atomic.Bool)
+	dead.Store(true)
+	rm.Intercept = func(string) (error, bool) {
+		if dead.Load() {
+			return down(), false
+		}
+		return nil, false
+	}
+	return dead
+}
+
 func TestGetNewApplicationRetriesAnotherSubCluster(t *testing.T) {
-	f := newFed(t, 2, nil)
-	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	f := routertest.NewFed(t, 2, nil)
+	f.RMs["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
 	for range 5 {
-		id := f.newApp(f.client)
-		if id.GetClusterTimestamp() != f.rms["SC-2"].ClusterTimestamp {
+		id := f.NewApp(f.Client)
+		if id.GetClusterTimestamp() != f.RMs["SC-2"].ClusterTimestamp {
 			t.Fatalf("new app id %v not from SC-2", id)
 		}
 	}
@@ -79,17 +67,17 @@ func TestSubmitRetryBlacklistsAndUpdatesHome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFed(t, 2, prefer("SC-1", "SC-2"))
-			id := f.newApp(f.client)
-			f.rms["SC-1"].Intercept = tc.fail
-			if err := f.submit(f.client, id); err != nil {
+			f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
+			id := f.NewApp(f.Client)
+			f.RMs["SC-1"].Intercept = tc.fail
+			if err := f.Submit(f.Client, id); err != nil {
 				t.Fatalf("submit: %v", err)
 			}
 			app := yarnid.AppIDString(id)
-			if got := f.holders(app); !slices.Equal(got, []router.SubClusterID{"SC-2"}) {
+			if got := f.Holders(app); !slices.Equal(got, []router.SubClusterID{"SC-2"}) {
 				t.Fatalf("app on %v, want only SC-2", got)
 			}
-			if h := f.store.Homes()[app]; h != "SC-2" {
+			if h := f.Store.Homes()[app]; h != "SC-2" {
 				t.Fatalf("home row %s, want SC-2 (updated after the failed try)", h)
 			}
 		})
@@ -97,9 +85,9 @@ func TestSubmitRetryBlacklistsAndUpdatesHome(t *testing.T) {
 }
 
 func TestSubmitAllFailReturnsNamedError(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) { c.FailoverWait = 0 })
-	id := f.newApp(f.client)
-	for _, rm := range f.rms {
+	f := routertest.NewFed(t, 2, func(c *router.Config) { c.FailoverWait = 0 })
+	id := f.NewApp(f.Client)
+	for _, rm := range f.RMs {
 		rm.Intercept = func(m string) (error, bool) {
 			if m == "submitApplication" {
 				return hadoopipc.Errorf(hadoopipc.ClassAccessControl, "user alice cannot submit"), false
@@ -107,8 +95,8 @@ func TestSubmitAllFailReturnsNamedError(t *testing.T) {
 			return nil, false
 		}
 	}
-	err := f.submit(f.client, id)
-	if remoteClass(err) != hadoopipc.ClassAccessControl || !strings.Contains(err.Error(), "sub-cluster SC-") {
+	err := f.Submit(f.Client, id)
+	if routertest.RemoteClass(err) != hadoopipc.ClassAccessControl || !strings.Contains(err.Error(), "sub-cluster SC-") {
 		t.Fatalf("err = %v, want AccessControlException naming the sub-cluster", err)
 	}
 }
@@ -121,32 +109,32 @@ func TestSubmitCrashAtEachStep(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			// The second router's policy prefers the other SC, so a retry
 			// that ignored the stored home would duplicate the app.
-			f := newFed(t, 2, prefer("SC-1"))
-			f.router.SetCrashAt(func(s string) bool { return s == step })
-			id := f.newApp(f.client)
-			if err := f.submit(f.client, id); err == nil {
+			f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
+			f.Router.SetCrashAt(func(s string) bool { return s == step })
+			id := f.NewApp(f.Client)
+			if err := f.Submit(f.Client, id); err == nil {
 				t.Fatal("crashed submission reported success")
 			}
-			r2 := f.newRouter(prefer("SC-2"))
-			c2 := f.dial(r2)
-			if err := f.submit(c2, id); err != nil {
+			r2 := f.NewRouter(routertest.Prefer("SC-2"))
+			c2 := f.Dial(r2)
+			if err := f.Submit(c2, id); err != nil {
 				t.Fatalf("retry through a new router: %v", err)
 			}
-			if err := f.submit(c2, id); err != nil { // and once more: still one copy
+			if err := f.Submit(c2, id); err != nil { // and once more: still one copy
 				t.Fatalf("second retry: %v", err)
 			}
 			app := yarnid.AppIDString(id)
-			got := f.holders(app)
+			got := f.Holders(app)
 			if len(got) != 1 {
 				t.Fatalf("app on %v, want exactly one RM", got)
 			}
-			if h := f.store.Homes()[app]; h != got[0] {
+			if h := f.Store.Homes()[app]; h != got[0] {
 				t.Fatalf("home row %s but app on %s", h, got[0])
 			}
 			if step != router.StepPolicy && got[0] != "SC-1" {
 				t.Fatalf("app moved to %s although its home was stored as SC-1", got[0])
 			}
-			if _, err := f.report(c2, id); err != nil {
+			if _, err := f.Report(c2, id); err != nil {
 				t.Fatalf("report: %v", err)
 			}
 		})
@@ -155,114 +143,114 @@ func TestSubmitCrashAtEachStep(t *testing.T) {
 
 func TestSubmitAmbiguousFailure(t *testing.T) {
 	t.Run("rm accepted, reply lost: confirmed, not duplicated", func(t *testing.T) {
-		f := newFed(t, 2, prefer("SC-1", "SC-2"))
-		id := f.newApp(f.client)
-		f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+		f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
+		id := f.NewApp(f.Client)
+		f.RMs["SC-1"].Intercept = func(m string) (error, bool) {
 			if m == "submitApplication" {
 				return hadoopipc.ErrConnectionClosed, true
 			}
 			return nil, false
 		}
-		if err := f.submit(f.client, id); err != nil {
+		if err := f.Submit(f.Client, id); err != nil {
 			t.Fatalf("submit: %v", err)
 		}
-		if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+		if got := f.Holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 			t.Fatalf("app on %v, want only SC-1", got)
 		}
 	})
 	t.Run("rm unreachable after an ambiguous failure: retriable error, no copy elsewhere", func(t *testing.T) {
-		f := newFed(t, 2, func(c *router.Config) {
-			prefer("SC-1", "SC-2")(c)
+		f := routertest.NewFed(t, 2, func(c *router.Config) {
+			routertest.Prefer("SC-1", "SC-2")(c)
 			c.FailoverWait = router.Duration(50 * time.Millisecond)
 		})
-		id := f.newApp(f.client)
-		f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+		id := f.NewApp(f.Client)
+		f.RMs["SC-1"].Intercept = func(m string) (error, bool) {
 			if m == "submitApplication" {
 				return context.DeadlineExceeded, true
 			}
 			return down(), false
 		}
-		err := f.submit(f.client, id)
-		if remoteClass(err) != hadoopipc.ClassRetriable {
+		err := f.Submit(f.Client, id)
+		if routertest.RemoteClass(err) != hadoopipc.ClassRetriable {
 			t.Fatalf("err = %v, want RetriableException", err)
 		}
-		if n := len(f.rms["SC-2"].Apps()); n != 0 {
+		if n := len(f.RMs["SC-2"].Apps()); n != 0 {
 			t.Fatalf("SC-2 got %d apps: a possible duplicate", n)
 		}
 	})
 }
 
 func TestResubmitToDeadHomeDoesNotDuplicate(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) {
-		prefer("SC-1", "SC-2")(c)
+	f := routertest.NewFed(t, 2, func(c *router.Config) {
+		routertest.Prefer("SC-1", "SC-2")(c)
 		c.FailoverWait = router.Duration(50 * time.Millisecond)
 		c.Breaker.OpenFor = router.Duration(20 * time.Millisecond)
 	})
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	// The home dies (nothing can even connect) and the client, which never
 	// saw the first reply, resubmits: the app exists on SC-1, so moving it
 	// would run it twice.
-	f.rms["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
-	err := f.submit(f.client, id)
-	if remoteClass(err) != hadoopipc.ClassRetriable {
+	f.RMs["SC-1"].Intercept = func(string) (error, bool) { return down(), false }
+	err := f.Submit(f.Client, id)
+	if routertest.RemoteClass(err) != hadoopipc.ClassRetriable {
 		t.Fatalf("err = %v, want RetriableException", err)
 	}
-	if n := len(f.rms["SC-2"].Apps()); n != 0 {
+	if n := len(f.RMs["SC-2"].Apps()); n != 0 {
 		t.Fatal("resubmission duplicated the app on SC-2")
 	}
 	// Once the home is back the retry succeeds in place.
-	f.rms["SC-1"].Intercept = nil
-	f.store.SetState("SC-1", router.StateRunning) // agent heartbeat after recovery
-	poll(t, "resubmission succeeds", func() bool { return f.submit(f.client, id) == nil })
-	if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+	f.RMs["SC-1"].Intercept = nil
+	f.Store.SetState("SC-1", router.StateRunning) // agent heartbeat after recovery
+	routertest.Poll(t, "resubmission succeeds", func() bool { return f.Submit(f.Client, id) == nil })
+	if got := f.Holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 		t.Fatalf("app on %v", got)
 	}
 }
 
 func TestPerAppCallFallsBackToAskingEverySubCluster(t *testing.T) {
-	f := newFed(t, 3, prefer("SC-3"))
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 3, routertest.Prefer("SC-3"))
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	app := yarnid.AppIDString(id)
-	f.store.DeleteApplicationHome(app)
-	r2 := f.newRouter(nil) // fresh cache
-	c2 := f.dial(r2)
-	rep, err := f.report(c2, id)
+	f.Store.DeleteApplicationHome(app)
+	r2 := f.NewRouter(nil) // fresh cache
+	c2 := f.Dial(r2)
+	rep, err := f.Report(c2, id)
 	if err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	if rep.GetRmClusterId() != "SC-3" {
 		t.Fatalf("report from %s", rep.GetRmClusterId())
 	}
-	if h := f.store.Homes()[app]; h != "SC-3" {
+	if h := f.Store.Homes()[app]; h != "SC-3" {
 		t.Fatalf("home row not re-inserted: %q", h)
 	}
 	// Unknown everywhere: ApplicationNotFoundException, as from an RM.
-	_, err = f.report(c2, &yarnpb.ApplicationIdProto{Id: new(int32(99)), ClusterTimestamp: new(int64(7))})
-	if remoteClass(err) != hadoopipc.ClassApplicationNotFound {
+	_, err = f.Report(c2, &yarnpb.ApplicationIdProto{Id: new(int32(99)), ClusterTimestamp: new(int64(7))})
+	if routertest.RemoteClass(err) != hadoopipc.ClassApplicationNotFound {
 		t.Fatalf("err = %v, want ApplicationNotFoundException", err)
 	}
 }
 
 func TestKillGoesToHome(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-2"))
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	resp := &yarnpb.KillApplicationResponseProto{}
-	if err := f.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, resp); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, resp); err != nil {
 		t.Fatal(err)
 	}
-	if f.rms["SC-2"].Calls("forceKillApplication") != 1 || f.rms["SC-1"].Calls("forceKillApplication") != 0 {
+	if f.RMs["SC-2"].Calls("forceKillApplication") != 1 || f.RMs["SC-1"].Calls("forceKillApplication") != 0 {
 		t.Fatal("kill not sent to the home only")
 	}
-	rep, _ := f.report(f.client, id)
+	rep, _ := f.Report(f.Client, id)
 	if rep.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_KILLED {
 		t.Fatalf("state %v", rep.GetYarnApplicationState())
 	}
@@ -279,15 +267,15 @@ func TestFanoutPartialResults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFed(t, 3, func(c *router.Config) {
+			f := routertest.NewFed(t, 3, func(c *router.Config) {
 				c.PartialResults = tc.partial
 				c.Breaker.ConsecutiveFailures = 100 // keep SC-2 in routing
 			})
-			f.rms["SC-2"].Intercept = func(string) (error, bool) {
+			f.RMs["SC-2"].Intercept = func(string) (error, bool) {
 				return hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom"), false
 			}
 			resp := &yarnpb.GetClusterMetricsResponseProto{}
-			err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
+			err := f.Client.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "SC-2") {
 					t.Fatalf("err = %v, want a failure naming SC-2", err)
@@ -305,30 +293,23 @@ func TestFanoutPartialResults(t *testing.T) {
 }
 
 func TestBreakerTakesDeadSubClusterOutOfRouting(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) {
+	f := routertest.NewFed(t, 2, func(c *router.Config) {
 		c.Breaker.ConsecutiveFailures = 2
 		c.Breaker.OpenFor = router.Duration(time.Hour)
 	})
-	var dead atomic.Bool
-	dead.Store(true)
-	f.rms["SC-1"].Intercept = func(string) (error, bool) {
-		if dead.Load() {
-			return down(), false
-		}
-		return nil, false
-	}
+	downWhile(f.RMs["SC-1"]) // dead for the whole test
 	call := func() (*yarnpb.GetClusterMetricsResponseProto, error) {
 		resp := &yarnpb.GetClusterMetricsResponseProto{}
-		err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
+		err := f.Client.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp)
 		return resp, err
 	}
 	for range 2 {
 		_, _ = call() // partial results off: these fail, and trip the breaker
 	}
-	if !f.router.BreakerOpen("SC-1") {
+	if !f.Router.BreakerOpen("SC-1") {
 		t.Fatal("breaker did not open after 2 failures")
 	}
-	before := f.rms["SC-1"].Calls("getClusterMetrics")
+	before := f.RMs["SC-1"].Calls("getClusterMetrics")
 	for range 10 {
 		resp, err := call()
 		if err != nil {
@@ -338,41 +319,34 @@ func TestBreakerTakesDeadSubClusterOutOfRouting(t *testing.T) {
 			t.Fatal("want SC-2 only")
 		}
 	}
-	if got := f.rms["SC-1"].Calls("getClusterMetrics"); got != before {
+	if got := f.RMs["SC-1"].Calls("getClusterMetrics"); got != before {
 		t.Fatalf("open breaker still let %d calls through", got-before)
 	}
 	// New applications avoid it too.
 	for range 5 {
-		if id := f.newApp(f.client); id.GetClusterTimestamp() != f.rms["SC-2"].ClusterTimestamp {
+		if id := f.NewApp(f.Client); id.GetClusterTimestamp() != f.RMs["SC-2"].ClusterTimestamp {
 			t.Fatal("new app from the dead sub-cluster")
 		}
 	}
 }
 
 func TestBreakerRecoversAfterOpenPeriod(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.Breaker.ConsecutiveFailures = 1
 		c.Breaker.OpenFor = router.Duration(30 * time.Millisecond)
 	})
-	var dead atomic.Bool
-	dead.Store(true)
-	f.rms["SC-1"].Intercept = func(string) (error, bool) {
-		if dead.Load() {
-			return down(), false
-		}
-		return nil, false
-	}
-	_ = f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
-	if !f.router.BreakerOpen("SC-1") {
+	dead := downWhile(f.RMs["SC-1"])
+	_ = f.Client.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	if !f.Router.BreakerOpen("SC-1") {
 		t.Fatal("breaker not open")
 	}
 	dead.Store(false)
 	// The only sub-cluster is out of routing: the call waits out the open
 	// period (failover window) instead of failing.
-	if err := f.client.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("call after recovery: %v", err)
 	}
-	if f.router.BreakerOpen("SC-1") {
+	if f.Router.BreakerOpen("SC-1") {
 		t.Fatal("breaker still open after a successful probe")
 	}
 }
@@ -382,36 +356,36 @@ func TestBreakerRecoversAfterOpenPeriod(t *testing.T) {
 // it RUNNING again the submission goes through instead of failing with
 // "no active sub-cluster".
 func TestSubmitRidesThroughFailover(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(10 * time.Second) })
-	id := f.newApp(f.client)
-	f.store.SetState("SC-1", router.StateUnhealthy)
-	poll(t, "router sees SC-1 unhealthy", func() bool {
+	f := routertest.NewFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(10 * time.Second) })
+	id := f.NewApp(f.Client)
+	f.Store.SetState("SC-1", router.StateUnhealthy)
+	routertest.Poll(t, "router sees SC-1 unhealthy", func() bool {
 		resp := &yarnpb.GetClusterMetricsResponseProto{}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
-		return f.client.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp) != nil
+		return f.Client.Call(ctx, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, resp) != nil
 	})
 	var wg sync.WaitGroup
 	var err error
-	wg.Go(func() { err = f.submit(f.client, id) })
-	poll(t, "submission waiting", func() bool { return f.store.Ops("GetSubClusters") > 0 })
-	f.store.SetState("SC-1", router.StateRunning)
+	wg.Go(func() { err = f.Submit(f.Client, id) })
+	routertest.Poll(t, "submission waiting", func() bool { return f.Store.Ops("GetSubClusters") > 0 })
+	f.Store.SetState("SC-1", router.StateRunning)
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("submit during failover: %v", err)
 	}
-	if got := f.holders(yarnid.AppIDString(id)); len(got) != 1 {
+	if got := f.Holders(yarnid.AppIDString(id)); len(got) != 1 {
 		t.Fatalf("app on %v", got)
 	}
 }
 
 func TestNoSubClusterFailsAfterWindow(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(30 * time.Millisecond) })
-	f.store.SetState("SC-1", router.StateLost)
-	poll(t, "SC-1 out", func() bool {
-		return f.client.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}) != nil
+	f := routertest.NewFed(t, 1, func(c *router.Config) { c.FailoverWait = router.Duration(30 * time.Millisecond) })
+	f.Store.SetState("SC-1", router.StateLost)
+	routertest.Poll(t, "SC-1 out", func() bool {
+		return f.Client.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{}) != nil
 	})
-	err := f.client.Call(ctxT(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
+	err := f.Client.Call(routertest.Ctx(t), "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
 	if !strings.Contains(fmt.Sprint(err), "no active sub-cluster") {
 		t.Fatalf("err = %v", err)
 	}
@@ -421,36 +395,36 @@ func TestNoSubClusterFailsAfterWindow(t *testing.T) {
 func TestQueuePolicyFromStore(t *testing.T) {
 	var mu sync.Mutex
 	var events []router.SubmitEvent
-	f := newFed(t, 2, func(c *router.Config) { // the real policies package
+	f := routertest.NewFed(t, 2, func(c *router.Config) { // the real policies package
 		c.OnSubmitted = func(e router.SubmitEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	})
-	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+	f.Store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
 		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.0"},{"key":{"id":"SC-2"},"value":"1.0"}]},` +
 			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)})
 	for range 10 {
-		id := f.newApp(f.client)
-		if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+		id := f.NewApp(f.Client)
+		if err := f.Client.Call(routertest.Ctx(t), "submitApplication", routertest.SubmitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
-		if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-2" {
+		if h := f.Store.Homes()[yarnid.AppIDString(id)]; h != "SC-2" {
 			t.Fatalf("app went to %s, the queue's weights say SC-2 only", h)
 		}
 	}
 	// A policy change applies to the very next submission.
-	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
+	f.Store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
 		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"1.0"},{"key":{"id":"SC-2"},"value":"0.0"}]},` +
 			`"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.5"},{"key":{"id":"SC-2"},"value":"0.5"}]},"headroomAlpha":"1.0"}`)})
-	id := f.newApp(f.client)
-	if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Client.Call(routertest.Ctx(t), "submitApplication", routertest.SubmitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
+	if h := f.Store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
 		t.Fatalf("after the policy change the app went to %s, want SC-1", h)
 	}
 	// A broken configuration keeps the last good policy.
-	f.store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "no.such.Manager"})
-	id = f.newApp(f.client)
-	if err := f.client.Call(ctxT(t), "submitApplication", submitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	f.Store.SetPolicy(router.PolicyConfiguration{Queue: "root.a", Type: "no.such.Manager"})
+	id = f.NewApp(f.Client)
+	if err := f.Client.Call(routertest.Ctx(t), "submitApplication", routertest.SubmitReq(id, "root.a"), &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatalf("submit under a broken policy: %v", err)
 	}
 	mu.Lock()
@@ -464,28 +438,21 @@ func TestQueuePolicyFromStore(t *testing.T) {
 // report waits for the sub-cluster's agent to report the new active RM
 // and then succeeds, instead of failing.
 func TestPerAppCallRidesThroughHomeFailover(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) {
-		prefer("SC-1")(c)
+	f := routertest.NewFed(t, 2, func(c *router.Config) {
+		routertest.Prefer("SC-1")(c)
 		c.FailoverWait = router.Duration(10 * time.Second)
 	})
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	var dead atomic.Bool
-	dead.Store(true)
-	f.rms["SC-1"].Intercept = func(string) (error, bool) {
-		if dead.Load() {
-			return down(), false
-		}
-		return nil, false
-	}
+	dead := downWhile(f.RMs["SC-1"])
 	var wg sync.WaitGroup
 	var err error
-	wg.Go(func() { _, err = f.report(f.client, id) })
-	poll(t, "first attempt failed", func() bool { return f.rms["SC-1"].Calls("getApplicationReport") > 0 })
+	wg.Go(func() { _, err = f.Report(f.Client, id) })
+	routertest.Poll(t, "first attempt failed", func() bool { return f.RMs["SC-1"].Calls("getApplicationReport") > 0 })
 	dead.Store(false)
-	f.store.SetState("SC-1", router.StateRunning) // the agent's re-registration after failover
+	f.Store.SetState("SC-1", router.StateRunning) // the agent's re-registration after failover
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("report across the home's failover: %v", err)
@@ -495,22 +462,22 @@ func TestPerAppCallRidesThroughHomeFailover(t *testing.T) {
 // TestFallbackIgnoresUAMCopies: with no home row and the home RM unknown,
 // a sub-cluster holding only the app's UAM must not become its home.
 func TestFallbackIgnoresUAMCopies(t *testing.T) {
-	f := newFed(t, 2, nil)
+	f := routertest.NewFed(t, 2, nil)
 	id := &yarnpb.ApplicationIdProto{Id: new(int32(7)), ClusterTimestamp: new(int64(99))}
-	f.rms["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("UnmanagedAM"), UnmanagedApplication: new(true)})
-	_, err := f.report(f.client, id)
+	f.RMs["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("UnmanagedAM"), UnmanagedApplication: new(true)})
+	_, err := f.Report(f.Client, id)
 	if err == nil || !strings.Contains(err.Error(), "unmanaged AMs") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, ok := f.store.Homes()[yarnid.AppIDString(id)]; ok {
+	if _, ok := f.Store.Homes()[yarnid.AppIDString(id)]; ok {
 		t.Fatal("a UAM's sub-cluster was recorded as the home")
 	}
 	// Once the real home shows up, it is found and recorded.
-	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("job")})
-	if _, err := f.report(f.client, id); err != nil {
+	f.RMs["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: new("job")})
+	if _, err := f.Report(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	if h := f.store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
+	if h := f.Store.Homes()[yarnid.AppIDString(id)]; h != "SC-1" {
 		t.Fatalf("home %q, want SC-1", h)
 	}
 }
@@ -519,29 +486,29 @@ func TestFallbackIgnoresUAMCopies(t *testing.T) {
 // opens under a per-app call; the call itself becomes the half-open probe
 // once the open period ends, without waiting for a heartbeat.
 func TestBlacklistLapsesWhenBreakerRecovers(t *testing.T) {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.Breaker.ConsecutiveFailures = 1
 		c.Breaker.OpenFor = router.Duration(30 * time.Millisecond)
 		c.FailoverWait = router.Duration(5 * time.Second)
 		c.MembershipRefresh = router.Duration(time.Hour) // no heartbeat news
 	})
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	var fails atomic.Int32
 	fails.Store(1)
-	f.rms["SC-1"].Intercept = func(m string) (error, bool) {
+	f.RMs["SC-1"].Intercept = func(m string) (error, bool) {
 		if m == "getApplicationReport" && fails.Add(-1) >= 0 {
 			return down(), false
 		}
 		return nil, false
 	}
-	if _, err := f.report(f.client, id); err != nil {
+	if _, err := f.Report(f.Client, id); err != nil {
 		t.Fatalf("report: %v", err)
 	}
-	if f.rms["SC-1"].Calls("getApplicationReport") != 2 {
-		t.Fatalf("calls %d, want the failure and one probe", f.rms["SC-1"].Calls("getApplicationReport"))
+	if f.RMs["SC-1"].Calls("getApplicationReport") != 2 {
+		t.Fatalf("calls %d, want the failure and one probe", f.RMs["SC-1"].Calls("getApplicationReport"))
 	}
 }
 
@@ -551,29 +518,29 @@ func TestBlacklistLapsesWhenBreakerRecovers(t *testing.T) {
 // (the RM would answer "earlier submitted application" and the new one would
 // silently never run); a true retry still succeeds.
 func TestSubmitRefusesADifferentAppWithTheSameID(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-1", "SC-2"))
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1", "SC-2"))
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.submit(f.client, id); err != nil {
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatalf("retry of the same submission: %v", err)
 	}
 	// A retry that spells out defaults (the REST decoder does) is the same.
-	explicit := submitReq(id, "default")
+	explicit := routertest.SubmitReq(id, "default")
 	explicit.ApplicationSubmissionContext.UnmanagedAm = proto.Bool(false)
 	explicit.ApplicationSubmissionContext.KeepContainersAcrossApplicationAttempts = proto.Bool(false)
 	explicit.ApplicationSubmissionContext.ApplicationType = proto.String("YARN")
-	if err := f.client.Call(ctxT(t), "submitApplication", explicit, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "submitApplication", explicit, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatalf("retry with explicit defaults: %v", err)
 	}
-	other := submitReq(id, "default")
+	other := routertest.SubmitReq(id, "default")
 	other.ApplicationSubmissionContext.ApplicationName = proto.String("someone-else")
-	err := f.client.Call(ctxT(t), "submitApplication", other, &yarnpb.SubmitApplicationResponseProto{})
-	if remoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different submission context") {
+	err := f.Client.Call(routertest.Ctx(t), "submitApplication", other, &yarnpb.SubmitApplicationResponseProto{})
+	if routertest.RemoteClass(err) != hadoopipc.ClassYarnException || !strings.Contains(err.Error(), "different submission context") {
 		t.Fatalf("err = %v, want YarnException naming the id clash", err)
 	}
-	if got := f.holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
+	if got := f.Holders(yarnid.AppIDString(id)); !slices.Equal(got, []router.SubClusterID{"SC-1"}) {
 		t.Fatalf("app on %v, want only SC-1", got)
 	}
 }

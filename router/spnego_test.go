@@ -14,6 +14,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/spnego"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -27,15 +28,15 @@ func TestSPNEGO(t *testing.T) {
 	httpKeytab := kdc.AddService(t, "HTTP/localhost")
 	bobKeytab := kdc.AddUser(t, "bob")
 
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.AdminACL = "admin"
 		c.Authz.ACLEnable = true
 		c.Authz.StaticGroupMapping = "bob=;alice="
 		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: kdc.Principal("HTTP/localhost"), CookieValidity: router.Duration(3600e9)}
 	})
-	id := f.submitWithACLs(f.dialAs(f.router, "alice"))
+	id := f.SubmitWithACLs(f.DialAs(f.Router, "alice"))
 	app := yarnid.AppIDString(id)
-	srv := httptest.NewServer(f.router.Handler())
+	srv := httptest.NewServer(f.Router.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 
@@ -156,13 +157,13 @@ func TestSPNEGOCookieAcrossRouterReplicas(t *testing.T) {
 				CookieValidity: router.Duration(3600e9), SignatureSecretFile: file}
 		}
 	}
-	f := newFed(t, 1, withSecret(shared))
+	f := routertest.NewFed(t, 1, withSecret(shared))
 	serve := func(r *router.Router) string {
 		srv := httptest.NewServer(r.Handler())
 		t.Cleanup(srv.Close)
 		return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	}
-	baseA, baseB, baseC := serve(f.router), serve(f.newRouter(withSecret(shared))), serve(f.newRouter(withSecret(other)))
+	baseA, baseB, baseC := serve(f.Router), serve(f.NewRouter(withSecret(shared))), serve(f.NewRouter(withSecret(other)))
 
 	cl := client.NewWithKeytab("bob", kdc.Realm, kdc.Keytab(t, bobKeytab), kdc.Config(t), client.DisablePAFXFAST(true))
 	if err := cl.Login(); err != nil {

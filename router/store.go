@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/fed"
 )
 
-// SubClusterID names a sub-cluster (one RM or RM HA pair), e.g. "SC-1".
-type SubClusterID string
+// SubClusterID names a sub-cluster (router/fed holds the type the rooms share).
+type SubClusterID = fed.SubClusterID
 
 // SubClusterState is Hadoop's sub-cluster state, numbered as in its proto;
 // the router shares the policies package's type so the two never drift.
@@ -26,30 +27,10 @@ const (
 )
 
 // SubClusterInfo is the membership row the router needs (Hadoop SubClusterInfo).
-type SubClusterInfo struct {
-	ID                     SubClusterID
-	AMRMServiceAddress     string
-	ClientRMServiceAddress string // may hold a comma-separated RM HA list
-	RMAdminServiceAddress  string
-	RMWebServiceAddress    string // host:port of the RM REST API (may be a comma-separated HA list)
-	State                  SubClusterState
-	LastHeartbeat          time.Time
-	LastStartTime          time.Time
-	Capability             string // JSON of the RM's clusterMetrics object
-	// Published is the capacity the GPG measured outside YARN (nil: none).
-	Published *PublishedCapacity
-}
+type SubClusterInfo = fed.SubClusterInfo
 
-// PublishedCapacity is what YARN can really use in a sub-cluster as the GPG
-// measured it (Kubernetes batch capacity), kept apart from the RM's own
-// capability, which heartbeats overwrite.
-type PublishedCapacity struct {
-	MemoryMB    int64
-	VCores      int64
-	Nodes       int32
-	ObservedAt  time.Time
-	PublishedAt time.Time
-}
+// PublishedCapacity is the capacity the GPG measured for a sub-cluster.
+type PublishedCapacity = fed.PublishedCapacity
 
 // PolicyConfiguration is the stored per-queue policy (Hadoop
 // SubClusterPolicyConfiguration): the manager type and its opaque params.

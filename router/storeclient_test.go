@@ -73,14 +73,16 @@ func (f *fakeLossyStore) GetApplicationHome(_ context.Context, r *pb.GetApplicat
 	return &pb.GetApplicationHomeResponse{Home: &pb.ApplicationHome{ApplicationId: r.GetApplicationId(), HomeSubClusterId: h.GetHomeSubClusterId()}}, nil
 }
 
-func startLossyStore(t *testing.T, f *fakeLossyStore) *router.ClientStore {
+// serveFakeStore serves srv, a fake of the store's gRPC API, on a
+// loopback port and returns the router's store client over it.
+func serveFakeStore(t *testing.T, srv pb.StateStoreServer) *router.ClientStore {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	pb.RegisterStateStoreServer(g, f)
+	pb.RegisterStateStoreServer(g, srv)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	c, err := client.New(client.Config{Addrs: []string{lis.Addr().String()}, RetryTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, DisableCache: true})
@@ -97,7 +99,7 @@ func startLossyStore(t *testing.T, f *fakeLossyStore) *router.ClientStore {
 // router's choice.
 func TestUpdateHomeResolvesUnknownOutcome(t *testing.T) {
 	f := &fakeLossyStore{homes: map[string]*pb.ApplicationHome{"application_1_0001": {ApplicationId: "application_1_0001", HomeSubClusterId: "sc1"}}}
-	s := startLossyStore(t, f)
+	s := serveFakeStore(t, f)
 	ctx := context.Background()
 	f.mu.Lock()
 	f.apply = true
@@ -124,7 +126,7 @@ func TestUpdateHomeResolvesUnknownOutcome(t *testing.T) {
 // submission context) and goes on.
 func TestAddHomeInsertsAgainAfterUnknownOutcome(t *testing.T) {
 	f := &fakeLossyStore{homes: map[string]*pb.ApplicationHome{}, dropNext: true}
-	s := startLossyStore(t, f)
+	s := serveFakeStore(t, f)
 	sc, sub, inserted, err := s.AddApplicationHome(context.Background(), "application_1_0002", "sc1", []byte("ctx"))
 	if err != nil || sc != "sc1" || inserted || string(sub) != "ctx" {
 		t.Fatalf("insert after an unknown outcome: %q %q inserted=%v %v, want sc1 with its own context, not inserted", sc, sub, inserted, err)

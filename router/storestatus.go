@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"fmt"
+
+	"github.com/yarnfed/yarnfed/router/fed"
 )
 
 // StoreStatusReader is optionally implemented by a StateStore that can
@@ -12,24 +14,11 @@ type StoreStatusReader interface {
 	StoreStatus(ctx context.Context) (StoreStatus, error)
 }
 
-// StoreStatus describes the federation state store as one replica sees it.
-type StoreStatus struct {
-	Kind          string // e.g. "raft state store"
-	Replica       string // the replica that answered
-	RaftState     string // its Raft role
-	LeaderID      string
-	LeaderAddress string // the leader's gRPC address
-	Members       []StoreMember
-	Term          uint64
-	AppliedIndex  uint64
-	LastIndex     uint64
-}
+// StoreStatus describes the federation state store (router/fed).
+type StoreStatus = fed.StoreStatus
 
 // StoreMember is one replica of the store.
-type StoreMember struct {
-	ID, RaftAddress, GRPCAddress string
-	Voter, Leader                bool
-}
+type StoreMember = fed.StoreMember
 
 // StoreStatus asks the replica in use for the Raft cluster's status.
 func (s *ClientStore) StoreStatus(ctx context.Context) (StoreStatus, error) {

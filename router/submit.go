@@ -41,7 +41,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			"submitApplication: missing ApplicationSubmissionContext or ApplicationId")
 	}
 	app := yarnid.AppIDString(asc.GetApplicationId())
-	auditOf(ctx).app = app
+	auditOf(ctx).App = app
 	sub := submissionOf(asc)
 	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl/store.go
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
@@ -131,7 +131,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			if r.crash(stepSubmit) {
 				return nil, errCrash
 			}
-			auditOf(ctx).sc = home
+			auditOf(ctx).SC = home
 			if ownRow {
 				r.appACLs.Record(app, userOf(ctx), asc)
 			}
@@ -157,7 +157,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 					"submitApplication %s: sub-cluster %s may have accepted the application (%v) and cannot be asked (%v); retry the submission",
 					app, home, err, verr)
 			case accepted:
-				auditOf(ctx).sc = home
+				auditOf(ctx).SC = home
 				if ownRow {
 					r.appACLs.Record(app, userOf(ctx), asc)
 				}

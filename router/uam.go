@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/merge"
+	"github.com/yarnfed/yarnfed/router/rest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -61,7 +61,7 @@ func newUAMMetrics(reg prometheus.Registerer) *uamMetrics {
 func (r *Router) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
 	id := req.GetApplicationId()
 	if id != nil {
-		auditOf(ctx).app = yarnid.AppIDString(id)
+		auditOf(ctx).App = yarnid.AppIDString(id)
 	}
 	if err := r.checkAppCall(ctx, "forceKillApplication", id, req); err != nil {
 		return &yarnpb.KillApplicationResponseProto{}, err
@@ -205,39 +205,9 @@ func (r *Router) auditUAMKill(ctx context.Context, app string, home SubClusterID
 
 // --- Where an application runs ---
 
-// uamPart is an application's report from one secondary sub-cluster.
-type uamPart struct {
-	sc  SubClusterID
-	rep *yarnpb.ApplicationReportProto
-	err error
-}
-
-// mayHaveUAMs says whether an application in this state can have UAMs
-// worth a registry read: its AM registered (RUNNING), a later attempt is
-// starting (ACCEPTED after attempt 1), or it is final (its UAMs may
-// linger, which is what an operator looks for). A fresh submission
-// (ACCEPTED, first attempt) has none, so the submit-then-report path
-// costs nothing more.
-func mayHaveUAMs(rep *yarnpb.ApplicationReportProto) bool {
-	switch rep.GetYarnApplicationState() {
-	case yarnpb.YarnApplicationStateProto_RUNNING, yarnpb.YarnApplicationStateProto_FINISHED,
-		yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return true
-	case yarnpb.YarnApplicationStateProto_ACCEPTED:
-		return rep.GetCurrentApplicationAttemptId().GetAttemptId() > 1
-	}
-	return false
-}
-
-// restMayHaveUAMs is mayHaveUAMs for an RM's REST document (which has no
-// attempt number: every ACCEPTED app is read).
-func restMayHaveUAMs(state string) bool {
-	switch state {
-	case "NEW", "NEW_SAVING", "SUBMITTED":
-		return false
-	}
-	return true
-}
+// uamPart is an application's report from one secondary sub-cluster
+// (router/rest renders it in a REST document's span).
+type uamPart = rest.UAMPart
 
 // uamParts reads app's registry rows (a replica's copy: this is display
 // only) and asks each listed secondary for its report of the app,
@@ -256,22 +226,22 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 	parts := make([]uamPart, len(rows))
 	var wg sync.WaitGroup
 	for i, u := range rows {
-		parts[i].sc = u.SubCluster
+		parts[i].SC = u.SubCluster
 		wg.Go(func() {
 			sc, ok := r.members.get(u.SubCluster)
 			if !ok {
-				parts[i].err = fmt.Errorf("sub-cluster %s is not registered", u.SubCluster)
+				parts[i].Err = fmt.Errorf("sub-cluster %s is not registered", u.SubCluster)
 				return
 			}
 			resp := &yarnpb.GetApplicationReportResponseProto{}
 			if err := r.callSC(ctx, sc, "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
-				parts[i].err = err
+				parts[i].Err = err
 				return
 			}
 			if rep := resp.GetApplicationReport(); merge.IsUAMReport(rep) {
-				parts[i].rep = rep
+				parts[i].Rep = rep
 			} else {
-				parts[i].err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, yarnid.AppIDString(id))
+				parts[i].Err = fmt.Errorf("sub-cluster %s reports %s as a managed application, not a UAM", u.SubCluster, yarnid.AppIDString(id))
 			}
 		})
 	}
@@ -284,156 +254,8 @@ func (r *Router) uamParts(ctx context.Context, id *yarnpb.ApplicationIdProto, ho
 // list (Hadoop's router folds UAMs into the home app the same way).
 func foldUAMParts(home *yarnpb.ApplicationReportProto, parts []uamPart) {
 	for _, p := range parts {
-		if p.rep != nil {
-			merge.FoldUAM(home, p.rep)
-		}
-	}
-}
-
-// appSubCluster is one sub-cluster's line of an application's span.
-func appSubCluster(sc SubClusterID, home bool, a rmrest.App) rmrest.AppSubCluster {
-	return rmrest.AppSubCluster{SubClusterID: string(sc), Home: home, State: a.State, RunningContainers: a.RunningContainers,
-		AllocatedMB: a.AllocatedMB, AllocatedVCores: a.AllocatedVCores}
-}
-
-// spanREST folds the secondaries' parts into a home REST document and
-// lists the span: the home first, then each secondary (with the error of
-// one that did not answer). Without parts the document is left as the RM
-// sent it, unless always (the web UI's page shows the home alone).
-func spanREST(app *rmrest.App, home SubClusterID, parts []uamPart, always bool) {
-	if len(parts) == 0 && !always {
-		return
-	}
-	span := &rmrest.AppSubClusters{SubCluster: []rmrest.AppSubCluster{appSubCluster(home, true, *app)}}
-	now := time.Now()
-	for _, p := range parts {
-		if p.err != nil {
-			span.SubCluster = append(span.SubCluster, rmrest.AppSubCluster{SubClusterID: string(p.sc), Error: p.err.Error()})
-			continue
-		}
-		u := AppInfo(p.rep, now)
-		foldAppInfo(app, u)
-		span.SubCluster = append(span.SubCluster, appSubCluster(p.sc, false, u))
-	}
-	app.SubClusters = span
-}
-
-// foldAppInfo adds a UAM's REST document into its home app's
-// (allocations, containers and resource-seconds summed, tags joined).
-func foldAppInfo(home *rmrest.App, u rmrest.App) {
-	home.AllocatedMB += u.AllocatedMB
-	home.AllocatedVCores += u.AllocatedVCores
-	home.ReservedMB += u.ReservedMB
-	home.ReservedVCores += u.ReservedVCores
-	home.RunningContainers += u.RunningContainers
-	home.MemorySeconds += u.MemorySeconds
-	home.VCoreSeconds += u.VCoreSeconds
-	home.QueueUsagePercentage += u.QueueUsagePercentage
-	home.ClusterUsagePercentage += u.ClusterUsagePercentage
-	tags := strings.Split(home.ApplicationTags, ",")
-	for _, t := range strings.Split(u.ApplicationTags, ",") {
-		if t != "" && !slices.Contains(tags, t) {
-			tags = append(tags, t)
-		}
-	}
-	home.ApplicationTags = strings.Trim(strings.Join(tags, ","), ",")
-}
-
-// MergeAppInfosBySC is MergeAppInfos over lists that say which
-// sub-cluster each came from: an app with UAM copies also gets its span
-// (home and secondaries, with each one's containers) in SubClusters.
-func MergeAppInfosBySC(ids []SubClusterID, lists [][]rmrest.App, partial bool) []rmrest.App {
-	merged := MergeAppInfos(lists, partial)
-	isUAM := func(a *rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
-	type where struct {
-		home  SubClusterID
-		homeA *rmrest.App
-		uams  []rmrest.AppSubCluster
-	}
-	var spans map[string]*where
-	for i, l := range lists {
-		for j := range l {
-			a := &l[j]
-			if !isUAM(a) {
-				continue
-			}
-			if spans == nil {
-				spans = map[string]*where{}
-			}
-			w := spans[a.ID]
-			if w == nil {
-				w = &where{}
-				spans[a.ID] = w
-			}
-			w.uams = append(w.uams, appSubCluster(ids[i], false, *a))
-		}
-	}
-	if spans == nil {
-		return merged
-	}
-	for i, l := range lists {
-		for j := range l {
-			a := &l[j]
-			if w := spans[a.ID]; w != nil && w.homeA == nil && !isUAM(a) {
-				w.home, w.homeA = ids[i], a
-			}
-		}
-	}
-	for i := range merged {
-		w := spans[merged[i].ID]
-		if w == nil {
-			continue
-		}
-		var sub []rmrest.AppSubCluster
-		if w.homeA != nil {
-			sub = append(sub, appSubCluster(w.home, true, *w.homeA))
-		}
-		merged[i].SubClusters = &rmrest.AppSubClusters{SubCluster: append(sub, w.uams...)}
-	}
-	return merged
-}
-
-// --- Cluster metrics ---
-
-// withoutUAMs takes a sub-cluster's UAMs out of its application counts:
-// the application is counted at its home, and a UAM is not another
-// application (the RM counts it as one: appsRunning 2 for one spanning
-// app). The UAMs are the RM's own list of applications named UnmanagedAM
-// (the RM filters by name, so the list is small) that are unmanaged;
-// counting from the RM's list rather than the registry keeps the counts
-// exact when a row outlives its UAM or a UAM is not registered yet. A
-// UAM leaves every count it entered: submitted, and pending, running or
-// its final state's. A list that cannot be read leaves the counts as
-// the RM sent them (logged).
-func (r *Router) withoutUAMs(ctx context.Context, sc SubClusterInfo, m *rmrest.ClusterMetrics) {
-	uams, err := r.appsOf(ctx, sc, rmrest.AppsQuery{Name: merge.UAMName})
-	if err != nil {
-		r.log.Warn("metrics: listing the sub-cluster's unmanaged AMs failed; its application counts include them", "subcluster", sc.ID, "err", err)
-		return
-	}
-	SubtractUAMs(m, uams)
-}
-
-// SubtractUAMs removes the UAMs among apps (one RM's list) from that RM's
-// application counts, never below zero.
-func SubtractUAMs(m *rmrest.ClusterMetrics, apps []rmrest.App) {
-	dec := func(v *int32) { *v = max(0, *v-1) }
-	for _, a := range apps {
-		if !a.UnmanagedApplication || !strings.HasPrefix(a.Name, merge.UAMName) {
-			continue
-		}
-		dec(&m.AppsSubmitted)
-		switch a.State {
-		case "RUNNING":
-			dec(&m.AppsRunning)
-		case "FINISHED":
-			dec(&m.AppsCompleted)
-		case "FAILED":
-			dec(&m.AppsFailed)
-		case "KILLED":
-			dec(&m.AppsKilled)
-		default: // NEW .. ACCEPTED
-			dec(&m.AppsPending)
+		if p.Rep != nil {
+			merge.FoldUAM(home, p.Rep)
 		}
 	}
 }

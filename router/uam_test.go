@@ -1,12 +1,10 @@
 package router_test
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +32,7 @@ import (
 // spanFed is a router over simrm sub-clusters SC-1..SC-n; SC-1 is every
 // app's home.
 type spanFed struct {
-	*fed
+	*routertest.Fed
 	sims map[router.SubClusterID]*simrm.RM
 	reg  *prometheus.Registry
 	logs *logtest.Buffer
@@ -43,43 +41,31 @@ type spanFed struct {
 
 func newSpanFed(t *testing.T, n int, mod func(*router.Config)) *spanFed {
 	t.Helper()
-	s := &spanFed{fed: &fed{t: t, store: routertest.NewStore()}, sims: map[router.SubClusterID]*simrm.RM{},
+	s := &spanFed{Fed: &routertest.Fed{T: t, Store: routertest.NewStore()}, sims: map[router.SubClusterID]*simrm.RM{},
 		reg: prometheus.NewRegistry(), logs: &logtest.Buffer{}, rmc: map[router.SubClusterID]*hadoopipc.Client{}}
 	for i := 1; i <= n; i++ {
 		id := router.SubClusterID(fmt.Sprintf("SC-%d", i))
-		rm := startSim(t, string(id), 1_700_000_000_000+int64(i))
+		rm := routertest.StartSim(t, string(id), 1_700_000_000_000+int64(i))
 		a := rm.Addrs()
 		s.sims[id] = rm
-		s.store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: a.Client, AMRMServiceAddress: a.Scheduler,
+		s.Store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: a.Client, AMRMServiceAddress: a.Scheduler,
 			RMAdminServiceAddress: a.Admin, RMWebServiceAddress: a.Web, State: router.StateRunning})
 	}
 	cfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Registerer = ln, "", s.store, s.reg
+	cfg.WebAddress, cfg.Store, cfg.Registerer = "", s.Store, s.reg
 	cfg.Logger = slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
-	prefer("SC-1")(&cfg)
+	routertest.Prefer("SC-1")(&cfg)
 	if mod != nil {
 		mod(&cfg)
 	}
-	rt, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	s.router = rt
-	s.client = s.dialAs("alice")
+	s.Router = routertest.StartRouter(t, cfg)
+	s.Client = s.dialAs("alice")
 	return s
 }
 
 func (s *spanFed) dialAs(user string) *hadoopipc.Client {
-	return ipcTo(s.t, s.router.ClientRMAddr().String(), hadoopipc.ProtocolApplicationClient, user, nil)
+	return ipcTo(s.T, s.Router.ClientRMAddr().String(), hadoopipc.ProtocolApplicationClient, user, nil)
 }
 
 func ipcTo(t testing.TB, addr, protocol, user string, tok *commonpb.TokenProto) *hadoopipc.Client {
@@ -96,18 +82,18 @@ func ipcTo(t testing.TB, addr, protocol, user string, tok *commonpb.TokenProto) 
 // waits for it to run, and launches its UAM holding containers[i]
 // containers on each secondary, recording each in the registry.
 func (s *spanFed) spanningApp(containers map[router.SubClusterID]int) *yarnpb.ApplicationIdProto {
-	t := s.t
+	t := s.T
 	t.Helper()
-	id := s.newApp(s.client)
-	if err := s.submit(s.client, id); err != nil {
+	id := s.NewApp(s.Client)
+	if err := s.Submit(s.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "home app RUNNING", func() bool {
+	routertest.Poll(t, "home app RUNNING", func() bool {
 		return s.stateAt("SC-1", id) == yarnpb.YarnApplicationStateProto_RUNNING
 	})
 	for sc, n := range containers {
 		s.launchUAM(sc, id, n)
-		s.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: sc, Home: "SC-1", Attempt: yarnid.AppIDString(id) + "_1",
+		s.Store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: sc, Home: "SC-1", Attempt: yarnid.AppIDString(id) + "_1",
 			Proxy: "nm-test:8049", User: "alice", Queue: "default", Registered: true})
 	}
 	return id
@@ -116,7 +102,7 @@ func (s *spanFed) spanningApp(containers map[router.SubClusterID]int) *yarnpb.Ap
 // launchUAM is what an AMRMProxy does on a secondary: submit the app id
 // as unmanaged, log in with the AMRMToken, register and get n containers.
 func (s *spanFed) launchUAM(sc router.SubClusterID, id *yarnpb.ApplicationIdProto, n int) {
-	t := s.t
+	t := s.T
 	t.Helper()
 	a := s.sims[sc].Addrs()
 	cl := ipcTo(t, a.Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
@@ -124,20 +110,20 @@ func (s *spanFed) launchUAM(sc router.SubClusterID, id *yarnpb.ApplicationIdProt
 		ApplicationId: id, ApplicationName: proto.String("UnmanagedAM"), Queue: proto.String("default"), UnmanagedAm: proto.Bool(true),
 		AmContainerSpec: &yarnpb.ContainerLaunchContextProto{}, Resource: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)},
 	}}
-	if err := cl.Call(ctxT(t), "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	if err := cl.Call(routertest.Ctx(t), "submitApplication", sub, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatalf("submit UAM on %s: %v", sc, err)
 	}
 	var tok *commonpb.TokenProto
-	poll(t, "UAM token", func() bool {
+	routertest.Poll(t, "UAM token", func() bool {
 		rep := &yarnpb.GetApplicationReportResponseProto{}
-		if err := cl.Call(ctxT(t), "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, rep); err != nil {
+		if err := cl.Call(routertest.Ctx(t), "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, rep); err != nil {
 			t.Fatal(err)
 		}
 		tok = rep.GetApplicationReport().GetAmRmToken()
 		return tok != nil
 	})
 	am := ipcTo(t, a.Scheduler, hadoopipc.ProtocolApplicationMaster, "", tok)
-	if err := am.Call(ctxT(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("nm-test"), RpcPort: proto.Int32(1)},
+	if err := am.Call(routertest.Ctx(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("nm-test"), RpcPort: proto.Int32(1)},
 		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatalf("register UAM on %s: %v", sc, err)
 	}
@@ -145,9 +131,9 @@ func (s *spanFed) launchUAM(sc router.SubClusterID, id *yarnpb.ApplicationIdProt
 		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(int32(n))}
 	next, got := int32(0), 0
 	req := &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask}}
-	poll(t, "UAM containers", func() bool {
+	routertest.Poll(t, "UAM containers", func() bool {
 		resp := &yarnpb.AllocateResponseProto{}
-		if err := am.Call(ctxT(t), "allocate", req, resp); err != nil {
+		if err := am.Call(routertest.Ctx(t), "allocate", req, resp); err != nil {
 			t.Fatal(err)
 		}
 		next = resp.GetResponseId()
@@ -159,15 +145,15 @@ func (s *spanFed) launchUAM(sc router.SubClusterID, id *yarnpb.ApplicationIdProt
 
 // reportAt is sc's own report of app (asked directly, as alice).
 func (s *spanFed) reportAt(sc router.SubClusterID, id *yarnpb.ApplicationIdProto) *yarnpb.ApplicationReportProto {
-	s.t.Helper()
+	s.T.Helper()
 	c := s.rmc[sc]
 	if c == nil {
-		c = ipcTo(s.t, s.sims[sc].Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
+		c = ipcTo(s.T, s.sims[sc].Addrs().Client, hadoopipc.ProtocolApplicationClient, "alice", nil)
 		s.rmc[sc] = c
 	}
 	rep := &yarnpb.GetApplicationReportResponseProto{}
-	if err := c.Call(ctxT(s.t), "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, rep); err != nil {
-		s.t.Fatalf("report at %s: %v", sc, err)
+	if err := c.Call(routertest.Ctx(s.T), "getApplicationReport", &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, rep); err != nil {
+		s.T.Fatalf("report at %s: %v", sc, err)
 	}
 	return rep.GetApplicationReport()
 }
@@ -180,7 +166,7 @@ func (s *spanFed) stateAt(sc router.SubClusterID, id *yarnpb.ApplicationIdProto)
 func (s *spanFed) metric(name string, labels map[string]string) float64 {
 	mfs, err := s.reg.Gather()
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -211,14 +197,14 @@ func TestKillSpanningAppIPC(t *testing.T) {
 	s := newSpanFed(t, 3, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 3, "SC-3": 2})
 	start := time.Now()
-	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+	if err := s.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
 	for _, sc := range []router.SubClusterID{"SC-1", "SC-2", "SC-3"} {
-		poll(t, string(sc)+" KILLED", func() bool { return s.stateAt(sc, id) == killed })
+		routertest.Poll(t, string(sc)+" KILLED", func() bool { return s.stateAt(sc, id) == killed })
 	}
 	t.Logf("kill call to the last UAM KILLED: %v", time.Since(start))
-	if rows := s.store.UAMs(); len(rows) != 0 {
+	if rows := s.Store.UAMs(); len(rows) != 0 {
 		t.Fatalf("rows left after the kill: %+v", rows)
 	}
 	for _, sc := range []string{"SC-2", "SC-3"} {
@@ -240,13 +226,13 @@ func TestKillSpanningAppIPC(t *testing.T) {
 func TestKillSpanningAppREST(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 2})
-	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
+	code, b := s.Do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
 	if code != 200 && code != 202 {
 		t.Fatalf("REST kill: %d %s", code, b)
 	}
-	poll(t, "UAM KILLED", func() bool { return s.stateAt("SC-2", id) == killed })
-	if s.stateAt("SC-1", id) != killed || len(s.store.UAMs()) != 0 {
-		t.Fatalf("home %v, rows %+v", s.stateAt("SC-1", id), s.store.UAMs())
+	routertest.Poll(t, "UAM KILLED", func() bool { return s.stateAt("SC-2", id) == killed })
+	if s.stateAt("SC-1", id) != killed || len(s.Store.UAMs()) != 0 {
+		t.Fatalf("home %v, rows %+v", s.stateAt("SC-1", id), s.Store.UAMs())
 	}
 }
 
@@ -256,11 +242,11 @@ func TestKillRefusedByACLKillsNothing(t *testing.T) {
 	s := newSpanFed(t, 2, func(c *router.Config) { c.Authz.ACLEnable = true })
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 2})
 	bob := s.dialAs("bob")
-	err := bob.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
+	err := bob.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
 	if err == nil || !strings.Contains(err.Error(), "MODIFY_APP") {
 		t.Fatalf("bob's kill: %v", err)
 	}
-	code, b := s.do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=bob", "", "application/json", `{"state":"KILLED"}`)
+	code, b := s.Do("PUT", "/ws/v1/cluster/apps/"+yarnid.AppIDString(id)+"/state?user.name=bob", "", "application/json", `{"state":"KILLED"}`)
 	if code != 403 {
 		t.Fatalf("bob's REST kill: %d %s", code, b)
 	}
@@ -269,8 +255,8 @@ func TestKillRefusedByACLKillsNothing(t *testing.T) {
 			t.Errorf("%s: %v after a refused kill", sc, st)
 		}
 	}
-	if len(s.store.UAMs()) != 1 || s.store.Ops("GetUAMs") != 0 {
-		t.Errorf("rows %+v, registry reads %d", s.store.UAMs(), s.store.Ops("GetUAMs"))
+	if len(s.Store.UAMs()) != 1 || s.Store.Ops("GetUAMs") != 0 {
+		t.Errorf("rows %+v, registry reads %d", s.Store.UAMs(), s.Store.Ops("GetUAMs"))
 	}
 }
 
@@ -278,25 +264,25 @@ func TestKillRefusedByACLKillsNothing(t *testing.T) {
 // (its ACLs, reached as the caller), no secondary is asked, whatever its
 // own ACLs.
 func TestKillHomeRefusalKillsNoUAM(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-1"))
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	f.rms["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: proto.String("UnmanagedAM"), UnmanagedApplication: proto.Bool(true),
+	f.RMs["SC-2"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: id, Name: proto.String("UnmanagedAM"), UnmanagedApplication: proto.Bool(true),
 		YarnApplicationState: yarnpb.YarnApplicationStateProto_RUNNING.Enum()})
-	f.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
-	f.rms["SC-1"].Intercept = func(method string) (error, bool) {
+	f.Store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
+	f.RMs["SC-1"].Intercept = func(method string) (error, bool) {
 		if method == "forceKillApplication" {
 			return &hadoopipc.RemoteError{Class: hadoopipc.ClassAccessControl, Message: "User bob cannot perform operation MODIFY_APP"}, false
 		}
 		return nil, false
 	}
-	if err := f.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err == nil {
+	if err := f.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err == nil {
 		t.Fatal("the home's refusal did not reach the client")
 	}
-	if n := f.rms["SC-2"].Calls("forceKillApplication"); n != 0 || len(f.store.UAMs()) != 1 {
-		t.Fatalf("secondary kills %d, rows %+v", n, f.store.UAMs())
+	if n := f.RMs["SC-2"].Calls("forceKillApplication"); n != 0 || len(f.Store.UAMs()) != 1 {
+		t.Fatalf("secondary kills %d, rows %+v", n, f.Store.UAMs())
 	}
 }
 
@@ -308,12 +294,12 @@ func TestKillSecondaryFailureKeepsRow(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1})
 	// A UAM on a sub-cluster that has since left the federation.
-	s.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-9", Home: "SC-1"})
-	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+	s.Store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-9", Home: "SC-1"})
+	if err := s.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	poll(t, "UAM KILLED", func() bool { return s.stateAt("SC-2", id) == killed })
-	rows := s.store.UAMs()
+	routertest.Poll(t, "UAM KILLED", func() bool { return s.stateAt("SC-2", id) == killed })
+	rows := s.Store.UAMs()
 	if len(rows) != 1 || rows[0].SubCluster != "SC-9" {
 		t.Fatalf("rows %+v, want SC-9's only", rows)
 	}
@@ -339,12 +325,12 @@ func TestSpanningAppVisible(t *testing.T) {
 		t.Fatalf("containers at home %d, UAM %d", homeN, uamN)
 	}
 
-	rep, err := s.report(s.client, id)
+	rep, err := s.Report(s.Client, id)
 	if err != nil || rep.GetAppResource_Usage().GetNumUsedContainers() != homeN+uamN || rep.GetUnmanagedApplication() {
 		t.Fatalf("IPC report: %d containers (want %d), %v", rep.GetAppResource_Usage().GetNumUsedContainers(), homeN+uamN, err)
 	}
 	list := &yarnpb.GetApplicationsResponseProto{}
-	if err := s.client.Call(ctxT(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, list); err != nil || len(list.GetApplications()) != 1 ||
+	if err := s.Client.Call(routertest.Ctx(t), "getApplications", &yarnpb.GetApplicationsRequestProto{}, list); err != nil || len(list.GetApplications()) != 1 ||
 		list.GetApplications()[0].GetAppResource_Usage().GetNumUsedContainers() != homeN+uamN {
 		t.Fatalf("IPC list: %v %v", list.GetApplications(), err)
 	}
@@ -359,19 +345,19 @@ func TestSpanningAppVisible(t *testing.T) {
 			t.Fatalf("%s: span %+v", where, a.SubClusters.SubCluster)
 		}
 	}
-	code, b := s.do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
+	code, b := s.Do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
 	var one rmrest.AppResponse
 	if code != 200 || json.Unmarshal(b, &one) != nil {
 		t.Fatalf("GET app: %d %s", code, b)
 	}
 	checkSpan("GET app", one.App)
-	code, b = s.do("GET", "/ws/v1/cluster/apps/"+app, "application/xml", "", "")
+	code, b = s.Do("GET", "/ws/v1/cluster/apps/"+app, "application/xml", "", "")
 	var onex rmrest.App
 	if code != 200 || xml.Unmarshal(b, &onex) != nil || !strings.Contains(string(b), "<subClusters><subCluster><subClusterId>SC-1</subClusterId>") {
 		t.Fatalf("GET app XML: %d %s", code, b)
 	}
 	checkSpan("GET app XML", onex)
-	code, b = s.do("GET", "/ws/v1/cluster/apps", "", "", "")
+	code, b = s.Do("GET", "/ws/v1/cluster/apps", "", "", "")
 	var all rmrest.AppsResponse
 	if code != 200 || json.Unmarshal(b, &all) != nil || len(all.Apps.App) != 1 {
 		t.Fatalf("GET apps: %d %s", code, b)
@@ -379,7 +365,7 @@ func TestSpanningAppVisible(t *testing.T) {
 	checkSpan("GET apps", all.Apps.App[0])
 
 	// The RMs count two running applications; the federation has one.
-	code, b = s.do("GET", "/ws/v1/cluster/metrics", "", "", "")
+	code, b = s.Do("GET", "/ws/v1/cluster/metrics", "", "", "")
 	var m rmrest.ClusterMetricsResponse
 	if code != 200 || json.Unmarshal(b, &m) != nil {
 		t.Fatalf("metrics: %d %s", code, b)
@@ -389,23 +375,23 @@ func TestSpanningAppVisible(t *testing.T) {
 	}
 
 	// The web UI's application page and list show the span.
-	code, b = s.do("GET", "/cluster/app/"+app, "", "", "")
+	code, b = s.Do("GET", "/cluster/app/"+app, "", "", "")
 	page := string(b)
 	if code != 200 || !strings.Contains(page, `id="app-span"`) || !strings.Contains(page, `data-sc="SC-2"`) ||
 		!strings.Contains(page, `<td class="span-containers">3</td>`) {
 		t.Fatalf("app page: %d\n%s", code, page)
 	}
-	code, b = s.do("GET", "/cluster/apps", "", "", "")
+	code, b = s.Do("GET", "/cluster/apps", "", "", "")
 	if code != 200 || !strings.Contains(string(b), `class="spans"`) || !strings.Contains(string(b), `SC-2</a> (3)`) {
 		t.Fatalf("apps page: %d\n%s", code, b)
 	}
 
 	// After the kill every count agrees: one application, killed.
-	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+	if err := s.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "one killed application in the metrics", func() bool {
-		code, b := s.do("GET", "/ws/v1/cluster/metrics", "", "", "")
+	routertest.Poll(t, "one killed application in the metrics", func() bool {
+		code, b := s.Do("GET", "/ws/v1/cluster/metrics", "", "", "")
 		var m rmrest.ClusterMetricsResponse
 		if code != 200 || json.Unmarshal(b, &m) != nil {
 			return false
@@ -432,7 +418,7 @@ func TestKillFanOutTiming(t *testing.T) {
 			s.stateAt(sc, id) // connect before the clock starts
 		}
 		start := time.Now()
-		if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+		if err := s.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, sc := range []router.SubClusterID{"SC-2", "SC-3", "SC-4"} {
@@ -452,17 +438,17 @@ func TestKillFanOutTiming(t *testing.T) {
 // the app (its RM expired the UAM, or restarted without recovery) counts
 // as killed: its row is deleted rather than left for the reaper.
 func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-1"))
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-1"))
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	f.store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
-	if err := f.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+	f.Store.PutUAM(router.UAMRow{App: yarnid.AppIDString(id), SubCluster: "SC-2", Home: "SC-1"})
+	if err := f.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.rms["SC-2"].Calls("forceKillApplication"); n != 1 || len(f.store.UAMs()) != 0 {
-		t.Fatalf("secondary kills %d, rows %+v", n, f.store.UAMs())
+	if n := f.RMs["SC-2"].Calls("forceKillApplication"); n != 1 || len(f.Store.UAMs()) != 0 {
+		t.Fatalf("secondary kills %d, rows %+v", n, f.Store.UAMs())
 	}
 }
 
@@ -472,21 +458,21 @@ func TestKillUAMUnknownToSecondaryIsGone(t *testing.T) {
 func TestKillWithRegistryDownStillKillsHome(t *testing.T) {
 	s := newSpanFed(t, 2, nil)
 	id := s.spanningApp(map[router.SubClusterID]int{"SC-2": 1})
-	s.store.SetFail(func(op string) error {
+	s.Store.SetFail(func(op string) error {
 		if op == "GetUAMs" {
 			return fmt.Errorf("fake: store unreachable")
 		}
 		return nil
 	})
-	if err := s.client.Call(ctxT(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
+	if err := s.Client.Call(routertest.Ctx(t), "forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	poll(t, "home KILLED", func() bool { return s.stateAt("SC-1", id) == killed })
+	routertest.Poll(t, "home KILLED", func() bool { return s.stateAt("SC-1", id) == killed })
 	if v := s.metric("yarnfed_router_uam_registry_errors_total", map[string]string{"op": "GetUAMs"}); v < 1 {
 		t.Errorf("registry errors %v", v)
 	}
-	if st := s.stateAt("SC-2", id); st != yarnpb.YarnApplicationStateProto_RUNNING || len(s.store.UAMs()) != 1 {
-		t.Errorf("UAM %v, rows %+v: nothing known to kill", st, s.store.UAMs())
+	if st := s.stateAt("SC-2", id); st != yarnpb.YarnApplicationStateProto_RUNNING || len(s.Store.UAMs()) != 1 {
+		t.Errorf("UAM %v, rows %+v: nothing known to kill", st, s.Store.UAMs())
 	}
 	if !strings.Contains(s.logs.String(), "reading the UAM registry failed") {
 		t.Error("registry failure not logged")

@@ -5,10 +5,14 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/router/rest"
 )
 
 // Handler serves the router's HTTP endpoints: health, readiness and the
-// federated RM REST API (rest.go) and the web UI (ui.go).
+// federated RM REST API (router/rest), the AM web proxy (proxy.go) and
+// the web UI (router/webui).
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -35,8 +39,8 @@ func (r *Router) Handler() http.Handler {
 		// is the RM's and the names would confuse).
 		mux.Handle("GET /prom", promhttp.HandlerFor(r.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
-	r.restRoutes(mux)
-	r.uiRoutes(mux) // web UI pages (ui.go)
+	r.webRoutes(mux)
+	r.newUI().Routes(mux) // router/webui
 	return withOptions(mux)
 }
 
@@ -74,3 +78,46 @@ func allowedMethods(mux *http.ServeMux, req *http.Request) []string {
 	}
 	return out
 }
+
+// withWebUser gives serve the web caller's identity: the SPNEGO-
+// authenticated user when a keytab is configured (no ticket or cookie: 401
+// Negotiate), else ?user.name=, Hadoop's pseudo auth, default dr.who. REST
+// and the web UI's pages share it: both list applications and their users.
+func (r *Router) withWebUser(serve func(http.ResponseWriter, *http.Request, hadoopipc.User)) http.HandlerFunc {
+	if r.webAuth != nil {
+		return r.webAuth.Wrap(func(w http.ResponseWriter, req *http.Request, user string) {
+			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
+		}).ServeHTTP
+	}
+	return func(w http.ResponseWriter, req *http.Request) {
+		user := req.URL.Query().Get("user.name")
+		if user == "" {
+			user = "dr.who"
+		}
+		serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodSimple})
+	}
+}
+
+// webRoutes registers the RM REST API (router/rest) and the AM web proxy
+// (proxy.go), whose caller's identity is the REST API's (SPNEGO when
+// configured, else pseudo): tracking UIs show job details; the app's ACL
+// applies (rest.API.AppCheck, the same rule table).
+func (r *Router) webRoutes(mux rest.Mux) {
+	r.restAPI.Routes(mux)
+	proxy := r.withWebUser(func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
+		r.proxyApp(w, req.WithContext(hadoopipc.ContextWithUser(req.Context(), u)))
+	})
+	mux.Handle("/proxy/{appid}", proxy)
+	mux.Handle("/proxy/{appid}/{rest...}", proxy)
+}
+
+// The REST API's names its clients use (e2e), as router/rest defines them.
+const (
+	// FederationSchedulerRoot is the merged scheduler document's root.
+	FederationSchedulerRoot = rest.FederationSchedulerRoot
+	// DelegationTokenHeader carries the encoded token of a renew or cancel.
+	DelegationTokenHeader = rest.DelegationTokenHeader
+)
+
+// DelegationToken is RMWebServices' dao.DelegationToken.
+type DelegationToken = rest.DelegationToken

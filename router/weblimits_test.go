@@ -13,16 +13,17 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/testenv"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 // webFed starts a router with its REST port on loopback and web limits set
 // by mod.
 func webFed(t *testing.T, mod func(*router.WebConfig)) string {
-	f := newFed(t, 1, func(c *router.Config) {
+	f := routertest.NewFed(t, 1, func(c *router.Config) {
 		c.WebAddress = "127.0.0.1:0"
 		mod(&c.Web)
 	})
-	return f.router.WebAddr().String()
+	return f.Router.WebAddr().String()
 }
 
 // slowPeer opens a connection and sends the start of a request, then one
@@ -189,7 +190,7 @@ func TestRESTPerAddressCap(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("client from another address: %s", resp.Status)
 	}
-	poll(t, "third connection from one address closed on accept", func() bool {
+	routertest.Poll(t, "third connection from one address closed on accept", func() bool {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			return false
@@ -201,7 +202,7 @@ func TestRESTPerAddressCap(t *testing.T) {
 		return len(b) == 0 // closed without an answer
 	})
 	first.Close()
-	poll(t, "a freed slot served", func() bool {
+	routertest.Poll(t, "a freed slot served", func() bool {
 		c := &http.Client{Timeout: 5 * time.Second}
 		resp, err := c.Get("http://" + addr + "/healthz")
 		if err != nil {

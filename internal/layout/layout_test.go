@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,9 @@ type rule struct {
 	denied []string
 	// allowed lists exceptions inside denied prefixes.
 	allowed []string
+	// xtestAllowed are further exceptions, exact packages, for the
+	// package's external tests only (package x_test, linked into no binary).
+	xtestAllowed []string
 }
 
 // Imports flow one way: cmd -> components -> policies, statestore/client,
@@ -38,18 +42,34 @@ var rules = []rule{
 }
 
 // The router's rooms (router/DESIGN.md, "Package map"): the root
-// (github.com/yarnfed/yarnfed/router) composes them; none of them imports
-// the root or another room, except the id forms every room may name.
+// (github.com/yarnfed/yarnfed/router) composes them and none of them
+// imports it. Leaves (yarnid, fed: the ids and the vocabulary every room
+// speaks) import nothing of the router; the libraries (restwire, merge,
+// spnego, dtoken, appacl) only leaves; the edges (rest: the REST API,
+// webui: the web UI) the leaves and libraries they use, never the root
+// (they reach it through the Core interfaces they declare) nor each other
+// (webui reads REST's answers through its REST interface).
 // routertest and bench are the root's test harnesses and import it.
 var routerRooms = []rule{
 	{name: "router/yarnid is a leaf", from: "router/yarnid", denied: []string{"router"}},
+	{name: "router/fed is a leaf", from: "router/fed", denied: []string{"router"}},
 	{name: "router/restwire imports only yarnid of the router", from: "router/restwire", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
 	{name: "router/spnego imports nothing of the router", from: "router/spnego", denied: []string{"router"}},
 	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
 	{name: "router/appacl imports nothing of the router", from: "router/appacl", denied: []string{"router"}},
-	{name: "router/webui imports nothing of the router", from: "router/webui", denied: []string{"router"}},
-	{name: "router/merge imports only yarnid of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
+	{name: "router/merge imports only the leaves of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid", "router/fed"}},
+	{name: "router/rest reaches the root only through rest.Core", from: "router/rest", denied: []string{"router"},
+		allowed:      []string{"router/yarnid", "router/fed", "router/restwire", "router/merge", "router/appacl", "router/dtoken"},
+		xtestAllowed: roomTests},
+	{name: "router/webui reaches the root and REST only through its interfaces", from: "router/webui", denied: []string{"router"},
+		allowed:      []string{"router/yarnid", "router/fed", "router/restwire", "router/merge"},
+		xtestAllowed: roomTests},
 }
+
+// roomTests is what the edges' external tests may import besides: they
+// drive the wired router (the root over routertest's fakes), as the
+// harnesses do, and REST's token tests log in with SPNEGO cookies.
+var roomTests = []string{"router", "router/routertest", "router/spnego"}
 
 // routerHarnesses may import the router root.
 var routerHarnesses = []string{"router/routertest", "router/bench"}
@@ -79,21 +99,29 @@ func TestImportDirection(t *testing.T) {
 		}
 		checked++
 		rel := strings.TrimPrefix(p.ImportPath, module)
-		imports := append(append(append([]string{}, p.Imports...), p.TestImports...), p.XTestImports...)
+		imports := append(append([]string{}, p.Imports...), p.TestImports...)
 		for _, r := range rules {
 			if !under(rel, r.from) {
 				continue
 			}
-			for _, imp := range imports {
-				if !strings.HasPrefix(imp, module) {
-					continue
-				}
-				dep := strings.TrimPrefix(imp, module)
-				if dep == rel { // an external test package imports its own
-					continue
-				}
-				if violates(rel, dep, r) {
-					t.Errorf("%s: %s imports %s", r.name, rel, dep)
+			for _, c := range []struct {
+				imports []string
+				xtest   bool
+			}{{imports, false}, {p.XTestImports, true}} {
+				for _, imp := range c.imports {
+					if !strings.HasPrefix(imp, module) {
+						continue
+					}
+					dep := strings.TrimPrefix(imp, module)
+					if dep == rel { // an external test package imports its own
+						continue
+					}
+					if c.xtest && slices.Contains(r.xtestAllowed, dep) {
+						continue
+					}
+					if violates(rel, dep, r) {
+						t.Errorf("%s: %s imports %s", r.name, rel, dep)
+					}
 				}
 			}
 		}
@@ -133,9 +161,24 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/webui", "router", true},
 		{"router/restwire", "router", true},
 		{"router/yarnid", "router", true},
+		{"router/fed", "router", true},
+		{"router/fed", "router/yarnid", true},
 		{"router/restwire", "router/yarnid", false},
 		{"router/restwire", "router/appacl", true},
-		{"router/webui", "router/restwire", true},
+		{"router/webui", "router/restwire", false},
+		{"router/rest", "router", true},
+		{"router/rest", "router/webui", true},
+		{"router/rest", "router/spnego", true},
+		{"router/rest", "router/routertest", true},
+		{"router/rest", "router/restwire", false},
+		{"router/rest", "router/fed", false},
+		{"router/webui", "router/rest", true},
+		{"router/webui", "router/appacl", true},
+		{"router/webui", "router/merge", false},
+		{"router/merge", "router/fed", false},
+		{"router/merge", "router/restwire", true},
+		{"router", "router/rest", false},
+		{"router", "router/webui", false},
 		{"router/appacl", "router/yarnid", true},
 		{"router/spnego", "internal/config", false},
 		{"router/dtoken", "internal/hadoopipc", false},
@@ -182,6 +225,26 @@ func TestEveryRouterRoomHasARule(t *testing.T) {
 	}
 	if n < len(routerRooms) {
 		t.Fatalf("go list router/... found %d packages, fewer than the %d rooms", n, len(routerRooms))
+	}
+}
+
+// TestRoomTestsMayImportOnlyTheListedPackages: the edges' external tests
+// may import the root and routertest, but not another room through the
+// root's prefix (the exception is exact, not a prefix).
+func TestRoomTestsMayImportOnlyTheListedPackages(t *testing.T) {
+	for _, r := range routerRooms {
+		if r.from != "router/rest" && r.from != "router/webui" {
+			continue
+		}
+		for _, dep := range []string{"router", "router/routertest"} {
+			if !violates(r.from, dep, r) || !slices.Contains(r.xtestAllowed, dep) {
+				t.Errorf("%s: %s must be denied to the room and allowed to its tests", r.from, dep)
+			}
+		}
+		other := map[string]string{"router/rest": "router/webui", "router/webui": "router/rest"}[r.from]
+		if !violates(r.from, other, r) || slices.Contains(r.xtestAllowed, other) {
+			t.Errorf("%s: %s must stay denied, tests too", r.from, other)
+		}
 	}
 }
 

@@ -479,3 +479,20 @@ func unionStrings(dst, src []string) []string {
 	}
 	return dst
 }
+
+// MayHaveUAMs says whether an application in this state can have UAMs
+// worth a registry read: its AM registered (RUNNING), a later attempt is
+// starting (ACCEPTED after attempt 1), or it is final (its UAMs may
+// linger, which is what an operator looks for). A fresh submission
+// (ACCEPTED, first attempt) has none, so the submit-then-report path
+// costs nothing more.
+func MayHaveUAMs(rep *yarnpb.ApplicationReportProto) bool {
+	switch rep.GetYarnApplicationState() {
+	case yarnpb.YarnApplicationStateProto_RUNNING, yarnpb.YarnApplicationStateProto_FINISHED,
+		yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
+		return true
+	case yarnpb.YarnApplicationStateProto_ACCEPTED:
+		return rep.GetCurrentApplicationAttemptId().GetAttemptId() > 1
+	}
+	return false
+}

@@ -2,7 +2,7 @@
 // from any routing: request bodies decoded and validated as RMWebServices
 // reads them (JSON or XML by Content-Type; fuzzed), bounded reads, the
 // RemoteException error with its HTTP status, and JSON/XML replies by
-// Accept. The handlers, which route, are in the router root.
+// Accept. The handlers, which route, are in router/rest.
 package restwire
 
 import (

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on REST: every route whose pattern names an {appid}
-// goes through restAppCheck (called by serveREST for the REST API and by
-// proxyApp for /proxy/), which applies the route's rule below with the
-// same appACLs.Allowed the IPC calls use (checkAppCall). A pattern with
+// goes through AppCheck (called by serveREST for the REST API and by the
+// root's proxyApp for /proxy/), which applies the route's rule below with
+// the same ACL table (Config.ACLs) the IPC calls use (checkAppCall). A pattern with
 // {appid} and no rule is refused to everyone (fail closed), and
 // TestEveryAppRouteHasACLRule enumerates the registered routes.
 
@@ -59,6 +60,14 @@ var restAppRules = map[string]restAppRule{
 	"/proxy/{appid}/{rest...}": {kind: appacl.View},
 }
 
+// AppRule is the rule of an app-scoped route pattern (ok: it has one):
+// the access it needs, and whether it is open to all or filtered by the
+// handler instead of refused.
+func AppRule(pattern string) (kind appacl.Kind, open, filtered, ok bool) {
+	rule, ok := restAppRules[pattern]
+	return rule.kind, rule.open, rule.filtered, ok
+}
+
 // ErrAppACLDenied: the caller lacks the application access the call needs.
 var ErrAppACLDenied = errors.New("application access denied")
 
@@ -73,11 +82,11 @@ func (e *aclDenied) Unwrap() error { return ErrAppACLDenied }
 // without one; TestEveryAppRouteHasACLRule fails first).
 var errNoAppRule = &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{"no application ACL rule for this route"}}
 
-// restAppCheck applies req's route rule for the caller in ctx: nil when
+// AppCheck applies req's route rule for the caller in ctx: nil when
 // allowed (or ACLs are off, or the route is not app-scoped, or the app
 // id does not parse: the handler answers that), else a 403 restwire.Error.
-func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
-	if r.appACLs == nil || !strings.Contains(req.Pattern, "{appid}") {
+func (r *API) AppCheck(ctx context.Context, req *http.Request) error {
+	if r.cfg.ACLs == nil || !strings.Contains(req.Pattern, "{appid}") {
 		return nil
 	}
 	rule, ok := restAppRules[req.Pattern]
@@ -92,13 +101,13 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 		return nil
 	}
 	app := yarnid.AppIDString(id)
-	auditOf(ctx).app = app
+	fed.AuditOf(ctx).App = app
 	user := userOf(ctx)
-	if allowed, _ := r.appACLs.Allowed(ctx, user, app, rule.kind); allowed {
+	if allowed, _ := r.cfg.ACLs.Allowed(ctx, user, app, rule.kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
-	r.metrics.appACLDenied.WithLabelValues("REST " + req.Pattern).Inc()
+	r.core.ACLDenied("REST " + req.Pattern)
 	msg := fmt.Sprintf("User %s does not have privilage to see this application %s", short, app)
 	if rule.refusal != "" {
 		msg = fmt.Sprintf(rule.refusal, app, short)
@@ -106,19 +115,39 @@ func (r *Router) restAppCheck(ctx context.Context, req *http.Request) error {
 	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{msg}}
 }
 
-// withAppCheck runs h after restAppCheck.
-func (r *Router) withAppCheck(h restHandler) restHandler {
+// withAppCheck runs h after AppCheck.
+func (r *API) withAppCheck(h restHandler) restHandler {
 	return func(ctx context.Context, req *http.Request) (restReply, error) {
-		if err := r.restAppCheck(ctx, req); err != nil {
+		if err := r.AppCheck(ctx, req); err != nil {
 			return restReply{}, err
 		}
 		return h(ctx, req)
 	}
 }
 
-// routeMux is what restRoutes registers on (*http.ServeMux; a recorder in
-// TestEveryAppRouteHasACLRule).
-type routeMux interface {
-	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
-	Handle(pattern string, handler http.Handler)
+// filterAppInfo is filterReport for a REST document: what RMWebServices'
+// AppInfo leaves out for a caller without VIEW_APP (AM addresses and logs,
+// tracking URL, diagnostics, progress, usage).
+func (r *API) filterAppInfo(ctx context.Context, a *rmrest.App) {
+	if r.cfg.ACLs == nil {
+		return
+	}
+	if ok, _ := r.cfg.ACLs.Allowed(ctx, userOf(ctx), a.ID, appacl.View); ok {
+		return
+	}
+	*a = rmrest.App{
+		ID: a.ID, User: a.User, Name: a.Name, Queue: a.Queue, State: a.State, FinalStatus: a.FinalStatus,
+		TrackingUI: a.TrackingUI, ClusterID: a.ClusterID, RMClusterID: a.RMClusterID,
+		ApplicationType: a.ApplicationType, ApplicationTags: a.ApplicationTags, Priority: a.Priority,
+		StartedTime: a.StartedTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishedTime, ElapsedTime: a.ElapsedTime,
+		UnmanagedApplication: a.UnmanagedApplication,
+	}
+}
+
+// errAppKillForbidden is the REST refusal of a kill (RMWebServices answers
+// 403 with this text).
+func errAppKillForbidden(app, user string) error {
+	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden,
+		//lint:ignore ST1005 the text of the RM's own AccessControlException
+		Err: fmt.Errorf("Unauthorized attempt to kill appid %s by remote user %s", app, hadoopipc.ShortName(user))}
 }

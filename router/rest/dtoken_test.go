@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"bytes"
@@ -65,15 +65,15 @@ func tokenIPCClient(t *testing.T, r *router.Router, tok *commonpb.TokenProto) *h
 // port, as in production) REST issues, renews and cancels the same tokens
 // IPC does, against a real MIT KDC, with RMWebServices' statuses.
 func TestRESTDelegationTokens(t *testing.T) {
-	e := newKrbEnv(t)
-	httpKeytab := e.kdc.AddService(t, "HTTP/localhost")
+	e := routertest.NewKrbEnv(t)
+	httpKeytab := e.KDC.AddService(t, "HTTP/localhost")
 	rm := routertest.NewRM("SC-1", 1000)
-	f := &fed{t: t, store: routertest.NewStore(), rms: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
-	f.client = &hadoopipc.Client{} // Kerberos only: no SIMPLE dial
-	r := f.newRouter(func(c *router.Config) {
-		e.routerConfig(c)
-		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.kdc.Principal("HTTP/localhost")}
+	f := &routertest.Fed{T: t, Store: routertest.NewStore(), RMs: map[router.SubClusterID]*routertest.RM{"SC-1": rm}}
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "fake-SC-1:8032", State: router.StateRunning})
+	f.Client = &hadoopipc.Client{} // Kerberos only: no SIMPLE dial
+	r := f.NewRouter(func(c *router.Config) {
+		e.RouterConfig(c)
+		c.SPNEGO = spnego.Config{Keytab: httpKeytab, Principal: e.KDC.Principal("HTTP/localhost")}
 	}, rm)
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
@@ -81,7 +81,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	logins := map[string]*krbclient.Client{}
 	as := func(name string) restUser {
 		if logins[name] == nil {
-			logins[name] = e.loginKeytab(name)
+			logins[name] = e.LoginKeytab(name)
 		}
 		return restUser{t: t, base: base, sc: krbspnego.NewClient(logins[name], nil, "HTTP/localhost")}
 	}
@@ -127,7 +127,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 
 	// A REST token is an IPC login.
 	ipc := tokenIPCClient(t, r, tok)
-	if err := ipc.Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+	if err := ipc.Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
 		t.Fatalf("REST-issued token over IPC: %v", err)
 	}
 
@@ -159,9 +159,9 @@ func TestRESTDelegationTokens(t *testing.T) {
 	}
 
 	// A token issued over IPC renews and cancels over REST.
-	aliceIPC := krbRouterClient(t, r, logins["alice"], "")
+	aliceIPC := routertest.KrbRouterClient(t, r, logins["alice"], "")
 	ipcTok := &commonpb.GetDelegationTokenResponseProto{}
-	if err := aliceIPC.Call(ctxT(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, ipcTok); err != nil {
+	if err := aliceIPC.Call(routertest.Ctx(t), "getDelegationToken", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("bob")}, ipcTok); err != nil {
 		t.Fatal(err)
 	}
 	enc := dtoken.EncodeURL(ipcTok.GetToken())
@@ -177,7 +177,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	if code, _, b = bob.do("POST", dt+"/expiration", enc, "", "", ""); code != 400 {
 		t.Fatalf("renew a cancelled token: %d %s", code, b)
 	}
-	err = tokenIPCClient(t, r, ipcTok.GetToken()).Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	err = tokenIPCClient(t, r, ipcTok.GetToken()).Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
 	if err == nil {
 		t.Fatal("a token cancelled over REST still logs in over IPC")
 	}
@@ -186,7 +186,7 @@ func TestRESTDelegationTokens(t *testing.T) {
 	if code, _, b = bob.do("DELETE", dt, got.Token, "", "", ""); code != 200 {
 		t.Fatalf("bob cancels: %d %s", code, b)
 	}
-	err = tokenIPCClient(t, r, tok).Call(ctxT(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
+	err = tokenIPCClient(t, r, tok).Call(routertest.Ctx(t), "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{})
 	if err == nil {
 		t.Fatal("a cancelled REST token still logs in over IPC")
 	}
@@ -205,8 +205,8 @@ func TestRESTDelegationTokens(t *testing.T) {
 // TestRESTDelegationTokensNeedSPNEGO: without SPNEGO every token call is
 // refused with the RM's 403, whatever user.name claims.
 func TestRESTDelegationTokensNeedSPNEGO(t *testing.T) {
-	f := newFed(t, 1, nil)
-	srv := httptest.NewServer(f.router.Handler())
+	f := routertest.NewFed(t, 1, nil)
+	srv := httptest.NewServer(f.Router.Handler())
 	t.Cleanup(srv.Close)
 	for _, c := range []struct{ method, path string }{
 		{"POST", "/ws/v1/cluster/delegation-token"}, {"DELETE", "/ws/v1/cluster/delegation-token"},

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
@@ -49,12 +50,12 @@ func (rl *relayed) write(w http.ResponseWriter, _ *http.Request) {
 // address of an HA list (a standby answers 503 or refuses), within one call
 // timeout. Accept and Content-Type are the caller's. Any answer the active
 // RM gives, 4xx and 5xx included, is returned as it is.
-func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request, path string, body []byte) (*relayed, error) {
+func (r *API) relay(ctx context.Context, sc fed.SubClusterInfo, req *http.Request, path string, body []byte) (*relayed, error) {
 	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
-		return nil, &SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path, Err: errNoWeb}
+		return nil, &fed.SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path, Err: ErrNoWeb}
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	var lastErr error
 	for _, a := range addrs {
@@ -78,10 +79,10 @@ func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request
 		if out.Header.Get("Accept") == "" {
 			out.Header.Set("Accept", "application/json") // Jersey would pick XML first for */*
 		}
-		resp, err := r.http.Do(out)
+		resp, err := r.cfg.HTTP.Do(out)
 		if err != nil {
 			lastErr = err
-			if timedOut(err) {
+			if fed.TimedOut(err) {
 				break // the budget is spent: a hung RM
 			}
 			continue
@@ -90,13 +91,13 @@ func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request
 		resp.Body.Close()
 		if err != nil {
 			lastErr = err
-			if timedOut(err) {
+			if fed.TimedOut(err) {
 				break
 			}
 			continue
 		}
 		if len(data) > maxRelayBody {
-			return nil, &SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path,
+			return nil, &fed.SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path,
 				Err: fmt.Errorf("RM answer larger than %d bytes", maxRelayBody)}
 		}
 		if resp.StatusCode == http.StatusServiceUnavailable && len(addrs) > 1 {
@@ -106,7 +107,7 @@ func (r *Router) relay(ctx context.Context, sc SubClusterInfo, req *http.Request
 		return &relayed{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"),
 			loc: rewriteLocation(resp.Header.Get("Location"), a, req), body: data}, nil
 	}
-	return nil, &SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path, Err: lastErr}
+	return nil, &fed.SubClusterError{SubCluster: sc.ID, Method: req.Method + " " + path, Err: lastErr}
 }
 
 // rewriteLocation points a Location the RM at rmAddr sent for itself at
@@ -122,7 +123,7 @@ func rewriteLocation(loc, rmAddr string, req *http.Request) string {
 	if u.Host == "" {
 		return loc // relative: resolves against the router already
 	}
-	out := requestURL(req, u.Path)
+	out := RequestURL(req, u.Path)
 	if u.RawQuery != "" {
 		out += "?" + u.RawQuery
 	}
@@ -140,38 +141,38 @@ func sameHostPort(a, b string) bool {
 
 // relayError turns a relay failure into the request's answer: an RM that
 // did not answer is an unavailable service (503) while it is expected back.
-func (r *Router) relayError(id SubClusterID, err error) error {
-	var sce *SubClusterError
+func (r *API) relayError(id fed.SubClusterID, err error) error {
+	var sce *fed.SubClusterError
 	if errors.As(err, &sce) {
-		return r.homeDown(id, err)
+		return r.core.HomeDown(id, err)
 	}
 	return err
 }
 
 // relayOnAppHome relays req to the home RM of the {appid} in its path. A
 // cached home the RM does not know (404) is re-read once from the store.
-func (r *Router) relayOnAppHome(ctx context.Context, req *http.Request, body []byte) (restReply, error) {
-	id, err := appIDParam(req)
+func (r *API) relayOnAppHome(ctx context.Context, req *http.Request, body []byte) (restReply, error) {
+	id, err := AppIDParam(req)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	fed.AuditOf(ctx).App = yarnid.AppIDString(id)
 	for attempt := 0; ; attempt++ {
-		home, cached, err := r.homeOf(ctx, id)
+		home, cached, err := r.core.HomeOf(ctx, id)
 		if err != nil {
 			return restReply{}, err
 		}
-		sc, ok := r.members.get(home)
+		sc, ok := r.core.SubCluster(home)
 		if !ok {
-			return restReply{}, r.homeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
+			return restReply{}, r.core.HomeDown(home, fmt.Errorf("home sub-cluster %s of %s is not registered", home, yarnid.AppIDString(id)))
 		}
-		auditOf(ctx).sc = home
+		fed.AuditOf(ctx).SC = home
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
 		if err != nil {
 			return restReply{}, r.relayError(home, err)
 		}
 		if rl.status == http.StatusNotFound && cached && attempt == 0 {
-			r.homes.drop(yarnid.AppIDString(id))
+			r.core.DropHome(yarnid.AppIDString(id))
 			continue
 		}
 		return restReply{raw: rl}, nil

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
@@ -28,13 +29,13 @@ import (
 // FederationConfRoot is JAXB's root name for Hadoop's FederationConfInfo.
 const FederationConfRoot = "federationConfInfo"
 
-func (r *Router) schedulerExtraRoutes(mux routeMux, p string) {
+func (r *API) schedulerExtraRoutes(mux Mux, p string) {
 	mux.HandleFunc("GET "+p+"/scheduler/activities", r.rest("scheduler-activities", false, r.restActivities))
 	mux.HandleFunc("GET "+p+"/scheduler-conf", r.rest("scheduler-conf", false, r.restSchedConf))
 	mux.HandleFunc("PUT "+p+"/scheduler-conf", r.rest("scheduler-conf-put", true, r.restPutSchedConf))
 }
 
-func (r *Router) restActivities(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restActivities(ctx context.Context, req *http.Request) (restReply, error) {
 	q := req.URL.Query()
 	node := q.Get("nodeId")
 	for _, k := range []string{"nodeId", "groupBy"} {
@@ -43,10 +44,10 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 		}
 	}
 	type held struct {
-		sc  SubClusterInfo
+		sc  fed.SubClusterInfo
 		has bool
 	}
-	found, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) (held, error) {
+	found, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) (held, error) {
 		nodes, err := r.nodesOf(ctx, sc, "")
 		if err != nil {
 			return held{}, err
@@ -62,7 +63,7 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 			if err != nil {
 				return restReply{}, r.unroutableREST(err)
 			}
-			auditOf(ctx).sc = h.sc.ID
+			fed.AuditOf(ctx).SC = h.sc.ID
 			return restReply{raw: rl}, nil
 		}
 	}
@@ -70,11 +71,11 @@ func (r *Router) restActivities(ctx context.Context, req *http.Request) (restRep
 		Err: fmt.Errorf("nodeId %s is in no routable sub-cluster", node)}
 }
 
-func (r *Router) restSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
 	return r.restPerSubCluster(ctx, req, "/ws/v1/cluster/scheduler-conf", FederationConfRoot, "")
 }
 
-func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restPutSchedConf(ctx context.Context, req *http.Request) (restReply, error) {
 	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
@@ -88,7 +89,7 @@ func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restR
 	if in.SubClusterID == "" {
 		return restReply{}, restwire.BadRequest("subClusterId is required: the router changes one sub-cluster's scheduler configuration at a time")
 	}
-	sc, ok := r.members.get(SubClusterID(in.SubClusterID))
+	sc, ok := r.core.SubCluster(fed.SubClusterID(in.SubClusterID))
 	if !ok {
 		return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
 			Err: fmt.Errorf("sub-cluster %s is not registered", in.SubClusterID)}
@@ -97,6 +98,6 @@ func (r *Router) restPutSchedConf(ctx context.Context, req *http.Request) (restR
 	if err != nil {
 		return restReply{}, r.unroutableREST(err)
 	}
-	auditOf(ctx).sc = sc.ID
+	fed.AuditOf(ctx).SC = sc.ID
 	return restReply{raw: rl}, nil
 }

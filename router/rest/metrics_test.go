@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/rest"
+	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
 // TestMergeClusterMetricsRecomputesPercentages: two RMs at 17% and 62%
@@ -17,7 +19,7 @@ func TestMergeClusterMetricsRecomputesPercentages(t *testing.T) {
 		UtilizedMBPercent: 17, UtilizedVCoresPercent: 17, RMSchedulerBusyPct: 5}
 	b := &rmrest.ClusterMetrics{AppsSubmitted: 3, TotalMB: 3000, UtilizedMB: 1860, TotalVirtualCores: 300, UtilizedVirtualCores: 186,
 		UtilizedMBPercent: 62, UtilizedVCoresPercent: 62, RMSchedulerBusyPct: 40}
-	got := router.MergeClusterMetrics([]*rmrest.ClusterMetrics{a, b})
+	got := rest.MergeClusterMetrics([]*rmrest.ClusterMetrics{a, b})
 	if got.AppsSubmitted != 5 || got.TotalMB != 4000 || got.UtilizedVirtualCores != 203 {
 		t.Fatalf("sums: %+v", got)
 	}
@@ -29,7 +31,7 @@ func TestMergeClusterMetricsRecomputesPercentages(t *testing.T) {
 		t.Fatalf("rmSchedulerBusyPercent %d, want 40", got.RMSchedulerBusyPct)
 	}
 	// No capacity at all: 0%, not a division by zero; monitors off: -1.
-	empty := router.MergeClusterMetrics([]*rmrest.ClusterMetrics{{RMSchedulerBusyPct: -1}, {RMSchedulerBusyPct: -1}})
+	empty := rest.MergeClusterMetrics([]*rmrest.ClusterMetrics{{RMSchedulerBusyPct: -1}, {RMSchedulerBusyPct: -1}})
 	if empty.UtilizedMBPercent != 0 || empty.UtilizedVCoresPercent != 0 || empty.RMSchedulerBusyPct != -1 {
 		t.Fatalf("empty: %+v", empty)
 	}
@@ -38,14 +40,14 @@ func TestMergeClusterMetricsRecomputesPercentages(t *testing.T) {
 // TestRESTMetricsPercentagesThroughRouter is the same bug end to end:
 // /ws/v1/cluster/metrics over two sub-clusters at 17% and 62%.
 func TestRESTMetricsPercentagesThroughRouter(t *testing.T) {
-	f := newFed(t, 2, nil)
-	f.store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "x:1", State: router.StateRunning,
+	f := routertest.NewFed(t, 2, nil)
+	f.Store.Put(router.SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: "x:1", State: router.StateRunning,
 		Capability: `{"clusterMetrics":{"totalVirtualCores":100,"utilizedVirtualCores":17,"utilizedVirtualCoresPercent":17}}`})
-	f.store.Put(router.SubClusterInfo{ID: "SC-2", ClientRMServiceAddress: "x:2", State: router.StateRunning,
+	f.Store.Put(router.SubClusterInfo{ID: "SC-2", ClientRMServiceAddress: "x:2", State: router.StateRunning,
 		Capability: `{"clusterMetrics":{"totalVirtualCores":300,"utilizedVirtualCores":186,"utilizedVirtualCoresPercent":62}}`})
 	var last []byte
-	poll(t, "merged metrics", func() bool {
-		code, b := f.do("GET", "/ws/v1/cluster/metrics", "", "", "")
+	routertest.Poll(t, "merged metrics", func() bool {
+		code, b := f.Do("GET", "/ws/v1/cluster/metrics", "", "", "")
 		last = b
 		var m rmrest.ClusterMetricsResponse
 		return code == 200 && json.Unmarshal(b, &m) == nil && m.ClusterMetrics.TotalVirtualCores == 400

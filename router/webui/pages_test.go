@@ -1,4 +1,4 @@
-package router_test
+package webui_test
 
 import (
 	"io"
@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
@@ -25,17 +26,17 @@ const hostile = `</td></tr></table><script>document.title="xss"</script><img id=
 // browser tests (cmd/yarnfed/webui_browser_test.go) check the same in Chromium; this one
 // runs everywhere.
 func TestUIPagesRenderAndEscape(t *testing.T) {
-	f := newFed(t, 2, func(c *router.Config) { c.Version = "v-test" })
-	id := f.newApp(f.client)
-	req := submitReq(id, "default")
+	f := routertest.NewFed(t, 2, func(c *router.Config) { c.Version = "v-test" })
+	id := f.NewApp(f.Client)
+	req := routertest.SubmitReq(id, "default")
 	req.ApplicationSubmissionContext.ApplicationName = proto.String(hostile)
-	if err := f.client.Call(ctxT(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
+	if err := f.Client.Call(routertest.Ctx(t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 	// An AM may set any tracking URL; a javascript: one must not become a
 	// live link.
 	evil := &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(1000), Id: proto.Int32(77)}
-	f.rms["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: evil, User: proto.String("mallory"), Name: proto.String("am"),
+	f.RMs["SC-1"].AddApp(&yarnpb.ApplicationReportProto{ApplicationId: evil, User: proto.String("mallory"), Name: proto.String("am"),
 		Queue: proto.String("default"), TrackingUrl: proto.String("javascript:alert(document.cookie)")})
 	q, err := policies.ParsePolicySaveString("root.x" + strings.ReplaceAll(hostile, ";", "") + ";SC-1:0.7,SC-2:0.3;SC-1:0.7,SC-2:0.3;1.0")
 	if err != nil {
@@ -45,9 +46,9 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.store.SetPolicy(router.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params})
+	f.Store.SetPolicy(router.PolicyConfiguration{Queue: cfg.Queue, Type: cfg.Type, Params: cfg.Params})
 
-	srv := httptest.NewServer(f.router.Handler())
+	srv := httptest.NewServer(f.Router.Handler())
 	defer srv.Close()
 	cases := []struct {
 		path string
@@ -118,14 +119,14 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 // TestUIFanOutFailureShown: when a sub-cluster fails and partial results
 // are off, the apps page answers REST's status with the error on the page.
 func TestUIFanOutFailureShown(t *testing.T) {
-	f := newFed(t, 2, nil)
-	f.rms["SC-2"].Intercept = func(method string) (error, bool) {
+	f := routertest.NewFed(t, 2, nil)
+	f.RMs["SC-2"].Intercept = func(method string) (error, bool) {
 		if method == "getApplications" {
 			return hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom"), false
 		}
 		return nil, false
 	}
-	srv := httptest.NewServer(f.router.Handler())
+	srv := httptest.NewServer(f.Router.Handler())
 	defer srv.Close()
 	page, err := http.Get(srv.URL + "/cluster/apps")
 	if err != nil {
@@ -149,8 +150,8 @@ func TestUIFanOutFailureShown(t *testing.T) {
 // TestUIErrorsMatchREST: a page answers the status its REST counterpart
 // answers for bad input and unknown applications, with the error shown.
 func TestUIErrorsMatchREST(t *testing.T) {
-	f := newFed(t, 2, nil)
-	srv := httptest.NewServer(f.router.Handler())
+	f := routertest.NewFed(t, 2, nil)
+	srv := httptest.NewServer(f.Router.Handler())
 	defer srv.Close()
 	cases := []struct {
 		name, page, rest string

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -12,18 +12,17 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/fed"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // restMetrics sums every routable RM's /ws/v1/cluster/metrics. An RM whose
 // REST API does not answer is counted from the clusterMetrics its agent
 // last heartbeated into the store (the capability JSON), which is seconds
 // old; only if that is missing too does the sub-cluster count as failed.
-func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, error) {
-	var cands []SubClusterInfo
-	if err := r.members.waitFor(ctx, r.cfg.FailoverWait.D(), func() bool {
-		cands = r.members.candidates(nil)
-		return len(cands) > 0
-	}); err != nil {
+func (r *API) restMetrics(ctx context.Context, _ *http.Request) (restReply, error) {
+	cands, err := r.core.Routable(ctx)
+	if err != nil {
 		return restReply{}, err
 	}
 	got := make([]*rmrest.ClusterMetrics, len(cands))
@@ -33,14 +32,14 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 		wg.Go(func() {
 			m, err := r.fetchMetrics(ctx, sc)
 			if err != nil {
-				if cm, cerr := ParseCapability(sc.Capability); cerr == nil {
+				if cm, cerr := restwire.ParseCapability(sc.Capability); cerr == nil {
 					m, err = cm, nil
 				} else {
-					err = &SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
+					err = &fed.SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
 				}
 			}
 			if err == nil {
-				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uam.go)
+				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uams.go)
 			}
 			got[i], errs[i] = m, err
 		})
@@ -56,23 +55,23 @@ func (r *Router) restMetrics(ctx context.Context, _ *http.Request) (restReply, e
 		ok = append(ok, got[i])
 	}
 	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
-		return restReply{}, joinSC(failed)
+		return restReply{}, fed.Join(failed)
 	}
 	sum := MergeClusterMetrics(ok)
 	return reply(http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum), nil
 }
 
-func (r *Router) fetchMetrics(ctx context.Context, sc SubClusterInfo) (*rmrest.ClusterMetrics, error) {
+func (r *API) fetchMetrics(ctx context.Context, sc fed.SubClusterInfo) (*rmrest.ClusterMetrics, error) {
 	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no RM web address")
 	}
 	var lastErr error
 	for _, a := range addrs {
-		ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+		ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a+"/ws/v1/cluster/metrics", nil)
 		req.Header.Set("Accept", "application/json")
-		resp, err := r.http.Do(req)
+		resp, err := r.cfg.HTTP.Do(req)
 		if err != nil {
 			cancel()
 			lastErr = err
@@ -93,23 +92,6 @@ func (r *Router) fetchMetrics(ctx context.Context, sc SubClusterInfo) (*rmrest.C
 		return &out.ClusterMetrics, nil
 	}
 	return nil, lastErr
-}
-
-// ParseCapability reads a sub-cluster's capability JSON: the RM's
-// clusterMetrics object, bare or in its {"clusterMetrics":{...}} envelope.
-func ParseCapability(s string) (*rmrest.ClusterMetrics, error) {
-	if s == "" {
-		return nil, fmt.Errorf("empty capability")
-	}
-	var env rmrest.ClusterMetricsResponse
-	if err := json.Unmarshal([]byte(s), &env); err == nil && env.ClusterMetrics != (rmrest.ClusterMetrics{}) {
-		return &env.ClusterMetrics, nil
-	}
-	var bare rmrest.ClusterMetrics
-	if err := json.Unmarshal([]byte(s), &bare); err != nil {
-		return nil, fmt.Errorf("capability: %w", err)
-	}
-	return &bare, nil
 }
 
 // MergeClusterMetrics combines sub-clusters' clusterMetrics: counts and

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -15,17 +15,19 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The RM REST API through the router. Every endpoint runs the same routing
-// code as the IPC calls (routing.go), so homes, breakers, the failover
+// code as the IPC calls (the root's routing.go, through Core), so homes, breakers, the failover
 // window and partial results behave identically; replies are rendered in
 // the RM's JSON or XML shapes (internal/rmrest).
 
-func (r *Router) restRoutes(mux routeMux) {
+// Routes registers the REST API on mux.
+func (r *API) Routes(mux Mux) {
 	const p = "/ws/v1/cluster"
 	for _, root := range []string{p, p + "/info"} {
 		mux.HandleFunc("GET "+root, r.rest("info", false, r.restInfo))
@@ -40,7 +42,7 @@ func (r *Router) restRoutes(mux routeMux) {
 	mux.HandleFunc("GET "+p+"/apps/{appid}/appattempts", r.rest("appattempts", false, r.restAttempts))
 	mux.HandleFunc("GET "+p+"/nodes", r.rest("nodes", false, r.restNodes))
 	mux.HandleFunc("GET "+p+"/nodes/{nodeid}", r.rest("node", false, r.restNode))
-	r.restMoreRoutes(mux, p) // rest_more.go: scheduler, per-app, reservations, tokens, /proxy
+	r.restMoreRoutes(mux, p) // more.go: scheduler, per-app, reservations, tokens
 }
 
 // restReply is what a REST handler produces: a status and the value to
@@ -50,7 +52,7 @@ type restReply struct {
 	json     any
 	xml      any
 	location string   // Location header (202 Accepted of a submission)
-	raw      *relayed // an RM's answer passed through as it was sent (rest_relay.go)
+	raw      *relayed // an RM's answer passed through as it was sent (relay.go)
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
@@ -60,51 +62,31 @@ type restHandler func(ctx context.Context, req *http.Request) (restReply, error)
 // rest wraps a handler: identity (SPNEGO when configured, else user.name,
 // Hadoop's pseudo auth, default dr.who), metrics, audit for mutations,
 // content negotiation and errors.
-func (r *Router) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
-	return r.withWebUser(r.serveREST(name, mutating, h))
+func (r *API) rest(name string, mutating bool, h restHandler) http.HandlerFunc {
+	return r.cfg.WebUser(r.serveREST(name, mutating, h))
 }
 
-// withWebUser gives serve the web caller's identity: the SPNEGO-
-// authenticated user when a keytab is configured (no ticket or cookie: 401
-// Negotiate), else ?user.name=, Hadoop's pseudo auth, default dr.who. REST
-// and the web UI's pages share it: both list applications and their users.
-func (r *Router) withWebUser(serve func(http.ResponseWriter, *http.Request, hadoopipc.User)) http.HandlerFunc {
-	if r.webAuth != nil {
-		return r.webAuth.Wrap(func(w http.ResponseWriter, req *http.Request, user string) {
-			serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodKerberos})
-		}).ServeHTTP
-	}
-	return func(w http.ResponseWriter, req *http.Request) {
-		user := req.URL.Query().Get("user.name")
-		if user == "" {
-			user = "dr.who"
-		}
-		serve(w, req, hadoopipc.User{Name: user, AuthMethod: hadoopipc.AuthMethodSimple})
-	}
-}
-
-func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.ResponseWriter, *http.Request, hadoopipc.User) {
+func (r *API) serveREST(name string, mutating bool, h restHandler) func(http.ResponseWriter, *http.Request, hadoopipc.User) {
 	method := "REST " + name
 	return func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
-		a := &audit{}
 		asXML := restwire.WantsXML(req)
 		u, err := r.restDoAs(req, u)
 		if err != nil {
-			r.metrics.observe(method, start, err)
-			status, body := restFailure(err)
+			r.core.Observe(method, start, err)
+			status, body := Failure(err)
 			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
-		ctx = context.WithValue(ctx, auditKey{}, a)
-		reply, err := r.withAppCheck(h)(ctx, req) // rest_appacl.go
-		r.metrics.observe(method, start, err)
+		ctx, a := fed.WithAudit(ctx)
+		reply, err := r.withAppCheck(h)(ctx, req) // appacl.go
+		r.core.Observe(method, start, err)
 		if mutating {
-			r.auditLog(ctx, method, a, auditOutcome(reply, err))
+			r.core.Audit(ctx, method, a, auditOutcome(reply, err))
 		}
 		if err != nil {
-			status, body := restFailure(err)
+			status, body := Failure(err)
 			restwire.Write(w, status, asXML, body, body.RemoteException)
 			return
 		}
@@ -123,7 +105,7 @@ func (r *Router) serveREST(name string, mutating bool, h restHandler) func(http.
 // the name is case-insensitive): the authenticated user acts for another one
 // if the proxy_users rules allow it from the request's address, else 403
 // with the AuthorizationException's message.
-func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, error) {
+func (r *API) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, error) {
 	var doAs string
 	for k, v := range req.URL.Query() {
 		if strings.EqualFold(k, "doas") && len(v) > 0 {
@@ -139,7 +121,7 @@ func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, 
 		host = req.RemoteAddr
 	}
 	remote := &net.TCPAddr{IP: net.ParseIP(host)}
-	if err := r.authz.proxyUsers.AuthorizeConnection(req.Context(), proxied, remote); err != nil {
+	if err := r.core.AuthorizeProxyUser(req.Context(), proxied, remote); err != nil {
 		var re *hadoopipc.RemoteError
 		msg := err.Error()
 		if errors.As(err, &re) {
@@ -150,23 +132,23 @@ func (r *Router) restDoAs(req *http.Request, u hadoopipc.User) (hadoopipc.User, 
 	return proxied, nil
 }
 
-// restFailure maps an error to Hadoop's RemoteException reply.
-func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
+// Failure maps an error to Hadoop's RemoteException reply.
+func Failure(err error) (int, rmrest.RemoteExceptionResponse) {
 	status, class := http.StatusInternalServerError, rmrest.ClassWebApp
 	var re *restwire.Error
 	var rpc *hadoopipc.RemoteError
 	switch {
 	case errors.As(err, &re):
 		status, class = re.Status, re.Class
-	case errors.Is(err, ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
+	case errors.Is(err, yarnid.ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
 		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
-	case errors.Is(err, ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
+	case errors.Is(err, fed.ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
 		status, class = http.StatusNotFound, rmrest.ClassNotFound
 	case isClass(err, hadoopipc.ClassAccessControl):
 		status, class = http.StatusForbidden, rmrest.ClassForbidden
-	case errors.Is(err, ErrNoActiveSubCluster), errors.Is(err, ErrSubClusterUnavailable), errors.Is(err, ErrSubClusterDown):
+	case errors.Is(err, fed.ErrNoActiveSubCluster), errors.Is(err, fed.ErrSubClusterUnavailable), errors.Is(err, fed.ErrSubClusterDown):
 		status = http.StatusServiceUnavailable
-	case isSubClusterDown(err):
+	case fed.SubClusterDown(err):
 		// An RM that is down, hung or standby: the service is unavailable,
 		// not broken (clients and proxies retry a 503).
 		status = http.StatusServiceUnavailable
@@ -182,16 +164,9 @@ func restFailure(err error) (int, rmrest.RemoteExceptionResponse) {
 	}}
 }
 
-// isSubClusterDown reports whether err is a sub-cluster that did not serve
-// the call (refused, timed out, standby) rather than one that answered.
-func isSubClusterDown(err error) bool {
-	var sce *SubClusterError
-	return errors.As(err, &sce) && rmDown(sce.Err)
-}
-
-func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
+func (r *API) restInfo(context.Context, *http.Request) (restReply, error) {
 	info := rmrest.ClusterInfo{
-		ID: r.started.UnixMilli(), StartedOn: r.started.UnixMilli(), State: "STARTED", HAState: "ACTIVE",
+		ID: r.cfg.Started.UnixMilli(), StartedOn: r.cfg.Started.UnixMilli(), State: "STARTED", HAState: "ACTIVE",
 		RMStateStoreName:       "yarnfed federation state store",
 		ResourceManagerVersion: "yarnfed-router", HadoopVersion: "3.4.1",
 		HAZooKeeperConnectionState: "Could not find leader elector. Verify both HA and automatic failover are enabled.",
@@ -199,8 +174,8 @@ func (r *Router) restInfo(context.Context, *http.Request) (restReply, error) {
 	return reply(http.StatusOK, rmrest.ClusterInfoResponse{ClusterInfo: info}, info), nil
 }
 
-func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, error) {
-	resp, err := r.getNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
+func (r *API) restNewApp(ctx context.Context, _ *http.Request) (restReply, error) {
+	resp, err := r.core.GetNewApplication(ctx, &yarnpb.GetNewApplicationRequestProto{})
 	if err != nil {
 		return restReply{}, err
 	}
@@ -211,7 +186,7 @@ func (r *Router) restNewApp(ctx context.Context, _ *http.Request) (restReply, er
 	return reply(http.StatusOK, na, na), nil
 }
 
-func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restSubmit(ctx context.Context, req *http.Request) (restReply, error) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, restwire.MaxBody+1))
 	if err != nil {
 		return restReply{}, restwire.BadRequest("read body: %v", err)
@@ -223,19 +198,19 @@ func (r *Router) restSubmit(ctx context.Context, req *http.Request) (restReply, 
 	if err != nil {
 		return restReply{}, err
 	}
-	if _, err := r.submitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}); err != nil {
+	if _, err := r.core.SubmitApplication(ctx, &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc}); err != nil {
 		return restReply{}, err
 	}
 	// Hadoop answers 202 Accepted with the app's URL in Location.
-	loc := requestURL(req, "/ws/v1/cluster/apps/"+yarnid.AppIDString(asc.GetApplicationId()))
+	loc := RequestURL(req, "/ws/v1/cluster/apps/"+yarnid.AppIDString(asc.GetApplicationId()))
 	return restReply{status: http.StatusAccepted, json: struct{}{}, xml: struct {
 		XMLName xml.Name `xml:"accepted"`
 	}{}, location: loc}, nil
 }
 
-// requestURL is an absolute URL for path on the host the client called
+// RequestURL is an absolute URL for path on the host the client called
 // (what Java's HttpServletRequest.getRequestURL gives an RM).
-func requestURL(req *http.Request, path string) string {
+func RequestURL(req *http.Request, path string) string {
 	scheme := "http"
 	if req.TLS != nil {
 		scheme = "https"
@@ -243,7 +218,7 @@ func requestURL(req *http.Request, path string) string {
 	return (&url.URL{Scheme: scheme, Host: req.Host, Path: path}).String()
 }
 
-func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
+func AppIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
 	id, err := yarnid.ParseAppID(req.PathValue("appid"))
 	if err != nil {
 		return nil, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: err}
@@ -251,20 +226,20 @@ func appIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
 	return id, nil
 }
 
-func (r *Router) report(ctx context.Context, req *http.Request) (*yarnpb.ApplicationReportProto, error) {
-	id, err := appIDParam(req)
+func (r *API) report(ctx context.Context, req *http.Request) (*yarnpb.ApplicationReportProto, error) {
+	id, err := AppIDParam(req)
 	if err != nil {
 		return nil, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
-	resp, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
+	fed.AuditOf(ctx).App = yarnid.AppIDString(id)
+	resp, err := r.core.GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return nil, err
 	}
 	return resp.GetApplicationReport(), nil
 }
 
-func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restAppState(ctx context.Context, req *http.Request) (restReply, error) {
 	rep, err := r.report(ctx, req)
 	if err != nil {
 		return restReply{}, err
@@ -276,12 +251,12 @@ func (r *Router) restAppState(ctx context.Context, req *http.Request) (restReply
 // restPutAppState kills an application: {"state":"KILLED"}. 202 while the
 // kill is in progress, 200 once the app is in a final state (Hadoop's
 // RMWebServices contract).
-func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restReply, error) {
-	id, err := appIDParam(req)
+func (r *API) restPutAppState(ctx context.Context, req *http.Request) (restReply, error) {
+	id, err := AppIDParam(req)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	fed.AuditOf(ctx).App = yarnid.AppIDString(id)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
 	if err != nil {
 		return restReply{}, restwire.BadRequest("read body: %v", err)
@@ -293,15 +268,15 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	if want != "KILLED" {
 		return restReply{}, restwire.BadRequest("only KILLED is a valid target state, got %q", want)
 	}
-	if r.checkAppCall(ctx, "forceKillApplication", id, nil) != nil {
+	if r.core.CheckAppCall(ctx, "forceKillApplication", id, nil) != nil {
 		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))
 	}
-	if _, err := r.killApp(ctx, id); err != nil { // the home, then its UAMs (uam.go)
+	if _, err := r.core.KillApp(ctx, id); err != nil { // the home, then its UAMs (the root's uam.go)
 		return restReply{}, err
 	}
 	// Report the app's real state: an app that had already finished stays
 	// FINISHED (200), one being killed is in progress (202).
-	rep, err := r.getApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
+	rep, err := r.core.GetApplicationReport(ctx, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id})
 	if err != nil {
 		return restReply{}, err
 	}
@@ -314,18 +289,18 @@ func (r *Router) restPutAppState(ctx context.Context, req *http.Request) (restRe
 	// In progress: like the RM, point Location at this request's URL (the
 	// state resource to poll), without the query string.
 	out := reply(http.StatusAccepted, st, st)
-	out.location = requestURL(req, req.URL.Path)
+	out.location = RequestURL(req, req.URL.Path)
 	return out, nil
 }
 
-func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
-	id, err := appIDParam(req)
+func (r *API) restAttempts(ctx context.Context, req *http.Request) (restReply, error) {
+	id, err := AppIDParam(req)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
-	if home, _, herr := r.homeOf(ctx, id); herr == nil {
-		if sc, ok := r.members.get(home); ok {
+	fed.AuditOf(ctx).App = yarnid.AppIDString(id)
+	if home, _, herr := r.core.HomeOf(ctx, id); herr == nil {
+		if sc, ok := r.core.SubCluster(home); ok {
 			var atts []rmrest.AppAttempt
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 				atts, err = c.GetAppAttempts(ctx, yarnid.AppIDString(id))
@@ -341,7 +316,7 @@ func (r *Router) restAttempts(ctx context.Context, req *http.Request) (restReply
 		}
 	}
 	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
-	if err := r.onHome(ctx, "getApplicationAttempts", id, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, resp); err != nil {
+	if err := r.core.OnHome(ctx, "getApplicationAttempts", id, &yarnpb.GetApplicationAttemptsRequestProto{ApplicationId: id}, resp); err != nil {
 		return restReply{}, err
 	}
 	out := rmrest.AppAttempts{}
@@ -382,17 +357,6 @@ func endOr(v int64) int64 {
 	}
 	return v
 }
-
-var nodeStates = func() []string {
-	var out []string
-	for i := int32(1); ; i++ {
-		n, ok := yarnpb.NodeStateProto_name[i]
-		if !ok {
-			return out
-		}
-		out = append(out, strings.TrimPrefix(n, "NS_"))
-	}
-}()
 
 // AppInfo renders an ApplicationReport as the RM's REST AppInfo.
 func AppInfo(a *yarnpb.ApplicationReportProto, now time.Time) rmrest.App {

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
 	"github.com/yarnfed/yarnfed/router/yarnid"
@@ -27,23 +28,23 @@ import (
 // IPC reports instead (fewer fields, still correct), so REST keeps working
 // wherever IPC does.
 
-var errNoWeb = errors.New("no RM web address registered")
+var ErrNoWeb = errors.New("no RM web address registered")
 
 // rmREST runs fn against sc's RM REST API, trying each address of an HA
 // list; the caller's identity is passed as user.name.
-func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.Context, *rmrest.Client) error) error {
+func (r *API) rmREST(ctx context.Context, sc fed.SubClusterInfo, fn func(context.Context, *rmrest.Client) error) error {
 	addrs := hostport.SplitList(sc.RMWebServiceAddress)
 	if len(addrs) == 0 {
-		return errNoWeb
+		return ErrNoWeb
 	}
 	// One call timeout for the whole HA list, as for an IPC call: a hung
 	// RM must not cost a timeout per address.
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	var lastErr error
 	for _, a := range addrs {
 		c := rmrest.NewClient(a)
-		c.HTTP, c.User = r.http, userOf(ctx)
+		c.HTTP, c.User = r.cfg.HTTP, userOf(ctx)
 		err := fn(cctx, c)
 		if err == nil {
 			return nil
@@ -53,7 +54,7 @@ func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.
 		if errors.As(err, &re) && re.Status == http.StatusNotFound {
 			return err // an answer, not an outage
 		}
-		if timedOut(err) {
+		if fed.TimedOut(err) {
 			return err // the budget is spent
 		}
 	}
@@ -64,30 +65,30 @@ func (r *Router) rmREST(ctx context.Context, sc SubClusterInfo, fn func(context.
 // answer: the RM is hung, and falling back to its IPC port would make the
 // client wait a second call timeout for the same RM. Other failures (no
 // web address, REST refused) fall back to IPC.
-func (r *Router) restHung(ctx context.Context, sc SubClusterID, what string, err error) error {
-	if err == nil || !timedOut(err) || ctx.Err() != nil {
+func (r *API) restHung(ctx context.Context, sc fed.SubClusterID, what string, err error) error {
+	if err == nil || !fed.TimedOut(err) || ctx.Err() != nil {
 		return nil
 	}
-	return r.homeDown(sc, &SubClusterError{SubCluster: sc, Method: what, Err: err})
+	return r.core.HomeDown(sc, &fed.SubClusterError{SubCluster: sc, Method: what, Err: err})
 }
 
-func (r *Router) restApp(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restApp(ctx context.Context, req *http.Request) (restReply, error) {
 	return r.restAppDoc(ctx, req, false)
 }
 
 // restAppDoc is GET /apps/{id}: the home RM's document, with a spanning
-// app's UAMs folded in and its span listed (uam.go); always lists the span
+// app's UAMs folded in and its span listed (uams.go); always lists the span
 // (the home alone at least) for the web UI's page.
-func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool) (restReply, error) {
-	id, err := appIDParam(req)
+func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (restReply, error) {
+	id, err := AppIDParam(req)
 	if err != nil {
 		return restReply{}, err
 	}
-	auditOf(ctx).app = yarnid.AppIDString(id)
+	fed.AuditOf(ctx).App = yarnid.AppIDString(id)
 	// A caller the router knows may not view the app gets the filtered
 	// report of the IPC path.
-	if home, _, herr := r.homeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
-		if sc, ok := r.members.get(home); ok {
+	if home, _, herr := r.core.HomeOf(ctx, id); herr == nil && r.mayView(ctx, id) {
+		if sc, ok := r.core.SubCluster(home); ok {
 			var app *rmrest.App
 			err := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 				app, err = c.GetApp(ctx, yarnid.AppIDString(id))
@@ -95,7 +96,7 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 			})
 			if err == nil {
 				if always || restMayHaveUAMs(app.State) {
-					spanREST(app, home, r.uamParts(ctx, id, home), always)
+					spanREST(app, home, r.core.UAMParts(ctx, id, home), always)
 				}
 				return reply(http.StatusOK, rmrest.AppResponse{App: *app}, *app), nil
 			}
@@ -106,15 +107,15 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 	}
 	// The IPC path handles stale homes, failover waits and not-found.
 	resp := &yarnpb.GetApplicationReportResponseProto{}
-	if err := r.onHome(ctx, "getApplicationReport", id, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
+	if err := r.core.OnHome(ctx, "getApplicationReport", id, &yarnpb.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
 		return restReply{}, err
 	}
 	rep := resp.GetApplicationReport()
-	r.filterReport(ctx, rep)
+	r.core.FilterReport(ctx, rep)
 	a := AppInfo(rep, time.Now())
-	if r.mayView(ctx, id) && (always || mayHaveUAMs(rep)) {
-		if home, _, herr := r.homeOf(ctx, id); herr == nil {
-			spanREST(&a, home, r.uamParts(ctx, id, home), always)
+	if r.mayView(ctx, id) && (always || merge.MayHaveUAMs(rep)) {
+		if home, _, herr := r.core.HomeOf(ctx, id); herr == nil {
+			spanREST(&a, home, r.core.UAMParts(ctx, id, home), always)
 		}
 	}
 	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
@@ -122,41 +123,34 @@ func (r *Router) restAppDoc(ctx context.Context, req *http.Request, always bool)
 
 // perSC runs one function per routable sub-cluster concurrently and applies
 // the partial-results rule to the failures.
-func perSC[T any](ctx context.Context, r *Router, what string, fn func(SubClusterInfo) (T, error)) ([]T, error) {
-	cands, err := r.routableNow(ctx)
+func perSC[T any](ctx context.Context, r *API, what string, fn func(fed.SubClusterInfo) (T, error)) ([]T, error) {
+	cands, err := r.core.Routable(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ok, failed := fanOut(cands, func(sc SubClusterInfo) (T, error) {
+	ok, failed := fed.FanOut(cands, func(sc fed.SubClusterInfo) (T, error) {
 		v, err := fn(sc)
 		if err != nil {
-			err = &SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
+			err = &fed.SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
 		}
 		return v, err
 	})
 	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
-		return ok, joinSC(failed)
+		return ok, fed.Join(failed)
 	}
 	return ok, nil
 }
 
-func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restApps(ctx context.Context, req *http.Request) (restReply, error) {
 	q, err := rmrest.ParseAppsQuery(req.URL.Query())
 	if err != nil {
 		return restReply{}, err
 	}
-	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) (scPart[rmrest.App], error) {
-		apps, err := r.appsOf(ctx, sc, q)
-		return scPart[rmrest.App]{sc.ID, apps}, err
-	})
+	ids, lists, err := r.AppsBySC(ctx, q)
 	if err != nil {
 		return restReply{}, err
 	}
-	ids, lists := make([]SubClusterID, len(parts)), make([][]rmrest.App, len(parts))
-	for i, p := range parts {
-		ids[i], lists[i] = p.sc, p.items
-	}
-	out := rmrest.Apps{App: MergeAppInfosBySC(ids, lists, r.cfg.PartialResults)}
+	out := rmrest.Apps{App: merge.AppInfosBySC(ids, lists, r.cfg.PartialResults)}
 	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
 		out.App = out.App[:q.Limit]
 	}
@@ -168,7 +162,7 @@ func (r *Router) restApps(ctx context.Context, req *http.Request) (restReply, er
 
 // appsOf is one sub-cluster's part of /apps (also the web UI's): its RM's
 // REST list, or its IPC list when the REST API does not answer.
-func (r *Router) appsOf(ctx context.Context, sc SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
+func (r *API) appsOf(ctx context.Context, sc fed.SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
 	var apps []rmrest.App
 	rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 		apps, err = c.GetApps(ctx, q)
@@ -184,7 +178,7 @@ func (r *Router) appsOf(ctx context.Context, sc SubClusterInfo, q rmrest.AppsQue
 }
 
 // appsOverIPC is one sub-cluster's app list from its ApplicationClientProtocol.
-func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
+func (r *API) appsOverIPC(ctx context.Context, sc fed.SubClusterInfo, q rmrest.AppsQuery) ([]rmrest.App, error) {
 	preq := &yarnpb.GetApplicationsRequestProto{Users: nonEmpty(q.User), Queues: nonEmpty(q.Queue), ApplicationTypes: q.ApplicationTypes, ApplicationTags: q.ApplicationTags}
 	for _, s := range q.States {
 		if v, ok := yarnpb.YarnApplicationStateProto_value[s]; ok {
@@ -201,7 +195,7 @@ func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.Ap
 		preq.Name = proto.String(q.Name)
 	}
 	resp := &yarnpb.GetApplicationsResponseProto{}
-	if err := r.callSC(ctx, sc, "getApplications", preq, resp); err != nil {
+	if err := r.core.CallSC(ctx, sc, "getApplications", preq, resp); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -216,34 +210,8 @@ func (r *Router) appsOverIPC(ctx context.Context, sc SubClusterInfo, q rmrest.Ap
 	return out, nil
 }
 
-// MergeAppInfos is MergeApplications for REST documents: one entry per
-// application id, UAM copies folded into the home app (allocations,
-// containers and resource-seconds summed, tags joined), UAM-only apps
-// dropped unless partial results are on.
-func MergeAppInfos(lists [][]rmrest.App, partial bool) []rmrest.App {
-	isUAM := func(a rmrest.App) bool { return a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName) }
-	groups := merge.GroupApps(lists, func(a rmrest.App) string { return a.ID }, isUAM)
-	out := make([]rmrest.App, 0, len(groups))
-	for _, g := range groups {
-		home, uams := g.Home, g.UAMs
-		if !g.HasHome {
-			if !partial {
-				continue
-			}
-			home = uams[0]
-			home.Name = merge.PartialName + g.ID
-			uams = uams[1:]
-		}
-		for _, u := range uams {
-			foldAppInfo(&home, u)
-		}
-		out = append(out, home)
-	}
-	return out
-}
-
-func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
-	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) ([]rmrest.Node, error) {
+func (r *API) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
+	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) ([]rmrest.Node, error) {
 		return r.nodesOf(ctx, sc, states)
 	})
 	if err != nil {
@@ -258,7 +226,7 @@ func (r *Router) restNodeList(ctx context.Context, states string) ([]rmrest.Node
 
 // nodesOf is one sub-cluster's part of /nodes (also the web UI's): its
 // RM's REST list, or its IPC node reports when the REST API does not answer.
-func (r *Router) nodesOf(ctx context.Context, sc SubClusterInfo, states string) ([]rmrest.Node, error) {
+func (r *API) nodesOf(ctx context.Context, sc fed.SubClusterInfo, states string) ([]rmrest.Node, error) {
 	var nodes []rmrest.Node
 	if rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
 		nodes, err = c.GetNodes(ctx, states)
@@ -275,7 +243,7 @@ func (r *Router) nodesOf(ctx context.Context, sc SubClusterInfo, states string) 
 		}
 	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
-	if err := r.callSC(ctx, sc, "getClusterNodes", preq, resp); err != nil {
+	if err := r.core.CallSC(ctx, sc, "getClusterNodes", preq, resp); err != nil {
 		return nil, err
 	}
 	for _, n := range resp.GetNodeReports() {
@@ -284,7 +252,7 @@ func (r *Router) nodesOf(ctx context.Context, sc SubClusterInfo, states string) 
 	return nodes, nil
 }
 
-func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
 	var states []string
 	for _, raw := range req.URL.Query()["states"] {
 		for _, s := range strings.Split(raw, ",") {
@@ -292,8 +260,8 @@ func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, e
 			if s == "" {
 				continue
 			}
-			if !slices.Contains(nodeStates, s) {
-				return restReply{}, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+			if !slices.Contains(restwire.NodeStates, s) {
+				return restReply{}, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(restwire.NodeStates, ","))
 			}
 			states = append(states, s)
 		}
@@ -306,7 +274,7 @@ func (r *Router) restNodes(ctx context.Context, req *http.Request) (restReply, e
 	return reply(http.StatusOK, rmrest.NodesResponse{Nodes: out}, out), nil
 }
 
-func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restNode(ctx context.Context, req *http.Request) (restReply, error) {
 	want := req.PathValue("nodeid")
 	nodes, err := r.restNodeList(ctx, "")
 	if err != nil {
@@ -319,4 +287,10 @@ func (r *Router) restNode(ctx context.Context, req *http.Request) (restReply, er
 	}
 	return restReply{}, &restwire.Error{Status: http.StatusNotFound, Class: rmrest.ClassNotFound,
 		Err: fmt.Errorf("nodeId, %s, is not found", want)}
+}
+
+// scPart is one sub-cluster's part of a list.
+type scPart[T any] struct {
+	sc    fed.SubClusterID
+	items []T
 }

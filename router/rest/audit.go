@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 var ErrRelayedRefusal = errors.New("the RM refused the relayed call")
 
 // auditOutcome is the result the audit line records: the client's. A
-// relayed answer carries the RM's status (rest_relay.go) with a nil
+// relayed answer carries the RM's status (relay.go) with a nil
 // error, so a 4xx/5xx from the RM is a failure too.
 func auditOutcome(rep restReply, err error) error {
 	if err != nil {

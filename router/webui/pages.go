@@ -1,4 +1,4 @@
-package router
+package webui
 
 import (
 	"context"
@@ -14,26 +14,27 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/policies"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/webui"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// The federation web UI: server-rendered pages (html/template, no
-// JavaScript; templates and rendering in router/webui) on the web port, at
+// The federation web UI's pages: server-rendered (html/template, no
+// JavaScript; templates and rendering in webui.go) on the web port, at
 // Hadoop's Router paths under /cluster. This file gathers each page's data.
-// Every number comes from the code that serves the REST API (perSC with
-// appsOf/nodesOf, restMetrics, membership), so a page and its REST
-// counterpart agree. Application names, queues, users, diagnostics and
+// Every number comes from the code that serves the REST API (the REST
+// interface: router/rest's per-sub-cluster reads and handlers) or from the
+// router's membership (Core), so a page and its REST counterpart agree. Application names, queues, users, diagnostics and
 // tracking URLs are user input: html/template escapes them by context
 // (text, attribute, URL; a javascript: URL becomes "#ZgotmplZ"), and the
 // Content-Security-Policy forbids scripts altogether as a second fence.
 
-// uiRoutes registers the pages (Hadoop's Router serves /cluster as its
+// The pages (Hadoop's Router serves /cluster as its
 // about page; /cluster/policies is ours: Hadoop lists policies only through
 // routeradmin).
-func (r *Router) uiRoutes(mux *http.ServeMux) {
+// Routes registers the pages on mux.
+func (r *UI) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/cluster", http.StatusFound)
 	})
@@ -44,84 +45,47 @@ func (r *Router) uiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /cluster/apps", r.page("apps", r.uiApps))
 	mux.HandleFunc("GET /cluster/app/{appid}", r.page("app", r.uiApp))
 	mux.HandleFunc("GET /cluster/policies", r.page("policies", r.uiPolicies))
-	mux.Handle("GET /static/", http.StripPrefix("/static/", webui.Static()))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", Static()))
 }
 
 // uiHandler builds a page's data; a non-nil error is shown on the page
 // with the HTTP status REST would have answered.
 type uiHandler func(ctx context.Context, req *http.Request) (title string, data any, err error)
 
-func (r *Router) page(name string, h uiHandler) http.HandlerFunc {
+func (r *UI) page(name string, h uiHandler) http.HandlerFunc {
 	method := "UI " + name
 	serve := func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
 		start := time.Now()
 		user := u.Name
 		ctx := hadoopipc.ContextWithUser(req.Context(), u)
 		title, data, err := h(ctx, req)
-		r.metrics.observe(method, start, err)
-		v := webui.View{Page: name, Title: title, User: user, Now: time.Now(), Version: r.cfg.Version, Data: data}
+		r.core.Observe(method, start, err)
+		v := View{Page: name, Title: title, User: user, Now: time.Now(), Version: r.cfg.Version, Data: data}
 		status := http.StatusOK
 		if err != nil {
-			var body rmrest.RemoteExceptionResponse
-			status, body = restFailure(err)
-			v.Err = body.RemoteException.Message
+			status, v.Err = r.rest.FailureText(err)
 		}
-		if terr := webui.Render(w, status, v); terr != nil {
-			r.log.Error("web UI template failed", "page", name, "err", terr)
+		if terr := Render(w, status, v); terr != nil {
+			r.cfg.Log.Error("web UI template failed", "page", name, "err", terr)
 			http.Error(w, "page rendering failed", http.StatusInternalServerError)
 		}
 	}
 	// The pages list every application and its user: with SPNEGO on they
 	// are behind it as REST is (an RM's pages are behind the same filter).
-	return r.withWebUser(serve)
+	return r.cfg.WebUser(serve)
 }
 
 // --- About ---
 
-type uiAboutData struct {
-	Started      time.Time
-	Uptime       time.Duration
-	ClientRMAddr string
-	AdminAddr    string
-	WebAddr      string
-	Config       Config
-	Store        StoreStatus
-	StoreErr     string
-	SubClusters  int
-	Routable     int
-	Metrics      *rmrest.ClusterMetrics
-	MetricsErr   string
-}
-
-func (r *Router) uiAbout(ctx context.Context, req *http.Request) (string, any, error) {
-	d := uiAboutData{Started: r.started, Uptime: time.Since(r.started).Round(time.Second), ClientRMAddr: r.ClientRMAddr().String(), Config: r.cfg}
-	if a := r.AdminAddr(); a != nil {
-		d.AdminAddr = a.String()
-	}
-	if a := r.WebAddr(); a != nil {
-		d.WebAddr = a.String()
-	}
-	d.Store = StoreStatus{Kind: fmt.Sprintf("%T", r.store)}
-	if s, ok := r.store.(StoreStatusReader); ok {
-		st, err := s.StoreStatus(ctx)
-		if err != nil {
-			d.StoreErr = err.Error()
-		} else {
-			d.Store = st
-		}
-	}
-	_ = r.members.ensure(ctx)
-	all := r.members.all()
-	d.SubClusters, d.Routable = len(all), len(r.members.candidates(nil))
+func (r *UI) uiAbout(ctx context.Context, req *http.Request) (string, any, error) {
+	d := r.core.About(ctx)
 	// The same handler as /ws/v1/cluster/metrics: the same numbers.
 	// A failure is shown in its place: the rest of the page (router, store)
 	// is what an operator opens About for when sub-clusters misbehave.
-	rep, err := r.restMetrics(ctx, req)
-	if m, ok := rep.xml.(rmrest.ClusterMetrics); ok && err == nil {
+	if m, err := r.rest.Metrics(ctx, req); err == nil {
 		d.Metrics = &m
-	} else if err != nil {
-		_, body := restFailure(err)
-		d.MetricsErr = body.RemoteException.Message
+	} else {
+		_, d.MetricsErr = r.rest.FailureText(err)
 	}
 	return "About the federation", d, nil
 }
@@ -129,7 +93,7 @@ func (r *Router) uiAbout(ctx context.Context, req *http.Request) (string, any, e
 // --- Federation ---
 
 type uiSubCluster struct {
-	SubClusterInfo
+	fed.SubClusterInfo
 	Routable   bool
 	Why        string // why not routable
 	Capability *rmrest.ClusterMetrics
@@ -160,32 +124,27 @@ type uiFederationData struct {
 	PoliciesErr  string
 }
 
-func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any, error) {
-	if err := r.members.ensure(ctx); err != nil {
+func (r *UI) uiFederation(ctx context.Context, _ *http.Request) (string, any, error) {
+	members, err := r.core.Members(ctx)
+	if err != nil {
 		return "Federation", nil, fmt.Errorf("read membership: %w", err)
 	}
-	d := uiFederationData{PublishedTTL: r.cfg.PublishedCapacityTTL.D()}
-	for _, sc := range r.members.all() {
-		u := uiSubCluster{SubClusterInfo: sc, Routable: r.members.routable(sc)}
-		switch {
-		case u.Routable:
+	d := uiFederationData{PublishedTTL: r.cfg.PublishedTTL}
+	for _, m := range members {
+		sc := m.SubClusterInfo
+		u := uiSubCluster{SubClusterInfo: sc, Routable: m.Routable, Why: m.Why}
+		if u.Routable {
 			d.Routable++
-		case !sc.State.Active():
-			u.Why = "state " + sc.State.String()
-		case r.members.stale(sc):
-			u.Why = "heartbeat older than " + r.cfg.SubClusterHeartbeatExpiry.D().String()
-		default:
-			u.Why = "circuit breaker open"
 		}
 		if sc.Capability != "" {
-			if m, err := ParseCapability(sc.Capability); err == nil {
+			if m, err := restwire.ParseCapability(sc.Capability); err == nil {
 				u.Capability = m
 			} else {
 				u.CapErr = err.Error()
 			}
 		}
 		if p := sc.Published; p != nil {
-			ttl := r.cfg.PublishedCapacityTTL.D()
+			ttl := r.cfg.PublishedTTL
 			u.PublishedFresh = ttl > 0 && time.Since(p.PublishedAt) <= ttl
 		}
 		if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
@@ -193,7 +152,7 @@ func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any
 		}
 		d.SubClusters = append(d.SubClusters, u)
 	}
-	pols, err := r.sortedPolicies(ctx)
+	pols, err := r.core.Policies(ctx)
 	if err != nil {
 		d.PoliciesErr = err.Error()
 	}
@@ -216,26 +175,11 @@ func (r *Router) uiFederation(ctx context.Context, _ *http.Request) (string, any
 	return "Federation", d, nil
 }
 
-// sortedPolicies is every stored queue policy, sorted by queue: what
-// `routeradmin -policy -l` pages through and what the UI shows.
-func (r *Router) sortedPolicies(ctx context.Context) ([]PolicyConfiguration, error) {
-	as, err := r.adminStore()
-	if err != nil {
-		return nil, err
-	}
-	all, err := as.ListPolicies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(all, func(a, b PolicyConfiguration) int { return strings.Compare(a.Queue, b.Queue) })
-	return all, nil
-}
-
 // --- Nodes ---
 
 type uiNode struct {
 	rmrest.Node
-	SubCluster SubClusterID
+	SubCluster fed.SubClusterID
 }
 
 type uiNodesData struct {
@@ -244,29 +188,21 @@ type uiNodesData struct {
 	States  string
 }
 
-type scPart[T any] struct {
-	sc    SubClusterID
-	items []T
-}
-
-func (r *Router) uiNodes(ctx context.Context, req *http.Request) (string, any, error) {
+func (r *UI) uiNodes(ctx context.Context, req *http.Request) (string, any, error) {
 	states := strings.ToUpper(req.URL.Query().Get("states"))
 	for _, s := range strings.Split(states, ",") {
-		if s != "" && !slices.Contains(nodeStates, s) {
-			return "Nodes", nil, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(nodeStates, ","))
+		if s != "" && !slices.Contains(restwire.NodeStates, s) {
+			return "Nodes", nil, restwire.BadRequest("invalid node state %q, want one of %s", s, strings.Join(restwire.NodeStates, ","))
 		}
 	}
-	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc SubClusterInfo) (scPart[rmrest.Node], error) {
-		nodes, err := r.nodesOf(ctx, sc, states)
-		return scPart[rmrest.Node]{sc.ID, nodes}, err
-	})
+	ids, lists, err := r.rest.NodesBySC(ctx, states)
 	d := uiNodesData{ByState: map[string]int{}, States: states}
 	if err != nil {
 		return "Nodes", d, err
 	}
-	for _, p := range parts {
-		for _, n := range p.items {
-			d.Nodes = append(d.Nodes, uiNode{Node: n, SubCluster: p.sc})
+	for i, nodes := range lists {
+		for _, n := range nodes {
+			d.Nodes = append(d.Nodes, uiNode{Node: n, SubCluster: ids[i]})
 			d.ByState[n.State]++
 		}
 	}
@@ -281,7 +217,7 @@ const uiMaxApps = 1000
 
 type uiApp struct {
 	rmrest.App
-	Home SubClusterID // "" when only UAM copies were seen (partial results)
+	Home fed.SubClusterID // "" when only UAM copies were seen (partial results)
 	// RMURL is the app's page on its home RM's web UI.
 	RMURL string
 }
@@ -294,32 +230,27 @@ type uiAppsData struct {
 	Query   template.URL // the REST query string the page used (url.Values.Encode)
 }
 
-func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, error) {
+func (r *UI) uiApps(ctx context.Context, req *http.Request) (string, any, error) {
 	q, err := rmrest.ParseAppsQuery(req.URL.Query())
 	if err != nil {
 		return "Applications", nil, err
 	}
-	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc SubClusterInfo) (scPart[rmrest.App], error) {
-		apps, err := r.appsOf(ctx, sc, q)
-		return scPart[rmrest.App]{sc.ID, apps}, err
-	})
+	ids, lists, err := r.rest.AppsBySC(ctx, q)
 	d := uiAppsData{ByState: map[string]int{}, Query: template.URL(restQuery(req.URL.Query()))}
 	if err != nil {
 		return "Applications", d, err
 	}
-	lists, ids := make([][]rmrest.App, len(parts)), make([]SubClusterID, len(parts))
-	home := map[string]SubClusterID{}
-	for i, p := range parts {
-		lists[i], ids[i] = p.items, p.sc
-		for _, a := range p.items {
+	home := map[string]fed.SubClusterID{}
+	for i, apps := range lists {
+		for _, a := range apps {
 			if !(a.UnmanagedApplication && strings.HasPrefix(a.Name, merge.UAMName)) {
 				if _, seen := home[a.ID]; !seen {
-					home[a.ID] = p.sc // the first managed copy, as MergeAppInfos keeps
+					home[a.ID] = ids[i] // the first managed copy, as merge.AppInfos keeps
 				}
 			}
 		}
 	}
-	merged := MergeAppInfosBySC(ids, lists, r.cfg.PartialResults) // spans: uam.go
+	merged := merge.AppInfosBySC(ids, lists, r.cfg.PartialResults)
 	if q.Limit > 0 && int64(len(merged)) > q.Limit {
 		merged = merged[:q.Limit]
 	}
@@ -330,7 +261,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 			continue
 		}
 		u := uiApp{App: a, Home: home[a.ID]}
-		if sc, ok := r.members.get(u.Home); ok {
+		if sc, ok := r.core.SubCluster(u.Home); ok {
 			if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
 				u.RMURL = "http://" + addrs[0] + "/cluster/app/" + url.PathEscape(a.ID)
 			}
@@ -343,7 +274,7 @@ func (r *Router) uiApps(ctx context.Context, req *http.Request) (string, any, er
 
 type uiAppDetail struct {
 	App         rmrest.App
-	Home        SubClusterID
+	Home        fed.SubClusterID
 	RMURL       string
 	Attempts    []rmrest.AppAttempt
 	AttemptsErr string
@@ -353,29 +284,26 @@ type uiAppDetail struct {
 // (/apps/{id}, /apps/{id}/appattempts), its home, and the sub-clusters it
 // spans with its containers in each (read from the UAM registry whatever
 // the app's state: lingering UAMs are what an operator looks for).
-func (r *Router) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
-	rep, err := r.restAppDoc(ctx, req, true)
+func (r *UI) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
+	app, err := r.rest.AppSpan(ctx, req)
 	if err != nil {
 		return "Application", nil, err
 	}
-	app, _ := rep.xml.(rmrest.App)
 	d := uiAppDetail{App: app}
 	if id, perr := yarnid.ParseAppID(app.ID); perr == nil {
-		if home, _, herr := r.homeOf(ctx, id); herr == nil {
+		if home, _, herr := r.core.HomeOf(ctx, id); herr == nil {
 			d.Home = home
-			if sc, ok := r.members.get(home); ok {
+			if sc, ok := r.core.SubCluster(home); ok {
 				if addrs := hostport.SplitList(sc.RMWebServiceAddress); len(addrs) > 0 {
 					d.RMURL = "http://" + addrs[0] + "/cluster/app/" + url.PathEscape(app.ID)
 				}
 			}
 		}
 	}
-	arep, aerr := r.restAttempts(ctx, req)
-	if atts, ok := arep.xml.(rmrest.AppAttempts); ok && aerr == nil {
-		d.Attempts = atts.AppAttempt
-	} else if aerr != nil {
-		_, body := restFailure(aerr)
-		d.AttemptsErr = body.RemoteException.Message
+	if atts, aerr := r.rest.Attempts(ctx, req); aerr == nil {
+		d.Attempts = atts
+	} else {
+		_, d.AttemptsErr = r.rest.FailureText(aerr)
 	}
 	return "Application " + app.ID, d, nil
 }
@@ -403,9 +331,9 @@ type uiPoliciesData struct {
 	DefaultPolicy string
 }
 
-func (r *Router) uiPolicies(ctx context.Context, _ *http.Request) (string, any, error) {
+func (r *UI) uiPolicies(ctx context.Context, _ *http.Request) (string, any, error) {
 	d := uiPoliciesData{DefaultPolicy: r.cfg.DefaultPolicy}
-	pols, err := r.sortedPolicies(ctx)
+	pols, err := r.core.Policies(ctx)
 	if err != nil {
 		return "Queue policies", d, err
 	}

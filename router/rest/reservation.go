@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
-// Reservations over REST follow the IPC rules (reservation.go): a new id
+// Reservations over REST follow the IPC rules (the root's reservation.go, through Core): a new id
 // from any sub-cluster, the queue's policy places the submission and the
 // store records the reservation's home, update/delete/list go to that
 // home. The bodies are relayed to the home RM as the client sent them.
@@ -24,17 +25,17 @@ import (
 // is: a client's error is not a sub-cluster failure. Only an RM that did
 // not serve the call (no answer, or 503: standby) sends it to another
 // sub-cluster.
-func (r *Router) restNewReservation(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restNewReservation(ctx context.Context, req *http.Request) (restReply, error) {
 	var out *relayed
-	err := r.onAny(ctx, "REST new-reservation", func(sc SubClusterInfo) error {
+	err := r.core.OnAny(ctx, "REST new-reservation", func(sc fed.SubClusterInfo) error {
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), nil)
 		if err != nil {
 			return err
 		}
 		if rl.status == http.StatusServiceUnavailable {
-			return &SubClusterError{SubCluster: sc.ID, Method: "REST new-reservation", Err: errRMUnavailable}
+			return &fed.SubClusterError{SubCluster: sc.ID, Method: "REST new-reservation", Err: errRMUnavailable}
 		}
-		auditOf(ctx).sc = sc.ID
+		fed.AuditOf(ctx).SC = sc.ID
 		out = rl
 		return nil
 	})
@@ -47,7 +48,7 @@ func (r *Router) restNewReservation(ctx context.Context, req *http.Request) (res
 // errRMUnavailable is an RM's 503 (a standby RM, or one not serving yet).
 var errRMUnavailable = errors.New("the RM answered 503 (standby?)")
 
-func (r *Router) restSubmitReservation(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restSubmitReservation(ctx context.Context, req *http.Request) (restReply, error) {
 	body, err := restwire.ReadBody(req)
 	if err != nil {
 		return restReply{}, err
@@ -57,7 +58,7 @@ func (r *Router) restSubmitReservation(ctx context.Context, req *http.Request) (
 		return restReply{}, err
 	}
 	var out *relayed
-	err = r.submitReservationVia(ctx, "submitReservation", rr.Queue, rr.ReservationID, func(sc SubClusterInfo) error {
+	err = r.core.SubmitReservationVia(ctx, "submitReservation", rr.Queue, rr.ReservationID, func(sc fed.SubClusterInfo) error {
 		rl, err := r.relay(ctx, sc, req, req.URL.EscapedPath(), body)
 		if err != nil {
 			return err
@@ -72,16 +73,16 @@ func (r *Router) restSubmitReservation(ctx context.Context, req *http.Request) (
 }
 
 // unroutableREST maps a relay failure that left no sub-cluster to try to a
-// 503 (SubClusterError from relay is an RM that did not answer).
-func (r *Router) unroutableREST(err error) error {
-	if isSubClusterDown(err) || timedOut(err) {
-		return fmt.Errorf("%w: %w", ErrSubClusterUnavailable, err)
+// 503 (fed.SubClusterError from relay is an RM that did not answer).
+func (r *API) unroutableREST(err error) error {
+	if fed.SubClusterDown(err) || fed.TimedOut(err) {
+		return fmt.Errorf("%w: %w", fed.ErrSubClusterUnavailable, err)
 	}
 	return err
 }
 
 // restReservationOnHome relays update and delete to the reservation's home.
-func (r *Router) restReservationOnHome(decode func(string, []byte) (restwire.ReservationRequest, error)) restHandler {
+func (r *API) restReservationOnHome(decode func(string, []byte) (restwire.ReservationRequest, error)) restHandler {
 	return func(ctx context.Context, req *http.Request) (restReply, error) {
 		body, err := restwire.ReadBody(req)
 		if err != nil {
@@ -97,8 +98,8 @@ func (r *Router) restReservationOnHome(decode func(string, []byte) (restwire.Res
 
 // relayToReservationHome relays req as it came (with body) to the RM of
 // the reservation's home sub-cluster.
-func (r *Router) relayToReservationHome(ctx context.Context, req *http.Request, method string, id *yarnpb.ReservationIdProto, body []byte) (restReply, error) {
-	sc, err := r.reservationHome(ctx, method, id)
+func (r *API) relayToReservationHome(ctx context.Context, req *http.Request, method string, id *yarnpb.ReservationIdProto, body []byte) (restReply, error) {
+	sc, err := r.core.ReservationHome(ctx, method, id)
 	if err != nil {
 		return restReply{}, err
 	}
@@ -111,7 +112,7 @@ func (r *Router) relayToReservationHome(ctx context.Context, req *http.Request, 
 
 // restListReservations: with a reservation-id, the home's answer; without,
 // every sub-cluster's reservations of the queue, concatenated.
-func (r *Router) restListReservations(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restListReservations(ctx context.Context, req *http.Request) (restReply, error) {
 	if s := req.URL.Query().Get("reservation-id"); s != "" {
 		id, err := restwire.ParseReservationID(s)
 		if err != nil {

@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/rest"
 )
 
 // Fuzz targets for the issue-13 REST mergers (the decoders' are in
@@ -21,10 +21,10 @@ func FuzzMergeLists(f *testing.F) {
 	f.Add([]byte(`{"reservations":{"a":1}}`), []byte(`{"reservations":[{"a":2}],"x":3}`))
 	f.Add([]byte(`<reservationListInfo><reservations><a>1</a></reservations></reservationListInfo>`), []byte(`<r><reservations/></r>`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		if out, err := router.MergeJSONLists([][]byte{a, b}); err == nil && !json.Valid(out) {
+		if out, err := rest.MergeJSONLists([][]byte{a, b}); err == nil && !json.Valid(out) {
 			t.Fatalf("merged JSON is not JSON: %s", out)
 		}
-		if out, err := router.MergeXMLLists([][]byte{a, b}); err == nil {
+		if out, err := rest.MergeXMLLists([][]byte{a, b}); err == nil {
 			d := xml.NewDecoder(bytes.NewReader(out))
 			for {
 				if _, err := d.Token(); err != nil {

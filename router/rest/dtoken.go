@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // takes no delegation token as a REST login, so no request here was
 // authenticated by one (RMWebServices refuses those too).
 //
-// Tokens are issued, renewed and cancelled by the IPC code (dtoken.go, router/dtoken):
+// Tokens are issued, renewed and cancelled by the IPC code (the root's dtoken.go, router/dtoken), through Core:
 // a token got here works over IPC and the other way round.
 
 const (
@@ -55,12 +55,12 @@ func kerberosCaller(ctx context.Context) (hadoopipc.User, bool) {
 	return u, ok && u.AuthMethod == hadoopipc.AuthMethodKerberos
 }
 
-func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restPostDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
 	u, ok := kerberosCaller(ctx)
 	if !ok {
 		return forbidden(dtokenRefusal), nil
 	}
-	if r.tokens == nil {
+	if !r.core.IssuesTokens() {
 		return restReply{}, errors.New("the state store keeps no delegation tokens")
 	}
 	body, err := restwire.ReadBody(req)
@@ -71,7 +71,7 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 	if err := restwire.DecodeBody(req.Header.Get("Content-Type"), body, &in); err != nil {
 		return restReply{}, err
 	}
-	tok, id, renewDate, err := r.issueToken(ctx, u, in.Renewer)
+	tok, id, renewDate, err := r.core.IssueToken(ctx, u, in.Renewer)
 	if err != nil {
 		return restReply{}, err
 	}
@@ -81,7 +81,7 @@ func (r *Router) restPostDelegationToken(ctx context.Context, req *http.Request)
 	return reply(http.StatusOK, out, out), nil
 }
 
-func (r *Router) restRenewDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restRenewDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
 	if _, ok := kerberosCaller(ctx); !ok {
 		return forbidden(dtokenRefusal), nil
 	}
@@ -89,7 +89,7 @@ func (r *Router) restRenewDelegationToken(ctx context.Context, req *http.Request
 	if err != nil {
 		return restReply{}, err
 	}
-	resp, err := r.renewDelegationToken(ctx, &commonpb.RenewDelegationTokenRequestProto{Token: tok})
+	resp, err := r.core.RenewDelegationToken(ctx, &commonpb.RenewDelegationTokenRequestProto{Token: tok})
 	if err != nil {
 		return tokenCallFailure(err)
 	}
@@ -98,7 +98,7 @@ func (r *Router) restRenewDelegationToken(ctx context.Context, req *http.Request
 	return reply(http.StatusOK, out, out), nil
 }
 
-func (r *Router) restCancelDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restCancelDelegationToken(ctx context.Context, req *http.Request) (restReply, error) {
 	if _, ok := kerberosCaller(ctx); !ok {
 		return forbidden(dtokenRefusal), nil
 	}
@@ -106,7 +106,7 @@ func (r *Router) restCancelDelegationToken(ctx context.Context, req *http.Reques
 	if err != nil {
 		return restReply{}, err
 	}
-	if _, err := r.cancelDelegationToken(ctx, &commonpb.CancelDelegationTokenRequestProto{Token: tok}); err != nil {
+	if _, err := r.core.CancelDelegationToken(ctx, &commonpb.CancelDelegationTokenRequestProto{Token: tok}); err != nil {
 		return tokenCallFailure(err)
 	}
 	// The RM answers 200 with no body.

@@ -1,4 +1,4 @@
-package router
+package rest
 
 import (
 	"context"
@@ -10,20 +10,21 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // The rest of the RM REST API (issue 13). Per-application calls are
-// relayed to the app's home RM (rest_relay.go), reservations to the
-// reservation's home (rest_reservation.go); scheduler, appstatistics and
+// relayed to the app's home RM (relay.go), reservations to the
+// reservation's home (reservation.go); scheduler, appstatistics and
 // node labels ask every sub-cluster and merge the way Hadoop's Router
-// does; delegation tokens are rest_dtoken.go, /proxy is proxy.go.
+// does; delegation tokens are dtoken.go; /proxy (the AM web proxy) is the
+// root's (proxy.go), behind AppCheck.
 
-func (r *Router) restMoreRoutes(mux routeMux, p string) {
+func (r *API) restMoreRoutes(mux Mux, p string) {
 	mux.HandleFunc("GET "+p+"/scheduler", r.rest("scheduler", false, r.restScheduler))
-	r.schedulerExtraRoutes(mux, p) // rest_schedconf.go
+	r.schedulerExtraRoutes(mux, p) // schedconf.go
 	mux.HandleFunc("GET "+p+"/appstatistics", r.rest("appstatistics", false, r.restAppStatistics))
 	mux.HandleFunc("GET "+p+"/get-node-labels", r.rest("get-node-labels", false, r.restNodeLabels))
 
@@ -49,14 +50,6 @@ func (r *Router) restMoreRoutes(mux routeMux, p string) {
 	mux.HandleFunc("POST "+p+"/delegation-token", r.rest("delegation-token", true, r.restPostDelegationToken))
 	mux.HandleFunc("DELETE "+p+"/delegation-token", r.rest("delegation-token-cancel", true, r.restCancelDelegationToken))
 	mux.HandleFunc("POST "+p+"/delegation-token/expiration", r.rest("delegation-token-renew", true, r.restRenewDelegationToken))
-
-	// The caller's identity as the REST API's (SPNEGO when configured,
-	// else pseudo): tracking UIs show job details; the app's ACL applies.
-	proxy := r.withWebUser(func(w http.ResponseWriter, req *http.Request, u hadoopipc.User) {
-		r.proxyApp(w, req.WithContext(hadoopipc.ContextWithUser(req.Context(), u)))
-	})
-	mux.Handle("/proxy/{appid}", proxy)
-	mux.Handle("/proxy/{appid}/{rest...}", proxy)
 }
 
 // checkBody validates a request body with decode before it is relayed, so
@@ -70,7 +63,7 @@ func checkBody[T any](decode func(contentType string, body []byte) (T, error)) f
 
 // relayApp relays a per-application call to the app's home RM, checking
 // the body first when check is set.
-func (r *Router) relayApp(check func(*http.Request, []byte) error) restHandler {
+func (r *API) relayApp(check func(*http.Request, []byte) error) restHandler {
 	return func(ctx context.Context, req *http.Request) (restReply, error) {
 		var body []byte
 		if check != nil {
@@ -90,13 +83,13 @@ func (r *Router) relayApp(check func(*http.Request, []byte) error) restHandler {
 // says otherwise) under the partial-results rule. An RM that answers 4xx
 // refused the query itself, which every RM would: that answer is returned
 // as the request's.
-func (r *Router) fetchAll(ctx context.Context, req *http.Request, path, accept string) ([]scBody, *relayed, error) {
+func (r *API) fetchAll(ctx context.Context, req *http.Request, path, accept string) ([]scBody, *relayed, error) {
 	get := req.Clone(ctx)
 	get.Method = http.MethodGet
 	get.Header = http.Header{"Accept": {accept}}
 	var mu sync.Mutex
 	var refused *relayed
-	got, err := perSC(ctx, r, "GET "+path, func(sc SubClusterInfo) (scBody, error) {
+	got, err := perSC(ctx, r, "GET "+path, func(sc fed.SubClusterInfo) (scBody, error) {
 		rl, err := r.relay(ctx, sc, get, path, nil)
 		if err != nil {
 			return scBody{}, err
@@ -119,7 +112,7 @@ func (r *Router) fetchAll(ctx context.Context, req *http.Request, path, accept s
 }
 
 type scBody struct {
-	sc   SubClusterID
+	sc   fed.SubClusterID
 	body []byte
 }
 
@@ -134,7 +127,7 @@ func truncate(b []byte, n int) string {
 // every sub-cluster, each marked with its subClusterId (queue trees of
 // different RMs do not add up into one). Each RM's own document is kept
 // as the RM sent it, in JSON or XML.
-func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restScheduler(ctx context.Context, req *http.Request) (restReply, error) {
 	return r.restPerSubCluster(ctx, req, "/ws/v1/cluster/scheduler", FederationSchedulerRoot, "scheduler")
 }
 
@@ -143,7 +136,7 @@ func (r *Router) restScheduler(ctx context.Context, req *http.Request) (restRepl
 // with its subClusterId, in one <root> document, sub-clusters sorted by
 // id (mergeSubClusterJSON, mergeSubClusterXML: key is the RM document's
 // root).
-func (r *Router) restPerSubCluster(ctx context.Context, req *http.Request, path, root, key string) (restReply, error) {
+func (r *API) restPerSubCluster(ctx context.Context, req *http.Request, path, root, key string) (restReply, error) {
 	asXML := restwire.WantsXML(req)
 	accept, ctype := "application/json", "application/json; charset=utf-8"
 	if asXML {
@@ -184,7 +177,7 @@ func mergeSubClusterJSON(got []scBody, root, key, what string) ([]byte, error) {
 			}
 		}
 		if err != nil || !ok || obj == nil {
-			return nil, &SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
+			return nil, &fed.SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
 		}
 		id, _ := json.Marshal(string(g.sc))
 		obj["subClusterId"] = id
@@ -206,7 +199,7 @@ func mergeSubClusterXML(got []scBody, root, elem, what string) ([]byte, error) {
 			Inner   []byte     `xml:",innerxml"`
 		}
 		if err := xml.Unmarshal(g.body, &doc); err != nil || (elem != "" && doc.XMLName.Local != elem) {
-			return nil, &SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
+			return nil, &fed.SubClusterError{SubCluster: g.sc, Method: what, Err: fmt.Errorf("not the expected document: %v", err)}
 		}
 		b.WriteString("<subCluster")
 		for _, a := range doc.Attrs {
@@ -233,7 +226,7 @@ func mergeSubClusterXML(got []scBody, root, elem, what string) ([]byte, error) {
 // fetchAllJSON GETs path as JSON from every sub-cluster's RM (fetchAll)
 // and decodes each answer as a D; an answer that does not decode fails
 // the call as that sub-cluster's error.
-func fetchAllJSON[D any](ctx context.Context, r *Router, req *http.Request, path string) ([]D, *relayed, error) {
+func fetchAllJSON[D any](ctx context.Context, r *API, req *http.Request, path string) ([]D, *relayed, error) {
 	got, refused, err := r.fetchAll(ctx, req, path, "application/json")
 	if refused != nil || err != nil {
 		return nil, refused, err
@@ -242,7 +235,7 @@ func fetchAllJSON[D any](ctx context.Context, r *Router, req *http.Request, path
 	for _, g := range got {
 		var d D
 		if err := json.Unmarshal(g.body, &d); err != nil {
-			return nil, nil, &SubClusterError{SubCluster: g.sc, Method: "GET " + path, Err: err}
+			return nil, nil, &fed.SubClusterError{SubCluster: g.sc, Method: "GET " + path, Err: err}
 		}
 		docs = append(docs, d)
 	}
@@ -252,7 +245,7 @@ func fetchAllJSON[D any](ctx context.Context, r *Router, req *http.Request, path
 // restAppStatistics sums every sub-cluster's counts per (state, type). An
 // application with UAMs in secondaries is counted once, at its home: RMs
 // count UAM copies too, as they do in their own metrics.
-func (r *Router) restAppStatistics(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restAppStatistics(ctx context.Context, req *http.Request) (restReply, error) {
 	docs, refused, err := fetchAllJSON[rmrest.AppStatInfoResponse](ctx, r, req, "/ws/v1/cluster/appstatistics")
 	if refused != nil || err != nil {
 		return restReply{raw: refused}, err
@@ -285,7 +278,7 @@ func MergeStatItems(lists [][]rmrest.StatItem) []rmrest.StatItem {
 
 // restNodeLabels is the union of the sub-clusters' cluster node labels; a
 // label several RMs have reports what all of them have available.
-func (r *Router) restNodeLabels(ctx context.Context, req *http.Request) (restReply, error) {
+func (r *API) restNodeLabels(ctx context.Context, req *http.Request) (restReply, error) {
 	docs, refused, err := fetchAllJSON[rmrest.NodeLabelsInfo](ctx, r, req, "/ws/v1/cluster/get-node-labels")
 	if refused != nil || err != nil {
 		return restReply{raw: refused}, err

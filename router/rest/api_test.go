@@ -1,4 +1,4 @@
-package router_test
+package rest_test
 
 import (
 	"encoding/json"
@@ -15,37 +15,13 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-func (f *fed) do(method, path, accept, ctype, body string) (int, []byte) {
-	code, b, _ := f.doH(method, path, accept, ctype, body)
-	return code, b
-}
-
-func (f *fed) doH(method, path, accept, ctype, body string) (int, []byte, http.Header) {
-	f.t.Helper()
-	srv := httptest.NewServer(f.router.Handler())
-	defer srv.Close()
-	req, _ := http.NewRequestWithContext(ctxT(f.t), method, srv.URL+path, strings.NewReader(body))
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, resp.Header
-}
-
 func TestRESTSubmitLifecycle(t *testing.T) {
-	f := newFed(t, 2, prefer("SC-2"))
-	code, b := f.do("POST", "/ws/v1/cluster/apps/new-application", "", "", "")
+	f := routertest.NewFed(t, 2, routertest.Prefer("SC-2"))
+	code, b := f.Do("POST", "/ws/v1/cluster/apps/new-application", "", "", "")
 	if code != 200 {
 		t.Fatalf("new-application: %d %s", code, b)
 	}
@@ -58,40 +34,40 @@ func TestRESTSubmitLifecycle(t *testing.T) {
 	    "local-resources":{"entry":[{"key":"AppMaster.jar","value":{"resource":"hdfs://nn:9000/x/AppMaster.jar","type":"FILE","visibility":"APPLICATION","size":4,"timestamp":5}}]},
 	    "environment":{"entry":[{"key":"A","value":"1"}]}},
 	  "resource":{"memory":1024,"vCores":1},"application-type":"YARN","application-tags":{"tag":["t1","t2"]}}`
-	if code, b, h := f.doH("POST", "/ws/v1/cluster/apps", "", "application/json", body); code != http.StatusAccepted ||
+	if code, b, h := f.DoH("POST", "/ws/v1/cluster/apps", "", "application/json", body); code != http.StatusAccepted ||
 		!strings.HasSuffix(h.Get("Location"), "/ws/v1/cluster/apps/"+na.ApplicationID) {
 		t.Fatalf("submit: %d %s %v", code, b, h)
 	}
-	if h := f.store.Homes()[na.ApplicationID]; h != "SC-2" {
+	if h := f.Store.Homes()[na.ApplicationID]; h != "SC-2" {
 		t.Fatalf("home %q, want SC-2", h)
 	}
-	code, b = f.do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID, "", "", "")
+	code, b = f.Do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID, "", "", "")
 	var ar rmrest.AppResponse
 	if code != 200 || json.Unmarshal(b, &ar) != nil || ar.App.Name != "rest-app" || ar.App.ApplicationTags != "t1,t2" {
 		t.Fatalf("get app: %d %s", code, b)
 	}
-	code, b = f.do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "application/xml", "", "")
+	code, b = f.Do("GET", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "application/xml", "", "")
 	if code != 200 || !strings.Contains(string(b), "<appstate><state>ACCEPTED</state></appstate>") {
 		t.Fatalf("state xml: %d %s", code, b)
 	}
-	code, b = f.do("PUT", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "", "application/xml", `<appstate><state>KILLED</state></appstate>`)
+	code, b = f.Do("PUT", "/ws/v1/cluster/apps/"+na.ApplicationID+"/state", "", "application/xml", `<appstate><state>KILLED</state></appstate>`)
 	if code != 200 || !strings.Contains(string(b), `"KILLED"`) {
 		t.Fatalf("kill: %d %s", code, b)
 	}
-	if f.rms["SC-2"].Calls("forceKillApplication") != 1 {
+	if f.RMs["SC-2"].Calls("forceKillApplication") != 1 {
 		t.Fatal("kill did not reach the home RM")
 	}
 }
 
 func TestRESTListsAndErrors(t *testing.T) {
-	f := newFed(t, 2, nil)
-	f.rms["SC-1"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n1"), Port: proto.Int32(8041)},
+	f := routertest.NewFed(t, 2, nil)
+	f.RMs["SC-1"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n1"), Port: proto.Int32(8041)},
 		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum(), Capability: &yarnpb.ResourceProto{Memory: proto.Int64(8192), VirtualCores: proto.Int32(8)},
 		Used: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}}}
-	f.rms["SC-2"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n2"), Port: proto.Int32(8041)},
+	f.RMs["SC-2"].Nodes = []*yarnpb.NodeReportProto{{NodeId: &yarnpb.NodeIdProto{Host: proto.String("n2"), Port: proto.Int32(8041)},
 		NodeState: yarnpb.NodeStateProto_NS_RUNNING.Enum()}}
 	for range 4 {
-		if err := f.submit(f.client, f.newApp(f.client)); err != nil {
+		if err := f.Submit(f.Client, f.NewApp(f.Client)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +121,7 @@ func TestRESTListsAndErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, b := f.do("GET", tc.path, tc.accept, "", "")
+			code, b := f.Do("GET", tc.path, tc.accept, "", "")
 			if code != tc.code {
 				t.Fatalf("%s: %d %s, want %d", tc.path, code, b, tc.code)
 			}
@@ -157,13 +133,13 @@ func TestRESTListsAndErrors(t *testing.T) {
 }
 
 func TestRESTMetricsSumsCapabilities(t *testing.T) {
-	f := newFed(t, 2, nil)
+	f := routertest.NewFed(t, 2, nil)
 	for i, id := range []router.SubClusterID{"SC-1", "SC-2"} {
-		f.store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: "x:1", State: router.StateRunning,
+		f.Store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: "x:1", State: router.StateRunning,
 			Capability: `{"clusterMetrics":{"appsSubmitted":` + string(rune('1'+i)) + `,"availableMB":1000,"totalNodes":2,"totalUsedResourcesAcrossPartition":{"memory":5,"vCores":1,"resourceInformations":{"resourceInformation":[{"name":"memory-mb","value":5},{"name":"vcores","value":1}]}}}}`})
 	}
-	poll(t, "capabilities visible", func() bool {
-		code, b := f.do("GET", "/ws/v1/cluster/metrics", "", "", "")
+	routertest.Poll(t, "capabilities visible", func() bool {
+		code, b := f.Do("GET", "/ws/v1/cluster/metrics", "", "", "")
 		var m rmrest.ClusterMetricsResponse
 		return code == 200 && json.Unmarshal(b, &m) == nil && m.ClusterMetrics.AppsSubmitted == 3 &&
 			m.ClusterMetrics.AvailableMB == 2000 && m.ClusterMetrics.TotalNodes == 4 &&
@@ -173,11 +149,11 @@ func TestRESTMetricsSumsCapabilities(t *testing.T) {
 }
 
 func TestHealthAndReady(t *testing.T) {
-	f := newFed(t, 1, nil)
-	poll(t, "ready", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 200 })
-	f.store.SetState("SC-1", router.StateLost)
-	poll(t, "not ready without a routable sub-cluster", func() bool { c, _ := f.do("GET", "/readyz", "", "", ""); return c == 503 })
-	if c, _ := f.do("GET", "/healthz", "", "", ""); c != 200 {
+	f := routertest.NewFed(t, 1, nil)
+	routertest.Poll(t, "ready", func() bool { c, _ := f.Do("GET", "/readyz", "", "", ""); return c == 200 })
+	f.Store.SetState("SC-1", router.StateLost)
+	routertest.Poll(t, "not ready without a routable sub-cluster", func() bool { c, _ := f.Do("GET", "/readyz", "", "", ""); return c == 503 })
+	if c, _ := f.Do("GET", "/healthz", "", "", ""); c != 200 {
 		t.Fatal("healthz")
 	}
 }
@@ -186,7 +162,7 @@ func TestHealthAndReady(t *testing.T) {
 // and fails on anything but 200 (yarn top showed uptime 0 through the
 // router). An RM's Jersey answers 200 with the path's methods in Allow.
 func TestRESTOptions(t *testing.T) {
-	f := newFed(t, 1, nil)
+	f := routertest.NewFed(t, 1, nil)
 	tests := []struct {
 		path      string
 		code      int
@@ -202,7 +178,7 @@ func TestRESTOptions(t *testing.T) {
 		{"/ws/v1/cluster/no-such-thing", 404, nil, nil},
 	}
 	for _, tc := range tests {
-		code, _, h := f.doH("OPTIONS", tc.path, "", "", "")
+		code, _, h := f.DoH("OPTIONS", tc.path, "", "", "")
 		if code != tc.code {
 			t.Fatalf("OPTIONS %s: %d, want %d", tc.path, code, tc.code)
 		}
@@ -222,8 +198,8 @@ func TestRESTOptions(t *testing.T) {
 
 // fakeRMWeb serves an RM's REST documents verbatim (what a real RM sent,
 // empty fields included) and registers it as sc's web address.
-func (f *fed) fakeRMWeb(sc router.SubClusterID, docs map[string]string) {
-	f.t.Helper()
+func fakeRMWeb(f *routertest.Fed, sc router.SubClusterID, docs map[string]string) {
+	f.T.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		for suffix, doc := range docs {
 			if strings.HasSuffix(req.URL.Path, suffix) {
@@ -234,8 +210,8 @@ func (f *fed) fakeRMWeb(sc router.SubClusterID, docs map[string]string) {
 		}
 		http.NotFound(w, req)
 	}))
-	f.t.Cleanup(srv.Close)
-	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+	f.T.Cleanup(srv.Close)
+	f.Store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
 		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://")})
 }
 
@@ -245,32 +221,32 @@ func (f *fed) fakeRMWeb(sc router.SubClusterID, docs map[string]string) {
 // new-application's resourceInformations, and the Location header of a
 // kill in progress (202).
 func TestRESTKeepsRMFields(t *testing.T) {
-	f := newFed(t, 1, nil)
-	id := f.newApp(f.client)
-	if err := f.submit(f.client, id); err != nil {
+	f := routertest.NewFed(t, 1, nil)
+	id := f.NewApp(f.Client)
+	if err := f.Submit(f.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	app := yarnid.AppIDString(id)
-	f.fakeRMWeb("SC-1", map[string]string{
+	fakeRMWeb(f, "SC-1", map[string]string{
 		"/apps/" + app: `{"app":{"id":"` + app + `","name":"x","amNodeLabelExpression":"","resourceSecondsMap":{}}}`,
 		"/appattempts": `{"appAttempts":{"appAttempt":[{"id":1,"appAttemptId":"appattempt_x","blacklistedNodes":"","nodesBlacklistedBySystem":"n9"}]}}`,
 	})
-	poll(t, "app document from the RM's REST API", func() bool {
-		code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
+	routertest.Poll(t, "app document from the RM's REST API", func() bool {
+		code, b := f.Do("GET", "/ws/v1/cluster/apps/"+app, "", "", "")
 		return code == 200 && strings.Contains(string(b), `"name":"x"`)
 	})
-	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app, "", "", ""); code != 200 || !strings.Contains(string(b), `"amNodeLabelExpression":""`) {
+	if code, b := f.Do("GET", "/ws/v1/cluster/apps/"+app, "", "", ""); code != 200 || !strings.Contains(string(b), `"amNodeLabelExpression":""`) {
 		t.Errorf("app: %d %s: want the RM's empty amNodeLabelExpression", code, b)
 	}
-	if code, b := f.do("GET", "/ws/v1/cluster/apps/"+app+"/appattempts", "", "", ""); code != 200 || !strings.Contains(string(b), `"nodesBlacklistedBySystem":"n9"`) {
+	if code, b := f.Do("GET", "/ws/v1/cluster/apps/"+app+"/appattempts", "", "", ""); code != 200 || !strings.Contains(string(b), `"nodesBlacklistedBySystem":"n9"`) {
 		t.Errorf("attempts: %d %s: want nodesBlacklistedBySystem", code, b)
 	}
-	if code, b := f.do("POST", "/ws/v1/cluster/apps/new-application", "", "", ""); code != 200 ||
+	if code, b := f.Do("POST", "/ws/v1/cluster/apps/new-application", "", "", ""); code != 200 ||
 		!strings.Contains(string(b), `"maximum-resource-capability":{"memory":`) || !strings.Contains(string(b), `"resourceInformations":{"resourceInformation":[`) {
 		t.Errorf("new-application: %d %s: want resourceInformations", code, b)
 	}
-	f.rms["SC-1"].SetKillInProgress(true)
-	code, b, h := f.doH("PUT", "/ws/v1/cluster/apps/"+app+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
+	f.RMs["SC-1"].SetKillInProgress(true)
+	code, b, h := f.DoH("PUT", "/ws/v1/cluster/apps/"+app+"/state?user.name=alice", "", "application/json", `{"state":"KILLED"}`)
 	if code != http.StatusAccepted || !strings.HasSuffix(h.Get("Location"), "/ws/v1/cluster/apps/"+app+"/state") {
 		t.Errorf("kill in progress: %d %s Location=%q, want 202 with the state URL", code, b, h.Get("Location"))
 	}

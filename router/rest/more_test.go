@@ -1,12 +1,10 @@
-package router_test
+package rest_test
 
 import (
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -26,87 +24,12 @@ import (
 	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
-// simFed is a router over two simulated RMs (real IPC and REST), with its
-// web handler behind an httptest server.
-type simFed struct {
-	*fed
-	sims map[router.SubClusterID]*simrm.RM
-	web  *httptest.Server
-}
-
-func newSimFed(t *testing.T, mods ...func(*router.Config)) *simFed {
-	t.Helper()
-	store := routertest.NewStore()
-	sims := map[router.SubClusterID]*simrm.RM{
-		"SC-1": startSim(t, "SC-1", 1_700_000_000_000),
-		"SC-2": startSim(t, "SC-2", 1_700_000_000_001),
-	}
-	for id, rm := range sims {
-		a := rm.Addrs()
-		store.Put(router.SubClusterInfo{ID: id, ClientRMServiceAddress: a.Client, AMRMServiceAddress: a.Scheduler,
-			RMAdminServiceAddress: a.Admin, RMWebServiceAddress: a.Web, State: router.StateRunning, LastHeartbeat: time.Now()})
-	}
-	cfg := router.DefaultConfig()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ClientListener, cfg.WebAddress, cfg.Store, cfg.Logger = ln, "", store, testLogger(t)
-	cfg.MembershipRefresh = router.Duration(20 * time.Millisecond)
-	for _, m := range mods {
-		m(&cfg)
-	}
-	rt, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	f := &fed{t: t, store: store, router: rt}
-	f.client = f.dial(rt)
-	web := httptest.NewServer(rt.Handler())
-	t.Cleanup(web.Close)
-	return &simFed{fed: f, sims: sims, web: web}
-}
-
-func (s *simFed) call(method, path, accept, ctype, body string) (int, http.Header, []byte) {
-	s.t.Helper()
-	req, _ := http.NewRequestWithContext(ctxT(s.t), method, s.web.URL+path, strings.NewReader(body))
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
-}
-
-func (s *simFed) submitApp(unmanaged bool) *yarnpb.ApplicationIdProto {
-	s.t.Helper()
-	id := s.newApp(s.client)
-	req := submitReq(id, "default")
-	req.ApplicationSubmissionContext.UnmanagedAm = proto.Bool(unmanaged)
-	req.ApplicationSubmissionContext.ApplicationType = proto.String("SIMTEST")
-	if err := s.client.Call(ctxT(s.t), "submitApplication", req, &yarnpb.SubmitApplicationResponseProto{}); err != nil {
-		s.t.Fatal(err)
-	}
-	return id
-}
-
 // TestRESTPerAppRelayedToHome: priority, queue and timeouts of an app are
 // its home RM's answers, JSON and XML; bad bodies are refused by the
 // router with the RM's 400 shape and never reach the RM.
 func TestRESTPerAppRelayedToHome(t *testing.T) {
-	s := newSimFed(t)
-	id := s.submitApp(false)
+	s := routertest.NewSimFed(t)
+	id := s.SubmitApp(false)
 	app := yarnid.AppIDString(id)
 	base := "/ws/v1/cluster/apps/" + app
 	tests := []struct {
@@ -131,14 +54,14 @@ func TestRESTPerAppRelayedToHome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, b := s.call(tc.method, tc.path, tc.accept, tc.ctype, tc.body)
+			code, _, b := s.Call(tc.method, tc.path, tc.accept, tc.ctype, tc.body)
 			if code != tc.code || !strings.Contains(string(b), tc.want) {
 				t.Fatalf("%s %s: %d %s, want %d with %q", tc.method, tc.path, code, b, tc.code, tc.want)
 			}
 		})
 	}
-	home := s.store.Homes()[app]
-	rep, err := s.report(s.client, id)
+	home := s.Store.Homes()[app]
+	rep, err := s.Report(s.Client, id)
 	if err != nil || rep.GetPriority().GetPriority() != 10 {
 		t.Fatalf("priority at home %s after PUT: %v %v", home, rep.GetPriority(), err)
 	}
@@ -147,13 +70,13 @@ func TestRESTPerAppRelayedToHome(t *testing.T) {
 // TestRESTFanOutMerges: scheduler, appstatistics and node labels from
 // both sub-clusters.
 func TestRESTFanOutMerges(t *testing.T) {
-	s := newSimFed(t)
+	s := routertest.NewSimFed(t)
 	const n = 6
 	for range n {
-		s.submitApp(true) // unmanaged: stay ACCEPTED
+		s.SubmitApp(true) // unmanaged: stay ACCEPTED
 	}
 	t.Run("appstatistics", func(t *testing.T) {
-		code, _, b := s.call("GET", "/ws/v1/cluster/appstatistics?states=accepted,running", "", "", "")
+		code, _, b := s.Call("GET", "/ws/v1/cluster/appstatistics?states=accepted,running", "", "", "")
 		var r rmrest.AppStatInfoResponse
 		if code != 200 || json.Unmarshal(b, &r) != nil || len(r.AppStatInfo.StatItem) != 2 {
 			t.Fatalf("%d %s", code, b)
@@ -161,19 +84,19 @@ func TestRESTFanOutMerges(t *testing.T) {
 		if it := r.AppStatInfo.StatItem[0]; it.State != "ACCEPTED" || it.Type != "*" || it.Count != n {
 			t.Fatalf("statItem %+v, want %d ACCEPTED over both RMs", it, n)
 		}
-		code, _, b = s.call("GET", "/ws/v1/cluster/appstatistics?applicationTypes=simtest&states=ACCEPTED", "application/xml", "", "")
+		code, _, b = s.Call("GET", "/ws/v1/cluster/appstatistics?applicationTypes=simtest&states=ACCEPTED", "application/xml", "", "")
 		var x rmrest.AppStatInfo
 		if code != 200 || xml.Unmarshal(b, &x) != nil || len(x.StatItem) != 1 || x.StatItem[0].Count != n || x.StatItem[0].Type != "simtest" {
 			t.Fatalf("xml: %d %s", code, b)
 		}
 		// Refused by every RM: the RM's own 400.
-		code, _, b = s.call("GET", "/ws/v1/cluster/appstatistics?applicationTypes=a,b", "", "", "")
+		code, _, b = s.Call("GET", "/ws/v1/cluster/appstatistics?applicationTypes=a,b", "", "", "")
 		if code != 400 || !strings.Contains(string(b), "at most one applicationType") {
 			t.Fatalf("two types: %d %s", code, b)
 		}
 	})
 	t.Run("scheduler json", func(t *testing.T) {
-		code, _, b := s.call("GET", "/ws/v1/cluster/scheduler", "", "", "")
+		code, _, b := s.Call("GET", "/ws/v1/cluster/scheduler", "", "", "")
 		var r map[string]struct {
 			SubCluster []struct {
 				SubClusterID  string          `json:"subClusterId"`
@@ -189,7 +112,7 @@ func TestRESTFanOutMerges(t *testing.T) {
 		}
 	})
 	t.Run("scheduler xml", func(t *testing.T) {
-		code, _, b := s.call("GET", "/ws/v1/cluster/scheduler", "application/xml", "", "")
+		code, _, b := s.Call("GET", "/ws/v1/cluster/scheduler", "application/xml", "", "")
 		var x struct {
 			XMLName    xml.Name
 			SubCluster []struct {
@@ -206,25 +129,25 @@ func TestRESTFanOutMerges(t *testing.T) {
 		}
 	})
 	t.Run("node labels", func(t *testing.T) {
-		code, _, b := s.call("GET", "/ws/v1/cluster/get-node-labels", "", "", "")
+		code, _, b := s.Call("GET", "/ws/v1/cluster/get-node-labels", "", "", "")
 		if code != 200 || string(b) != `{}` {
 			t.Fatalf("%d %s", code, b)
 		}
 	})
 	t.Run("delegation token refused without Kerberos", func(t *testing.T) {
 		for _, m := range []string{"POST", "DELETE"} {
-			code, _, b := s.call(m, "/ws/v1/cluster/delegation-token?user.name=alice", "", "application/json", `{"renewer":"bob"}`)
+			code, _, b := s.Call(m, "/ws/v1/cluster/delegation-token?user.name=alice", "", "application/json", `{"renewer":"bob"}`)
 			if code != 403 || !strings.Contains(string(b), "Kerberos") {
 				t.Fatalf("%s: %d %s", m, code, b)
 			}
 		}
 	})
 	t.Run("reservations off at the RMs", func(t *testing.T) {
-		code, _, b := s.call("GET", "/ws/v1/cluster/reservation/list?queue=default", "", "", "")
+		code, _, b := s.Call("GET", "/ws/v1/cluster/reservation/list?queue=default", "", "", "")
 		if code != 400 || !strings.Contains(string(b), "Reservation is not enabled") {
 			t.Fatalf("list: %d %s", code, b)
 		}
-		code, _, b = s.call("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", `{"queue":"default"}`)
+		code, _, b = s.Call("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", `{"queue":"default"}`)
 		if code != 400 || !strings.Contains(string(b), "reservation-id is required") {
 			t.Fatalf("submit without id: %d %s", code, b)
 		}
@@ -235,7 +158,7 @@ func TestRESTFanOutMerges(t *testing.T) {
 // through the home RM's web proxy; status, headers and body come back,
 // redirects and absolute links name the router.
 func TestProxyRelaysToAM(t *testing.T) {
-	s := newSimFed(t)
+	s := routertest.NewSimFed(t)
 	var rmWeb string
 	am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch req.URL.Path {
@@ -261,27 +184,27 @@ func TestProxyRelaysToAM(t *testing.T) {
 		}
 	}))
 	defer am.Close()
-	id := s.submitApp(true)
+	id := s.SubmitApp(true)
 	app := yarnid.AppIDString(id)
-	home := s.store.Homes()[app]
-	rmWeb = s.sims[home].Addrs().Web
-	rep, err := s.report(s.client, id)
+	home := s.Store.Homes()[app]
+	rmWeb = s.Sims[home].Addrs().Web
+	rep, err := s.Report(s.Client, id)
 	if err != nil || rep.GetAmRmToken() == nil {
 		t.Fatalf("report: %v %v", rep, err)
 	}
-	amc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{s.sims[home].Addrs().Scheduler},
+	amc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{s.Sims[home].Addrs().Scheduler},
 		Protocol: hadoopipc.ProtocolApplicationMaster, Token: rep.GetAmRmToken()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer amc.Close()
-	if err := amc.Call(ctxT(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
+	if err := amc.Call(routertest.Ctx(t), "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{
 		Host: proto.String("127.0.0.1"), RpcPort: proto.Int32(1), TrackingUrl: proto.String(am.URL)}, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A browser asks for gzip: links must still be rewritten.
-	preq, _ := http.NewRequestWithContext(ctxT(t), "GET", s.web.URL+"/proxy/"+app+"/ws/v1/status?a=1", nil)
+	preq, _ := http.NewRequestWithContext(routertest.Ctx(t), "GET", s.Web.URL+"/proxy/"+app+"/ws/v1/status?a=1", nil)
 	preq.Header.Set("Accept-Encoding", "gzip")
 	presp, err := http.DefaultTransport.RoundTrip(preq)
 	if err != nil {
@@ -289,25 +212,25 @@ func TestProxyRelaysToAM(t *testing.T) {
 	}
 	gz, _ := io.ReadAll(presp.Body)
 	presp.Body.Close()
-	if presp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(gz), s.web.URL+"/proxy/APP/jobs") {
+	if presp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(gz), s.Web.URL+"/proxy/APP/jobs") {
 		t.Fatalf("gzip-accepting client: links not rewritten (Content-Encoding %q): %.200q", presp.Header.Get("Content-Encoding"), gz)
 	}
-	code, h, b := s.call("GET", "/proxy/"+app+"/ws/v1/status?a=1", "", "", "")
+	code, h, b := s.Call("GET", "/proxy/"+app+"/ws/v1/status?a=1", "", "", "")
 	if code != 200 || h.Get("X-Am") != "yes" || !strings.Contains(string(b), "q=a=1") {
 		t.Fatalf("proxied page: %d %v %.200s", code, h, b)
 	}
-	if strings.Contains(string(b), rmWeb) || strings.Count(string(b), s.web.URL+"/proxy/APP/") != 2 {
+	if strings.Contains(string(b), rmWeb) || strings.Count(string(b), s.Web.URL+"/proxy/APP/") != 2 {
 		t.Fatalf("links to the RM's proxy not rewritten to the router's: %.200s ... %s", b, b[len(b)-120:])
 	}
-	code, h, _ = s.call("GET", "/proxy/"+app+"/move", "", "", "")
-	if code != http.StatusFound || h.Get("Location") != s.web.URL+"/proxy/"+app+"/ws/v1/status" {
+	code, h, _ = s.Call("GET", "/proxy/"+app+"/move", "", "", "")
+	if code != http.StatusFound || h.Get("Location") != s.Web.URL+"/proxy/"+app+"/ws/v1/status" {
 		t.Fatalf("redirect: %d Location=%q", code, h.Get("Location"))
 	}
-	code, _, b = s.call("POST", "/proxy/"+app+"/post", "", "text/plain", "hello")
+	code, _, b = s.Call("POST", "/proxy/"+app+"/post", "", "text/plain", "hello")
 	if code != http.StatusCreated || string(b) != "hello" {
 		t.Fatalf("post: %d %s", code, b)
 	}
-	if code, _, b := s.call("GET", "/proxy/application_1700000000000_9999/", "", "", ""); code != 404 {
+	if code, _, b := s.Call("GET", "/proxy/application_1700000000000_9999/", "", "", ""); code != 404 {
 		t.Fatalf("unknown app: %d %s", code, b)
 	}
 }
@@ -320,7 +243,7 @@ type reservationRMWeb struct {
 	ids   []string
 }
 
-func (f *fed) reservationRM(sc router.SubClusterID) *reservationRMWeb {
+func reservationRM(f *routertest.Fed, sc router.SubClusterID) *reservationRMWeb {
 	rw := &reservationRMWeb{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -348,8 +271,8 @@ func (f *fed) reservationRM(sc router.SubClusterID) *reservationRMWeb {
 			_, _ = io.WriteString(w, `{}`)
 		}
 	}))
-	f.t.Cleanup(srv.Close)
-	f.store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
+	f.T.Cleanup(srv.Close)
+	f.Store.Put(router.SubClusterInfo{ID: sc, ClientRMServiceAddress: "fake-" + string(sc) + ":8032", State: router.StateRunning,
 		RMWebServiceAddress: strings.TrimPrefix(srv.URL, "http://"), LastHeartbeat: time.Now()})
 	return rw
 }
@@ -366,32 +289,32 @@ func (rw *reservationRMWeb) got() []string {
 // placed), the store records the home, and update, delete and list go
 // there; a list without an id asks every RM and concatenates.
 func TestRESTReservationsFollowTheirHome(t *testing.T) {
-	f := newFed(t, 2, nil)
-	rms := map[router.SubClusterID]*reservationRMWeb{"SC-1": f.reservationRM("SC-1"), "SC-2": f.reservationRM("SC-2")}
-	poll(t, "web addresses visible", func() bool {
-		code, _ := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+	f := routertest.NewFed(t, 2, nil)
+	rms := map[router.SubClusterID]*reservationRMWeb{"SC-1": reservationRM(f, "SC-1"), "SC-2": reservationRM(f, "SC-2")}
+	routertest.Poll(t, "web addresses visible", func() bool {
+		code, _ := f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
 		return code == 200
 	})
 	homes := map[router.SubClusterID]int{}
 	for i := range 6 {
 		rid := "reservation_5_000" + string(rune('1'+i))
-		code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json",
+		code, b := f.Do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json",
 			`{"queue":"q","reservation-id":"`+rid+`","reservation-definition":{"arrival":1}}`)
 		if code != http.StatusAccepted {
 			t.Fatalf("submit %s: %d %s", rid, code, b)
 		}
-		home, err := f.store.GetReservationHome(ctxT(t), rid)
+		home, err := f.Store.GetReservationHome(routertest.Ctx(t), rid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		homes[home]++
 		for _, op := range []string{"update", "delete"} {
-			if code, b := f.do("POST", "/ws/v1/cluster/reservation/"+op, "", "application/xml",
+			if code, b := f.Do("POST", "/ws/v1/cluster/reservation/"+op, "", "application/xml",
 				`<reservation-`+op+`-context><reservation-id>`+rid+`</reservation-id></reservation-`+op+`-context>`); code != 200 {
 				t.Fatalf("%s %s: %d %s", op, rid, code, b)
 			}
 		}
-		code, b = f.do("GET", "/ws/v1/cluster/reservation/list?queue=q&reservation-id="+rid, "", "", "")
+		code, b = f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q&reservation-id="+rid, "", "", "")
 		if code != 200 || !strings.Contains(string(b), rid) {
 			t.Fatalf("list %s: %d %s", rid, code, b)
 		}
@@ -407,7 +330,7 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 			rw.mu.Unlock()
 		}
 	}
-	code, b := f.do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
+	code, b := f.Do("GET", "/ws/v1/cluster/reservation/list?queue=q", "", "", "")
 	var all struct {
 		Reservations []struct {
 			ID string `json:"reservation-id"`
@@ -418,7 +341,7 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 	}
 	t.Logf("homes: %v", homes)
 	for _, bad := range []string{`{"queue":"q"}`, `{"queue":"q","reservation-id":"res_1"}`, `{"reservation-id":"reservation_1_0001"}`, `{`} {
-		if code, b := f.do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
+		if code, b := f.Do("POST", "/ws/v1/cluster/reservation/submit", "", "application/json", bad); code != 400 || !strings.Contains(string(b), "BadRequestException") {
 			t.Errorf("submit %s: %d %s, want 400", bad, code, b)
 		}
 	}
@@ -428,25 +351,25 @@ func TestRESTReservationsFollowTheirHome(t *testing.T) {
 // calls answer 503 (retriable, the RM is expected back) within the call
 // timeout, never 500, and never another RM's answer.
 func TestRESTRelayHomeDown(t *testing.T) {
-	s := newSimFed(t, func(c *router.Config) { c.CallTimeout = router.Duration(500 * time.Millisecond) })
-	id := s.submitApp(false)
+	s := routertest.NewSimFed(t, func(c *router.Config) { c.CallTimeout = router.Duration(500 * time.Millisecond) })
+	id := s.SubmitApp(false)
 	app := yarnid.AppIDString(id)
-	home := s.store.Homes()[app]
+	home := s.Store.Homes()[app]
 	path := "/ws/v1/cluster/apps/" + app + "/priority"
-	if code, _, b := s.call("GET", path, "", "", ""); code != 200 {
+	if code, _, b := s.Call("GET", path, "", "", ""); code != 200 {
 		t.Fatalf("before: %d %s", code, b)
 	}
-	s.sims[home].SetFaults(simrm.FaultConfig{Stalled: true})
-	code, _, b := s.call("GET", path, "", "", "")
-	s.sims[home].SetFaults(simrm.FaultConfig{})
+	s.Sims[home].SetFaults(simrm.FaultConfig{Stalled: true})
+	code, _, b := s.Call("GET", path, "", "", "")
+	s.Sims[home].SetFaults(simrm.FaultConfig{})
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("hung home: %d %s, want 503", code, b)
 	}
-	if err := s.sims[home].Crash(); err != nil {
+	if err := s.Sims[home].Crash(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, "/proxy/" + app + "/"} {
-		if code, _, b := s.call("GET", p, "", "", ""); code != http.StatusServiceUnavailable {
+		if code, _, b := s.Call("GET", p, "", "", ""); code != http.StatusServiceUnavailable {
 			t.Fatalf("GET %s with the home down: %d %s, want 503", p, code, b)
 		}
 	}
