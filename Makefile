@@ -29,6 +29,9 @@ lint: ## gofmt and go vet.
 staticcheck: ## staticcheck ./... (honnef.co/go/tools, pinned in tools/go.mod); a kept finding carries //lint:ignore and its reason.
 	$(GO) tool -modfile=tools/go.mod staticcheck $(PKGS)
 
+cyclo: ## No function of internal/hadoopipc (tests aside) over gocyclo 15 (github.com/fzipp/gocyclo, pinned in tools/go.mod): split it into named steps.
+	$(GO) tool -modfile=tools/go.mod gocyclo -over 15 -ignore '_test\.go$$' $$(ls internal/hadoopipc/*.go)
+
 deadcode: ## Functions no binary (bench included) reaches (golang.org/x/tools deadcode, pinned in tools/go.mod); each kept one says why in a comment.
 	$(GO) tool -modfile=tools/go.mod deadcode -tags bench ./cmd/...
 
@@ -91,4 +94,4 @@ bench-peers: ## Store vs ZooKeeper and etcd, router vs Hadoop's Router over ZooK
 	    --concurrency 1,64,256 --rows $(or $(BENCH_ROWS),10000)
 	bin/yarnfed-bench bench router --peer hadoop --java-client --duration $(or $(BENCH_DURATION),5s) --concurrency 1,16,64 $(BENCH_ARGS)
 
-.PHONY: mutants bench-peers help build dev test test-interop lint staticcheck deadcode unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long
+.PHONY: mutants bench-peers help build dev test test-interop lint staticcheck cyclo deadcode unit deploy-test image kube-binaries fuzz-smoke fuzz generate verify-generate bench lincheck-long

@@ -2,7 +2,6 @@ package amrmproxy
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/hadoopipc/ipctest"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -46,7 +46,6 @@ func startKerberizedRM(t *testing.T, kdc *krbtest.KDC, rmKeytab, backend string,
 	cfg.AllowSimple = false
 	cfg.Kerberos = &hadoopipc.KerberosServerConfig{Principal: "rm/localhost@" + kdc.Realm, Keytab: kdc.Keytab(t, rmKeytab)}
 	cfg.AuthorizeConnection = pu.AuthorizeConnection
-	srv := hadoopipc.NewServer(cfg)
 	clients := map[string]*hadoopipc.Client{}
 	var cmu sync.Mutex
 	t.Cleanup(func() {
@@ -73,7 +72,7 @@ func startKerberizedRM(t *testing.T, kdc *krbtest.KDC, rmKeytab, backend string,
 		cmu.Unlock()
 		return c.Call(ctx, method, req, resp)
 	}
-	if err := srv.Register(hadoopipc.Protocol{Name: hadoopipc.ProtocolApplicationClient, Version: 1, Methods: []hadoopipc.Method{
+	k.addr = ipctest.Start(t, cfg, hadoopipc.Protocol{Name: hadoopipc.ProtocolApplicationClient, Version: 1, Methods: []hadoopipc.Method{
 		hadoopipc.NewMethod("submitApplication", newOf[yarnpb.SubmitApplicationRequestProto],
 			func(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
 				resp := &yarnpb.SubmitApplicationResponseProto{}
@@ -89,16 +88,7 @@ func startKerberizedRM(t *testing.T, kdc *krbtest.KDC, rmKeytab, backend string,
 				resp := &yarnpb.GetClusterNodesResponseProto{}
 				return resp, forward(ctx, "getClusterNodes", req, resp)
 			}),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	k.addr = ln.Addr().String()
+	}}).Addr
 	return k
 }
 

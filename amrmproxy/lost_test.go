@@ -291,8 +291,21 @@ func TestRestartRedeliversAbortsTheAMNeverSaw(t *testing.T) {
 	if st := am2.completed[k]; st.GetExitStatus() != int32(yarnpb.ContainerExitStatusProto_ABORTED) {
 		t.Fatalf("redelivered status %v", st)
 	}
-	for i := 0; i < 10; i++ {
-		am2.heartbeat(nil, nil) // fails the test on a second report
-		time.Sleep(20 * time.Millisecond)
-	}
+	// A second report (heartbeat fails the test on one) would come from the
+	// redelivered status staying queued, or from the restarted proxy
+	// finding SC-2 lost and aborting the container anew. Heartbeat until the
+	// restarted proxy itself judges SC-2 lost, then once more: that answer
+	// is merged with SC-2 lost.
+	am2.until("the restarted proxy to judge SC-2 lost", func() bool { return f.judgesLost(t, "SC-2") })
+	am2.heartbeat(nil, nil)
+}
+
+// judgesLost: the proxy's attempt counts secondary sc as lost now, as its
+// next answer will.
+func (f *fed) judgesLost(t *testing.T, sc string) bool {
+	a := f.proxyAttempt(t)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, lost := a.lostReason(sc, a.uams[sc], time.Now())
+	return lost
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/amrmproxy/state"
+	"github.com/yarnfed/yarnfed/internal/closer"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmbreaker"
@@ -329,17 +330,8 @@ func (p *Proxy) Close() error {
 
 func (p *Proxy) close() error {
 	p.cancel()
-	if p.srv != nil {
-		_ = p.srv.Close()
-	}
-	if p.amrmLn != nil {
-		_ = p.amrmLn.Close()
-	}
-	if p.web != nil {
-		_ = p.web.Close()
-	} else if p.webLn != nil {
-		_ = p.webLn.Close()
-	}
+	// webLn too: web closes it only once it serves.
+	_ = closer.All(p.srv, p.amrmLn, p.web, p.webLn)
 	p.wg.Wait()
 	p.mu.Lock()
 	for _, a := range p.attempts {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
 	"github.com/yarnfed/yarnfed/internal/krbtest"
@@ -21,14 +23,7 @@ func TestCleanerKerberizedRMs(t *testing.T) {
 	gpgKT := kdc.AddService(t, "gpg/localhost")
 
 	e := newCleanEnv(t, false)
-	var eps []*spnegotest.Endpoint
-	for _, id := range []string{"SC-1", "SC-2"} {
-		sc := e.st.SubCluster(id)
-		ep := spnegotest.New(spnegotest.Proxy(sc.GetRmWebServiceAddress()), kdc.Keytab(t, httpKT), "HTTP/localhost")
-		sc.RmWebServiceAddress = ep.Serve(t)
-		e.st.Register(sc)
-		eps = append(eps, ep)
-	}
+	eps := spnegoFront(t, e.st, kdc.Keytab(t, httpKT))
 	clean := func(k krblogin.Config) cleanResult {
 		g := newTestGPG(t, e.st, nil, nil, func(c *Config) {
 			c.Cleaner.MinRMUptime = 0
@@ -106,14 +101,7 @@ func TestUAMReaperKerberizedRMs(t *testing.T) {
 	e := newReapEnv(t, false)
 	app := e.spanning(t)
 	killApp(t, e.rm1, app)
-	var eps []*spnegotest.Endpoint
-	for _, id := range []string{"SC-1", "SC-2"} {
-		sc := e.st.SubCluster(id)
-		ep := spnegotest.New(spnegotest.Proxy(sc.GetRmWebServiceAddress()), kdc.Keytab(t, httpKT), "HTTP/localhost")
-		sc.RmWebServiceAddress = ep.Serve(t)
-		e.st.Register(sc)
-		eps = append(eps, ep)
-	}
+	eps := spnegoFront(t, e.st, kdc.Keytab(t, httpKT))
 	reap := func(k krblogin.Config) reapResult {
 		g := newTestGPG(t, e.st, nil, nil, func(c *Config) {
 			c.UAMReaper.Enabled, c.UAMs = true, e.uams
@@ -140,4 +128,20 @@ func TestUAMReaperKerberizedRMs(t *testing.T) {
 			t.Fatalf("RM %d: tokens %d, refused %d", i, ep.Tokens.Load(), ep.Refused.Load())
 		}
 	}
+}
+
+// spnegoFront puts a SPNEGO endpoint (HTTP/localhost, keys from kt) in
+// front of SC-1's and SC-2's RM REST APIs and registers the endpoints'
+// addresses as the sub-clusters' RM web addresses.
+func spnegoFront(t *testing.T, st *gpgtest.FakeStore, kt *keytab.Keytab) []*spnegotest.Endpoint {
+	t.Helper()
+	var eps []*spnegotest.Endpoint
+	for _, id := range []string{"SC-1", "SC-2"} {
+		sc := st.SubCluster(id)
+		ep := spnegotest.New(spnegotest.Proxy(sc.GetRmWebServiceAddress()), kt, "HTTP/localhost")
+		sc.RmWebServiceAddress = ep.Serve(t)
+		st.Register(sc)
+		eps = append(eps, ep)
+	}
+	return eps
 }

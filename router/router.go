@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/netutil"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/closer"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/appacl"
@@ -322,20 +323,7 @@ func (r *Router) Run(ctx context.Context) error {
 // Close stops everything at once (Run's graceful path is preferred).
 func (r *Router) Close() error {
 	r.closeOnce.Do(func() {
-		_ = r.ipc.Close()
-		_ = r.clientLn.Close()
-		if r.web != nil {
-			_ = r.web.Close()
-		}
-		if r.webLn != nil {
-			_ = r.webLn.Close()
-		}
-		if r.admin != nil {
-			_ = r.admin.Close()
-		}
-		if r.adminLn != nil {
-			_ = r.adminLn.Close()
-		}
+		_ = closer.All(r.ipc, r.clientLn, r.web, r.webLn, r.admin, r.adminLn)
 		r.pool.close()
 		r.adminPool.close()
 		if r.krb != nil && r.krb.login != nil {

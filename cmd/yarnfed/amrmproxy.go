@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/amrmproxy"
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/statestore/client"
 )
 
 // newAMRMProxyCmd is `yarnfed amrmproxy`: the per-node AMRMProxy.
@@ -34,22 +35,19 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus).`,
   yarnfed amrmproxy --config amrmproxy.json --amrm-address 0.0.0.0:8049 --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, sc, err := startStoreRole(loader)
-			if err != nil {
-				return err
-			}
-			defer sc.Close()
-			role, log, reg := s.role, s.log, s.reg
-			cfg := role.Config
-			cfg.Store = amrmproxy.ClientStore{C: sc}
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			p, err := amrmproxy.Open(cfg)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "amrmproxy: home %s, amrm %s, web %s, store %s, data %s\n",
-				cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), role.addrs(), cfg.DataDir)
-			return p.Run(cmd.Context())
+			return runStoreRole(loader, func(s roleStart[amrmproxyRole], sc *client.Client) error {
+				role, log, reg := s.role, s.log, s.reg
+				cfg := role.Config
+				cfg.Store = amrmproxy.ClientStore{C: sc}
+				cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
+				p, err := amrmproxy.Open(cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "amrmproxy: home %s, amrm %s, web %s, store %s, data %s\n",
+					cfg.SubClusterID, p.AMRMAddr(), p.WebAddr(), role.addrs(), cfg.DataDir)
+				return p.Run(cmd.Context())
+			})
 		},
 	}
 	f := cmd.Flags()

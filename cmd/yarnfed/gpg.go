@@ -18,6 +18,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube/nmpush"
 	"github.com/yarnfed/yarnfed/gpg/kube/writeback"
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/statestore/client"
 )
 
 // newGPGCmd is `yarnfed gpg`: the Global Policy Generator.
@@ -60,34 +61,31 @@ Endpoints on the web port: /healthz, /readyz, /prom (Prometheus), /gpg/v1/status
   yarnfed gpg --config gpg.json --read-only --dry-run --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, sc, err := startStoreRole(loader)
-			if err != nil {
-				return err
-			}
-			defer sc.Close()
-			role, log, reg := s.role, s.log, s.reg
-			cfg := role.Config
-			cfg.Store = sc
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			ctx, cancel := context.WithCancel(cmd.Context())
-			src, kubes, waitSources, err := newCapacitySource(ctx, cfg, log)
-			defer func() { cancel(); waitSources() }()
-			if err != nil {
-				return err
-			}
-			g, err := gpg.New(cfg, src)
-			if err != nil {
-				return err
-			}
-			defer g.Close()
-			waitPush, err := startNodeResourcePush(ctx, cfg, kubes, g, log)
-			defer func() { cancel(); waitPush() }()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
-				cfg.ID, g.WebAddr(), role.addrs(), cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
-			return g.Run(ctx)
+			return runStoreRole(loader, func(s roleStart[gpgRole], sc *client.Client) error {
+				role, log, reg := s.role, s.log, s.reg
+				cfg := role.Config
+				cfg.Store = sc
+				cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
+				ctx, cancel := context.WithCancel(cmd.Context())
+				src, kubes, waitSources, err := newCapacitySource(ctx, cfg, log)
+				defer func() { cancel(); waitSources() }()
+				if err != nil {
+					return err
+				}
+				g, err := gpg.New(cfg, src)
+				if err != nil {
+					return err
+				}
+				defer g.Close()
+				waitPush, err := startNodeResourcePush(ctx, cfg, kubes, g, log)
+				defer func() { cancel(); waitPush() }()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "gpg %s: web %v, store %s, policy %s, read-only %v, cleaner dry-run %v\n",
+					cfg.ID, g.WebAddr(), role.addrs(), cfg.Generator.Policy, cfg.Generator.ReadOnly, cfg.Cleaner.DryRun)
+				return g.Run(ctx)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -40,19 +40,33 @@ func startRole[T loggedRole](l *config.Loader[T]) (roleStart[T], error) {
 	return s, nil
 }
 
+// runRole starts the role and runs run with it.
+func runRole[T loggedRole](l *config.Loader[T], run func(roleStart[T]) error) error {
+	s, err := startRole(l)
+	if err != nil {
+		return err
+	}
+	return run(s)
+}
+
 // storeRole is a role configuration with roleLog and storeConn.
 type storeRole interface {
 	loggedRole
 	client(*slog.Logger, prometheus.Registerer) (*client.Client, error)
 }
 
-// startStoreRole is startRole plus the state store client (its certificate
-// reloads reported on the role's registry); the caller closes it.
-func startStoreRole[T storeRole](l *config.Loader[T]) (roleStart[T], *client.Client, error) {
+// runStoreRole starts the role with its state store client (certificate
+// reloads reported on the role's registry), runs run, and closes the
+// client when run returns.
+func runStoreRole[T storeRole](l *config.Loader[T], run func(roleStart[T], *client.Client) error) error {
 	s, err := startRole(l)
 	if err != nil {
-		return s, nil, err
+		return err
 	}
 	sc, err := s.role.client(s.log, s.reg)
-	return s, sc, err
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	return run(s, sc)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/statestore/client"
 )
 
 // newRouterCmd is `yarnfed router`: the YARN Federation Router.
@@ -31,21 +32,18 @@ Endpoints on the REST port: /ws/v1/cluster/..., /healthz, /readyz, /prom (Promet
   yarnfed router --config router.json --partial-results --store-tls-cert ...   # as above`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, sc, err := startStoreRole(loader)
-			if err != nil {
-				return err
-			}
-			defer sc.Close()
-			role, log, reg := s.role, s.log, s.reg
-			cfg := role.Config
-			cfg.Store = router.NewClientStore(sc)
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
-			r, err := router.New(cfg)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), role.addrs())
-			return r.Run(cmd.Context())
+			return runStoreRole(loader, func(s roleStart[routerRole], sc *client.Client) error {
+				role, log, reg := s.role, s.log, s.reg
+				cfg := role.Config
+				cfg.Store = router.NewClientStore(sc)
+				cfg.Logger, cfg.Registerer, cfg.Gatherer = log, reg, reg
+				r, err := router.New(cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "router: clientrm %s, web %v, admin %v, store %s\n", r.ClientRMAddr(), r.WebAddr(), r.AdminAddr(), role.addrs())
+				return r.Run(cmd.Context())
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -42,25 +42,23 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
       --admin-address 127.0.0.1:18033 --webapp-address 127.0.0.1:18088 --nodes 100 --queues default:70,batch:30:100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := startRole(loader)
-			if err != nil {
-				return err
-			}
-			cfg := s.role.Config
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
+			return runRole(loader, func(s roleStart[simrmRole]) error {
+				cfg := s.role.Config
+				cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
 
-			rm, err := simrm.New(cfg)
-			if err != nil {
-				return err
-			}
-			if err := rm.Start(cmd.Context()); err != nil {
-				return err
-			}
-			defer rm.Close()
-			printAddrs(cmd, rm)
-			<-cmd.Context().Done()
-			cfg.Logger.Info("simrm: shutting down")
-			return nil
+				rm, err := simrm.New(cfg)
+				if err != nil {
+					return err
+				}
+				if err := rm.Start(cmd.Context()); err != nil {
+					return err
+				}
+				defer rm.Close()
+				printAddrs(cmd, rm)
+				<-cmd.Context().Done()
+				cfg.Logger.Info("simrm: shutting down")
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()

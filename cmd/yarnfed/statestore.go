@@ -45,23 +45,21 @@ HTTP endpoints: /metrics (Prometheus), /healthz (process up), /readyz (a leader 
       --tls-cert pki/ss4/cert.crt --tls-key pki/ss4/cert.key --tls-ca pki/ss4/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := startRole(loader)
-			if err != nil {
-				return err
-			}
-			cfg := s.role.Config
-			cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
-			n, err := node.Start(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "statestore %s: grpc %s, raft %s, http %s, data %s\n", cfg.NodeID, n.GRPCAddr(), cfg.RaftAddress, n.HTTPAddr(), cfg.DataDir)
-			<-cmd.Context().Done()
-			// A leader hands over first (Kubernetes: terminationGracePeriodSeconds
-			// must exceed this bound; deploy/ gives it 30 s).
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTransferTimeout)
-			defer cancel()
-			return n.Shutdown(ctx)
+			return runRole(loader, func(s roleStart[statestoreRole]) error {
+				cfg := s.role.Config
+				cfg.Logger, cfg.Registerer, cfg.Gatherer = s.log, s.reg, s.reg
+				n, err := node.Start(cmd.Context(), cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "statestore %s: grpc %s, raft %s, http %s, data %s\n", cfg.NodeID, n.GRPCAddr(), cfg.RaftAddress, n.HTTPAddr(), cfg.DataDir)
+				<-cmd.Context().Done()
+				// A leader hands over first (Kubernetes: terminationGracePeriodSeconds
+				// must exceed this bound; deploy/ gives it 30 s).
+				ctx, cancel := context.WithTimeout(context.Background(), shutdownTransferTimeout)
+				defer cancel()
+				return n.Shutdown(ctx)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/subclusteragent"
 )
 
@@ -40,34 +41,31 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
       --store-tls-cert pki/SC-1/cert.crt --store-tls-key pki/SC-1/cert.key --store-tls-ca pki/SC-1/ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, sc, err := startStoreRole(loader)
-			if err != nil {
-				return err
-			}
-			defer sc.Close()
-			role, reg := s.role, s.reg
-			cfg, metricsAddr := role.Config, role.MetricsAddress
-			cfg.Store = subclusteragent.NewClientStore(sc)
-			cfg.Logger, cfg.Registerer = s.log, reg
-			if metricsAddr != "" {
-				ln, err := net.Listen("tcp", metricsAddr)
-				if err != nil {
-					return fmt.Errorf("--metrics-address: %w", err)
+			return runStoreRole(loader, func(s roleStart[agentRole], sc *client.Client) error {
+				role, reg := s.role, s.reg
+				cfg, metricsAddr := role.Config, role.MetricsAddress
+				cfg.Store = subclusteragent.NewClientStore(sc)
+				cfg.Logger, cfg.Registerer = s.log, reg
+				if metricsAddr != "" {
+					ln, err := net.Listen("tcp", metricsAddr)
+					if err != nil {
+						return fmt.Errorf("--metrics-address: %w", err)
+					}
+					mux := http.NewServeMux()
+					mux.Handle("GET /prom", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+					mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+					srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+					go func() { _ = srv.Serve(ln) }()
+					defer srv.Close()
 				}
-				mux := http.NewServeMux()
-				mux.Handle("GET /prom", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-				mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-				go func() { _ = srv.Serve(ln) }()
-				defer srv.Close()
-			}
-			a, err := subclusteragent.New(cfg)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), role.addrs())
-			return a.Run(cmd.Context())
+				a, err := subclusteragent.New(cfg)
+				if err != nil {
+					return err
+				}
+				defer a.Close()
+				fmt.Fprintf(cmd.OutOrStdout(), "subcluster-agent: %s, %d RM(s), store %s\n", cfg.SubClusterID, len(cfg.RMs), role.addrs())
+				return a.Run(cmd.Context())
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -101,58 +101,14 @@ type Client struct {
 // NewClient validates cfg and returns a client. No connection is made until
 // the first call.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if len(cfg.Addresses) == 0 {
-		return nil, errors.New("hadoopipc: ClientConfig.Addresses is empty")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Protocol == "" {
-		return nil, errors.New("hadoopipc: ClientConfig.Protocol is empty")
-	}
-	if cfg.Token == nil && cfg.User == "" && cfg.Kerberos == nil {
-		return nil, errors.New("hadoopipc: ClientConfig needs a User (SIMPLE), a Token or Kerberos")
-	}
-	if cfg.Kerberos != nil {
-		if cfg.Token != nil {
-			return nil, errors.New("hadoopipc: ClientConfig.Token and Kerberos are exclusive")
-		}
-		if err := cfg.Kerberos.validate(); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Token != nil && len(cfg.Token.GetIdentifier()) == 0 {
-		return nil, errors.New("hadoopipc: ClientConfig.Token has no identifier")
-	}
-	if cfg.Version == 0 {
-		cfg.Version = 1
-	}
-	setDefault(&cfg.DialTimeout, 10*time.Second)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	setDefault(&cfg.MaxFrameBytes, DefaultMaxFrameBytes)
-	setDefault(&cfg.IdleTimeout, 10*time.Second)
-	setDefault(&cfg.FailoverAttempts, max(2, 2*len(cfg.Addresses)))
-	setDefault(&cfg.FailoverBackoff, 100*time.Millisecond)
-	c := &Client{cfg: cfg, log: cfg.Logger, pool: cfg.Pool}
+	cfg.setDefaults()
+	c := &Client{cfg: cfg, log: cfg.Logger, pool: cfg.Pool, authKey: cfg.authKey()}
 	if c.pool == nil {
 		c.pool = NewPool()
 		c.ownPool = true
-	}
-	c.authKey = authMethodSimple
-	if cfg.Token != nil {
-		// Connections are shared only between identical credentials.
-		h := sha256.New()
-		for _, b := range [][]byte{cfg.Token.GetIdentifier(), cfg.Token.GetPassword(), []byte(cfg.Token.GetKind()), []byte(cfg.Token.GetService())} {
-			var l [4]byte
-			l[0], l[1], l[2], l[3] = byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b))
-			h.Write(l[:])
-			h.Write(b)
-		}
-		c.authKey = authMethodToken + ":" + hex.EncodeToString(h.Sum(nil))
-	}
-	if cfg.Kerberos != nil {
-		// One login per connection: share only within the same principal
-		// (User, the doAs user, is part of the pool key already).
-		c.authKey = AuthMethodKerberos + ":" + cfg.Kerberos.principal() + ":" + cfg.Kerberos.ServerPrincipal
 	}
 	c.clientConf = connConfig{
 		protocol:    cfg.Protocol,
@@ -168,6 +124,62 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.invoke = chainClient(cfg.Interceptors, c.callWithFailover)
 	return c, nil
+}
+
+// validate reports the first mistake in cfg: where to connect, what to
+// speak, and one way to log in.
+func (cfg *ClientConfig) validate() error {
+	switch {
+	case len(cfg.Addresses) == 0:
+		return errors.New("hadoopipc: ClientConfig.Addresses is empty")
+	case cfg.Protocol == "":
+		return errors.New("hadoopipc: ClientConfig.Protocol is empty")
+	case cfg.Token == nil && cfg.User == "" && cfg.Kerberos == nil:
+		return errors.New("hadoopipc: ClientConfig needs a User (SIMPLE), a Token or Kerberos")
+	case cfg.Kerberos != nil && cfg.Token != nil:
+		return errors.New("hadoopipc: ClientConfig.Token and Kerberos are exclusive")
+	case cfg.Kerberos != nil:
+		return cfg.Kerberos.validate()
+	case cfg.Token != nil && len(cfg.Token.GetIdentifier()) == 0:
+		return errors.New("hadoopipc: ClientConfig.Token has no identifier")
+	}
+	return nil
+}
+
+// setDefaults fills what cfg leaves zero.
+func (cfg *ClientConfig) setDefaults() {
+	if cfg.Version == 0 {
+		cfg.Version = 1
+	}
+	setDefault(&cfg.DialTimeout, 10*time.Second)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	setDefault(&cfg.MaxFrameBytes, DefaultMaxFrameBytes)
+	setDefault(&cfg.IdleTimeout, 10*time.Second)
+	setDefault(&cfg.FailoverAttempts, max(2, 2*len(cfg.Addresses)))
+	setDefault(&cfg.FailoverBackoff, 100*time.Millisecond)
+}
+
+// authKey names cfg's credentials in the pool's connection key:
+// connections are shared only between identical credentials.
+func (cfg *ClientConfig) authKey() string {
+	switch {
+	case cfg.Kerberos != nil:
+		// One login per connection: share only within the same principal
+		// (User, the doAs user, is part of the pool key already).
+		return AuthMethodKerberos + ":" + cfg.Kerberos.principal() + ":" + cfg.Kerberos.ServerPrincipal
+	case cfg.Token != nil:
+		h := sha256.New()
+		for _, b := range [][]byte{cfg.Token.GetIdentifier(), cfg.Token.GetPassword(), []byte(cfg.Token.GetKind()), []byte(cfg.Token.GetService())} {
+			var l [4]byte
+			l[0], l[1], l[2], l[3] = byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b))
+			h.Write(l[:])
+			h.Write(b)
+		}
+		return authMethodToken + ":" + hex.EncodeToString(h.Sum(nil))
+	}
+	return authMethodSimple
 }
 
 // Close closes the client; with a private pool its connections too.

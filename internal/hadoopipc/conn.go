@@ -122,27 +122,7 @@ func (c *serverConn) abort() {
 
 func (c *serverConn) serve() {
 	graceful := false
-	defer func() {
-		if graceful {
-			// Let calls in flight reply, unless Close cuts the drain
-			// short (a handler that ignores its context must not hang
-			// Shutdown past its deadline).
-			drained := make(chan struct{})
-			go func() { c.calls.Wait(); close(drained) }()
-			select {
-			case <-drained:
-			case <-c.ctx.Done():
-			}
-		}
-		if c.lingering {
-			c.lingerClose()
-		}
-		c.cancel()
-		c.nc.Close()
-		if c.relay != nil {
-			c.relay.close()
-		}
-	}()
+	defer func() { c.finish(graceful) }()
 	if err := c.handshake(); err != nil {
 		if isTimeout(err) && !c.draining.Load() {
 			c.srv.metrics.rejected.WithLabelValues("handshake_timeout").Inc()
@@ -150,49 +130,78 @@ func (c *serverConn) serve() {
 		c.debug("ipc handshake ended", err)
 		return
 	}
-	for {
+	for more := true; more; {
 		if !c.contextRead {
-			if !c.servePreAuthPacket() {
-				return
-			}
-			continue
-		}
-		if !c.bigReader {
-			c.upgradeReader()
-		}
-		// Wait for the first byte of the next packet with the idle
-		// deadline; a timeout with calls in flight is not idleness.
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
-		if c.draining.Load() {
-			graceful = true
-			return
-		}
-		if _, err := c.br.Peek(1); err != nil {
-			if isTimeout(err) && !c.draining.Load() && len(c.sem) > 0 {
-				c.srv.idleBusy.Add(1)
-				continue
-			}
-			graceful = c.draining.Load()
-			if isTimeout(err) && !graceful {
-				c.srv.metrics.rejected.WithLabelValues("idle").Inc()
-			}
-			c.debug("ipc connection read ended", err)
-			return
-		}
-		// The packet itself must arrive within the idle timeout too.
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
-		frame, err := readFrame(c.br, c.srv.cfg.MaxFrameBytes, c.rbuf)
-		if err != nil {
-			c.frameReadFailed(err)
-			return
-		}
-		if cap(frame) <= 64<<10 {
-			c.rbuf = frame[:0]
-		}
-		if re := c.processPacket(frame); re != nil {
-			return
+			more = c.servePreAuthPacket()
+		} else {
+			more, graceful = c.servePacket()
 		}
 	}
+}
+
+// finish ends the connection. Gracefully (draining), calls in flight reply
+// first, unless Close cuts the drain short: a handler that ignores its
+// context must not hang Shutdown past its deadline.
+func (c *serverConn) finish(graceful bool) {
+	if graceful {
+		drained := make(chan struct{})
+		go func() { c.calls.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-c.ctx.Done():
+		}
+	}
+	if c.lingering {
+		c.lingerClose()
+	}
+	c.cancel()
+	c.nc.Close()
+	if c.relay != nil {
+		c.relay.close()
+	}
+}
+
+// servePacket waits for, reads and handles one packet of a connection that
+// has sent its context. It reports whether the connection goes on and, if
+// not, whether it ends gracefully (draining).
+func (c *serverConn) servePacket() (more, graceful bool) {
+	if !c.bigReader {
+		c.upgradeReader()
+	}
+	// Wait for the first byte of the next packet with the idle deadline.
+	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	if c.draining.Load() {
+		return false, true
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return c.waitEnded(err)
+	}
+	// The packet itself must arrive within the idle timeout too.
+	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	frame, err := readFrame(c.br, c.srv.cfg.MaxFrameBytes, c.rbuf)
+	if err != nil {
+		c.frameReadFailed(err)
+		return false, false
+	}
+	if cap(frame) <= 64<<10 {
+		c.rbuf = frame[:0]
+	}
+	return c.processPacket(frame) == nil, false
+}
+
+// waitEnded judges a wait for the next packet that ended in err. A timeout
+// with calls in flight is not idleness: the connection goes on.
+func (c *serverConn) waitEnded(err error) (more, graceful bool) {
+	if isTimeout(err) && !c.draining.Load() && len(c.sem) > 0 {
+		c.srv.idleBusy.Add(1)
+		return true, false
+	}
+	graceful = c.draining.Load()
+	if isTimeout(err) && !graceful {
+		c.srv.metrics.rejected.WithLabelValues("idle").Inc()
+	}
+	c.debug("ipc connection read ended", err)
+	return false, graceful
 }
 
 // servePreAuthPacket reads and handles one packet of a connection that has

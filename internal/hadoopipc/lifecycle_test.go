@@ -79,12 +79,23 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 }
 
 func TestShutdownDeadlineCancelsHandlers(t *testing.T) {
-	entered := make(chan struct{})
 	cancelled := make(chan struct{})
-	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) {
-		close(entered)
+	shutdownPastDeadline(t, func(ctx context.Context) {
 		<-ctx.Done()
 		close(cancelled)
+	})
+	<-cancelled
+}
+
+// shutdownPastDeadline serves handle, makes one call to it and, once the
+// handler runs, shuts the server down with a deadline the handler does not
+// return by: Shutdown must report the deadline missed.
+func shutdownPastDeadline(t *testing.T, handle func(ctx context.Context)) {
+	t.Helper()
+	entered := make(chan struct{})
+	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, _ *commonpb.GetDelegationTokenRequestProto) {
+		close(entered)
+		handle(ctx)
 	}))
 	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, FailoverAttempts: 1})
 	go echo(context.Background(), c, "stuck")
@@ -94,7 +105,6 @@ func TestShutdownDeadlineCancelsHandlers(t *testing.T) {
 	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
 	}
-	<-cancelled
 }
 
 // TestIdleConnectionClosed: a call in flight is not idleness, however long
@@ -357,19 +367,7 @@ func TestRetriableStaysOnServer(t *testing.T) {
 // TestShutdownDeadlineWithStuckHandler: a handler that ignores its context
 // cannot hold Shutdown past its deadline.
 func TestShutdownDeadlineWithStuckHandler(t *testing.T) {
-	entered := make(chan struct{})
 	stuck := make(chan struct{})
 	defer close(stuck)
-	ts := startServer(t, DefaultServerConfig(), echoProtocol(func(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) {
-		close(entered)
-		<-stuck // ignores ctx
-	}))
-	c := newTestClient(t, ClientConfig{Addresses: []string{ts.addr}, FailoverAttempts: 1})
-	go echo(context.Background(), c, "stuck")
-	<-entered
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
-	}
+	shutdownPastDeadline(t, func(context.Context) { <-stuck }) // ignores ctx
 }

@@ -109,6 +109,8 @@ func (c *serverConn) sasl(body []byte) *RemoteError {
 	return nil
 }
 
+// saslStep answers one SASL message of the handshake (nil reply: nothing
+// to send).
 func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProto, *RemoteError) {
 	switch msg.GetState() {
 	case commonpb.RpcSaslProto_NEGOTIATE:
@@ -117,56 +119,7 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 		}
 		return c.negotiateReply()
 	case commonpb.RpcSaslProto_INITIATE:
-		if len(msg.GetAuths()) != 1 {
-			return nil, fatal(fatalUnauthorized, ClassSaslException, "client mechanism is malformed")
-		}
-		auth := msg.GetAuths()[0]
-		var chosen *commonpb.RpcSaslProto_SaslAuth
-		for _, a := range c.srv.advertised() {
-			if proto.Equal(a, auth) {
-				chosen = a
-			}
-		}
-		if chosen == nil {
-			if c.sentNegotiate {
-				return nil, fatal(fatalUnauthorized, ClassAccessControl,
-					"%s authentication is not enabled. Available: %v", auth.GetMethod(), c.srv.authMethods())
-			}
-			// A client that skipped NEGOTIATE learns what we offer.
-			return c.negotiateReply()
-		}
-		if chosen.GetMethod() == authMethodSimple {
-			c.switchToSimple()
-			return nil, nil
-		}
-		if chosen.GetMethod() == AuthMethodKerberos {
-			if c.krb != nil {
-				return nil, fatal(fatalUnauthorized, ClassSaslException, "a SASL exchange is already in progress")
-			}
-			// The TOKEN mechanism NEGOTIATE prepared (its challenge) is
-			// not the one chosen: drop it, as Hadoop replaces its
-			// SaslServer.
-			c.token = nil
-			if c.relay != nil {
-				c.relay.close()
-				c.relay = nil
-			}
-			return c.kerberosStep(msg)
-		}
-		if c.token == nil {
-			if err := c.newToken(); err != nil {
-				return nil, err
-			}
-			if len(msg.GetToken()) == 0 {
-				ch, err := c.token.Challenge()
-				if err != nil {
-					return nil, mechFailure(err)
-				}
-				return &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_CHALLENGE.Enum(), Token: ch}, nil
-			}
-			return nil, fatal(fatalUnauthorized, ClassSaslException, "DIGEST-MD5 must not have an initial response")
-		}
-		return c.tokenResponse(msg)
+		return c.initiate(msg)
 	case commonpb.RpcSaslProto_RESPONSE:
 		if c.krb != nil {
 			return c.kerberosStep(msg)
@@ -177,6 +130,70 @@ func (c *serverConn) saslStep(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProt
 		return c.tokenResponse(msg)
 	}
 	return nil, fatal(fatalUnauthorized, ClassSaslException, "client sent unsupported state %v", msg.GetState())
+}
+
+// initiate answers INITIATE: the client chose one of the mechanisms we
+// advertise (a client that skipped NEGOTIATE and chose another learns what
+// we offer).
+func (c *serverConn) initiate(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProto, *RemoteError) {
+	if len(msg.GetAuths()) != 1 {
+		return nil, fatal(fatalUnauthorized, ClassSaslException, "client mechanism is malformed")
+	}
+	auth := msg.GetAuths()[0]
+	var chosen *commonpb.RpcSaslProto_SaslAuth
+	for _, a := range c.srv.advertised() {
+		if proto.Equal(a, auth) {
+			chosen = a
+		}
+	}
+	switch {
+	case chosen == nil && c.sentNegotiate:
+		return nil, fatal(fatalUnauthorized, ClassAccessControl,
+			"%s authentication is not enabled. Available: %v", auth.GetMethod(), c.srv.authMethods())
+	case chosen == nil:
+		return c.negotiateReply()
+	case chosen.GetMethod() == authMethodSimple:
+		c.switchToSimple()
+		return nil, nil
+	case chosen.GetMethod() == AuthMethodKerberos:
+		return c.initiateKerberos(msg)
+	}
+	return c.initiateToken(msg)
+}
+
+// initiateKerberos starts a KERBEROS exchange. The TOKEN mechanism
+// NEGOTIATE prepared (its challenge) is not the one chosen: it is dropped,
+// as Hadoop replaces its SaslServer.
+func (c *serverConn) initiateKerberos(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProto, *RemoteError) {
+	if c.krb != nil {
+		return nil, fatal(fatalUnauthorized, ClassSaslException, "a SASL exchange is already in progress")
+	}
+	c.token = nil
+	if c.relay != nil {
+		c.relay.close()
+		c.relay = nil
+	}
+	return c.kerberosStep(msg)
+}
+
+// initiateToken starts a TOKEN (DIGEST-MD5) exchange, or goes on with the
+// one NEGOTIATE prepared. DIGEST-MD5 has no initial response: a fresh
+// exchange answers with its challenge.
+func (c *serverConn) initiateToken(msg *commonpb.RpcSaslProto) (*commonpb.RpcSaslProto, *RemoteError) {
+	if c.token != nil {
+		return c.tokenResponse(msg)
+	}
+	if err := c.newToken(); err != nil {
+		return nil, err
+	}
+	if len(msg.GetToken()) != 0 {
+		return nil, fatal(fatalUnauthorized, ClassSaslException, "DIGEST-MD5 must not have an initial response")
+	}
+	ch, err := c.token.Challenge()
+	if err != nil {
+		return nil, mechFailure(err)
+	}
+	return &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_CHALLENGE.Enum(), Token: ch}, nil
 }
 
 func (c *serverConn) negotiateReply() (*commonpb.RpcSaslProto, *RemoteError) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,10 +144,19 @@ func DefaultServerConfig() ServerConfig {
 // Validate reports configuration mistakes; NewServer applies defaults but
 // does not fail, so call Validate first.
 func (c ServerConfig) Validate() error {
+	return errors.Join(c.validateLimits(), c.validateAuth(), c.validateRelay())
+}
+
+// validateLimits: no limit is negative, frames fit the wire, and the
+// pre-authentication budget holds at least one frame.
+func (c ServerConfig) validateLimits() error {
 	var errs []error
-	if c.MaxFrameBytes < 0 || c.MaxInFlightPerConn < 0 || c.MaxConns < 0 || c.IdleTimeout < 0 ||
-		c.TokenRelayTimeout < 0 || c.MaxPendingRelayLogins < 0 || c.MaxConnsPerAddr < 0 ||
-		c.HandshakeTimeout < 0 || c.MaxPreAuthFrameBytes < 0 || c.PreAuthBufferBytes < 0 {
+	limits := []int64{
+		int64(c.MaxFrameBytes), int64(c.MaxInFlightPerConn), int64(c.MaxConns), int64(c.IdleTimeout),
+		int64(c.TokenRelayTimeout), int64(c.MaxPendingRelayLogins), int64(c.MaxConnsPerAddr),
+		int64(c.HandshakeTimeout), int64(c.MaxPreAuthFrameBytes), c.PreAuthBufferBytes,
+	}
+	if slices.ContainsFunc(limits, func(v int64) bool { return v < 0 }) {
 		errs = append(errs, errors.New("hadoopipc: negative limit in ServerConfig"))
 	}
 	if c.MaxFrameBytes > 1<<31-1 {
@@ -155,27 +165,37 @@ func (c ServerConfig) Validate() error {
 	if c.PreAuthBufferBytes > 0 && c.MaxPreAuthFrameBytes > 0 && c.PreAuthBufferBytes < int64(c.MaxPreAuthFrameBytes) {
 		errs = append(errs, fmt.Errorf("hadoopipc: PreAuthBufferBytes %d is less than one MaxPreAuthFrameBytes (%d)", c.PreAuthBufferBytes, c.MaxPreAuthFrameBytes))
 	}
+	return errors.Join(errs...)
+}
+
+// validateAuth: some login is possible, and the Kerberos settings and the
+// QOPs offered are sound.
+func (c ServerConfig) validateAuth() error {
+	var errs []error
 	if !c.AllowSimple && c.Secrets == nil && c.TokenRelay == nil && c.Kerberos == nil {
 		errs = append(errs, errors.New("hadoopipc: no authentication method enabled (AllowSimple is false and none of Secrets, TokenRelay, Kerberos is set)"))
 	}
 	if c.Kerberos != nil {
-		if err := c.Kerberos.validate(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, c.Kerberos.validate())
 	}
 	if _, err := toQOPs(c.QOPs); err != nil {
 		errs = append(errs, fmt.Errorf("hadoopipc: QOPs: %w", err))
 	}
-	if c.TokenRelay != nil {
-		if c.Secrets != nil {
-			errs = append(errs, errors.New("hadoopipc: Secrets and TokenRelay are exclusive: TOKEN logins are either checked here or relayed"))
-		}
-		for _, q := range c.QOPs {
-			if q != "auth" {
-				errs = append(errs, fmt.Errorf("hadoopipc: QOPs: relayed TOKEN logins are always qop auth, %q cannot be offered: %w", q, ErrRelayProtection))
-				break
-			}
-		}
+	return errors.Join(errs...)
+}
+
+// validateRelay: relayed TOKEN logins exclude local ones and can only be
+// offered with qop auth.
+func (c ServerConfig) validateRelay() error {
+	if c.TokenRelay == nil {
+		return nil
+	}
+	var errs []error
+	if c.Secrets != nil {
+		errs = append(errs, errors.New("hadoopipc: Secrets and TokenRelay are exclusive: TOKEN logins are either checked here or relayed"))
+	}
+	if i := slices.IndexFunc(c.QOPs, func(q string) bool { return q != "auth" }); i >= 0 {
+		errs = append(errs, fmt.Errorf("hadoopipc: QOPs: relayed TOKEN logins are always qop auth, %q cannot be offered: %w", c.QOPs[i], ErrRelayProtection))
 	}
 	return errors.Join(errs...)
 }

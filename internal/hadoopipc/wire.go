@@ -23,6 +23,34 @@ type requestHeader struct {
 	clientID       []byte // aliases the packet buffer
 }
 
+// Errors of the header decoders, built once: decoding runs on every call.
+var (
+	errReqTag  = fmt.Errorf("%w: bad tag in RpcRequestHeaderProto", ErrMalformed)
+	errRespTag = fmt.Errorf("%w: bad tag in RpcResponseHeaderProto", ErrMalformed)
+	errHdrTag  = fmt.Errorf("%w: bad tag in RequestHeaderProto", ErrMalformed)
+)
+
+// fieldFunc decodes one field whose tag was num and typ from the front of
+// v (the rest of the message) and returns the length of its value.
+type fieldFunc func(num protowire.Number, typ protowire.Type, v []byte) (int, error)
+
+// eachField walks the fields of msg, giving each to field; badTag is the
+// error for a tag that does not parse.
+func eachField(msg []byte, badTag error, field fieldFunc) error {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 || !num.IsValid() {
+			return badTag
+		}
+		m, err := field(num, typ, msg[n:])
+		if err != nil {
+			return err
+		}
+		msg = msg[n+m:]
+	}
+	return nil
+}
+
 // decodeReqHeader decodes a delimited RpcRequestHeaderProto from the front
 // of b, enforcing its required fields (callId, clientId) as protobuf does.
 func decodeReqHeader(b []byte) (h requestHeader, rest []byte, err error) {
@@ -31,80 +59,92 @@ func decodeReqHeader(b []byte) (h requestHeader, rest []byte, err error) {
 		return h, nil, err
 	}
 	h.retry = -1
-	var hasCallID, hasClientID bool
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 || !num.IsValid() {
-			return h, nil, fmt.Errorf("%w: bad tag in RpcRequestHeaderProto", ErrMalformed)
-		}
-		msg = msg[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
-			if n < 0 {
-				return h, nil, errVarint()
-			}
-			msg = msg[n:]
-			// proto2 enums are closed: an unknown value is an unknown
-			// field, so the header then has no rpcKind at all.
-			if v <= 2 {
-				h.hasKind, h.kind = true, int32(v)
-			}
-		case num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
-			if n < 0 {
-				return h, nil, errVarint()
-			}
-			msg = msg[n:]
-			if v <= 2 {
-				h.hasOp, h.op = true, int32(v)
-			}
-		case num == 3 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
-			if n < 0 {
-				return h, nil, errVarint()
-			}
-			hasCallID, h.callID, msg = true, int32(protowire.DecodeZigZag(v&0xffffffff)), msg[n:]
-		case num == 4 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(msg)
-			if n < 0 {
-				return h, nil, fmt.Errorf("%w: bad clientId", ErrMalformed)
-			}
-			hasClientID, h.clientID, msg = true, v, msg[n:]
-		case num == 5 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
-			if n < 0 {
-				return h, nil, errVarint()
-			}
-			h.retry, msg = int32(protowire.DecodeZigZag(v&0xffffffff)), msg[n:]
-		case (num == 6 || num == 7) && typ == protowire.BytesType:
-			// Trace info and caller context: unused, but a malformed one
-			// fails the header in Java and protobuf-go alike.
-			v, n := protowire.ConsumeBytes(msg)
-			if n < 0 {
-				return h, nil, fmt.Errorf("%w: bad field %d in RpcRequestHeaderProto", ErrMalformed, num)
-			}
-			var nested proto.Message = &commonpb.RPCTraceInfoProto{}
-			if num == 7 {
-				nested = &commonpb.RPCCallerContextProto{}
-			}
-			if err := proto.Unmarshal(v, nested); err != nil {
-				return h, nil, fmt.Errorf("%w: field %d of RpcRequestHeaderProto: %v", ErrMalformed, num, err)
-			}
-			msg = msg[n:]
-		default:
-			// State ids, router state, or unknown fields.
-			n := protowire.ConsumeFieldValue(num, typ, msg)
-			if n < 0 {
-				return h, nil, fmt.Errorf("%w: bad field %d in RpcRequestHeaderProto", ErrMalformed, num)
-			}
-			msg = msg[n:]
-		}
+	var d reqHeaderDecoder
+	if err := eachField(msg, errReqTag, func(num protowire.Number, typ protowire.Type, v []byte) (int, error) {
+		return d.field(&h, num, typ, v)
+	}); err != nil {
+		return h, nil, err
 	}
-	if !hasCallID || !hasClientID {
+	if !d.hasCallID || !d.hasClientID {
 		return h, nil, fmt.Errorf("%w: RpcRequestHeaderProto lacks required callId or clientId", ErrMalformed)
 	}
 	return h, rest, nil
+}
+
+// reqHeaderDecoder remembers which required fields of an
+// RpcRequestHeaderProto were seen.
+type reqHeaderDecoder struct{ hasCallID, hasClientID bool }
+
+// field decodes one field of an RpcRequestHeaderProto into h:
+//
+//	1 rpcKind  varint (enum)   2 rpcOp      varint (enum)
+//	3 callId   sint32          4 clientId   bytes
+//	5 retryCount sint32        6 traceInfo, 7 callerContext: messages,
+//	                             checked and dropped
+//
+// Any other field (state ids, router state, unknown) is skipped.
+func (d *reqHeaderDecoder) field(h *requestHeader, num protowire.Number, typ protowire.Type, v []byte) (int, error) {
+	switch {
+	case typ == protowire.VarintType && (num == 1 || num == 2 || num == 3 || num == 5):
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return 0, errVarint()
+		}
+		d.setVarint(h, num, x)
+		return n, nil
+	case typ == protowire.BytesType && num == 4:
+		x, n := protowire.ConsumeBytes(v)
+		if n < 0 {
+			return 0, fmt.Errorf("%w: bad clientId", ErrMalformed)
+		}
+		d.hasClientID, h.clientID = true, x
+		return n, nil
+	case typ == protowire.BytesType && (num == 6 || num == 7):
+		return checkReqHeaderMessage(num, v)
+	}
+	n := protowire.ConsumeFieldValue(num, typ, v)
+	if n < 0 {
+		return 0, fmt.Errorf("%w: bad field %d in RpcRequestHeaderProto", ErrMalformed, num)
+	}
+	return n, nil
+}
+
+// setVarint stores varint field num (1, 2, 3 or 5) of an
+// RpcRequestHeaderProto. proto2 enums are closed: an unknown rpcKind or
+// rpcOp is an unknown field, so the header then has none at all.
+func (d *reqHeaderDecoder) setVarint(h *requestHeader, num protowire.Number, v uint64) {
+	switch {
+	case num == 1 && v <= 2:
+		h.hasKind, h.kind = true, int32(v)
+	case num == 2 && v <= 2:
+		h.hasOp, h.op = true, int32(v)
+	case num == 3:
+		d.hasCallID, h.callID = true, sint32(v)
+	case num == 5:
+		h.retry = sint32(v)
+	}
+}
+
+// sint32 decodes a zigzag varint as protobuf does for sint32: only its low
+// 32 bits count.
+func sint32(v uint64) int32 { return int32(protowire.DecodeZigZag(v & 0xffffffff)) }
+
+// checkReqHeaderMessage checks field 6 (traceInfo) or 7 (callerContext) of
+// an RpcRequestHeaderProto: unused, but a malformed one fails the header in
+// Java and protobuf-go alike.
+func checkReqHeaderMessage(num protowire.Number, v []byte) (int, error) {
+	x, n := protowire.ConsumeBytes(v)
+	if n < 0 {
+		return 0, fmt.Errorf("%w: bad field %d in RpcRequestHeaderProto", ErrMalformed, num)
+	}
+	var nested proto.Message = &commonpb.RPCTraceInfoProto{}
+	if num == 7 {
+		nested = &commonpb.RPCCallerContextProto{}
+	}
+	if err := proto.Unmarshal(x, nested); err != nil {
+		return 0, fmt.Errorf("%w: field %d of RpcRequestHeaderProto: %v", ErrMalformed, num, err)
+	}
+	return n, nil
 }
 
 func errVarint() error { return fmt.Errorf("%w: bad varint in RpcRequestHeaderProto", ErrMalformed) }
@@ -197,57 +237,78 @@ func decodeRespHeader(b []byte) (h respHeader, rest []byte, err error) {
 	if err != nil {
 		return h, nil, err
 	}
-	var hasCallID, hasStatus bool
-	bad := func(what string) error { return fmt.Errorf("%w: bad %s in RpcResponseHeaderProto", ErrMalformed, what) }
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 || !num.IsValid() {
-			return h, nil, bad("tag")
-		}
-		msg = msg[n:]
-		switch {
-		case (num == 1 || num == 2 || num == 6) && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
-			if n < 0 {
-				return h, nil, bad("varint")
-			}
-			msg = msg[n:]
-			switch num {
-			case 1:
-				hasCallID, h.callID = true, int32(uint32(v))
-			case 2:
-				// Closed proto2 enum: unknown values leave it unset.
-				if v <= 2 {
-					hasStatus, h.status = true, commonpb.RpcResponseHeaderProto_RpcStatusProto(v)
-				}
-			case 6:
-				if _, ok := commonpb.RpcResponseHeaderProto_RpcErrorCodeProto_name[int32(v)]; ok && v <= 15 {
-					h.hasCode, h.code = true, commonpb.RpcResponseHeaderProto_RpcErrorCodeProto(v)
-				}
-			}
-		case (num == 4 || num == 5) && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(msg)
-			if n < 0 {
-				return h, nil, bad("string")
-			}
-			msg = msg[n:]
-			if num == 4 {
-				h.hasClass, h.class = true, string(v)
-			} else {
-				h.msg = string(v)
-			}
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, msg)
-			if n < 0 {
-				return h, nil, bad("field")
-			}
-			msg = msg[n:]
-		}
+	var d respHeaderDecoder
+	if err := eachField(msg, errRespTag, func(num protowire.Number, typ protowire.Type, v []byte) (int, error) {
+		return d.field(&h, num, typ, v)
+	}); err != nil {
+		return h, nil, err
 	}
-	if !hasCallID || !hasStatus {
+	if !d.hasCallID || !d.hasStatus {
 		return h, nil, fmt.Errorf("%w: RpcResponseHeaderProto lacks required callId or status", ErrMalformed)
 	}
 	return h, rest, nil
+}
+
+// respHeaderDecoder remembers which required fields of an
+// RpcResponseHeaderProto were seen.
+type respHeaderDecoder struct{ hasCallID, hasStatus bool }
+
+func badResp(what string) error {
+	return fmt.Errorf("%w: bad %s in RpcResponseHeaderProto", ErrMalformed, what)
+}
+
+// field decodes one field of an RpcResponseHeaderProto into h:
+//
+//	1 callId     uint32          2 status       varint (enum)
+//	4 exceptionClassName string  5 errorMsg     string
+//	6 errorDetail varint (enum)
+//
+// Any other field (serverIpcVersionNum, clientId, retryCount, ...) is
+// skipped.
+func (d *respHeaderDecoder) field(h *respHeader, num protowire.Number, typ protowire.Type, v []byte) (int, error) {
+	switch {
+	case typ == protowire.VarintType && (num == 1 || num == 2 || num == 6):
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return 0, badResp("varint")
+		}
+		d.setVarint(h, num, x)
+		return n, nil
+	case typ == protowire.BytesType && (num == 4 || num == 5):
+		x, n := protowire.ConsumeBytes(v)
+		if n < 0 {
+			return 0, badResp("string")
+		}
+		if num == 4 {
+			h.hasClass, h.class = true, string(x)
+		} else {
+			h.msg = string(x)
+		}
+		return n, nil
+	}
+	n := protowire.ConsumeFieldValue(num, typ, v)
+	if n < 0 {
+		return 0, badResp("field")
+	}
+	return n, nil
+}
+
+// setVarint stores varint field num (1, 2 or 6) of an
+// RpcResponseHeaderProto. Its enums are closed proto2 enums: an unknown
+// value leaves the field unset.
+func (d *respHeaderDecoder) setVarint(h *respHeader, num protowire.Number, v uint64) {
+	switch num {
+	case 1:
+		d.hasCallID, h.callID = true, int32(uint32(v))
+	case 2:
+		if v <= 2 {
+			d.hasStatus, h.status = true, commonpb.RpcResponseHeaderProto_RpcStatusProto(v)
+		}
+	case 6:
+		if _, ok := commonpb.RpcResponseHeaderProto_RpcErrorCodeProto_name[int32(v)]; ok && v <= 15 {
+			h.hasCode, h.code = true, commonpb.RpcResponseHeaderProto_RpcErrorCodeProto(v)
+		}
+	}
 }
 
 // remote turns a non-SUCCESS header into a *RemoteError.
@@ -257,45 +318,44 @@ func (h *respHeader) remote() *RemoteError {
 
 // decodeRequestHeaderProto decodes a delimited RequestHeaderProto from the
 // front of b; all three fields are required. The names alias b.
+//
+//	1 methodName string  2 declaringClassProtocolName string
+//	3 clientProtocolVersion uint64
 func decodeRequestHeaderProto(b []byte) (method, protocol []byte, version uint64, rest []byte, err error) {
 	msg, rest, err := nextDelimited(b)
 	if err != nil {
 		return nil, nil, 0, nil, err
 	}
 	var has [4]bool
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 || !num.IsValid() {
-			return nil, nil, 0, nil, fmt.Errorf("%w: bad tag in RequestHeaderProto", ErrMalformed)
-		}
-		msg = msg[n:]
+	if err := eachField(msg, errHdrTag, func(num protowire.Number, typ protowire.Type, v []byte) (int, error) {
 		switch {
-		case (num == 1 || num == 2) && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(msg)
+		case typ == protowire.BytesType && (num == 1 || num == 2):
+			x, n := protowire.ConsumeBytes(v)
 			if n < 0 {
-				return nil, nil, 0, nil, fmt.Errorf("%w: bad string in RequestHeaderProto", ErrMalformed)
+				return 0, fmt.Errorf("%w: bad string in RequestHeaderProto", ErrMalformed)
 			}
-			msg = msg[n:]
 			has[num] = true
 			if num == 1 {
-				method = v
+				method = x
 			} else {
-				protocol = v
+				protocol = x
 			}
-		case num == 3 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(msg)
+			return n, nil
+		case typ == protowire.VarintType && num == 3:
+			x, n := protowire.ConsumeVarint(v)
 			if n < 0 {
-				return nil, nil, 0, nil, fmt.Errorf("%w: bad varint in RequestHeaderProto", ErrMalformed)
+				return 0, fmt.Errorf("%w: bad varint in RequestHeaderProto", ErrMalformed)
 			}
-			msg = msg[n:]
-			has[3], version = true, v
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, msg)
-			if n < 0 {
-				return nil, nil, 0, nil, fmt.Errorf("%w: bad field %d in RequestHeaderProto", ErrMalformed, num)
-			}
-			msg = msg[n:]
+			has[3], version = true, x
+			return n, nil
 		}
+		n := protowire.ConsumeFieldValue(num, typ, v)
+		if n < 0 {
+			return 0, fmt.Errorf("%w: bad field %d in RequestHeaderProto", ErrMalformed, num)
+		}
+		return n, nil
+	}); err != nil {
+		return nil, nil, 0, nil, err
 	}
 	if !has[1] || !has[2] || !has[3] {
 		return nil, nil, 0, nil, fmt.Errorf("%w: RequestHeaderProto lacks a required field (methodName, declaringClassProtocolName, clientProtocolVersion)", ErrMalformed)

@@ -13,18 +13,6 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
-// waitFor polls cond until it holds or the test's patience runs out.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // testPool is a pool running exec; with a nil quit it gets one that the
 // test's cleanup closes, waiting for the workers to exit (goleak).
 func testPool(t *testing.T, max int, idle time.Duration, quit <-chan struct{}, exec func(*inboundCall)) *workerPool {
@@ -38,7 +26,7 @@ func testPool(t *testing.T, max int, idle time.Duration, quit <-chan struct{}, e
 	if q != nil {
 		t.Cleanup(func() {
 			close(q)
-			waitFor(t, "workers to exit", func() bool { live, _ := p.stats(); return live == 0 })
+			poll(t, "workers to exit", func() bool { live, _ := p.stats(); return live == 0 })
 		})
 	}
 	return p
@@ -54,7 +42,7 @@ func TestWorkerPoolReuses(t *testing.T) {
 			t.Fatalf("call %d ran as %d", i, got)
 		}
 		// The worker puts itself back on the idle stack after the call.
-		waitFor(t, "worker idle", func() bool { _, idle := p.stats(); return idle == 1 })
+		poll(t, "worker idle", func() bool { _, idle := p.stats(); return idle == 1 })
 	}
 	if live, idle := p.stats(); live != 1 || idle != 1 {
 		t.Fatalf("live %d idle %d after 100 sequential calls, want 1 and 1", live, idle)
@@ -76,7 +64,7 @@ func TestWorkerPoolNeverQueuesBeyondMax(t *testing.T) {
 		t.Fatalf("live %d idle %d with 5 busy calls, want 3 workers and 0 idle", live, idle)
 	}
 	close(release)
-	waitFor(t, "3 idle workers", func() bool { live, idle := p.stats(); return live == 3 && idle == 3 })
+	poll(t, "3 idle workers", func() bool { live, idle := p.stats(); return live == 3 && idle == 3 })
 }
 
 // Idle workers exit after the idle timeout; the pool starts new ones later.
@@ -86,9 +74,9 @@ func TestWorkerPoolIdleTimeout(t *testing.T) {
 	for range 4 {
 		p.run(&inboundCall{})
 	}
-	waitFor(t, "workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
+	poll(t, "workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
 	p.run(&inboundCall{})
-	waitFor(t, "a call after the timeout", func() bool { return ran.Load() == 5 })
+	poll(t, "a call after the timeout", func() bool { return ran.Load() == 5 })
 }
 
 // Closing quit (server shutdown) ends idle workers at once and busy ones
@@ -105,13 +93,13 @@ func TestWorkerPoolQuit(t *testing.T) {
 	})
 	p.run(&inboundCall{info: CallInfo{CallID: 1}}) // busy until released
 	p.run(&inboundCall{info: CallInfo{CallID: 2}})
-	waitFor(t, "one idle worker", func() bool { live, idle := p.stats(); return live == 2 && idle == 1 })
+	poll(t, "one idle worker", func() bool { live, idle := p.stats(); return live == 2 && idle == 1 })
 	close(quit)
-	waitFor(t, "the idle worker to exit", func() bool { live, idle := p.stats(); return live == 1 && idle == 0 })
+	poll(t, "the idle worker to exit", func() bool { live, idle := p.stats(); return live == 1 && idle == 0 })
 	close(release)
-	waitFor(t, "the busy worker to exit", func() bool { live, _ := p.stats(); return live == 0 })
+	poll(t, "the busy worker to exit", func() bool { live, _ := p.stats(); return live == 0 })
 	p.run(&inboundCall{info: CallInfo{CallID: 3}})
-	waitFor(t, "a call after quit", func() bool { return ran.Load() == 3 })
+	poll(t, "a call after quit", func() bool { return ran.Load() == 3 })
 }
 
 // A handler that ends its goroutine (runtime.Goexit) does not leak a slot.
@@ -120,7 +108,7 @@ func TestWorkerPoolGoexit(t *testing.T) {
 	p := testPool(t, 1, time.Minute, nil, func(*inboundCall) { defer close(done); runtime.Goexit() })
 	p.run(&inboundCall{})
 	<-done
-	waitFor(t, "the slot back", func() bool { live, _ := p.stats(); return live == 0 })
+	poll(t, "the slot back", func() bool { live, _ := p.stats(); return live == 0 })
 }
 
 // Dispatches racing with idle timeouts: a worker that was taken off the
@@ -144,7 +132,7 @@ func TestWorkerPoolTimeoutRace(t *testing.T) {
 			t.Fatalf("call %d ran %d times", i, n)
 		}
 	}
-	waitFor(t, "all workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
+	poll(t, "all workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
 }
 
 // Through a real server: calls run on pooled workers, per-connection
@@ -178,10 +166,10 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "2 calls in flight", func() bool { return inFlight.Load() >= 2 })
+	poll(t, "2 calls in flight", func() bool { return inFlight.Load() >= 2 })
 	// The third call is decoded only after the first two were dispatched;
 	// with the limit broken it would run (no wait is ever counted).
-	waitFor(t, "the reader to wait for a slot, or a third call", func() bool {
+	poll(t, "the reader to wait for a slot, or a third call", func() bool {
 		return metricValue(t, ts.srv.metrics.backPressure) >= 1 || maxSeen.Load() > 2
 	})
 	if m := maxSeen.Load(); m != 2 {
@@ -196,5 +184,5 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 		t.Fatalf("%d workers after 3 calls with 2 slots, want 1 to 3", live)
 	}
 	ts.srv.Close()
-	waitFor(t, "workers to exit on Close", func() bool { live, _ := ts.srv.workers.stats(); return live == 0 })
+	poll(t, "workers to exit on Close", func() bool { live, _ := ts.srv.workers.stats(); return live == 0 })
 }

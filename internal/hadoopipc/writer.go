@@ -66,10 +66,9 @@ func (w *batchWriter) sendMaybeBatched(p []byte, transform func([]byte) ([]byte,
 	}
 	w.pend = append(w.pend, p...)
 	if w.flushing {
-		if wait {
-			for w.err == nil && (w.flushing || len(w.pend) > 0) {
-				w.cond.Wait()
-			}
+		// Another goroutine writes it; with wait, until it is out.
+		for wait && w.err == nil && (w.flushing || len(w.pend) > 0) {
+			w.cond.Wait()
 		}
 		err := w.err
 		w.mu.Unlock()
@@ -81,22 +80,7 @@ func (w *batchWriter) sendMaybeBatched(p []byte, transform func([]byte) ([]byte,
 		runtime.Gosched()
 		w.mu.Lock()
 	}
-	var err error
-	for len(w.pend) > 0 && err == nil {
-		buf := w.pend
-		w.pend = w.spare[:0]
-		w.mu.Unlock()
-		if w.timeout > 0 {
-			w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-		}
-		_, err = w.conn.Write(buf)
-		w.mu.Lock()
-		if cap(buf) <= 256<<10 {
-			w.spare = buf[:0]
-		} else {
-			w.spare = nil // do not keep a rare huge buffer
-		}
-	}
+	err := w.flushLocked()
 	w.flushing = false
 	if err != nil {
 		w.failLocked(err)
@@ -107,6 +91,31 @@ func (w *batchWriter) sendMaybeBatched(p []byte, transform func([]byte) ([]byte,
 		w.onError(err)
 	}
 	return err
+}
+
+// flushLocked writes everything pending, and what others queue meanwhile,
+// until nothing is left or a Write fails. Called with mu held by the one
+// flushing goroutine; mu is released during each Write.
+func (w *batchWriter) flushLocked() error {
+	for len(w.pend) > 0 {
+		buf := w.pend
+		w.pend = w.spare[:0]
+		w.mu.Unlock()
+		if w.timeout > 0 {
+			w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+		}
+		_, err := w.conn.Write(buf)
+		w.mu.Lock()
+		if cap(buf) <= 256<<10 {
+			w.spare = buf[:0]
+		} else {
+			w.spare = nil // do not keep a rare huge buffer
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *batchWriter) failLocked(err error) {

@@ -357,7 +357,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 				return fmt.Errorf("router %s: %w", cfg.RouterAddr, err)
 			}
 		} else {
-			addr, err := freeAddr()
+			addr, err := ssbench.FreeAddr()
 			if err != nil {
 				return err
 			}
@@ -597,15 +597,6 @@ func pct(d []time.Duration, p int) time.Duration {
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 func stopProc(cmd *exec.Cmd) {
 	if cmd.Process != nil {

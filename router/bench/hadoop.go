@@ -170,7 +170,7 @@ func startHadoop(ctx context.Context, cfg Config, rms []simrm.Addrs, scID func(i
 	}
 	var addrs []string
 	for range 3 {
-		a, err := freeAddr()
+		a, err := ssbench.FreeAddr()
 		if err != nil {
 			return h, err
 		}

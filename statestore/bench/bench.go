@@ -424,7 +424,9 @@ type yarnfedTarget struct {
 	stale []*client.Client
 }
 
-func freeAddr() (string, error) {
+// FreeAddr is a loopback address with a port free a moment ago, for a
+// process the bench starts to listen on (router/bench uses it too).
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -447,7 +449,7 @@ func startYarnfed(ctx context.Context, cfg Config) (target, error) {
 		var peers []string
 		var cfgs []node.Config
 		for i := 0; i < 3; i++ {
-			raftAddr, err := freeAddr()
+			raftAddr, err := FreeAddr()
 			if err != nil {
 				return nil, err
 			}
@@ -655,11 +657,11 @@ func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*R
 	}
 	var raftAddrs, grpcAddrs, peers []string
 	for i := 0; i < 3; i++ {
-		ra, err := freeAddr()
+		ra, err := FreeAddr()
 		if err != nil {
 			return r, err
 		}
-		g, err := freeAddr()
+		g, err := FreeAddr()
 		if err != nil {
 			return r, err
 		}
@@ -671,7 +673,7 @@ func StartReplicas(ctx context.Context, exe, dir string, opt ReplicaOptions) (*R
 		httpAddr := ""
 		if opt.HTTP {
 			var err error
-			if httpAddr, err = freeAddr(); err != nil {
+			if httpAddr, err = FreeAddr(); err != nil {
 				return r, err
 			}
 			r.HTTP = append(r.HTTP, httpAddr)

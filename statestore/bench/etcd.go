@@ -72,11 +72,11 @@ func startEtcd(ctx context.Context, cfg Config) (target, error) {
 	t := &etcdTarget{}
 	var clientURLs, peerURLs, cluster []string
 	for i := 0; i < 3; i++ {
-		c, err := freeAddr()
+		c, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		p, err := freeAddr()
+		p, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}

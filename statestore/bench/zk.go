@@ -61,7 +61,7 @@ func StartZooKeeperEnsemble(java, classpath, dir string) (*Ensemble, error) {
 	for i := 1; i <= 3; i++ {
 		var ports []string
 		for j := 0; j < 3; j++ {
-			a, err := freeAddr()
+			a, err := FreeAddr()
 			if err != nil {
 				return nil, err
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
-	"github.com/yarnfed/yarnfed/statestore/storetest"
 )
 
 // BenchmarkTransport measures what mutual TLS and the interceptor chain
@@ -52,12 +51,8 @@ func BenchmarkTransport(b *testing.B) {
 				}
 				tc = r.ClientConfig()
 			}
-			n, err := Start(ctx, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			n := startLeader(b, ctx, cfg)
 			defer n.Close()
-			storetest.Poll(b, 20*time.Second, func() bool { return n.Store.IsLeader() })
 			c, err := client.New(client.Config{Addrs: []string{n.GRPCAddr()}, TLS: tc, DisableCache: true})
 			if err != nil {
 				b.Fatal(err)

@@ -41,12 +41,8 @@ func TestGRPCIdleConnectionFlood(t *testing.T) {
 	cfg.Bootstrap = true
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
-	n, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startLeader(t, ctx, cfg)
 	defer n.Close()
-	storetest.Poll(t, 20*time.Second, func() bool { return n.Store.IsLeader() })
 	ready := func() bool {
 		resp, err := http.Get("http://" + n.HTTPAddr() + "/readyz")
 		if err != nil {

@@ -46,6 +46,25 @@ func testConfig(t testing.TB, id string) Config {
 	return cfg
 }
 
+// startLeader starts the replica cfg describes (a bootstrapping one, which
+// elects itself) and waits until it leads; the caller closes it.
+func startLeader(t testing.TB, ctx context.Context, cfg Config) *Node {
+	t.Helper()
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := false
+	defer func() {
+		if !led { // Poll failed the test
+			_ = n.Close()
+		}
+	}()
+	storetest.Poll(t, 20*time.Second, func() bool { return n.Store.IsLeader() })
+	led = true
+	return n
+}
+
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)

@@ -338,12 +338,8 @@ func TestUnauthenticatedRaftPacket(t *testing.T) {
 			}
 			reg := prometheus.NewRegistry()
 			cfg.Registerer = reg
-			n, err := Start(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := startLeader(t, ctx, cfg)
 			defer n.Close()
-			storetest.Poll(t, 20*time.Second, func() bool { return n.Store.IsLeader() })
 			before := term(t, n)
 
 			attacker, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 2*time.Second, nil)
@@ -399,12 +395,8 @@ func TestCertificateRotation(t *testing.T) {
 	p := newPKI(t)
 	cfg := tlsConfig(t, p, "ss1")
 	cfg.Bootstrap = true
-	n, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startLeader(t, ctx, cfg)
 	defer n.Close()
-	storetest.Poll(t, 20*time.Second, func() bool { return n.Store.IsLeader() })
 
 	info := p.files("tool", security.RoleAMRMProxy)
 	r, err := security.NewReloader(info)

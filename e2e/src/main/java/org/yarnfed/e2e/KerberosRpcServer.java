@@ -27,37 +27,25 @@ public final class KerberosRpcServer {
   private KerberosRpcServer() {}
 
   public static void main(String[] args) throws Exception {
-    String principal = null;
-    String keytab = null;
     Configuration conf = new Configuration();
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--krb5conf":
-          System.setProperty("java.security.krb5.conf", args[++i]);
-          System.setProperty("sun.security.krb5.disableReferrals", "true");
-          break;
-        case "--principal":
-          principal = args[++i];
-          break;
-        case "--keytab":
-          keytab = args[++i];
-          break;
+    KerberosArgs krb = KerberosArgs.parse(args, (a, i) -> {
+      switch (a[i]) {
         case "--protection":
-          conf.set("hadoop.rpc.protection", args[++i]);
-          break;
+          conf.set("hadoop.rpc.protection", a[++i]);
+          return i;
         case "--proxyuser": {
-          String[] nu = args[++i].split(":", 2);
+          String[] nu = a[++i].split(":", 2);
           conf.set("hadoop.proxyuser." + nu[0] + ".hosts", "*");
           conf.set("hadoop.proxyuser." + nu[0] + ".users", nu[1]);
-          break;
+          return i;
         }
         default:
-          throw new IllegalArgumentException("unknown argument " + args[i]);
+          return KerberosArgs.unknown(a, i);
       }
-    }
+    });
     conf.set("hadoop.security.authentication", "kerberos");
     UserGroupInformation.setConfiguration(conf);
-    UserGroupInformation.loginUserFromKeytab(principal, keytab);
+    UserGroupInformation.loginUserFromKeytab(krb.principal, krb.keytab);
     ProxyUsers.refreshSuperUserGroupsConfiguration(conf);
     RPC.setProtocolEngine(conf, TestRpcBase.TestRpcService.class, ProtobufRpcEngine2.class);
     RPC.Server server = new RPC.Builder(conf)

@@ -34,31 +34,14 @@ public final class KerberosWebServer {
   private KerberosWebServer() {}
 
   public static void main(String[] args) throws Exception {
-    String principal = null;
-    String keytab = null;
-    for (int i = 0; i < args.length; i++) {
-      switch (args[i]) {
-        case "--krb5conf":
-          System.setProperty("java.security.krb5.conf", args[++i]);
-          System.setProperty("sun.security.krb5.disableReferrals", "true");
-          break;
-        case "--principal":
-          principal = args[++i];
-          break;
-        case "--keytab":
-          keytab = args[++i];
-          break;
-        default:
-          throw new IllegalArgumentException("unknown argument " + args[i]);
-      }
-    }
+    KerberosArgs krb = KerberosArgs.parse(args, KerberosArgs.NONE);
     Server server = new Server(new InetSocketAddress("127.0.0.1", 0));
     ServletContextHandler ctx = new ServletContextHandler();
     ctx.setContextPath("/");
     FilterHolder auth = new FilterHolder(AuthenticationFilter.class);
     auth.setInitParameter(AuthenticationFilter.AUTH_TYPE, "kerberos");
-    auth.setInitParameter("kerberos.principal", principal);
-    auth.setInitParameter("kerberos.keytab", keytab);
+    auth.setInitParameter("kerberos.principal", krb.principal);
+    auth.setInitParameter("kerberos.keytab", krb.keytab);
     auth.setInitParameter("kerberos.name.rules", "DEFAULT"); // hadoop.security.auth_to_local
     auth.setInitParameter(AuthenticationFilter.SIGNER_SECRET_PROVIDER, "random");
     auth.setInitParameter(AuthenticationFilter.AUTH_TOKEN_VALIDITY, "3600");
