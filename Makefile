@@ -59,7 +59,7 @@ image: ## Build the container image $(IMAGE) as an OCI archive ($(IMAGE_ARCHIVE)
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/linux/yarnfed ./cmd/yarnfed
 	cd hack/image && $(GO) run . -dockerfile $(CURDIR)/deploy/Dockerfile -context $(CURDIR)/bin/linux -name $(IMAGE) -out $(abspath $(IMAGE_ARCHIVE))
 
-kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -controller-manager, -scheduler and kubelet in one go build.
+kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -controller-manager, -scheduler, kubelet and kube-proxy in one go build, and CoreDNS.
 	scripts/kube-binaries.sh
 
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 1000x: executions, not seconds).

@@ -4,20 +4,59 @@
 #
 #   ${YARNFED_CACHE:-$HOME/.cache/yarnfed}/kube/<kubernetes version>/
 #     kube-apiserver etcd              gpg/kube/kubetest (an API server alone)
-#     kube-controller-manager kube-scheduler kubelet
+#     kube-controller-manager kube-scheduler kubelet kube-proxy
 #                                      deploy/kubenode (a one-node cluster)
+#   ${YARNFED_CACHE:-$HOME/.cache/yarnfed}/coredns/<coredns version>/
+#     coredns                          deploy/kubenode's cluster DNS
 #
 # The versions are those pinned by the nested module hack/kube (go.mod and
-# go.sum; its `tool` block names the five commands). A directory whose stamp
+# go.sum; its `tool` block names the six commands). A directory whose stamp
 # matches that module (and the Go version) is reused as it is; anything else is
 # rebuilt, so the cache is an optimisation, never a requirement. The directory
 # is printed as the last line of output.
 #
-# All five are built by ONE `go build` invocation: the packages they share
+# All six are built by ONE `go build` invocation: the packages they share
 # (client-go, apiserver, the api types: most of the work) are compiled once and
 # the links run in parallel. Measured times: deploy/DESIGN.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+cache=${YARNFED_CACHE:-$HOME/.cache/yarnfed}
+
+# CoreDNS: its own nested module (hack/coredns: upstream's server with the
+# plugins the cluster uses), its own directory and stamp, the same scheme.
+# It is small next to the kube build, and a separate module: its client-go
+# is CoreDNS's version, not Kubernetes'.
+build_coredns() {
+  local mod=hack/coredns version dest stamp tmp start
+  version=$(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$mod/go.mod")
+  if [ -z "$version" ]; then
+    echo "kube-binaries: no 'require github.com/coredns/coredns' line in $mod/go.mod" >&2
+    exit 1
+  fi
+  dest=$cache/coredns/$version
+  stamp=$(cat "$mod/go.mod" "$mod/go.sum" "$mod/main.go" <(go env GOVERSION) | sha256sum | cut -d' ' -f1)
+  if [ -x "$dest/coredns" ] && [ "$(cat "$dest/.stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "kube-binaries: reusing $dest" >&2
+    return
+  fi
+  echo "kube-binaries: building coredns ($version) into $dest" >&2
+  mkdir -p "$cache/coredns"
+  tmp=$(mktemp -d "$cache/coredns/.build.XXXXXX")
+  chmod 755 "$tmp"
+  start=$SECONDS
+  if ! (cd "$mod" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .); then
+    rm -rf "$tmp"
+    exit 1
+  fi
+  echo "kube-binaries: coredns built in $((SECONDS - start)) s ($(($(stat -c %s "$tmp/coredns") / 1048576)) MB)" >&2
+  echo "$stamp" >"$tmp/.stamp"
+  rm -rf "$dest.old"
+  [ -e "$dest" ] && mv "$dest" "$dest.old"
+  mv "$tmp" "$dest"
+  rm -rf "$dest.old"
+}
+build_coredns
 
 mod=hack/kube
 version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$mod/go.mod")
@@ -25,18 +64,18 @@ if [ -z "$version" ]; then
   echo "kube-binaries: no 'require k8s.io/kubernetes' line in $mod/go.mod" >&2
   exit 1
 fi
-cache=${YARNFED_CACHE:-$HOME/.cache/yarnfed}
 dest=$cache/kube/$version
 stamp=$(cat "$mod/go.mod" "$mod/go.sum" <(go env GOVERSION) | sha256sum | cut -d' ' -f1)
 # Output name <- package. `go build -o DIR/` names a binary after the last
 # element of its import path, skipping a major-version suffix: etcd's
 # go.etcd.io/etcd/server/v3 comes out as "server" and is renamed.
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet etcd)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd)
 pkgs=(
   k8s.io/kubernetes/cmd/kube-apiserver
   k8s.io/kubernetes/cmd/kube-controller-manager
   k8s.io/kubernetes/cmd/kube-scheduler
   k8s.io/kubernetes/cmd/kubelet
+  k8s.io/kubernetes/cmd/kube-proxy
   go.etcd.io/etcd/server/v3
 )
 

@@ -48,13 +48,7 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 		t.Fatalf("bin/linux/yarnfed version: %v", err)
 	}
 
-	before := readSysctls()
-	var absent []string
-	for _, d := range kubenode.HostDirs {
-		if _, err := os.Stat(d); err != nil {
-			absent = append(absent, d)
-		}
-	}
+	snap := takeHostSnapshot(t)
 	var c *kubenode.Cluster
 	// The cluster lives for this subtest; its cleanup has run when t.Run
 	// returns, and what it leaves on the host is checked below.
@@ -65,6 +59,68 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 	if c == nil {
 		return
 	}
+	checkNoLeftovers(t, c, snap)
+}
+
+// hostSnapshot is what a cluster must leave as it found it on the host.
+type hostSnapshot struct {
+	sysctls  map[string]string
+	absent   []string // HostDirs that did not exist
+	nft      string   // the host namespace's nftables ruleset
+	iptables string   // and its iptables rules (both families)
+}
+
+func takeHostSnapshot(t *testing.T) hostSnapshot {
+	s := hostSnapshot{sysctls: readSysctls(), nft: hostNft(t), iptables: hostIptables(t)}
+	for _, d := range kubenode.HostDirs {
+		if _, err := os.Stat(d); err != nil {
+			s.absent = append(s.absent, d)
+		}
+	}
+	return s
+}
+
+// hostNft is `nft list ruleset` in the test's (the host's) network
+// namespace, "" where nft is missing (Start then fails or skips anyway).
+func hostNft(t *testing.T) string {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return ""
+	}
+	out, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list ruleset: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// hostIptables is iptables-save and ip6tables-save without their comment
+// lines (which carry the time) and packet counters.
+func hostIptables(t *testing.T) string {
+	var b strings.Builder
+	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			continue
+		}
+		out, err := exec.Command(cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if !strings.HasPrefix(line, "#") {
+				b.WriteString(regexp.MustCompile(`\[\d+:\d+\]`).ReplaceAllString(line, "") + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// checkNoLeftovers: after c's cleanup, nothing of it remains on the host: its
+// directory, mounts, cgroups, processes (by command line or by network
+// namespace), host directories it created, kernel settings the kubelet
+// changed, firewall rules in the host's namespace; and its network namespace
+// (where kube-proxy's rules live) is gone with every process in it.
+func checkNoLeftovers(t *testing.T, c *kubenode.Cluster, before hostSnapshot) {
+	t.Helper()
 	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
 		t.Errorf("the cluster's directory %s is still there (%v)", c.Dir, err)
 	}
@@ -74,19 +130,35 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 	if left, _ := filepath.Glob("/sys/fs/cgroup/*" + c.CgroupRoot); len(left) > 0 {
 		t.Errorf("cgroups remain: %v", left)
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
-		if b, _ := os.ReadFile(p); strings.Contains(string(b), c.Dir) {
+		if b, _ := os.ReadFile(p + "/cmdline"); strings.Contains(string(b), c.Dir) {
 			t.Errorf("a process of the cluster remains: %s: %q", p, b)
 		}
+		if l, _ := os.Readlink(p + "/ns/net"); l == c.NetNSLink() {
+			b, _ := os.ReadFile(p + "/cmdline")
+			t.Errorf("a process remains in the cluster's network namespace %s: %s: %q", l, p, b)
+		}
+		fds, _ := filepath.Glob(p + "/fd/*")
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fd); l == c.NetNSLink() {
+				t.Errorf("%s holds the cluster's network namespace %s open", fd, l)
+			}
+		}
 	}
-	for _, d := range absent {
+	for _, d := range before.absent {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("%s did not exist before the cluster and does after", d)
 		}
 	}
-	if after := readSysctls(); !maps.Equal(before, after) {
-		t.Errorf("kernel settings the kubelet changes were not restored: before %v, after %v", before, after)
+	if after := readSysctls(); !maps.Equal(before.sysctls, after) {
+		t.Errorf("kernel settings the kubelet changes were not restored: before %v, after %v", before.sysctls, after)
+	}
+	if after := hostNft(t); after != before.nft {
+		t.Errorf("the host's nftables ruleset changed:\nbefore:\n%s\nafter:\n%s", before.nft, after)
+	}
+	if after := hostIptables(t); after != before.iptables {
+		t.Errorf("the host's iptables rules changed:\nbefore:\n%s\nafter:\n%s", before.iptables, after)
 	}
 }
 

@@ -1,12 +1,16 @@
 // Package kubenode runs a real one-node Kubernetes cluster for tests: etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler and kubelet built
-// from k8s.io/kubernetes (scripts/kube-binaries.sh), containerd and runc from
-// Debian, the CNI reference plugins (Debian's containernetworking-plugins)
+// kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and
+// kube-proxy built from k8s.io/kubernetes and CoreDNS from
+// github.com/coredns/coredns (scripts/kube-binaries.sh), containerd and runc
+// from Debian, the CNI reference plugins (Debian's containernetworking-plugins)
 // for the pod network, all inside a network namespace of their own and with
 // every state directory, socket and cgroup private to the test. Start brings
 // it up until the Node is Ready; cleanup stops every process, removes every
 // container, mount and cgroup, and restores the kernel settings the kubelet
-// changes. deploy/DESIGN.md has the recipe and the measured times.
+// changes. Services route (ServiceCIDR) and names resolve (DNSIP) as on a
+// real node; the test process, which stays outside the namespace, reaches
+// them through Cluster.DialContext, Cluster.Resolver and Cluster.Command.
+// deploy/DESIGN.md has the recipe and the measured times.
 //
 // It needs Linux and root (containerd, runc, cgroups, network namespaces).
 // Without what it needs a test skips with the reason, unless

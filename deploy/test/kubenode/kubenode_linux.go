@@ -36,6 +36,12 @@ const (
 	// PauseImage is the sandbox image containerd runs for every pod, built
 	// here from ./pause (registry.k8s.io cannot be reached).
 	PauseImage = "localhost/kubenode/pause:1"
+	// NetcheckImage is a network probe built here from ./netcheck and
+	// imported at Start (user 65535, entrypoint /netcheck): `serve ADDR`
+	// answers HTTP with the pod's hostname, `get URL...` and `resolve
+	// NAME...` print what they got, retrying for up to a minute. Run it with
+	// imagePullPolicy: Never.
+	NetcheckImage = "localhost/kubenode/netcheck:1"
 
 	apiPort = 6443
 	cniDir  = "/usr/lib/cni" // Debian's containernetworking-plugins
@@ -50,6 +56,8 @@ type Options struct {
 	// Snapshotter is containerd's snapshotter for the images: "overlayfs"
 	// (default) or "native" where overlay mounts are refused.
 	Snapshotter string
+	// ProxyMode is kube-proxy's mode: "nftables" (default) or "iptables".
+	ProxyMode string
 }
 
 // Timings are what Start measured, from its start.
@@ -57,6 +65,7 @@ type Timings struct {
 	ControlPlane time.Duration // etcd and kube-apiserver ready
 	Imported     time.Duration // containerd up, images imported
 	NodeReady    time.Duration // the Node reports Ready
+	Services     time.Duration // kube-proxy has synced and CoreDNS is ready
 }
 
 // Cluster is a running one-node cluster.
@@ -72,10 +81,27 @@ type Cluster struct {
 	Dir string
 	// CgroupRoot is the kubelet's cgroup root, in every v1 hierarchy.
 	CgroupRoot string
-	Timings    Timings
+	// ServiceCIDR is the Services' ClusterIP range (the constant
+	// ServiceCIDR); kube-proxy routes it inside the network namespace, so
+	// reach a ClusterIP through DialContext or Command.
+	ServiceCIDR string
+	// DNSIP is the cluster DNS server (the constant DNSIP, port 53): CoreDNS
+	// serving ClusterDomain from the API server. Pods (dnsPolicy
+	// ClusterFirst, or ClusterFirstWithHostNet on the host network) get it
+	// as their nameserver, with the usual search list, so
+	// <svc>.<ns>.svc.cluster.local, <pod>.<headless svc>.<ns>.svc.cluster.local
+	// and their short forms resolve; the test process uses Resolver or
+	// DialContext.
+	DNSIP string
+	// NetNS is a file naming the cluster's network namespace (a bind mount,
+	// as `ip netns add` makes one): `nsenter --net=<NetNS> CMD` runs CMD in
+	// it (Command does that). Gone after cleanup.
+	NetNS   string
+	Timings Timings
 
 	t           testing.TB
 	ns          *netns
+	nsLink      string
 	procs       map[string]*process
 	cgroupDirs  []string
 	sysctls     map[string]string
@@ -109,14 +135,19 @@ func prerequisites() error {
 		missing = append(missing, "root (containerd, runc, cgroups and network namespaces need it)")
 	}
 	bin := kubetest.BinaryDir()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			missing = append(missing, fmt.Sprintf("%s in %s (make kube-binaries, or set %s)", b, bin, kubetest.EnvAssets))
 		}
 	}
-	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "go", "make"} {
+	if d, err := CoreDNSDir(); err != nil {
+		missing = append(missing, fmt.Sprintf("coredns: %v", err))
+	} else if _, err := os.Stat(filepath.Join(d, "coredns")); err != nil {
+		missing = append(missing, fmt.Sprintf("coredns in %s (make kube-binaries, or set %s)", d, EnvCoreDNSAssets))
+	}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "nft", "iptables", "go", "make"} {
 		if _, err := lookPath(b); err != nil {
-			missing = append(missing, b+" on PATH (apt-get install containerd runc iproute2)")
+			missing = append(missing, b+" on PATH (apt-get install containerd runc iproute2 nftables iptables)")
 		}
 	}
 	for _, p := range []string{"bridge", "host-local", "loopback"} {
@@ -164,6 +195,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{
 		t: t, Dir: dir, procs: map[string]*process{},
 		URL:         fmt.Sprintf("https://%s:%d", NodeIP, apiPort),
+		ServiceCIDR: ServiceCIDR,
+		DNSIP:       DNSIP,
+		NetNS:       filepath.Join(dir, "netns"),
 		AdminToken:  randomHex(t),
 		CgroupRoot:  "/kubenode-" + strings.TrimPrefix(id, "kn"),
 		sock:        filepath.Join(dir, "containerd.sock"),
@@ -184,9 +218,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 			t.Fatal(err)
 		}
 	}
-	if c.ns, err = newNetns(); err != nil {
+	if c.ns, err = newNetns(c.NetNS); err != nil {
 		t.Fatalf("kubenode: %v", err)
 	}
+	c.nsLink = c.ns.link()
 	for _, args := range [][]string{
 		// The node IP on lo: the kernel here has no dummy interfaces, and
 		// the kubelet refuses only loopback addresses, not this one.
@@ -200,6 +235,16 @@ func Start(t testing.TB, opts Options) *Cluster {
 			t.Fatalf("kubenode: network namespace: %v", err)
 		}
 	}
+	// Bridged traffic (pod to pod on kn-br0) must pass the IP hooks, or a
+	// reply from a Service's pod to a client pod on the same bridge skips
+	// conntrack and is never translated back from the pod's IP to the
+	// ClusterIP. The setting is per network namespace here (kernel 6.x):
+	// it dies with the namespace, nothing to restore.
+	if err := c.ns.do(func() error {
+		return os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-iptables", []byte("1"), 0o644)
+	}); err != nil {
+		t.Fatalf("kubenode: bridge-nf-call-iptables in the network namespace (is br_netfilter loaded?): %v", err)
+	}
 
 	tokens := c.writeCredentials()
 	c.startControlPlane(tokens)
@@ -207,20 +252,32 @@ func Start(t testing.TB, opts Options) *Cluster {
 	t.Logf("kubenode: etcd and kube-apiserver ready after %v", c.Timings.ControlPlane.Round(time.Millisecond))
 
 	c.startContainerd()
-	images := append([]string{c.buildPause()}, opts.Images...)
+	images := append(c.buildImages(), opts.Images...)
 	for _, img := range images {
 		c.ctr("images", "import", "--snapshotter", c.snapshotter, img)
 	}
 	c.Timings.Imported = time.Since(begin)
 	t.Logf("kubenode: containerd up, %d images imported after %v", len(images), c.Timings.Imported.Round(time.Millisecond))
 
+	coredns := c.startCoreDNS(tokens["coredns"])
 	c.startKubelet(tokens["kubelet"])
+	proxyMode := opts.ProxyMode
+	if proxyMode == "" {
+		proxyMode = "nftables"
+	}
+	proxy := c.startKubeProxy(tokens["kube-proxy"], proxyMode)
 	c.waitNodeReady()
 	c.Timings.NodeReady = time.Since(begin)
+	// kube-proxy's /healthz answers 200 once its rules are synced; CoreDNS's
+	// /ready once its kubernetes plugin has listed the API.
+	c.waitHTTP(proxy, "http://127.0.0.1:10256/healthz", "")
+	c.waitHTTP(coredns, "http://127.0.0.1:8181/ready", "")
+	c.Timings.Services = time.Since(begin)
 	// The ServiceAccount admission plugin refuses pods until the
 	// controller-manager has made the namespace's default account.
 	c.waitDefaultServiceAccount()
-	t.Logf("kubenode: node %s Ready after %v", NodeName, c.Timings.NodeReady.Round(time.Millisecond))
+	t.Logf("kubenode: node %s Ready after %v, kube-proxy (%s) and CoreDNS ready after %v", NodeName,
+		c.Timings.NodeReady.Round(time.Millisecond), proxyMode, c.Timings.Services.Round(time.Millisecond))
 	return c
 }
 
@@ -252,7 +309,7 @@ func (c *Cluster) startControlPlane(tokens map[string]string) {
 		"--secure-port", strconv.Itoa(apiPort), "--cert-dir", certDir,
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", c.path("pki/sa.pub"), "--service-account-signing-key-file", c.path("pki/sa.key"),
-		"--service-cluster-ip-range", "10.96.0.0/16",
+		"--service-cluster-ip-range", ServiceCIDR,
 		"--authorization-mode", "Node,RBAC",
 		"--enable-admission-plugins", "NodeRestriction",
 		"--allow-privileged=true",
@@ -338,7 +395,9 @@ oom_score = 0
 
 // cniConfig: a bridge inside the cluster's network namespace, addresses
 // from host-local (its state under the cluster's directory), no masquerade
-// (no iptables here) and no hairpin.
+// (nothing outside the namespace to reach; kube-proxy masquerades what comes
+// to a Service from outside PodCIDR), hairpin on (a pod reaching itself
+// through its own Service's ClusterIP).
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "{{network}}",
@@ -348,7 +407,7 @@ const cniConfig = `{
       "bridge": "kn-br0",
       "isGateway": true,
       "ipMasq": false,
-      "hairpinMode": false,
+      "hairpinMode": true,
       "ipam": {
         "type": "host-local",
         "dataDir": "{{dir}}/cni/ipam",
@@ -411,34 +470,46 @@ func (c *Cluster) ImageDigest(name string) string {
 	return ""
 }
 
-// buildPause builds ./pause statically and packages it with hack/image (the
-// make image builder), returning the archive.
-func (c *Cluster) buildPause() string {
+// buildImages builds ./pause and ./netcheck statically (one go build) and
+// packages each with hack/image (the make image builder), returning the
+// archives.
+func (c *Cluster) buildImages() []string {
 	t := c.t
 	_, self, _, _ := runtime.Caller(0)
 	src := filepath.Dir(self)
 	root := filepath.Join(src, "..", "..", "..")
-	ctx := c.path("pause-image")
-	if err := os.MkdirAll(ctx, 0o755); err != nil {
+	bin := c.path("images", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(ctx, "pause"), "./pause")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin+"/", "./pause", "./netcheck")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("kubenode: go build ./pause: %v\n%s", err, out)
+		t.Fatalf("kubenode: go build ./pause ./netcheck: %v\n%s", err, out)
 	}
-	df := filepath.Join(ctx, "Dockerfile")
-	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT [\"/pause\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
+	var archives []string
+	for _, img := range []struct{ bin, name string }{{"pause", PauseImage}, {"netcheck", NetcheckImage}} {
+		ctx := c.path("images", img.bin)
+		if err := os.MkdirAll(ctx, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(bin, img.bin), filepath.Join(ctx, img.bin)); err != nil {
+			t.Fatal(err)
+		}
+		df := filepath.Join(ctx, "Dockerfile")
+		if err := os.WriteFile(df, []byte(fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER 65535:65535\nENTRYPOINT [\"/%s\"]\n", img.bin, img.bin, img.bin)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		archive := c.path("images", img.bin+".oci.tar")
+		cmd := exec.Command("go", "run", ".", "-dockerfile", df, "-context", ctx, "-name", img.name, "-out", archive)
+		cmd.Dir = filepath.Join(root, "hack", "image")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubenode: hack/image (%s): %v\n%s", img.bin, err, out)
+		}
+		archives = append(archives, archive)
 	}
-	archive := c.path("pause.oci.tar")
-	img := exec.Command("go", "run", ".", "-dockerfile", df, "-context", ctx, "-name", PauseImage, "-out", archive)
-	img.Dir = filepath.Join(root, "hack", "image")
-	if out, err := img.CombinedOutput(); err != nil {
-		t.Fatalf("kubenode: hack/image (pause): %v\n%s", err, out)
-	}
-	return archive
+	return archives
 }
 
 // KubeletSysctls (under /proc/sys) are the kernel settings the kubelet sets at start
@@ -459,6 +530,8 @@ cgroupsPerQOS: true
 containerRuntimeEndpoint: unix://{{sock}}
 failSwapOn: false
 hairpinMode: none
+clusterDNS: [{{dnsIP}}]
+clusterDomain: {{domain}}
 resolvConf: {{dir}}/etc/resolv.conf
 address: {{nodeIP}}
 readOnlyPort: 0
@@ -530,7 +603,7 @@ func (c *Cluster) startKubelet(token string) {
 	}
 	c.write("etc/resolv.conf", []byte("nameserver "+NodeIP+"\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"))
 	cfg := c.write("etc/kubelet.yaml", []byte(strings.NewReplacer("{{cgroupRoot}}", c.CgroupRoot, "{{sock}}", c.sock,
-		"{{dir}}", c.Dir, "{{nodeIP}}", NodeIP).Replace(kubeletConfig)))
+		"{{dir}}", c.Dir, "{{nodeIP}}", NodeIP, "{{dnsIP}}", DNSIP, "{{domain}}", ClusterDomain).Replace(kubeletConfig)))
 	c.start("kubelet", filepath.Join(kubetest.BinaryDir(), "kubelet"),
 		"--config", cfg,
 		"--kubeconfig", c.kubeconfig("kubelet", token),

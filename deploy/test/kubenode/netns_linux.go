@@ -25,7 +25,13 @@ type netns struct {
 	ns, host *os.File
 }
 
-func newNetns() (*netns, error) {
+// newNetns makes the namespace and bind-mounts it on path (as `ip netns add`
+// does), so nsenter --net=path can enter it; unmounting path and closing the
+// netns's files lets it go.
+func newNetns(path string) (*netns, error) {
+	if err := os.WriteFile(path, nil, 0o444); err != nil {
+		return nil, err
+	}
 	type result struct {
 		n   *netns
 		err error
@@ -45,7 +51,14 @@ func newNetns() (*netns, error) {
 			ch <- result{err: fmt.Errorf("unshare(CLONE_NEWNET): %w", err)}
 			return
 		}
-		ns, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
+		ns, err := os.Open(self)
+		if err == nil {
+			if err = unix.Mount(self, path, "", unix.MS_BIND, ""); err != nil {
+				ns.Close()
+				err = fmt.Errorf("bind-mount the network namespace on %s: %w", path, err)
+			}
+		}
 		if serr := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); serr == nil {
 			runtime.UnlockOSThread()
 		}
@@ -122,6 +135,24 @@ func (n *netns) dial(ctx context.Context, network, addr string) (net.Conn, error
 	})
 	return c, err
 }
+
+// link is what /proc/PID/ns/net reads for a process in the namespace
+// ("net:[inode]"), or "" when unknown.
+func (n *netns) link() string {
+	if n == nil {
+		return ""
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(n.ns.Fd()), &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("net:[%d]", st.Ino)
+}
+
+// NetNSLink is what /proc/PID/ns/net reads for a process inside the cluster's
+// network namespace, and /proc/PID/fd/N for a file holding it open
+// ("net:[inode]"); it stays valid after cleanup, for leftover checks.
+func (c *Cluster) NetNSLink() string { return c.nsLink }
 
 func (n *netns) close() {
 	n.ns.Close()

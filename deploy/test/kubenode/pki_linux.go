@@ -52,6 +52,8 @@ func (c *Cluster) writeCredentials() map[string]string {
 		{"kubelet", "system:node:" + NodeName, "system:nodes"},
 		{"controller-manager", "system:kube-controller-manager", ""},
 		{"scheduler", "system:kube-scheduler", ""},
+		{"kube-proxy", "system:kube-proxy", ""},
+		{"coredns", corednsUser, ""},
 	} {
 		if tokens[u.key] == "" {
 			tokens[u.key] = randomHex(t)

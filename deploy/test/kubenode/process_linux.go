@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
 )
 
 // sbinDirs hold runc and ip on Debian; a non-login root shell's or CI's
@@ -55,68 +57,38 @@ func lookPath(name string) (string, error) {
 	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
 }
 
-// process is a started child with its log file.
+// process is a started server of the cluster, by name.
 type process struct {
 	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
+	*kubetest.Process
 }
 
 func (c *Cluster) start(name, path string, args ...string) *process {
-	logPath := c.path("logs", name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = childEnv()
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = c.Dir
 	// Its own process group; the parent's death kills it (a test binary
 	// killed by a timeout must not leave a kubelet behind).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := c.ns.start(cmd); err != nil {
-		logf.Close()
+	// Started inside the namespace; os/exec copies output that is not a
+	// file on goroutines of its own, so the log must be one (it is).
+	kp, err := kubetest.StartProcess(cmd, c.path("logs", name+".log"), c.ns.start)
+	if err != nil {
 		c.t.Fatalf("kubenode: start %s: %v", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
+	p := &process{name: name, Process: kp}
 	c.procs[name] = p
 	return p
 }
 
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *process) exited() bool { return p.Exited() }
 
-func (p *process) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 6000 {
-		b = b[len(b)-6000:]
-	}
-	return string(b)
-}
+func (p *process) tail() string { return p.Tail(6000) }
 
+// stop stops p if it was started (nil: a component Start never reached).
 func (p *process) stop() {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if p != nil {
+		p.Stop(15 * time.Second)
 	}
 }
 

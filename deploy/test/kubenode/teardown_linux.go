@@ -32,6 +32,8 @@ func (c *Cluster) teardown() {
 	c.procs["kubelet"].stop()
 	c.procs["kube-scheduler"].stop()
 	c.procs["kube-controller-manager"].stop()
+	c.procs["kube-proxy"].stop()
+	c.procs["coredns"].stop()
 	if p := c.procs["containerd"]; p != nil && !p.exited() {
 		c.removeContainers()
 	}
@@ -121,10 +123,20 @@ func (c *Cluster) removeContainers() {
 }
 
 // killLeftovers kills what outlived containerd: processes in the test's
-// cgroups (containers) and shims serving its containerd (found by the socket
-// address on their command line, which names the test's directory).
+// cgroups (containers), shims serving its containerd (found by the socket
+// address on their command line, which names the test's directory), and
+// anything else still in the cluster's network namespace (Command's
+// children the test left running; the servers stopped after this are
+// spared).
 func (c *Cluster) killLeftovers() {
 	pids := map[int]bool{}
+	spared := map[int]bool{}
+	for _, p := range c.procs {
+		if !p.exited() {
+			spared[p.Cmd.Process.Pid] = true
+		}
+	}
+	nsLink := c.nsLink
 	for _, d := range c.cgroupDirs {
 		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
@@ -147,6 +159,9 @@ func (c *Cluster) killLeftovers() {
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && bytes.Contains(b, []byte("containerd-shim")) && bytes.Contains(b, []byte(c.sock)) {
+			pids[pid] = true
+		}
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && nsLink != "" && l == nsLink && !spared[pid] {
 			pids[pid] = true
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -142,59 +141,15 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// process is a started child with its log file.
-type process struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func startProcess(t testing.TB, logPath, path string, args ...string) (*process, error) {
-	logf, err := os.Create(logPath)
+func startProcess(t testing.TB, logPath, path string, args ...string) (*Process, error) {
+	cmd := exec.Command(path, args...)
+	cmd.SysProcAttr = sysProcAttr()
+	p, err := StartProcess(cmd, logPath, (*exec.Cmd).Start)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
+	t.Cleanup(func() { p.Stop(10 * time.Second) })
 	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// tail is the end of the process log, for failure messages.
-func (p *process) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
 
 func (c *Cluster) startEtcd(t testing.TB, bin string, attempt int) (string, error) {
@@ -213,7 +168,7 @@ func (c *Cluster) startEtcd(t testing.TB, bin string, attempt int) (string, erro
 		return "", err
 	}
 	if err := waitHTTP(p, clientURL+"/health", nil, ""); err != nil {
-		return "", fmt.Errorf("etcd: %w\n%s", err, p.tail())
+		return "", fmt.Errorf("etcd: %w\n%s", err, p.Tail(4000))
 	}
 	return clientURL, nil
 }
@@ -274,7 +229,7 @@ func (c *Cluster) startAPIServer(t testing.TB, bin, etcdURL string, opts Options
 	if err := waitHTTP(p, c.URL+"/readyz", func() ([]byte, error) {
 		return os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
 	}, c.AdminToken); err != nil {
-		return fmt.Errorf("kube-apiserver: %w\n%s", err, p.tail())
+		return fmt.Errorf("kube-apiserver: %w\n%s", err, p.Tail(4000))
 	}
 	c.CAData, err = os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
 	return err
@@ -282,12 +237,12 @@ func (c *Cluster) startAPIServer(t testing.TB, bin, etcdURL string, opts Options
 
 // waitHTTP polls url until it answers 200, the process exits, or a minute
 // passes. ca, if set, supplies the CA once it exists.
-func waitHTTP(p *process, url string, ca func() ([]byte, error), bearer string) error {
+func waitHTTP(p *Process, url string, ca func() ([]byte, error), bearer string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var last error
 	for {
-		if p.exited() {
+		if p.Exited() {
 			return fmt.Errorf("exited before %s answered (last error: %v)", url, last)
 		}
 		last = probe(ctx, url, ca, bearer)
