@@ -104,7 +104,7 @@ func installFederation(ctx context.Context, t *testing.T, c *kubenode.Cluster, o
 	t.Helper()
 	begin := time.Now()
 	f := &federation{t: t, c: c, kc: c.Client(), ns: opts.namespace, opts: opts, ap: newApplier(t, c.RESTConfig())}
-	f.web = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: c.RESTConfig().Dial, DisableKeepAlives: true}}
+	f.web = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: c.DialContext, DisableKeepAlives: true}}
 
 	// Step 3: the namespace, labelled as README says.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns, Labels: map[string]string{
