@@ -6,10 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +71,10 @@ func TestFederationInOneNodeCluster(t *testing.T) {
 		a.checkRMs(ctx)
 		t.Logf("fed-a: 20 applications submitted from outside the cluster through Service yarnfed-router: %v", a.placement(ctx, ids))
 	})
+	t.Run("HadoopYarnClientThroughService", func(t *testing.T) {
+		a.t = t
+		a.hadoopClient(ctx)
+	})
 	t.Run("GPGReadsTheNode", func(t *testing.T) {
 		a.t = t
 		a.checkGPG(ctx)
@@ -76,6 +86,10 @@ func TestFederationInOneNodeCluster(t *testing.T) {
 	t.Run("StoreLeaderPodDeleted", func(t *testing.T) {
 		a.t = t
 		a.leaderPodDeleted(ctx, yc)
+	})
+	t.Run("StoreLeaderProcessKilled", func(t *testing.T) {
+		a.t = t
+		a.leaderProcessKilled(ctx, yc)
 	})
 	t.Run("RouterRolloutUnderSubmissions", func(t *testing.T) {
 		a.t = t
@@ -357,6 +371,94 @@ func (f *federation) placement(ctx context.Context, ids []string) map[string]int
 	return out
 }
 
+// hadoopClient: Hadoop 3.4's own YarnClient (the e2e module's
+// YarnClientDriver, on the Maven classpath `make test-interop` builds) run
+// inside the cluster's network with yarn.resourcemanager.address the
+// router Service's ClusterIP, as a client pod or a node would use it: the
+// cluster metrics are the sub-clusters' sum, and its submissions land on
+// the simrms like ours.
+func (f *federation) hadoopClient(ctx context.Context) {
+	t := f.t
+	e2e := filepath.Join(repoRoot(t), "e2e")
+	cp, cpErr := os.ReadFile(filepath.Join(e2e, "target", "classpath.txt"))
+	java, javaErr := exec.LookPath("java")
+	if cpErr != nil || javaErr != nil {
+		msg := fmt.Sprintf("the Hadoop client needs java on PATH (%v) and e2e/target/classpath.txt from `make test-interop` or `mvn -f e2e/pom.xml package` (%v)", javaErr, cpErr)
+		if os.Getenv("YARNFED_INTEROP_REQUIRED") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	jvm, err := os.ReadFile(filepath.Join(e2e, "jvm.options"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := f.kc.CoreV1().Services(f.ns).Get(ctx, "yarnfed-router", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "yarn-site.xml")
+	site := fmt.Sprintf("<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>yarn.resourcemanager.address</name><value>%s:8050</value></property>\n</configuration>\n", svc.Spec.ClusterIP)
+	if err := os.WriteFile(conf, []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(strings.Fields(string(jvm)), "-cp", filepath.Join(e2e, "target", "classes")+":"+strings.TrimSpace(string(cp)),
+		"org.yarnfed.e2e.YarnClientDriver", "--conf", conf, "--user", "alice", "metrics", "submit:hadoop-1", "submit:hadoop-2", "report")
+	cmd := f.c.Command(java, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+	err = cmd.Wait()
+	timer.Stop()
+	t.Logf("%s: java YarnClientDriver inside the cluster's network: %v in %v", f.ns, err, time.Since(begin).Round(time.Millisecond))
+	type line struct {
+		Op        string          `json:"op"`
+		OK        bool            `json:"ok"`
+		Result    json.RawMessage `json:"result"`
+		Exception string          `json:"exception"`
+	}
+	var lines []line
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if !strings.HasPrefix(l, "{") {
+			continue
+		}
+		var v line
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("driver printed %q: %v", l, err)
+		}
+		lines = append(lines, v)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("driver: %d result lines, want 4 (%v)\nstdout:\n%s\nstderr:\n%s", len(lines), err, stdout.String(), tail(stderr.String(), 4000))
+	}
+	for _, l := range lines {
+		if !l.OK {
+			t.Errorf("driver %s failed: %s", l.Op, l.Exception)
+		}
+	}
+	var metrics struct {
+		NumNodeManagers int `json:"numNodeManagers"`
+	}
+	if err := json.Unmarshal(lines[0].Result, &metrics); err != nil || metrics.NumNodeManagers != 4*len(f.opts.subClusters) {
+		t.Errorf("Hadoop's getClusterMetrics through the router: %s (%v), want %d NodeManagers (4 per simrm)", lines[0].Result, err, 4*len(f.opts.subClusters))
+	}
+	for _, l := range lines[1:3] {
+		var r struct {
+			ApplicationID string `json:"applicationId"`
+		}
+		if err := json.Unmarshal(l.Result, &r); err != nil || r.ApplicationID == "" {
+			t.Fatalf("driver %s: %s (%v)", l.Op, l.Result, err)
+		}
+		f.ack(r.ApplicationID)
+	}
+	t.Logf("%s: Hadoop YarnClient: %s; report %s", f.ns, lines[0].Result, lines[3].Result)
+	f.checkRMs(ctx)
+}
+
 // ---- the end-of-test rule: RMs against the router's records ----
 
 // rmApps lists the applications each simrm holds (its REST API).
@@ -511,27 +613,8 @@ func (f *federation) leaderPodDeleted(ctx context.Context, y *yarnClient) {
 	if err := f.kc.CoreV1().Pods(f.ns).Delete(ctx, old, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The other two name a new leader: elected (or handed over) without
-	// the old one.
-	var elected time.Duration
-	f.waitFor(ctx, "a new leader after deleting "+old, func(ctx context.Context) (bool, string) {
-		for _, p := range f.pods(ctx, storePodName) {
-			if p.Name == old {
-				continue
-			}
-			cl := f.storeClient(net.JoinHostPort(p.Status.PodIP, "9090"))
-			st, err := cl.Status(ctx)
-			cl.Close()
-			if err != nil {
-				return false, err.Error()
-			}
-			if st.GetLeaderId() == "" || st.GetLeaderId() == old {
-				return false, fmt.Sprintf("%s names leader %q", p.Name, st.GetLeaderId())
-			}
-		}
-		elected = time.Since(begin)
-		return true, ""
-	})
+	// The other two name a new leader (handed over on SIGTERM).
+	elected := f.waitNewLeader(ctx, old, begin)
 	f.waitRollouts(ctx, "after deleting "+old)
 	newLeader := f.waitStoreHealthy(ctx, "")
 	rejoined := time.Since(begin)
@@ -541,54 +624,81 @@ func (f *federation) leaderPodDeleted(ctx context.Context, y *yarnClient) {
 	f.checkRMs(ctx)
 }
 
-// routerRollout: `kubectl rollout restart deployment/yarnfed-router` while
-// a client submits without pause. Every submission is acknowledged (with
-// the client's retries), and each exactly once in the store and on one RM.
-func (f *federation) routerRollout(ctx context.Context, y *yarnClient) {
-	t := f.t
-	stop := make(chan struct{})
-	var failures []error
-	var mu sync.Mutex
-	var during, total atomic.Int64
-	var rolled atomic.Bool
-	var maxLatency time.Duration
-	done := make(chan struct{})
-	retriesBefore := y.retries.Load()
+// stream submits applications one after the other until stopped, each
+// with the client's retries (90 s at most).
+type stream struct {
+	f        *federation
+	y        *yarnClient
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	failures []error
+	total    atomic.Int64
+	slowest  time.Duration
+	retries0 int64
+}
+
+func (f *federation) startStream(ctx context.Context, y *yarnClient, name string) *stream {
+	s := &stream{f: f, y: y, stop: make(chan struct{}), done: make(chan struct{}), retries0: y.retries.Load()}
 	go func() {
-		defer close(done)
+		defer close(s.done)
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-s.stop:
 				return
 			default:
 			}
 			sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			begin := time.Now()
-			id, err := y.submit(sctx, fmt.Sprintf("%s-rollout-%d", f.ns, i))
+			id, err := y.submit(sctx, fmt.Sprintf("%s-%s-%d", f.ns, name, i))
 			cancel()
-			mu.Lock()
+			s.mu.Lock()
 			if err != nil {
-				failures = append(failures, err)
+				s.failures = append(s.failures, err)
 			} else {
 				f.ack(id)
-				maxLatency = max(maxLatency, time.Since(begin))
+				s.slowest = max(s.slowest, time.Since(begin))
 			}
-			mu.Unlock()
-			total.Add(1)
-			if !rolled.Load() {
-				during.Add(1)
-			}
+			s.mu.Unlock()
+			s.total.Add(1)
 		}
 	}()
-	// Some submissions before the restart.
-	for total.Load() < 3 {
-		time.Sleep(50 * time.Millisecond)
+	return s
+}
+
+// waitCount waits until n more submissions completed.
+func (s *stream) waitCount(ctx context.Context, n int64) {
+	want := s.total.Load() + n
+	for s.total.Load() < want && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// end stops the stream and fails the test for every failed submission.
+func (s *stream) end(what string) (total int64, retries int64, slowest time.Duration) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, err := range s.failures {
+		s.f.t.Errorf("%s: a submission failed during %s: %v", s.f.ns, what, err)
+	}
+	return s.total.Load(), s.y.retries.Load() - s.retries0, s.slowest
+}
+
+// routerRollout: `kubectl rollout restart deployment/yarnfed-router` while
+// a client submits without pause. Every submission is acknowledged (with
+// the client's retries), and each exactly once in the store and on one RM.
+func (f *federation) routerRollout(ctx context.Context, y *yarnClient) {
+	t := f.t
+	s := f.startStream(ctx, y, "rollout")
+	s.waitCount(ctx, 3)
 	d, err := f.kc.AppsV1().Deployments(f.ns).Get(ctx, "yarnfed-router", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldPods := podNames(f.pods(ctx, "yarnfed-router"))
+	before := s.total.Load()
 	begin := time.Now()
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, begin.Format(time.RFC3339))
 	if _, err := f.kc.AppsV1().Deployments(f.ns).Patch(ctx, "yarnfed-router", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -605,44 +715,125 @@ func (f *federation) routerRollout(ctx context.Context, y *yarnClient) {
 		if ok, why := f.rolloutState(ctx); !ok {
 			return false, why
 		}
-		for _, p := range f.pods(ctx, "yarnfed-router") {
-			for _, o := range oldPods {
-				if p.Name == o {
-					return false, "old pod " + o + " still running"
-				}
-			}
-		}
 		// Terminating pods are gone too.
 		all, err := f.kc.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=yarnfed-router"})
 		if err != nil {
 			return false, err.Error()
 		}
-		if len(all.Items) != int(*cur.Spec.Replicas) {
-			return false, fmt.Sprintf("%d router pods", len(all.Items))
+		for _, p := range all.Items {
+			for _, o := range oldPods {
+				if p.Name == o {
+					return false, "old pod " + o + " still there"
+				}
+			}
 		}
 		return true, ""
 	})
 	rollout := time.Since(begin)
-	rolled.Store(true)
-	// A few submissions after the rollout, then stop.
-	after := total.Load()
-	for total.Load() < after+3 {
-		time.Sleep(50 * time.Millisecond)
+	during := s.total.Load() - before
+	s.waitCount(ctx, 3)
+	total, retries, slowest := s.end("the router rollout")
+	if during < 3 {
+		t.Errorf("%s: only %d submissions ran during the rollout; the test proves little", f.ns, during)
 	}
-	close(stop)
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	for _, err := range failures {
-		t.Errorf("%s: a submission failed during the router rollout: %v", f.ns, err)
-	}
-	if during.Load() < 3 {
-		t.Errorf("%s: only %d submissions ran during the rollout; the test proves little", f.ns, during.Load())
-	}
-	t.Logf("%s: router rollout (%v -> %v) took %v; %d submissions, %d during it, %d client retries, slowest %v",
-		f.ns, oldPods, podNames(f.pods(ctx, "yarnfed-router")), rollout.Round(time.Millisecond), total.Load(), during.Load(),
-		y.retries.Load()-retriesBefore, maxLatency.Round(time.Millisecond))
+	t.Logf("%s: router rollout (%v -> %v) took %v; %d submissions, %d during it, %d client-level retries, slowest %v",
+		f.ns, oldPods, podNames(f.pods(ctx, "yarnfed-router")), rollout.Round(time.Millisecond), total, during, retries, slowest.Round(time.Millisecond))
 	f.checkRMs(ctx)
+}
+
+// leaderProcessKilled: the store leader's process dies at once (SIGKILL
+// from the node, as an OOM kill or a crash would), while a client submits.
+// No hand-over: the other two elect a leader after the election timeout,
+// the kubelet restarts the container, it rejoins from its volume, and no
+// submission fails or is lost.
+func (f *federation) leaderProcessKilled(ctx context.Context, y *yarnClient) {
+	t := f.t
+	old := f.waitStoreHealthy(ctx, "")
+	pid := f.containerPID(old, "statestore")
+	s := f.startStream(ctx, y, "kill")
+	s.waitCount(ctx, 3)
+	before := s.total.Load()
+	begin := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (pid %d): %v", old, pid, err)
+	}
+	elected := f.waitNewLeader(ctx, old, begin)
+	f.waitRollouts(ctx, "after killing "+old)
+	l := f.waitStoreHealthy(ctx, "")
+	whole := time.Since(begin)
+	during := s.total.Load() - before
+	s.waitCount(ctx, 3)
+	total, retries, slowest := s.end("the leader's crash")
+	p, err := f.kc.CoreV1().Pods(f.ns).Get(ctx, old, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount < 1 {
+		t.Errorf("%s: the kubelet did not restart the killed container: %+v", old, p.Status.ContainerStatuses)
+	}
+	t.Logf("%s: leader %s killed: the others named a new leader after %v, three voters again (leader %s) after %v; %d submissions (%d meanwhile), %d client-level retries, slowest %v",
+		f.ns, old, elected.Round(time.Millisecond), l, whole.Round(time.Millisecond), total, during, retries, slowest.Round(time.Millisecond))
+	f.checkRMs(ctx)
+}
+
+// waitNewLeader waits until every running replica but old names a leader
+// other than old, and returns the time since begin.
+func (f *federation) waitNewLeader(ctx context.Context, old string, begin time.Time) time.Duration {
+	var elected time.Duration
+	f.waitFor(ctx, "a new leader instead of "+old, func(ctx context.Context) (bool, string) {
+		others := 0
+		for _, p := range f.pods(ctx, storePodName) {
+			if p.Name == old {
+				continue
+			}
+			others++
+			cl := f.storeClient(net.JoinHostPort(p.Status.PodIP, "9090"))
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := cl.Status(cctx)
+			cancel()
+			cl.Close()
+			if err != nil {
+				return false, err.Error()
+			}
+			if st.GetLeaderId() == "" || st.GetLeaderId() == old {
+				return false, fmt.Sprintf("%s names leader %q", p.Name, st.GetLeaderId())
+			}
+		}
+		if others < 2 {
+			return false, fmt.Sprintf("%d other replicas running", others)
+		}
+		elected = time.Since(begin)
+		return true, ""
+	})
+	return elected
+}
+
+// containerPID finds, from the node (this process shares its PID
+// namespace with the containers'), the PID of pod's yarnfed process: its
+// command line names the pod (--node-id=<pod>) and its environment the
+// federation's namespace.
+func (f *federation) containerPID(pod, role string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 2 || args[0] != "/yarnfed" || args[1] != role || !slices.Contains(args, "--node-id="+pod) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(p), "environ"))
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "POD_NAMESPACE="+f.ns) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err == nil {
+			return pid
+		}
+	}
+	f.t.Fatalf("%s: no process of pod %s found under /proc", f.ns, pod)
+	return 0
 }
 
 // evictStore: evictions through the eviction API, as `kubectl drain` sends
@@ -735,4 +926,12 @@ func twoFederations(ctx context.Context, t *testing.T, a, b *federation, ya *yar
 	a.waitRollouts(ctx, "beside fed-b")
 	a.checkGPG(ctx)
 	b.checkGPG(ctx)
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
