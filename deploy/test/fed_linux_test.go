@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -692,9 +693,12 @@ type forwarder struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
 	closed bool
+	// accepted counts the client's connections (each a new one through
+	// the Service).
+	accepted atomic.Int64
 }
 
-func forward(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error), target func() (string, error)) string {
+func forward(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error), target func() (string, error)) *forwarder {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -708,10 +712,11 @@ func forward(t *testing.T, dial func(ctx context.Context, network, addr string) 
 			if err != nil {
 				return
 			}
+			fw.accepted.Add(1)
 			go fw.relay(in, dial, target)
 		}
 	}()
-	return l.Addr().String()
+	return fw
 }
 
 func (fw *forwarder) track(c net.Conn) bool {

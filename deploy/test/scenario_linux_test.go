@@ -244,6 +244,7 @@ func (f *federation) waitSubClusters(ctx context.Context, want []string) {
 // through a port-forward into the cluster's network.
 type yarnClient struct {
 	c       *hadoopipc.Client
+	fw      *forwarder
 	retries atomic.Int64
 }
 
@@ -252,13 +253,13 @@ func (f *federation) yarnClient(ctx context.Context) *yarnClient {
 	// The Service's name, resolved by the cluster DNS; kube-proxy picks a
 	// ready router pod for each connection.
 	svc := fmt.Sprintf("yarnfed-router.%s.svc.%s:8050", f.ns, kubenode.ClusterDomain)
-	addr := forward(t, f.c.DialContext, func() (string, error) { return svc, nil })
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{addr}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
+	fw := forward(t, f.c.DialContext, func() (string, error) { return svc, nil })
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{fw.l.Addr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &yarnClient{c: c}
+	return &yarnClient{c: c, fw: fw}
 }
 
 // submit gets a new application id and submits it, retrying each call as
@@ -376,7 +377,8 @@ func (f *federation) placement(ctx context.Context, ids []string) map[string]int
 // inside the cluster's network with yarn.resourcemanager.address the
 // router Service's ClusterIP, as a client pod or a node would use it: the
 // cluster metrics are the sub-clusters' sum, and its submissions land on
-// the simrms like ours.
+// the simrms like ours. Without java or the classpath it skips with the
+// reason, and fails where a cluster is required (CI).
 func (f *federation) hadoopClient(ctx context.Context) {
 	t := f.t
 	e2e := filepath.Join(repoRoot(t), "e2e")
@@ -384,7 +386,9 @@ func (f *federation) hadoopClient(ctx context.Context) {
 	java, javaErr := exec.LookPath("java")
 	if cpErr != nil || javaErr != nil {
 		msg := fmt.Sprintf("the Hadoop client needs java on PATH (%v) and e2e/target/classpath.txt from `make test-interop` or `mvn -f e2e/pom.xml package` (%v)", javaErr, cpErr)
-		if os.Getenv("YARNFED_INTEROP_REQUIRED") != "" {
+		// CI builds the classpath (maven-package) before make test and
+		// sets both: there it must run.
+		if os.Getenv("YARNFED_INTEROP_REQUIRED") != "" || os.Getenv(kubenode.EnvRequired) == "1" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
@@ -636,10 +640,11 @@ type stream struct {
 	total    atomic.Int64
 	slowest  time.Duration
 	retries0 int64
+	conns0   int64
 }
 
 func (f *federation) startStream(ctx context.Context, y *yarnClient, name string) *stream {
-	s := &stream{f: f, y: y, stop: make(chan struct{}), done: make(chan struct{}), retries0: y.retries.Load()}
+	s := &stream{f: f, y: y, stop: make(chan struct{}), done: make(chan struct{}), retries0: y.retries.Load(), conns0: y.fw.accepted.Load()}
 	go func() {
 		defer close(s.done)
 		for i := 0; ; i++ {
@@ -674,8 +679,10 @@ func (s *stream) waitCount(ctx context.Context, n int64) {
 	}
 }
 
-// end stops the stream and fails the test for every failed submission.
-func (s *stream) end(what string) (total int64, retries int64, slowest time.Duration) {
+// end stops the stream and fails the test for every failed submission;
+// it returns how many ran, the client-level retries, the connections the
+// client opened meanwhile, and the slowest submission.
+func (s *stream) end(what string) (total, retries, conns int64, slowest time.Duration) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
@@ -683,7 +690,7 @@ func (s *stream) end(what string) (total int64, retries int64, slowest time.Dura
 	for _, err := range s.failures {
 		s.f.t.Errorf("%s: a submission failed during %s: %v", s.f.ns, what, err)
 	}
-	return s.total.Load(), s.y.retries.Load() - s.retries0, s.slowest
+	return s.total.Load(), s.y.retries.Load() - s.retries0, s.y.fw.accepted.Load() - s.conns0, s.slowest
 }
 
 // routerRollout: `kubectl rollout restart deployment/yarnfed-router` while
@@ -732,12 +739,15 @@ func (f *federation) routerRollout(ctx context.Context, y *yarnClient) {
 	rollout := time.Since(begin)
 	during := s.total.Load() - before
 	s.waitCount(ctx, 3)
-	total, retries, slowest := s.end("the router rollout")
+	total, retries, conns, slowest := s.end("the router rollout")
 	if during < 3 {
 		t.Errorf("%s: only %d submissions ran during the rollout; the test proves little", f.ns, during)
 	}
-	t.Logf("%s: router rollout (%v -> %v) took %v; %d submissions, %d during it, %d client-level retries, slowest %v",
-		f.ns, oldPods, podNames(f.pods(ctx, "yarnfed-router")), rollout.Round(time.Millisecond), total, during, retries, slowest.Round(time.Millisecond))
+	if conns < 1 {
+		t.Errorf("%s: the client never opened a new connection during the rollout: its first one outlived both old router pods?", f.ns)
+	}
+	t.Logf("%s: router rollout (%v -> %v) took %v; %d submissions, %d during it, %d client-level retries, %d new connections, slowest %v",
+		f.ns, oldPods, podNames(f.pods(ctx, "yarnfed-router")), rollout.Round(time.Millisecond), total, during, retries, conns, slowest.Round(time.Millisecond))
 	f.checkRMs(ctx)
 }
 
@@ -763,7 +773,7 @@ func (f *federation) leaderProcessKilled(ctx context.Context, y *yarnClient) {
 	whole := time.Since(begin)
 	during := s.total.Load() - before
 	s.waitCount(ctx, 3)
-	total, retries, slowest := s.end("the leader's crash")
+	total, retries, conns, slowest := s.end("the leader's crash")
 	p, err := f.kc.CoreV1().Pods(f.ns).Get(ctx, old, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -771,8 +781,8 @@ func (f *federation) leaderProcessKilled(ctx context.Context, y *yarnClient) {
 	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount < 1 {
 		t.Errorf("%s: the kubelet did not restart the killed container: %+v", old, p.Status.ContainerStatuses)
 	}
-	t.Logf("%s: leader %s killed: the others named a new leader after %v, three voters again (leader %s) after %v; %d submissions (%d meanwhile), %d client-level retries, slowest %v",
-		f.ns, old, elected.Round(time.Millisecond), l, whole.Round(time.Millisecond), total, during, retries, slowest.Round(time.Millisecond))
+	t.Logf("%s: leader %s killed: the others named a new leader after %v, three voters again (leader %s) after %v; %d submissions (%d meanwhile), %d client-level retries, %d new connections, slowest %v",
+		f.ns, old, elected.Round(time.Millisecond), l, whole.Round(time.Millisecond), total, during, retries, conns, slowest.Round(time.Millisecond))
 	f.checkRMs(ctx)
 }
 
@@ -843,12 +853,15 @@ func (f *federation) containerPID(pod, role string) int {
 func (f *federation) evictStore(ctx context.Context, y *yarnClient) {
 	t := f.t
 	leader := f.waitStoreHealthy(ctx, "")
-	f.waitFor(ctx, "the store PDB allows one disruption", func(ctx context.Context) (bool, string) {
+	// The PDB controller has seen the three healthy replicas (after the
+	// earlier scenarios' restarts). How many disruptions it allows is what
+	// the evictions below judge.
+	f.waitFor(ctx, "the store PDB counts three healthy replicas", func(ctx context.Context) (bool, string) {
 		pdb, err := f.kc.PolicyV1().PodDisruptionBudgets(f.ns).Get(ctx, "yarnfed-statestore", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return pdb.Status.DisruptionsAllowed == 1 && pdb.Status.ObservedGeneration >= pdb.Generation,
+		return pdb.Status.CurrentHealthy == 3 && pdb.Status.DisruptionsAllowed >= 1 && pdb.Status.ObservedGeneration >= pdb.Generation,
 			fmt.Sprintf("disruptionsAllowed %d, currentHealthy %d", pdb.Status.DisruptionsAllowed, pdb.Status.CurrentHealthy)
 	})
 	var first, second string
