@@ -48,12 +48,12 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 		t.Fatalf("bin/linux/yarnfed version: %v", err)
 	}
 
-	snap := takeHostSnapshot(t)
+	var snap hostSnapshot
 	var c *kubenode.Cluster
 	// The cluster lives for this subtest; its cleanup has run when t.Run
 	// returns, and what it leaves on the host is checked below.
 	t.Run("pods", func(t *testing.T) {
-		c = kubenode.Start(t, kubenode.Options{Images: []string{archive}})
+		c = kubenode.Start(t, kubenode.Options{Images: []string{archive}, Locked: func() { snap = takeHostSnapshot(t) }})
 		runVersionPods(t, c, image, digest, string(want))
 	})
 	if c == nil {

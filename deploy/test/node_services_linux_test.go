@@ -31,10 +31,10 @@ import (
 // cleanup nothing is left: no rules in the host's namespace, no process or
 // file in the cluster's, no mounts.
 func TestOneNodeClusterServicesAndDNS(t *testing.T) {
-	snap := takeHostSnapshot(t)
+	var snap hostSnapshot
 	var c *kubenode.Cluster
 	t.Run("cluster", func(t *testing.T) {
-		c = kubenode.Start(t, kubenode.Options{})
+		c = kubenode.Start(t, kubenode.Options{Locked: func() { snap = takeHostSnapshot(t) }})
 		runServicesAndDNS(t, c)
 	})
 	if c == nil {
@@ -47,6 +47,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 	kc := c.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	begin := time.Now()
 	const ns = "default"
 	labels := map[string]string{"app": "web"}
 	web := netcheckPod("web", labels, false, "serve", ":8080")
@@ -102,7 +103,7 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		t.Fatal(err)
 	}
 	clusterIP, nodePort := svc.Spec.ClusterIP, svc.Spec.Ports[0].NodePort
-	t.Logf("web: pod %s, ClusterIP %s, NodePort %d; db-0: %s", webPod.Status.PodIP, clusterIP, nodePort, db0.Status.PodIP)
+	t.Logf("web: pod %s, ClusterIP %s, NodePort %d; db-0: %s; both up %v after the Node was Ready", webPod.Status.PodIP, clusterIP, nodePort, db0.Status.PodIP, time.Since(begin).Round(time.Millisecond))
 
 	// From other pods: the bridge, and the host network with the cluster's
 	// DNS (as the AMRMProxy DaemonSet runs), and from web itself.
@@ -137,14 +138,16 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 		out = runNetcheck(ctx, t, c, kc, ns, name+"-dns", host, append([]string{"resolve"}, names...))
 		checkLines(t, name+"-dns", out, wantResolve)
 	}
+	t.Logf("four client pods done %v after the Node was Ready", time.Since(begin).Round(time.Millisecond))
 	// Hairpin: a pod reaches itself through its own Service (the Service
-	// publishes it unready: its client container's exit makes it so).
+	// publishes it unready: its client container's exit makes it so). The
+	// Service's name is not the pod's: the pod's /etc/hosts names itself.
 	self := netcheckPod("self", map[string]string{"app": "self"}, false, "serve", ":8080")
 	client := self.Spec.Containers[0]
-	client.Name, client.Args = "client", []string{"get", "http://self/"}
+	client.Name, client.Args = "client", []string{"get", "http://loop/"}
 	self.Spec.Containers = append(self.Spec.Containers, client)
 	selfSvc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "self", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "loop", Namespace: ns},
 		Spec: corev1.ServiceSpec{
 			Selector: self.Labels, PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
@@ -172,8 +175,9 @@ func runServicesAndDNS(t *testing.T, c *kubenode.Cluster) {
 	if exit != 0 {
 		t.Errorf("pod self through its own Service (hairpin): exit %d\n%s", exit, logs)
 	}
-	checkLines(t, "self (hairpin)", string(logs), map[string]string{"http://self/": "self"})
+	checkLines(t, "self (hairpin)", string(logs), map[string]string{"http://loop/": "self"})
 
+	t.Logf("hairpin pod done %v after the Node was Ready", time.Since(begin).Round(time.Millisecond))
 	// From the test process, through the namespace.
 	tr := &http.Transport{DialContext: c.DialContext}
 	defer tr.CloseIdleConnections()

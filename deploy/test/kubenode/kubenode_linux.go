@@ -58,6 +58,10 @@ type Options struct {
 	Snapshotter string
 	// ProxyMode is kube-proxy's mode: "nftables" (default) or "iptables".
 	ProxyMode string
+	// Locked, if set, is called once Start holds the machine-wide lock and
+	// before it changes anything: where a leftover check takes its "before"
+	// picture of the host (another cluster may be running until then).
+	Locked func()
 }
 
 // Timings are what Start measured, from its start.
@@ -185,6 +189,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	t.Cleanup(func() { lock.Close() }) // runs after teardown (cleanups are last in, first out)
+	if opts.Locked != nil {
+		opts.Locked()
+	}
 	begin := time.Now()
 	// A short path: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "kn")

@@ -28,10 +28,12 @@ func (c *Cluster) teardown() {
 	if t.Failed() {
 		c.keepLogs()
 	}
+	// The controller-manager first: a StatefulSet, Deployment or DaemonSet
+	// would put back every pod drain deletes.
+	c.procs["kube-controller-manager"].stop()
 	c.drain()
 	c.procs["kubelet"].stop()
 	c.procs["kube-scheduler"].stop()
-	c.procs["kube-controller-manager"].stop()
 	c.procs["kube-proxy"].stop()
 	c.procs["coredns"].stop()
 	if p := c.procs["containerd"]; p != nil && !p.exited() {
