@@ -162,8 +162,25 @@ func addSat(a, b int64) int64 {
 	return a + b
 }
 
-func containerBatch(c *corev1.Container) Batch {
-	return Batch{MilliCPU: RequestValue(c.Resources.Requests, BatchCPU), Memory: RequestValue(c.Resources.Requests, BatchMemory)}
+// names says which resources a Batch counts: Koordinator's batch pair, or
+// the standard cpu/memory (a cluster without Koordinator).
+type names struct{ cpu, memory corev1.ResourceName }
+
+func (n names) of(rl corev1.ResourceList) Batch {
+	b := Batch{Memory: RequestValue(rl, n.memory)}
+	if n.cpu == corev1.ResourceCPU {
+		// cpu is in cores with milli fractions: read milli-cores.
+		if q, ok := rl[corev1.ResourceCPU]; ok && q.Sign() > 0 {
+			if q.CmpInt64(math.MaxInt64/1000) >= 0 {
+				b.MilliCPU = math.MaxInt64
+			} else {
+				b.MilliCPU = q.MilliValue() // rounds up
+			}
+		}
+	} else {
+		b.MilliCPU = RequestValue(rl, n.cpu)
+	}
+	return b
 }
 
 // PodBatchRequests is the pod's effective batch request, by the rule the
@@ -172,14 +189,24 @@ func containerBatch(c *corev1.Container) Batch {
 // largest init-time need (each ordinary init container plus the sidecars
 // started before it), plus the pod overhead.
 func PodBatchRequests(pod *corev1.Pod) Batch {
+	return names{BatchCPU, BatchMemory}.pod(pod)
+}
+
+// PodStandardRequests is the same rule over cpu (as milli-cores) and
+// memory (bytes): what a pod takes from a node without Koordinator.
+func PodStandardRequests(pod *corev1.Pod) Batch {
+	return names{corev1.ResourceCPU, corev1.ResourceMemory}.pod(pod)
+}
+
+func (n names) pod(pod *corev1.Pod) Batch {
 	var sum Batch
 	for i := range pod.Spec.Containers {
-		sum = sum.Add(containerBatch(&pod.Spec.Containers[i]))
+		sum = sum.Add(n.of(pod.Spec.Containers[i].Resources.Requests))
 	}
 	var sidecars, initPeak Batch
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		req := containerBatch(c)
+		req := n.of(c.Resources.Requests)
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			sum = sum.Add(req)
 			sidecars = sidecars.Add(req)
@@ -190,7 +217,7 @@ func PodBatchRequests(pod *corev1.Pod) Batch {
 	}
 	eff := sum.Max(initPeak)
 	if pod.Spec.Overhead != nil {
-		eff = eff.Add(Batch{MilliCPU: RequestValue(pod.Spec.Overhead, BatchCPU), Memory: RequestValue(pod.Spec.Overhead, BatchMemory)})
+		eff = eff.Add(n.of(pod.Spec.Overhead))
 	}
 	return eff
 }
