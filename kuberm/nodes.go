@@ -16,7 +16,7 @@ type nodeView struct {
 	name       string
 	rack       string
 	state      yarnpb.NodeStateProto
-	batch      bool               // the node advertises Koordinator batch resources
+	batch      bool                // the node advertises Koordinator batch resources
 	capability kubebatch.Resources // what YARN may use here: total - others' requests
 	used       kubebatch.Resources // what kuberm's own pods request here
 	containers int32
