@@ -362,13 +362,12 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		st := &fakeStore{}
 		c2 := cfg
 		c2.Store = st
-		c2.ClientAddress = "127.0.0.1:0"
 		r3, _ := startRM(t, c2)
 		if !r3.Heartbeat(ctx, false) {
 			t.Fatal("not registered")
 		}
 		row := st.rows["SC-kube"]
-		if row.ClientRMServiceAddress != r3.Addrs().Client || row.RMWebServiceAddress != r3.Addrs().Web {
+		if row.ClientRMServiceAddress != r3.Addrs().Client || row.AMRMServiceAddress != r3.Addrs().Scheduler || row.RMWebServiceAddress != r3.Addrs().Web {
 			t.Errorf("registered addresses %+v, want %+v", row, r3.Addrs())
 		}
 		var m rmrest.ClusterMetrics

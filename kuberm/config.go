@@ -37,13 +37,25 @@ type Config struct {
 	Epoch int64 `json:"epoch"`
 	// ClientAddress serves ApplicationClientProtocol (Hadoop IPC).
 	ClientAddress string `json:"client_address"`
+	// SchedulerAddress is the ApplicationMasterProtocol port (Hadoop's
+	// yarn.resourcemanager.scheduler.address). This milestone binds it and
+	// answers every call with a YarnException saying the protocol is not
+	// served yet; the state store needs the address of every sub-cluster.
+	SchedulerAddress string `json:"scheduler_address"`
+	// AdminAddress is the ResourceManagerAdministrationProtocol port
+	// (yarn.resourcemanager.admin.address). This milestone serves no admin
+	// method on it (RpcNoSuchMethodException); it is bound because the state
+	// store requires every sub-cluster's four RM addresses.
+	AdminAddress string `json:"admin_address"`
 	// WebAddress serves /ws/v1/cluster/{info,metrics}, /prom and /healthz;
 	// empty = off.
 	WebAddress string `json:"web_address"`
 	// Advertised addresses go into the state store (default: the bound
 	// ones), for a kuberm behind a Service or NAT.
-	AdvertiseClientAddress string `json:"advertise_client_address"`
-	AdvertiseWebAddress    string `json:"advertise_web_address"`
+	AdvertiseClientAddress    string `json:"advertise_client_address"`
+	AdvertiseSchedulerAddress string `json:"advertise_scheduler_address"`
+	AdvertiseAdminAddress     string `json:"advertise_admin_address"`
+	AdvertiseWebAddress       string `json:"advertise_web_address"`
 	// Image is the AM pods' image: it must hold what the AM's command
 	// needs (a JDK and the framework's jars, or a shell for simple AMs).
 	Image string `json:"image"`
@@ -90,6 +102,8 @@ func DefaultConfig() Config {
 	return Config{
 		Namespace:           "default",
 		ClientAddress:       "0.0.0.0:8032",
+		SchedulerAddress:    "0.0.0.0:8030",
+		AdminAddress:        "0.0.0.0:8033",
 		WebAddress:          "0.0.0.0:8088",
 		Queue:               "default",
 		MinAllocationMB:     1024,
@@ -115,8 +129,11 @@ func (c *Config) Validate() error {
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("namespace %q: %v", c.Namespace, msgs))
 	}
-	if c.ClientAddress == "" {
-		errs = append(errs, errors.New("client_address: required"))
+	if c.ClientAddress == "" || c.SchedulerAddress == "" || c.AdminAddress == "" {
+		errs = append(errs, errors.New("client_address, scheduler_address and admin_address: required"))
+	}
+	if c.Store != nil && c.WebAddress == "" && c.AdvertiseWebAddress == "" {
+		errs = append(errs, errors.New("web_address: required with a state store (a sub-cluster registers its REST address)"))
 	}
 	if c.Image == "" {
 		errs = append(errs, errors.New("image: required (the AM pods' image)"))

@@ -92,6 +92,8 @@ func testConfig(e *env) Config {
 	cfg.SubClusterID = "SC-kube"
 	cfg.Namespace = testNS
 	cfg.ClientAddress = "127.0.0.1:0"
+	cfg.SchedulerAddress = "127.0.0.1:0"
+	cfg.AdminAddress = "127.0.0.1:0"
 	cfg.WebAddress = "127.0.0.1:0"
 	cfg.Image = "registry.example/yarn-am:1"
 	cfg.ClusterTimestamp = 1_700_000_000_000
@@ -301,6 +303,9 @@ func (s *fakeStore) RegisterSubCluster(_ context.Context, r Registration) error 
 	defer s.mu.Unlock()
 	if s.rows == nil {
 		s.rows = map[string]Registration{}
+	}
+	if r.SubClusterID == "" || r.ClientRMServiceAddress == "" || r.AMRMServiceAddress == "" || r.RMAdminServiceAddress == "" || r.RMWebServiceAddress == "" {
+		return errors.New("fakeStore: the state store refuses a row without its id or one of the four RM addresses")
 	}
 	s.rows[r.SubClusterID] = r
 	return nil

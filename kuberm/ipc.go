@@ -449,3 +449,27 @@ func progress(s yarnpb.YarnApplicationStateProto) float32 {
 	}
 	return 0
 }
+
+// errAMPNotYet is the answer of the scheduler port until kuberm serves the
+// ApplicationMasterProtocol (the next milestone of issue 24).
+const errAMPNotYet = "kuberm does not serve the ApplicationMasterProtocol yet: AMs of a kuberm sub-cluster cannot register or allocate"
+
+// masterProtocolNotYet binds the scheduler port's three methods to a
+// YarnException, so an AM that reaches it gets a clear error instead of
+// RpcNoSuchProtocolException.
+func masterProtocolNotYet() hadoopipc.Protocol {
+	notYet := func(name string, newReq func() proto.Message) hadoopipc.Method {
+		return hadoopipc.NewMethod(name, newReq, func(context.Context, proto.Message) (proto.Message, error) {
+			return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", errAMPNotYet)
+		})
+	}
+	return hadoopipc.Protocol{
+		Name:    hadoopipc.ProtocolApplicationMaster,
+		Version: 1,
+		Methods: []hadoopipc.Method{
+			notYet("registerApplicationMaster", func() proto.Message { return &yarnpb.RegisterApplicationMasterRequestProto{} }),
+			notYet("allocate", func() proto.Message { return &yarnpb.AllocateRequestProto{} }),
+			notYet("finishApplicationMaster", func() proto.Message { return &yarnpb.FinishApplicationMasterRequestProto{} }),
+		},
+	}
+}

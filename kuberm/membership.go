@@ -19,6 +19,7 @@ type Registration struct {
 	SubClusterID           string
 	ClientRMServiceAddress string
 	AMRMServiceAddress     string
+	RMAdminServiceAddress  string
 	RMWebServiceAddress    string
 	LastStartTime          time.Time
 	Capability             string // JSON of the clusterMetrics object
@@ -44,7 +45,7 @@ func NewClientStore(c *client.Client) *ClientStore { return &ClientStore{c: c} }
 func (s *ClientStore) RegisterSubCluster(ctx context.Context, r Registration) error {
 	err := s.c.RegisterSubCluster(ctx, &storepb.SubClusterInfo{
 		SubClusterId: r.SubClusterID, ClientRmServiceAddress: r.ClientRMServiceAddress, AmrmServiceAddress: r.AMRMServiceAddress,
-		RmWebServiceAddress: r.RMWebServiceAddress, State: storepb.SubClusterState_SC_RUNNING,
+		RmAdminServiceAddress: r.RMAdminServiceAddress, RmWebServiceAddress: r.RMWebServiceAddress, State: storepb.SubClusterState_SC_RUNNING,
 		LastStartTimeMs: r.LastStartTime.UnixMilli(), Capability: r.Capability,
 	})
 	if err != nil {
@@ -135,7 +136,9 @@ func (r *RM) heartbeatOnce(ctx context.Context, registered bool) bool {
 	if !registered && running {
 		a := r.Addrs()
 		reg := Registration{SubClusterID: r.cfg.SubClusterID, ClientRMServiceAddress: firstNonEmpty(r.cfg.AdvertiseClientAddress, a.Client),
-			RMWebServiceAddress: firstNonEmpty(r.cfg.AdvertiseWebAddress, a.Web), LastStartTime: r.started, Capability: string(capJSON)}
+			AMRMServiceAddress:    firstNonEmpty(r.cfg.AdvertiseSchedulerAddress, a.Scheduler),
+			RMAdminServiceAddress: firstNonEmpty(r.cfg.AdvertiseAdminAddress, a.Admin),
+			RMWebServiceAddress:   firstNonEmpty(r.cfg.AdvertiseWebAddress, a.Web), LastStartTime: r.started, Capability: string(capJSON)}
 		if err := r.cfg.Store.RegisterSubCluster(ctx, reg); err != nil {
 			r.metrics.heartbeats.WithLabelValues("register", "error").Inc()
 			r.log.Warn("state store registration failed; retrying", "err", err)

@@ -60,7 +60,7 @@ type RM struct {
 }
 
 // Addrs are the bound addresses.
-type Addrs struct{ Client, Web string }
+type Addrs struct{ Client, Scheduler, Admin, Web string }
 
 // New validates cfg and connects (lazily) to the API server.
 func New(cfg Config) (*RM, error) {

@@ -43,6 +43,16 @@ func (r *RM) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("kuberm: client address: %w", err)
 	}
 	lns = append(lns, cln)
+	sln, err := net.Listen("tcp", r.cfg.SchedulerAddress)
+	if err != nil {
+		return fmt.Errorf("kuberm: scheduler address: %w", err)
+	}
+	lns = append(lns, sln)
+	aln, err := net.Listen("tcp", r.cfg.AdminAddress)
+	if err != nil {
+		return fmt.Errorf("kuberm: admin address: %w", err)
+	}
+	lns = append(lns, aln)
 	var wln net.Listener
 	if r.cfg.WebAddress != "" {
 		if wln, err = net.Listen("tcp", r.cfg.WebAddress); err != nil {
@@ -52,33 +62,40 @@ func (r *RM) Start(ctx context.Context) (err error) {
 	}
 	sc := hadoopipc.DefaultServerConfig()
 	sc.Logger = r.log
-	sc.Registerer = r.cfg.Registerer
+	sc.Registerer = nil // two servers: their metrics would collide
 	// A Hadoop RM has no per-address cap and routers dial from few hosts.
 	sc.MaxConnsPerAddr = sc.MaxConns
 	if err := sc.Validate(); err != nil {
 		return err
 	}
-	srv := hadoopipc.NewServer(sc)
-	if err := srv.Register(r.clientProtocol()); err != nil {
-		return err
-	}
-	r.servers = append(r.servers, srv)
-	r.addrs = Addrs{Client: cln.Addr().String()}
+	r.addrs = Addrs{Client: cln.Addr().String(), Scheduler: sln.Addr().String(), Admin: aln.Addr().String()}
 	r.running = true
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		if err := srv.Serve(cln); err != nil && !errors.Is(err, hadoopipc.ErrServerClosed) {
-			r.log.Error("kuberm: IPC server stopped", "err", err)
+	for _, s := range []struct {
+		ln    net.Listener
+		proto hadoopipc.Protocol
+	}{{cln, r.clientProtocol()}, {sln, masterProtocolNotYet()},
+		{aln, hadoopipc.Protocol{Name: hadoopipc.ProtocolRMAdmin, Version: 1}}} {
+		srv := hadoopipc.NewServer(sc)
+		if err := srv.Register(s.proto); err != nil {
+			return err
 		}
-	}()
+		r.servers = append(r.servers, srv)
+		r.wg.Add(1)
+		go func(ln net.Listener) {
+			defer r.wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, hadoopipc.ErrServerClosed) {
+				r.log.Error("kuberm: IPC server stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}(s.ln)
+	}
 	if wln != nil {
 		r.addrs.Web = wln.Addr().String()
-		r.web = &http.Server{Handler: r.webHandler(), ReadHeaderTimeout: 10 * time.Second}
+		web := &http.Server{Handler: r.webHandler(), ReadHeaderTimeout: 10 * time.Second}
+		r.web = web
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			if err := r.web.Serve(wln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := web.Serve(wln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				r.log.Error("kuberm: web server stopped", "err", err)
 			}
 		}()
