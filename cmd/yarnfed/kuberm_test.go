@@ -127,3 +127,29 @@ func TestKubermThroughRouter(t *testing.T) {
 		t.Errorf("pods after a kill through the router: %d (%v)", len(pods.Items), err)
 	}
 }
+
+func TestKubermRoleConfig(t *testing.T) {
+	def := kubermRoleDefaults()
+	file := `{"subcluster_id":"SC-k","namespace":"yarn","image":"am:1","kubeconfig":"/etc/k.conf","resync_interval":"5s","store_insecure":true}`
+	runRoleCases(t, newKubermCmd, []roleCase[kubermRole]{
+		{name: "file over defaults", file: file, check: func(t *testing.T, c kubermRole) {
+			expect(t, "subcluster_id", c.SubClusterID, "SC-k")
+			expect(t, "namespace", c.Namespace, "yarn")
+			expect(t, "kubeconfig", c.Kubeconfig, "/etc/k.conf")
+			expect(t, "resync_interval", c.ResyncInterval, dur("5s"))
+			expect(t, "client_address", c.ClientAddress, def.ClientAddress)
+			expect(t, "max_allocation_mb", c.MaxAllocationMB, def.MaxAllocationMB)
+		}},
+		{name: "flags over file", file: file, args: []string{"--namespace", "batch", "--max-allocation-mb", "16384", "--no-store"},
+			check: func(t *testing.T, c kubermRole) {
+				expect(t, "namespace", c.Namespace, "batch")
+				expect(t, "image (file)", c.Image, "am:1")
+				expect(t, "max_allocation_mb", c.MaxAllocationMB, 16384)
+				expect(t, "no_store", c.NoStore, true)
+			}},
+		{name: "image is required", args: []string{"--subcluster-id", "SC-k", "--no-store"}, wantErr: "image: required"},
+		{name: "sub-cluster id must be a label value", args: []string{"--subcluster-id", "SC k", "--image", "x", "--no-store"}, wantErr: "label value"},
+		{name: "a store transport is required unless --no-store", args: []string{"--subcluster-id", "SC-k", "--image", "x"}, wantErr: "store"},
+		{name: "unknown key is named", file: `{"namespac":"x"}`, wantErr: `"namespac"`},
+	})
+}
