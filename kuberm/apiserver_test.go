@@ -61,7 +61,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		if plainApp.ClusterTimestamp != cfg.ClusterTimestamp || plainApp.ID != 1 {
 			t.Fatalf("first id %s, want cluster timestamp %d sequence 1", plainApp, cfg.ClusterTimestamp)
 		}
-		p := getPod(t, amPodName(plainApp, 1))
+		p := getPod(t, rm.amPodName(plainApp, 1))
 		res := p.Spec.Containers[0].Resources
 		// 1536 MB rounds up to the 1024 MB minimum allocation's multiple.
 		want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}
@@ -93,13 +93,16 @@ func TestAgainstRealAPIServer(t *testing.T) {
 			env["USER"].Value != testUser || env["NM_HOST"].ValueFrom == nil || env["NM_HOST"].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 			t.Errorf("environment %v", p.Spec.Containers[0].Env)
 		}
+		if sc := p.Spec.Containers[0].SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+			t.Errorf("security context %v, want the configured non-root user", sc)
+		}
 		if p.Spec.RestartPolicy != corev1.RestartPolicyNever || p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {
 			t.Errorf("restart policy %v, automount %v", p.Spec.RestartPolicy, p.Spec.AutomountServiceAccountToken)
 		}
-		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "Secret" || p.OwnerReferences[0].Name != objectName(plainApp) {
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "Secret" || p.OwnerReferences[0].Name != rm.objectName(plainApp) {
 			t.Errorf("owner references %v", p.OwnerReferences)
 		}
-		s, err := e.admin.Secrets(testNS).Get(ctx, objectName(plainApp), metav1.GetOptions{})
+		s, err := e.admin.Secrets(testNS).Get(ctx, rm.objectName(plainApp), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +114,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		if err := submit(t, cl, submissionFor(plainApp, 4096, 2)); err != nil {
 			t.Fatalf("resubmit: %v", err)
 		}
-		if again := getPod(t, amPodName(plainApp, 1)); again.ResourceVersion != p.ResourceVersion {
+		if again := getPod(t, rm.amPodName(plainApp, 1)); again.ResourceVersion != p.ResourceVersion {
 			t.Error("a resubmission changed the AM pod")
 		}
 	})
@@ -121,7 +124,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 	var app yarnid.AppID
 	t.Run("with Koordinator the AM pod requests batch resources", func(t *testing.T) {
 		app = submitNew(t, 2048, 2)
-		p := getPod(t, amPodName(app, 1))
+		p := getPod(t, rm.amPodName(app, 1))
 		res := p.Spec.Containers[0].Resources
 		want := corev1.ResourceList{kubebatch.BatchCPU: resource.MustParse("2000"), kubebatch.BatchMemory: resource.MustParse("2Gi")}
 		if !equalResources(res.Requests, want) || !equalResources(res.Limits, want) {
@@ -139,15 +142,15 @@ func TestAgainstRealAPIServer(t *testing.T) {
 			rep.GetQueue() != "root.default" || !reflect.DeepEqual(rep.GetApplicationTags(), []string{"team-a"}) {
 			t.Errorf("pending report %v", rep)
 		}
-		kl.bind(amPodName(app, 1), "koord-1")
+		kl.bind(rm.amPodName(app, 1), "koord-1")
 		rep = report(t, cl, app)
 		wantState(t, rep, yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.FinalApplicationStatusProto_APP_UNDEFINED)
 		if rep.GetHost() != "koord-1" {
 			t.Errorf("host %q after binding", rep.GetHost())
 		}
-		kl.run(amPodName(app, 1))
+		kl.run(rm.amPodName(app, 1))
 		wantState(t, report(t, cl, app), yarnpb.YarnApplicationStateProto_RUNNING, yarnpb.FinalApplicationStatusProto_APP_UNDEFINED)
-		kl.exit(amPodName(app, 1), 0, "Completed")
+		kl.exit(rm.amPodName(app, 1), 0, "Completed")
 		rep = report(t, cl, app)
 		wantState(t, rep, yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED)
 		if rep.GetFinishTime() == 0 || rep.GetLaunchTime() == 0 {
@@ -157,7 +160,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		// outlives the pod.
 		reconcile(t)
 		zero := int64(0)
-		if err := e.admin.Pods(testNS).Delete(ctx, amPodName(app, 1), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := e.admin.Pods(testNS).Delete(ctx, rm.amPodName(app, 1), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		wantState(t, report(t, cl, app), yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED)
@@ -166,21 +169,21 @@ func TestAgainstRealAPIServer(t *testing.T) {
 	var failing yarnid.AppID
 	t.Run("a failed attempt is retried, the last failure fails the application", func(t *testing.T) {
 		failing = submitNew(t, 1024, 1)
-		kl.bind(amPodName(failing, 1), "koord-1")
-		kl.exit(amPodName(failing, 1), 1, "Error")
+		kl.bind(rm.amPodName(failing, 1), "koord-1")
+		kl.exit(rm.amPodName(failing, 1), 1, "Error")
 		rep := report(t, cl, failing)
 		wantState(t, rep, yarnpb.YarnApplicationStateProto_ACCEPTED, yarnpb.FinalApplicationStatusProto_APP_UNDEFINED)
 		if !strings.Contains(rep.GetDiagnostics(), "attempt 1 failed") || !strings.Contains(rep.GetDiagnostics(), "exitCode: 1") {
 			t.Errorf("diagnostics %q", rep.GetDiagnostics())
 		}
 		reconcile(t)
-		second := getPod(t, amPodName(failing, 2))
+		second := getPod(t, rm.amPodName(failing, 2))
 		if second.Labels[LabelAttempt] != "2" {
 			t.Fatalf("second attempt's labels %v", second.Labels)
 		}
 		reconcile(t) // idempotent: no third pod
-		kl.bind(amPodName(failing, 2), "koord-1")
-		kl.exit(amPodName(failing, 2), 137, "OOMKilled")
+		kl.bind(rm.amPodName(failing, 2), "koord-1")
+		kl.exit(rm.amPodName(failing, 2), 137, "OOMKilled")
 		rep = report(t, cl, failing)
 		wantState(t, rep, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.FinalApplicationStatusProto_APP_FAILED)
 		if !strings.Contains(rep.GetDiagnostics(), "exitCode: 137") || !strings.Contains(rep.GetDiagnostics(), "OOMKilled") {
@@ -210,8 +213,8 @@ func TestAgainstRealAPIServer(t *testing.T) {
 	var running yarnid.AppID
 	t.Run("nodes report the batch capacity YARN may use", func(t *testing.T) {
 		running = submitNew(t, 4096, 2)
-		kl.bind(amPodName(running, 1), "koord-1")
-		kl.run(amPodName(running, 1))
+		kl.bind(rm.amPodName(running, 1), "koord-1")
+		kl.run(rm.amPodName(running, 1))
 		// Another tenant's batch pod on the same node.
 		other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spark-exec", Namespace: "other"},
 			Spec: corev1.PodSpec{NodeName: "koord-1", Containers: []corev1.Container{{Name: "c", Image: "x",
@@ -353,8 +356,24 @@ func TestAgainstRealAPIServer(t *testing.T) {
 			}
 		}
 		// None of the refused submissions left an object behind.
-		if _, err := e.admin.Secrets(testNS).Get(ctx, objectName(id), metav1.GetOptions{}); err == nil {
+		if _, err := e.admin.Secrets(testNS).Get(ctx, rm.objectName(id), metav1.GetOptions{}); err == nil {
 			t.Error("a refused submission stored its application")
+		}
+	})
+
+	t.Run("an AM pod the API server refuses fails the application", func(t *testing.T) {
+		// A priority class that does not exist: admission refuses the pod.
+		c2 := cfg
+		c2.SubClusterID, c2.PriorityClassName = "SC-refused", "no-such-class"
+		_, cl2 := startRM(t, c2)
+		id := newApp(t, cl2)
+		if err := submit(t, cl2, submissionFor(id, 1024, 1)); err != nil {
+			t.Fatalf("submit: %v (the submission itself is accepted, as on an RM)", err)
+		}
+		rep := report(t, cl2, id)
+		wantState(t, rep, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.FinalApplicationStatusProto_APP_FAILED)
+		if !strings.Contains(rep.GetDiagnostics(), "refused by the Kubernetes API server") || !strings.Contains(rep.GetDiagnostics(), "no-such-class") {
+			t.Errorf("diagnostics %q", rep.GetDiagnostics())
 		}
 	})
 

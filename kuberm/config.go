@@ -62,6 +62,10 @@ type Config struct {
 	// PriorityClassName is given to every pod (e.g. koord-batch); empty =
 	// none (the cluster's default).
 	PriorityClassName string `json:"priority_class_name"`
+	// RunAsUser is the uid the pods' containers run as (never root: YARN
+	// containers run as an unprivileged user on a NodeManager too). The
+	// image's files the AM needs must be readable by it.
+	RunAsUser int64 `json:"run_as_user"`
 	// ServiceAccountName runs the pods; its token is not mounted.
 	ServiceAccountName string `json:"service_account_name"`
 	// Queue is the one queue this RM reports (Hadoop's "default").
@@ -106,6 +110,7 @@ func DefaultConfig() Config {
 		AdminAddress:        "0.0.0.0:8033",
 		WebAddress:          "0.0.0.0:8088",
 		Queue:               "default",
+		RunAsUser:           65532,
 		MinAllocationMB:     1024,
 		MinAllocationVCores: 1,
 		MaxAllocationMB:     8192,
@@ -137,6 +142,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Image == "" {
 		errs = append(errs, errors.New("image: required (the AM pods' image)"))
+	}
+	if c.RunAsUser <= 0 {
+		errs = append(errs, errors.New("run_as_user must be > 0 (pods never run as root)"))
 	}
 	if c.Queue == "" {
 		errs = append(errs, errors.New("queue: required"))

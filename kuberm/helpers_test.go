@@ -49,7 +49,13 @@ func newEnv(t *testing.T) *env {
 	}
 	ctx := context.Background()
 	for _, ns := range []string{testNS, "other"} {
-		if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		// kuberm's namespace enforces Pod Security "restricted": every AM
+		// pod must pass it.
+		labels := map[string]string{}
+		if ns == testNS {
+			labels["pod-security.kubernetes.io/enforce"] = "restricted"
+		}
+		if _, err := admin.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -101,7 +101,7 @@ func (r *RM) amPod(secret *corev1.Secret, rec *appRecord, sc *yarnpb.Application
 	no := false
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      amPodName(at.App, at.Attempt),
+			Name:      r.amPodName(at.App, at.Attempt),
 			Namespace: r.cfg.Namespace,
 			Labels:    labels,
 			Annotations: map[string]string{
@@ -126,6 +126,15 @@ func (r *RM) amPod(secret *corev1.Secret, rec *appRecord, sc *yarnpb.Application
 				Command:   []string{"/bin/sh", "-c", script},
 				Env:       env,
 				Resources: podResources(rec.MemoryMB, rec.VCores, rec.Batch),
+				// What Pod Security's "restricted" level asks for: a namespace
+				// that enforces it admits these pods.
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             ptr(true),
+					RunAsUser:                ptr(r.cfg.RunAsUser),
+					AllowPrivilegeEscalation: ptr(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
 			}},
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -152,13 +153,34 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// objectName is the Kubernetes name of an application's objects:
-// application_1700000000000_0001 -> application-1700000000000-0001 (names
-// are DNS subdomains: no underscores).
-func objectName(id yarnid.AppID) string { return strings.ReplaceAll(id.String(), "_", "-") }
+// namePrefix makes object names unique per sub-cluster, so kuberms that
+// share a namespace never collide on a name even with equal application
+// ids: the sub-cluster id lowercased with every other character a '-'
+// (names are DNS subdomains), cut to 40, plus 6 hex digits of a hash of
+// the exact id (SC_1 and SC-1 differ).
+func namePrefix(subCluster string) string {
+	b := []byte(strings.ToLower(subCluster))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(subCluster))
+	return strings.Trim(string(b), "-") + "-" + fmt.Sprintf("%06x", h.Sum32()&0xffffff)
+}
 
-func amPodName(id yarnid.AppID, attempt int32) string {
-	return objectName(id) + "-am-" + strconv.Itoa(int(attempt))
+// objectName is the name of an application's Secret:
+// <prefix>-application-1700000000000-0001.
+func (r *RM) objectName(id yarnid.AppID) string {
+	return r.prefix + "-" + strings.ReplaceAll(id.String(), "_", "-")
+}
+
+func (r *RM) amPodName(id yarnid.AppID, attempt int32) string {
+	return r.objectName(id) + "-am-" + strconv.Itoa(int(attempt))
 }
 
 // amContainerID is the AM container of an attempt: sequence 1, as an RM's

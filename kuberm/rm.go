@@ -45,6 +45,7 @@ type RM struct {
 	log     *slog.Logger
 	kube    corev1client.CoreV1Interface
 	epoch   int64
+	prefix  string // of object names (namePrefix)
 	ts      int64        // cluster timestamp of the ids it hands out
 	seq     atomic.Int32 // last application sequence handed out
 	now     func() time.Time
@@ -84,7 +85,7 @@ func New(cfg Config) (*RM, error) {
 	if now == nil {
 		now = time.Now
 	}
-	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, epoch: cfg.epoch(), now: now, started: now()}
+	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: now, started: now()}
 	r.ts = cfg.ClusterTimestamp
 	if r.ts == 0 {
 		r.ts = r.started.UnixMilli()
@@ -221,7 +222,7 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: objectName(sub.id), Namespace: r.cfg.Namespace,
+			Name: r.objectName(sub.id), Namespace: r.cfg.Namespace,
 			Labels:      map[string]string{LabelSubCluster: r.cfg.SubClusterID, LabelApplication: sub.id.String()},
 			Annotations: map[string]string{AnnotationRecord: encodeRecord(&sub.rec), AnnotationDigest: sub.rec.Digest},
 		},
@@ -230,6 +231,7 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 	}
 	created, err := r.kube.Secrets(r.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
+		// Names carry the sub-cluster, so the Secret is ours: a resubmission.
 		r.log.Info("application submitted again: no effect", "app", sub.id)
 		return nil
 	}
@@ -277,7 +279,7 @@ func (r *RM) launchAttempt(ctx context.Context, secret *corev1.Secret, rec *appR
 // exit keeps whichever was written first).
 func (r *RM) finish(ctx context.Context, id yarnid.AppID, st yarnpb.YarnApplicationStateProto, fs yarnpb.FinalApplicationStatusProto, diag string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, objectName(id), metav1.GetOptions{})
+		s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, r.objectName(id), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: %s", ErrApplicationNotFound, id)
 		}
@@ -335,7 +337,7 @@ func (r *RM) deletePods(ctx context.Context, id yarnid.AppID) error {
 
 // App returns one application.
 func (r *RM) App(ctx context.Context, id yarnid.AppID) (appView, error) {
-	s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, objectName(id), metav1.GetOptions{})
+	s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, r.objectName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && s.Labels[LabelSubCluster] != r.cfg.SubClusterID) {
 		return appView{}, fmt.Errorf("%w: Application with id '%s' doesn't exist in RM. Please check that the job submission was successful.", ErrApplicationNotFound, id)
 	}

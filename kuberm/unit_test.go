@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
@@ -21,7 +22,7 @@ func unitRM(t *testing.T) *RM {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.SubClusterID, cfg.Image, cfg.Epoch = "SC-u", "img", 3
-	return &RM{cfg: cfg, epoch: cfg.epoch(), now: func() time.Time { return time.UnixMilli(1_000) }}
+	return &RM{cfg: cfg, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: func() time.Time { return time.UnixMilli(1_000) }}
 }
 
 func TestExpandCommand(t *testing.T) {
@@ -98,7 +99,7 @@ func TestCheckSubmissionNormalizes(t *testing.T) {
 }
 
 func amPodFor(r *RM, id yarnid.AppID, attempt int32, phase corev1.PodPhase, node string, exit *int32) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: amPodName(id, attempt), Labels: map[string]string{
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: r.amPodName(id, attempt), Labels: map[string]string{
 		LabelSubCluster: r.cfg.SubClusterID, LabelApplication: id.String(), LabelAttempt: strings.TrimLeft(yarnid.Pad(int64(attempt), 1), "0"), LabelRole: RoleAM}},
 		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
 	if exit != nil {
@@ -218,5 +219,15 @@ func TestNodeViewRules(t *testing.T) {
 	nr.Status.Conditions[0].Status = corev1.ConditionFalse
 	if v := r.nodeView(nr, nil); v.state != yarnpb.NodeStateProto_NS_UNHEALTHY {
 		t.Errorf("not ready node: %v", v.state)
+	}
+}
+
+func TestNamePrefix(t *testing.T) {
+	a, b := namePrefix("SC_1"), namePrefix("SC-1")
+	if a == b || !strings.HasPrefix(a, "sc-1-") || len(namePrefix(strings.Repeat("X", 63))) != 40+1+6 {
+		t.Errorf("prefixes %q %q", a, b)
+	}
+	if msgs := validation.IsDNS1123Subdomain(unitRM(t).amPodName(yarnid.AppID{ClusterTimestamp: 1700000000000, ID: 12345}, 2)); len(msgs) > 0 {
+		t.Errorf("pod name not a DNS subdomain: %v", msgs)
 	}
 }

@@ -72,6 +72,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of the applications' Secrets and pods")
 	f.StringVar(&cfg.Image, "image", cfg.Image, "image of the AM pods (required): what the AM command needs, e.g. a JDK and the framework's jars")
 	f.StringVar(&cfg.PriorityClassName, "priority-class", cfg.PriorityClassName, "priority class of the pods (e.g. koord-batch; empty: none)")
+	f.Int64Var(&cfg.RunAsUser, "run-as-user", cfg.RunAsUser, "uid the pods' containers run as (never root)")
 	f.StringVar(&cfg.ServiceAccountName, "service-account", cfg.ServiceAccountName, "service account of the pods (its token is not mounted)")
 	f.Int64Var(&cfg.ClusterTimestamp, "cluster-timestamp", cfg.ClusterTimestamp, "first part of application ids, ms (0: this process's start time)")
 	f.Int64Var(&cfg.Epoch, "epoch", cfg.Epoch, "epoch in container ids' high bits (0: derived from --subcluster-id)")

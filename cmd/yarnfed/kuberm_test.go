@@ -104,11 +104,11 @@ func TestKubermThroughRouter(t *testing.T) {
 	if err != nil || home.GetHomeSubClusterId() != "SC-kube" {
 		t.Fatalf("home %v (%v), want SC-kube", home, err)
 	}
-	podName := "application-" + yarnid.Pad(id.ClusterTimestamp, 1) + "-" + yarnid.Pad(int64(id.ID), 4) + "-am-1"
-	p, err := admin.Pods("yarn").Get(ctx, podName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("AM pod: %v", err)
+	pods, err := admin.Pods("yarn").List(ctx, metav1.ListOptions{LabelSelector: kuberm.LabelApplication + "=" + id.String()})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("AM pods: %d (%v), want 1", len(pods.Items), err)
 	}
+	p := &pods.Items[0]
 	if q := p.Spec.Containers[0].Resources.Requests[kubebatch.BatchMemory]; q.Value() != 2<<30 {
 		t.Errorf("AM pod requests %v batch memory, want 2Gi", q.String())
 	}
@@ -122,7 +122,7 @@ func TestKubermThroughRouter(t *testing.T) {
 	if err := call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: na.ApplicationId}, &yarnpb.KillApplicationResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := admin.Pods("yarn").List(ctx, metav1.ListOptions{LabelSelector: kuberm.LabelApplication + "=" + id.String()})
+	pods, err = admin.Pods("yarn").List(ctx, metav1.ListOptions{LabelSelector: kuberm.LabelApplication + "=" + id.String()})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods after a kill through the router: %d (%v)", len(pods.Items), err)
 	}
