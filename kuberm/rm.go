@@ -45,7 +45,7 @@ type RM struct {
 	log     *slog.Logger
 	kube    corev1client.CoreV1Interface
 	epoch   int64
-	prefix  string // of object names (namePrefix)
+	prefix  string       // of object names (namePrefix)
 	ts      int64        // cluster timestamp of the ids it hands out
 	seq     atomic.Int32 // last application sequence handed out
 	now     func() time.Time
