@@ -35,6 +35,10 @@ func remote(err error) error {
 		class = hadoopipc.ClassContainerNotFound
 	case errors.Is(err, ErrInvalidResource):
 		class = hadoopipc.ClassInvalidResourceRequest
+	case errors.Is(err, ErrInvalidAMRequest):
+		class = hadoopipc.ClassInvalidApplicationMasterRequest
+	case errors.Is(err, ErrAMNotRegistered):
+		class = hadoopipc.ClassApplicationMasterNotRegistered
 	case errors.Is(err, ErrKube), errors.Is(err, ErrBadRecord):
 		class = hadoopipc.ClassIOException
 	}
@@ -348,12 +352,19 @@ func (r *RM) getAttempts(ctx context.Context, req *yarnpb.GetApplicationAttempts
 }
 
 func attemptReportPB(a *attemptView) *yarnpb.ApplicationAttemptReportProto {
-	return &yarnpb.ApplicationAttemptReportProto{
+	out := &yarnpb.ApplicationAttemptReportProto{
 		ApplicationAttemptId: yarnid.AttemptPB(a.id), Host: proto.String(orNA(a.host)), RpcPort: proto.Int32(-1),
 		TrackingUrl: proto.String("N/A"), OriginalTrackingUrl: proto.String("N/A"), Diagnostics: proto.String(a.diag),
 		YarnApplicationAttemptState: a.state.Enum(), AmContainerId: yarnid.ContainerPB(a.container),
 		StartTime: proto.Int64(a.start), FinishTime: proto.Int64(a.finish),
 	}
+	if a.reg != nil {
+		out.RpcPort = proto.Int32(a.reg.RPCPort)
+		if a.reg.TrackingURL != "" {
+			out.OriginalTrackingUrl = proto.String(a.reg.TrackingURL)
+		}
+	}
+	return out
 }
 
 func orNA(s string) string {
@@ -427,6 +438,12 @@ func (r *RM) appReportPB(v *appView) *yarnpb.ApplicationReportProto {
 	}
 	if n := len(v.attempts); n > 0 {
 		out.CurrentApplicationAttemptId = yarnid.AttemptPB(v.attempts[n-1].id)
+		if reg := v.attempts[n-1].reg; reg != nil {
+			out.Host, out.RpcPort = proto.String(orNA(reg.Host)), proto.Int32(reg.RPCPort)
+			if reg.TrackingURL != "" {
+				out.OriginalTrackingUrl = proto.String(reg.TrackingURL)
+			}
+		}
 	}
 	running := int32(0)
 	var used kubebatch.Resources
@@ -450,26 +467,25 @@ func progress(s yarnpb.YarnApplicationStateProto) float32 {
 	return 0
 }
 
-// errAMPNotYet is the answer of the scheduler port until kuberm serves the
-// ApplicationMasterProtocol (the next milestone of issue 24).
-const errAMPNotYet = "kuberm does not serve the ApplicationMasterProtocol yet: AMs of a kuberm sub-cluster cannot register or allocate"
+// errAllocateNotYet is allocate's answer until kuberm turns asks into pods
+// (the next part of the ApplicationMasterProtocol).
+const errAllocateNotYet = "kuberm does not serve allocate yet: AMs of a kuberm sub-cluster can register and unregister but not ask for containers"
 
-// masterProtocolNotYet binds the scheduler port's three methods to a
-// YarnException, so an AM that reaches it gets a clear error instead of
-// RpcNoSuchProtocolException.
-func masterProtocolNotYet() hadoopipc.Protocol {
-	notYet := func(name string, newReq func() proto.Message) hadoopipc.Method {
-		return hadoopipc.NewMethod(name, newReq, func(context.Context, proto.Message) (proto.Message, error) {
-			return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", errAMPNotYet)
-		})
-	}
+// masterProtocol is the scheduler port: register and finish with the RM's
+// rules; allocate answers a YarnException until it is implemented.
+func (r *RM) masterProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationMaster,
 		Version: 1,
 		Methods: []hadoopipc.Method{
-			notYet("registerApplicationMaster", func() proto.Message { return &yarnpb.RegisterApplicationMasterRequestProto{} }),
-			notYet("allocate", func() proto.Message { return &yarnpb.AllocateRequestProto{} }),
-			notYet("finishApplicationMaster", func() proto.Message { return &yarnpb.FinishApplicationMasterRequestProto{} }),
+			method("registerApplicationMaster", newOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
+			method("finishApplicationMaster", newOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
+			hadoopipc.NewMethod("allocate", newOf[yarnpb.AllocateRequestProto](), func(ctx context.Context, _ *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+				if _, err := r.amAttempt(ctx); err != nil {
+					return nil, err
+				}
+				return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", errAllocateNotYet)
+			}),
 		},
 	}
 }

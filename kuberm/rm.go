@@ -41,16 +41,17 @@ var (
 
 // RM is one kuberm: an RM whose applications live in the Kubernetes API.
 type RM struct {
-	cfg     Config
-	log     *slog.Logger
-	kube    corev1client.CoreV1Interface
-	epoch   int64
-	prefix  string       // of object names (namePrefix)
-	ts      int64        // cluster timestamp of the ids it hands out
-	seq     atomic.Int32 // last application sequence handed out
-	now     func() time.Time
-	started time.Time
-	metrics *metrics
+	cfg       Config
+	log       *slog.Logger
+	kube      corev1client.CoreV1Interface
+	epoch     int64
+	prefix    string       // of object names (namePrefix)
+	masterKey []byte       // AMRMTokens' HMAC key (amrm.go), read at Start
+	ts        int64        // cluster timestamp of the ids it hands out
+	seq       atomic.Int32 // last application sequence handed out
+	now       func() time.Time
+	started   time.Time
+	metrics   *metrics
 
 	mu      sync.Mutex
 	servers []*hadoopipc.Server

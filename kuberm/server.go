@@ -30,6 +30,9 @@ func (r *RM) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := r.loadMasterKey(ctx); err != nil {
+		return err
+	}
 	var lns []net.Listener
 	defer func() {
 		if err != nil {
@@ -70,12 +73,17 @@ func (r *RM) Start(ctx context.Context) (err error) {
 	}
 	r.addrs = Addrs{Client: cln.Addr().String(), Scheduler: sln.Addr().String(), Admin: aln.Addr().String()}
 	r.running = true
+	// Real AMs always log in with their AMRMToken: the scheduler port
+	// offers TOKEN only, as Hadoop's does.
+	amp := sc
+	amp.Secrets, amp.AllowSimple = amrmSecrets{r}, false
 	for _, s := range []struct {
 		ln    net.Listener
+		cfg   hadoopipc.ServerConfig
 		proto hadoopipc.Protocol
-	}{{cln, r.clientProtocol()}, {sln, masterProtocolNotYet()},
-		{aln, hadoopipc.Protocol{Name: hadoopipc.ProtocolRMAdmin, Version: 1}}} {
-		srv := hadoopipc.NewServer(sc)
+	}{{cln, sc, r.clientProtocol()}, {sln, amp, r.masterProtocol()},
+		{aln, sc, hadoopipc.Protocol{Name: hadoopipc.ProtocolRMAdmin, Version: 1}}} {
+		srv := hadoopipc.NewServer(s.cfg)
 		if err := srv.Register(s.proto); err != nil {
 			return err
 		}

@@ -18,8 +18,9 @@ type attemptView struct {
 	container yarnid.ContainerID
 	pod       *corev1.Pod
 	state     yarnpb.YarnApplicationAttemptStateProto
-	host      string // the node the pod is bound to
-	exitCode  int32  // the AM container's, -1000 (ContainerExitStatus.INVALID) until it ends
+	host      string          // the node the pod is bound to
+	reg       *amRegistration // set once the AM registered
+	exitCode  int32           // the AM container's, -1000 (ContainerExitStatus.INVALID) until it ends
 	diag      string
 	start     int64 // pod creation, ms
 	launch    int64 // AM container started, ms (0 = not yet)
@@ -52,6 +53,9 @@ func ms(t interface{ UnixMilli() int64 }, zero bool) int64 {
 func (r *RM) viewAttempt(id yarnid.AttemptID, p *corev1.Pod) attemptView {
 	a := attemptView{id: id, container: r.amContainerID(id), pod: p, host: p.Spec.NodeName, exitCode: exitInvalid,
 		start: ms(p.CreationTimestamp, p.CreationTimestamp.IsZero())}
+	if reg, ok := registrationOf(p); ok {
+		a.reg = &reg
+	}
 	var cs *corev1.ContainerStatus
 	for i := range p.Status.ContainerStatuses {
 		if p.Status.ContainerStatuses[i].Name == amContainerName {
