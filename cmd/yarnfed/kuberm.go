@@ -26,7 +26,8 @@ places it. Reports, attempts, kill, nodes (each Node's batch capacity YARN may u
 one queue are read from the API server, so a restarted kuberm loses no application. It registers and
 heartbeats itself in the yarnfed state store as a sub-cluster (--no-store: standalone).
 
-Not yet: the ApplicationMasterProtocol (AMs cannot ask for containers) and the NodeManager face; see
+The scheduler port serves the ApplicationMasterProtocol's register and finish with AMRMTokens kuberm
+issues; allocate is not served yet (AMs cannot ask for containers), nor the NodeManager face; see
 kuberm/DESIGN.md. RBAC: kuberm/rbac.yaml (cluster-wide read of nodes and pods) and
 kuberm/rbac-namespace.yaml (secrets and pods in its namespace, bound with a RoleBinding).
 
@@ -60,7 +61,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 			}
 			defer rm.Close()
 			a := rm.Addrs()
-			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (ApplicationMasterProtocol not served yet)\n  admin     %s (no admin method served yet)\n  webapp    %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (register/finish; allocate not served yet)\n  admin     %s (no admin method served yet)\n  webapp    %s\n",
 				cfg.SubClusterID, cfg.Namespace, rm.ClusterTimestamp(), a.Client, a.Scheduler, a.Admin, a.Web)
 			return rm.Run(cmd.Context())
 		},
@@ -77,7 +78,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.Int64Var(&cfg.ClusterTimestamp, "cluster-timestamp", cfg.ClusterTimestamp, "first part of application ids, ms (0: this process's start time)")
 	f.Int64Var(&cfg.Epoch, "epoch", cfg.Epoch, "epoch in container ids' high bits (0: derived from --subcluster-id)")
 	f.StringVar(&cfg.ClientAddress, "client-address", cfg.ClientAddress, "ApplicationClientProtocol address (yarn.resourcemanager.address)")
-	f.StringVar(&cfg.SchedulerAddress, "scheduler-address", cfg.SchedulerAddress, "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address); answers 'not served yet' in this version")
+	f.StringVar(&cfg.SchedulerAddress, "scheduler-address", cfg.SchedulerAddress, "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address); register and finish, allocate not yet")
 	f.StringVar(&cfg.AdvertiseSchedulerAddress, "advertise-scheduler-address", cfg.AdvertiseSchedulerAddress, "scheduler address registered in the state store (default: the bound one)")
 	f.StringVar(&cfg.AdminAddress, "admin-address", cfg.AdminAddress, "ResourceManagerAdministrationProtocol address (yarn.resourcemanager.admin.address); no admin method is served yet")
 	f.StringVar(&cfg.AdvertiseAdminAddress, "advertise-admin-address", cfg.AdvertiseAdminAddress, "admin address registered in the state store (default: the bound one)")
