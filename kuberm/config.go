@@ -38,9 +38,8 @@ type Config struct {
 	// ClientAddress serves ApplicationClientProtocol (Hadoop IPC).
 	ClientAddress string `json:"client_address"`
 	// SchedulerAddress is the ApplicationMasterProtocol port (Hadoop's
-	// yarn.resourcemanager.scheduler.address). This milestone binds it and
-	// answers every call with a YarnException saying the protocol is not
-	// served yet; the state store needs the address of every sub-cluster.
+	// yarn.resourcemanager.scheduler.address): AMRMToken logins only;
+	// register and finish are served, allocate not yet (DESIGN.md).
 	SchedulerAddress string `json:"scheduler_address"`
 	// AdminAddress is the ResourceManagerAdministrationProtocol port
 	// (yarn.resourcemanager.admin.address). This milestone serves no admin

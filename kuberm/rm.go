@@ -147,7 +147,7 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 		return submission{}, fmt.Errorf("%w: invalid application id %s", ErrInvalidSubmission, id)
 	}
 	if sc.GetUnmanagedAm() {
-		// Unmanaged AMs need the ApplicationMasterProtocol (next milestone).
+		// Unmanaged AMs need allocate and their token in the report (DESIGN.md, Left 1).
 		return submission{}, fmt.Errorf("%w: unmanaged AMs are not supported by kuberm yet", ErrInvalidSubmission)
 	}
 	if len(sc.GetApplicationName()) > maxNameLen {
