@@ -3,7 +3,7 @@
 # proxy, into a cache directory that CI and developers reuse:
 #
 #   ${YARNFED_CACHE:-$HOME/.cache/yarnfed}/kube/<kubernetes version>/
-#     kube-apiserver etcd              gpg/kube/kubetest (an API server alone)
+#     kube-apiserver etcd              internal/kubetest (an API server alone)
 #     kube-controller-manager kube-scheduler kubelet kube-proxy
 #                                      deploy/kubenode (a one-node cluster)
 #   ${YARNFED_CACHE:-$HOME/.cache/yarnfed}/coredns/<coredns version>/

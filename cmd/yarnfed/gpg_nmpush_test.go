@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/gpg"
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/statestore/storetest"

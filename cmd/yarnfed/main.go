@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newStatestoreCmd())
 	root.AddCommand(newAMRMProxyCmd())
 	root.AddCommand(newGPGCmd())
+	root.AddCommand(newKubermCmd())
 	// roles:end
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newDevCmd())

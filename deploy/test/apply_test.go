@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 )
 
 func jsonUnmarshalLoose(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -74,7 +74,7 @@ func (a *applier) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 func ptr[T any](v T) *T { return &v }
 
 // TestServerSideDryRun renders every overlay and applies each object with
-// server-side dry-run to a real kube-apiserver (gpg/kube/kubetest): the
+// server-side dry-run to a real kube-apiserver (internal/kubetest): the
 // server's own schema validation, defaulting and admission accept every
 // object. The namespace is created first, as an operator would.
 func TestServerSideDryRun(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 )
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -18,7 +18,7 @@ import (
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 )
 
 // realCluster drives a real kube-apiserver as Koordinator, the scheduler and

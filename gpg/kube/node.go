@@ -1,30 +1,25 @@
 package kube
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
-	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/internal/kubebatch"
 )
 
 // Names Koordinator and the YARN-on-Kubernetes deployments use
-// (REFERENCE §6).
+// (REFERENCE §6). The batch names and the arithmetic live in
+// internal/kubebatch, which kuberm shares.
 const (
 	// BatchCPU is Koordinator's batch CPU, an integer count of milli-cores.
-	BatchCPU corev1.ResourceName = "kubernetes.io/batch-cpu"
+	BatchCPU = kubebatch.BatchCPU
 	// BatchMemory is Koordinator's batch memory, in bytes.
-	BatchMemory corev1.ResourceName = "kubernetes.io/batch-memory"
-	// AnnotationOriginBatch holds the node's origin batch total as JSON
-	// {"resources":{"kubernetes.io/batch-cpu":"...","kubernetes.io/batch-memory":"..."}}.
-	// Koordinator 1.4 introduced it; older versions write none.
-	AnnotationOriginBatch = "node.koordinator.sh/originExtendedAllocatable"
+	BatchMemory = kubebatch.BatchMemory
+	// AnnotationOriginBatch holds the node's origin batch total (see kubebatch).
+	AnnotationOriginBatch = kubebatch.AnnotationOriginBatch
 	// AnnotationThirdPartyAllocations holds what other schedulers (YARN) hold
 	// of the node's batch resources, as JSON
 	// {"allocations":[{"name":"hadoop-yarn","priority":"koord-batch","resources":{...}}]};
@@ -48,165 +43,29 @@ const (
 )
 
 // Batch is an amount of Koordinator batch resources in Kubernetes units.
-type Batch struct {
-	MilliCPU int64 // milli-cores
-	Memory   int64 // bytes
-}
-
-// YARN converts to YARN's units, rounding down: a fraction of a core or of a
-// MiB is not something YARN can hand out. Negative amounts become 0.
-func (b Batch) YARN() capacity.Resources {
-	return capacity.Resources{
-		VCores:   max(b.MilliCPU, 0) / 1000,
-		MemoryMB: max(b.Memory, 0) >> 20,
-	}
-}
+type Batch = kubebatch.Batch
 
 // ErrBadOrigin is wrapped by every DecodeOriginBatch failure.
-var ErrBadOrigin = errors.New("bad " + AnnotationOriginBatch + " annotation")
+var ErrBadOrigin = kubebatch.ErrBadOrigin
 
-// originAnnotation is Koordinator's OriginAllocatable. resource.Quantity reads
-// both JSON strings ("12k") and numbers (12000), as the API server and
-// Koordinator write them.
-type originAnnotation struct {
-	Resources map[corev1.ResourceName]resource.Quantity `json:"resources"`
-}
+// DecodeOriginBatch reads the origin batch total (kubebatch.DecodeOriginBatch).
+func DecodeOriginBatch(s string) (Batch, error) { return kubebatch.DecodeOriginBatch(s) }
 
-// DecodeOriginBatch reads the origin batch total from the annotation's value.
-// A resource absent from the map is 0. A value that is negative, fractional
-// beyond the unit or past int64 is an error: the whole annotation is then
-// untrustworthy and the caller counts the node as 0, never as unlimited.
-func DecodeOriginBatch(s string) (Batch, error) {
-	var a originAnnotation
-	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		return Batch{}, fmt.Errorf("%w: %v", ErrBadOrigin, err)
-	}
-	if a.Resources == nil {
-		return Batch{}, fmt.Errorf("%w: no resources", ErrBadOrigin)
-	}
-	var b Batch
-	for name, dst := range map[corev1.ResourceName]*int64{BatchCPU: &b.MilliCPU, BatchMemory: &b.Memory} {
-		q, ok := a.Resources[name]
-		if !ok {
-			continue
-		}
-		v, ok := quantityInt64(q)
-		if !ok || v < 0 {
-			return Batch{}, fmt.Errorf("%w: %s %q is not an integer in [0, 2^63)", ErrBadOrigin, name, q.String())
-		}
-		*dst = v
-	}
-	return b, nil
-}
+// EncodeOriginBatch is DecodeOriginBatch's inverse.
+func EncodeOriginBatch(b Batch) string { return kubebatch.EncodeOriginBatch(b) }
 
-// EncodeOriginBatch is DecodeOriginBatch's inverse, in the form Koordinator
-// writes (tests and tools use it to make nodes).
-func EncodeOriginBatch(b Batch) string {
-	a := originAnnotation{Resources: map[corev1.ResourceName]resource.Quantity{
-		BatchCPU:    *resource.NewQuantity(b.MilliCPU, resource.DecimalSI),
-		BatchMemory: *resource.NewQuantity(b.Memory, resource.BinarySI),
-	}}
-	out, err := json.Marshal(a)
-	if err != nil {
-		panic(err) // a map of quantities always marshals
-	}
-	return string(out)
-}
+// PodBatchRequests is the pod's effective batch request (kubebatch.PodBatchRequests).
+func PodBatchRequests(pod *corev1.Pod) Batch { return kubebatch.PodBatchRequests(pod) }
 
-// quantityInt64 is q as an exact int64, whatever form it was written in
-// (AsInt64 alone refuses some exact integers, e.g. 19 digits).
-func quantityInt64(q resource.Quantity) (int64, bool) {
-	if v, ok := q.AsInt64(); ok {
-		return v, true
-	}
-	d := q.AsDec()
-	var whole inf.Dec
-	whole.Round(d, 0, inf.RoundDown)
-	if whole.Cmp(d) != 0 {
-		return 0, false // a fraction
-	}
-	u := whole.UnscaledBig() // scale 0: the value itself
-	if !u.IsInt64() {
-		return 0, false
-	}
-	return u.Int64(), true
-}
-
-// requestValue reads a request, rounding a fraction up and saturating at
-// MaxInt64: what is subtracted errs on the side of less capacity.
-func requestValue(rl corev1.ResourceList, name corev1.ResourceName) int64 {
-	q, ok := rl[name]
-	if !ok {
-		return 0
-	}
-	if v, ok := q.AsInt64(); ok {
-		return max(v, 0)
-	}
-	if q.Sign() <= 0 {
-		return 0
-	}
-	if q.CmpInt64(math.MaxInt64) >= 0 {
-		return math.MaxInt64
-	}
-	return q.Value() // rounds up
-}
-
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func (b Batch) add(o Batch) Batch {
-	return Batch{MilliCPU: addSat(b.MilliCPU, o.MilliCPU), Memory: addSat(b.Memory, o.Memory)}
-}
-
-func (b Batch) max(o Batch) Batch {
-	return Batch{MilliCPU: max(b.MilliCPU, o.MilliCPU), Memory: max(b.Memory, o.Memory)}
-}
-
-func containerBatch(c *corev1.Container) Batch {
-	return Batch{MilliCPU: requestValue(c.Resources.Requests, BatchCPU), Memory: requestValue(c.Resources.Requests, BatchMemory)}
-}
-
-// PodBatchRequests is the pod's effective batch request, by the rule the
-// scheduler and kubelet use for any resource (KEP-753 with sidecars): the
-// larger of (app containers + restartable init "sidecar" containers) and the
-// largest init-time need (each ordinary init container plus the sidecars
-// started before it), plus the pod overhead.
-func PodBatchRequests(pod *corev1.Pod) Batch {
-	var sum Batch
-	for i := range pod.Spec.Containers {
-		sum = sum.add(containerBatch(&pod.Spec.Containers[i]))
-	}
-	var sidecars, initPeak Batch
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		req := containerBatch(c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum = sum.add(req)
-			sidecars = sidecars.add(req)
-			initPeak = initPeak.max(sidecars)
-		} else {
-			initPeak = initPeak.max(req.add(sidecars))
-		}
-	}
-	eff := sum.max(initPeak)
-	if pod.Spec.Overhead != nil {
-		eff = eff.add(Batch{MilliCPU: requestValue(pod.Spec.Overhead, BatchCPU), Memory: requestValue(pod.Spec.Overhead, BatchMemory)})
-	}
-	return eff
-}
+// yarnOf converts to YARN's units, rounding down.
+func yarnOf(b Batch) capacity.Resources { return capacity.Resources(b.YARN()) }
 
 // IsNodeManager reports whether the pod is a YARN NodeManager.
 func IsNodeManager(pod *corev1.Pod) bool {
 	return pod.Labels[LabelComponent] == ComponentNodeManager
 }
 
-func terminated(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
+func terminated(pod *corev1.Pod) bool { return kubebatch.Terminated(pod) }
 
 // NodeStatus says why a node contributes what it does. Only the two
 // contributing statuses (Contributes) count; every other value means the
@@ -296,7 +155,7 @@ func factsOfNode(node *corev1.Node) nodeFacts {
 	_, memOK := node.Status.Allocatable[BatchMemory]
 	f.batchPresent = cpuOK && memOK
 	if f.batchPresent {
-		f.allocatable = Batch{MilliCPU: requestValue(node.Status.Allocatable, BatchCPU), Memory: requestValue(node.Status.Allocatable, BatchMemory)}
+		f.allocatable = Batch{MilliCPU: kubebatch.RequestValue(node.Status.Allocatable, BatchCPU), Memory: kubebatch.RequestValue(node.Status.Allocatable, BatchMemory)}
 	}
 	if ann, ok := node.Annotations[AnnotationOriginBatch]; ok {
 		b, err := DecodeOriginBatch(ann)
@@ -348,7 +207,7 @@ func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.T
 			// Every non-terminated pod's request, a NodeManager's own (its
 			// daemon and sidecars) included: Pending ones too, since the
 			// scheduler has reserved them.
-			used = used.add(p.request)
+			used = used.Add(p.request)
 		}
 		if !p.nodeManager || !p.running {
 			continue
@@ -399,7 +258,7 @@ func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.T
 		return zero
 	}
 	free := Batch{MilliCPU: max(total.MilliCPU-used.MilliCPU, 0), Memory: max(total.Memory-used.Memory, 0)}
-	return NodeResult{SubCluster: sc, Usable: free.YARN(), Status: status, FreshUntil: freshUntil, NodeID: nodeID}
+	return NodeResult{SubCluster: sc, Usable: yarnOf(free), Status: status, FreshUntil: freshUntil, NodeID: nodeID}
 }
 
 func readyCondition(node *corev1.Node) *corev1.NodeCondition {

@@ -293,18 +293,18 @@ func TestPodBatchRequests(t *testing.T) {
 		pod  *corev1.Pod
 		want Batch
 	}{
-		{"one container", mkPod("s", "p", "n", "1500", "1Ki"), Batch{1500, 1024}},
+		{"one container", mkPod("s", "p", "n", "1500", "1Ki"), Batch{MilliCPU: 1500, Memory: 1024}},
 		{"no batch requests", mkPod("s", "p", "n", "", ""), Batch{}},
-		{"containers add", mkPod("s", "p", "n", "1000", "1Ki", container("2000", "1Ki")), Batch{3000, 2048}},
-		{"init peak wins", mkPod("s", "p", "n", "1000", "1Ki", initContainer("5000", "", false)), Batch{5000, 1024}},
-		{"init containers take the max, not the sum", mkPod("s", "p", "n", "", "", initContainer("3000", "", false), initContainer("2000", "", false)), Batch{3000, 0}},
-		{"sidecars add to containers", mkPod("s", "p", "n", "1000", "", initContainer("500", "", true)), Batch{1500, 0}},
-		{"an init container before a sidecar does not add it", mkPod("s", "p", "n", "1000", "", initContainer("1200", "", false), initContainer("500", "", true)), Batch{1500, 0}},
-		{"an init container after a sidecar adds it", mkPod("s", "p", "n", "1000", "", initContainer("500", "", true), initContainer("1200", "", false)), Batch{1700, 0}},
-		{"overhead adds", mkPod("s", "p", "n", "1000", "1Ki", overhead("250", "1Ki")), Batch{1250, 2048}},
-		{"canonical forms", mkPod("s", "p", "n", "2k", "1M"), Batch{2000, 1_000_000}},
-		{"fractions round up (less capacity, never more)", mkPod("s", "p", "n", "1500m", "1.5"), Batch{2, 2}},
-		{"huge requests saturate", mkPod("s", "p", "n", "1e30", "", container("1e30", "")), Batch{math.MaxInt64, 0}},
+		{"containers add", mkPod("s", "p", "n", "1000", "1Ki", container("2000", "1Ki")), Batch{MilliCPU: 3000, Memory: 2048}},
+		{"init peak wins", mkPod("s", "p", "n", "1000", "1Ki", initContainer("5000", "", false)), Batch{MilliCPU: 5000, Memory: 1024}},
+		{"init containers take the max, not the sum", mkPod("s", "p", "n", "", "", initContainer("3000", "", false), initContainer("2000", "", false)), Batch{MilliCPU: 3000, Memory: 0}},
+		{"sidecars add to containers", mkPod("s", "p", "n", "1000", "", initContainer("500", "", true)), Batch{MilliCPU: 1500, Memory: 0}},
+		{"an init container before a sidecar does not add it", mkPod("s", "p", "n", "1000", "", initContainer("1200", "", false), initContainer("500", "", true)), Batch{MilliCPU: 1500, Memory: 0}},
+		{"an init container after a sidecar adds it", mkPod("s", "p", "n", "1000", "", initContainer("500", "", true), initContainer("1200", "", false)), Batch{MilliCPU: 1700, Memory: 0}},
+		{"overhead adds", mkPod("s", "p", "n", "1000", "1Ki", overhead("250", "1Ki")), Batch{MilliCPU: 1250, Memory: 2048}},
+		{"canonical forms", mkPod("s", "p", "n", "2k", "1M"), Batch{MilliCPU: 2000, Memory: 1_000_000}},
+		{"fractions round up (less capacity, never more)", mkPod("s", "p", "n", "1500m", "1.5"), Batch{MilliCPU: 2, Memory: 2}},
+		{"huge requests saturate", mkPod("s", "p", "n", "1e30", "", container("1e30", "")), Batch{MilliCPU: math.MaxInt64, Memory: 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -324,8 +324,8 @@ func TestDecodeOriginBatch(t *testing.T) {
 		want    Batch
 		wantErr bool
 	}{
-		{refOrigin, Batch{60646, 245976973438}, false},
-		{origin("12k", "1Gi"), Batch{12000, 1 << 30}, false},
+		{refOrigin, Batch{MilliCPU: 60646, Memory: 245976973438}, false},
+		{origin("12k", "1Gi"), Batch{MilliCPU: 12000, Memory: 1 << 30}, false},
 		{`{"resources":{}}`, Batch{}, false},
 		{`{"resources":{"kubernetes.io/mid-cpu":"5"}}`, Batch{}, false},
 		{`{}`, Batch{}, true},
@@ -335,7 +335,7 @@ func TestDecodeOriginBatch(t *testing.T) {
 		{`{"resources":{"kubernetes.io/batch-cpu":"1500m"}}`, Batch{}, true},
 		{`{"resources":{"kubernetes.io/batch-cpu":"-1"}}`, Batch{}, true},
 		{`{"resources":{"kubernetes.io/batch-memory":"9223372036854775808"}}`, Batch{}, true},
-		{`{"resources":{"kubernetes.io/batch-memory":"9223372036854775807"}}`, Batch{0, math.MaxInt64}, false},
+		{`{"resources":{"kubernetes.io/batch-memory":"9223372036854775807"}}`, Batch{MilliCPU: 0, Memory: math.MaxInt64}, false},
 	}
 	for _, tc := range tests {
 		got, err := DecodeOriginBatch(tc.in)
@@ -366,7 +366,7 @@ func TestTransformRecords(t *testing.T) {
 	}
 	n := mkNode("n1", refOrigin)
 	nout, _ := transform(n)
-	if nr := nout.(*nodeRecord); nr.Name != "n1" || nr.facts != factsOfNode(n) || nr.facts.origin != (Batch{60646, 245976973438}) {
+	if nr := nout.(*nodeRecord); nr.Name != "n1" || nr.facts != factsOfNode(n) || nr.facts.origin != (Batch{MilliCPU: 60646, Memory: 245976973438}) {
 		t.Errorf("node record %+v", nr)
 	}
 	if c := rec.DeepCopyObject().(*podRecord); c == rec || c.facts != rec.facts || c.Name != rec.Name {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
@@ -113,33 +114,12 @@ func (s *secrets) containerToken(ci *ContainerInfo, clusterTS int64, expiry int6
 
 // ---- id and record conversions shared by the IPC binding ----
 
-func appPB(id AppID) *yarnpb.ApplicationIdProto {
-	return &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)}
-}
-
-func appFromPB(p *yarnpb.ApplicationIdProto) AppID {
-	return AppID{ClusterTimestamp: p.GetClusterTimestamp(), ID: p.GetId()}
-}
-
-func attemptPB(id AttemptID) *yarnpb.ApplicationAttemptIdProto {
-	return &yarnpb.ApplicationAttemptIdProto{ApplicationId: appPB(id.App), AttemptId: proto.Int32(id.Attempt)}
-}
-
-func attemptFromPB(p *yarnpb.ApplicationAttemptIdProto) AttemptID {
-	return AttemptID{App: appFromPB(p.GetApplicationId()), Attempt: p.GetAttemptId()}
-}
-
-func containerPB(id ContainerID) *yarnpb.ContainerIdProto {
-	return &yarnpb.ContainerIdProto{AppId: appPB(id.Attempt.App), AppAttemptId: attemptPB(id.Attempt), Id: proto.Int64(id.ID)}
-}
-
-func containerFromPB(p *yarnpb.ContainerIdProto) ContainerID {
-	at := attemptFromPB(p.GetAppAttemptId())
-	if p.GetAppAttemptId() == nil && p.GetAppId() != nil {
-		at.App = appFromPB(p.GetAppId())
-	}
-	return ContainerID{Attempt: at, ID: p.GetId()}
-}
+func appPB(id AppID) *yarnpb.ApplicationIdProto                   { return yarnid.AppPB(id) }
+func appFromPB(p *yarnpb.ApplicationIdProto) AppID                { return yarnid.AppFromPB(p) }
+func attemptPB(id AttemptID) *yarnpb.ApplicationAttemptIdProto    { return yarnid.AttemptPB(id) }
+func attemptFromPB(p *yarnpb.ApplicationAttemptIdProto) AttemptID { return yarnid.AttemptFromPB(p) }
+func containerPB(id ContainerID) *yarnpb.ContainerIdProto         { return yarnid.ContainerPB(id) }
+func containerFromPB(p *yarnpb.ContainerIdProto) ContainerID      { return yarnid.ContainerFromPB(p) }
 
 func nodePB(n NodeID) *yarnpb.NodeIdProto {
 	return &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}

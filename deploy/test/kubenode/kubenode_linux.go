@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
