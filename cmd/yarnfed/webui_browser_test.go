@@ -34,15 +34,15 @@ import (
 // context a page might put it in.
 const hostileName = `</td></tr></table><script>document.title="xss"</script><img id="pwned" src="x" onerror="alert(1)">'"&amp;`
 
-// Browser tests of the router's web UI (router/ui.go): a router over two
+// Browser tests of the router's web UI (router/webui): a router over two
 // simulated RMs (with their sub-cluster agents) and a three-replica Raft
 // state store, driven by headless Chromium through the DevTools protocol
 // (chromedp). They live here, not in router/, because router's tests may
 // not import the store's test cluster (internal/layout); the router's own
-// page tests over fakes are router/ui_test.go. Skipped when no Chromium is
-// installed, unless YARNFED_BROWSER_REQUIRED=1 (CI). Screenshots of every
-// page go to $YARNFED_ARTIFACTS/webui (kept) or a temporary directory
-// (removed).
+// page tests over fakes are router/webui/pages_test.go. Skipped when no
+// Chromium is installed, unless YARNFED_BROWSER_REQUIRED=1 (CI).
+// Screenshots of every page go to $YARNFED_ARTIFACTS/webui (kept) or a
+// temporary directory (removed).
 
 // browserPath finds Debian's chromium (or another Chromium-based browser).
 func browserPath(t *testing.T) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
@@ -102,17 +103,46 @@ func (r *API) AppCheck(ctx context.Context, req *http.Request) error {
 	}
 	app := yarnid.AppIDString(id)
 	fed.AuditOf(ctx).App = app
+	return r.check(ctx, "REST "+req.Pattern, app, rule)
+}
+
+// check applies rule to the caller in ctx for app: nil when allowed, else
+// the 403 RMWebServices answers, counted as a refusal of method.
+func (r *API) check(ctx context.Context, method, app string, rule restAppRule) error {
 	user := userOf(ctx)
 	if allowed, _ := r.cfg.ACLs.Allowed(ctx, user, app, rule.kind); allowed {
 		return nil
 	}
 	short := hadoopipc.ShortName(user)
-	r.core.ACLDenied("REST " + req.Pattern)
+	r.core.ACLDenied(method)
 	msg := fmt.Sprintf("User %s does not have privilage to see this application %s", short, app)
 	if rule.refusal != "" {
 		msg = fmt.Sprintf(rule.refusal, app, short)
 	}
 	return &restwire.Error{Status: http.StatusForbidden, Class: rmrest.ClassForbidden, Err: &aclDenied{msg}}
+}
+
+// CheckView is the VIEW_APP check of the app-scoped GET routes (attempts,
+// containers, timeouts) for the caller in ctx, for the web UI's
+// application page: nil when allowed (or ACLs are off, or the router does
+// not know the app's ACLs), else the 403 those routes answer, counted as
+// a refusal of method.
+func (r *API) CheckView(ctx context.Context, method string, id *yarnpb.ApplicationIdProto) error {
+	if r.cfg.ACLs == nil {
+		return nil
+	}
+	return r.check(ctx, method, yarnid.AppIDString(id), restAppRule{kind: appacl.View})
+}
+
+// FilterApps hides in each of apps what the caller in ctx may not view
+// (filterAppInfo), as GET /apps does: with the ACLs the router has cached
+// only (appacl.CacheOnly; a store read per listed application would cost
+// thousands). The web UI's apps page filters its rows with it.
+func (r *API) FilterApps(ctx context.Context, apps []rmrest.App) {
+	ctx = appacl.CacheOnly(ctx)
+	for i := range apps {
+		r.filterAppInfo(ctx, &apps[i])
+	}
 }
 
 // withAppCheck runs h after AppCheck.

@@ -14,7 +14,6 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
@@ -154,9 +153,7 @@ func (r *API) restApps(ctx context.Context, req *http.Request) (restReply, error
 	if q.Limit > 0 && int64(len(out.App)) > q.Limit {
 		out.App = out.App[:q.Limit]
 	}
-	for i := range out.App {
-		r.filterAppInfo(appacl.CacheOnly(ctx), &out.App[i])
-	}
+	r.FilterApps(ctx, out.App)
 	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
 }
 

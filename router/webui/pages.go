@@ -254,6 +254,11 @@ func (r *UI) uiApps(ctx context.Context, req *http.Request) (string, any, error)
 	if q.Limit > 0 && int64(len(merged)) > q.Limit {
 		merged = merged[:q.Limit]
 	}
+	// Application ACLs, as /apps and an RM's apps page (RMAppsBlock lists
+	// the reports ClientRMService.getApplications gives the caller): every
+	// application is listed, and one the caller may not view only with
+	// what anyone may see (no tracking URL, progress, usage or span).
+	r.rest.FilterApps(ctx, merged)
 	d.Total = len(merged)
 	for i, a := range merged {
 		d.ByState[a.State]++
@@ -284,7 +289,17 @@ type uiAppDetail struct {
 // (/apps/{id}, /apps/{id}/appattempts), its home, and the sub-clusters it
 // spans with its containers in each (read from the UAM registry whatever
 // the app's state: lingering UAMs are what an operator looks for).
+//
+// A caller without VIEW_APP gets REST's 403 for the app's attempts and
+// nothing of the app: an RM's app page (AppBlock) reads the attempts as
+// the caller before it renders anything, and on their refusal shows only
+// that it could not read them. The check comes first, so no RM is asked.
 func (r *UI) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
+	if id, perr := yarnid.ParseAppID(req.PathValue("appid")); perr == nil {
+		if err := r.rest.CheckView(ctx, "UI app", id); err != nil {
+			return "Application " + yarnid.AppIDString(id), nil, err
+		}
+	}
 	app, err := r.rest.AppSpan(ctx, req)
 	if err != nil {
 		return "Application", nil, err

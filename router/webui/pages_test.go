@@ -184,3 +184,114 @@ func TestUIErrorsMatchREST(t *testing.T) {
 		})
 	}
 }
+
+// TestUIAppACLs: with application ACLs on, the pages show an application
+// as REST and an RM's pages do. The apps page lists every application, and
+// one the caller may not view without its tracking URL, progress or usage
+// (RMAppsBlock over ClientRMService's filtered reports); the application's
+// page answers a caller without VIEW_APP with REST's 403 for its attempts
+// and nothing of the app (AppBlock stops when the attempts are refused),
+// asking no RM. The owner, the admin and the VIEW_APP list (by name and by
+// group) see everything; an anonymous visitor is dr.who, as Hadoop's
+// static web user, and sees what any other user without access sees. With
+// ACLs off everyone sees everything.
+func TestUIAppACLs(t *testing.T) {
+	const (
+		secretURL  = "http://am-secret.example:4040/"
+		secretDiag = "secret-diagnostics-of-alice"
+	)
+	setup := func(t *testing.T, enable bool) (*routertest.Fed, string, *httptest.Server) {
+		f := routertest.NewFed(t, 1, func(c *router.Config) {
+			c.AdminACL = "admin"
+			c.Authz.ACLEnable = enable
+			c.Authz.StaticGroupMapping = "alice=;carol=viewers;bob=;mallory=;dr.who="
+		})
+		alice := f.DialAs(f.Router, "alice")
+		id := f.SubmitWithACLs(alice) // VIEW_APP "bob viewers"
+		rep, err := f.Report(alice, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.User = proto.String("alice")
+		rep.TrackingUrl = proto.String(secretURL)
+		rep.Diagnostics = proto.String(secretDiag)
+		rep.YarnApplicationState = yarnpb.YarnApplicationStateProto_RUNNING.Enum()
+		f.RMs["SC-1"].AddApp(rep)
+		srv := httptest.NewServer(f.Router.Handler())
+		t.Cleanup(srv.Close)
+		return f, yarnid.AppIDString(id), srv
+	}
+	get := func(t *testing.T, srv *httptest.Server, path, user string) (int, string) {
+		t.Helper()
+		if user != "" {
+			path += "?user.name=" + user
+		}
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	seesAll := func(t *testing.T, srv *httptest.Server, app, user string) {
+		t.Helper()
+		code, page := get(t, srv, "/cluster/apps", user)
+		if code != http.StatusOK || !strings.Contains(page, app) || !strings.Contains(page, `href="`+secretURL+`"`) {
+			t.Errorf("%q: apps page %d does not show the app whole:\n%s", user, code, page)
+		}
+		code, page = get(t, srv, "/cluster/app/"+app, user)
+		if code != http.StatusOK || !strings.Contains(page, secretDiag) || !strings.Contains(page, `href="`+secretURL+`"`) {
+			t.Errorf("%q: app page %d does not show the app whole:\n%s", user, code, page)
+		}
+	}
+
+	t.Run("acls on", func(t *testing.T) {
+		f, app, srv := setup(t, true)
+		for _, u := range []string{"alice", "admin", "bob", "carol"} {
+			seesAll(t, srv, app, u)
+		}
+		for _, u := range []string{"mallory", ""} { // "": anonymous, dr.who
+			shown := u
+			if shown == "" {
+				shown = "dr.who"
+			}
+			code, page := get(t, srv, "/cluster/apps", u)
+			if code != http.StatusOK || !strings.Contains(page, `data-app="`+app+`"`) || !strings.Contains(page, `<td class="user">alice</td>`) {
+				t.Errorf("%s: apps page %d does not list the app:\n%s", shown, code, page)
+			}
+			if strings.Contains(page, secretURL) {
+				t.Errorf("%s: apps page shows the tracking URL of an app it may not view:\n%s", shown, page)
+			}
+			attempts := f.RMs["SC-1"].Calls("getApplicationAttempts")
+			reports := f.RMs["SC-1"].Calls("getApplicationReport")
+			code, page = get(t, srv, "/cluster/app/"+app, u)
+			want := "User " + shown + " does not have privilage to see this application " + app
+			if code != http.StatusForbidden || !strings.Contains(page, `id="error"`) || !strings.Contains(page, want) {
+				t.Errorf("%s: app page %d, want 403 with %q:\n%s", shown, code, want, page)
+			}
+			for _, leak := range []string{secretURL, secretDiag, `id="app-detail"`, `id="attempts"`} {
+				if strings.Contains(page, leak) {
+					t.Errorf("%s: app page shows %q", shown, leak)
+				}
+			}
+			if n := f.RMs["SC-1"].Calls("getApplicationAttempts"); n != attempts {
+				t.Errorf("%s: the page asked the RM for the attempts (%d calls, was %d)", shown, n, attempts)
+			}
+			if n := f.RMs["SC-1"].Calls("getApplicationReport"); n != reports {
+				t.Errorf("%s: the page asked the RM for the report (%d calls, was %d)", shown, n, reports)
+			}
+			// The same refusal as REST's attempts.
+			restCode, _ := get(t, srv, "/ws/v1/cluster/apps/"+app+"/appattempts", u)
+			if restCode != code {
+				t.Errorf("%s: page %d, REST appattempts %d", shown, code, restCode)
+			}
+		}
+	})
+	t.Run("acls off", func(t *testing.T) {
+		_, app, srv := setup(t, false)
+		for _, u := range []string{"mallory", ""} {
+			seesAll(t, srv, app, u)
+		}
+	})
+}

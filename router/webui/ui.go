@@ -28,6 +28,13 @@ type REST interface {
 	NodesBySC(ctx context.Context, states string) ([]fed.SubClusterID, [][]rmrest.Node, error)
 	// FailureText is the status and message REST would answer err with.
 	FailureText(err error) (status int, msg string)
+	// FilterApps hides in each of apps what the caller in ctx may not
+	// view, as /apps does (application ACLs; nothing when they are off).
+	FilterApps(ctx context.Context, apps []rmrest.App)
+	// CheckView is the VIEW_APP check /apps/{appid}/appattempts applies:
+	// nil when the caller in ctx may view id, else its 403, counted as a
+	// refusal of method.
+	CheckView(ctx context.Context, method string, id *yarnpb.ApplicationIdProto) error
 }
 
 // Core is what the pages need of the router itself.
