@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/yarnfed/yarnfed/gpg/kube/kubetest"
+	"github.com/yarnfed/yarnfed/internal/kubetest"
 )
 
 // sbinDirs hold runc and ip on Debian; a non-login root shell's or CI's
