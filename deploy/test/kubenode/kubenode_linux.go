@@ -173,7 +173,10 @@ func prerequisites() error {
 	return nil
 }
 
-// Start runs the cluster until its Node is Ready; it is torn down at cleanup.
+// Start runs the cluster until its Node is Ready; it is torn down at cleanup,
+// on SIGINT or SIGTERM (then the process exits with 128+signal) and a minute
+// before the test binary's deadline (then it exits with 2): see
+// interrupt_linux.go.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if err := prerequisites(); err != nil {
