@@ -59,7 +59,19 @@ func TestOneNodeClusterRunsYarnfedPod(t *testing.T) {
 	if c == nil {
 		return
 	}
-	checkNoLeftovers(t, c, snap)
+	checkNoLeftovers(t, tracesOf(c), snap)
+}
+
+// clusterTraces name what of one cluster could be left on the host (a
+// cluster of another process: TestOneNodeClusterInterrupted's child).
+type clusterTraces struct {
+	Dir        string // Cluster.Dir
+	CgroupRoot string // Cluster.CgroupRoot
+	NetNSLink  string // Cluster.NetNSLink()
+}
+
+func tracesOf(c *kubenode.Cluster) clusterTraces {
+	return clusterTraces{Dir: c.Dir, CgroupRoot: c.CgroupRoot, NetNSLink: c.NetNSLink()}
 }
 
 // hostSnapshot is what a cluster must leave as it found it on the host.
@@ -119,7 +131,7 @@ func hostIptables(t *testing.T) string {
 // namespace), host directories it created, kernel settings the kubelet
 // changed, firewall rules in the host's namespace; and its network namespace
 // (where kube-proxy's rules live) is gone with every process in it.
-func checkNoLeftovers(t *testing.T, c *kubenode.Cluster, before hostSnapshot) {
+func checkNoLeftovers(t *testing.T, c clusterTraces, before hostSnapshot) {
 	t.Helper()
 	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
 		t.Errorf("the cluster's directory %s is still there (%v)", c.Dir, err)
@@ -135,13 +147,13 @@ func checkNoLeftovers(t *testing.T, c *kubenode.Cluster, before hostSnapshot) {
 		if b, _ := os.ReadFile(p + "/cmdline"); strings.Contains(string(b), c.Dir) {
 			t.Errorf("a process of the cluster remains: %s: %q", p, b)
 		}
-		if l, _ := os.Readlink(p + "/ns/net"); l == c.NetNSLink() {
+		if l, _ := os.Readlink(p + "/ns/net"); l == c.NetNSLink {
 			b, _ := os.ReadFile(p + "/cmdline")
 			t.Errorf("a process remains in the cluster's network namespace %s: %s: %q", l, p, b)
 		}
 		fds, _ := filepath.Glob(p + "/fd/*")
 		for _, fd := range fds {
-			if l, _ := os.Readlink(fd); l == c.NetNSLink() {
+			if l, _ := os.Readlink(fd); l == c.NetNSLink {
 				t.Errorf("%s holds the cluster's network namespace %s open", fd, l)
 			}
 		}

@@ -45,7 +45,7 @@ func TestOneNodeClusterServicesAndDNS(t *testing.T) {
 			if c == nil {
 				return
 			}
-			checkNoLeftovers(t, c, snap)
+			checkNoLeftovers(t, tracesOf(c), snap)
 		})
 	}
 }

@@ -2,6 +2,18 @@
 // (scripts/kube-binaries.sh). It is not part of the main module: its go.mod
 // keeps CoreDNS's dependencies (client-go of its own version among them) out
 // of yarnfed's build.
+//
+// No replace pins k8s.io/api, apimachinery and client-go to hack/kube's
+// v0.36.3 (tried 2026-11-27; deploy/DESIGN.md, "The kube binaries"): it
+// builds, but saves nothing. A compiled package is reused from the build
+// cache only if its action ID matches, and -trimpath names a replaced
+// module by its required version (k8s.io/apimachinery@v0.37.1, which
+// CoreDNS v1.15.0 requires), not the replacement's. `go build -n` against
+// a build cache holding the kube build: without the pin 24 of CoreDNS's 573
+// non-standard packages are the kube build's objects, with it 24 of 568,
+// with all 30 modules whose versions differ pinned to hack/kube's versions
+// 29 of 549; the only k8s.io ones, each time, are six of klog's internal
+// packages. Should a pin ever be added, it must track hack/kube's versions.
 module github.com/yarnfed/yarnfed/hack/coredns
 
 go 1.26.0

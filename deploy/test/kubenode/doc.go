@@ -7,7 +7,9 @@
 // every state directory, socket and cgroup private to the test. Start brings
 // it up until the Node is Ready; cleanup stops every process, removes every
 // container, mount and cgroup, and restores the kernel settings the kubelet
-// changes. Services route (ServiceCIDR) and names resolve (DNSIP) as on a
+// changes. So does a SIGINT or SIGTERM to the test process (which then
+// exits with 128+signal) and, a minute before it, the test binary's
+// -timeout (exit 2), neither of which would run t.Cleanup. Services route (ServiceCIDR) and names resolve (DNSIP) as on a
 // real node; the test process, which stays outside the namespace, reaches
 // them through Cluster.DialContext, Cluster.Resolver and Cluster.Command.
 // deploy/DESIGN.md has the recipe and the measured times.

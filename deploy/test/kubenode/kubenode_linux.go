@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,6 +118,13 @@ type Cluster struct {
 	createdHostDirs []string
 	// containerIDs are the containers removeContainers deleted.
 	containerIDs []string
+
+	// mu orders Start's changes (lockState) with an interrupted teardown;
+	// once runs teardown once whoever calls it (interrupt_linux.go).
+	mu          sync.Mutex
+	once        sync.Once
+	interrupted bool
+	stopWatch   func()
 }
 
 // HostDirs are the host directories the components create at fixed paths
@@ -165,7 +173,10 @@ func prerequisites() error {
 	return nil
 }
 
-// Start runs the cluster until its Node is Ready; it is torn down at cleanup.
+// Start runs the cluster until its Node is Ready; it is torn down at cleanup,
+// on SIGINT or SIGTERM (then the process exits with 128+signal) and a minute
+// before the test binary's deadline (then it exits with 2): see
+// interrupt_linux.go.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if err := prerequisites(); err != nil {
@@ -177,7 +188,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	// One cluster per machine at a time: the kubelet's device-plugin socket
 	// and the kernel settings it changes are host-wide. A second Start, in
 	// this process or another test binary, waits for the first's cleanup.
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "yarnfed-kubenode.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(LockPath(), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +231,22 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	t.Cleanup(c.teardown)
+	// SIGINT, SIGTERM and the test binary's deadline run the same
+	// teardown: neither would run t.Cleanup.
+	c.watchInterrupts()
 	for _, d := range []string{"logs", "pki", "etc", "kubelet", "pod-logs", "cni/net.d", "cni/ipam", "containerd/root", "containerd/state", "runc"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c.ns, err = newNetns(c.NetNS); err != nil {
+	c.track(func() {
+		if c.ns, err = newNetns(c.NetNS); err == nil {
+			c.nsLink = c.ns.link()
+		}
+	})
+	if err != nil {
 		t.Fatalf("kubenode: %v", err)
 	}
-	c.nsLink = c.ns.link()
 	for _, args := range [][]string{
 		// The node IP on lo: the kernel here has no dummy interfaces, and
 		// the kubelet refuses only loopback addresses, not this one.
@@ -286,6 +304,18 @@ func Start(t testing.TB, opts Options) *Cluster {
 	t.Logf("kubenode: node %s Ready after %v, kube-proxy (%s) and CoreDNS ready after %v", NodeName,
 		c.Timings.NodeReady.Round(time.Millisecond), proxyMode, c.Timings.Services.Round(time.Millisecond))
 	return c
+}
+
+// LockPath is the file Start holds an exclusive flock on while its cluster
+// exists: one cluster per machine at a time.
+func LockPath() string { return filepath.Join(os.TempDir(), "yarnfed-kubenode.lock") }
+
+// track runs fn, a change of what teardown removes, whole with respect to
+// an interrupted teardown (lockState). fn must not call t.Fatal.
+func (c *Cluster) track(fn func()) {
+	c.lockState()
+	defer c.mu.Unlock()
+	fn()
 }
 
 func (c *Cluster) path(p ...string) string { return filepath.Join(append([]string{c.Dir}, p...)...) }
@@ -579,17 +609,22 @@ func (c *Cluster) startKubelet(token string) {
 		if h.Name() == "unified" {
 			// The hybrid v2 hierarchy: runc makes the pods' cgroups there
 			// on its own; cleanup removes them with the rest.
-			c.cgroupDirs = append(c.cgroupDirs, filepath.Join(base, c.CgroupRoot))
+			c.track(func() { c.cgroupDirs = append(c.cgroupDirs, filepath.Join(base, c.CgroupRoot)) })
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(base, "cgroup.procs")); err != nil {
 			continue
 		}
 		d := filepath.Join(base, c.CgroupRoot)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		var err error
+		c.track(func() {
+			if err = os.Mkdir(d, 0o755); err == nil {
+				c.cgroupDirs = append(c.cgroupDirs, d)
+			}
+		})
+		if err != nil {
 			t.Fatalf("kubenode: cgroup %s: %v", d, err)
 		}
-		c.cgroupDirs = append(c.cgroupDirs, d)
 		if h.Name() == "cpuset" {
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 				b, err := os.ReadFile(filepath.Join(base, f))
@@ -602,12 +637,13 @@ func (c *Cluster) startKubelet(token string) {
 			}
 		}
 	}
-	c.sysctls = map[string]string{}
+	saved := map[string]string{}
 	for _, s := range KubeletSysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil {
-			c.sysctls[s] = strings.TrimSpace(string(b))
+			saved[s] = strings.TrimSpace(string(b))
 		}
 	}
+	c.track(func() { c.sysctls = saved })
 	c.write("etc/resolv.conf", []byte("nameserver "+NodeIP+"\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"))
 	cfg := c.write("etc/kubelet.yaml", []byte(strings.NewReplacer("{{cgroupRoot}}", c.CgroupRoot, "{{sock}}", c.sock,
 		"{{dir}}", c.Dir, "{{nodeIP}}", NodeIP, "{{dnsIP}}", DNSIP, "{{domain}}", ClusterDomain).Replace(kubeletConfig)))

@@ -72,12 +72,18 @@ func (c *Cluster) start(name, path string, args ...string) *process {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Started inside the namespace; os/exec copies output that is not a
 	// file on goroutines of its own, so the log must be one (it is).
-	kp, err := kubetest.StartProcess(cmd, c.path("logs", name+".log"), c.ns.start)
+	var p *process
+	var err error
+	c.track(func() {
+		var kp *kubetest.Process
+		if kp, err = kubetest.StartProcess(cmd, c.path("logs", name+".log"), c.ns.start); err == nil {
+			p = &process{name: name, Process: kp}
+			c.procs[name] = p
+		}
+	})
 	if err != nil {
 		c.t.Fatalf("kubenode: start %s: %v", name, err)
 	}
-	p := &process{name: name, Process: kp}
-	c.procs[name] = p
 	return p
 }
 

@@ -23,9 +23,26 @@ import (
 // containerd (which unmounts their root filesystems), leftover shims and
 // container processes by their cgroups and sockets, the servers, then
 // mounts, cgroups, kernel settings and files.
+//
+// It runs once: from the test's Cleanup, or from the signal handler or the
+// deadline timer of interrupt.go, whichever comes first (the other waits for
+// it).
 func (c *Cluster) teardown() {
-	t := c.t
-	if t.Failed() {
+	c.once.Do(func() { c.teardownOnce(false) })
+}
+
+// teardownOnce is teardown's body. interrupted: called outside the test
+// (signal, deadline), so it reports on stderr rather than through t, and
+// Start's goroutine, if still running, is kept from changing what it
+// tears down (lockState).
+func (c *Cluster) teardownOnce(interrupted bool) {
+	c.mu.Lock()
+	c.interrupted = interrupted
+	defer c.mu.Unlock()
+	if c.stopWatch != nil {
+		defer c.stopWatch()
+	}
+	if interrupted || c.t.Failed() {
 		c.keepLogs()
 	}
 	// The controller-manager first: a StatefulSet, Deployment or DaemonSet
@@ -48,7 +65,7 @@ func (c *Cluster) teardown() {
 	for s, v := range c.sysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil && strings.TrimSpace(string(b)) != v {
 			if err := os.WriteFile("/proc/sys/"+s, []byte(v), 0o644); err != nil {
-				t.Errorf("kubenode: restore %s=%s: %v", s, v, err)
+				c.errorf("kubenode: restore %s=%s: %v", s, v, err)
 			}
 		}
 	}
@@ -60,7 +77,7 @@ func (c *Cluster) teardown() {
 		c.ns.close()
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
-		t.Errorf("kubenode: remove %s: %v", c.Dir, err)
+		c.errorf("kubenode: remove %s: %v", c.Dir, err)
 	}
 }
 
@@ -80,13 +97,13 @@ func (c *Cluster) drain() {
 	defer cancel()
 	nss, err := kc.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.t.Logf("kubenode: drain: %v", err)
+		c.logf("kubenode: drain: %v", err)
 		return
 	}
 	zero := int64(0)
 	for _, ns := range nss.Items {
 		if err := kc.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-			c.t.Logf("kubenode: drain %s: %v", ns.Name, err)
+			c.logf("kubenode: drain %s: %v", ns.Name, err)
 		}
 	}
 	for {
@@ -96,7 +113,7 @@ func (c *Cluster) drain() {
 		}
 		select {
 		case <-ctx.Done():
-			c.t.Logf("kubenode: drain: tasks still running after 45 s: %s", out)
+			c.logf("kubenode: drain: tasks still running after 45 s: %s", out)
 			return
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -108,18 +125,18 @@ func (c *Cluster) drain() {
 func (c *Cluster) removeContainers() {
 	out, err := c.ctrOut("tasks", "ls", "-q")
 	if err != nil {
-		c.t.Logf("kubenode: ctr tasks ls: %v: %s", err, out)
+		c.logf("kubenode: ctr tasks ls: %v: %s", err, out)
 	}
 	for _, id := range strings.Fields(out) {
 		if o, err := c.ctrOut("tasks", "delete", "--force", id); err != nil {
-			c.t.Logf("kubenode: ctr tasks delete %s: %v: %s", id, err, o)
+			c.logf("kubenode: ctr tasks delete %s: %v: %s", id, err, o)
 		}
 	}
 	out, _ = c.ctrOut("containers", "ls", "-q")
 	for _, id := range strings.Fields(out) {
 		c.containerIDs = append(c.containerIDs, id)
 		if o, err := c.ctrOut("containers", "delete", id); err != nil {
-			c.t.Logf("kubenode: ctr containers delete %s: %v: %s", id, err, o)
+			c.logf("kubenode: ctr containers delete %s: %v: %s", id, err, o)
 		}
 	}
 }
@@ -169,7 +186,7 @@ func (c *Cluster) killLeftovers() {
 	}
 	for pid := range pids {
 		if pid != os.Getpid() {
-			c.t.Logf("kubenode: killing leftover process %d", pid)
+			c.logf("kubenode: killing leftover process %d", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -180,7 +197,7 @@ func (c *Cluster) killLeftovers() {
 func (c *Cluster) unmountAll() {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		c.t.Errorf("kubenode: %v", err)
+		c.errorf("kubenode: %v", err)
 		return
 	}
 	var mounts []string
@@ -193,7 +210,7 @@ func (c *Cluster) unmountAll() {
 	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
 	for _, m := range mounts {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			c.t.Errorf("kubenode: unmount %s: %v", m, err)
+			c.errorf("kubenode: unmount %s: %v", m, err)
 		}
 	}
 }
@@ -220,7 +237,7 @@ func (c *Cluster) removeCgroups() {
 				time.Sleep(100 * time.Millisecond)
 			}
 			if err != nil {
-				c.t.Errorf("kubenode: remove cgroup %s: %v", d, err)
+				c.errorf("kubenode: remove cgroup %s: %v", d, err)
 			}
 		}
 	}
@@ -270,5 +287,5 @@ func (c *Cluster) keepLogs() {
 			_ = os.WriteFile(filepath.Join(dst, filepath.Base(l)), b, 0o644)
 		}
 	}
-	c.t.Logf("kubenode: logs kept in %s", dst)
+	c.logf("kubenode: logs kept in %s", dst)
 }
