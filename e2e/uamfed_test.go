@@ -513,8 +513,9 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	// 1 used that node. So the AM is killed, preferably, once the job runs
 	// on every SC-2 NodeManager (then any SC-2 container of attempt 2 needs
 	// a token from the proxy); the scheduler may pack SC-2's maps onto one
-	// node, so after 30 s it is killed anyway and the run says which it was.
-	covered := waitSC2Coverage(t, f, 30*time.Second)
+	// node, so the AM is killed anyway after 20 s or as soon as an SC-2 task
+	// ends (the job must still be running), and the run says which it was.
+	covered := waitSC2Coverage(t, f, id, 20*time.Second)
 	before := proxyNMTokenCounters(f)
 	att1, nm1 := f.killAM(t, id)
 	att2 := f.attemptTwo(t, id)
@@ -552,11 +553,20 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 
 // waitSC2Coverage waits up to max for SC-2 to run containers on each of its
 // NodeManagers (the RM's node report; only the test's job runs there) and
-// says whether it did.
-func waitSC2Coverage(t *testing.T, f *uamFed, max time.Duration) bool {
+// says whether it did. It gives up early once app runs fewer containers on
+// SC-2 than it did (a task ended: the job moves on and must not finish
+// before its AM is killed).
+func waitSC2Coverage(t *testing.T, f *uamFed, app string, max time.Duration) bool {
 	t.Helper()
 	deadline := time.Now().Add(max)
+	peak := int32(0)
 	for {
+		if a, ok, _ := appAt(f.rms[1].web, app); ok {
+			if a.RunningContainers < peak {
+				return false
+			}
+			peak = a.RunningContainers
+		}
 		b, ok := tryRESTAt(f.rms[1].web, "/ws/v1/cluster/nodes")
 		var nr rmrest.NodesResponse
 		if ok && json.Unmarshal(b, &nr) == nil && len(nr.Nodes.Node) == len(f.rms[1].nms) {
