@@ -74,12 +74,17 @@ type attempt struct {
 	redeliver       []*yarnpb.ContainerProto
 	redeliverTokens []*yarnpb.NMTokenProto
 	redeliverAborts []*yarnpb.ContainerStatusProto
+	// nmGiven: the secondaries' nodes (givenKey) this attempt holds an NM
+	// token for, from an RM's answer or from the proxy (nmtokens.go). Not
+	// persisted: after a restart a token is given once more, which an AM
+	// takes as an update.
+	nmGiven map[string]bool
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
 	a := &attempt{p: p, id: id, home: home, uams: map[string]*uamConn{}, containers: map[containerKey]string{},
 		headroom: map[string]*yarnpb.ResourceProto{}, nodes: map[string]int32{}, uamFinished: map[string]bool{},
-		aborted: map[containerKey]string{}, inherited: map[string]previousUAM{}}
+		aborted: map[containerKey]string{}, inherited: map[string]previousUAM{}, nmGiven: map[string]bool{}}
 	a.touch()
 	return a
 }
@@ -290,6 +295,8 @@ func (a *attempt) retryUAM(old *uamConn) *uamConn {
 	u := newUAMConn(a, old.sc)
 	old.mu.Lock()
 	u.unansweredSince = old.unansweredSince // the silence goes on
+	u.nm.putAll(old.nm.list())
+	u.nmGen, u.nmSaved = old.nmGen, old.nmSaved
 	old.mu.Unlock()
 	a.uams[old.sc] = u
 	go u.reattach(a.p, tok, registered)
@@ -441,6 +448,11 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 	stale := map[string][]*yarnpb.ContainerIdProto{} // aborted containers an RM showed again: release them there
 	take := func(sc string, r *yarnpb.AllocateResponseProto) {
 		r.CompletedContainerStatuses = a.dropAborted(sc, r.CompletedContainerStatuses)
+		if sc != a.home {
+			for _, t := range r.NmTokens {
+				a.nmGiven[givenKey(sc, t.GetNodeId())] = true
+			}
+		}
 		for _, c := range r.AllocatedContainers {
 			k := keyOf(c.GetId())
 			if _, dup := a.containers[k]; dup {
@@ -454,6 +466,13 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 			add[k.String()] = sc
 			out.AllocatedContainers = append(out.AllocatedContainers, c)
 			a.p.metrics.containers.WithLabelValues(sc).Inc()
+			if sc != a.home {
+				// The secondary's RM sends a node's token once per attempt of
+				// the UAM, not per AM attempt: give it if this one lacks it.
+				if t := a.nmTokenToGive(sc, c); t != nil {
+					out.NmTokens = append(out.NmTokens, t)
+				}
+			}
 		}
 		for _, s := range r.CompletedContainerStatuses {
 			k := keyOf(s.GetContainerId())

@@ -263,6 +263,10 @@ type testAM struct {
 	nmTokens   map[string]bool
 	reRegs     int
 	last       *yarnpb.AllocateResponseProto
+	// mapReduce: take NM tokens from allocate answers only, as MapReduce's
+	// AM (RMContainerAllocator) does, not from the register answer's
+	// nm_tokens_from_previous_attempts as AMRMClient does.
+	mapReduce bool
 }
 
 func (f *fed) newAM(tok *commonpb.TokenProto) *testAM {
@@ -297,7 +301,9 @@ func (am *testAM) mustRegister() *yarnpb.RegisterApplicationMasterResponseProto 
 	}
 	// As AMRMClient: the previous attempts' NM tokens go into the cache.
 	for _, n := range r.GetNmTokensFromPreviousAttempts() {
-		am.nmTokens[n.GetNodeId().GetHost()] = true
+		if !am.mapReduce {
+			am.nmTokens[n.GetNodeId().GetHost()] = true
+		}
 	}
 	return r
 }

@@ -57,10 +57,11 @@ func (p *Proxy) supersede(a *attempt) map[string]previousUAM {
 		b.mu.Lock() // wait out a call of the old AM in progress
 		for sc, u := range b.uams {
 			u.mu.Lock()
-			tok, reg := u.token, u.registered
+			tok, reg, nm := u.token, u.registered, u.nm.list()
 			u.mu.Unlock()
 			if tok != nil {
-				out[sc] = previousUAM{sc: sc, token: tok, registered: reg, from: p.proxyID + "/" + b.id.String()}
+				out[sc] = previousUAM{sc: sc, token: tok, registered: reg, from: p.proxyID + "/" + b.id.String(),
+					nmTokens: nm, amAttempt: b.id.Attempt}
 			}
 		}
 		b.close()

@@ -25,6 +25,11 @@ type metrics struct {
 	attemptsEnded  *prometheus.CounterVec
 	registryErrors *prometheus.CounterVec
 	reattached     *prometheus.CounterVec
+	// NM tokens of secondaries the proxy handed an AM attempt itself, or
+	// could not (none known), or pushed out beyond the per-UAM bound.
+	nmTokensGiven   *prometheus.CounterVec
+	nmTokensMissing *prometheus.CounterVec
+	nmTokensDropped *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -66,11 +71,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed calls to the state store's UAM registry, by operation."}, []string{"op"}),
 		reattached: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_uams_reattached_total",
 			Help: "UAMs of an earlier AM attempt re-attached by a later attempt from the UAM registry, by sub-cluster."}, []string{"subcluster"}),
+		nmTokensGiven: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_nm_tokens_given_total",
+			Help: "NM tokens of a secondary's node the proxy added to an AM's allocate answer (the first container of that node for the attempt, the RM not sending the token again), by sub-cluster."}, []string{"subcluster"}),
+		nmTokensMissing: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_nm_tokens_missing_total",
+			Help: "Containers of a secondary handed to an AM attempt that holds no NM token for their node and for which the proxy knows none (the AM may fail to start them), by sub-cluster."}, []string{"subcluster"}),
+		nmTokensDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_amrmproxy_nm_tokens_dropped_total",
+			Help: "NM tokens a UAM's bounded per-node set pushed out (more nodes than a registry row keeps), by sub-cluster."}, []string{"subcluster"}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.allocate, m.rmAllocate, m.uams, m.uamLaunches, m.containers, m.attempts, m.stateErrors,
 			m.containersAborted, m.uamsAbandoned, m.registers, m.resyncs, m.finishes, m.recoveries, m.rmErrors, m.breaker,
-			m.attemptsEnded, m.registryErrors, m.reattached} {
+			m.attemptsEnded, m.registryErrors, m.reattached, m.nmTokensGiven, m.nmTokensMissing, m.nmTokensDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -401,6 +401,11 @@ func (p *Proxy) recover() error {
 				return fmt.Errorf("attempt %s UAM %s: token: %w", id, ur.SubCluster, err)
 			}
 			u := newUAMConn(a, ur.SubCluster)
+			nm, bad := unmarshalNMTokens(ur.NMTokens)
+			if bad > 0 {
+				p.log.Warn("stored NM tokens do not decode; skipping them", "attempt", id, "subcluster", ur.SubCluster, "bad", bad)
+			}
+			u.nm.putAll(nm)
 			a.uams[ur.SubCluster] = u
 			// Whether their release reached the RM before the restart is
 			// unknown; releasing twice is harmless (the RM ignores it).

@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/yarnfed/yarnfed/amrmproxy/state"
 	"github.com/yarnfed/yarnfed/amrmproxy/uam"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -43,9 +42,11 @@ func (u *uamConn) uamRow(registered bool) *storepb.UAMRecord {
 	a := u.a
 	u.mu.Lock()
 	tok := u.token
+	nm := u.nm.list()
 	u.mu.Unlock()
 	r := &storepb.UAMRecord{ApplicationId: a.id.AppKey(), SubClusterId: u.sc, HomeSubClusterId: a.home,
-		Proxy: a.p.proxyID, AmAttemptId: a.id.String(), User: a.user, Queue: a.queue, Registered: registered}
+		Proxy: a.p.proxyID, AmAttemptId: a.id.String(), User: a.user, Queue: a.queue, Registered: registered,
+		NmTokens: marshalNMTokens(nm)}
 	if tok != nil {
 		r.AmrmToken = mustMarshal(tok)
 		if at, _, err := ParseAMRMTokenIdentifier(tok.GetIdentifier()); err == nil {
@@ -97,6 +98,10 @@ type previousUAM struct {
 	token      *commonpb.TokenProto
 	registered bool
 	from       string // the proxy/attempt it came from (for the audit line)
+	// nmTokens: the latest NM token per node the UAM received, and the AM
+	// attempt (number) that last held the UAM (which source is newer).
+	nmTokens  []*yarnpb.NMTokenProto
+	amAttempt int32
 }
 
 // previousUAMs lists the UAMs of earlier attempts of a's application: the
@@ -134,8 +139,23 @@ func (a *attempt) previousUAMs(ctx context.Context, local map[string]previousUAM
 					"subcluster", r.GetSubClusterId(), "err", err)
 				continue
 			}
-			out[r.GetSubClusterId()] = previousUAM{sc: r.GetSubClusterId(), token: tok, registered: r.GetRegistered(),
-				from: r.GetProxy() + "/" + r.GetAmAttemptId()}
+			nm, bad := unmarshalNMTokens(r.GetNmTokens())
+			if bad > 0 {
+				a.p.log.Warn("UAM registry row holds NM tokens that do not decode; skipping them", "application", r.GetApplicationId(),
+					"subcluster", r.GetSubClusterId(), "bad", bad)
+			}
+			pu := previousUAM{sc: r.GetSubClusterId(), token: tok, registered: r.GetRegistered(),
+				from: r.GetProxy() + "/" + r.GetAmAttemptId(), nmTokens: nm}
+			if id, err := parseAttemptID(r.GetAmAttemptId()); err == nil {
+				pu.amAttempt = id.Attempt
+			}
+			if loc, ok := out[pu.sc]; ok {
+				// This proxy held the UAM too: the one that heard from the RM
+				// last knows the current tokens (a tie goes to the local
+				// copy, which the row is written from).
+				pu.nmTokens = mergeNMTokens(loc.nmTokens, loc.amAttempt, pu.nmTokens, pu.amAttempt)
+			}
+			out[pu.sc] = pu
 		}
 	}
 	list := make([]previousUAM, 0, len(out))
@@ -198,6 +218,7 @@ func (a *attempt) adoptPrevious(ctx context.Context, prev []previousUAM, resp *y
 			continue
 		}
 		u := newUAMConn(a, pu.sc)
+		u.nm.putAll(pu.nmTokens)
 		a.uams[pu.sc] = u
 		go func() {
 			reg, err := u.adopt(ctx, a.p, pu.token, a.keep)
@@ -298,10 +319,12 @@ func (u *uamConn) doAdopt(ctx context.Context, p *Proxy, tok *commonpb.TokenProt
 			return nil, fmt.Errorf("release the earlier attempt's containers: %w", err)
 		}
 	}
+	// The tokens the re-register minted are the newest for their nodes.
 	u.mu.Lock()
+	u.nm.putAll(resp.GetNmTokensFromPreviousAttempts())
 	u.registered = true
 	u.mu.Unlock()
-	if err := p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok), Registered: true}); err != nil {
+	if err := p.state.PutUAM(u.a.id.String(), u.stateRecord(true)); err != nil {
 		return nil, fmt.Errorf("persist UAM token: %w", err)
 	}
 	// The row exists (written by the earlier attempt) and holds this very

@@ -34,6 +34,7 @@ type fakeUAMRegistry struct {
 	rows    map[[2]string]*storepb.UAMRecord
 	failPut error
 	failGet int // fail this many GetUAMs calls
+	puts    int // PutUAM calls that wrote a row
 }
 
 func newFakeUAMRegistry() *fakeUAMRegistry {
@@ -60,6 +61,7 @@ func (r *fakeUAMRegistry) PutUAM(_ context.Context, rec *storepb.UAMRecord) (*st
 		c.CreateTimeMs = old.CreateTimeMs
 	}
 	r.rows[k] = c
+	r.puts++
 	return proto.Clone(c).(*storepb.UAMRecord), nil
 }
 
@@ -106,6 +108,12 @@ func (r *fakeUAMRegistry) DeleteUAM(_ context.Context, appID, sc string) (int, e
 		}
 	}
 	return n, nil
+}
+
+func (r *fakeUAMRegistry) putCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.puts
 }
 
 func (r *fakeUAMRegistry) row(appID, sc string) *storepb.UAMRecord {

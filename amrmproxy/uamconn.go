@@ -57,10 +57,29 @@ type uamConn struct {
 	// finishErr its result.
 	finishing chan struct{}
 	finishErr error
+	// nm: the latest NM token per node the secondary sent this UAM (in
+	// any AM attempt), for attempts the RM will not send them to again;
+	// nmGen counts its changes, nmSaved is the generation on disk and in
+	// the registry row (nmtokens.go).
+	nm      nmTokenSet
+	nmGen   uint64
+	nmSaved uint64
 }
 
 func newUAMConn(a *attempt, sc string) *uamConn {
 	return &uamConn{a: a, sc: sc, ready: make(chan struct{}), lastOK: time.Now()}
+}
+
+// stateRecord is u's local record: its token, whether it registered and
+// its NM tokens.
+func (u *uamConn) stateRecord(registered bool) state.UAM {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	rec := state.UAM{SubCluster: u.sc, Registered: registered, NMTokens: marshalNMTokens(u.nm.list())}
+	if u.token != nil {
+		rec.Token = mustMarshal(u.token)
+	}
+	return rec
 }
 
 // launch submits the UAM to the secondary, takes its AMRMToken, registers
@@ -134,7 +153,7 @@ func (u *uamConn) doLaunch(ctx context.Context, p *Proxy) error {
 	u.mu.Lock()
 	u.token = tok
 	u.mu.Unlock()
-	if err := p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok)}); err != nil {
+	if err := p.state.PutUAM(u.a.id.String(), u.stateRecord(false)); err != nil {
 		return fmt.Errorf("persist UAM token: %w", err)
 	}
 	if err := u.putRow(ctx, false); err != nil {
@@ -194,7 +213,7 @@ func (u *uamConn) register(ctx context.Context, p *Proxy) error {
 	u.mu.Lock()
 	u.registered = true
 	u.mu.Unlock()
-	rec := state.UAM{SubCluster: u.sc, Token: mustMarshal(u.token), Registered: true}
+	rec := u.stateRecord(true)
 	if resp != nil {
 		rec.Response = mustMarshal(resp)
 		u.rel.mu.Lock()
@@ -288,6 +307,11 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 			u.tokenUnsaved = true
 			u.mu.Unlock()
 		}
+	}
+	if err == nil {
+		// Kept (and saved below, before the AM can see the containers they
+		// go with) for later AM attempts, which the RM will not send them.
+		u.learnNMTokens(resp.GetNmTokens())
 	}
 	u.saveToken(p)
 	u.mu.Lock()
@@ -508,20 +532,22 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 	return nil
 }
 
-// saveToken writes a rolled AMRMToken (or a stale row) to disk and to the
-// registry; on failure it stays pending for the next heartbeat. Never
-// dropped: a restarted proxy, the next AM attempt and the router's kill
-// need the current token.
+// saveToken writes a rolled AMRMToken or new NM tokens (or a stale row)
+// to disk and to the registry; on failure they stay pending for the next
+// heartbeat. Never dropped: a restarted proxy, the next AM attempt and
+// the router's kill need the current token, and the next AM attempt the
+// NM tokens. Nothing is written when nothing changed.
 func (u *uamConn) saveToken(p *Proxy) {
 	u.mu.Lock()
-	dirty, stale, tok, registered := u.tokenUnsaved, u.rowStale, u.token, u.registered
+	gen := u.nmGen
+	dirty, stale, tok, registered := u.tokenUnsaved || gen != u.nmSaved, u.rowStale, u.token, u.registered
 	u.mu.Unlock()
 	if !dirty && !stale || tok == nil {
 		return
 	}
 	var err error
 	if dirty {
-		err = p.state.PutUAM(u.a.id.String(), state.UAM{SubCluster: u.sc, Token: mustMarshal(tok), Registered: registered})
+		err = p.state.PutUAM(u.a.id.String(), u.stateRecord(registered))
 		if err != nil {
 			p.metrics.stateErrors.Inc()
 		}
@@ -530,12 +556,15 @@ func (u *uamConn) saveToken(p *Proxy) {
 		err = u.putRow(p.ctx, registered)
 	}
 	if err != nil {
-		p.log.Error("cannot save the UAM's current AMRMToken; will retry", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		p.log.Error("cannot save the UAM's current AMRMToken and NM tokens; will retry", "attempt", u.a.id, "subcluster", u.sc, "err", err)
 		return
 	}
 	u.mu.Lock()
 	if u.token == tok {
 		u.tokenUnsaved, u.rowStale = false, false
+	}
+	if u.nmSaved < gen {
+		u.nmSaved = gen
 	}
 	u.mu.Unlock()
 }

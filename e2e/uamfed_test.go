@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
 // Issue 19's proof on the standalone federation (standalone_test.go): one
@@ -503,14 +506,35 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 		}
 		return false, "not submitted yet"
 	})
+	// NM tokens (amrmproxy/DESIGN.md, "NM tokens of secondaries"): SC-2's
+	// RM sends the UAM's attempt a node's token once, and attempt 2's AM
+	// (MapReduce reads tokens from allocate answers only) gets a container
+	// on a node whose token attempt 1's UAM already had only when attempt
+	// 1 used that node. So the AM is killed, preferably, once the job runs
+	// on every SC-2 NodeManager (then any SC-2 container of attempt 2 needs
+	// a token from the proxy); the scheduler may pack SC-2's maps onto one
+	// node, so the AM is killed anyway after 20 s or as soon as an SC-2 task
+	// ends (the job must still be running), and the run says which it was.
+	covered := waitSC2Coverage(t, f, id, 20*time.Second)
+	before := proxyNMTokenCounters(f)
 	att1, nm1 := f.killAM(t, id)
 	att2 := f.attemptTwo(t, id)
-	f.checkOtherNode(t, att1, nm1, att2)
+	nm2 := f.checkOtherNode(t, att1, nm1, att2)
 	var r dsResult
 	select {
 	case r = <-done:
 	case <-time.After(6 * time.Minute):
 		t.Fatalf("pi did not end within 6 min")
+	}
+	after := proxyNMTokenCounters(f)
+	d := after[nm2.name].sub(before[nm2.name])
+	t.Logf("attempt 2's proxy (%s): %v SC-2 containers, %v NM tokens given by the proxy, %v missing; every SC-2 NM ran attempt 1's tasks: %v",
+		nm2.name, d.containers, d.given, d.missing, covered)
+	if d.missing != 0 {
+		t.Errorf("attempt 2 got %v SC-2 containers on nodes whose NM token the proxy did not know", d.missing)
+	}
+	if covered && d.containers > 0 && d.given == 0 {
+		t.Errorf("attempt 2 got %v SC-2 containers on nodes SC-2 sent attempt 1's UAM tokens for, and the proxy gave it none", d.containers)
 	}
 	if r.err != nil || r.out.exit != 0 {
 		t.Fatalf("pi: exit %d %v:\n%s", r.out.exit, r.err, tail(r.out.stderr, 5000))
@@ -525,4 +549,57 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 		t.Logf("%s: %s %s/%s unmanaged %v", f.rms[1].id, id, a.State, a.FinalStatus, a.UnmanagedApplication)
 	}
 	t.Logf("scenario took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// waitSC2Coverage waits up to max for SC-2 to run containers on each of its
+// NodeManagers (the RM's node report; only the test's job runs there) and
+// says whether it did. It gives up early once app runs fewer containers on
+// SC-2 than it did (a task ended: the job moves on and must not finish
+// before its AM is killed).
+func waitSC2Coverage(t *testing.T, f *uamFed, app string, max time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(max)
+	peak := int32(0)
+	for {
+		if a, ok, _ := appAt(f.rms[1].web, app); ok {
+			if a.RunningContainers < peak {
+				return false
+			}
+			peak = a.RunningContainers
+		}
+		b, ok := tryRESTAt(f.rms[1].web, "/ws/v1/cluster/nodes")
+		var nr rmrest.NodesResponse
+		if ok && json.Unmarshal(b, &nr) == nil && len(nr.Nodes.Node) == len(f.rms[1].nms) {
+			all := true
+			for _, n := range nr.Nodes.Node {
+				all = all && n.NumContainers > 0
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// nmTokenCounters are one proxy's SC-2 counters (amrmproxy metrics).
+type nmTokenCounters struct{ containers, given, missing float64 }
+
+func (a nmTokenCounters) sub(b nmTokenCounters) nmTokenCounters {
+	return nmTokenCounters{a.containers - b.containers, a.given - b.given, a.missing - b.missing}
+}
+
+// proxyNMTokenCounters reads every proxy's SC-2 counters (absent: 0).
+func proxyNMTokenCounters(f *uamFed) map[string]nmTokenCounters {
+	out := map[string]nmTokenCounters{}
+	for _, n := range f.allNMs() {
+		b, _ := tryRESTAt(n.proxyWeb, "/prom")
+		v := func(name string) float64 { return max(0, promValue(string(b), name+`{subcluster="SC-2"}`)) }
+		out[n.name] = nmTokenCounters{v("yarnfed_amrmproxy_containers_allocated_total"), v("yarnfed_amrmproxy_nm_tokens_given_total"),
+			v("yarnfed_amrmproxy_nm_tokens_missing_total")}
+	}
+	return out
 }

@@ -57,6 +57,10 @@ type UAM struct {
 	Token      []byte `json:"token"`              // hadoop.common.TokenProto (the UAM's AMRMToken)
 	Registered bool   `json:"registered"`         // registerApplicationMaster succeeded
 	Response   []byte `json:"response,omitempty"` // its RegisterApplicationMasterResponseProto
+	// NMTokens: the latest NM token per node the secondary sent the UAM
+	// (serialized NMTokenProtos), for the next AM attempt after a restart.
+	// Records written before the field have none.
+	NMTokens [][]byte `json:"nm_tokens,omitempty"`
 }
 
 // Delivery is the last answer to the AM that handed out containers: its

@@ -347,12 +347,40 @@ func (c *core) ForgetRegistrations() {
 	defer c.mu.Unlock()
 	c.epoch++
 	c.keys.rollNMKey(int32(c.epoch))
+	c.forgetNMTokenNodes("") // a new NM-token secret manager
 	for _, a := range c.apps {
 		if at := a.current(); at != nil && at.last != nil {
 			at.last = &AllocateResponse{ResponseID: -1, Attempt: at.id}
-			clear(at.nmTokens)
 			if a.sim != nil && a.sim.registered {
 				a.sim.registered = false
+			}
+		}
+	}
+}
+
+// RollNMTokenKey models the RM activating its next NM-token master key
+// (yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs): NM
+// tokens made from now on carry the new key id, and every attempt's set of
+// nodes it holds tokens for is forgotten (Hadoop's
+// NMTokenSecretManagerInRM.activateNextMasterKey), so each attempt gets a
+// node's token again with its next container there.
+func (c *core) RollNMTokenKey() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, id := c.keys.ids()
+	c.keys.rollNMKey(id + 1)
+	c.forgetNMTokenNodes("")
+}
+
+// forgetNMTokenNodes drops host (every node when empty) from the node set
+// of every attempt: the next container there comes with a fresh NM token.
+func (c *core) forgetNMTokenNodes(host string) {
+	for _, a := range c.apps {
+		for _, at := range a.attempts {
+			if host == "" {
+				clear(at.nmTokens)
+			} else {
+				delete(at.nmTokens, host)
 			}
 		}
 	}

@@ -919,6 +919,9 @@ func (c *core) SetNodeLost(host string, lost bool) error {
 		c.lostNodes--
 		c.freeGen++ // capacity came back: forget remembered failures
 	}
+	// Hadoop's removeNodeKey: a node that goes down or reconnects is
+	// dropped from every attempt's NM-token node set.
+	c.forgetNMTokenNodes(host)
 	c.nodeSeq++
 	n.changed = c.nodeSeq
 	c.changedNodes = append(c.changedNodes, nodeChange{n: n, seq: c.nodeSeq})

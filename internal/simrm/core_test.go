@@ -959,3 +959,112 @@ func TestUnmanagedKeepContainersAttemptRegistersAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestNMTokensOncePerNodePerAttempt: the RM's NM-token rule (Hadoop 3.4's
+// NMTokenSecretManagerInRM and DefaultAMSProcessor). An attempt gets a
+// node's token with the first container there and never again, also
+// across a re-register of an unmanaged keep-containers attempt that has
+// no live containers (the set is kept); a re-register that hands
+// containers over forgets the set and mints tokens for their nodes only;
+// a master-key roll and a node that goes down and comes back forget it
+// too. A federation proxy depends on each of these.
+func TestNMTokensOncePerNodePerAttempt(t *testing.T) {
+	c, _ := testCore(t, func(cfg *Config) { cfg.Nodes = 2; cfg.SimAM.ContainerRuntime = config.Duration(time.Hour) })
+	hostA, hostB := c.nodes[0].id.Host, c.nodes[1].id.Host
+	at := registered(t, c, func(r *SubmitRequest) { r.KeepContainers = true })
+	d := &amDriver{t: t, c: c, at: at}
+	prio := int32(0)
+	// on allocates one container on host and returns it with the hosts
+	// whose tokens came with it.
+	on := func(host string) (ContainerInfo, []string) {
+		t.Helper()
+		prio++
+		res := Resource{MemoryMB: 512, VCores: 1}
+		d.allocate(AllocateRequest{Asks: []ResourceRequest{
+			{Priority: prio, ResourceName: host, NumContainers: 1, Capability: res, RelaxLocality: true},
+			{Priority: prio, ResourceName: "/rack-0", NumContainers: 1, Capability: res, RelaxLocality: false},
+			{Priority: prio, ResourceName: AnyResource, NumContainers: 1, Capability: res, RelaxLocality: false},
+		}})
+		c.tick()
+		resp := d.allocate(AllocateRequest{})
+		if len(resp.Allocated) != 1 || resp.Allocated[0].Node.Host != host {
+			t.Fatalf("want one container on %s, got %+v", host, resp.Allocated)
+		}
+		var hosts []string
+		for _, n := range resp.NMTokenNodes {
+			hosts = append(hosts, n.Host)
+		}
+		return resp.Allocated[0], hosts
+	}
+	want := func(step string, got []string, hosts ...string) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(hosts) {
+			t.Fatalf("%s: NM tokens for %v, want %v", step, got, hosts)
+		}
+	}
+	reRegister := func(step string, containers int, hosts ...string) {
+		t.Helper()
+		reg, err := c.Register(at, RegisterRequest{})
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		var got []string
+		for _, n := range reg.NMTokenNodes {
+			got = append(got, n.Host)
+		}
+		if len(reg.ContainersFromPrevious) != containers {
+			t.Fatalf("%s: %d containers handed over, want %d", step, len(reg.ContainersFromPrevious), containers)
+		}
+		want(step+" (register)", got, hosts...)
+		d.next = 0
+	}
+	release := func(ids ...ContainerID) {
+		t.Helper()
+		d.allocate(AllocateRequest{Releases: ids})
+	}
+
+	a1, got := on(hostA)
+	want("first container on A", got, hostA)
+	a2, got := on(hostA)
+	want("second container on A", got)
+	b1, got := on(hostB)
+	want("first container on B", got, hostB)
+
+	// No live container: the re-register hands nothing over and the node
+	// set stays, so A and B never get a token again in this attempt.
+	release(a1.ID, a2.ID, b1.ID)
+	reRegister("re-register without live containers", 0)
+	_, got = on(hostA)
+	want("container on A after a re-register without live containers", got)
+	b2, got := on(hostB)
+	want("container on B after a re-register without live containers", got)
+
+	// Live containers on A only: the set is forgotten and A's token minted
+	// in the register answer; B's comes with its next container.
+	release(b2.ID)
+	reRegister("re-register with a live container on A", 1, hostA)
+	_, got = on(hostA)
+	want("container on A after the hand-over", got)
+	_, got = on(hostB)
+	want("container on B after the hand-over", got, hostB)
+
+	// A master-key roll forgets every set.
+	c.RollNMTokenKey()
+	_, got = on(hostA)
+	want("container on A after a key roll", got, hostA)
+
+	_, got = on(hostB)
+	want("container on B after a key roll", got, hostB)
+
+	// A node that went down and came back is forgotten.
+	if err := c.SetNodeLost(hostB, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetNodeLost(hostB, false); err != nil {
+		t.Fatal(err)
+	}
+	_, got = on(hostB)
+	want("container on B after it came back", got, hostB)
+	_, got = on(hostA)
+	want("container on A (not lost)", got)
+}

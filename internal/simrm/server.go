@@ -530,6 +530,10 @@ func (r *RM) stateCollectors() []prometheus.Collector {
 // AMs on it fail, AMs hear of it in updated_nodes) or brings it back.
 func (r *RM) SetNodeLost(host string, lost bool) error { return r.core().SetNodeLost(host, lost) }
 
+// RollNMTokenKey activates a new NM-token master key: every attempt gets a
+// node's NM token again with its next container there.
+func (r *RM) RollNMTokenKey() { r.core().RollNMTokenKey() }
+
 // NodeHosts lists the simulated NodeManagers' host names.
 func (r *RM) NodeHosts() []string {
 	c := r.core()

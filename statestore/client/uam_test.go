@@ -1,12 +1,16 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
@@ -20,6 +24,16 @@ func registerSubClusters(t *testing.T, c *client.Client, ids ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// nmTokenRow is a serialized NMTokenProto for host:8041.
+func nmTokenRow(host string) []byte {
+	b, err := proto.Marshal(&yarnpb.NMTokenProto{NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(8041)},
+		Token: &commonpb.TokenProto{Identifier: []byte("ident-" + host), Password: []byte("pw"), Kind: proto.String("NMToken"), Service: proto.String(host + ":8041")}})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func uamRow(app, sub string) *pb.UAMRecord {
@@ -119,6 +133,18 @@ func TestUAMRegistryOverGRPC(t *testing.T) {
 			r.AmrmToken = make([]byte, 64<<10+1)
 			return r
 		}(),
+		"NM token not an NMTokenProto": func() *pb.UAMRecord {
+			r := uamRow("application_1_0004", "sc2")
+			r.NmTokens = [][]byte{{0xff}}
+			return r
+		}(),
+		"too many NM tokens": func() *pb.UAMRecord {
+			r := uamRow("application_1_0004", "sc2")
+			for i := 0; i <= pb.MaxUAMNMTokens; i++ {
+				r.NmTokens = append(r.NmTokens, nmTokenRow(fmt.Sprintf("nm-%d", i)))
+			}
+			return r
+		}(),
 		"oversized queue": func() *pb.UAMRecord {
 			r := uamRow("application_1_0004", "sc2")
 			r.Queue = string(make([]byte, 1<<20))
@@ -162,6 +188,15 @@ func TestUAMRegistryOverGRPC(t *testing.T) {
 		}
 		return s
 	}
+	withTokens := uamRow("application_1_0006", "sc3")
+	withTokens.NmTokens = [][]byte{nmTokenRow("nm-1"), nmTokenRow("nm-2")}
+	if _, err := c.PutUAM(ctx, withTokens); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := c.GetUAMs(ctx, "application_1_0006"); err != nil || len(rows) != 2 || len(rows[1].GetNmTokens()) != 2 ||
+		!bytes.Equal(rows[1].GetNmTokens()[1], withTokens.NmTokens[1]) {
+		t.Fatalf("row with NM tokens read back: %v %v", rows, err)
+	}
 	if got, want := keys(c.GetUAMs(ctx, "application_1_0005")), "application_1_0005/sc2 application_1_0005/sc3 "; got != want {
 		t.Errorf("get: %q, want %q", got, want)
 	}
@@ -177,7 +212,7 @@ func TestUAMRegistryOverGRPC(t *testing.T) {
 	if n, err := c.DeleteUAM(ctx, "application_1_0005", ""); err != nil || n != 2 {
 		t.Errorf("delete the application's rows: %d %v, want 2", n, err)
 	}
-	if got, want := keys(c.ListUAMs(ctx, "", 0)), "application_1_0006/sc2 "; got != want {
+	if got, want := keys(c.ListUAMs(ctx, "", 0)), "application_1_0006/sc2 application_1_0006/sc3 "; got != want {
 		t.Errorf("list after delete: %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -24,6 +25,36 @@ func amrmToken(password string) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// nmToken is a serialized NMTokenProto for host:port, its identifier
+// padded with pad bytes.
+func nmToken(host string, port int32, pad int) []byte {
+	b, err := proto.Marshal(&yarnpb.NMTokenProto{NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)},
+		Token: &commonpb.TokenProto{Identifier: append([]byte("nm-ident-"), make([]byte, pad)...), Password: []byte("pw"),
+			Kind: proto.String("NMToken"), Service: proto.String(fmt.Sprintf("%s:%d", host, port))}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// nmTokenOfSize is a serialized NMTokenProto of exactly size bytes.
+func nmTokenOfSize(size int) []byte {
+	for pad := size - len(nmToken("nm-1", 8041, 0)); pad >= 0; pad-- {
+		if b := nmToken("nm-1", 8041, pad); len(b) == size {
+			return b
+		}
+	}
+	panic(fmt.Sprintf("no NM token of %d bytes", size))
+}
+
+func nmTokens(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = nmToken(fmt.Sprintf("nm-%d", i), 8041, 0)
+	}
+	return out
 }
 
 func uam(app, sub string) *pb.UAMRecord {
@@ -221,6 +252,7 @@ func TestUAMSnapshotRestoreAndFormat(t *testing.T) {
 	h.registerAll("SC-1", "SC-2", "SC-3")
 	withToken := uam("application_1_1", "SC-2")
 	withToken.AmrmToken = amrmToken("p")
+	withToken.NmTokens = nmTokens(2)
 	for _, r := range []*pb.UAMRecord{withToken, uam("application_1_1", "SC-3"), uam("application_1_2", "SC-2")} {
 		if _, err := h.putUAM(r, 7); err != nil {
 			t.Fatal(err)
@@ -249,6 +281,9 @@ func TestUAMSnapshotRestoreAndFormat(t *testing.T) {
 			t.Fatalf("restored row %d: %v, want %v", i, got[i], want[i])
 		}
 	}
+	if len(got[0].GetNmTokens()) != 2 || !bytes.Equal(got[0].GetNmTokens()[1], withToken.NmTokens[1]) {
+		t.Fatalf("restored row's NM tokens: %d", len(got[0].GetNmTokens()))
+	}
 
 	if _, err := h.apply(CmdFormat, &pb.FormatRequest{Confirm: true}); err != nil {
 		t.Fatal(err)
@@ -275,6 +310,10 @@ func TestValidateUAM(t *testing.T) {
 		{"no token yet, no attempts yet", change(func(r *pb.UAMRecord) { r.UamAttemptId, r.AmAttemptId = "", "" })},
 		{"optional strings empty", change(func(r *pb.UAMRecord) { r.Proxy, r.User, r.Queue = "", "", "" })},
 		{"later AM attempt", change(func(r *pb.UAMRecord) { r.AmAttemptId = "appattempt_1700000000000_42_2" })},
+		{"NM tokens", change(func(r *pb.UAMRecord) { r.NmTokens = nmTokens(3) })},
+		{"NM tokens at the count cap", change(func(r *pb.UAMRecord) { r.NmTokens = nmTokens(pb.MaxUAMNMTokens) })},
+		{"an NM token at the size cap", change(func(r *pb.UAMRecord) { r.NmTokens = [][]byte{nmTokenOfSize(pb.MaxUAMNMTokenBytes)} })},
+		{"the same host on two ports", change(func(r *pb.UAMRecord) { r.NmTokens = [][]byte{nmToken("nm-1", 1, 0), nmToken("nm-1", 2, 0)} })},
 		{"token at the cap", change(func(r *pb.UAMRecord) {
 			r.AmrmToken, _ = proto.Marshal(&commonpb.TokenProto{Identifier: make([]byte, MaxUAMTokenBytes-40), Password: []byte("p"), Kind: proto.String("k"), Service: proto.String("s")})
 			if len(r.AmrmToken) > MaxUAMTokenBytes {
@@ -312,6 +351,28 @@ func TestValidateUAM(t *testing.T) {
 		{"token missing required fields", change(func(r *pb.UAMRecord) {
 			r.AmrmToken, _ = proto.Marshal(&commonpb.TokenProto{Identifier: []byte("i")})
 		})},
+		{"NM tokens over the count cap", change(func(r *pb.UAMRecord) { r.NmTokens = nmTokens(pb.MaxUAMNMTokens + 1) })},
+		{"an NM token over the size cap", change(func(r *pb.UAMRecord) { r.NmTokens = [][]byte{nmTokenOfSize(pb.MaxUAMNMTokenBytes + 1)} })},
+		{"an NM token not an NMTokenProto", change(func(r *pb.UAMRecord) { r.NmTokens = [][]byte{{0xff, 0xff}} })},
+		{"an NM token without a node", change(func(r *pb.UAMRecord) {
+			b, _ := proto.Marshal(&yarnpb.NMTokenProto{Token: &commonpb.TokenProto{Identifier: []byte("i"), Password: []byte("p"), Kind: proto.String("k"), Service: proto.String("s")}})
+			r.NmTokens = [][]byte{b}
+		})},
+		{"an NM token without a port", change(func(r *pb.UAMRecord) {
+			b, _ := proto.Marshal(&yarnpb.NMTokenProto{NodeId: &yarnpb.NodeIdProto{Host: proto.String("nm-1")},
+				Token: &commonpb.TokenProto{Identifier: []byte("i"), Password: []byte("p"), Kind: proto.String("k"), Service: proto.String("s")}})
+			r.NmTokens = [][]byte{b}
+		})},
+		{"an NM token without its token", change(func(r *pb.UAMRecord) {
+			b, _ := proto.Marshal(&yarnpb.NMTokenProto{NodeId: &yarnpb.NodeIdProto{Host: proto.String("nm-1"), Port: proto.Int32(1)}})
+			r.NmTokens = [][]byte{b}
+		})},
+		{"an NM token whose token misses required fields", change(func(r *pb.UAMRecord) {
+			b, _ := proto.Marshal(&yarnpb.NMTokenProto{NodeId: &yarnpb.NodeIdProto{Host: proto.String("nm-1"), Port: proto.Int32(1)},
+				Token: &commonpb.TokenProto{Identifier: []byte("i")}})
+			r.NmTokens = [][]byte{b}
+		})},
+		{"two NM tokens for one node", change(func(r *pb.UAMRecord) { r.NmTokens = [][]byte{nmToken("nm-1", 1, 0), nmToken("nm-1", 1, 5)} })},
 		{"proxy too long", change(func(r *pb.UAMRecord) { r.Proxy = long })},
 		{"user too long", change(func(r *pb.UAMRecord) { r.User = long })},
 		{"queue with a control character", change(func(r *pb.UAMRecord) { r.Queue = "root.\n" })},

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -564,6 +565,35 @@ func (l Limits) ValidateUAM(in *pb.UAMRecord) error {
 		if err := proto.Unmarshal(tok, &commonpb.TokenProto{}); err != nil {
 			return invalid("AMRMToken is not a serialized TokenProto: %v", err)
 		}
+	}
+	return validateUAMNMTokens(in.GetNmTokens())
+}
+
+// validateUAMNMTokens checks a UAM row's NM tokens: at most
+// pb.MaxUAMNMTokens, each at most pb.MaxUAMNMTokenBytes, each an
+// NMTokenProto naming a node (host and port) and holding a TokenProto with
+// its required fields, one per node.
+func validateUAMNMTokens(toks [][]byte) error {
+	if len(toks) > pb.MaxUAMNMTokens {
+		return invalid("%d NM tokens, limit %d", len(toks), pb.MaxUAMNMTokens)
+	}
+	nodes := make(map[string]bool, len(toks))
+	for i, b := range toks {
+		if len(b) > pb.MaxUAMNMTokenBytes {
+			return invalid("NM token %d is %d bytes, limit %d", i, len(b), pb.MaxUAMNMTokenBytes)
+		}
+		t := &yarnpb.NMTokenProto{}
+		if err := proto.Unmarshal(b, t); err != nil {
+			return invalid("NM token %d is not a serialized NMTokenProto: %v", i, err)
+		}
+		if t.GetNodeId().GetHost() == "" || t.GetNodeId().Port == nil || t.GetToken() == nil {
+			return invalid("NM token %d names no node or holds no token", i)
+		}
+		node := net.JoinHostPort(t.GetNodeId().GetHost(), fmt.Sprint(t.GetNodeId().GetPort()))
+		if nodes[node] {
+			return invalid("two NM tokens for node %s", node)
+		}
+		nodes[node] = true
 	}
 	return nil
 }

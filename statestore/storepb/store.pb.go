@@ -781,8 +781,15 @@ type UAMRecord struct {
 	// The UAM completed registerApplicationMaster with the secondary.
 	Registered bool `protobuf:"varint,10,opt,name=registered,proto3" json:"registered,omitempty"`
 	// Stamped by the store: first insert, and every put.
-	CreateTimeMs  int64 `protobuf:"varint,11,opt,name=create_time_ms,json=createTimeMs,proto3" json:"create_time_ms,omitempty"`
-	UpdateTimeMs  int64 `protobuf:"varint,12,opt,name=update_time_ms,json=updateTimeMs,proto3" json:"update_time_ms,omitempty"`
+	CreateTimeMs int64 `protobuf:"varint,11,opt,name=create_time_ms,json=createTimeMs,proto3" json:"create_time_ms,omitempty"`
+	UpdateTimeMs int64 `protobuf:"varint,12,opt,name=update_time_ms,json=updateTimeMs,proto3" json:"update_time_ms,omitempty"`
+	// The latest NM token the secondary sent the UAM for each of its nodes,
+	// each a serialized hadoop.yarn.NMTokenProto (node id and token), at
+	// most one per node. An RM sends an attempt the token of a node only
+	// once, and the UAM's attempt outlives the AM attempts it serves, so a
+	// later AM attempt gets them from here. Secrets, like amrm_token. At
+	// most MaxUAMNMTokens entries of at most MaxUAMNMTokenBytes each.
+	NmTokens      [][]byte `protobuf:"bytes,13,rep,name=nm_tokens,json=nmTokens,proto3" json:"nm_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -899,6 +906,13 @@ func (x *UAMRecord) GetUpdateTimeMs() int64 {
 		return x.UpdateTimeMs
 	}
 	return 0
+}
+
+func (x *UAMRecord) GetNmTokens() [][]byte {
+	if x != nil {
+		return x.NmTokens
+	}
+	return nil
 }
 
 type MasterKey struct {
@@ -6035,7 +6049,7 @@ const file_store_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"g\n" +
 	"\x0fReservationHome\x12%\n" +
 	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\x12-\n" +
-	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\"\x9c\x03\n" +
+	"\x13home_sub_cluster_id\x18\x02 \x01(\tR\x10homeSubClusterId\"\xb9\x03\n" +
 	"\tUAMRecord\x12%\n" +
 	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12$\n" +
 	"\x0esub_cluster_id\x18\x02 \x01(\tR\fsubClusterId\x12-\n" +
@@ -6052,7 +6066,8 @@ const file_store_proto_rawDesc = "" +
 	" \x01(\bR\n" +
 	"registered\x12$\n" +
 	"\x0ecreate_time_ms\x18\v \x01(\x03R\fcreateTimeMs\x12$\n" +
-	"\x0eupdate_time_ms\x18\f \x01(\x03R\fupdateTimeMs\"e\n" +
+	"\x0eupdate_time_ms\x18\f \x01(\x03R\fupdateTimeMs\x12\x1b\n" +
+	"\tnm_tokens\x18\r \x03(\fR\bnmTokens\"e\n" +
 	"\tMasterKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\x05R\x05keyId\x12\x1b\n" +
 	"\tkey_bytes\x18\x02 \x01(\fR\bkeyBytes\x12$\n" +
