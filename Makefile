@@ -25,6 +25,9 @@ lint: ## gofmt and go vet.
 	$(GO) vet -tags interop ./e2e/
 	cd deploy/test && $(GO) vet ./...
 	cd hack/image && $(GO) vet ./...
+	@# Every mutation entry must still apply (a moved file or rewritten line
+	@# would otherwise be found only by the next full `make mutants`).
+	$(GO) run ./scripts/mutants -check
 
 staticcheck: ## staticcheck ./... (honnef.co/go/tools, pinned in tools/go.mod); a kept finding carries //lint:ignore and its reason.
 	$(GO) tool -modfile=tools/go.mod staticcheck $(PKGS)
