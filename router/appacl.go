@@ -6,9 +6,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on the client-RM protocol: which call needs which

@@ -9,11 +9,11 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on REST: every route whose pattern names an {appid}
@@ -97,7 +97,7 @@ func (r *API) AppCheck(ctx context.Context, req *http.Request) error {
 	if rule.open || rule.filtered {
 		return nil
 	}
-	id, err := yarnid.ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppIDProto(req.PathValue("appid"))
 	if err != nil {
 		return nil
 	}
