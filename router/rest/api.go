@@ -140,7 +140,7 @@ func Failure(err error) (int, rmrest.RemoteExceptionResponse) {
 	switch {
 	case errors.As(err, &re):
 		status, class = re.Status, re.Class
-	case errors.Is(err, restwire.ErrBadRequest), errors.Is(err, yarnid.ErrBadID), errors.Is(err, rmrest.ErrBadQuery):
+	case errors.Is(err, restwire.ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
 		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
 	case errors.Is(err, fed.ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
 		status, class = http.StatusNotFound, rmrest.ClassNotFound
