@@ -330,6 +330,7 @@ func (r *RM) attempt(ctx context.Context, p *yarnpb.ApplicationAttemptIdProto) (
 			return v, &v.attempts[i], nil
 		}
 	}
+	//lint:ignore ST1005 the text of the RM's own ApplicationAttemptNotFoundException, which clients show
 	return appView{}, nil, fmt.Errorf("%w: ApplicationAttempt with id '%s' doesn't exist in RM.", ErrAttemptNotFound, at)
 }
 
@@ -406,6 +407,7 @@ func (r *RM) getContainerReport(ctx context.Context, req *yarnpb.GetContainerRep
 	cid := yarnid.ContainerFromPB(req.ContainerId)
 	v, a, err := r.attempt(ctx, yarnid.AttemptPB(cid.Attempt))
 	if errors.Is(err, ErrAttemptNotFound) || (err == nil && a.container != cid) {
+		//lint:ignore ST1005 the text of the RM's own ContainerNotFoundException, which clients show
 		return nil, fmt.Errorf("%w: Container with id '%s' doesn't exist in RM.", ErrContainerNotFound, cid)
 	}
 	if err != nil {

@@ -67,16 +67,6 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this application %s", short, id)
 }
 
-// mayView reports whether the caller may view app, as far as the router
-// knows (true when ACLs are off or the app's ACLs are unknown).
-func (r *Router) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bool {
-	if r.appACLs == nil {
-		return true
-	}
-	ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(app), appacl.View)
-	return ok
-}
-
 // filterReport hides from a caller without VIEW_APP what the RM hides
 // (RMAppImpl.createAndGetApplicationReport without access): the AM's
 // address and tokens, tracking URLs, diagnostics, progress and usage.
