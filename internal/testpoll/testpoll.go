@@ -1,6 +1,8 @@
 // Package testpoll is the tests' one poll helper: wait for a condition
 // instead of sleeping a fixed time into a test's logic (no timing
-// assertions; the bound only turns a hang into a failure).
+// assertions; the bound only turns a hang into a failure). Tests alone
+// call it: deadcode lists it because router/routertest, linked into the
+// bench binary, re-exports Poll.
 package testpoll
 
 import (

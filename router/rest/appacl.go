@@ -63,7 +63,9 @@ var restAppRules = map[string]restAppRule{
 
 // AppRule is the rule of an app-scoped route pattern (ok: it has one):
 // the access it needs, and whether it is open to all or filtered by the
-// handler instead of refused.
+// handler instead of refused. Only the router's tests call it
+// (export_acl_test.go: every app-scoped route has a rule; deadcode lists
+// it); it is kept exported because the table it reads is rest's own.
 func AppRule(pattern string) (kind appacl.Kind, open, filtered, ok bool) {
 	rule, ok := restAppRules[pattern]
 	return rule.kind, rule.open, rule.filtered, ok
