@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -66,7 +67,7 @@ func newCleanEnv(t *testing.T, restartDuringList bool) *cleanEnv {
 	e.run1, e.run2 = submit(t, e.rm1, true), submit(t, e.rm2, true)
 	e.finished = submit(t, e.rm1, false)
 	rc := rmrest.NewClient(e.rm1.Addrs().Web)
-	poll(t, "the managed application to finish", func() bool {
+	testpoll.Poll(t, "the managed application to finish", func() bool {
 		s, err := rc.GetAppState(context.Background(), e.finished)
 		return err == nil && s == "FINISHED"
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/config/configtest"
 	"github.com/yarnfed/yarnfed/internal/krblogin"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -108,9 +109,9 @@ func TestTwoGPGsOnlyOneActs(t *testing.T) {
 	}
 	a, b := mk("gpg-a"), mk("gpg-b")
 	stops := map[*GPG]func(){a: runGPG(t, a)}
-	poll(t, "gpg-a to hold the lease", a.Holding)
+	testpoll.Poll(t, "gpg-a to hold the lease", a.Holding)
 	stops[b] = runGPG(t, b)
-	poll(t, "a policy written", func() bool { return st.Policy("*") != nil })
+	testpoll.Poll(t, "a policy written", func() bool { return st.Policy("*") != nil })
 	// Many rounds pass; never do both act at once.
 	for range 20 {
 		if a.Holding() && b.Holding() {
@@ -121,7 +122,7 @@ func TestTwoGPGsOnlyOneActs(t *testing.T) {
 	// The holder (a, unless a renewal on a busy machine came too late)
 	// stops and releases; the other takes over and acts on a change.
 	var holder, other *GPG
-	poll(t, "one holder", func() bool {
+	testpoll.Poll(t, "one holder", func() bool {
 		switch {
 		case a.Holding():
 			holder, other = a, b
@@ -134,12 +135,12 @@ func TestTwoGPGsOnlyOneActs(t *testing.T) {
 		t.Fatalf("lease %v, holder %s", l, holder.cfg.ID)
 	}
 	stops[holder]()
-	poll(t, other.cfg.ID+" to take over", other.Holding)
+	testpoll.Poll(t, other.cfg.ID+" to take over", other.Holding)
 	if holder.Holding() {
 		t.Fatal("a stopped GPG still holds the lease")
 	}
 	st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(3000, 30, 0))
-	poll(t, "the new holder to write new weights", func() bool {
+	testpoll.Poll(t, "the new holder to write new weights", func() bool {
 		w := storedWeights(t, st, "*")
 		return w != nil && w["SC-1"] > 0.49 && w["SC-1"] < 0.51
 	})
@@ -187,9 +188,9 @@ func TestCapacityChangeReachesWeightsByEvent(t *testing.T) {
 		c.Generator.MaxStep = 1
 	})
 	runGPG(t, g)
-	poll(t, "first round after taking the lease", func() bool { return st.Policy("*") != nil })
+	testpoll.Poll(t, "first round after taking the lease", func() bool { return st.Policy("*") != nil })
 	src.Set(capacity.SubCluster{ID: "SC-2", Usable: capacity.Resources{MemoryMB: 2500, VCores: 3}, Nodes: 5, ObservedAt: time.Now()})
-	poll(t, "weights to follow the capacity change", func() bool {
+	testpoll.Poll(t, "weights to follow the capacity change", func() bool {
 		w := storedWeights(t, st, "*")
 		return w["SC-2"] > 0.19 && w["SC-2"] < 0.21 && st.SubCluster("SC-2").GetPublishedCapacity().GetMemoryMb() == 2500
 	})
@@ -221,8 +222,8 @@ func TestWebEndpoints(t *testing.T) {
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("/healthz %d", code)
 	}
-	poll(t, "/readyz", func() bool { code, _ := get("/readyz"); return code == 200 })
-	poll(t, "a round in the status", func() bool {
+	testpoll.Poll(t, "/readyz", func() bool { code, _ := get("/readyz"); return code == 200 })
+	testpoll.Poll(t, "a round in the status", func() bool {
 		_, body := get("/gpg/v1/status")
 		var s Status
 		return json.Unmarshal([]byte(body), &s) == nil && s.Holding && s.Target["SC-1"] == 1

@@ -114,15 +114,3 @@ func submit(t testing.TB, rm *simrm.RM, unmanaged bool) string {
 	id := na.GetApplicationId()
 	return fmt.Sprintf("application_%d_%04d", id.GetClusterTimestamp(), id.GetId())
 }
-
-// poll waits for cond (bounded; no sleeps in assertions).
-func poll(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

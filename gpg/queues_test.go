@@ -17,6 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/gpgtest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
 
@@ -379,7 +380,7 @@ func TestQueueInputsDriveRounds(t *testing.T) {
 		c.Generator.QueueInputs.Interval = Duration(50 * time.Millisecond)
 	})
 	runGPG(t, g)
-	poll(t, "a's own weights from the schedulers", func() bool {
+	testpoll.Poll(t, "a's own weights from the schedulers", func() bool {
 		w := storedWeights(t, st, "a")
 		return w["SC-1"] > 0.249 && w["SC-1"] < 0.251
 	})
@@ -387,5 +388,5 @@ func TestQueueInputsDriveRounds(t *testing.T) {
 	// follows at once.
 	body := strings.Replace(string(fixture(t, "scheduler-sc2.json")), `"state": "RUNNING"`, `"state": "STOPPED"`, 1)
 	rm2.set(func(f *fakeRMScheduler) { f.body = []byte(body) })
-	poll(t, "a drained from SC-2 after its queue stopped there", func() bool { return storedWeights(t, st, "a")["SC-2"] == 0 })
+	testpoll.Poll(t, "a drained from SC-2 after its queue stopped there", func() bool { return storedWeights(t, st, "a")["SC-2"] == 0 })
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -219,7 +220,7 @@ func TestUAMReaper(t *testing.T) {
 		{name: "home FINISHED (a managed application that ended): the UAM is killed",
 			setup: func(t *testing.T, e *reapEnv) string {
 				app := submit(t, e.rm1, false)
-				poll(t, "the home application to finish", func() bool { return appState(t, e.rm1, app) == "FINISHED" })
+				testpoll.Poll(t, "the home application to finish", func() bool { return appState(t, e.rm1, app) == "FINISHED" })
 				submitUAM(t, e.rm2, app)
 				e.st.AddHome(app, "SC-1", time.Now())
 				e.uams.Put(app, "SC-2")
@@ -398,7 +399,7 @@ func TestUAMReaperCap(t *testing.T) {
 		// Distinct start times (simrm stamps milliseconds), so "oldest
 		// first" has one answer.
 		ms := time.Now().UnixMilli()
-		poll(t, "the next millisecond", func() bool { return time.Now().UnixMilli() > ms })
+		testpoll.Poll(t, "the next millisecond", func() bool { return time.Now().UnixMilli() > ms })
 	}
 	g := newTestGPG(t, e.st, nil, nil, func(c *Config) {
 		c.UAMReaper.Enabled, c.UAMReaper.MaxPerRound, c.UAMs = true, 2, e.uams
@@ -557,7 +558,7 @@ func BenchmarkUAMReapLatency(b *testing.B) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done })
-	poll(b, "the lease", g.Holding)
+	testpoll.Poll(b, "the lease", g.Holding)
 	var lat []time.Duration
 	b.ResetTimer()
 	for range b.N {

@@ -1,23 +1,18 @@
 package kuberm
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
@@ -62,35 +57,8 @@ func newEnv(t *testing.T) *env {
 	// kuberm runs with exactly the shipped RBAC: the cluster-wide read
 	// role, and the apps role bound in its namespace only.
 	c.GrantClusterRole(t, "rbac.yaml", rmUser)
-	grantInNamespace(t, c, "rbac-namespace.yaml", rmUser, testNS)
+	c.GrantClusterRoleInNamespace(t, "rbac-namespace.yaml", rmUser, testNS)
 	return &env{t: t, c: c, admin: admin}
-}
-
-func grantInNamespace(t *testing.T, c *kubetest.Cluster, file, user, ns string) {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&role); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	rc, err := rbacv1client.NewForConfig(c.RESTConfig(c.AdminToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := rc.ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rc.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func testConfig(e *env) Config {

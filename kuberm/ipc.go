@@ -94,6 +94,16 @@ func needApp(p *yarnpb.ApplicationIdProto) (yarnid.AppID, error) {
 	return yarnid.AppFromPB(p), nil
 }
 
+// appOf is the application a request names (ApplicationIdNotProvided
+// without one, ApplicationNotFound for an unknown one).
+func (r *RM) appOf(ctx context.Context, p *yarnpb.ApplicationIdProto) (appView, error) {
+	id, err := needApp(p)
+	if err != nil {
+		return appView{}, err
+	}
+	return r.App(ctx, id)
+}
+
 func resourcePB(r kubebatch.Resources) *yarnpb.ResourceProto {
 	return &yarnpb.ResourceProto{Memory: proto.Int64(r.MemoryMB), VirtualCores: proto.Int32(int32(min(r.VCores, 1<<31-1)))}
 }
@@ -118,11 +128,7 @@ func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicatio
 }
 
 func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
-	id, err := needApp(req.ApplicationId)
-	if err != nil {
-		return nil, err
-	}
-	v, err := r.App(ctx, id)
+	v, err := r.appOf(ctx, req.ApplicationId)
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +330,7 @@ func (r *RM) attempt(ctx context.Context, p *yarnpb.ApplicationAttemptIdProto) (
 			return v, &v.attempts[i], nil
 		}
 	}
+	//lint:ignore ST1005 the text of the RM's own ApplicationAttemptNotFoundException, which clients show
 	return appView{}, nil, fmt.Errorf("%w: ApplicationAttempt with id '%s' doesn't exist in RM.", ErrAttemptNotFound, at)
 }
 
@@ -336,11 +343,7 @@ func (r *RM) getAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAtt
 }
 
 func (r *RM) getAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
-	id, err := needApp(req.ApplicationId)
-	if err != nil {
-		return nil, err
-	}
-	v, err := r.App(ctx, id)
+	v, err := r.appOf(ctx, req.ApplicationId)
 	if err != nil {
 		return nil, err
 	}
@@ -404,6 +407,7 @@ func (r *RM) getContainerReport(ctx context.Context, req *yarnpb.GetContainerRep
 	cid := yarnid.ContainerFromPB(req.ContainerId)
 	v, a, err := r.attempt(ctx, yarnid.AttemptPB(cid.Attempt))
 	if errors.Is(err, ErrAttemptNotFound) || (err == nil && a.container != cid) {
+		//lint:ignore ST1005 the text of the RM's own ContainerNotFoundException, which clients show
 		return nil, fmt.Errorf("%w: Container with id '%s' doesn't exist in RM.", ErrContainerNotFound, cid)
 	}
 	if err != nil {

@@ -340,6 +340,7 @@ func (r *RM) deletePods(ctx context.Context, id yarnid.AppID) error {
 func (r *RM) App(ctx context.Context, id yarnid.AppID) (appView, error) {
 	s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, r.objectName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && s.Labels[LabelSubCluster] != r.cfg.SubClusterID) {
+		//lint:ignore ST1005 the text of the RM's own ApplicationNotFoundException, which clients show
 		return appView{}, fmt.Errorf("%w: Application with id '%s' doesn't exist in RM. Please check that the job submission was successful.", ErrApplicationNotFound, id)
 	}
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The router's admin port serves ResourceManagerAdministrationProtocol as
@@ -298,7 +298,7 @@ func (r *Router) deleteFederationApplication(ctx context.Context, q *yarnpb.Dele
 	if strings.TrimSpace(q.GetApplication()) == "" {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationId cannot be null.")
 	}
-	id, err := yarnid.ParseAppID(q.GetApplication())
+	id, err := yarnid.ParseAppIDProto(q.GetApplication())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%v", err)
 	}

@@ -6,9 +6,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Application ACLs on the client-RM protocol: which call needs which
@@ -65,16 +65,6 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 			short, yarnid.AttemptIDString(q.GetApplicationAttemptId()))
 	}
 	return hadoopipc.Errorf(hadoopipc.ClassYarnException, "User %s does not have privilage to see this application %s", short, id)
-}
-
-// mayView reports whether the caller may view app, as far as the router
-// knows (true when ACLs are off or the app's ACLs are unknown).
-func (r *Router) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bool {
-	if r.appACLs == nil {
-		return true
-	}
-	ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(app), appacl.View)
-	return ok
 }
 
 // filterReport hides from a caller without VIEW_APP what the RM hides

@@ -9,10 +9,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/logtest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // appRouteRequest fills an app-scoped pattern with app's ids and a valid

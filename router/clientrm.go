@@ -10,12 +10,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // mutating lists the calls that get an audit log line (Hadoop's

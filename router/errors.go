@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/yarnfed/yarnfed/router/fed"
-	"github.com/yarnfed/yarnfed/router/yarnid"
+	"github.com/yarnfed/yarnfed/router/restwire"
 )
 
 // Sentinel errors. They are translated to Hadoop exception classes only at
@@ -20,7 +20,7 @@ var (
 	ErrSubClusterDown        = fed.ErrSubClusterDown
 	ErrAppNotFound           = fed.ErrAppNotFound
 	// ErrBadRequest: the client request is malformed.
-	ErrBadRequest = yarnid.ErrBadRequest
+	ErrBadRequest = restwire.ErrBadRequest
 	// ErrUnsupported: the call has no federated meaning yet.
 	ErrUnsupported = errors.New("not supported by the federation router")
 	// errCrash is returned by an injected crash point (tests only).

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestBreakerRenewedOnRMFailover: after a manual failover of a real RM

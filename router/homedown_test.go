@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestHomeDownIsRetriable: a home RM down for longer than the failover

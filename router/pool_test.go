@@ -13,6 +13,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc/ipctest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -176,7 +177,7 @@ func TestPoolCyclingUsersRealSockets(t *testing.T) {
 	if peak > limit+64 {
 		t.Errorf("descriptors peaked at %d during the cycling, base %d, pool bound %d", peak, base, bound)
 	}
-	poll(t, "descriptors back within the pool bound", func() bool { return countFDs(t) <= limit })
+	testpoll.Poll(t, "descriptors back within the pool bound", func() bool { return countFDs(t) <= limit })
 	if p.len() > bound {
 		t.Fatalf("pool holds %d clients, bound %d", p.len(), bound)
 	}
@@ -189,15 +190,4 @@ func countFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
-}
-
-func poll(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router/rest"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // /proxy/{appid}/... relays to the application's tracking URL through the

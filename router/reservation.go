@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // submitReservation: the queue's policy picks a sub-cluster, the reservation

@@ -8,10 +8,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestSubmitAndReportThroughRouter(t *testing.T) {

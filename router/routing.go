@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The four routing patterns of Hadoop's FederationClientInterceptor:

@@ -13,10 +13,10 @@ import (
 	krbspnego "github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/yarnfed/yarnfed/internal/krbtest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/router/spnego"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // TestSPNEGO runs the REST API behind SPNEGO against a real MIT KDC: no

@@ -10,10 +10,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/appacl"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // submitApplication: per try, the queue's policy picks a home among routable,

@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/rest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Applications that span sub-clusters (issue 19). An AMRMProxy runs an

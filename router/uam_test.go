@@ -17,11 +17,11 @@ import (
 	"github.com/yarnfed/yarnfed/internal/logtest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Spanning applications (uam.go) over simrm sub-clusters: the home runs

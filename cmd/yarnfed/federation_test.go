@@ -12,9 +12,10 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
-	"github.com/yarnfed/yarnfed/router/yarnid"
+	"github.com/yarnfed/yarnfed/router/routertest"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 	"github.com/yarnfed/yarnfed/subclusteragent"
@@ -117,20 +118,7 @@ func (f *testFederation) startRouter(t *testing.T, store *client.Client, mutate 
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router Run: %v", err)
-		}
-	})
-	return r
+	return routertest.StartRouter(t, cfg)
 }
 
 // appClient is a YARN client (ApplicationClientProtocol) of r as user,

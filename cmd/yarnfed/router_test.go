@@ -9,9 +9,9 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 )

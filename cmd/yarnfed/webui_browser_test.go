@@ -20,10 +20,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/storepb"
 	"github.com/yarnfed/yarnfed/statestore/storetest"
 

@@ -186,23 +186,7 @@ func (f *federation) makeSecrets(ctx context.Context) {
 // namespace, overlays/three, transformers/instance, the image and its
 // version label) and renders it.
 func (f *federation) renderOverlay() *rendered {
-	t := f.t
-	dir := t.TempDir()
-	rel := func(p string) string {
-		r, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "deploy", p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: %s
-resources:
-  - %s
-transformers:
-  - %s
-images:
+	return operatorOverlay(f.t, f.ns, "three", fmt.Sprintf(`images:
   - name: yarnfed
     newName: %s
     newTag: %s
@@ -214,15 +198,7 @@ labels:
       - {kind: Deployment, path: spec/template/metadata/labels, create: true}
       - {kind: StatefulSet, path: spec/template/metadata/labels, create: true}
       - {kind: DaemonSet, path: spec/template/metadata/labels, create: true}
-`, f.ns, rel("overlays/three"), rel("transformers/instance"), fedImageName, fedImageTag, fedImageTag)
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := renderDir(t, dir, f.ns)
-	if r.namespace != f.ns {
-		t.Fatalf("%s: rendered into namespace %q", f.ns, r.namespace)
-	}
-	return r
+`, fedImageName, fedImageTag, fedImageTag))
 }
 
 // The simulated RMs' ports: a Hadoop RM's defaults.

@@ -19,8 +19,9 @@ import (
 
 // operatorOverlay writes the kustomization an operator writes for one
 // federation (deploy/README.md step 2): their namespace, one of our overlays
-// as a resource, and transformers/instance, and renders it.
-func operatorOverlay(t *testing.T, namespace, overlay string) *rendered {
+// as a resource, transformers/instance, and extra (further kustomization
+// fields, such as images), and renders it.
+func operatorOverlay(t *testing.T, namespace, overlay, extra string) *rendered {
 	t.Helper()
 	dir := t.TempDir()
 	rel := func(p string) string {
@@ -37,7 +38,7 @@ resources:
   - %s
 transformers:
   - %s
-`, namespace, rel("overlays/"+overlay), rel("transformers/instance"))
+%s`, namespace, rel("overlays/"+overlay), rel("transformers/instance"), extra)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ transformers:
 // GPG silently loses its Kubernetes figures.
 func TestTwoFederations(t *testing.T) {
 	// koordinator-writeback: the overlay with the most cluster-scoped objects.
-	a, b := operatorOverlay(t, "fed-a", "koordinator-writeback"), operatorOverlay(t, "fed-b", "koordinator-writeback")
+	a, b := operatorOverlay(t, "fed-a", "koordinator-writeback", ""), operatorOverlay(t, "fed-b", "koordinator-writeback", "")
 	clusterScoped := func(r *rendered) map[string]*unstructured.Unstructured {
 		out := map[string]*unstructured.Unstructured{}
 		for _, u := range r.objects {

@@ -30,8 +30,8 @@ import (
 
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	"github.com/yarnfed/yarnfed/statestore/security"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"

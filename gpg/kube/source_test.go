@@ -23,19 +23,14 @@ import (
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/internal/logtest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 )
 
 // testPoll waits for cond, failing after a generous bound: correctness, not
 // speed, is under test.
 func testPoll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testpoll.Within(t, 30*time.Second, what, cond)
 }
 
 type fixture struct {

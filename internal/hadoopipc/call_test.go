@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -157,7 +158,7 @@ func TestCancelledCallKeepsConnection(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := echo(ctx, c, "slow"); done <- err }()
-	poll(t, "slow call pending", func() bool {
+	testpoll.Poll(t, "slow call pending", func() bool {
 		first.mu.Lock()
 		defer first.mu.Unlock()
 		return len(first.pending) == 1

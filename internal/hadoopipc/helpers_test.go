@@ -220,18 +220,6 @@ func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// poll waits for cond without fixed sleeps.
-func poll(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // tokenConfig is a server config with TOKEN auth offered (when DIGEST-MD5 is
 // linked) as well as SIMPLE.
 func tokenConfig() ServerConfig {

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -56,7 +57,7 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 	shutDone := make(chan error, 1)
 	go func() { shutDone <- ts.srv.Shutdown(context.Background()) }()
 	// The listener closes at once: new connections are refused.
-	poll(t, "listener closed", func() bool {
+	testpoll.Poll(t, "listener closed", func() bool {
 		nc, err := net.Dial("tcp", ts.addr)
 		if err != nil {
 			return true
@@ -175,11 +176,11 @@ func TestInFlightLimitBackPressure(t *testing.T) {
 	for i := int32(1); i <= 3; i++ {
 		r.call(i, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
 	}
-	poll(t, "two calls in handlers", func() bool { return inside.Load() >= 2 })
+	testpoll.Poll(t, "two calls in handlers", func() bool { return inside.Load() >= 2 })
 	// The reader decodes call 3 only after dispatching 1 and 2, finds no
 	// slot and counts its wait; with the limit broken call 3 would run
 	// instead and no wait would ever be counted.
-	poll(t, "the reader to wait for a slot, or a third call", func() bool {
+	testpoll.Poll(t, "the reader to wait for a slot, or a third call", func() bool {
 		return metricValue(t, ts.srv.metrics.backPressure) >= 1 || inside.Load() > 2
 	})
 	if n := inside.Load(); n != 2 {
@@ -327,7 +328,7 @@ func TestShutdownIdleAndHandshakingConnections(t *testing.T) {
 	idle.context("alice")
 	idle.call(1, testProtocol, 1, "echo", &commonpb.GetDelegationTokenRequestProto{Renewer: proto.String("x")})
 	idle.reply()
-	poll(t, "both connections registered", func() bool {
+	testpoll.Poll(t, "both connections registered", func() bool {
 		ts.srv.mu.Lock()
 		defer ts.srv.mu.Unlock()
 		return len(ts.srv.conns) == 2

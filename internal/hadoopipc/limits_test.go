@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/testenv"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -74,7 +75,7 @@ func TestPreAuthBudgetPartialFrames(t *testing.T) {
 		}
 	}
 	// Exactly 16 fit; the others were refused with a retriable FATAL.
-	poll(t, "refusals of packets over the budget", func() bool {
+	testpoll.Poll(t, "refusals of packets over the budget", func() bool {
 		return metricValue(t, ts.srv.metrics.rejected.WithLabelValues("preauth_budget")) == attackers-16
 	})
 	if got := ts.srv.PreAuthBufferedBytes(); got != 16*(16<<10) {
@@ -117,7 +118,7 @@ func TestPreAuthBudgetPartialFrames(t *testing.T) {
 	for _, r := range conns {
 		r.nc.Close()
 	}
-	poll(t, "pre-auth bytes back to zero", func() bool { return ts.srv.PreAuthBufferedBytes() == 0 })
+	testpoll.Poll(t, "pre-auth bytes back to zero", func() bool { return ts.srv.PreAuthBufferedBytes() == 0 })
 }
 
 // tryReply is rawConn.reply returning the error instead of failing.
@@ -202,7 +203,7 @@ func TestPerAddressConnectionLimit(t *testing.T) {
 
 	// A slot freed by a closed connection is reusable.
 	held[0].nc.Close()
-	poll(t, "a freed per-address slot", func() bool {
+	testpoll.Poll(t, "a freed per-address slot", func() bool {
 		// Until the server has seen the close, this connection is refused
 		// and reset: every write here reports that instead of failing the
 		// test (the rawConn helpers would).

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -211,10 +212,10 @@ func TestTokenRelayRefusals(t *testing.T) {
 			if !re.Fatal || re.Code != fatalUnauthorized || re.Class != tc.wantClass || !strings.Contains(re.Message, tc.wantMsg) {
 				t.Errorf("got fatal=%v %v %s %q, want FATAL_UNAUTHORIZED %s containing %q", re.Fatal, re.Code, re.Class, re.Message, tc.wantClass, tc.wantMsg)
 			}
-			poll(t, "relay connections closed", func() bool { return openConns(rs.srv) == 0 })
-			poll(t, "pending-login slots released", func() bool { return len(rs.srv.relaySlots) == 0 })
+			testpoll.Poll(t, "relay connections closed", func() bool { return openConns(rs.srv) == 0 })
+			testpoll.Poll(t, "pending-login slots released", func() bool { return len(rs.srv.relaySlots) == 0 })
 			if upSrv != nil {
-				poll(t, "upstream login closed", func() bool { return openConns(upSrv) == 0 })
+				testpoll.Poll(t, "upstream login closed", func() bool { return openConns(upSrv) == 0 })
 				// Our upstream counts a failed digest-response as an auth
 				// failure: a refusal the relay makes itself never reaches it.
 				forwarded := metricValue(t, upSrv.metrics.authFailure) > failuresBefore
@@ -251,7 +252,7 @@ func TestTokenRelayUpstreamLost(t *testing.T) {
 	if err := <-callErr; !errors.Is(err, ErrConnectionClosed) {
 		t.Errorf("client call: %v, want ErrConnectionClosed", err)
 	}
-	poll(t, "relay connection closed", func() bool { return openConns(rs.srv) == 0 })
+	testpoll.Poll(t, "relay connection closed", func() bool { return openConns(rs.srv) == 0 })
 }
 
 // TestTokenRelayClientGone: a client that leaves takes its upstream login
@@ -269,8 +270,8 @@ func TestTokenRelayClientGone(t *testing.T) {
 			t.Fatalf("upstream has %d connections during the login, want 1", n)
 		}
 		c.Close()
-		poll(t, "relay connection closed", func() bool { return openConns(rs.srv) == 0 })
-		poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
+		testpoll.Poll(t, "relay connection closed", func() bool { return openConns(rs.srv) == 0 })
+		testpoll.Poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
 	}
 }
 
@@ -296,8 +297,8 @@ func TestTokenRelayPendingBound(t *testing.T) {
 	}
 	second.expectClosed()
 	first.nc.Close()
-	poll(t, "slot released", func() bool { return len(rs.srv.relaySlots) == 0 })
-	poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
+	testpoll.Poll(t, "slot released", func() bool { return len(rs.srv.relaySlots) == 0 })
+	testpoll.Poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
 	if h := negotiate(dialRaw(t, rs.addr)); h.GetStatus() != commonpb.RpcResponseHeaderProto_SUCCESS {
 		t.Fatalf("NEGOTIATE after release: %v", h)
 	}
@@ -319,8 +320,8 @@ func TestTokenRelaySilentPeer(t *testing.T) {
 		t.Fatalf("NEGOTIATE: %v", h)
 	}
 	r.expectClosed()
-	poll(t, "slot released", func() bool { return len(rs.srv.relaySlots) == 0 })
-	poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
+	testpoll.Poll(t, "slot released", func() bool { return len(rs.srv.relaySlots) == 0 })
+	testpoll.Poll(t, "upstream login closed", func() bool { return openConns(up.srv) == 0 })
 }
 
 // stallingRelay is a fake TokenRelay whose upstream never answers.
@@ -414,7 +415,7 @@ func TestRelayConn(t *testing.T) {
 			t.Fatalf("Complete: %v, want ErrRelayProtection", err)
 		}
 		<-rc.Done()
-		poll(t, "upstream connection closed", func() bool { return openConns(up.srv) == 0 })
+		testpoll.Poll(t, "upstream connection closed", func() bool { return openConns(up.srv) == 0 })
 		if metricValue(t, up.srv.metrics.authFailure) != before {
 			t.Error("the refused response reached the upstream")
 		}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
@@ -26,7 +27,7 @@ func testPool(t *testing.T, max int, idle time.Duration, quit <-chan struct{}, e
 	if q != nil {
 		t.Cleanup(func() {
 			close(q)
-			poll(t, "workers to exit", func() bool { live, _ := p.stats(); return live == 0 })
+			testpoll.Poll(t, "workers to exit", func() bool { live, _ := p.stats(); return live == 0 })
 		})
 	}
 	return p
@@ -42,7 +43,7 @@ func TestWorkerPoolReuses(t *testing.T) {
 			t.Fatalf("call %d ran as %d", i, got)
 		}
 		// The worker puts itself back on the idle stack after the call.
-		poll(t, "worker idle", func() bool { _, idle := p.stats(); return idle == 1 })
+		testpoll.Poll(t, "worker idle", func() bool { _, idle := p.stats(); return idle == 1 })
 	}
 	if live, idle := p.stats(); live != 1 || idle != 1 {
 		t.Fatalf("live %d idle %d after 100 sequential calls, want 1 and 1", live, idle)
@@ -64,7 +65,7 @@ func TestWorkerPoolNeverQueuesBeyondMax(t *testing.T) {
 		t.Fatalf("live %d idle %d with 5 busy calls, want 3 workers and 0 idle", live, idle)
 	}
 	close(release)
-	poll(t, "3 idle workers", func() bool { live, idle := p.stats(); return live == 3 && idle == 3 })
+	testpoll.Poll(t, "3 idle workers", func() bool { live, idle := p.stats(); return live == 3 && idle == 3 })
 }
 
 // Idle workers exit after the idle timeout; the pool starts new ones later.
@@ -74,9 +75,9 @@ func TestWorkerPoolIdleTimeout(t *testing.T) {
 	for range 4 {
 		p.run(&inboundCall{})
 	}
-	poll(t, "workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
+	testpoll.Poll(t, "workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
 	p.run(&inboundCall{})
-	poll(t, "a call after the timeout", func() bool { return ran.Load() == 5 })
+	testpoll.Poll(t, "a call after the timeout", func() bool { return ran.Load() == 5 })
 }
 
 // Closing quit (server shutdown) ends idle workers at once and busy ones
@@ -93,13 +94,13 @@ func TestWorkerPoolQuit(t *testing.T) {
 	})
 	p.run(&inboundCall{info: CallInfo{CallID: 1}}) // busy until released
 	p.run(&inboundCall{info: CallInfo{CallID: 2}})
-	poll(t, "one idle worker", func() bool { live, idle := p.stats(); return live == 2 && idle == 1 })
+	testpoll.Poll(t, "one idle worker", func() bool { live, idle := p.stats(); return live == 2 && idle == 1 })
 	close(quit)
-	poll(t, "the idle worker to exit", func() bool { live, idle := p.stats(); return live == 1 && idle == 0 })
+	testpoll.Poll(t, "the idle worker to exit", func() bool { live, idle := p.stats(); return live == 1 && idle == 0 })
 	close(release)
-	poll(t, "the busy worker to exit", func() bool { live, _ := p.stats(); return live == 0 })
+	testpoll.Poll(t, "the busy worker to exit", func() bool { live, _ := p.stats(); return live == 0 })
 	p.run(&inboundCall{info: CallInfo{CallID: 3}})
-	poll(t, "a call after quit", func() bool { return ran.Load() == 3 })
+	testpoll.Poll(t, "a call after quit", func() bool { return ran.Load() == 3 })
 }
 
 // A handler that ends its goroutine (runtime.Goexit) does not leak a slot.
@@ -108,7 +109,7 @@ func TestWorkerPoolGoexit(t *testing.T) {
 	p := testPool(t, 1, time.Minute, nil, func(*inboundCall) { defer close(done); runtime.Goexit() })
 	p.run(&inboundCall{})
 	<-done
-	poll(t, "the slot back", func() bool { live, _ := p.stats(); return live == 0 })
+	testpoll.Poll(t, "the slot back", func() bool { live, _ := p.stats(); return live == 0 })
 }
 
 // Dispatches racing with idle timeouts: a worker that was taken off the
@@ -132,7 +133,7 @@ func TestWorkerPoolTimeoutRace(t *testing.T) {
 			t.Fatalf("call %d ran %d times", i, n)
 		}
 	}
-	poll(t, "all workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
+	testpoll.Poll(t, "all workers to time out", func() bool { live, idle := p.stats(); return live == 0 && idle == 0 })
 }
 
 // Through a real server: calls run on pooled workers, per-connection
@@ -166,10 +167,10 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 			}
 		})
 	}
-	poll(t, "2 calls in flight", func() bool { return inFlight.Load() >= 2 })
+	testpoll.Poll(t, "2 calls in flight", func() bool { return inFlight.Load() >= 2 })
 	// The third call is decoded only after the first two were dispatched;
 	// with the limit broken it would run (no wait is ever counted).
-	poll(t, "the reader to wait for a slot, or a third call", func() bool {
+	testpoll.Poll(t, "the reader to wait for a slot, or a third call", func() bool {
 		return metricValue(t, ts.srv.metrics.backPressure) >= 1 || maxSeen.Load() > 2
 	})
 	if m := maxSeen.Load(); m != 2 {
@@ -184,5 +185,5 @@ func TestServerWorkersStopOnClose(t *testing.T) {
 		t.Fatalf("%d workers after 3 calls with 2 slots, want 1 to 3", live)
 	}
 	ts.srv.Close()
-	poll(t, "workers to exit on Close", func() bool { live, _ := ts.srv.workers.stats(); return live == 0 })
+	testpoll.Poll(t, "workers to exit on Close", func() bool { live, _ := ts.srv.workers.stats(); return live == 0 })
 }

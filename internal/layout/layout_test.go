@@ -45,26 +45,26 @@ var rules = []rule{
 
 // The router's rooms (router/DESIGN.md, "Package map"): the root
 // (github.com/yarnfed/yarnfed/router) composes them and none of them
-// imports it. Leaves (yarnid, fed: the ids and the vocabulary every room
-// speaks) import nothing of the router; the libraries (restwire, merge,
-// spnego, dtoken, appacl) only leaves; the edges (rest: the REST API,
-// webui: the web UI) the leaves and libraries they use, never the root
+// imports it. The leaf (fed: the vocabulary every room speaks; Hadoop's ids
+// are internal/yarnid, shared with simrm and kuberm) imports nothing of the
+// router; the libraries (restwire, merge, spnego, dtoken, appacl) only it;
+// the edges (rest: the REST API, webui: the web UI) the leaf and libraries
+// they use, never the root
 // (they reach it through the Core interfaces they declare) nor each other
 // (webui reads REST's answers through its REST interface).
 // routertest and bench are the root's test harnesses and import it.
 var routerRooms = []rule{
-	{name: "router/yarnid is a leaf", from: "router/yarnid", denied: []string{"router"}},
 	{name: "router/fed is a leaf", from: "router/fed", denied: []string{"router"}},
-	{name: "router/restwire imports only yarnid of the router", from: "router/restwire", denied: []string{"router"}, allowed: []string{"router/yarnid"}},
+	{name: "router/restwire imports nothing of the router", from: "router/restwire", denied: []string{"router"}},
 	{name: "router/spnego imports nothing of the router", from: "router/spnego", denied: []string{"router"}},
 	{name: "router/dtoken imports nothing of the router", from: "router/dtoken", denied: []string{"router"}},
 	{name: "router/appacl imports nothing of the router", from: "router/appacl", denied: []string{"router"}},
-	{name: "router/merge imports only the leaves of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/yarnid", "router/fed"}},
+	{name: "router/merge imports only the leaves of the router", from: "router/merge", denied: []string{"router"}, allowed: []string{"router/fed"}},
 	{name: "router/rest reaches the root only through rest.Core", from: "router/rest", denied: []string{"router"},
-		allowed:      []string{"router/yarnid", "router/fed", "router/restwire", "router/merge", "router/appacl", "router/dtoken"},
+		allowed:      []string{"router/fed", "router/restwire", "router/merge", "router/appacl", "router/dtoken"},
 		xtestAllowed: roomTests},
 	{name: "router/webui reaches the root and REST only through its interfaces", from: "router/webui", denied: []string{"router"},
-		allowed:      []string{"router/yarnid", "router/fed", "router/restwire", "router/merge"},
+		allowed:      []string{"router/fed", "router/restwire", "router/merge"},
 		xtestAllowed: roomTests},
 }
 
@@ -162,10 +162,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/dtoken", "router", true},
 		{"router/webui", "router", true},
 		{"router/restwire", "router", true},
-		{"router/yarnid", "router", true},
 		{"router/fed", "router", true},
-		{"router/fed", "router/yarnid", true},
-		{"router/restwire", "router/yarnid", false},
+		{"router/fed", "router/restwire", true},
+		{"router/restwire", "internal/yarnid", false},
 		{"router/restwire", "router/appacl", true},
 		{"router/webui", "router/restwire", false},
 		{"router/rest", "router", true},
@@ -181,7 +180,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"router/merge", "router/restwire", true},
 		{"router", "router/rest", false},
 		{"router", "router/webui", false},
-		{"router/appacl", "router/yarnid", true},
+		{"router/appacl", "router/fed", true},
 		{"router/spnego", "internal/config", false},
 		{"router/dtoken", "internal/hadoopipc", false},
 		{"router/webui", "gpg", true},

@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
@@ -56,18 +57,6 @@ func remoteClass(err error) string {
 		return re.Class
 	}
 	return ""
-}
-
-// poll waits for cond without sleeping a fixed time into the test's logic.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
@@ -126,7 +115,7 @@ func TestIPCClientAndUnmanagedAMFlow(t *testing.T) {
 	}
 	next := resp.GetResponseId()
 	var got []*yarnpb.ContainerProto
-	poll(t, "containers", func() bool {
+	testpoll.Poll(t, "containers", func() bool {
 		var r yarnpb.AllocateResponseProto
 		if err := amp.Call(ctx, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(next)}, &r); err != nil {
 			t.Fatal(err)
@@ -190,7 +179,7 @@ func TestIPCManagedAppKillAndQueries(t *testing.T) {
 		}
 		return rep.ApplicationReport
 	}
-	poll(t, "RUNNING", func() bool { return report().GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_RUNNING })
+	testpoll.Poll(t, "RUNNING", func() bool { return report().GetYarnApplicationState() == yarnpb.YarnApplicationStateProto_RUNNING })
 	if r := report(); r.GetAmRmToken() != nil || r.GetAppResource_Usage().GetUsedResources().GetMemory() < 2048 {
 		t.Fatalf("managed report: %v", r)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 )
 
 // TestRESTAttemptContainers: an attempt and its containers over REST, in
@@ -28,7 +29,7 @@ func TestRESTAttemptContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var am string
-	poll(t, "AM container running", func() bool {
+	testpoll.Poll(t, "AM container running", func() bool {
 		a, err := rm.core().Attempt(AttemptID{App: id, Attempt: 1})
 		if err != nil || a.AMContainer == nil {
 			return false

@@ -15,6 +15,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 )
 
 func httpGet(t *testing.T, url, accept string) (int, string) {
@@ -61,7 +62,7 @@ func TestRESTClientEndpoints(t *testing.T) {
 	if err := rm.core().Submit(SubmitRequest{ID: id, User: "carol", Type: "SPARK", Tags: []string{"a", "b"}, AMResource: Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "app RUNNING", func() bool {
+	testpoll.Poll(t, "app RUNNING", func() bool {
 		a, err := cl.GetApp(ctx, na.ApplicationID)
 		return err == nil && a.State == "RUNNING"
 	})
@@ -231,7 +232,7 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("restart: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	poll(t, "restart", func() bool {
+	testpoll.Poll(t, "restart", func() bool {
 		_, err := cl.GetClusterInfo(ctx)
 		return err == nil && rm.Epoch() == epoch+1
 	})

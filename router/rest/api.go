@@ -14,11 +14,11 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The RM REST API through the router. Every endpoint runs the same routing
@@ -140,7 +140,7 @@ func Failure(err error) (int, rmrest.RemoteExceptionResponse) {
 	switch {
 	case errors.As(err, &re):
 		status, class = re.Status, re.Class
-	case errors.Is(err, yarnid.ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
+	case errors.Is(err, restwire.ErrBadRequest), errors.Is(err, rmrest.ErrBadQuery):
 		status, class = http.StatusBadRequest, rmrest.ClassBadRequest
 	case errors.Is(err, fed.ErrAppNotFound), isClass(err, hadoopipc.ClassApplicationNotFound):
 		status, class = http.StatusNotFound, rmrest.ClassNotFound
@@ -219,7 +219,7 @@ func RequestURL(req *http.Request, path string) string {
 }
 
 func AppIDParam(req *http.Request) (*yarnpb.ApplicationIdProto, error) {
-	id, err := yarnid.ParseAppID(req.PathValue("appid"))
+	id, err := yarnid.ParseAppIDProto(req.PathValue("appid"))
 	if err != nil {
 		return nil, &restwire.Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: err}
 	}

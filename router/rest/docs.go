@@ -13,11 +13,11 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // App and node documents come from the RMs' own REST APIs, as Hadoop's

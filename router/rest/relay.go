@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Relaying a REST call to one sub-cluster's RM. The per-application and

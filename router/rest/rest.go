@@ -22,11 +22,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 	"github.com/yarnfed/yarnfed/router/appacl"
 	"github.com/yarnfed/yarnfed/router/fed"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Core is what the REST API needs of the router: its routing (homes,

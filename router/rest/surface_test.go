@@ -10,9 +10,9 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // retriesOf is yarnfed_router_retries_total{method} in reg (0 if absent).

@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // Decoders for REST request bodies. Hadoop accepts JSON and XML (by
@@ -152,7 +152,7 @@ func DecodeSubmissionContext(contentType string, body []byte) (*yarnpb.Applicati
 	if in.ApplicationID == "" {
 		return nil, BadRequest("application-id is required (get one from POST /ws/v1/cluster/apps/new-application)")
 	}
-	id, err := yarnid.ParseAppID(in.ApplicationID)
+	id, err := yarnid.ParseAppIDProto(in.ApplicationID)
 	if err != nil {
 		return nil, BadRequest("application-id: %v", err)
 	}

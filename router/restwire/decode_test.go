@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func TestDecodeSubmissionContext(t *testing.T) {
@@ -59,7 +59,7 @@ func TestDecodeSubmissionContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := restwire.DecodeSubmissionContext(tc.ctype, []byte(tc.body)); err == nil {
 				t.Fatal("accepted")
-			} else if tc.ctype != "text/plain" && !errors.Is(err, yarnid.ErrBadRequest) {
+			} else if tc.ctype != "text/plain" && !errors.Is(err, restwire.ErrBadRequest) {
 				t.Fatalf("err %v does not wrap ErrBadRequest", err)
 			}
 		})

@@ -8,6 +8,7 @@ package restwire
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -15,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/yarnfed/yarnfed/internal/rmrest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // MaxBody bounds the request bodies the router reads (a submission context
@@ -33,10 +33,14 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// BadRequest is a 400 BadRequestException wrapping yarnid.ErrBadRequest
-// (the router's ErrBadRequest).
+// ErrBadRequest: the client request is malformed (the REST API answers it
+// with 400; router.ErrBadRequest is this same value, so every room of the
+// router wraps one sentinel). Id parse errors wrap yarnid.ErrBadID instead.
+var ErrBadRequest = errors.New("bad request")
+
+// BadRequest is a 400 BadRequestException wrapping ErrBadRequest.
 func BadRequest(format string, a ...any) error {
-	return &Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: fmt.Errorf("%w: "+format, append([]any{yarnid.ErrBadRequest}, a...)...)}
+	return &Error{Status: http.StatusBadRequest, Class: rmrest.ClassBadRequest, Err: fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, a...)...)}
 }
 
 // ReadBody reads a request body of at most MaxBody bytes (413 beyond).

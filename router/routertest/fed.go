@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/router"
 )
@@ -161,16 +162,12 @@ func RemoteClass(err error) string {
 	return ""
 }
 
-// Poll waits for cond (no sleeps in assertions), 10 s at most.
+// Poll waits for cond (no sleeps in assertions), 10 s at most: the
+// tests' one poll helper, internal/testpoll, re-exported for the router's
+// tests.
 func Poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testpoll.Poll(t, what, cond)
 }
 
 // DialAs is user's ApplicationClientProtocol client of r.

@@ -13,11 +13,11 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/merge"
 	"github.com/yarnfed/yarnfed/router/restwire"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // The federation web UI's pages: server-rendered (html/template, no
@@ -295,7 +295,7 @@ type uiAppDetail struct {
 // the caller before it renders anything, and on their refusal shows only
 // that it could not read them. The check comes first, so no RM is asked.
 func (r *UI) uiApp(ctx context.Context, req *http.Request) (string, any, error) {
-	if id, perr := yarnid.ParseAppID(req.PathValue("appid")); perr == nil {
+	if id, perr := yarnid.ParseAppIDProto(req.PathValue("appid")); perr == nil {
 		if err := r.rest.CheckView(ctx, "UI app", id); err != nil {
 			return "Application " + yarnid.AppIDString(id), nil, err
 		}
@@ -305,7 +305,7 @@ func (r *UI) uiApp(ctx context.Context, req *http.Request) (string, any, error) 
 		return "Application", nil, err
 	}
 	d := uiAppDetail{App: app}
-	if id, perr := yarnid.ParseAppID(app.ID); perr == nil {
+	if id, perr := yarnid.ParseAppIDProto(app.ID); perr == nil {
 		if home, _, herr := r.core.HomeOf(ctx, id); herr == nil {
 			d.Home = home
 			if sc, ok := r.core.SubCluster(home); ok {

@@ -10,11 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
 	"github.com/yarnfed/yarnfed/router"
 	"github.com/yarnfed/yarnfed/router/routertest"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 // hostile is user input (an application name, a queue) built to break out

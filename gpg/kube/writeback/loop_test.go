@@ -29,6 +29,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/simrm"
 	"github.com/yarnfed/yarnfed/internal/simrm/simrmtest"
+	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -119,15 +120,10 @@ func sidecar(name, cpu, mem string) corev1.Container {
 	return c
 }
 
+// poll waits for cond: a minute, for a real API server on a shared machine.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testpoll.Within(t, time.Minute, what, cond)
 }
 
 // rmNodes reads the simrm's REST /ws/v1/cluster/nodes, as the GPG does.

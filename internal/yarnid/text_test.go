@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
-	"github.com/yarnfed/yarnfed/router/yarnid"
 )
 
 func FuzzParseAppID(f *testing.F) {
@@ -16,12 +16,12 @@ func FuzzParseAppID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		id, err := yarnid.ParseAppID(s)
+		id, err := yarnid.ParseAppIDProto(s)
 		if err != nil {
 			return
 		}
 		// Round trip through Hadoop's text form.
-		again, err := yarnid.ParseAppID(yarnid.AppIDString(id))
+		again, err := yarnid.ParseAppIDProto(yarnid.AppIDString(id))
 		if err != nil || again.GetId() != id.GetId() || again.GetClusterTimestamp() != id.GetClusterTimestamp() {
 			t.Fatalf("%q -> %v -> %q -> %v, %v", s, id, yarnid.AppIDString(id), again, err)
 		}

@@ -1,22 +1,15 @@
-// Package yarnid renders and parses the text forms of YARN's record ids
-// (application_<ts>_<seq>, appattempt_..., reservation_...) as Hadoop
-// prints them. A leaf: every room of the router names applications.
 package yarnid
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
-// ErrBadRequest: the text is not a valid id (the router's REST API
-// answers it with 400; router.ErrBadRequest is this same value).
-var ErrBadRequest = errors.New("bad request")
+// The text forms of ids the router handles in their protobuf form, on the
+// hot path of every routed call (moved here from router/yarnid so Hadoop's
+// ids have one home).
 
 // AppIDString renders an ApplicationId as Hadoop does:
 // application_<clusterTimestamp>_<sequence, at least 4 digits>.
@@ -42,22 +35,14 @@ func AppIDString(id *yarnpb.ApplicationIdProto) string {
 	return string(b)
 }
 
-// ParseAppID parses Hadoop's application id text form.
-func ParseAppID(s string) (*yarnpb.ApplicationIdProto, error) {
-	rest, ok := strings.CutPrefix(s, "application_")
-	if !ok {
-		return nil, fmt.Errorf("%w: invalid ApplicationId %q: must start with application_", ErrBadRequest, s)
+// ParseAppIDProto parses Hadoop's application id text form into its
+// protobuf form; errors wrap ErrBadID.
+func ParseAppIDProto(s string) (*yarnpb.ApplicationIdProto, error) {
+	id, err := ParseAppID(s)
+	if err != nil {
+		return nil, err
 	}
-	ts, seq, ok := strings.Cut(rest, "_")
-	if !ok {
-		return nil, fmt.Errorf("%w: invalid ApplicationId %q: want application_<timestamp>_<id>", ErrBadRequest, s)
-	}
-	t, err1 := strconv.ParseInt(ts, 10, 64)
-	n, err2 := strconv.ParseInt(seq, 10, 32)
-	if err1 != nil || err2 != nil || t < 0 || n < 0 {
-		return nil, fmt.Errorf("%w: invalid ApplicationId %q: timestamp and id must be non-negative integers", ErrBadRequest, s)
-	}
-	return &yarnpb.ApplicationIdProto{ClusterTimestamp: proto.Int64(t), Id: proto.Int32(int32(n))}, nil
+	return AppPB(id), nil
 }
 
 // AttemptIDString renders appattempt_<ts>_<id4>_<attempt6>.
