@@ -552,23 +552,28 @@ func checkStoreAddresses(t *testing.T, r *rendered) {
 	}
 }
 
+// deployJSON reads the JSON config deploy/REL as a generic map, for tests
+// that compare an overlay's copy of a config with the base's key by key.
+func deployJSON(t *testing.T, rel string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := jsonUnmarshalLoose(b, &m); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return m
+}
+
 // TestFiveKeepsBaseStatestoreConfig: overlays/five replaces statestore.json
 // only for its peers list; every other key must stay the base's, or the
 // five-replica federation would quietly run differently.
 func TestFiveKeepsBaseStatestoreConfig(t *testing.T) {
-	load := func(rel string) map[string]any {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := jsonUnmarshalLoose(b, &m); err != nil {
-			t.Fatalf("%s: %v", rel, err)
-		}
-		delete(m, "peers")
-		return m
-	}
-	base, five := load("base/statestore.json"), load("overlays/five/statestore.json")
+	base, five := deployJSON(t, "base/statestore.json"), deployJSON(t, "overlays/five/statestore.json")
+	delete(base, "peers")
+	delete(five, "peers")
 	if fmt.Sprint(base) != fmt.Sprint(five) {
 		t.Errorf("overlays/five/statestore.json differs from base/statestore.json beyond peers:\nbase %v\nfive %v", base, five)
 	}
@@ -579,14 +584,7 @@ func TestFiveKeepsBaseStatestoreConfig(t *testing.T) {
 // the base's, or turning Kerberos on would quietly change the federation.
 func TestKerberosKeepsBaseConfigs(t *testing.T) {
 	load := func(rel string, drop ...string) map[string]any {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := jsonUnmarshalLoose(b, &m); err != nil {
-			t.Fatalf("%s: %v", rel, err)
-		}
+		m := deployJSON(t, rel)
 		for _, k := range drop {
 			if _, ok := m[k]; !ok && strings.HasPrefix(rel, "components/") {
 				t.Errorf("%s: no %q section", rel, k)
