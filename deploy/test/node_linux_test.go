@@ -229,6 +229,14 @@ func versionPod(image string, hostNetwork bool) *corev1.Pod {
 	if hostNetwork {
 		name = "yarnfed-version-hostnet"
 	}
+	return restrictedPod(name, "yarnfed", image, hostNetwork, "version")
+}
+
+// restrictedPod is a one-container pod in "default" that runs IMAGE with
+// ARGS once, under the restricted Pod Security profile's settings: non-root,
+// no privilege escalation, no capabilities, RuntimeDefault seccomp, and no
+// service-account token. The image must already be in the node's containerd.
+func restrictedPod(name, container, image string, hostNetwork bool, args ...string) *corev1.Pod {
 	no, yes := false, true
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -243,10 +251,10 @@ func versionPod(image string, hostNetwork bool) *corev1.Pod {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:            "yarnfed",
+				Name:            container,
 				Image:           image,
 				ImagePullPolicy: corev1.PullNever,
-				Args:            []string{"version"},
+				Args:            args,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -238,29 +238,8 @@ func podReady(p *corev1.Pod) bool {
 // netcheckPod is a pod of kubenode.NetcheckImage under the restricted
 // profile's settings; on the host network its DNS is still the cluster's.
 func netcheckPod(name string, labels map[string]string, hostNetwork bool, args ...string) *corev1.Pod {
-	no, yes := false, true
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
-		Spec: corev1.PodSpec{
-			HostNetwork:                  hostNetwork,
-			RestartPolicy:                corev1.RestartPolicyNever,
-			AutomountServiceAccountToken: &no,
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &yes,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name:            "netcheck",
-				Image:           kubenode.NetcheckImage,
-				ImagePullPolicy: corev1.PullNever,
-				Args:            args,
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: &no,
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
+	p := restrictedPod(name, "netcheck", kubenode.NetcheckImage, hostNetwork, args...)
+	p.Labels = labels
 	if hostNetwork {
 		p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
