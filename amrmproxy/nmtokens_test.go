@@ -3,7 +3,6 @@ package amrmproxy
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -41,25 +40,12 @@ func TestNMTokensReachEveryAttempt(t *testing.T) {
 		{"no live SC-2 container, the same proxy restarted, no registry", false, false, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reg *fakeUAMRegistry
-			if tc.registry {
-				reg = newFakeUAMRegistry()
-			}
-			f := newFedRMs(t, 2, "", nil, func(c *Config) {
-				c.SecondaryWait = Duration(100 * time.Millisecond)
-				c.SilentAM = Duration(200 * time.Millisecond)
-			}, func(id string, c *simrm.Config) {
-				c.SimAM.Off = id == "SC-1"
+			f, reg := reattachFed(t, tc.registry, func(id string, c *simrm.Config) {
 				if id == "SC-2" {
 					c.Nodes = 1
 				}
-			}, reg)
-			app := f.submitManaged("alice", tc.keep)
-			am1 := f.newAM(f.amToken(app, 1))
-			am1.mapReduce = true
-			am1.mustRegister()
-			am1.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
-			am1.until("two containers on SC-2", func() bool { return f.bySC(am1)["SC-2"] == 2 })
+			})
+			app, am1 := f.attemptOneOnSC2(tc.keep, true)
 			var sc2 []*yarnpb.ContainerIdProto
 			for _, c := range am1.got {
 				if f.owner(c.GetId()) == "SC-2" {
@@ -84,9 +70,7 @@ func TestNMTokensReachEveryAttempt(t *testing.T) {
 			if tc.restart {
 				f.restart()
 			}
-			if err := f.rms["SC-1"].FailAttempt(simrm.AttemptID{App: simrm.AppID{ClusterTimestamp: app.GetClusterTimestamp(), ID: app.GetId()}, Attempt: 1}, "AM container killed"); err != nil {
-				t.Fatal(err)
-			}
+			f.failAttemptOne(app)
 			p2 := f.proxy
 			if !tc.sameProxy {
 				p2 = f.secondProxy()

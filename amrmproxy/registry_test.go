@@ -157,6 +157,52 @@ func (f *fed) submitManaged(user string, keep bool) *yarnpb.ApplicationIdProto {
 	return id
 }
 
+// reattachFed is the federation the attempt-2 tests start from: two
+// simulated RMs, SC-1 the home running no AM of its own (the test is the
+// AM), a short secondary wait and silent-AM check, and a fake UAM registry
+// when withRegistry (else reg is nil and the proxies keep UAM state alone).
+// rmMutate, when not nil, changes each RM's config further.
+func reattachFed(t *testing.T, withRegistry bool, rmMutate func(id string, c *simrm.Config)) (f *fed, reg *fakeUAMRegistry) {
+	t.Helper()
+	if withRegistry {
+		reg = newFakeUAMRegistry()
+	}
+	f = newFedRMs(t, 2, "", nil, func(c *Config) {
+		c.SecondaryWait = Duration(100 * time.Millisecond)
+		c.SilentAM = Duration(200 * time.Millisecond)
+	}, func(id string, c *simrm.Config) {
+		c.SimAM.Off = id == "SC-1"
+		if rmMutate != nil {
+			rmMutate(id, c)
+		}
+	}, reg)
+	return f, reg
+}
+
+// attemptOneOnSC2 submits a managed application (keep: keep-containers
+// across attempts), registers attempt 1's AM (mapReduce: one that takes NM
+// tokens from allocate answers only) and asks for two containers until both
+// run on SC-2, behind a UAM.
+func (f *fed) attemptOneOnSC2(keep, mapReduce bool) (*yarnpb.ApplicationIdProto, *testAM) {
+	f.t.Helper()
+	app := f.submitManaged("alice", keep)
+	am1 := f.newAM(f.amToken(app, 1))
+	am1.mapReduce = mapReduce
+	am1.mustRegister()
+	am1.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
+	am1.until("two containers on SC-2", func() bool { return f.bySC(am1)["SC-2"] == 2 })
+	return app, am1
+}
+
+// failAttemptOne ends app's attempt 1 at the home RM as a killed AM
+// container would; the RM starts attempt 2.
+func (f *fed) failAttemptOne(app *yarnpb.ApplicationIdProto) {
+	f.t.Helper()
+	if err := f.rms["SC-1"].FailAttempt(simrm.AttemptID{App: simrm.AppID{ClusterTimestamp: app.GetClusterTimestamp(), ID: app.GetId()}, Attempt: 1}, "AM container killed"); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // amToken waits until attempt n of app has its AM container and returns
 // the attempt's AMRMToken (what the AM finds in its credentials).
 func (f *fed) amToken(app *yarnpb.ApplicationIdProto, n int32) *commonpb.TokenProto {
@@ -222,19 +268,8 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 		{"no keep-containers, the same proxy", false, true, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reg *fakeUAMRegistry
-			if tc.registry {
-				reg = newFakeUAMRegistry()
-			}
-			f := newFedRMs(t, 2, "", nil, func(c *Config) {
-				c.SecondaryWait = Duration(100 * time.Millisecond)
-				c.SilentAM = Duration(200 * time.Millisecond)
-			}, func(id string, c *simrm.Config) { c.SimAM.Off = id == "SC-1" }, reg)
-			app := f.submitManaged("alice", tc.keep)
-			am1 := f.newAM(f.amToken(app, 1))
-			am1.mustRegister()
-			am1.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
-			am1.until("two containers on SC-2", func() bool { return f.bySC(am1)["SC-2"] == 2 })
+			f, reg := reattachFed(t, tc.registry, nil)
+			app, am1 := f.attemptOneOnSC2(tc.keep, false)
 			var sc2 []*yarnpb.ContainerProto
 			for _, c := range am1.got {
 				if f.owner(c.GetId()) == "SC-2" {
@@ -251,9 +286,7 @@ func TestAttemptTwoReattachesTheUAMs(t *testing.T) {
 
 			// The AM process dies; the RM starts attempt 2.
 			failedAt := time.Now()
-			if err := f.rms["SC-1"].FailAttempt(simrm.AttemptID{App: simrm.AppID{ClusterTimestamp: app.GetClusterTimestamp(), ID: app.GetId()}, Attempt: 1}, "AM container killed"); err != nil {
-				t.Fatal(err)
-			}
+			f.failAttemptOne(app)
 			tok2 := f.amToken(app, 2)
 			if !tc.registry {
 				// Only the superseded attempt in memory can hand its UAMs
