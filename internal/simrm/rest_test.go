@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/testpoll"
+	"github.com/yarnfed/yarnfed/internal/webtest"
 )
 
 func httpGet(t *testing.T, url, accept string) (int, string) {
@@ -27,17 +28,14 @@ func httpGet(t *testing.T, url, accept string) (int, string) {
 // returns the status and body.
 func httpDo(t *testing.T, method, url, accept string, body io.Reader) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, body)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return webtest.Do(t, req)
 }
 
 func TestRESTClientEndpoints(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/yarnfed/yarnfed/internal/config"
+	"github.com/yarnfed/yarnfed/internal/webtest"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
@@ -75,13 +76,7 @@ func get(t *testing.T, url, cookie string) (int, string) {
 		t.Fatal(err)
 	}
 	req.AddCookie(&http.Cookie{Name: spnego.CookieName, Value: cookie})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return webtest.Do(t, req)
 }
 
 // TestSharedSecretFileCookieAcrossReplicas: two routers configured with the
