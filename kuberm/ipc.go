@@ -52,13 +52,6 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 	}
 }
 
-func callerName(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
-}
-
 func needApp(p *yarnpb.ApplicationIdProto) (yarnid.AppID, error) {
 	if p == nil {
 		return yarnid.AppID{}, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
@@ -93,7 +86,7 @@ func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicatio
 	if sc == nil || sc.ApplicationId == nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
 	}
-	if err := r.Submit(ctx, sc, callerName(ctx)); err != nil {
+	if err := r.Submit(ctx, sc, hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
@@ -136,7 +129,7 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 	}
 	own := ""
 	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
-		own = callerName(ctx)
+		own = hadoopipc.UserName(ctx)
 	}
 	out := &yarnpb.GetApplicationsResponseProto{}
 	for i := range apps {
@@ -175,7 +168,7 @@ func (r *RM) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicati
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Kill(ctx, id, callerName(ctx), req.GetDiagnostics()); err != nil {
+	if err := r.Kill(ctx, id, hadoopipc.UserName(ctx), req.GetDiagnostics()); err != nil {
 		return nil, err
 	}
 	return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil

@@ -139,13 +139,6 @@ func (r *RM) masterProtocol() hadoopipc.Protocol {
 	}
 }
 
-func callerName(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
-}
-
 func needApp(p *yarnpb.ApplicationIdProto) (AppID, error) {
 	if p == nil {
 		return AppID{}, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
@@ -161,7 +154,7 @@ func (r *RM) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationR
 }
 
 func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
-	if err := r.submitContext(req.GetApplicationSubmissionContext(), callerName(ctx)); err != nil {
+	if err := r.submitContext(req.GetApplicationSubmissionContext(), hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
@@ -205,7 +198,7 @@ func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicatio
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep, callerName(ctx))}, nil
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep, hadoopipc.UserName(ctx))}, nil
 }
 
 func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
@@ -229,12 +222,12 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 		f.States = append(f.States, AppState(s))
 	}
 	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
-		f.OwnUser = callerName(ctx)
+		f.OwnUser = hadoopipc.UserName(ctx)
 	}
 	reps := r.core().Apps(f)
 	out := &yarnpb.GetApplicationsResponseProto{Applications: make([]*yarnpb.ApplicationReportProto, 0, len(reps))}
 	for i := range reps {
-		out.Applications = append(out.Applications, r.appReportPB(&reps[i], callerName(ctx)))
+		out.Applications = append(out.Applications, r.appReportPB(&reps[i], hadoopipc.UserName(ctx)))
 	}
 	return out, nil
 }
@@ -246,7 +239,7 @@ func (r *RM) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicati
 	if err != nil {
 		return nil, err
 	}
-	done, err := r.core().Kill(id, callerName(ctx), req.GetDiagnostics())
+	done, err := r.core().Kill(id, hadoopipc.UserName(ctx), req.GetDiagnostics())
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +251,7 @@ func (r *RM) failApplicationAttempt(ctx context.Context, req *yarnpb.FailApplica
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationAttemptId is not provided")
 	}
 	id := attemptFromPB(req.ApplicationAttemptId)
-	if err := r.core().FailAttempt(id, fmt.Sprintf("Attempt failed by user %s", callerName(ctx))); err != nil {
+	if err := r.core().FailAttempt(id, fmt.Sprintf("Attempt failed by user %s", hadoopipc.UserName(ctx))); err != nil {
 		return nil, err
 	}
 	return &yarnpb.FailApplicationAttemptResponseProto{}, nil
@@ -310,7 +303,7 @@ func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestPr
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications(), callerName(ctx))}, nil
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications(), hadoopipc.UserName(ctx))}, nil
 }
 
 func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool, caller string) *yarnpb.QueueInfoProto {
@@ -362,7 +355,7 @@ func (r *RM) moveApplication(ctx context.Context, req *yarnpb.MoveApplicationAcr
 	if err != nil {
 		return nil, err
 	}
-	if err := r.core().Move(id, req.GetTargetQueue(), callerName(ctx)); err != nil {
+	if err := r.core().Move(id, req.GetTargetQueue(), hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil
