@@ -16,75 +16,40 @@ import (
 // ApplicationClientProtocol on Hadoop IPC. Methods kuberm does not serve
 // are not registered: a client gets RpcNoSuchMethodException.
 
-// remote is the one place sentinel errors become Java exception classes.
-func remote(err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		return err
-	}
-	class := hadoopipc.ClassYarnException
-	switch {
-	case errors.Is(err, ErrApplicationNotFound):
-		class = hadoopipc.ClassApplicationNotFound
-	case errors.Is(err, ErrAttemptNotFound):
-		class = hadoopipc.ClassApplicationAttemptNotFound
-	case errors.Is(err, ErrContainerNotFound):
-		class = hadoopipc.ClassContainerNotFound
-	case errors.Is(err, ErrInvalidResource):
-		class = hadoopipc.ClassInvalidResourceRequest
-	case errors.Is(err, ErrInvalidAMRequest):
-		class = hadoopipc.ClassInvalidApplicationMasterRequest
-	case errors.Is(err, ErrAMNotRegistered):
-		class = hadoopipc.ClassApplicationMasterNotRegistered
-	case errors.Is(err, ErrKube), errors.Is(err, ErrBadRecord):
-		class = hadoopipc.ClassIOException
-	}
-	return hadoopipc.Errorf(class, "%s", err.Error())
+// errorClasses is the one place sentinel errors become Java exception
+// classes; anything else is a YarnException.
+var errorClasses = hadoopipc.ClassMap{
+	{Err: ErrApplicationNotFound, Class: hadoopipc.ClassApplicationNotFound},
+	{Err: ErrAttemptNotFound, Class: hadoopipc.ClassApplicationAttemptNotFound},
+	{Err: ErrContainerNotFound, Class: hadoopipc.ClassContainerNotFound},
+	{Err: ErrInvalidResource, Class: hadoopipc.ClassInvalidResourceRequest},
+	{Err: ErrInvalidAMRequest, Class: hadoopipc.ClassInvalidApplicationMasterRequest},
+	{Err: ErrAMNotRegistered, Class: hadoopipc.ClassApplicationMasterNotRegistered},
+	{Err: ErrKube, Class: hadoopipc.ClassIOException},
+	{Err: ErrBadRecord, Class: hadoopipc.ClassIOException},
 }
-
-func method[Req, Resp proto.Message](name string, newReq func() Req, h func(context.Context, Req) (Resp, error)) hadoopipc.Method {
-	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
-		resp, err := h(ctx, req)
-		if err != nil {
-			var zero Resp
-			return zero, remote(err)
-		}
-		return resp, nil
-	})
-}
-
-func newOf[T any]() func() *T { return func() *T { return new(T) } }
 
 func (r *RM) clientProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationClient,
 		Version: 1,
+		Errors:  errorClasses,
 		Methods: []hadoopipc.Method{
-			method("getNewApplication", newOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
-			method("submitApplication", newOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
-			method("getApplicationReport", newOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
-			method("getApplications", newOf[yarnpb.GetApplicationsRequestProto](), r.getApplications),
-			method("forceKillApplication", newOf[yarnpb.KillApplicationRequestProto](), r.forceKillApplication),
-			method("getClusterMetrics", newOf[yarnpb.GetClusterMetricsRequestProto](), r.getClusterMetrics),
-			method("getClusterNodes", newOf[yarnpb.GetClusterNodesRequestProto](), r.getClusterNodes),
-			method("getQueueInfo", newOf[yarnpb.GetQueueInfoRequestProto](), r.getQueueInfo),
-			method("getQueueUserAcls", newOf[yarnpb.GetQueueUserAclsInfoRequestProto](), r.getQueueUserAcls),
-			method("getApplicationAttemptReport", newOf[yarnpb.GetApplicationAttemptReportRequestProto](), r.getAttemptReport),
-			method("getApplicationAttempts", newOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
-			method("getContainerReport", newOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
-			method("getContainers", newOf[yarnpb.GetContainersRequestProto](), r.getContainers),
+			hadoopipc.NewMethod("getNewApplication", hadoopipc.NewOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
+			hadoopipc.NewMethod("submitApplication", hadoopipc.NewOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
+			hadoopipc.NewMethod("getApplicationReport", hadoopipc.NewOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
+			hadoopipc.NewMethod("getApplications", hadoopipc.NewOf[yarnpb.GetApplicationsRequestProto](), r.getApplications),
+			hadoopipc.NewMethod("forceKillApplication", hadoopipc.NewOf[yarnpb.KillApplicationRequestProto](), r.forceKillApplication),
+			hadoopipc.NewMethod("getClusterMetrics", hadoopipc.NewOf[yarnpb.GetClusterMetricsRequestProto](), r.getClusterMetrics),
+			hadoopipc.NewMethod("getClusterNodes", hadoopipc.NewOf[yarnpb.GetClusterNodesRequestProto](), r.getClusterNodes),
+			hadoopipc.NewMethod("getQueueInfo", hadoopipc.NewOf[yarnpb.GetQueueInfoRequestProto](), r.getQueueInfo),
+			hadoopipc.NewMethod("getQueueUserAcls", hadoopipc.NewOf[yarnpb.GetQueueUserAclsInfoRequestProto](), r.getQueueUserAcls),
+			hadoopipc.NewMethod("getApplicationAttemptReport", hadoopipc.NewOf[yarnpb.GetApplicationAttemptReportRequestProto](), r.getAttemptReport),
+			hadoopipc.NewMethod("getApplicationAttempts", hadoopipc.NewOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
+			hadoopipc.NewMethod("getContainerReport", hadoopipc.NewOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
+			hadoopipc.NewMethod("getContainers", hadoopipc.NewOf[yarnpb.GetContainersRequestProto](), r.getContainers),
 		},
 	}
-}
-
-func callerName(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
 }
 
 func needApp(p *yarnpb.ApplicationIdProto) (yarnid.AppID, error) {
@@ -121,7 +86,7 @@ func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicatio
 	if sc == nil || sc.ApplicationId == nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassApplicationIDNotProvided, "ApplicationId is not provided")
 	}
-	if err := r.Submit(ctx, sc, callerName(ctx)); err != nil {
+	if err := r.Submit(ctx, sc, hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
@@ -164,7 +129,7 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 	}
 	own := ""
 	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
-		own = callerName(ctx)
+		own = hadoopipc.UserName(ctx)
 	}
 	out := &yarnpb.GetApplicationsResponseProto{}
 	for i := range apps {
@@ -203,7 +168,7 @@ func (r *RM) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicati
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Kill(ctx, id, callerName(ctx), req.GetDiagnostics()); err != nil {
+	if err := r.Kill(ctx, id, hadoopipc.UserName(ctx), req.GetDiagnostics()); err != nil {
 		return nil, err
 	}
 	return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(true)}, nil
@@ -481,10 +446,11 @@ func (r *RM) masterProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationMaster,
 		Version: 1,
+		Errors:  errorClasses,
 		Methods: []hadoopipc.Method{
-			method("registerApplicationMaster", newOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
-			method("finishApplicationMaster", newOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
-			hadoopipc.NewMethod("allocate", newOf[yarnpb.AllocateRequestProto](), func(ctx context.Context, _ *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+			hadoopipc.NewMethod("registerApplicationMaster", hadoopipc.NewOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
+			hadoopipc.NewMethod("finishApplicationMaster", hadoopipc.NewOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
+			hadoopipc.NewMethod("allocate", hadoopipc.NewOf[yarnpb.AllocateRequestProto](), func(ctx context.Context, _ *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
 				if _, err := r.amAttempt(ctx); err != nil {
 					return nil, err
 				}

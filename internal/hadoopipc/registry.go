@@ -46,6 +46,10 @@ type Protocol struct {
 	Name    string // wire protocol name, e.g. ProtocolApplicationClient
 	Version uint64 // 1 for YARN protocols
 	Methods []Method
+	// Errors, when set, translates the errors of every method's handler
+	// (Errors.Remote) before interceptors and the reply see them: the
+	// server's sentinel errors become Java exception classes.
+	Errors ClassMap
 }
 
 // registry maps (protocol, version, method) to handlers. It is filled before
@@ -95,6 +99,9 @@ func (r *registry) add(p Protocol) error {
 			return fmt.Errorf("hadoopipc: protocol %s: method %s listed twice", p.Name, m.name)
 		}
 		m.protocol = p.Name
+		if len(p.Errors) > 0 {
+			m.call = p.Errors.wrap(m.call)
+		}
 		methods[m.name] = m
 	}
 	e.versions[p.Version] = methods

@@ -30,6 +30,15 @@ func UserFromContext(ctx context.Context) (User, bool) {
 	return *u, true
 }
 
+// UserName is the caller's user name inside a handler, "" when ctx carries
+// no caller.
+func UserName(ctx context.Context) string {
+	if u, ok := ctx.Value(userKey{}).(*User); ok && u != nil {
+		return u.Name
+	}
+	return ""
+}
+
 // ContextWithUser returns ctx carrying u; for tests of handlers and for
 // in-process callers that bypass the wire.
 func ContextWithUser(ctx context.Context, u User) context.Context {

@@ -17,52 +17,19 @@ import (
 // ApplicationMasterProtocol handlers that translate yarnpb messages to the
 // core's types and the core's sentinel errors to Java exception classes.
 
-// remote translates a core error into the reply a Hadoop RM sends. This is
-// the one place sentinel errors become Java class names.
-func remote(err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *hadoopipc.RemoteError
-	if errors.As(err, &re) {
-		return err
-	}
-	class := hadoopipc.ClassYarnException
-	switch {
-	case errors.Is(err, ErrApplicationNotFound):
-		class = hadoopipc.ClassApplicationNotFound
-	case errors.Is(err, ErrAttemptNotFound):
-		class = hadoopipc.ClassApplicationAttemptNotFound
-	case errors.Is(err, ErrContainerNotFound):
-		class = hadoopipc.ClassContainerNotFound
-	case errors.Is(err, ErrInvalidAMRequest):
-		class = hadoopipc.ClassInvalidApplicationMasterRequest
-	case errors.Is(err, ErrAMNotRegistered):
-		class = hadoopipc.ClassApplicationMasterNotRegistered
-	case errors.Is(err, ErrInvalidResourceRequest):
-		class = hadoopipc.ClassInvalidResourceRequest
-	case errors.Is(err, ErrInvalidContainerRelease):
-		class = hadoopipc.ClassInvalidContainerRelease
-	case errors.Is(err, ErrAccessDenied):
-		class = hadoopipc.ClassAccessControl
-	case errors.Is(err, ErrStandby):
-		class = hadoopipc.ClassStandby
-	case errors.Is(err, ErrInjected):
-		class = hadoopipc.ClassIOException
-	}
-	return hadoopipc.Errorf(class, "%s", err.Error())
-}
-
-// method binds a handler whose errors pass through remote().
-func method[Req, Resp proto.Message](name string, newReq func() Req, h func(context.Context, Req) (Resp, error)) hadoopipc.Method {
-	return hadoopipc.NewMethod(name, newReq, func(ctx context.Context, req Req) (Resp, error) {
-		resp, err := h(ctx, req)
-		if err != nil {
-			var zero Resp
-			return zero, remote(err)
-		}
-		return resp, nil
-	})
+// errorClasses is the one place the core's sentinel errors become the Java
+// exception classes a Hadoop RM throws; anything else is a YarnException.
+var errorClasses = hadoopipc.ClassMap{
+	{Err: ErrApplicationNotFound, Class: hadoopipc.ClassApplicationNotFound},
+	{Err: ErrAttemptNotFound, Class: hadoopipc.ClassApplicationAttemptNotFound},
+	{Err: ErrContainerNotFound, Class: hadoopipc.ClassContainerNotFound},
+	{Err: ErrInvalidAMRequest, Class: hadoopipc.ClassInvalidApplicationMasterRequest},
+	{Err: ErrAMNotRegistered, Class: hadoopipc.ClassApplicationMasterNotRegistered},
+	{Err: ErrInvalidResourceRequest, Class: hadoopipc.ClassInvalidResourceRequest},
+	{Err: ErrInvalidContainerRelease, Class: hadoopipc.ClassInvalidContainerRelease},
+	{Err: ErrAccessDenied, Class: hadoopipc.ClassAccessControl},
+	{Err: ErrStandby, Class: hadoopipc.ClassStandby},
+	{Err: ErrInjected, Class: hadoopipc.ClassIOException},
 }
 
 // unsupported answers a method simrm does not simulate. A Hadoop RM answers
@@ -98,62 +65,61 @@ func featureOff[Req, Resp proto.Message](name string, newReq func() Req, msg str
 	})
 }
 
-func newOf[T any]() func() *T { return func() *T { return new(T) } }
-
 func (r *RM) clientProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationClient,
 		Version: 1,
+		Errors:  errorClasses,
 		Methods: []hadoopipc.Method{
-			method("getNewApplication", newOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
-			method("submitApplication", newOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
-			method("getApplicationReport", newOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
-			method("getApplications", newOf[yarnpb.GetApplicationsRequestProto](), r.getApplications),
-			method("forceKillApplication", newOf[yarnpb.KillApplicationRequestProto](), r.forceKillApplication),
-			method("failApplicationAttempt", newOf[yarnpb.FailApplicationAttemptRequestProto](), r.failApplicationAttempt),
-			method("getClusterMetrics", newOf[yarnpb.GetClusterMetricsRequestProto](), r.getClusterMetrics),
-			method("getClusterNodes", newOf[yarnpb.GetClusterNodesRequestProto](), r.getClusterNodes),
-			method("getQueueInfo", newOf[yarnpb.GetQueueInfoRequestProto](), r.getQueueInfo),
-			method("getQueueUserAcls", newOf[yarnpb.GetQueueUserAclsInfoRequestProto](), r.getQueueUserAcls),
-			method("moveApplicationAcrossQueues", newOf[yarnpb.MoveApplicationAcrossQueuesRequestProto](), r.moveApplication),
-			method("updateApplicationPriority", newOf[yarnpb.UpdateApplicationPriorityRequestProto](), r.updatePriority),
-			method("getApplicationAttemptReport", newOf[yarnpb.GetApplicationAttemptReportRequestProto](), r.getAttemptReport),
-			method("getApplicationAttempts", newOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
-			method("getContainerReport", newOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
-			method("getContainers", newOf[yarnpb.GetContainersRequestProto](), r.getContainers),
+			hadoopipc.NewMethod("getNewApplication", hadoopipc.NewOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
+			hadoopipc.NewMethod("submitApplication", hadoopipc.NewOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
+			hadoopipc.NewMethod("getApplicationReport", hadoopipc.NewOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
+			hadoopipc.NewMethod("getApplications", hadoopipc.NewOf[yarnpb.GetApplicationsRequestProto](), r.getApplications),
+			hadoopipc.NewMethod("forceKillApplication", hadoopipc.NewOf[yarnpb.KillApplicationRequestProto](), r.forceKillApplication),
+			hadoopipc.NewMethod("failApplicationAttempt", hadoopipc.NewOf[yarnpb.FailApplicationAttemptRequestProto](), r.failApplicationAttempt),
+			hadoopipc.NewMethod("getClusterMetrics", hadoopipc.NewOf[yarnpb.GetClusterMetricsRequestProto](), r.getClusterMetrics),
+			hadoopipc.NewMethod("getClusterNodes", hadoopipc.NewOf[yarnpb.GetClusterNodesRequestProto](), r.getClusterNodes),
+			hadoopipc.NewMethod("getQueueInfo", hadoopipc.NewOf[yarnpb.GetQueueInfoRequestProto](), r.getQueueInfo),
+			hadoopipc.NewMethod("getQueueUserAcls", hadoopipc.NewOf[yarnpb.GetQueueUserAclsInfoRequestProto](), r.getQueueUserAcls),
+			hadoopipc.NewMethod("moveApplicationAcrossQueues", hadoopipc.NewOf[yarnpb.MoveApplicationAcrossQueuesRequestProto](), r.moveApplication),
+			hadoopipc.NewMethod("updateApplicationPriority", hadoopipc.NewOf[yarnpb.UpdateApplicationPriorityRequestProto](), r.updatePriority),
+			hadoopipc.NewMethod("getApplicationAttemptReport", hadoopipc.NewOf[yarnpb.GetApplicationAttemptReportRequestProto](), r.getAttemptReport),
+			hadoopipc.NewMethod("getApplicationAttempts", hadoopipc.NewOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
+			hadoopipc.NewMethod("getContainerReport", hadoopipc.NewOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
+			hadoopipc.NewMethod("getContainers", hadoopipc.NewOf[yarnpb.GetContainersRequestProto](), r.getContainers),
 			// Labels are disabled in simrm, which Hadoop answers with empty maps.
-			method("getNodeToLabels", newOf[yarnpb.GetNodesToLabelsRequestProto](), func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+			hadoopipc.NewMethod("getNodeToLabels", hadoopipc.NewOf[yarnpb.GetNodesToLabelsRequestProto](), func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
 				return &yarnpb.GetNodesToLabelsResponseProto{}, nil
 			}),
-			method("getLabelsToNodes", newOf[yarnpb.GetLabelsToNodesRequestProto](), func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+			hadoopipc.NewMethod("getLabelsToNodes", hadoopipc.NewOf[yarnpb.GetLabelsToNodesRequestProto](), func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
 				return &yarnpb.GetLabelsToNodesResponseProto{}, nil
 			}),
-			method("getClusterNodeLabels", newOf[yarnpb.GetClusterNodeLabelsRequestProto](), func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+			hadoopipc.NewMethod("getClusterNodeLabels", hadoopipc.NewOf[yarnpb.GetClusterNodeLabelsRequestProto](), func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
 				return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
 			}),
-			method("getResourceTypeInfo", newOf[yarnpb.GetAllResourceTypeInfoRequestProto](), r.getResourceTypeInfo),
-			unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken", newOf[commonpb.GetDelegationTokenRequestProto]()),
-			unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken", newOf[commonpb.RenewDelegationTokenRequestProto]()),
-			unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken", newOf[commonpb.CancelDelegationTokenRequestProto]()),
-			unsupportedMsg[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto]("getNewReservation", newOf[yarnpb.GetNewReservationRequestProto](), reservationsOff),
-			unsupportedMsg[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto]("submitReservation", newOf[yarnpb.ReservationSubmissionRequestProto](), reservationsOff),
-			unsupportedMsg[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto]("updateReservation", newOf[yarnpb.ReservationUpdateRequestProto](), reservationsOff),
-			unsupportedMsg[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto]("deleteReservation", newOf[yarnpb.ReservationDeleteRequestProto](), reservationsOff),
-			unsupportedMsg[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", newOf[yarnpb.ReservationListRequestProto](), reservationsOff),
-			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", newOf[yarnpb.SignalContainerRequestProto]()),
-			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", newOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
+			hadoopipc.NewMethod("getResourceTypeInfo", hadoopipc.NewOf[yarnpb.GetAllResourceTypeInfoRequestProto](), r.getResourceTypeInfo),
+			unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken", hadoopipc.NewOf[commonpb.GetDelegationTokenRequestProto]()),
+			unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken", hadoopipc.NewOf[commonpb.RenewDelegationTokenRequestProto]()),
+			unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken", hadoopipc.NewOf[commonpb.CancelDelegationTokenRequestProto]()),
+			unsupportedMsg[*yarnpb.GetNewReservationRequestProto, *yarnpb.GetNewReservationResponseProto]("getNewReservation", hadoopipc.NewOf[yarnpb.GetNewReservationRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationSubmissionRequestProto, *yarnpb.ReservationSubmissionResponseProto]("submitReservation", hadoopipc.NewOf[yarnpb.ReservationSubmissionRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationUpdateRequestProto, *yarnpb.ReservationUpdateResponseProto]("updateReservation", hadoopipc.NewOf[yarnpb.ReservationUpdateRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationDeleteRequestProto, *yarnpb.ReservationDeleteResponseProto]("deleteReservation", hadoopipc.NewOf[yarnpb.ReservationDeleteRequestProto](), reservationsOff),
+			unsupportedMsg[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", hadoopipc.NewOf[yarnpb.ReservationListRequestProto](), reservationsOff),
+			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", hadoopipc.NewOf[yarnpb.SignalContainerRequestProto]()),
+			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", hadoopipc.NewOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
 			// Resource profiles are off by default on a Hadoop RM, which then
 			// answers with a distinct exception class clients can test for.
-			featureOff[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", newOf[yarnpb.GetAllResourceProfilesRequestProto](), profilesOff),
-			featureOff[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", newOf[yarnpb.GetResourceProfileRequestProto](), profilesOff),
+			featureOff[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", hadoopipc.NewOf[yarnpb.GetAllResourceProfilesRequestProto](), profilesOff),
+			featureOff[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", hadoopipc.NewOf[yarnpb.GetResourceProfileRequestProto](), profilesOff),
 			// No node has attributes: the answers of an RM without any.
-			method("getClusterNodeAttributes", newOf[yarnpb.GetClusterNodeAttributesRequestProto](), func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+			hadoopipc.NewMethod("getClusterNodeAttributes", hadoopipc.NewOf[yarnpb.GetClusterNodeAttributesRequestProto](), func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
 				return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
 			}),
-			method("getAttributesToNodes", newOf[yarnpb.GetAttributesToNodesRequestProto](), func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+			hadoopipc.NewMethod("getAttributesToNodes", hadoopipc.NewOf[yarnpb.GetAttributesToNodesRequestProto](), func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
 				return &yarnpb.GetAttributesToNodesResponseProto{}, nil
 			}),
-			method("getNodesToAttributes", newOf[yarnpb.GetNodesToAttributesRequestProto](), func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+			hadoopipc.NewMethod("getNodesToAttributes", hadoopipc.NewOf[yarnpb.GetNodesToAttributesRequestProto](), func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
 				return &yarnpb.GetNodesToAttributesResponseProto{}, nil
 			}),
 		},
@@ -164,19 +130,13 @@ func (r *RM) masterProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationMaster,
 		Version: 1,
+		Errors:  errorClasses,
 		Methods: []hadoopipc.Method{
-			method("registerApplicationMaster", newOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
-			method("allocate", newOf[yarnpb.AllocateRequestProto](), r.allocate),
-			method("finishApplicationMaster", newOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
+			hadoopipc.NewMethod("registerApplicationMaster", hadoopipc.NewOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
+			hadoopipc.NewMethod("allocate", hadoopipc.NewOf[yarnpb.AllocateRequestProto](), r.allocate),
+			hadoopipc.NewMethod("finishApplicationMaster", hadoopipc.NewOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
 		},
 	}
-}
-
-func callerName(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
 }
 
 func needApp(p *yarnpb.ApplicationIdProto) (AppID, error) {
@@ -194,7 +154,7 @@ func (r *RM) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationR
 }
 
 func (r *RM) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
-	if err := r.submitContext(req.GetApplicationSubmissionContext(), callerName(ctx)); err != nil {
+	if err := r.submitContext(req.GetApplicationSubmissionContext(), hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
@@ -238,7 +198,7 @@ func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicatio
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep, callerName(ctx))}, nil
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&rep, hadoopipc.UserName(ctx))}, nil
 }
 
 func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
@@ -262,12 +222,12 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 		f.States = append(f.States, AppState(s))
 	}
 	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
-		f.OwnUser = callerName(ctx)
+		f.OwnUser = hadoopipc.UserName(ctx)
 	}
 	reps := r.core().Apps(f)
 	out := &yarnpb.GetApplicationsResponseProto{Applications: make([]*yarnpb.ApplicationReportProto, 0, len(reps))}
 	for i := range reps {
-		out.Applications = append(out.Applications, r.appReportPB(&reps[i], callerName(ctx)))
+		out.Applications = append(out.Applications, r.appReportPB(&reps[i], hadoopipc.UserName(ctx)))
 	}
 	return out, nil
 }
@@ -279,7 +239,7 @@ func (r *RM) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicati
 	if err != nil {
 		return nil, err
 	}
-	done, err := r.core().Kill(id, callerName(ctx), req.GetDiagnostics())
+	done, err := r.core().Kill(id, hadoopipc.UserName(ctx), req.GetDiagnostics())
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +251,7 @@ func (r *RM) failApplicationAttempt(ctx context.Context, req *yarnpb.FailApplica
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "ApplicationAttemptId is not provided")
 	}
 	id := attemptFromPB(req.ApplicationAttemptId)
-	if err := r.core().FailAttempt(id, fmt.Sprintf("Attempt failed by user %s", callerName(ctx))); err != nil {
+	if err := r.core().FailAttempt(id, fmt.Sprintf("Attempt failed by user %s", hadoopipc.UserName(ctx))); err != nil {
 		return nil, err
 	}
 	return &yarnpb.FailApplicationAttemptResponseProto{}, nil
@@ -343,7 +303,7 @@ func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestPr
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications(), callerName(ctx))}, nil
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: r.queueInfoPB(&q, req.GetIncludeChildQueues(), req.GetRecursive(), req.GetIncludeApplications(), hadoopipc.UserName(ctx))}, nil
 }
 
 func (r *RM) queueInfoPB(q *QueueReport, children, recursive, apps bool, caller string) *yarnpb.QueueInfoProto {
@@ -395,7 +355,7 @@ func (r *RM) moveApplication(ctx context.Context, req *yarnpb.MoveApplicationAcr
 	if err != nil {
 		return nil, err
 	}
-	if err := r.core().Move(id, req.GetTargetQueue(), callerName(ctx)); err != nil {
+	if err := r.core().Move(id, req.GetTargetQueue(), hadoopipc.UserName(ctx)); err != nil {
 		return nil, err
 	}
 	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil

@@ -451,7 +451,7 @@ func (r *RM) inject(ctx context.Context, endpoint string) error {
 func (r *RM) faultInterceptor() hadoopipc.Interceptor {
 	return func(ctx context.Context, info *hadoopipc.CallInfo, req proto.Message, next hadoopipc.Handler) (proto.Message, error) {
 		if err := r.inject(ctx, "ipc"); err != nil {
-			return nil, remote(err)
+			return nil, errorClasses.Remote(err)
 		}
 		return next(ctx, req)
 	}
@@ -466,15 +466,16 @@ func (r *RM) adminProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolRMAdmin,
 		Version: 1,
+		Errors:  errorClasses,
 		Methods: []hadoopipc.Method{
-			noop[*yarnpb.RefreshQueuesRequestProto, *yarnpb.RefreshQueuesResponseProto]("refreshQueues", newOf[yarnpb.RefreshQueuesRequestProto](), newOf[yarnpb.RefreshQueuesResponseProto]()),
-			noop[*yarnpb.RefreshNodesRequestProto, *yarnpb.RefreshNodesResponseProto]("refreshNodes", newOf[yarnpb.RefreshNodesRequestProto](), newOf[yarnpb.RefreshNodesResponseProto]()),
-			noop[*yarnpb.RefreshSuperUserGroupsConfigurationRequestProto, *yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]("refreshSuperUserGroupsConfiguration", newOf[yarnpb.RefreshSuperUserGroupsConfigurationRequestProto](), newOf[yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]()),
-			noop[*yarnpb.RefreshUserToGroupsMappingsRequestProto, *yarnpb.RefreshUserToGroupsMappingsResponseProto]("refreshUserToGroupsMappings", newOf[yarnpb.RefreshUserToGroupsMappingsRequestProto](), newOf[yarnpb.RefreshUserToGroupsMappingsResponseProto]()),
-			noop[*yarnpb.RefreshAdminAclsRequestProto, *yarnpb.RefreshAdminAclsResponseProto]("refreshAdminAcls", newOf[yarnpb.RefreshAdminAclsRequestProto](), newOf[yarnpb.RefreshAdminAclsResponseProto]()),
-			noop[*yarnpb.RefreshServiceAclsRequestProto, *yarnpb.RefreshServiceAclsResponseProto]("refreshServiceAcls", newOf[yarnpb.RefreshServiceAclsRequestProto](), newOf[yarnpb.RefreshServiceAclsResponseProto]()),
-			method("updateNodeResource", newOf[yarnpb.UpdateNodeResourceRequestProto](), r.updateNodeResource),
-			method("getGroupsForUser", newOf[yarnpb.GetGroupsForUserRequestProto](), func(_ context.Context, req *yarnpb.GetGroupsForUserRequestProto) (*yarnpb.GetGroupsForUserResponseProto, error) {
+			noop[*yarnpb.RefreshQueuesRequestProto, *yarnpb.RefreshQueuesResponseProto]("refreshQueues", hadoopipc.NewOf[yarnpb.RefreshQueuesRequestProto](), hadoopipc.NewOf[yarnpb.RefreshQueuesResponseProto]()),
+			noop[*yarnpb.RefreshNodesRequestProto, *yarnpb.RefreshNodesResponseProto]("refreshNodes", hadoopipc.NewOf[yarnpb.RefreshNodesRequestProto](), hadoopipc.NewOf[yarnpb.RefreshNodesResponseProto]()),
+			noop[*yarnpb.RefreshSuperUserGroupsConfigurationRequestProto, *yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]("refreshSuperUserGroupsConfiguration", hadoopipc.NewOf[yarnpb.RefreshSuperUserGroupsConfigurationRequestProto](), hadoopipc.NewOf[yarnpb.RefreshSuperUserGroupsConfigurationResponseProto]()),
+			noop[*yarnpb.RefreshUserToGroupsMappingsRequestProto, *yarnpb.RefreshUserToGroupsMappingsResponseProto]("refreshUserToGroupsMappings", hadoopipc.NewOf[yarnpb.RefreshUserToGroupsMappingsRequestProto](), hadoopipc.NewOf[yarnpb.RefreshUserToGroupsMappingsResponseProto]()),
+			noop[*yarnpb.RefreshAdminAclsRequestProto, *yarnpb.RefreshAdminAclsResponseProto]("refreshAdminAcls", hadoopipc.NewOf[yarnpb.RefreshAdminAclsRequestProto](), hadoopipc.NewOf[yarnpb.RefreshAdminAclsResponseProto]()),
+			noop[*yarnpb.RefreshServiceAclsRequestProto, *yarnpb.RefreshServiceAclsResponseProto]("refreshServiceAcls", hadoopipc.NewOf[yarnpb.RefreshServiceAclsRequestProto](), hadoopipc.NewOf[yarnpb.RefreshServiceAclsResponseProto]()),
+			hadoopipc.NewMethod("updateNodeResource", hadoopipc.NewOf[yarnpb.UpdateNodeResourceRequestProto](), r.updateNodeResource),
+			hadoopipc.NewMethod("getGroupsForUser", hadoopipc.NewOf[yarnpb.GetGroupsForUserRequestProto](), func(_ context.Context, req *yarnpb.GetGroupsForUserRequestProto) (*yarnpb.GetGroupsForUserResponseProto, error) {
 				return &yarnpb.GetGroupsForUserResponseProto{Groups: []string{req.GetUser()}}, nil
 			}),
 		},
