@@ -3,6 +3,8 @@ package router
 import (
 	"net"
 	"sync"
+
+	"github.com/yarnfed/yarnfed/internal/hostport"
 )
 
 // perAddrListener closes accepted connections from an IP that already has
@@ -28,7 +30,7 @@ func (l *perAddrListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := connIP(c.RemoteAddr())
+		ip := hostport.IP(c.RemoteAddr())
 		l.mu.Lock()
 		if l.open[ip] >= l.max {
 			l.mu.Unlock()
@@ -48,16 +50,6 @@ func (l *perAddrListener) release(ip string) {
 	if l.open[ip]--; l.open[ip] <= 0 {
 		delete(l.open, ip)
 	}
-}
-
-func connIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if host, _, err := net.SplitHostPort(a.String()); err == nil {
-		return host
-	}
-	return a.String()
 }
 
 // perAddrConn gives its slot back on the first Close.

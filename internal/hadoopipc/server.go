@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc/authtolocal"
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -374,7 +375,7 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	ip := remoteIP(nc.RemoteAddr())
+	ip := hostport.IP(nc.RemoteAddr())
 	if s.perAddr[ip] >= s.cfg.MaxConnsPerAddr {
 		s.mu.Unlock()
 		s.metrics.rejected.WithLabelValues("max_conns_per_addr").Inc()
@@ -400,18 +401,6 @@ func (s *Server) startConn(nc net.Conn) {
 		s.mu.Unlock()
 		s.metrics.conns.Dec()
 	}()
-}
-
-// remoteIP is the per-address limit's key: the IP without the port (the
-// whole address string for non-IP transports).
-func remoteIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if host, _, err := net.SplitHostPort(a.String()); err == nil {
-		return host
-	}
-	return a.String()
 }
 
 // PreAuthBufferedBytes reports the bytes currently buffered for packets of

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/statestore/security"
 )
 
@@ -132,7 +133,7 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 // to make room, or refuses it (nil) when the scope holds only
 // authenticated connections.
 func (l *guardedListener) admit(raw net.Conn) *guardedConn {
-	ip := hostIP(raw.RemoteAddr())
+	ip := hostport.IP(raw.RemoteAddr())
 	var victims []*guardedConn
 	refuse := ""
 	l.mu.Lock()
@@ -205,16 +206,6 @@ func (l *guardedListener) oldestPending(in func(*guardedConn) bool) *guardedConn
 		}
 	}
 	return first
-}
-
-func hostIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if host, _, err := net.SplitHostPort(a.String()); err == nil {
-		return host
-	}
-	return a.String()
 }
 
 // guardCreds marks a guardedConn authenticated when its server handshake

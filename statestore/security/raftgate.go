@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/hostport"
 )
 
 // HandshakeLimits bound what peers that have not (yet) authenticated can
@@ -160,7 +162,7 @@ func poolName(peer bool) string {
 // admit registers c, evicting (or, with RefuseNew, refusing) to stay
 // within the limits. nil: c was refused and closed.
 func (g *gate) admit(c net.Conn) *pendingConn {
-	ip := connIP(c.RemoteAddr())
+	ip := hostport.IP(c.RemoteAddr())
 	peer := !g.lim.NoPeerPool && (*g.peers.Load())[ip]
 	p := &pendingConn{Conn: c, g: g, ip: ip, peer: peer, accept: time.Now()}
 	var victims []*pendingConn
@@ -261,16 +263,6 @@ func (g *gate) setPeers(ips map[string]bool) { g.peers.Store(&ips) }
 
 func (g *gate) collectors() []prometheus.Collector {
 	return []prometheus.Collector{g.outcomes, g.pendingG, g.limitsG, g.timeoutG}
-}
-
-func connIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	if host, _, err := net.SplitHostPort(a.String()); err == nil {
-		return host
-	}
-	return a.String()
 }
 
 // resolvePeerIPs maps Raft addresses (host:port) to the IPs their hosts
