@@ -61,21 +61,7 @@ func startRouterWith(t testing.TB, store *routertest.Store, scs ...router.SubClu
 	}
 	cfg := router.DefaultConfig()
 	cfg.ClientListener, cfg.WebListener, cfg.Store = cln, wln, store
-	return runRouter(t, cfg)
-}
-
-// runRouter builds a router from cfg and runs it until the test ends.
-func runRouter(t testing.TB, cfg router.Config) *router.Router {
-	t.Helper()
-	r, err := router.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return r
+	return routertest.StartRouter(t, cfg)
 }
 
 // Federation: Hadoop's YarnClient, configured with nothing but the Router's

@@ -283,7 +283,7 @@ func TestJavaKerberosYarnClientThroughRouter(t *testing.T) {
 		Principal: "rm/localhost@" + kdc.Realm, Keytab: rmKeytab, Krb5Conf: kdc.ConfPath,
 		RMPrincipal: "rm/_HOST@" + kdc.Realm,
 	}
-	r := runRouter(t, cfg)
+	r := routertest.StartRouter(t, cfg)
 
 	conf := writeYarnSite(t, map[string]string{
 		"yarn.resourcemanager.address":   r.ClientRMAddr().String(),

@@ -121,7 +121,7 @@ func (sc *secureCluster) startSecureRouter(t *testing.T, routerKeytab string, ac
 	for _, m := range mods {
 		m(&cfg)
 	}
-	r := runRouter(t, cfg)
+	r := routertest.StartRouter(t, cfg)
 	// A client configured for the router: it expects the router's principal
 	// where it would expect an RM's.
 	return writeYarnSite(t, map[string]string{
