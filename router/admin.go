@@ -407,7 +407,7 @@ func rmAdmin[Req, Resp proto.Message](r *Router, name string, needsID bool, newR
 			resp := newResp()
 			cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
 			defer cancel()
-			if err := r.adminPool.call(cctx, sc, userOf(ctx), name, req, resp); err != nil {
+			if err := r.adminPool.call(cctx, sc, hadoopipc.UserName(ctx), name, req, resp); err != nil {
 				return zero, &SubClusterError{SubCluster: sc.ID, Method: name, Err: err}
 			}
 			return resp, nil

@@ -45,7 +45,7 @@ func (r *Router) checkAppCall(ctx context.Context, method string, app *yarnpb.Ap
 	if r.appACLs == nil || !ok || app == nil {
 		return nil
 	}
-	user := userOf(ctx)
+	user := hadoopipc.UserName(ctx)
 	id := yarnid.AppIDString(app)
 	if allowed, _ := r.appACLs.Allowed(ctx, user, id, kind); allowed {
 		return nil
@@ -74,7 +74,7 @@ func (r *Router) filterReport(ctx context.Context, rep *yarnpb.ApplicationReport
 	if r.appACLs == nil || rep == nil {
 		return
 	}
-	if ok, _ := r.appACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(rep.GetApplicationId()), appacl.View); ok {
+	if ok, _ := r.appACLs.Allowed(ctx, hadoopipc.UserName(ctx), yarnid.AppIDString(rep.GetApplicationId()), appacl.View); ok {
 		return
 	}
 	const na = "N/A"

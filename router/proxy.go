@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/router/rest"
@@ -72,7 +73,7 @@ func (r *Router) proxyApp1(w http.ResponseWriter, req *http.Request) error {
 	if err != nil {
 		return err
 	}
-	query := proxyQuery(req.URL.RawQuery, userOf(req.Context()), r.webAuth != nil)
+	query := proxyQuery(req.URL.RawQuery, hadoopipc.UserName(req.Context()), r.webAuth != nil)
 	ctx, cancel := context.WithTimeout(req.Context(), r.cfg.Web.WriteTimeout.D())
 	defer cancel()
 	home, _, err := r.homeOf(ctx, id)

@@ -378,7 +378,7 @@ func (r *Router) measure(next RMCaller) RMCaller {
 func (r *Router) callSC(ctx context.Context, sc SubClusterInfo, method string, req, resp proto.Message) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
 	defer cancel()
-	err := r.call(cctx, sc, userOf(ctx), method, req, resp)
+	err := r.call(cctx, sc, hadoopipc.UserName(ctx), method, req, resp)
 	if err != nil {
 		if errors.Is(err, ErrSubClusterUnavailable) {
 			r.metrics.scCalls.WithLabelValues(string(sc.ID), method, "circuit_open").Inc()
@@ -386,13 +386,6 @@ func (r *Router) callSC(ctx context.Context, sc SubClusterInfo, method string, r
 		return &SubClusterError{SubCluster: sc.ID, Method: method, Err: err}
 	}
 	return nil
-}
-
-func userOf(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
 }
 
 // sleep waits d or until ctx ends.

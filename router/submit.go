@@ -43,7 +43,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 	app := yarnid.AppIDString(asc.GetApplicationId())
 	auditOf(ctx).App = app
 	sub := submissionOf(asc)
-	trimmed := trimSubmission(asc, userOf(ctx)) // with the app's ACLs and owner: appacl/store.go
+	trimmed := trimSubmission(asc, hadoopipc.UserName(ctx)) // with the app's ACLs and owner: appacl/store.go
 	pol, err := r.policies.forQueue(ctx, asc.GetQueue())
 	if err != nil {
 		return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "submitApplication %s: %v", app, err)
@@ -133,7 +133,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			}
 			auditOf(ctx).SC = home
 			if ownRow {
-				r.appACLs.Record(app, userOf(ctx), asc)
+				r.appACLs.Record(app, hadoopipc.UserName(ctx), asc)
 			}
 			r.log.LogAttrs(ctx, slog.LevelInfo, "application submitted", slog.String("app", app), slog.String("subcluster", string(home)),
 				slog.String("queue", asc.GetQueue()), slog.String("policy", policyType(pol)), slog.String("policy_choice", string(chosen)),
@@ -159,7 +159,7 @@ func (r *Router) submitApplication(ctx context.Context, req *yarnpb.SubmitApplic
 			case accepted:
 				auditOf(ctx).SC = home
 				if ownRow {
-					r.appACLs.Record(app, userOf(ctx), asc)
+					r.appACLs.Record(app, hadoopipc.UserName(ctx), asc)
 				}
 				r.log.Info("application submitted (confirmed after an ambiguous failure)", "app", app, "subcluster", home)
 				return resp, nil

@@ -269,7 +269,7 @@ func (r *API) restPutAppState(ctx context.Context, req *http.Request) (restReply
 		return restReply{}, restwire.BadRequest("only KILLED is a valid target state, got %q", want)
 	}
 	if r.core.CheckAppCall(ctx, "forceKillApplication", id, nil) != nil {
-		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), userOf(ctx))
+		return restReply{}, errAppKillForbidden(yarnid.AppIDString(id), hadoopipc.UserName(ctx))
 	}
 	if _, err := r.core.KillApp(ctx, id); err != nil { // the home, then its UAMs (the root's uam.go)
 		return restReply{}, err

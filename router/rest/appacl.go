@@ -111,7 +111,7 @@ func (r *API) AppCheck(ctx context.Context, req *http.Request) error {
 // check applies rule to the caller in ctx for app: nil when allowed, else
 // the 403 RMWebServices answers, counted as a refusal of method.
 func (r *API) check(ctx context.Context, method, app string, rule restAppRule) error {
-	user := userOf(ctx)
+	user := hadoopipc.UserName(ctx)
 	if allowed, _ := r.cfg.ACLs.Allowed(ctx, user, app, rule.kind); allowed {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (r *API) filterAppInfo(ctx context.Context, a *rmrest.App) {
 	if r.cfg.ACLs == nil {
 		return
 	}
-	if ok, _ := r.cfg.ACLs.Allowed(ctx, userOf(ctx), a.ID, appacl.View); ok {
+	if ok, _ := r.cfg.ACLs.Allowed(ctx, hadoopipc.UserName(ctx), a.ID, appacl.View); ok {
 		return
 	}
 	*a = rmrest.App{

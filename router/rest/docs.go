@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
@@ -43,7 +44,7 @@ func (r *API) rmREST(ctx context.Context, sc fed.SubClusterInfo, fn func(context
 	var lastErr error
 	for _, a := range addrs {
 		c := rmrest.NewClient(a)
-		c.HTTP, c.User = r.cfg.HTTP, userOf(ctx)
+		c.HTTP, c.User = r.cfg.HTTP, hadoopipc.UserName(ctx)
 		err := fn(cctx, c)
 		if err == nil {
 			return nil

@@ -141,13 +141,6 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-func userOf(ctx context.Context) string {
-	if u, ok := hadoopipc.UserFromContext(ctx); ok {
-		return u.Name
-	}
-	return ""
-}
-
 func isClass(err error, class string) bool {
 	var re *hadoopipc.RemoteError
 	return errors.As(err, &re) && re.Class == class
@@ -159,6 +152,6 @@ func (r *API) mayView(ctx context.Context, app *yarnpb.ApplicationIdProto) bool 
 	if r.cfg.ACLs == nil {
 		return true
 	}
-	ok, _ := r.cfg.ACLs.Allowed(ctx, userOf(ctx), yarnid.AppIDString(app), appacl.View)
+	ok, _ := r.cfg.ACLs.Allowed(ctx, hadoopipc.UserName(ctx), yarnid.AppIDString(app), appacl.View)
 	return ok
 }
