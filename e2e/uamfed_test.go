@@ -465,47 +465,68 @@ func TestGPGReapsReturningUAM(t *testing.T) {
 func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	f := needUAMFed(t)
 	start := time.Now()
-	since := time.Now().Add(-time.Second)
-	done := make(chan dsResult, 1)
-	go func() {
-		// 3e7 samples per map: tasks that last seconds even on a quiet
-		// machine, so the AM is killed while it runs some (1000 samples:
-		// the job ended between two polls; 3e6: a quiet CI run finished
-		// the whole job before SC-2's tasks were seen running).
-		out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 30000000, map[string]string{
-			"mapreduce.am.max-attempts": "2",
-		})
-		done <- dsResult{out, err}
-	}()
+	// The scenario needs tasks on SC-2 before the AM dies. Both RMs see
+	// pi's rack-level asks (every NodeManager is in /default-rack), so
+	// now and then the home RM's containers reach the AM first and the
+	// whole job runs at home: that run proves nothing either way, so pi
+	// is submitted again (at most three times); a job that fails, or a
+	// third run at home, fails the test.
 	var id string
-	waitUntil(t, 3*time.Minute, "pi's MR AM running tasks on "+f.rms[1].id, nil, func() (bool, string) {
-		select {
-		case r := <-done:
-			t.Fatalf("pi ended early (exit %d, %v):\n%s", r.out.exit, r.err, tail(r.out.stderr, 4000))
-		default:
-		}
-		apps, err := appsAt(f.rms[0].web)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, a := range apps {
-			if a.Name == "QuasiMonteCarlo" && a.StartedTime >= since.UnixMilli() {
-				id = a.ID
-				if a.State != "RUNNING" {
-					return false, fmt.Sprintf("%s %s", a.ID, a.State)
-				}
-				// Tasks running on SC-2: its UAM is registered and holds
-				// containers, so attempt 2 has something to re-attach (an AM
-				// killed before its first SC-2 allocation leaves no UAM, and
-				// attempt 2 simply launches one: seen passing on code that
-				// cannot re-attach).
-				sc2, _, _ := appAt(f.rms[1].web, id)
-				return sc2.RunningContainers >= 1,
-					fmt.Sprintf("%s %s, %d containers at home, %d on %s", a.ID, a.State, a.RunningContainers, sc2.RunningContainers, f.rms[1].id)
+	var done chan dsResult
+	for try := 1; ; try++ {
+		since := time.Now().Add(-time.Second)
+		done = make(chan dsResult, 1)
+		go func(done chan<- dsResult) {
+			// 1e8 samples per map: tasks that outlast the up-to-20 s wait for
+			// SC-2 coverage below even on a quiet machine, so the AM is killed
+			// while it runs some (1000 samples: the job ended between two
+			// polls; 3e6: a quiet CI run finished the whole job before SC-2's
+			// tasks were seen running; 3e7: the maps ended during the coverage
+			// wait and the kill met an AM already finishing).
+			out, err := runPiClient(f.j, f.dir, f.clientRM, fmt.Sprintf("sa-pi-%d", time.Now().UnixNano()), 4, 100000000, map[string]string{
+				"mapreduce.am.max-attempts": "2",
+			})
+			done <- dsResult{out, err}
+		}(done)
+		var early *dsResult
+		id = ""
+		waitUntil(t, 3*time.Minute, "pi's MR AM running tasks on "+f.rms[1].id, nil, func() (bool, string) {
+			select {
+			case r := <-done:
+				early = &r
+				return true, ""
+			default:
 			}
+			apps, err := appsAt(f.rms[0].web)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, a := range apps {
+				if a.Name == "QuasiMonteCarlo" && a.StartedTime >= since.UnixMilli() {
+					id = a.ID
+					if a.State != "RUNNING" {
+						return false, fmt.Sprintf("%s %s", a.ID, a.State)
+					}
+					// Tasks running on SC-2: its UAM is registered and holds
+					// containers, so attempt 2 has something to re-attach (an AM
+					// killed before its first SC-2 allocation leaves no UAM, and
+					// attempt 2 simply launches one: seen passing on code that
+					// cannot re-attach).
+					sc2, _, _ := appAt(f.rms[1].web, id)
+					return sc2.RunningContainers >= 1,
+						fmt.Sprintf("%s %s, %d containers at home, %d on %s", a.ID, a.State, a.RunningContainers, sc2.RunningContainers, f.rms[1].id)
+				}
+			}
+			return false, "not submitted yet"
+		})
+		if early == nil {
+			break
 		}
-		return false, "not submitted yet"
-	})
+		if early.err != nil || early.out.exit != 0 || try == 3 {
+			t.Fatalf("pi ended early, try %d of 3 (exit %d, %v):\n%s", try, early.out.exit, early.err, tail(early.out.stderr, 4000))
+		}
+		t.Logf("pi %s (try %d) succeeded before any task ran on %s (the home RM's containers reached the AM first); submitting it again", id, try, f.rms[1].id)
+	}
 	// NM tokens (amrmproxy/DESIGN.md, "NM tokens of secondaries"): SC-2's
 	// RM sends the UAM's attempt a node's token once, and attempt 2's AM
 	// (MapReduce reads tokens from allocate answers only) gets a container
