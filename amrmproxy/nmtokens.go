@@ -183,13 +183,6 @@ func (u *uamConn) nmTokenFor(n *yarnpb.NodeIdProto) *yarnpb.NMTokenProto {
 	return u.nm.get(n)
 }
 
-// nmTokenList is a copy of the UAM's tokens, oldest first.
-func (u *uamConn) nmTokenList() []*yarnpb.NMTokenProto {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.nm.list()
-}
-
 // givenKey names a node of a sub-cluster in attempt.nmGiven.
 func givenKey(sc string, n *yarnpb.NodeIdProto) string { return sc + "\x00" + nodeKey(n) }
 
