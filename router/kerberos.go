@@ -147,7 +147,7 @@ func (k KerberosConfig) setup(log *slog.Logger) (*kerberosSetup, error) {
 	return s, nil
 }
 
-// HadoopKerberosDialer is HadoopDialer for Kerberized RMs: every client logs
+// HadoopKerberosDialer is the production dialer (hadoopDialer) for Kerberized RMs: every client logs
 // in as the router (login) and acts for the calling user (doAs), as
 // Hadoop's Router does with UserGroupInformation.createProxyUser. An empty
 // user (in-process callers) acts as the router itself.

@@ -146,7 +146,7 @@ func TestPoolCyclingUsersRealSockets(t *testing.T) {
 			})},
 	})
 	const bound = 16
-	p := newPool(HadoopDialer(5*time.Second, nil), clientAddr, bound)
+	p := newPool(hadoopDialer(hadoopipc.ProtocolApplicationClient, clientAddr, 5*time.Second, nil), clientAddr, bound)
 	t.Cleanup(p.close)
 	sc := SubClusterInfo{ID: "SC-1", ClientRMServiceAddress: srv.Addr}
 	call := func(user string) error {

@@ -29,23 +29,14 @@ type RMClient interface {
 // hadoopipc with sc.ClientRMServiceAddress (comma-separated = HA list).
 type DialFunc func(ctx context.Context, sc SubClusterInfo, user string) (RMClient, error)
 
-// HadoopDialer returns the production DialFunc. Each client owns its
-// connections (they are per server and credentials anyway, and the pool
-// below keeps one client per user), so closing an evicted client closes
-// its sockets at once instead of after the connection idle time.
-func HadoopDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
-	return hadoopDialer(hadoopipc.ProtocolApplicationClient, clientAddr, dialTimeout, log)
-}
-
-// HadoopAdminDialer is HadoopDialer for the RMs' admin protocol (the
-// sub-cluster's RMAdminServiceAddress).
-func HadoopAdminDialer(dialTimeout time.Duration, log *slog.Logger) DialFunc {
-	return hadoopDialer(hadoopipc.ProtocolRMAdmin, adminAddr, dialTimeout, log)
-}
-
 func clientAddr(sc SubClusterInfo) string { return sc.ClientRMServiceAddress }
 func adminAddr(sc SubClusterInfo) string  { return sc.RMAdminServiceAddress }
 
+// hadoopDialer is the production DialFunc for protocol (New picks it when
+// Config.Dial is nil). Each client owns its connections (they are per
+// server and credentials anyway, and the pool keeps one client per user),
+// so closing an evicted client closes its sockets at once instead of after
+// the connection idle time.
 func hadoopDialer(protocol string, addrOf func(SubClusterInfo) string, dialTimeout time.Duration, log *slog.Logger) DialFunc {
 	return func(_ context.Context, sc SubClusterInfo, user string) (RMClient, error) {
 		if user == "" {

@@ -13,6 +13,10 @@
 //	rmKeytab := kdc.AddService(t, "rm/localhost")     // random key, keytab file
 //	alice := kdc.AddUser(t, "alice")                    // keytab too, plus a password
 //	cfg := kdc.Config(t)                                // *gokrb5 config.Config
+//
+// `make deadcode` lists most of this package: the bench binary links it
+// through router/routertest (krb.go), so functions only tests call show
+// as unreachable there; they are test support, kept on purpose.
 package krbtest
 
 import (

@@ -6,6 +6,9 @@
 // CI is recognised by CI=true (what CI sets for .ci/run) or by the area's own
 // *_REQUIRED variable set to 1, which a developer can set to check that a
 // machine really runs everything.
+//
+// `make deadcode` lists the functions only tests call: the bench binary
+// links this package through krbtest; they are kept on purpose.
 package testenv
 
 import (
