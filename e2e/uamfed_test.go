@@ -477,7 +477,7 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 		since := time.Now().Add(-time.Second)
 		done = make(chan dsResult, 1)
 		go func(done chan<- dsResult) {
-			// 1e8 samples per map: tasks that outlast the up-to-20 s wait for
+			// 1e8 samples per map: tasks that outlast the short wait for
 			// SC-2 coverage below even on a quiet machine, so the AM is killed
 			// while it runs some (1000 samples: the job ended between two
 			// polls; 3e6: a quiet CI run finished the whole job before SC-2's
@@ -534,9 +534,9 @@ func TestMapReduceAMFailureThroughProxies(t *testing.T) {
 	// 1 used that node. So the AM is killed, preferably, once the job runs
 	// on every SC-2 NodeManager (then any SC-2 container of attempt 2 needs
 	// a token from the proxy); the scheduler may pack SC-2's maps onto one
-	// node, so the AM is killed anyway after 20 s or as soon as an SC-2 task
+	// node, so the AM is killed anyway after 3 s or as soon as an SC-2 task
 	// ends (the job must still be running), and the run says which it was.
-	covered := waitSC2Coverage(t, f, id, 20*time.Second)
+	covered := waitSC2Coverage(t, f, id, 3*time.Second)
 	before := proxyNMTokenCounters(f)
 	att1, nm1 := f.killAM(t, id)
 	att2 := f.attemptTwo(t, id)
