@@ -38,7 +38,7 @@ const (
 var (
 	ErrInvalidAMRequest = errors.New("invalid application master request")
 	ErrAMNotRegistered  = errors.New("application master not registered")
-	ErrInvalidToken     = errors.New("invalid AMRMToken")
+	ErrInvalidToken     = errors.New("invalid token")
 )
 
 // amRegistration is what a registered AM told kuberm.
