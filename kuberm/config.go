@@ -55,6 +55,13 @@ type Config struct {
 	AdvertiseSchedulerAddress string `json:"advertise_scheduler_address"`
 	AdvertiseAdminAddress     string `json:"advertise_admin_address"`
 	AdvertiseWebAddress       string `json:"advertise_web_address"`
+	// NMAddress serves the NodeManager face (ContainerManagementProtocol,
+	// NM-token logins) for every node: an AM reaches it at NodeId
+	// <node InternalIP>:<port>, so kuberm binds where node IPs lead to it
+	// (DESIGN.md, "NodeIds").
+	NMAddress string `json:"nm_address"`
+	// AdvertiseNMAddress's port is the NodeIds' port (default: the bound one).
+	AdvertiseNMAddress string `json:"advertise_nm_address"`
 	// Image is the AM pods' image: it must hold what the AM's command
 	// needs (a JDK and the framework's jars, or a shell for simple AMs).
 	Image string `json:"image"`
@@ -107,6 +114,7 @@ func DefaultConfig() Config {
 		ClientAddress:       "0.0.0.0:8032",
 		SchedulerAddress:    "0.0.0.0:8030",
 		AdminAddress:        "0.0.0.0:8033",
+		NMAddress:           "0.0.0.0:8041",
 		WebAddress:          "0.0.0.0:8088",
 		Queue:               "default",
 		RunAsUser:           65532,

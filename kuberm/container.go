@@ -3,7 +3,11 @@ package kuberm
 import (
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/yarnfed/yarnfed/internal/yarnid"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
 // The contract between the three parts of a YARN container under kuberm
@@ -43,4 +47,19 @@ func (r *RM) containerPodName(cid yarnid.ContainerID) string {
 // mounts.
 func (r *RM) launchSecretName(cid yarnid.ContainerID) string {
 	return r.containerPodName(cid) + "-launch"
+}
+
+// nodeID is how YARN names a node: host = the Node's InternalIP (else its
+// name), port = the NM face's advertised port. An AM connects to NodeId
+// host:port; node IPs are routable from pods where node names often do not
+// resolve.
+func (r *RM) nodeID(n *corev1.Node) *yarnpb.NodeIdProto {
+	host := n.Name
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address != "" {
+			host = a.Address
+			break
+		}
+	}
+	return &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(r.nmPort)}
 }

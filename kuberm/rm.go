@@ -47,6 +47,7 @@ type RM struct {
 	epoch     int64
 	prefix    string       // of object names (namePrefix)
 	masterKey []byte       // AMRMTokens' HMAC key (amrm.go), read at Start
+	nmPort    int32        // the NodeIds' port: the NM face's advertised port, set by Start
 	ts        int64        // cluster timestamp of the ids it hands out
 	seq       atomic.Int32 // last application sequence handed out
 	now       func() time.Time
