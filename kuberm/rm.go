@@ -22,6 +22,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopcreds"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -161,6 +162,12 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 		if len(t) > maxTagLen {
 			return submission{}, fmt.Errorf("%w: an application tag is longer than %d", ErrInvalidSubmission, maxTagLen)
 		}
+	}
+	// The RM reads these when it launches the AM (AMLauncher); kuberm reads
+	// them now, so a submission it could never launch is refused, not
+	// accepted and failed later.
+	if _, err := hadoopcreds.Decode(sc.GetAmContainerSpec().GetTokens()); err != nil {
+		return submission{}, fmt.Errorf("%w: the AM launch context's tokens: %w", ErrInvalidSubmission, err)
 	}
 	if q := sc.GetQueue(); q != r.cfg.Queue && q != "root."+r.cfg.Queue {
 		return submission{}, fmt.Errorf("%w: application %s submitted by user %s to unknown queue: %s", ErrInvalidSubmission, id, user, q)
