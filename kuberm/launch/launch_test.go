@@ -392,8 +392,48 @@ func TestBounds(t *testing.T) {
 	} {
 		src := writeFile(t, filepath.Join(t.TempDir(), "a.zip"), b)
 		if err := unzip(src, t.TempDir(), nil, small); err == nil {
-			t.Errorf("an archive over the %s bound unpacked", name)
+			t.Errorf("a zip over the %s bound unpacked", name)
 		}
+	}
+	for name, b := range map[string][]byte{
+		"entries": tgzBytes(t, entry{name: "a", body: "1"}, entry{name: "b", body: "2"}, entry{name: "c", body: "3"}),
+		"bytes":   tgzBytes(t, entry{name: "a", body: "0123456789x"}),
+	} {
+		src := writeFile(t, filepath.Join(t.TempDir(), "a.tgz"), b)
+		if err := untar(src, t.TempDir(), true, small); err == nil {
+			t.Errorf("a tar.gz over the %s bound unpacked", name)
+		}
+	}
+}
+
+// TestDeclaredSizeBoundsDownload: an HTTP source streaming far more than
+// the size the launch context declares is cut off after that size: the
+// launcher does not read (nor store) the rest.
+func TestDeclaredSizeBoundsDownload(t *testing.T) {
+	completed := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for i := 0; i < 1024; i++ { // 64 MiB, no Content-Length
+			if _, err := w.Write(chunk); err != nil {
+				completed <- false
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+		completed <- true
+	}))
+	defer srv.Close()
+	host, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	f := newFixture(t)
+	code, err := f.run(&yarnpb.ContainerLaunchContextProto{LocalResources: []*yarnpb.StringLocalResourceMapProto{{
+		Key: proto.String("big"), Value: &yarnpb.LocalResourceProto{
+			Resource: &yarnpb.URLProto{Scheme: proto.String("http"), Host: proto.String(host), Port: proto.Int32(int32(mustAtoi(t, port))), File: proto.String("/big")},
+			Size:     proto.Int64(10), Type: yarnpb.LocalResourceTypeProto_FILE.Enum()}}}})
+	if !errors.Is(err, ErrLocalize) || code != ExitLocalizationFailed {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if <-completed {
+		t.Fatal("the launcher read the whole 64 MiB stream for a resource declared as 10 bytes")
 	}
 }
 
