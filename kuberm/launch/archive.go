@@ -199,7 +199,7 @@ func untar(src, dst string, gz bool, lim Limits) error {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = u.mkdir(name)
-		case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old archives still use '\x00'
+		case tar.TypeReg: // the reader reports old archives' NUL type as TypeReg too
 			err = u.file(name, h.FileInfo().Mode(), tr)
 		case tar.TypeSymlink:
 			err = u.symlink(name, h.Linkname)
