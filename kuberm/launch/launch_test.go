@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -507,5 +508,31 @@ func TestMissingNodeManagerEnvironment(t *testing.T) {
 	code, err := f.run(&yarnpb.ContainerLaunchContextProto{Command: []string{"true"}})
 	if !errors.Is(err, ErrLaunch) || code != ExitLaunchFailed {
 		t.Fatalf("Run = %d, %v", code, err)
+	}
+}
+
+// TestReapsOrphansAsPID1: as PID 1 of its container the launcher reaps
+// the orphans the command leaves while it waits for the command. The test
+// process stands in for PID 1 by becoming a child subreaper: the
+// command's orphan is reparented to it, and the command waits until the
+// orphan is gone (a zombie still answers kill -0), so it ends only if the
+// launcher reaped the orphan.
+func TestReapsOrphansAsPID1(t *testing.T) {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
+	}
+	f := newFixture(t)
+	// The command words sit inside the script's double quotes, as on a
+	// NodeManager: what the command's own shell must expand is escaped.
+	f.writeContext(&yarnpb.ContainerLaunchContextProto{Command: []string{
+		`( sleep 0.01 & echo \$! > orphan.pid );`, `p=\$(cat orphan.pid); test \${#p} -gt 0 || exit 9;`,
+		`while kill -0 \$p 2>/dev/null; do sleep 0.01; done;`, "exit 4"}})
+	cfg := f.config()
+	cfg.ReapAll = true
+	ctx, cancel := context.WithTimeout(context.Background(), testpoll.Timeout)
+	defer cancel()
+	if code, err := Run(ctx, cfg); err != nil || code != 4 {
+		t.Fatalf("Run = %d, %v; want 4 (a stop at the timeout means the orphan was never reaped)", code, err)
 	}
 }
