@@ -197,15 +197,15 @@ func (l *localizer) copyFile(r Resource, from, to string) error {
 
 // store writes at most max bytes of in to a new file, against the total
 // bound too, and returns how many it wrote.
-func (l *localizer) store(r Resource, in io.Reader, to string, max int64) (int64, error) {
-	if left := l.lim.TotalBytes - l.total; left < max {
-		max = left
+func (l *localizer) store(r Resource, in io.Reader, to string, limit int64) (int64, error) {
+	if left := max(l.lim.TotalBytes-l.total, 0); left < limit {
+		limit = left
 	}
 	f, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrLocalize, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(in, max+1))
+	n, err := io.Copy(f, io.LimitReader(in, limit+1))
 	l.total += n
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -213,8 +213,8 @@ func (l *localizer) store(r Resource, in io.Reader, to string, max int64) (int64
 	if err != nil {
 		return n, fmt.Errorf("%w: %s: %v", ErrLocalize, r.URL, err)
 	}
-	if n > max {
-		return n, fmt.Errorf("%w: %s: more than %d bytes (the declared size or the launcher's bound)", ErrLocalize, r.URL, max)
+	if n > limit {
+		return n, fmt.Errorf("%w: %s: more than %d bytes (the declared size or the launcher's bound)", ErrLocalize, r.URL, limit)
 	}
 	return n, nil
 }
@@ -244,14 +244,14 @@ func (l *localizer) fetchHTTP(ctx context.Context, r Resource, to string) error 
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%w: %s: HTTP %s", ErrLocalize, r.URL, resp.Status)
 	}
-	max := l.lim.ResourceBytes
+	limit := l.lim.ResourceBytes
 	if r.Size > 0 {
 		if resp.ContentLength >= 0 && resp.ContentLength != r.Size {
 			return changed(r, "size", r.Size, resp.ContentLength)
 		}
-		max = min(max, r.Size)
+		limit = min(limit, r.Size)
 	}
-	n, err := l.store(r, resp.Body, to, max)
+	n, err := l.store(r, resp.Body, to, limit)
 	if err != nil {
 		return err
 	}
