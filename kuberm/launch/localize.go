@@ -195,7 +195,7 @@ func (l *localizer) copyFile(r Resource, from, to string) error {
 	return err
 }
 
-// store writes at most max bytes of in to a new file, against the total
+// store writes at most limit bytes of in to a new file, against the total
 // bound too, and returns how many it wrote.
 func (l *localizer) store(r Resource, in io.Reader, to string, limit int64) (int64, error) {
 	if left := max(l.lim.TotalBytes-l.total, 0); left < limit {
