@@ -95,6 +95,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	cfg.storeConn.bindFlags(f)
 	cfg.roleLog.bindFlags(f)
 	loader.DocumentKeys()
+	cmd.AddCommand(newKubermLaunchCmd())
 	return cmd
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,7 +22,11 @@ func main() {
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "yarnfed:", err)
-		os.Exit(1)
+		code := 1
+		if ee := (*exitError)(nil); errors.As(err, &ee) { // kuberm launch: the container's code
+			code = ee.code
+		}
+		os.Exit(code)
 	}
 }
 
