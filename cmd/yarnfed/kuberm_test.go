@@ -55,7 +55,7 @@ func TestKubermThroughRouter(t *testing.T) {
 
 	cfg := kuberm.DefaultConfig()
 	cfg.SubClusterID, cfg.Namespace, cfg.Image = "SC-kube", "yarn", "registry.example/am:1"
-	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress, cfg.NMAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.ClusterTimestamp = 1_800_000_000_000
 	cfg.REST = kc.RESTConfig(kc.AdminToken)
 	cfg.Store = kuberm.NewClientStore(f.Store.Client())
