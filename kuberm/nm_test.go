@@ -376,6 +376,23 @@ func TestNMFace(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantFailure(t, resp.FailedRequests, cA(9), hadoopipc.ClassYarnException, "is not handled by this NodeManager")
+		// A pod of the container's name that is not a container pod (its
+		// labels say otherwise) is not taken for it.
+		standInContainerPod(t, e, kl, rm, cA(10), "node-a")
+		p, err := e.admin.Pods(testNS).Get(ctx, rm.containerPodName(cA(10)), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Labels[LabelRole] = RoleAM
+		if _, err := e.admin.Pods(testNS).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err = startCall(amA, start(cA(10), grant(cA(10), nodeA, valid)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFailure(t, resp.FailedRequests, cA(10), hadoopipc.ClassYarnException, "the pod of that name is not this container's")
+		noSecret(t, cA(10))
 	})
 
 	t.Run("logins other than a live attempt's NM token for this port are refused", func(t *testing.T) {
