@@ -543,6 +543,22 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
+// TestViewIgnoresContainerPods: a container pod carries its application
+// and attempt labels (the contract) but is no AM attempt: a failed
+// container must not fail the attempt (nor make Reconcile launch another).
+func TestViewIgnoresContainerPods(t *testing.T) {
+	r := unitRM(t)
+	id := yarnid.AppID{ClusterTimestamp: 9, ID: 4}
+	one := int32(1)
+	am := amPodFor(r, id, 1, corev1.PodRunning, "n", nil)
+	c := amPodFor(r, id, 1, corev1.PodFailed, "n", &one)
+	c.Name, c.Labels[LabelRole] = "container-pod", RoleContainer
+	v := r.view(id, appRecord{MaxAttempts: 1}, []*corev1.Pod{am, c})
+	if len(v.attempts) != 1 || v.state != yarnpb.YarnApplicationStateProto_RUNNING {
+		t.Errorf("%d attempts, state %v (%s); want the AM pod's one attempt, RUNNING", len(v.attempts), v.state, v.diagnostics)
+	}
+}
+
 // TestNMConfigValidate: nm_address must be host:port (0 binds any port);
 // the advertised NM port is the NodeIds' and must be a real one.
 func TestNMConfigValidate(t *testing.T) {
