@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,6 +146,7 @@ func (c *Config) Validate() error {
 	if c.ClientAddress == "" || c.SchedulerAddress == "" || c.AdminAddress == "" {
 		errs = append(errs, errors.New("client_address, scheduler_address and admin_address: required"))
 	}
+	errs = append(errs, c.validateNMAddresses()...)
 	if c.Store != nil && c.WebAddress == "" && c.AdvertiseWebAddress == "" {
 		errs = append(errs, errors.New("web_address: required with a state store (a sub-cluster registers its REST address)"))
 	}
@@ -169,6 +172,28 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("resync_interval, heartbeat_interval and api_timeout must be > 0"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateNMAddresses: the NM face binds nm_address (port 0 = any); the
+// NodeIds' port is advertise_nm_address's, so that one must be a real port.
+func (c *Config) validateNMAddresses() []error {
+	var errs []error
+	if c.NMAddress == "" {
+		errs = append(errs, errors.New("nm_address: required (the NodeManager face, ContainerManagementProtocol)"))
+	} else if _, p, err := net.SplitHostPort(c.NMAddress); err != nil || !validPort(p, true) {
+		errs = append(errs, fmt.Errorf("nm_address %q: want host:port with a port in 0..65535", c.NMAddress))
+	}
+	if c.AdvertiseNMAddress != "" {
+		if _, p, err := net.SplitHostPort(c.AdvertiseNMAddress); err != nil || !validPort(p, false) {
+			errs = append(errs, fmt.Errorf("advertise_nm_address %q: want host:port with a port in 1..65535 (NodeIds carry it)", c.AdvertiseNMAddress))
+		}
+	}
+	return errs
+}
+
+func validPort(s string, zeroOK bool) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n <= 65535 && (n > 0 || (zeroOK && n == 0))
 }
 
 // RESTConfig is the API server connection: Config.REST, else the

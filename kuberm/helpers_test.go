@@ -68,6 +68,7 @@ func testConfig(e *env) Config {
 	cfg.ClientAddress = "127.0.0.1:0"
 	cfg.SchedulerAddress = "127.0.0.1:0"
 	cfg.AdminAddress = "127.0.0.1:0"
+	cfg.NMAddress = "127.0.0.1:0"
 	cfg.WebAddress = "127.0.0.1:0"
 	cfg.Image = "registry.example/yarn-am:1"
 	cfg.ClusterTimestamp = 1_700_000_000_000

@@ -8,6 +8,10 @@ type metrics struct {
 	podsDeleted prometheus.Counter
 	reconciles  *prometheus.CounterVec
 	heartbeats  *prometheus.CounterVec
+	// The NM face (nm.go).
+	nmStarted prometheus.Counter
+	nmStopped prometheus.Counter
+	nmRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -22,9 +26,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Reconcile rounds by result (ok, error)."}, []string{"result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_kuberm_heartbeats_total",
 			Help: "State store membership writes by kind (register, heartbeat) and result (ok, error)."}, []string{"kind", "result"}),
+		nmStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_nm_containers_started_total",
+			Help: "Containers started through the NM face (their launch Secret created)."}),
+		nmStopped: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_nm_containers_stopped_total",
+			Help: "Container pods deleted by an AM's stopContainers."}),
+		nmRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_kuberm_nm_refused_total",
+			Help: "NM face refusals by method (login, startContainers, stopContainers, getContainerStatuses) and reason. A forged password is refused by DIGEST-MD5 itself and not counted here."},
+			[]string{"method", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.submitted, m.podsCreated, m.podsDeleted, m.reconciles, m.heartbeats)
+		reg.MustRegister(m.submitted, m.podsCreated, m.podsDeleted, m.reconciles, m.heartbeats, m.nmStarted, m.nmStopped, m.nmRefused)
 	}
 	return m
 }

@@ -190,7 +190,11 @@ func (r *RM) amContainerID(at yarnid.AttemptID) yarnid.ContainerID {
 }
 
 // podAttempt reads an AM pod's application and attempt from its labels.
+// Container pods carry both labels too but are no attempt.
 func podAttempt(p *corev1.Pod) (yarnid.AttemptID, bool) {
+	if p.Labels[LabelRole] == RoleContainer {
+		return yarnid.AttemptID{}, false
+	}
 	app, err := yarnid.ParseAppID(p.Labels[LabelApplication])
 	if err != nil {
 		return yarnid.AttemptID{}, false

@@ -63,8 +63,8 @@ type RM struct {
 	running bool
 }
 
-// Addrs are the bound addresses.
-type Addrs struct{ Client, Scheduler, Admin, Web string }
+// Addrs are the bound addresses (NM: the NodeManager face).
+type Addrs struct{ Client, Scheduler, Admin, Web, NM string }
 
 // New validates cfg and connects (lazily) to the API server.
 func New(cfg Config) (*RM, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +17,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
-// Start binds the IPC (and web) listeners and serves until Close; the
+// Start binds the IPC (client, scheduler, admin, NM face) and web listeners and serves until Close; the
 // bound addresses are then in Addrs. With a fixed cluster timestamp it
 // first reads the ids already used, so none is handed out twice.
 func (r *RM) Start(ctx context.Context) (err error) {
@@ -56,6 +57,19 @@ func (r *RM) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("kuberm: admin address: %w", err)
 	}
 	lns = append(lns, aln)
+	nln, err := net.Listen("tcp", r.cfg.NMAddress)
+	if err != nil {
+		return fmt.Errorf("kuberm: NM address: %w", err)
+	}
+	lns = append(lns, nln)
+	// NodeIds carry the advertised port (Validate checked it), else the
+	// bound one; set before any server runs, as allocate names nodes with it.
+	r.nmPort = int32(nln.Addr().(*net.TCPAddr).Port)
+	if r.cfg.AdvertiseNMAddress != "" {
+		_, ps, _ := net.SplitHostPort(r.cfg.AdvertiseNMAddress)
+		p, _ := strconv.Atoi(ps)
+		r.nmPort = int32(p)
+	}
 	var wln net.Listener
 	if r.cfg.WebAddress != "" {
 		if wln, err = net.Listen("tcp", r.cfg.WebAddress); err != nil {
@@ -71,18 +85,21 @@ func (r *RM) Start(ctx context.Context) (err error) {
 	if err := sc.Validate(); err != nil {
 		return err
 	}
-	r.addrs = Addrs{Client: cln.Addr().String(), Scheduler: sln.Addr().String(), Admin: aln.Addr().String()}
+	r.addrs = Addrs{Client: cln.Addr().String(), Scheduler: sln.Addr().String(), Admin: aln.Addr().String(), NM: nln.Addr().String()}
 	r.running = true
 	// Real AMs always log in with their AMRMToken: the scheduler port
 	// offers TOKEN only, as Hadoop's does.
 	amp := sc
 	amp.Secrets, amp.AllowSimple = amrmSecrets{r}, false
+	// The NM face: NM-token logins only, as a NodeManager's.
+	nmp := sc
+	nmp.Secrets, nmp.AllowSimple = nmSecrets{r}, false
 	for _, s := range []struct {
 		ln    net.Listener
 		cfg   hadoopipc.ServerConfig
 		proto hadoopipc.Protocol
 	}{{cln, sc, r.clientProtocol()}, {sln, amp, r.masterProtocol()},
-		{aln, sc, hadoopipc.Protocol{Name: hadoopipc.ProtocolRMAdmin, Version: 1}}} {
+		{aln, sc, hadoopipc.Protocol{Name: hadoopipc.ProtocolRMAdmin, Version: 1}}, {nln, nmp, r.nmProtocol()}} {
 		srv := hadoopipc.NewServer(s.cfg)
 		if err := srv.Register(s.proto); err != nil {
 			return err

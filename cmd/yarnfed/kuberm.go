@@ -61,8 +61,8 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 			}
 			defer rm.Close()
 			a := rm.Addrs()
-			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (register/finish; allocate not served yet)\n  admin     %s (no admin method served yet)\n  webapp    %s\n",
-				cfg.SubClusterID, cfg.Namespace, rm.ClusterTimestamp(), a.Client, a.Scheduler, a.Admin, a.Web)
+			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (register/finish; allocate not served yet)\n  admin     %s (no admin method served yet)\n  nm        %s (start/stop/status of containers)\n  webapp    %s\n",
+				cfg.SubClusterID, cfg.Namespace, rm.ClusterTimestamp(), a.Client, a.Scheduler, a.Admin, a.NM, a.Web)
 			return rm.Run(cmd.Context())
 		},
 	}
@@ -82,6 +82,8 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.StringVar(&cfg.AdvertiseSchedulerAddress, "advertise-scheduler-address", cfg.AdvertiseSchedulerAddress, "scheduler address registered in the state store (default: the bound one)")
 	f.StringVar(&cfg.AdminAddress, "admin-address", cfg.AdminAddress, "ResourceManagerAdministrationProtocol address (yarn.resourcemanager.admin.address); no admin method is served yet")
 	f.StringVar(&cfg.AdvertiseAdminAddress, "advertise-admin-address", cfg.AdvertiseAdminAddress, "admin address registered in the state store (default: the bound one)")
+	f.StringVar(&cfg.NMAddress, "nm-address", cfg.NMAddress, "NodeManager face address (ContainerManagementProtocol, NM-token logins): AMs reach it at <node InternalIP>:<port>")
+	f.StringVar(&cfg.AdvertiseNMAddress, "advertise-nm-address", cfg.AdvertiseNMAddress, "its port is the NodeIds' port (default: the bound one)")
 	f.StringVar(&cfg.WebAddress, "webapp-address", cfg.WebAddress, "REST address: /ws/v1/cluster/{info,metrics}, /prom, /healthz (empty: off)")
 	f.StringVar(&cfg.AdvertiseClientAddress, "advertise-client-address", cfg.AdvertiseClientAddress, "client address registered in the state store (default: the bound one)")
 	f.StringVar(&cfg.AdvertiseWebAddress, "advertise-webapp-address", cfg.AdvertiseWebAddress, "REST address registered in the state store (default: the bound one)")

@@ -55,7 +55,7 @@ func TestKubermThroughRouter(t *testing.T) {
 
 	cfg := kuberm.DefaultConfig()
 	cfg.SubClusterID, cfg.Namespace, cfg.Image = "SC-kube", "yarn", "registry.example/am:1"
-	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress, cfg.NMAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.ClusterTimestamp = 1_800_000_000_000
 	cfg.REST = kc.RESTConfig(kc.AdminToken)
 	cfg.Store = kuberm.NewClientStore(f.Store.Client())
@@ -151,5 +151,12 @@ func TestKubermRoleConfig(t *testing.T) {
 		{name: "sub-cluster id must be a label value", args: []string{"--subcluster-id", "SC k", "--image", "x", "--no-store"}, wantErr: "label value"},
 		{name: "a store transport is required unless --no-store", args: []string{"--subcluster-id", "SC-k", "--image", "x"}, wantErr: "store"},
 		{name: "unknown key is named", file: `{"namespac":"x"}`, wantErr: `"namespac"`},
+		{name: "the NM face's flags", file: file, args: []string{"--no-store", "--nm-address", "10.0.0.1:8041", "--advertise-nm-address", "10.0.0.1:18041"},
+			check: func(t *testing.T, c kubermRole) {
+				expect(t, "nm_address", c.NMAddress, "10.0.0.1:8041")
+				expect(t, "advertise_nm_address", c.AdvertiseNMAddress, "10.0.0.1:18041")
+			}},
+		{name: "the advertised NM port is a real port", args: []string{"--subcluster-id", "SC-k", "--image", "x", "--no-store", "--advertise-nm-address", "10.0.0.1:0"},
+			wantErr: "advertise_nm_address"},
 	})
 }
