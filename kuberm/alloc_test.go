@@ -88,7 +88,7 @@ func anyAsk(prio int32, memMB int64, vcores int32, n int32, relax bool) *yarnpb.
 
 func nameAsk(prio int32, memMB int64, vcores int32, name string, n int32, relax bool) *yarnpb.ResourceRequestProto {
 	return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(prio)}, ResourceName: proto.String(name),
-		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(memMB), VirtualCores: proto.Int32(vcores)},
+		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(memMB), VirtualCores: proto.Int32(vcores)},
 		NumContainers: proto.Int32(n), RelaxLocality: proto.Bool(relax)}
 }
 
