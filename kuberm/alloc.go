@@ -47,6 +47,7 @@ import (
 const (
 	exitAborted    = -100
 	exitPreempted  = -102
+	exitKilledByAM = -105
 	exitKilledByRM = -106
 )
 
@@ -56,7 +57,12 @@ const (
 	diagLost      = "Container released on a *lost* node"
 	diagPreempted = "Container preempted by scheduler"
 	diagKilled    = "Container killed by the ResourceManager: its pod was deleted outside YARN"
+	diagStopped   = "Container killed by the ApplicationMaster." // the NodeManager's, for stopContainers
 )
+
+// AnnotationStoppedByAM marks a container pod its AM stopped through the
+// NM face (stopContainers): allocate reports it KILLED_BY_APPMASTER.
+const AnnotationStoppedByAM = "yarnfed.io/stopped-by-am"
 
 const (
 	// nmHTTPPort is the NodeManager web port containers are told (NM_HTTP_PORT,
@@ -138,6 +144,7 @@ type allocator struct {
 	mu       sync.Mutex
 	attempts map[yarnid.AttemptID]*amState
 	view     *clusterView
+	stopped  map[yarnid.ContainerID]bool // stopped by their AM in this process, not yet reported
 }
 
 func (al *allocator) get(at yarnid.AttemptID) *amState {
@@ -173,6 +180,11 @@ func (al *allocator) forget(app yarnid.AppID, keep yarnid.AttemptID) {
 			drop = append(drop, st)
 		}
 	}
+	for cid := range al.stopped {
+		if cid.Attempt.App == app && cid.Attempt != keep {
+			delete(al.stopped, cid)
+		}
+	}
 	al.mu.Unlock()
 	for _, st := range drop {
 		st.mu.Lock()
@@ -203,11 +215,13 @@ func (r *RM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*y
 		if _, _, err := r.liveAttempt(ctx, at); err != nil {
 			return nil, retriable(err)
 		}
+		//lint:ignore ST1005 the text of the RM's own ApplicationMasterNotRegisteredException, which AMs log
 		return nil, fmt.Errorf("%w: AM is not registered for known application attempt: %s or RM had restarted after AM registered.  AM should re-register.", ErrAMNotRegistered, at)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.gone {
+		//lint:ignore ST1005 the text of the RM's own ApplicationAttemptNotFoundException, which AMs log
 		return nil, fmt.Errorf("%w: Application attempt %s doesn't exist in ApplicationMasterService cache.", ErrAttemptNotFound, at)
 	}
 	last := st.last
@@ -482,6 +496,9 @@ func disruption(p *corev1.Pod) (reason, msg string) {
 // someone deleted it (kuberm marks the pods it deletes before deleting).
 func completion(p *corev1.Pod, cv *clusterView) (exit int32, diag string, done bool) {
 	reason, msg := disruption(p)
+	if p.Annotations[AnnotationStoppedByAM] != "" && (terminated(p) || p.DeletionTimestamp != nil) {
+		return exitKilledByAM, diagStopped, true
+	}
 	preempted := p.Status.Reason == "Evicted" || reason == corev1.PodReasonPreemptionByScheduler ||
 		reason == corev1.PodReasonTerminationByKubelet || reason == "EvictionByEvictionAPI"
 	switch {
@@ -656,7 +673,11 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 			delete(st.live, id)
 			continue
 		}
-		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, completedStatus(cid, exitKilledByRM, diagKilled, containerRequest{}))
+		exit, diag := int32(exitKilledByRM), diagKilled
+		if r.alloc.takeStopped(cid) {
+			exit, diag = exitKilledByAM, diagStopped
+		}
+		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, completedStatus(cid, exit, diag, containerRequest{}))
 		delete(st.live, id)
 	}
 
@@ -895,4 +916,43 @@ func (r *RM) containerReports(ctx context.Context, v *appView, at yarnid.Attempt
 		out = append(out, rep)
 	}
 	return out, nil
+}
+
+// stopContainerPod is how the NM face's stopContainers ends a container:
+// the pod is marked stopped by its AM, then deleted, so allocate reports
+// KILLED_BY_APPMASTER (-105, the NodeManager's "Container killed by the
+// ApplicationMaster.") and not a kill by someone else. The mark is also
+// kept in memory for a pod that is gone before the next heartbeat.
+func (r *RM) stopContainerPod(ctx context.Context, p *corev1.Pod) error {
+	cid, ok := containerIDOf(p)
+	if !ok || !isContainerPod(p) {
+		return fmt.Errorf("%w: pod %s is not a container pod", ErrContainerNotFound, p.Name)
+	}
+	r.alloc.mu.Lock()
+	if r.alloc.stopped == nil {
+		r.alloc.stopped = map[yarnid.ContainerID]bool{}
+	}
+	r.alloc.stopped[cid] = true
+	r.alloc.mu.Unlock()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationStoppedByAM: "true"}}})
+	if _, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return kubeErr("mark pod "+p.Name+" stopped", err)
+	}
+	err := r.kube.Pods(r.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return kubeErr("delete pod "+p.Name, err)
+	}
+	r.metrics.podsDeleted.Inc()
+	return nil
+}
+
+func (al *allocator) takeStopped(cid yarnid.ContainerID) bool {
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	ok := al.stopped[cid]
+	delete(al.stopped, cid)
+	return ok
 }

@@ -432,16 +432,18 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 			t.Errorf("eviction: completed %v", resp.CompletedContainerStatuses)
 		}
 
-		// Two more: one deleted by someone else, one whose node goes.
-		am.allocate(t, anyAsk(1, 1000, 1, 2, true))
+		// Three more: one deleted by someone else, one stopped by its AM
+		// through the NM face, one whose node goes.
+		am.allocate(t, anyAsk(1, 1000, 1, 3, true))
 		p := unbound(e.containerPods(t, app))
-		if len(p) != 2 {
-			t.Fatalf("%d unbound pods after asking two more", len(p))
+		if len(p) != 3 {
+			t.Fatalf("%d unbound pods after asking three more", len(p))
 		}
 		kl.bind(p[0].Name, "n1")
 		kl.bind(p[1].Name, "n2")
-		if resp := am.allocate(t); len(resp.AllocatedContainers) != 2 {
-			t.Fatalf("%d containers handed out, want 2", len(resp.AllocatedContainers))
+		kl.bind(p[2].Name, "n1")
+		if resp := am.allocate(t); len(resp.AllocatedContainers) != 3 {
+			t.Fatalf("%d containers handed out, want 3", len(resp.AllocatedContainers))
 		}
 		deleted, _ := yarnid.ParseContainerID(p[0].Labels[LabelContainerID])
 		lost, _ := yarnid.ParseContainerID(p[1].Labels[LabelContainerID])
@@ -452,6 +454,14 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 		resp = am.allocate(t)
 		if s := completedByID(resp)[deleted.String()]; s == nil || s.GetExitStatus() != exitKilledByRM {
 			t.Errorf("a pod deleted by someone else: completed %v", resp.CompletedContainerStatuses)
+		}
+		stopped, _ := yarnid.ParseContainerID(p[2].Labels[LabelContainerID])
+		if err := rm.stopContainerPod(ctx, &p[2]); err != nil {
+			t.Fatal(err)
+		}
+		resp = am.allocate(t)
+		if s := completedByID(resp)[stopped.String()]; len(resp.CompletedContainerStatuses) != 1 || s == nil || s.GetExitStatus() != exitKilledByAM {
+			t.Errorf("a container stopped by its AM: completed %v", resp.CompletedContainerStatuses)
 		}
 		if err := e.admin.Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
