@@ -42,7 +42,7 @@ type Config struct {
 	ClientAddress string `json:"client_address"`
 	// SchedulerAddress is the ApplicationMasterProtocol port (Hadoop's
 	// yarn.resourcemanager.scheduler.address): AMRMToken logins only;
-	// register and finish are served, allocate not yet (DESIGN.md).
+	// register, allocate and finish are served (DESIGN.md).
 	SchedulerAddress string `json:"scheduler_address"`
 	// AdminAddress is the ResourceManagerAdministrationProtocol port
 	// (yarn.resourcemanager.admin.address). This milestone serves no admin
