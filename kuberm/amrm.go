@@ -21,9 +21,9 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
 
-// The ApplicationMasterProtocol, first part: AMRMTokens kuberm issues and
-// verifies, registerApplicationMaster and finishApplicationMaster. allocate
-// is the next part (DESIGN.md, "Left").
+// The ApplicationMasterProtocol: AMRMTokens kuberm issues and verifies,
+// registerApplicationMaster and finishApplicationMaster; allocate is
+// alloc.go.
 
 const (
 	// KindAMRMToken is the AMRMToken's kind, as Hadoop names it.
@@ -181,7 +181,11 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := registrationOf(a.pod); ok {
+	// Registered means registered with this process, as in the RM's
+	// ApplicationMasterService cache: after a kuberm restart the pod still
+	// carries the old registration, and the AM registers again to resync
+	// (AMRMClientImpl does on ApplicationMasterNotRegisteredException).
+	if r.alloc.get(at) != nil {
 		return nil, fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
 	}
 	if len(req.GetHost()) > 1024 || len(req.GetTrackingUrl()) > 4096 {
@@ -199,7 +203,13 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	if err != nil {
 		return nil, kubeErr("record the AM registration", err)
 	}
-	r.log.Info("AM registered", "attempt", at, "host", req.GetHost(), "tracking_url", req.GetTrackingUrl())
+	st, ok := r.alloc.add(at)
+	if !ok {
+		return nil, fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
+	}
+	r.alloc.forget(at.App, at) // earlier attempts' states, if any were left
+	r.adoptAttempt(st, &v)
+	r.log.Info("AM registered", "attempt", at, "host", req.GetHost(), "tracking_url", req.GetTrackingUrl(), "resync", a.reg != nil)
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability: r.maxCapability(), Queue: proto.String(v.rec.Queue),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
@@ -240,6 +250,12 @@ func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRe
 	// final status is the AM's.
 	if err := r.finish(ctx, at.App, yarnpb.YarnApplicationStateProto_FINISHED, fs, diag); err != nil {
 		return nil, err
+	}
+	// The application is over: its containers go (the reconcile loop
+	// retries a deletion that fails here).
+	r.alloc.forget(at.App, yarnid.AttemptID{})
+	if v, err := r.App(ctx, at.App); err == nil {
+		r.deleteContainers(ctx, v.pods, yarnid.AttemptID{})
 	}
 	r.log.Info("AM unregistered", "attempt", at, "final_status", fs)
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil

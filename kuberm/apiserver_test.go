@@ -150,6 +150,15 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		}
 		kl.run(rm.amPodName(app, 1))
 		wantState(t, report(t, cl, app), yarnpb.YarnApplicationStateProto_RUNNING, yarnpb.FinalApplicationStatusProto_APP_UNDEFINED)
+		// The AM unregisters, then its pod exits.
+		am := amClient(t, rm, rm.AMRMToken(yarnid.AttemptID{App: app, Attempt: 1}), "")
+		if err := am.Call(ctx, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")}, &yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := am.Call(ctx, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{
+			FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}, &yarnpb.FinishApplicationMasterResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
 		kl.exit(rm.amPodName(app, 1), 0, "Completed")
 		rep = report(t, cl, app)
 		wantState(t, rep, yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED)

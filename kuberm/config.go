@@ -6,7 +6,10 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net"
+	"path"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,7 +44,7 @@ type Config struct {
 	ClientAddress string `json:"client_address"`
 	// SchedulerAddress is the ApplicationMasterProtocol port (Hadoop's
 	// yarn.resourcemanager.scheduler.address): AMRMToken logins only;
-	// register and finish are served, allocate not yet (DESIGN.md).
+	// register, allocate and finish are served (DESIGN.md).
 	SchedulerAddress string `json:"scheduler_address"`
 	// AdminAddress is the ResourceManagerAdministrationProtocol port
 	// (yarn.resourcemanager.admin.address). This milestone serves no admin
@@ -89,6 +92,21 @@ type Config struct {
 	MaxAppAttempts int32 `json:"max_app_attempts"`
 	// LogDir is where an AM's <LOG_DIR> points inside its pod.
 	LogDir string `json:"log_dir"`
+
+	// Container pods (allocate, alloc*.go; DESIGN.md "allocate").
+	// LauncherImage holds the launcher (/yarnfed): an init container of
+	// every container pod copies it into the pod; empty = Image (an image
+	// that holds /yarnfed itself).
+	LauncherImage string `json:"launcher_image"`
+	// HostPaths are host directories mounted read-only into container pods
+	// (the operator's JDK or Hadoop on every node). A hostPath volume is
+	// refused by Pod Security "baseline" and "restricted": the namespace
+	// must allow it.
+	HostPaths []HostPath `json:"host_paths"`
+	// Env is added to every container pod's environment after the
+	// variables a NodeManager sets (yarn.nodemanager.env-whitelist's
+	// role: JAVA_HOME, HADOOP_HOME, HADOOP_CONF_DIR, ...).
+	Env map[string]string `json:"env"`
 	// ResyncInterval is how often the reconcile loop lists the
 	// applications and their pods (launching next attempts, recording
 	// final states).
@@ -108,6 +126,14 @@ type Config struct {
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time `json:"-"`
 }
+
+// HostPath is a host directory mounted read-only into container pods.
+type HostPath struct {
+	Path      string `json:"path"`
+	MountPath string `json:"mount_path"`
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // DefaultConfig returns the defaults: Hadoop's port numbers and limits.
 func DefaultConfig() Config {
@@ -153,6 +179,7 @@ func (c *Config) Validate() error {
 	if c.Image == "" {
 		errs = append(errs, errors.New("image: required (the AM pods' image)"))
 	}
+	errs = append(errs, c.validateContainers()...)
 	if c.RunAsUser <= 0 {
 		errs = append(errs, errors.New("run_as_user must be > 0 (pods never run as root)"))
 	}
@@ -225,4 +252,25 @@ func (c *Config) epoch() int64 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(c.SubClusterID))
 	return int64(h.Sum32()%4095) + 1
+}
+
+// validateContainers checks the container pods' block.
+func (c *Config) validateContainers() []error {
+	var errs []error
+	for i, h := range c.HostPaths {
+		if !path.IsAbs(h.Path) || !path.IsAbs(h.MountPath) {
+			errs = append(errs, fmt.Errorf("host_paths[%d]: path and mount_path must be absolute", i))
+		} else if mp := path.Clean(h.MountPath); mp == "/" || strings.HasPrefix(mp+"/", yarnfedDir+"/") || strings.HasPrefix(yarnfedDir+"/", mp+"/") ||
+			mp == path.Clean(c.LogDir) {
+			errs = append(errs, fmt.Errorf("host_paths[%d]: mount_path %q overlaps %s or the log dir", i, h.MountPath, yarnfedDir))
+		}
+	}
+	for k := range c.Env {
+		if !envName.MatchString(k) {
+			errs = append(errs, fmt.Errorf("env: %q is not an environment variable name", k))
+		} else if reservedEnv[k] {
+			errs = append(errs, fmt.Errorf("env: %s is set by kuberm (as a NodeManager sets it)", k))
+		}
+	}
+	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 
@@ -24,6 +25,7 @@ var errorClasses = hadoopipc.ClassMap{
 	{Err: ErrContainerNotFound, Class: hadoopipc.ClassContainerNotFound},
 	{Err: ErrInvalidResource, Class: hadoopipc.ClassInvalidResourceRequest},
 	{Err: ErrInvalidAMRequest, Class: hadoopipc.ClassInvalidApplicationMasterRequest},
+	{Err: ErrInvalidRelease, Class: hadoopipc.ClassInvalidContainerRelease},
 	{Err: ErrAMNotRegistered, Class: hadoopipc.ClassApplicationMasterNotRegistered},
 	{Err: ErrKube, Class: hadoopipc.ClassIOException},
 	{Err: ErrBadRecord, Class: hadoopipc.ClassIOException},
@@ -214,8 +216,8 @@ func (r *RM) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesReq
 			continue
 		}
 		out.NodeReports = append(out.NodeReports, &yarnpb.NodeReportProto{
-			NodeId:      &yarnpb.NodeIdProto{Host: proto.String(n.name), Port: proto.Int32(0)},
-			HttpAddress: proto.String(""), RackName: proto.String(n.rack),
+			NodeId:      n.id,
+			HttpAddress: proto.String(n.id.GetHost() + ":" + strconv.Itoa(nmHTTPPort)), RackName: proto.String(n.rack),
 			Used: resourcePB(n.used), Capability: resourcePB(n.capability),
 			NumContainers: proto.Int32(n.containers), NodeState: n.state.Enum(),
 			HealthReport: proto.String(n.health), LastHealthReportTime: proto.Int64(n.heartbeat),
@@ -371,6 +373,15 @@ func (r *RM) getContainerReport(ctx context.Context, req *yarnpb.GetContainerRep
 	}
 	cid := yarnid.ContainerFromPB(req.ContainerId)
 	v, a, err := r.attempt(ctx, yarnid.AttemptPB(cid.Attempt))
+	if err == nil && a.container != cid {
+		reps, err := r.containerReports(ctx, &v, cid.Attempt, &cid)
+		if err != nil {
+			return nil, err
+		}
+		if len(reps) == 1 {
+			return &yarnpb.GetContainerReportResponseProto{ContainerReport: reps[0]}, nil
+		}
+	}
 	if errors.Is(err, ErrAttemptNotFound) || (err == nil && a.container != cid) {
 		//lint:ignore ST1005 the text of the RM's own ContainerNotFoundException, which clients show
 		return nil, fmt.Errorf("%w: Container with id '%s' doesn't exist in RM.", ErrContainerNotFound, cid)
@@ -390,6 +401,11 @@ func (r *RM) getContainers(ctx context.Context, req *yarnpb.GetContainersRequest
 	if a.state != yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_SCHEDULED {
 		out.Containers = append(out.Containers, r.containerReportPB(&v, a))
 	}
+	reps, err := r.containerReports(ctx, &v, a.id, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.Containers = append(out.Containers, reps...)
 	return out, nil
 }
 
@@ -436,12 +452,8 @@ func progress(s yarnpb.YarnApplicationStateProto) float32 {
 	return 0
 }
 
-// errAllocateNotYet is allocate's answer until kuberm turns asks into pods
-// (the next part of the ApplicationMasterProtocol).
-const errAllocateNotYet = "kuberm does not serve allocate yet: AMs of a kuberm sub-cluster can register and unregister but not ask for containers"
-
-// masterProtocol is the scheduler port: register and finish with the RM's
-// rules; allocate answers a YarnException until it is implemented.
+// masterProtocol is the scheduler port: register, allocate (alloc.go) and
+// finish with the RM's rules.
 func (r *RM) masterProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationMaster,
@@ -450,12 +462,7 @@ func (r *RM) masterProtocol() hadoopipc.Protocol {
 		Methods: []hadoopipc.Method{
 			hadoopipc.NewMethod("registerApplicationMaster", hadoopipc.NewOf[yarnpb.RegisterApplicationMasterRequestProto](), r.registerAM),
 			hadoopipc.NewMethod("finishApplicationMaster", hadoopipc.NewOf[yarnpb.FinishApplicationMasterRequestProto](), r.finishAM),
-			hadoopipc.NewMethod("allocate", hadoopipc.NewOf[yarnpb.AllocateRequestProto](), func(ctx context.Context, _ *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
-				if _, err := r.amAttempt(ctx); err != nil {
-					return nil, err
-				}
-				return nil, hadoopipc.Errorf(hadoopipc.ClassYarnException, "%s", errAllocateNotYet)
-			}),
+			hadoopipc.NewMethod("allocate", hadoopipc.NewOf[yarnpb.AllocateRequestProto](), r.allocate),
 		},
 	}
 }

@@ -6,8 +6,11 @@ type metrics struct {
 	submitted   prometheus.Counter
 	podsCreated prometheus.Counter
 	podsDeleted prometheus.Counter
-	reconciles  *prometheus.CounterVec
-	heartbeats  *prometheus.CounterVec
+	// allocate (alloc.go)
+	containersAllocated prometheus.Counter
+	containersCompleted prometheus.Counter
+	reconciles          *prometheus.CounterVec
+	heartbeats          *prometheus.CounterVec
 	// The NM face (nm.go).
 	nmStarted prometheus.Counter
 	nmStopped prometheus.Counter
@@ -19,9 +22,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		submitted: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_applications_submitted_total",
 			Help: "Applications accepted by submitApplication (a resubmission of a known id is not counted)."}),
 		podsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_pods_created_total",
-			Help: "AM pods created in the Kubernetes API."}),
+			Help: "AM and container pods created in the Kubernetes API."}),
 		podsDeleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_pods_deleted_total",
-			Help: "Pods deleted by kills."}),
+			Help: "Pods deleted by kills, releases, surplus asks and ended attempts."}),
+		containersAllocated: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_containers_allocated_total",
+			Help: "Containers handed to AMs in allocate answers (bound container pods)."}),
+		containersCompleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_containers_completed_total",
+			Help: "Completed containers reported to AMs, releases excluded."}),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_kuberm_reconciles_total",
 			Help: "Reconcile rounds by result (ok, error)."}, []string{"result"}),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_kuberm_heartbeats_total",
@@ -35,7 +42,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]string{"method", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.submitted, m.podsCreated, m.podsDeleted, m.reconciles, m.heartbeats, m.nmStarted, m.nmStopped, m.nmRefused)
+		reg.MustRegister(m.submitted, m.podsCreated, m.podsDeleted, m.containersAllocated, m.containersCompleted,
+			m.reconciles, m.heartbeats, m.nmStarted, m.nmStopped, m.nmRefused)
 	}
 	return m
 }

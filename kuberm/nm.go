@@ -2,17 +2,14 @@ package kuberm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
@@ -32,25 +29,16 @@ import (
 const (
 	// ProtocolContainerManagement is the NM protocol's wire name.
 	ProtocolContainerManagement = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
-	// AnnotationStoppedByAM on a container pod is the time (ms) the AM's
-	// stopContainers deleted it, so its end reads as a NodeManager reports
-	// it: exit status KILLED_BY_APPMASTER.
-	AnnotationStoppedByAM = "yarnfed.io/stopped-by-am"
 	// maxLaunchContextBytes bounds a launch context (deterministic
 	// encoding), as submissions are bounded: it becomes a Secret (at most
 	// 1 MiB in the API server) that the kubelet keeps in the node's memory
 	// for the pod's life.
 	maxLaunchContextBytes = maxSubmissionBytes
-	// nmContainerName is the container pod's main container (the contract
-	// in KUBERM-CONTRACT.md): its state is the YARN container's.
-	nmContainerName = "container"
 
 	classInvalidAuxService = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
 
 	// ContainerExitStatus values a NodeManager reports.
-	exitAborted        = -100
 	exitKilledPmem     = -104
-	exitKilledByAM     = -105
 	msgInvalidNMToken  = "Invalid NMToken"
 	msgInvalidCTToken  = "Invalid ContainerToken"
 	msgKilledByAM      = "Container killed by the ApplicationMaster."
@@ -183,7 +171,7 @@ type nodeIDs map[string]string
 // containerPod finds the pod of one of the caller's containers on the
 // caller's node. Anything else is "not handled by this NodeManager", as a
 // NodeManager answers for a container it does not run.
-func (r *RM) containerPod(ctx context.Context, c nmCaller, cid yarnid.ContainerID, nodes nodeIDs) (*corev1.Pod, *refusal) {
+func (r *RM) nmContainerPod(ctx context.Context, c nmCaller, cid yarnid.ContainerID, nodes nodeIDs) (*corev1.Pod, *refusal) {
 	notHandled := func(why string) *refusal {
 		return refuse(refusedNotHandled, hadoopipc.ClassYarnException, notHandledByThisNM+" (%s)", cid, why)
 	}
@@ -284,7 +272,7 @@ func (r *RM) startOne(ctx context.Context, c nmCaller, tid *yarnpb.ContainerToke
 	if f != nil {
 		return f
 	}
-	p, f := r.containerPod(ctx, c, cid, nodes)
+	p, f := r.nmContainerPod(ctx, c, cid, nodes)
 	if f != nil {
 		return f
 	}
@@ -372,21 +360,17 @@ func (r *RM) stopOne(ctx context.Context, c nmCaller, cid yarnid.ContainerID, no
 	if cid.Attempt.App != c.at.App {
 		return refuse(refusedOtherApp, hadoopipc.ClassYarnException, "%s attempted to stop non-application container : %s", c.at, cid)
 	}
-	p, f := r.containerPod(ctx, c, cid, nodes)
+	p, f := r.nmContainerPod(ctx, c, cid, nodes)
 	if f != nil {
 		return f
 	}
 	if podEnded(p) {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{AnnotationStoppedByAM: strconv.FormatInt(r.now().UnixMilli(), 10)}}})
-	_, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err == nil {
-		err = r.kube.Pods(r.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-	}
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return refuse(refusedAPIError, hadoopipc.ClassIOException, "%v", kubeErr("stop container pod "+p.Name, err))
+	// allocate's stop: marks the pod, so its end is reported
+	// KILLED_BY_APPMASTER, then deletes it gracefully.
+	if err := r.stopContainerPod(ctx, p); err != nil {
+		return refuse(refusedAPIError, hadoopipc.ClassIOException, "%v", err)
 	}
 	r.metrics.nmStopped.Inc()
 	r.log.Info("container stopped by its AM", "container", cid, "pod", p.Name)
@@ -416,7 +400,7 @@ func (r *RM) statusOne(ctx context.Context, c nmCaller, cid yarnid.ContainerID, 
 	if cid.Attempt.App != c.at.App {
 		return nil, refuse(refusedOtherApp, hadoopipc.ClassYarnException, "%s attempted to get status for non-application container : %s", c.at, cid)
 	}
-	p, f := r.containerPod(ctx, c, cid, nodes)
+	p, f := r.nmContainerPod(ctx, c, cid, nodes)
 	if f != nil {
 		return nil, f
 	}

@@ -72,7 +72,7 @@ func standInContainerPod(t *testing.T, e *env, kl *fakeKubelet, rm *RM, cid yarn
 			InitContainers: []corev1.Container{{Name: "install-launcher", Image: "registry.example/yarnfed:1",
 				Command: []string{"/yarnfed", "kuberm", "launch", "--install", "/var/run/yarnfed/bin"}, SecurityContext: restricted,
 				VolumeMounts: []corev1.VolumeMount{{Name: "yarnfed-bin", MountPath: "/var/run/yarnfed/bin"}}}},
-			Containers: []corev1.Container{{Name: nmContainerName, Image: "registry.example/runtime:1",
+			Containers: []corev1.Container{{Name: ContainerName, Image: "registry.example/runtime:1",
 				Command: []string{"/var/run/yarnfed/bin/yarnfed", "kuberm", "launch"}, WorkingDir: "/var/run/yarnfed/work",
 				Resources: podResources(2048, 2, false), SecurityContext: restricted,
 				VolumeMounts: []corev1.VolumeMount{{Name: "launch", MountPath: LaunchMountPath, ReadOnly: true},
@@ -95,7 +95,7 @@ func containerRunning(kl *fakeKubelet, pod, ip string) {
 	kl.t.Helper()
 	kl.status(pod, func(s *corev1.PodStatus) {
 		s.Phase, s.PodIP, s.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: nmContainerName, Ready: true, Image: "x",
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Ready: true, Image: "x",
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	})
 }
@@ -108,7 +108,7 @@ func containerExit(kl *fakeKubelet, pod string, code int32, reason string) {
 			s.Phase = corev1.PodFailed
 		}
 		now := metav1.Now()
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: nmContainerName, Image: "x",
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Image: "x",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}}}}
 	})
 }
@@ -583,11 +583,11 @@ func TestNMConfigValidate(t *testing.T) {
 func TestNMContainerStatusOf(t *testing.T) {
 	cid := yarnid.NewContainerID(yarnid.AttemptID{App: yarnid.AppID{ClusterTimestamp: 1, ID: 1}, Attempt: 1}, 0, 2)
 	term := func(code int32, reason string) []corev1.ContainerStatus {
-		return []corev1.ContainerStatus{{Name: nmContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}}
+		return []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}}
 	}
 	pod := func(phase corev1.PodPhase, cs []corev1.ContainerStatus, ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: ann},
-			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: nmContainerName, Resources: podResources(3072, 3, true)}}},
+			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName, Resources: podResources(3072, 3, true)}}},
 			Status: corev1.PodStatus{Phase: phase, ContainerStatuses: cs}}
 	}
 	stopped := map[string]string{AnnotationStoppedByAM: "1"}

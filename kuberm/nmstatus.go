@@ -36,7 +36,7 @@ func containerStatusOf(p *corev1.Pod, cid yarnid.ContainerID, started bool) *yar
 	}
 	var main *corev1.ContainerStatus
 	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == nmContainerName {
+		if p.Status.ContainerStatuses[i].Name == ContainerName {
 			main = &p.Status.ContainerStatuses[i]
 		}
 	}
@@ -50,7 +50,7 @@ func containerStatusOf(p *corev1.Pod, cid yarnid.ContainerID, started bool) *yar
 	}
 	switch {
 	case term != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		exit, diag := completion(p, term)
+		exit, diag := nmExit(p, term)
 		if stopped {
 			exit, diag = exitKilledByAM, msgKilledByAM+"\n"+diag
 		}
@@ -80,8 +80,8 @@ func containerStatusOf(p *corev1.Pod, cid yarnid.ContainerID, started bool) *yar
 	return st
 }
 
-// completion is the exit status and diagnostics of an ended container pod.
-func completion(p *corev1.Pod, term *corev1.ContainerStateTerminated) (int32, string) {
+// nmExit is the exit status and diagnostics of an ended container pod.
+func nmExit(p *corev1.Pod, term *corev1.ContainerStateTerminated) (int32, string) {
 	switch {
 	case term != nil && term.Reason == "OOMKilled":
 		return exitKilledPmem, fmt.Sprintf("Container killed on request: it exceeded its memory limit (OOMKilled). Exit code is %d", term.ExitCode)
@@ -125,7 +125,7 @@ func waiting(p *corev1.Pod) string {
 // (batch resources or cpu/memory, whichever it asks for).
 func podCapability(p *corev1.Pod) *yarnpb.ResourceProto {
 	for _, c := range p.Spec.Containers {
-		if c.Name != nmContainerName {
+		if c.Name != ContainerName {
 			continue
 		}
 		rq := c.Resources.Requests

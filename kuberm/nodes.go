@@ -11,9 +11,14 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
+// defaultRack is the rack of a node without a zone label (Hadoop's
+// NetworkTopology.DEFAULT_RACK); other racks are "/<zone>".
+const defaultRack = "/default-rack"
+
 // nodeView is a Node as a YARN NodeReport sees it.
 type nodeView struct {
 	name       string
+	id         *yarnpb.NodeIdProto // r.nodeID: <InternalIP>:<NM face port>
 	rack       string
 	state      yarnpb.NodeStateProto
 	batch      bool                // the node advertises Koordinator batch resources
@@ -70,13 +75,19 @@ func (r *RM) ours(p *corev1.Pod) bool {
 // whole vcores and MiB. kuberm's own pods are its usage. A node without
 // batch resources counts cpu/memory allocatable the same way.
 func (r *RM) Nodes(ctx context.Context) ([]nodeView, error) {
+	views, _, err := r.nodes(ctx)
+	return views, err
+}
+
+// nodes is Nodes with the Node objects (by name order).
+func (r *RM) nodes(ctx context.Context) ([]nodeView, []*corev1.Node, error) {
 	nodes, err := r.kube.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, kubeErr("list nodes", err)
+		return nil, nil, kubeErr("list nodes", err)
 	}
 	pods, err := r.kube.Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
 	if err != nil {
-		return nil, kubeErr("list pods", err)
+		return nil, nil, kubeErr("list pods", err)
 	}
 	byNode := map[string][]*corev1.Pod{}
 	for i := range pods.Items {
@@ -86,15 +97,18 @@ func (r *RM) Nodes(ctx context.Context) ([]nodeView, error) {
 		}
 	}
 	out := make([]nodeView, 0, len(nodes.Items))
+	objs := make([]*corev1.Node, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		out = append(out, r.nodeView(&nodes.Items[i], byNode[nodes.Items[i].Name]))
+		objs = append(objs, &nodes.Items[i])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out, nil
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
+	return out, objs, nil
 }
 
 func (r *RM) nodeView(n *corev1.Node, pods []*corev1.Pod) nodeView {
-	v := nodeView{name: n.Name, rack: "/default-rack", batch: kubebatch.HasBatch(n), heartbeat: heartbeat(n),
+	v := nodeView{name: n.Name, id: r.nodeID(n), rack: defaultRack, batch: kubebatch.HasBatch(n), heartbeat: heartbeat(n),
 		state: yarnpb.NodeStateProto_NS_RUNNING, health: "Healthy"}
 	if z := n.Labels[corev1.LabelTopologyZone]; z != "" {
 		v.rack = "/" + z

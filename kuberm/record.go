@@ -80,6 +80,9 @@ type appRecord struct {
 	Unmanaged   bool     `json:"unmanaged,omitempty"`
 	Batch       bool     `json:"batch,omitempty"` // pods request kubernetes.io/batch-*
 	Digest      string   `json:"digest"`
+	// ContainerSeq is the highest container sequence reserved (alloc.go's
+	// nextSeq): ids above it were never handed out.
+	ContainerSeq int64 `json:"containerSeq,omitempty"`
 
 	State       yarnpb.YarnApplicationStateProto   `json:"state,omitempty"`
 	FinalStatus yarnpb.FinalApplicationStatusProto `json:"finalStatus,omitempty"`
@@ -119,7 +122,7 @@ func decodeRecord(s string) (appRecord, error) {
 		return appRecord{}, fmt.Errorf("%w: trailing data", ErrBadRecord)
 	}
 	switch {
-	case r.MemoryMB < 0 || r.VCores < 0:
+	case r.MemoryMB < 0 || r.VCores < 0 || r.ContainerSeq < 0:
 		return appRecord{}, fmt.Errorf("%w: negative resource", ErrBadRecord)
 	case r.MaxAttempts < 1:
 		return appRecord{}, fmt.Errorf("%w: maxAttempts %d", ErrBadRecord, r.MaxAttempts)

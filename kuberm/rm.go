@@ -54,6 +54,7 @@ type RM struct {
 	now       func() time.Time
 	started   time.Time
 	metrics   *metrics
+	alloc     allocator // allocate's in-memory attempt states (alloc.go)
 
 	mu      sync.Mutex
 	servers []*hadoopipc.Server
@@ -461,19 +462,30 @@ func (r *RM) Reconcile(ctx context.Context) error {
 func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec appRecord, pods []*corev1.Pod) error {
 	v := r.view(id, rec, pods)
 	if rec.final() {
+		r.alloc.forget(id, yarnid.AttemptID{})
 		if rec.State == yarnpb.YarnApplicationStateProto_KILLED {
-			for _, a := range v.attempts {
-				if a.pod.DeletionTimestamp == nil && a.pod.Status.Phase != corev1.PodSucceeded && a.pod.Status.Phase != corev1.PodFailed {
+			for _, p := range pods { // AM and container pods
+				if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 					return r.deletePods(ctx, id)
 				}
 			}
 		}
+		// An application over has no containers left running.
+		r.deleteContainers(ctx, pods, yarnid.AttemptID{})
 		return nil
 	}
 	if len(v.attempts) == 0 {
 		return r.launchAttempt(ctx, s, &rec, 1)
 	}
 	latest := v.attempts[len(v.attempts)-1]
+	// Only the latest attempt keeps containers (no work-preserving AM
+	// restart: keep_containers_across_application_attempts is not served).
+	live := latest.id
+	if latest.state == yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FAILED {
+		live = yarnid.AttemptID{}
+	}
+	r.alloc.forget(id, live)
+	r.deleteContainers(ctx, pods, live)
 	switch {
 	case latest.state == yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FAILED && latest.id.Attempt < rec.MaxAttempts:
 		r.log.Info("AM attempt failed; launching the next", "app", id, "attempt", latest.id.Attempt, "diagnostics", latest.diag)

@@ -32,6 +32,7 @@ type appView struct {
 	id          yarnid.AppID
 	rec         appRecord
 	attempts    []attemptView // by attempt number
+	pods        []*corev1.Pod // every pod of the application (AM and container pods)
 	state       yarnpb.YarnApplicationStateProto
 	final       yarnpb.FinalApplicationStatusProto
 	diagnostics string
@@ -76,8 +77,11 @@ func (r *RM) viewAttempt(id yarnid.AttemptID, p *corev1.Pod) attemptView {
 	case corev1.PodRunning:
 		a.state = yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_RUNNING
 	case corev1.PodSucceeded:
-		a.state = yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FINISHED
-		a.diag = fmt.Sprintf("AM container %s exited with exitCode: %d", a.container, a.exitCode)
+		// An AM that exits without unregistering fails its attempt, whatever
+		// its exit code, as on an RM (one that unregistered has its final
+		// state recorded, which view lets win).
+		a.state = yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FAILED
+		a.diag = fmt.Sprintf("AM container %s exited with exitCode: %d before the AM unregistered", a.container, a.exitCode)
 	case corev1.PodFailed:
 		a.state = yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FAILED
 		a.diag = fmt.Sprintf("AM container %s exited with exitCode: %d", a.container, a.exitCode)
@@ -113,10 +117,10 @@ func (r *RM) viewAttempt(id yarnid.AttemptID, p *corev1.Pod) attemptView {
 // view derives the application's state: a recorded final state wins;
 // otherwise its latest attempt's pod decides.
 func (r *RM) view(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
-	v := appView{id: id, rec: rec}
+	v := appView{id: id, rec: rec, pods: pods}
 	for _, p := range pods {
 		at, ok := podAttempt(p)
-		if !ok || at.App != id {
+		if !ok || at.App != id || p.Labels[LabelRole] != RoleAM {
 			continue
 		}
 		v.attempts = append(v.attempts, r.viewAttempt(at, p))
@@ -130,6 +134,12 @@ func (r *RM) view(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
 	}
 	if rec.final() {
 		v.state, v.final, v.diagnostics, v.finish = rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime
+		if n := len(v.attempts); n > 0 && rec.State == yarnpb.YarnApplicationStateProto_FINISHED {
+			// The AM unregistered: its attempt finished once its pod ended.
+			if l := &v.attempts[n-1]; l.pod.Status.Phase == corev1.PodSucceeded || l.pod.Status.Phase == corev1.PodFailed {
+				l.state = yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_FINISHED
+			}
+		}
 		return v
 	}
 	if len(v.attempts) == 0 {

@@ -109,6 +109,13 @@ func amPodFor(r *RM, id yarnid.AppID, attempt int32, phase corev1.PodPhase, node
 	return p
 }
 
+func containerPodFor(r *RM, id yarnid.AppID, attempt int32, phase corev1.PodPhase) *corev1.Pod {
+	p := amPodFor(r, id, attempt, phase, "n", nil)
+	p.Name = r.containerPodName(yarnid.NewContainerID(yarnid.AttemptID{App: id, Attempt: attempt}, r.epoch, 2))
+	p.Labels[LabelRole] = RoleContainer
+	return p
+}
+
 // TestViewStates is the phase table of DESIGN.md.
 func TestViewStates(t *testing.T) {
 	r := unitRM(t)
@@ -134,11 +141,15 @@ func TestViewStates(t *testing.T) {
 		{"pending, bound", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodPending, "n", nil)}, want{A, U}},
 		{"running", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil)}, want{R, U}},
 		{"unknown", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodUnknown, "n", nil)}, want{R, U}},
-		{"succeeded", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{F, S}},
+		// An AM that exits 0 without unregistering fails its attempt.
+		{"succeeded without unregistering", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{A, U}},
+		{"succeeded without unregistering, last attempt", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one), amPodFor(r, id, 2, corev1.PodSucceeded, "n", &zero)}, want{FL, FF}},
+		{"unregistered, then exited", appRecord{MaxAttempts: 2, State: F, FinalStatus: S}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{F, S}},
 		{"failed with attempts left", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one)}, want{A, U}},
 		{"failed, last attempt", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one), amPodFor(r, id, 2, corev1.PodFailed, "n", &one)}, want{FL, FF}},
 		{"second attempt running", rec, []*corev1.Pod{amPodFor(r, id, 2, corev1.PodRunning, "n", nil), amPodFor(r, id, 1, corev1.PodFailed, "n", &one)}, want{R, U}},
 		{"recorded kill wins over a running pod", appRecord{MaxAttempts: 2, State: K, FinalStatus: KK}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil)}, want{K, KK}},
+		{"container pods are not attempts", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil), containerPodFor(r, id, 2, corev1.PodSucceeded)}, want{R, U}},
 		{"a pod of another application is ignored", rec, []*corev1.Pod{amPodFor(r, yarnid.AppID{ClusterTimestamp: 9, ID: 5}, 1, corev1.PodRunning, "n", nil)}, want{A, U}},
 	}
 	for _, tc := range tests {
