@@ -26,7 +26,9 @@ it, then runs --concurrency clients for --duration, each call going to the next 
 (getNewApplication + submitApplication), getApplicationReport, forceKillApplication, and the fan-out
 calls (getApplications filtered by states, user or tags, getClusterMetrics, getClusterNodes, REST
 /apps, /nodes and /metrics, the web UI's apps page). Prints, per call type, ops/s, p50/p99 and the
-largest answer against N; the routers' CPU and RSS against N; and the policy propagation time: from
+largest answer against N; the routers' CPU and RSS against N (and the CPU of this process, which
+runs the simrms and clients, and of the store); each call type made alone by one client
+(--solo-calls, its own cost without the mix's queueing); and the policy propagation time: from
 a policy write (the store call 'yarnfedctl policy save' makes) until a submission through every
 router lands on the sub-cluster the new policy names, over --policy-changes changes (p50/p99).
 Any failed call, or a call type with no successful call, fails the run.`,
@@ -55,6 +57,7 @@ Any failed call, or a call type with no successful call, fails the run.`,
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured mix per N")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured mix before each N's measurement")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client goroutines running the mix")
+	f.IntVar(&cfg.SoloCalls, "solo-calls", cfg.SoloCalls, "after the mix, calls of each type made one at a time by one client (their own cost against N; 0 skips)")
 	f.IntVar(&cfg.PolicyChanges, "policy-changes", cfg.PolicyChanges, "policy writes whose propagation to every router is timed (0 skips)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the processes' data and logs here (default: a temp dir, removed)")
 	f.BoolVar(&verbose, "verbose", false, "log simrm activity to stderr")

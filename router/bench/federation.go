@@ -67,6 +67,10 @@ type FedConfig struct {
 	Warmup   time.Duration
 	// Concurrency is the number of client goroutines running the mix.
 	Concurrency int
+	// SoloCalls is how many calls of each type one client makes alone,
+	// after the mix, on the otherwise idle federation: each call type's
+	// own cost against N, without the queueing of the mix (0 skips).
+	SoloCalls int
 	// PolicyChanges is the number of policy writes whose propagation to
 	// every router is timed (0 skips it).
 	PolicyChanges int
@@ -80,7 +84,7 @@ type FedConfig struct {
 // DefaultFedConfig is the issue's curve: 10, 30, 100 sub-clusters.
 func DefaultFedConfig() FedConfig {
 	return FedConfig{SubClusters: []int{10, 30, 100}, Routers: 1, NodesPerSubCluster: 2000, AppsPerSubCluster: 50,
-		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, PolicyChanges: 100}
+		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, SoloCalls: 5, PolicyChanges: 100}
 }
 
 // callType is one kind of client call in the mix.
@@ -96,15 +100,15 @@ type callType struct {
 // dominate; list and metrics calls are what dashboards and `yarn top` poll.
 var fedMix = []callType{
 	{name: "submit", weight: 12},               // getNewApplication + submitApplication
-	{name: "getApplicationReport", weight: 30}, // a client polling its app
+	{name: "getApplicationReport", weight: 32}, // a client polling its app
 	{name: "kill", weight: 10},                 // forceKillApplication of an app this client submitted
 	{name: "getApplications(states)", weight: 6, fanout: true},
 	{name: "getApplications(user)", weight: 6, fanout: true},
 	{name: "getApplications(tags)", weight: 6, fanout: true},
 	{name: "getClusterMetrics", weight: 12, fanout: true},
-	{name: "getClusterNodes", weight: 3, fanout: true},
+	{name: "getClusterNodes", weight: 2, fanout: true},
 	{name: "REST /apps?states=RUNNING", weight: 6, fanout: true},
-	{name: "REST /nodes", weight: 2, fanout: true},
+	{name: "REST /nodes", weight: 1, fanout: true},
 	{name: "REST /metrics", weight: 4, fanout: true},
 	{name: "UI /cluster/apps", weight: 3, fanout: true},
 }
@@ -131,7 +135,10 @@ type fedRun struct {
 	elapsed  time.Duration
 	calls    map[string]*callStats
 	cpu      time.Duration // all routers, over the measured window
-	rssCur   int64         // largest router's
+	benchCPU time.Duration // this process (simrms and clients), same window
+	storeCPU time.Duration // the three replicas, same window
+	solo     map[string]*callStats
+	rssCur   int64 // largest router's
 	rssPeak  int64
 	loadavg  string
 	nodes    int // total nodes the routers reported (getClusterMetrics)
@@ -204,6 +211,11 @@ func checkFedRuns(runs []*fedRun) error {
 				errs = append(errs, fmt.Errorf("N=%d: no successful %s call: the curve is missing a point", r.n, c.name))
 			}
 		}
+		for name, st := range r.solo {
+			if st.errors > 0 {
+				errs = append(errs, fmt.Errorf("N=%d: %d solo %s calls failed, first: %w", r.n, st.errors, name, st.firstErr))
+			}
+		}
 		if r.propErr != nil {
 			errs = append(errs, fmt.Errorf("N=%d: policy propagation: %w", r.n, r.propErr))
 		}
@@ -223,6 +235,7 @@ type fedEnv struct {
 	web     []string            // per router, http://host:port
 	http    *http.Client
 	rr      atomic.Uint64
+	workers []*worker
 }
 
 func fedSCID(i int) string { return fmt.Sprintf("fed-SC-%d", i+1) }
@@ -319,21 +332,24 @@ func runFederationN(ctx context.Context, cfg FedConfig, n int, w io.Writer) (*fe
 	res := &fedRun{n: n, nodes: int(want)}
 	fmt.Fprintf(w, "# N=%d: %d router(s) serving all %d nodes; warm-up %v, then %v measured\n", n, cfg.Routers, want, cfg.Warmup, cfg.Duration)
 	if cfg.Warmup > 0 {
-		if _, err := e.mix(ctx, cfg.Warmup); err != nil {
+		if _, _, err := e.mix(ctx, cfg.Warmup); err != nil {
 			return nil, err
 		}
 	}
-	cpu0 := e.routerCPU()
+	cpu0, self0, store0 := e.routerCPU(), procstat.Self(), storeCPU(reps)
 	res.loadavg = procstat.LoadAvg()
-	start := time.Now()
-	if res.calls, err = e.mix(ctx, cfg.Duration); err != nil {
+	if res.calls, res.elapsed, err = e.mix(ctx, cfg.Duration); err != nil {
 		return nil, err
 	}
-	res.elapsed = time.Since(start)
-	res.cpu = e.routerCPU() - cpu0
+	res.cpu, res.benchCPU, res.storeCPU = e.routerCPU()-cpu0, procstat.Self()-self0, storeCPU(reps)-store0
 	for _, p := range e.routers {
 		cur, peak := procstat.RSS(p.Process.Pid)
 		res.rssCur, res.rssPeak = max(res.rssCur, cur), max(res.rssPeak, peak)
+	}
+	if cfg.SoloCalls > 0 {
+		if res.solo, err = e.soloCalls(ctx, cfg.SoloCalls); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.PolicyChanges > 0 {
 		res.propErr = e.propagation(ctx, cfg.PolicyChanges, res)
@@ -411,6 +427,53 @@ func (e *fedEnv) startRouter(ctx context.Context, dir string, i int, storeAddrs 
 	return nil
 }
 
+func storeCPU(reps *ssbench.Replicas) time.Duration {
+	var d time.Duration
+	for _, p := range reps.Procs {
+		if p.Process != nil {
+			d += procstat.CPU(p.Process.Pid)
+		}
+	}
+	return d
+}
+
+// soloCalls makes k calls of each type, one at a time, from one client.
+func (e *fedEnv) soloCalls(ctx context.Context, k int) (map[string]*callStats, error) {
+	wk := &worker{rng: rand.New(rand.NewPCG(7, 25))}
+	if _, err := e.call(ctx, wk, "submit"); err != nil { // something to report on and kill
+		return nil, fmt.Errorf("solo submit: %w", err)
+	}
+	out := map[string]*callStats{}
+	for _, c := range fedMix {
+		st := &callStats{}
+		out[c.name] = st
+		for range k {
+			if c.name == "kill" || c.name == "getApplicationReport" {
+				if _, err := e.call(ctx, wk, "submit"); err != nil {
+					return nil, fmt.Errorf("solo submit: %w", err)
+				}
+			}
+			cctx, cancel := context.WithTimeout(ctx, fedCallTimeout)
+			s := time.Now()
+			size, err := e.call(cctx, wk, c.name)
+			lat := time.Since(s)
+			cancel()
+			if err != nil {
+				st.errors++
+				if st.firstErr == nil {
+					st.firstErr = err
+				}
+				continue
+			}
+			st.lat = append(st.lat, lat)
+			if size > st.maxBytes {
+				st.maxBytes, st.maxLat = size, lat
+			}
+		}
+	}
+	return out, nil
+}
+
 func (e *fedEnv) routerCPU() time.Duration {
 	var d time.Duration
 	for _, p := range e.routers {
@@ -478,49 +541,70 @@ func submitApp(ctx context.Context, c *hadoopipc.Client, name string, tags []str
 	return na.GetApplicationId(), nil
 }
 
-// worker is one client goroutine's own state: the apps it submitted.
+// worker is one client goroutine's own state: where it is in the
+// schedule and the apps it submitted (kept from the warm-up on).
 type worker struct {
 	rng  *rand.Rand
+	pos  int
 	apps []*yarnpb.ApplicationIdProto
 }
 
-// mix runs the call mix for d and returns each call type's stats.
-func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStats, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	total := 0
+// fedCallTimeout bounds one call of the mix; a call still running when
+// the measured time ends is waited for (up to this) and counted, so the
+// slowest calls are not cut out of the percentiles.
+const fedCallTimeout = 3 * time.Minute
+
+// fedSchedule is the mix as a cycle of call types, each as often as its
+// weight, interleaved by a fixed shuffle: every worker (starting at its
+// own offset) makes every call type within one cycle, so even a short
+// run measures each one, in the mix's exact proportions.
+func fedSchedule() []string {
+	var s []string
 	for _, c := range fedMix {
-		total += c.weight
+		for range c.weight {
+			s = append(s, c.name)
+		}
 	}
+	rng := rand.New(rand.NewPCG(25, 25))
+	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	return s
+}
+
+// mix runs the call mix: each worker starts calls for d, and the calls
+// in flight at the end are waited for. It returns each call type's stats
+// and the time until the last call ended.
+func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStats, time.Duration, error) {
+	sched := fedSchedule()
+	if e.workers == nil {
+		for i := range e.cfg.Concurrency {
+			e.workers = append(e.workers, &worker{rng: rand.New(rand.NewPCG(uint64(i), 25)), pos: i * len(sched) / e.cfg.Concurrency})
+		}
+	}
+	start := time.Now()
+	end := start.Add(d)
 	per := make([]map[string]*callStats, e.cfg.Concurrency)
 	var wg sync.WaitGroup
-	for i := range e.cfg.Concurrency {
+	for i, wk := range e.workers {
 		per[i] = map[string]*callStats{}
-		wk := &worker{rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				x := wk.rng.IntN(total)
-				var ct callType
-				for _, c := range fedMix {
-					if x < c.weight {
-						ct = c
-						break
-					}
-					x -= c.weight
+			for time.Now().Before(end) && ctx.Err() == nil {
+				name := sched[wk.pos%len(sched)]
+				wk.pos++
+				if (name == "kill" || name == "getApplicationReport") && len(wk.apps) == 0 {
+					name = "submit" // nothing of ours yet: submit first
 				}
-				if (ct.name == "kill" || ct.name == "getApplicationReport") && len(wk.apps) == 0 {
-					ct = fedMix[0] // nothing of ours yet: submit first
-				}
+				cctx, cancel := context.WithTimeout(ctx, fedCallTimeout)
 				s := time.Now()
-				size, err := e.call(ctx, wk, ct.name)
+				size, err := e.call(cctx, wk, name)
 				lat := time.Since(s)
+				cancel()
 				if ctx.Err() != nil {
-					return // cut by the end of the round: neither counted nor failed
+					return // the bench is being stopped
 				}
-				st := per[i][ct.name]
+				st := per[i][name]
 				if st == nil {
 					st = &callStats{}
-					per[i][ct.name] = st
+					per[i][name] = st
 				}
 				if err != nil {
 					st.errors++
@@ -537,6 +621,7 @@ func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStat
 		})
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	out := map[string]*callStats{}
 	for _, m := range per {
 		for name, st := range m {
@@ -555,7 +640,7 @@ func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStat
 			}
 		}
 	}
-	return out, nil
+	return out, elapsed, ctx.Err()
 }
 
 // next picks the next router, round-robin over all clients' calls.
@@ -757,7 +842,7 @@ func (e *fedEnv) waitRouted(ctx context.Context, sc int, t0 time.Time, res *fedR
 func printFedCurves(w io.Writer, cfg FedConfig, runs []*fedRun) {
 	fmt.Fprintf(w, "\ncurves against N (sub-clusters), %d router(s), %d nodes and %d preloaded apps per sub-cluster, %d clients\n", cfg.Routers, cfg.NodesPerSubCluster, cfg.AppsPerSubCluster, cfg.Concurrency)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "call\tN\tops/s\tp50\tp99\terrors\tlargest answer\tits time\tp99/p99(N0)\t")
+	fmt.Fprintln(tw, "call\tfan-out\tN\tcalls\tops/s\tp50\tp99\terrors\tlargest answer\tits time\tp99/p99(N0)\t")
 	for _, c := range fedMix {
 		var base time.Duration
 		for i, r := range runs {
@@ -773,7 +858,7 @@ func printFedCurves(w io.Writer, cfg FedConfig, runs []*fedRun) {
 			if base > 0 {
 				ratio = fmt.Sprintf("%.1fx", float64(p99)/float64(base))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", c.name, r.n, float64(len(s.lat))/r.elapsed.Seconds(),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", c.name, map[bool]string{true: "yes", false: "no"}[c.fanout], r.n, len(s.lat), float64(len(s.lat))/r.elapsed.Seconds(),
 				ms(pct(s.lat, 50)), ms(p99), s.errors, bytesStr(s.maxBytes), ms(s.maxLat), ratio)
 		}
 	}
@@ -781,7 +866,7 @@ func printFedCurves(w io.Writer, cfg FedConfig, runs []*fedRun) {
 
 	fmt.Fprintf(w, "\nrouters against N (CPU: all %d router processes over the measured window; RSS: the largest router's)\n", cfg.Routers)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tnodes\tcalls/s\trouter CPU (cores)\tCPU/call\tRSS\tRSS peak\tlargest answer\tload average at start\t")
+	fmt.Fprintln(tw, "N\tnodes\tcalls/s\trouter CPU (cores)\tCPU/call\tRSS\tRSS peak\tsimrms+clients CPU\tstore CPU\tlargest answer\tload average at start\t")
 	for _, r := range runs {
 		calls := 0
 		var big *callStats
@@ -800,11 +885,43 @@ func printFedCurves(w io.Writer, cfg FedConfig, runs []*fedRun) {
 		if big != nil {
 			largest = fmt.Sprintf("%s %s in %s", bigName, bytesStr(big.maxBytes), ms(big.maxLat))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.2f\t%s\t%d MiB\t%d MiB\t%s\t%s\t\n", r.n, r.nodes, float64(calls)/r.elapsed.Seconds(),
-			r.cpu.Seconds()/r.elapsed.Seconds(), perCall, r.rssCur>>20, r.rssPeak>>20, largest, strings.TrimPrefix(r.loadavg, "load average "))
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.2f\t%s\t%d MiB\t%d MiB\t%.2f\t%.2f\t%s\t%s\t\n", r.n, r.nodes, float64(calls)/r.elapsed.Seconds(),
+			r.cpu.Seconds()/r.elapsed.Seconds(), perCall, r.rssCur>>20, r.rssPeak>>20, r.benchCPU.Seconds()/r.elapsed.Seconds(),
+			r.storeCPU.Seconds()/r.elapsed.Seconds(), largest, strings.TrimPrefix(r.loadavg, "load average "))
 	}
 	tw.Flush()
 
+	if cfg.SoloCalls > 0 {
+		fmt.Fprintf(w, "\nsolo: %d calls of each type, one at a time from one client, after the mix (each call type's own cost, without the mix's queueing)\n", cfg.SoloCalls)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "call\t")
+		for _, r := range runs {
+			fmt.Fprintf(tw, "N=%d p50\tmax\tanswer\t", r.n)
+		}
+		fmt.Fprintln(tw, "p50/p50(N0)\t")
+		for _, c := range fedMix {
+			fmt.Fprintf(tw, "%s\t", c.name)
+			var base, last time.Duration
+			for i, r := range runs {
+				s := r.solo[c.name]
+				if s == nil {
+					s = &callStats{}
+				}
+				mx := slices.Max(append([]time.Duration{0}, s.lat...))
+				if i == 0 {
+					base = pct(s.lat, 50)
+				}
+				last = pct(s.lat, 50)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", ms(pct(s.lat, 50)), ms(mx), bytesStr(s.maxBytes))
+			}
+			if base > 0 {
+				fmt.Fprintf(tw, "%.1fx\t\n", float64(last)/float64(base))
+			} else {
+				fmt.Fprint(tw, "-\t\n")
+			}
+		}
+		tw.Flush()
+	}
 	if cfg.PolicyChanges > 0 {
 		fmt.Fprintf(w, "\npolicy propagation: %d changes of queue default's policy (SetPolicy, as `yarnfedctl policy save`), each until a submission through every one of the %d router(s) lands on the new sub-cluster\n", cfg.PolicyChanges, cfg.Routers)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
