@@ -57,6 +57,7 @@ Any failed call, or a call type with no successful call, fails the run.`,
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured mix per N")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured mix before each N's measurement")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client goroutines running the mix")
+	f.IntVar(&cfg.MinCalls, "min-calls", cfg.MinCalls, "the mix goes on past --duration (up to 10x) until every call type has this many successful calls")
 	f.IntVar(&cfg.SoloCalls, "solo-calls", cfg.SoloCalls, "after the mix, calls of each type made one at a time by one client (their own cost against N; 0 skips)")
 	f.IntVar(&cfg.PolicyChanges, "policy-changes", cfg.PolicyChanges, "policy writes whose propagation to every router is timed (0 skips)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the processes' data and logs here (default: a temp dir, removed)")

@@ -67,6 +67,11 @@ type FedConfig struct {
 	Warmup   time.Duration
 	// Concurrency is the number of client goroutines running the mix.
 	Concurrency int
+	// MinCalls: the measurement goes on past Duration (up to 10 times it)
+	// until every call type has this many successful calls, so the
+	// rarest types of the mix have points on their curves even where the
+	// largest fan-outs take seconds.
+	MinCalls int
 	// SoloCalls is how many calls of each type one client makes alone,
 	// after the mix, on the otherwise idle federation: each call type's
 	// own cost against N, without the queueing of the mix (0 skips).
@@ -84,7 +89,7 @@ type FedConfig struct {
 // DefaultFedConfig is the issue's curve: 10, 30, 100 sub-clusters.
 func DefaultFedConfig() FedConfig {
 	return FedConfig{SubClusters: []int{10, 30, 100}, Routers: 1, NodesPerSubCluster: 2000, AppsPerSubCluster: 50,
-		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, SoloCalls: 5, PolicyChanges: 100}
+		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, MinCalls: 3, SoloCalls: 5, PolicyChanges: 100}
 }
 
 // callType is one kind of client call in the mix.
@@ -178,8 +183,8 @@ func RunFederation(ctx context.Context, cfg FedConfig, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "# %s at start\n", procstat.LoadAvg())
 	fmt.Fprintf(w, "federation bench: %d router process(es) over a 3-replica state store (separate `yarnfed statestore` processes, Raft log fsync on, plaintext gRPC on loopback);\n", cfg.Routers)
-	fmt.Fprintf(w, "simrm sub-clusters in the bench process, %d nodes and %d running apps (preloaded) each; %d client goroutines, calls round-robin over the routers, %v measured per N after %v warm-up\n",
-		cfg.NodesPerSubCluster, cfg.AppsPerSubCluster, cfg.Concurrency, cfg.Duration, cfg.Warmup)
+	fmt.Fprintf(w, "simrm sub-clusters in the bench process, %d nodes and %d running apps (preloaded) each; %d client goroutines, calls round-robin over the routers, %v measured per N after %v warm-up (longer, up to 10x, until every call type has %d calls)\n",
+		cfg.NodesPerSubCluster, cfg.AppsPerSubCluster, cfg.Concurrency, cfg.Duration, cfg.Warmup, cfg.MinCalls)
 	var mix []string
 	for _, c := range fedMix {
 		mix = append(mix, fmt.Sprintf("%s %d%%", c.name, c.weight))
@@ -354,7 +359,7 @@ func runFederationN(ctx context.Context, cfg FedConfig, n int, w io.Writer) (*fe
 	if cfg.PolicyChanges > 0 {
 		res.propErr = e.propagation(ctx, cfg.PolicyChanges, res)
 	}
-	fmt.Fprintf(w, "# N=%d done (%s)\n", n, procstat.LoadAvg())
+	fmt.Fprintf(w, "# N=%d done: mix measured over %v (%s)\n", n, res.elapsed.Round(time.Millisecond), procstat.LoadAvg())
 	return res, nil
 }
 
@@ -570,9 +575,10 @@ func fedSchedule() []string {
 	return s
 }
 
-// mix runs the call mix: each worker starts calls for d, and the calls
-// in flight at the end are waited for. It returns each call type's stats
-// and the time until the last call ended.
+// mix runs the call mix: each worker starts calls for d (and on, up to
+// 10 d, until every call type has MinCalls successful calls), and the
+// calls in flight at the end are waited for. It returns each call type's
+// stats and the time until the last call ended.
 func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStats, time.Duration, error) {
 	sched := fedSchedule()
 	if e.workers == nil {
@@ -581,13 +587,32 @@ func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStat
 		}
 	}
 	start := time.Now()
-	end := start.Add(d)
+	end, hardEnd := start.Add(d), start.Add(10*d)
+	done := map[string]*atomic.Int64{}
+	for _, c := range fedMix {
+		done[c.name] = &atomic.Int64{}
+	}
+	more := func() bool {
+		now := time.Now()
+		if now.Before(end) {
+			return true
+		}
+		if now.After(hardEnd) {
+			return false
+		}
+		for _, n := range done {
+			if n.Load() < int64(e.cfg.MinCalls) {
+				return true
+			}
+		}
+		return false
+	}
 	per := make([]map[string]*callStats, e.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for i, wk := range e.workers {
 		per[i] = map[string]*callStats{}
 		wg.Go(func() {
-			for time.Now().Before(end) && ctx.Err() == nil {
+			for more() && ctx.Err() == nil {
 				name := sched[wk.pos%len(sched)]
 				wk.pos++
 				if (name == "kill" || name == "getApplicationReport") && len(wk.apps) == 0 {
@@ -614,6 +639,7 @@ func (e *fedEnv) mix(ctx context.Context, d time.Duration) (map[string]*callStat
 					continue
 				}
 				st.lat = append(st.lat, lat)
+				done[name].Add(1)
 				if size > st.maxBytes {
 					st.maxBytes, st.maxLat = size, lat
 				}

@@ -28,7 +28,7 @@ func TestFederationSmoke(t *testing.T) {
 	cfg := FedConfig{SubClusters: []int{2, 3}, Routers: 2, NodesPerSubCluster: 50, AppsPerSubCluster: 6,
 		// Every worker walks the whole mix within 100 calls (fedSchedule);
 		// a call type not measured at some N fails the run.
-		Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, Concurrency: 4, SoloCalls: 2, PolicyChanges: 5, Executable: exe}
+		Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, Concurrency: 4, MinCalls: 2, SoloCalls: 2, PolicyChanges: 5, Executable: exe}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
