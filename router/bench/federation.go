@@ -151,7 +151,6 @@ type fedRun struct {
 	write    []time.Duration
 	stale    int // probe submissions that still went by the old policy
 	propErr  error
-	appsSeen int
 }
 
 // RunFederation runs every N in cfg.SubClusters and prints the curves.
@@ -195,7 +194,7 @@ func RunFederation(ctx context.Context, cfg FedConfig, w io.Writer) error {
 		fmt.Fprintf(w, "# N=%d: starting...\n", n)
 		r, err := runFederationN(ctx, cfg, n, w)
 		if err != nil {
-			return fmt.Errorf("N=%d: %w", n, err)
+			return fmt.Errorf("at N=%d: %w", n, err)
 		}
 		runs = append(runs, r)
 	}
@@ -211,18 +210,18 @@ func checkFedRuns(runs []*fedRun) error {
 	for _, r := range runs {
 		for _, c := range fedMix {
 			if s := r.calls[c.name]; s != nil && s.errors > 0 {
-				errs = append(errs, fmt.Errorf("N=%d: %d %s calls failed, first: %w", r.n, s.errors, c.name, s.firstErr))
+				errs = append(errs, fmt.Errorf("at N=%d: %d %s calls failed, first: %w", r.n, s.errors, c.name, s.firstErr))
 			} else if s == nil || len(s.lat) == 0 {
-				errs = append(errs, fmt.Errorf("N=%d: no successful %s call: the curve is missing a point", r.n, c.name))
+				errs = append(errs, fmt.Errorf("at N=%d: no successful %s call: the curve is missing a point", r.n, c.name))
 			}
 		}
 		for name, st := range r.solo {
 			if st.errors > 0 {
-				errs = append(errs, fmt.Errorf("N=%d: %d solo %s calls failed, first: %w", r.n, st.errors, name, st.firstErr))
+				errs = append(errs, fmt.Errorf("at N=%d: %d solo %s calls failed, first: %w", r.n, st.errors, name, st.firstErr))
 			}
 		}
 		if r.propErr != nil {
-			errs = append(errs, fmt.Errorf("N=%d: policy propagation: %w", r.n, r.propErr))
+			errs = append(errs, fmt.Errorf("at N=%d: policy propagation: %w", r.n, r.propErr))
 		}
 	}
 	return errors.Join(errs...)
