@@ -30,7 +30,8 @@ largest answer against N; the routers' CPU and RSS against N (and the CPU of thi
 runs the simrms and clients, and of the store); each call type made alone by one client
 (--solo-calls, its own cost without the mix's queueing); and the policy propagation time: from
 a policy write (the store call 'yarnfedctl policy save' makes) until a submission through every
-router lands on the sub-cluster the new policy names, over --policy-changes changes (p50/p99).
+router lands on the sub-cluster the new policy names, over --policy-changes changes (p50/p99), and
+the time from a sub-cluster's row written LOST until no router routes to it (--lost-changes).
 Any failed call, or a call type with no successful call, fails the run.`,
 		Example: `  yarnfed bench federation --subclusters 10,30,100 --routers 3
   yarnfed bench federation --subclusters 2,4 --nodes-per-subcluster 100 --duration 3s --policy-changes 10`,
@@ -59,6 +60,7 @@ Any failed call, or a call type with no successful call, fails the run.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client goroutines running the mix")
 	f.IntVar(&cfg.MinCalls, "min-calls", cfg.MinCalls, "the mix goes on past --duration (up to 10x) until every call type has this many successful calls")
 	f.IntVar(&cfg.SoloCalls, "solo-calls", cfg.SoloCalls, "after the mix, calls of each type made one at a time by one client (their own cost against N; 0 skips)")
+	f.IntVar(&cfg.LostChanges, "lost-changes", cfg.LostChanges, "sub-clusters written LOST (one at a time) whose exclusion by every router is timed (0 skips)")
 	f.IntVar(&cfg.PolicyChanges, "policy-changes", cfg.PolicyChanges, "policy writes whose propagation to every router is timed (0 skips)")
 	f.StringVar(&cfg.Dir, "dir", "", "keep the processes' data and logs here (default: a temp dir, removed)")
 	f.BoolVar(&verbose, "verbose", false, "log simrm activity to stderr")

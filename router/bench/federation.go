@@ -76,6 +76,10 @@ type FedConfig struct {
 	// after the mix, on the otherwise idle federation: each call type's
 	// own cost against N, without the queueing of the mix (0 skips).
 	SoloCalls int
+	// LostChanges is the number of sub-clusters marked LOST (one at a
+	// time, restored after) whose exclusion by every router is timed (0
+	// skips it).
+	LostChanges int
 	// PolicyChanges is the number of policy writes whose propagation to
 	// every router is timed (0 skips it).
 	PolicyChanges int
@@ -89,7 +93,7 @@ type FedConfig struct {
 // DefaultFedConfig is the issue's curve: 10, 30, 100 sub-clusters.
 func DefaultFedConfig() FedConfig {
 	return FedConfig{SubClusters: []int{10, 30, 100}, Routers: 1, NodesPerSubCluster: 2000, AppsPerSubCluster: 50,
-		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, MinCalls: 3, SoloCalls: 5, PolicyChanges: 100}
+		Duration: 20 * time.Second, Warmup: 2 * time.Second, Concurrency: 16, MinCalls: 3, SoloCalls: 5, PolicyChanges: 100, LostChanges: 50}
 }
 
 // callType is one kind of client call in the mix.
@@ -136,21 +140,24 @@ type callStats struct {
 
 // fedRun is one N's measurement.
 type fedRun struct {
-	n        int
-	elapsed  time.Duration
-	calls    map[string]*callStats
-	cpu      time.Duration // all routers, over the measured window
-	benchCPU time.Duration // this process (simrms and clients), same window
-	storeCPU time.Duration // the three replicas, same window
-	solo     map[string]*callStats
-	rssCur   int64 // largest router's
-	rssPeak  int64
-	loadavg  string
-	nodes    int // total nodes the routers reported (getClusterMetrics)
-	prop     []time.Duration
-	write    []time.Duration
-	stale    int // probe submissions that still went by the old policy
-	propErr  error
+	n         int
+	elapsed   time.Duration
+	calls     map[string]*callStats
+	cpu       time.Duration // all routers, over the measured window
+	benchCPU  time.Duration // this process (simrms and clients), same window
+	storeCPU  time.Duration // the three replicas, same window
+	solo      map[string]*callStats
+	rssCur    int64 // largest router's
+	rssPeak   int64
+	loadavg   string
+	nodes     int // total nodes the routers reported (getClusterMetrics)
+	prop      []time.Duration
+	write     []time.Duration
+	stale     int // probe submissions that still went by the old policy
+	lostProp  []time.Duration
+	lostStale int
+	lostErr   error
+	propErr   error
 }
 
 // RunFederation runs every N in cfg.SubClusters and prints the curves.
@@ -223,6 +230,9 @@ func checkFedRuns(runs []*fedRun) error {
 		if r.propErr != nil {
 			errs = append(errs, fmt.Errorf("at N=%d: policy propagation: %w", r.n, r.propErr))
 		}
+		if r.lostErr != nil {
+			errs = append(errs, fmt.Errorf("at N=%d: LOST propagation: %w", r.n, r.lostErr))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -240,6 +250,10 @@ type fedEnv struct {
 	http    *http.Client
 	rr      atomic.Uint64
 	workers []*worker
+	// hbMu orders the heartbeats and the LOST measurement's writes; lost
+	// is the sub-cluster marked LOST (-1: none), which gets no heartbeat.
+	hbMu sync.Mutex
+	lost int
 }
 
 func fedSCID(i int) string { return fmt.Sprintf("fed-SC-%d", i+1) }
@@ -247,7 +261,7 @@ func fedSCID(i int) string { return fmt.Sprintf("fed-SC-%d", i+1) }
 func runFederationN(ctx context.Context, cfg FedConfig, n int, w io.Writer) (*fedRun, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("n%d", n))
-	e := &fedEnv{cfg: cfg, n: n, http: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}}
+	e := &fedEnv{cfg: cfg, n: n, lost: -1, http: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}}
 	var hbWG sync.WaitGroup
 	var reps *ssbench.Replicas
 	defer func() {
@@ -358,6 +372,9 @@ func runFederationN(ctx context.Context, cfg FedConfig, n int, w io.Writer) (*fe
 	if cfg.PolicyChanges > 0 {
 		res.propErr = e.propagation(ctx, cfg.PolicyChanges, res)
 	}
+	if cfg.LostChanges > 0 && res.propErr == nil {
+		res.lostErr = e.lostPropagation(ctx, cfg.LostChanges, res)
+	}
 	fmt.Fprintf(w, "# N=%d done: mix measured over %v (%s)\n", n, res.elapsed.Round(time.Millisecond), procstat.LoadAvg())
 	return res, nil
 }
@@ -390,7 +407,11 @@ func (e *fedEnv) heartbeat(ctx context.Context) {
 			return
 		case <-tk.C:
 			for i := range e.rms {
-				_ = e.store.Heartbeat(ctx, fedSCID(i), pb.SubClusterState_SC_RUNNING, "{}")
+				e.hbMu.Lock()
+				if i != e.lost {
+					_ = e.store.Heartbeat(ctx, fedSCID(i), pb.SubClusterState_SC_RUNNING, "{}")
+				}
+				e.hbMu.Unlock()
 			}
 		}
 	}
@@ -791,18 +812,10 @@ func (e *fedEnv) get(ctx context.Context, r int, path, want string) (int, error)
 // `yarnfedctl policy save -s "default;SC:1.0;SC:1.0;1.0"` stores it), and
 // times, per change, until a submission through every router lands there.
 func (e *fedEnv) propagation(ctx context.Context, changes int, res *fedRun) error {
-	reg := policies.NewDefaultRegistry()
-	// Start from a known policy so the first change is a change.
 	set := func(sc int) error {
-		id := policies.SubClusterID(fedSCID(sc))
-		q := policies.QueuePolicy{Queue: "default", Info: policies.WeightedPolicyInfo{
-			RouterWeights: []policies.Weight{{ID: id, Value: 1}}, AMRMWeights: []policies.Weight{{ID: id, Value: 1}}, HeadroomAlpha: 1}}
-		pc, err := reg.QueuePolicyConfig(q, "WeightedLocality", policies.Env{})
-		if err != nil {
-			return err
-		}
-		return e.store.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: pc.Queue, Type: pc.Type, Params: pc.Params})
+		return e.setPolicy(ctx, policies.Weight{ID: policies.SubClusterID(fedSCID(sc)), Value: 1})
 	}
+	// Start from a known policy so the first change is a change.
 	if err := set(0); err != nil {
 		return err
 	}
@@ -818,6 +831,60 @@ func (e *fedEnv) propagation(ctx context.Context, changes int, res *fedRun) erro
 		res.write = append(res.write, time.Since(t0))
 		if err := e.waitRouted(ctx, sc, t0, res); err != nil {
 			return fmt.Errorf("change %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// setPolicy stores queue default's policy with the given router and AMRM
+// weights (WeightedLocality), as `yarnfedctl policy save` does.
+func (e *fedEnv) setPolicy(ctx context.Context, ws ...policies.Weight) error {
+	q := policies.QueuePolicy{Queue: "default", Info: policies.WeightedPolicyInfo{RouterWeights: ws, AMRMWeights: ws, HeadroomAlpha: 1}}
+	pc, err := policies.NewDefaultRegistry().QueuePolicyConfig(q, "WeightedLocality", policies.Env{})
+	if err != nil {
+		return err
+	}
+	return e.store.SetPolicy(ctx, &pb.PolicyConfiguration{Queue: pc.Queue, Type: pc.Type, Params: pc.Params})
+}
+
+// lostPropagation marks sub-clusters LOST, one per change, and times until
+// every router stops routing to it. Each change: queue default's weights
+// are 1 on A and 0.0001 on B (a submission lands on B once in 10,001
+// while A is routable), every router is seen routing to A, then A's row is
+// written LOST (the state a GPG or an operator writes; its heartbeats are
+// held back) and the clock runs until a probe through every router lands
+// on B. A is then heartbeated RUNNING again.
+func (e *fedEnv) lostPropagation(ctx context.Context, changes int, res *fedRun) error {
+	for i := 1; i <= changes; i++ {
+		a, b := i%e.n, (i+1)%e.n
+		if err := e.setPolicy(ctx, policies.Weight{ID: policies.SubClusterID(fedSCID(a)), Value: 1},
+			policies.Weight{ID: policies.SubClusterID(fedSCID(b)), Value: 0.0001}); err != nil {
+			return err
+		}
+		if err := e.waitRouted(ctx, a, time.Now(), nil); err != nil {
+			return fmt.Errorf("change %d, before: %w", i, err)
+		}
+		e.hbMu.Lock()
+		e.lost = a
+		t0 := time.Now()
+		err := e.store.Heartbeat(ctx, fedSCID(a), pb.SubClusterState_SC_LOST, "{}")
+		e.hbMu.Unlock()
+		if err != nil {
+			return err
+		}
+		var got fedRun
+		err = e.waitRouted(ctx, b, t0, &got)
+		res.lostProp = append(res.lostProp, got.prop...)
+		res.lostStale += got.stale
+		e.hbMu.Lock()
+		herr := e.store.Heartbeat(ctx, fedSCID(a), pb.SubClusterState_SC_RUNNING, "{}")
+		e.lost = -1
+		e.hbMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+		if herr != nil {
+			return herr
 		}
 	}
 	return nil
@@ -957,6 +1024,17 @@ func printFedCurves(w io.Writer, cfg FedConfig, runs []*fedRun) {
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "(time from the start of the policy write; a probe is getNewApplication + submitApplication through a router, checked on the sub-cluster's RM; stale probes went by the old policy)")
+	}
+	if cfg.LostChanges > 0 {
+		fmt.Fprintf(w, "\nLOST propagation: %d sub-clusters written LOST one at a time (the one queue default weighs 1, another 0.0001), each until a submission through every one of the %d router(s) lands on the other\n", cfg.LostChanges, cfg.Routers)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "N\tchanges\tp50\tp99\tmax\tstale probes\t")
+		for _, r := range runs {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t\n", r.n, len(r.lostProp), ms(pct(r.lostProp, 50)), ms(pct(r.lostProp, 99)),
+				ms(slices.Max(append([]time.Duration{0}, r.lostProp...))), r.lostStale)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "(time from the start of the LOST write; stale probes still went to the LOST sub-cluster)")
 	}
 	fmt.Fprintf(w, "%s at end (2 shared cores: loaded numbers)\n", procstat.LoadAvg())
 }

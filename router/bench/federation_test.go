@@ -13,10 +13,11 @@ import (
 
 // TestFederationSmoke is `bench federation` small and short, as CI runs it
 // (`make test`): two sizes (2 and 3 sub-clusters), two router processes over
-// a 3-replica store, every call type of the mix, and policy propagation.
+// a 3-replica store, every call type of the mix, policy propagation and
+// LOST propagation.
 // RunFederation itself fails on any failed call or a call type with no
 // successful call at some N; the test also reads the printed curves back:
-// one row per call type and N with ops, and a propagation row per N.
+// one row per call type and N with ops, and propagation rows per N.
 func TestFederationSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes per size")
@@ -28,7 +29,7 @@ func TestFederationSmoke(t *testing.T) {
 	cfg := FedConfig{SubClusters: []int{2, 3}, Routers: 2, NodesPerSubCluster: 50, AppsPerSubCluster: 6,
 		// Every worker walks the whole mix within 100 calls (fedSchedule);
 		// a call type not measured at some N fails the run.
-		Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, Concurrency: 4, MinCalls: 2, SoloCalls: 2, PolicyChanges: 5, Executable: exe}
+		Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, Concurrency: 4, MinCalls: 2, SoloCalls: 2, PolicyChanges: 5, LostChanges: 3, Executable: exe}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
@@ -37,6 +38,10 @@ func TestFederationSmoke(t *testing.T) {
 	}
 	s := out.String()
 	t.Log("\n" + s)
+	s, lost, ok := strings.Cut(s, "\nLOST propagation:")
+	if !ok {
+		t.Fatalf("no LOST propagation table:\n%s", out.String())
+	}
 	curves, routers, prop, ok := cutFedTables(s)
 	if !ok {
 		t.Fatalf("the three tables are not all printed:\n%s", s)
@@ -63,6 +68,9 @@ func TestFederationSmoke(t *testing.T) {
 		if !hasRow(prop, n, func(f []string) bool { return f[1] == "5" }) {
 			t.Errorf("no policy propagation row with 5 changes at N=%s", n)
 		}
+		if !hasRow(lost, n, func(f []string) bool { return f[1] == "3" }) {
+			t.Errorf("no LOST propagation row with 3 changes at N=%s", n)
+		}
 	}
 }
 
@@ -82,8 +90,8 @@ func hasRow(table, n string, good func([]string) bool) bool {
 	return false
 }
 
-// TestCheckFedRuns: a failed call or a call type missing at one N fails the
-// run, naming both; a complete run passes.
+// TestCheckFedRuns: a failed call (mix or solo), a call type missing at one
+// N, or a failed propagation fails the run, naming it; a complete run passes.
 func TestCheckFedRuns(t *testing.T) {
 	full := func(n int) *fedRun {
 		r := &fedRun{n: n, calls: map[string]*callStats{}}
@@ -114,5 +122,15 @@ func TestCheckFedRuns(t *testing.T) {
 	prop.propErr = errors.New("stuck")
 	if err := checkFedRuns([]*fedRun{prop}); err == nil || !strings.Contains(err.Error(), "policy propagation: stuck") {
 		t.Errorf("propagation: %v", err)
+	}
+	lost := full(2)
+	lost.lostErr = errors.New("still routed")
+	if err := checkFedRuns([]*fedRun{lost}); err == nil || !strings.Contains(err.Error(), "LOST propagation: still routed") {
+		t.Errorf("LOST propagation: %v", err)
+	}
+	solo := full(2)
+	solo.solo = map[string]*callStats{"getClusterNodes": {errors: 2, firstErr: errors.New("short")}}
+	if err := checkFedRuns([]*fedRun{solo}); err == nil || !strings.Contains(err.Error(), "2 solo getClusterNodes calls failed") {
+		t.Errorf("solo: %v", err)
 	}
 }
