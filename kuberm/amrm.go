@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmdefaults"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -213,6 +214,9 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability: r.maxCapability(), Queue: proto.String(v.rec.Queue),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
+		// AMRMClient re-initializes its resource types from these: an empty
+		// list breaks every Resource it builds afterwards.
+		ResourceTypes: rmdefaults.ResourceTypes(),
 	}, nil
 }
 

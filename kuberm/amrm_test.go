@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmdefaults"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
@@ -52,6 +53,19 @@ func TestAMRegisterAndFinish(t *testing.T) {
 	}
 	if reg.GetMaximumCapability().GetMemory() != cfg.MaxAllocationMB || reg.GetQueue() != "default" {
 		t.Errorf("register response %v", reg)
+	}
+	// AMRMClient re-initializes its resource types from the answer; an RM
+	// always sends them (an empty list broke the distributed shell AM).
+	if rt := reg.GetResourceTypes(); len(rt) != 2 || rt[0].GetName() != "memory-mb" || rt[1].GetName() != "vcores" {
+		t.Errorf("register answer's resource types %v, want memory-mb and vcores", rt)
+	}
+	// What a stock YarnClient and the distributed shell client ask at start.
+	types := &yarnpb.GetAllResourceTypeInfoResponseProto{}
+	if err := cl.Call(ctx, "getResourceTypeInfo", &yarnpb.GetAllResourceTypeInfoRequestProto{}, types); err != nil || len(types.GetResourceTypeInfo()) != 2 {
+		t.Errorf("getResourceTypeInfo: %v %v", types, err)
+	}
+	if err := cl.Call(ctx, "getResourceProfiles", &yarnpb.GetAllResourceProfilesRequestProto{}, &yarnpb.GetAllResourceProfilesResponseProto{}); remoteClass(err) != rmdefaults.ClassFeatureNotEnabled {
+		t.Errorf("getResourceProfiles: %v, want YARNFeatureNotEnabledException as an RM with profiles off", err)
 	}
 	rep := report(t, cl, id)
 	if rep.GetHost() != "am-host" || rep.GetRpcPort() != 4242 || rep.GetOriginalTrackingUrl() != "http://am-host:8080/" {

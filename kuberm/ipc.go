@@ -10,6 +10,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
+	"github.com/yarnfed/yarnfed/internal/rmdefaults"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
@@ -36,7 +37,9 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 		Name:    hadoopipc.ProtocolApplicationClient,
 		Version: 1,
 		Errors:  errorClasses,
-		Methods: []hadoopipc.Method{
+		// What a stock RM answers with default settings: the resource types
+		// (YarnClient asks at start), profiles off (the distributed shell asks).
+		Methods: append([]hadoopipc.Method{
 			hadoopipc.NewMethod("getNewApplication", hadoopipc.NewOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
 			hadoopipc.NewMethod("submitApplication", hadoopipc.NewOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
 			hadoopipc.NewMethod("getApplicationReport", hadoopipc.NewOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
@@ -50,7 +53,7 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			hadoopipc.NewMethod("getApplicationAttempts", hadoopipc.NewOf[yarnpb.GetApplicationAttemptsRequestProto](), r.getAttempts),
 			hadoopipc.NewMethod("getContainerReport", hadoopipc.NewOf[yarnpb.GetContainerReportRequestProto](), r.getContainerReport),
 			hadoopipc.NewMethod("getContainers", hadoopipc.NewOf[yarnpb.GetContainersRequestProto](), r.getContainers),
-		},
+		}, rmdefaults.ClientMethods()...),
 	}
 }
 

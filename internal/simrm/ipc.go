@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/rmdefaults"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
 )
@@ -52,25 +53,12 @@ func unsupportedMsg[Req, Resp proto.Message](name string, newReq func() Req, msg
 
 const reservationsOff = "Reservation is not enabled. Please enable & try again"
 
-const profilesOff = "resource profiles are disabled on this ResourceManager (yarn.resourcemanager.resource-profiles.enabled is false)"
-
-// classFeatureNotEnabled is what a Hadoop RM throws for a disabled feature.
-const classFeatureNotEnabled = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
-
-// featureOff answers as a Hadoop RM does for a feature it has switched off.
-func featureOff[Req, Resp proto.Message](name string, newReq func() Req, msg string) hadoopipc.Method {
-	return hadoopipc.NewMethod(name, newReq, func(context.Context, Req) (Resp, error) {
-		var zero Resp
-		return zero, hadoopipc.Errorf(classFeatureNotEnabled, "%s", msg)
-	})
-}
-
 func (r *RM) clientProtocol() hadoopipc.Protocol {
 	return hadoopipc.Protocol{
 		Name:    hadoopipc.ProtocolApplicationClient,
 		Version: 1,
 		Errors:  errorClasses,
-		Methods: []hadoopipc.Method{
+		Methods: append([]hadoopipc.Method{
 			hadoopipc.NewMethod("getNewApplication", hadoopipc.NewOf[yarnpb.GetNewApplicationRequestProto](), r.getNewApplication),
 			hadoopipc.NewMethod("submitApplication", hadoopipc.NewOf[yarnpb.SubmitApplicationRequestProto](), r.submitApplication),
 			hadoopipc.NewMethod("getApplicationReport", hadoopipc.NewOf[yarnpb.GetApplicationReportRequestProto](), r.getApplicationReport),
@@ -97,7 +85,6 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			hadoopipc.NewMethod("getClusterNodeLabels", hadoopipc.NewOf[yarnpb.GetClusterNodeLabelsRequestProto](), func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
 				return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
 			}),
-			hadoopipc.NewMethod("getResourceTypeInfo", hadoopipc.NewOf[yarnpb.GetAllResourceTypeInfoRequestProto](), r.getResourceTypeInfo),
 			unsupported[*commonpb.GetDelegationTokenRequestProto, *commonpb.GetDelegationTokenResponseProto]("getDelegationToken", hadoopipc.NewOf[commonpb.GetDelegationTokenRequestProto]()),
 			unsupported[*commonpb.RenewDelegationTokenRequestProto, *commonpb.RenewDelegationTokenResponseProto]("renewDelegationToken", hadoopipc.NewOf[commonpb.RenewDelegationTokenRequestProto]()),
 			unsupported[*commonpb.CancelDelegationTokenRequestProto, *commonpb.CancelDelegationTokenResponseProto]("cancelDelegationToken", hadoopipc.NewOf[commonpb.CancelDelegationTokenRequestProto]()),
@@ -108,10 +95,6 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			unsupportedMsg[*yarnpb.ReservationListRequestProto, *yarnpb.ReservationListResponseProto]("listReservations", hadoopipc.NewOf[yarnpb.ReservationListRequestProto](), reservationsOff),
 			unsupported[*yarnpb.SignalContainerRequestProto, *yarnpb.SignalContainerResponseProto]("signalToContainer", hadoopipc.NewOf[yarnpb.SignalContainerRequestProto]()),
 			unsupported[*yarnpb.UpdateApplicationTimeoutsRequestProto, *yarnpb.UpdateApplicationTimeoutsResponseProto]("updateApplicationTimeouts", hadoopipc.NewOf[yarnpb.UpdateApplicationTimeoutsRequestProto]()),
-			// Resource profiles are off by default on a Hadoop RM, which then
-			// answers with a distinct exception class clients can test for.
-			featureOff[*yarnpb.GetAllResourceProfilesRequestProto, *yarnpb.GetAllResourceProfilesResponseProto]("getResourceProfiles", hadoopipc.NewOf[yarnpb.GetAllResourceProfilesRequestProto](), profilesOff),
-			featureOff[*yarnpb.GetResourceProfileRequestProto, *yarnpb.GetResourceProfileResponseProto]("getResourceProfile", hadoopipc.NewOf[yarnpb.GetResourceProfileRequestProto](), profilesOff),
 			// No node has attributes: the answers of an RM without any.
 			hadoopipc.NewMethod("getClusterNodeAttributes", hadoopipc.NewOf[yarnpb.GetClusterNodeAttributesRequestProto](), func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
 				return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
@@ -122,7 +105,7 @@ func (r *RM) clientProtocol() hadoopipc.Protocol {
 			hadoopipc.NewMethod("getNodesToAttributes", hadoopipc.NewOf[yarnpb.GetNodesToAttributesRequestProto](), func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
 				return &yarnpb.GetNodesToAttributesResponseProto{}, nil
 			}),
-		},
+		}, rmdefaults.ClientMethods()...),
 	}
 }
 
@@ -451,14 +434,6 @@ func containerReportPB(c *ContainerInfo) *yarnpb.ContainerReportProto {
 	}
 }
 
-func (r *RM) getResourceTypeInfo(context.Context, *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
-	countable := yarnpb.ResourceTypesProto_COUNTABLE
-	return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{
-		{Name: proto.String("memory-mb"), Units: proto.String("Mi"), Type: countable.Enum()},
-		{Name: proto.String("vcores"), Units: proto.String(""), Type: countable.Enum()},
-	}}, nil
-}
-
 // appReportPB converts a report for caller; the AMRMToken goes to the
 // application's owner only.
 func (r *RM) appReportPB(a *AppReport, caller string) *yarnpb.ApplicationReportProto {
@@ -540,6 +515,7 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	out := &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability: resourcePB(resp.MaxCapability), Queue: proto.String(resp.Queue),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
+		ResourceTypes:          rmdefaults.ResourceTypes(),
 	}
 	for i := range resp.ContainersFromPrevious {
 		out.ContainersFromPreviousAttempts = append(out.ContainersFromPreviousAttempts, r.containerPB(&resp.ContainersFromPrevious[i]))
