@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopcreds"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -79,19 +80,46 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		if p.Annotations[AnnotationContainerID] != cid {
 			t.Errorf("container id annotation %q, want %q", p.Annotations[AnnotationContainerID], cid)
 		}
-		script := p.Spec.Containers[0].Command[2]
-		logDir := "/tmp/yarnfed-logs/" + plainApp.String() + "/" + cid
-		wantCmd := "${JAVA_HOME}/bin/java -Xmx512m org.example.AM 1>" + logDir + "/AppMaster.stdout"
-		if p.Spec.Containers[0].Command[0] != "/bin/sh" || !strings.HasSuffix(script, wantCmd) {
-			t.Errorf("command %q, want /bin/sh -c ...%q", p.Spec.Containers[0].Command, wantCmd)
+		// The AM goes the containers' way: the launcher runs it from the
+		// launch Secret kuberm created (the application's command and
+		// environment are there, with the AMRMToken in its credentials).
+		if got := p.Spec.Containers[0].Command; !reflect.DeepEqual(got, []string{LauncherPath, "kuberm", "launch"}) {
+			t.Errorf("command %q, want the launcher", got)
 		}
 		env := map[string]corev1.EnvVar{}
 		for _, ev := range p.Spec.Containers[0].Env {
 			env[ev.Name] = ev
 		}
-		if env["CONTAINER_ID"].Value != cid || env["CLASSPATH"].Value != "$(PWD):./*" || env["JAVA_HOME"].Value != "/usr/lib/jvm/java-17" ||
-			env["USER"].Value != testUser || env["NM_HOST"].ValueFrom == nil || env["NM_HOST"].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		if env["CONTAINER_ID"].Value != cid || env["USER"].Value != testUser || env["MAX_APP_ATTEMPTS"].Value != "2" ||
+			env["NM_HOST"].ValueFrom == nil || env["NM_HOST"].ValueFrom.FieldRef.FieldPath != "status.hostIP" {
 			t.Errorf("environment %v", p.Spec.Containers[0].Env)
+		}
+		ls, err := e.admin.Secrets(testNS).Get(ctx, rm.launchSecretName(rm.amContainerID(yarnid.AttemptID{App: plainApp, Attempt: 1})), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the AM's launch Secret: %v", err)
+		}
+		var clc yarnpb.ContainerLaunchContextProto
+		if err := proto.Unmarshal(ls.Data[DataLaunchContext], &clc); err != nil {
+			t.Fatal(err)
+		}
+		creds, err := hadoopcreds.Decode(clc.GetTokens())
+		if err != nil || len(creds.Tokens) != 1 || creds.Tokens[0].Token.GetKind() != KindAMRMToken {
+			t.Errorf("AM credentials %+v (%v), want its AMRMToken", creds, err)
+		}
+		if len(clc.GetCommand()) == 0 || !strings.Contains(strings.Join(clc.GetCommand(), " "), "org.example.AM") ||
+			len(ls.OwnerReferences) != 1 || ls.OwnerReferences[0].UID != p.UID || ls.Immutable == nil || !*ls.Immutable {
+			t.Errorf("launch Secret: command %q, owners %v, immutable %v", clc.GetCommand(), ls.OwnerReferences, ls.Immutable)
+		}
+		// A crash between the pod and its Secret: the reconcile loop
+		// creates the Secret the waiting pod needs.
+		if err := e.admin.Secrets(testNS).Delete(ctx, ls.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rm.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.Secrets(testNS).Get(ctx, ls.Name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the reconcile loop did not recreate the AM's launch Secret: %v", err)
 		}
 		if sc := p.Spec.Containers[0].SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
 			t.Errorf("security context %v, want the configured non-root user", sc)

@@ -1,11 +1,14 @@
 package kuberm
 
 import (
-	"regexp"
+	"context"
+	"fmt"
+	"maps"
 	"strconv"
-	"strings"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,116 +32,63 @@ func podResources(memoryMB int64, vcores int32, batch bool) corev1.ResourceRequi
 	return corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
 }
 
-var braceVar = regexp.MustCompile(`\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`)
-
-// expandCommand does what a NodeManager does to a launch command before
-// its shell runs it: <LOG_DIR> is the container's log directory, <CPS> the
-// class path separator, {{VAR}} (Hadoop's cross-platform form) $VAR.
-func expandCommand(s, logDir string) string {
-	s = strings.ReplaceAll(s, "<LOG_DIR>", logDir)
-	s = strings.ReplaceAll(s, "<CPS>", ":")
-	return braceVar.ReplaceAllString(s, "$${$1}")
-}
-
-// expandEnv is the same for environment values, in Kubernetes' own
-// reference form $(VAR), which the kubelet expands from earlier variables.
-func expandEnv(s, logDir string) string {
-	s = strings.ReplaceAll(s, "<LOG_DIR>", logDir)
-	s = strings.ReplaceAll(s, "<CPS>", ":")
-	return braceVar.ReplaceAllString(s, "$$($1)")
-}
-
-// amPod builds the pod of one AM attempt from the stored submission.
-func (r *RM) amPod(secret *corev1.Secret, rec *appRecord, sc *yarnpb.ApplicationSubmissionContextProto, at yarnid.AttemptID) *corev1.Pod {
+// amPod builds the pod of one AM attempt: a container pod (the launcher,
+// the launch Secret volume, the NodeManager's environment, host paths) of
+// the AM's size, whose launch Secret kuberm itself creates from the
+// submission (ensureAMLaunch), as an RM's AMLauncher calls startContainers.
+// The launcher then localizes the AM's resources and hands it its
+// credentials, the AMRMToken among them.
+func (r *RM) amPod(secret *corev1.Secret, rec *appRecord, at yarnid.AttemptID) *corev1.Pod {
 	cid := r.amContainerID(at)
-	logDir := strings.TrimRight(r.cfg.LogDir, "/") + "/" + at.App.String() + "/" + cid.String()
-	clc := sc.GetAmContainerSpec()
-
-	// The environment a NodeManager gives every container
-	// (ApplicationConstants.Environment), then the application's own,
-	// which may refer to these.
-	env := []corev1.EnvVar{
-		{Name: "CONTAINER_ID", Value: cid.String()},
-		{Name: "NM_HOST", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-		{Name: "NM_PORT", Value: "0"},
-		{Name: "NM_HTTP_PORT", Value: "0"},
-		{Name: "LOCAL_DIRS", Value: "/tmp"},
-		{Name: "LOG_DIRS", Value: logDir},
-		{Name: "USER", Value: rec.User},
-		{Name: "LOGNAME", Value: rec.User},
-		{Name: "HADOOP_USER_NAME", Value: rec.User},
-		{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(rec.SubmitTime, 10)},
-		{Name: "MAX_APP_ATTEMPTS", Value: strconv.Itoa(int(rec.MaxAttempts))},
-	}
-	seen := map[string]int{}
-	for i, e := range env {
-		seen[e.Name] = i
-	}
-	for _, kv := range clc.GetEnvironment() { // in the client's order
-		ev := corev1.EnvVar{Name: kv.GetKey(), Value: expandEnv(kv.GetValue(), logDir)}
-		if i, ok := seen[ev.Name]; ok {
-			env[i] = ev
-			continue
-		}
-		seen[ev.Name] = len(env)
-		env = append(env, ev)
-	}
-	cmd := expandCommand(strings.Join(clc.GetCommand(), " "), logDir)
-	script := "mkdir -p '" + logDir + "' && " + cmd
-	if cmd == "" {
-		script = "echo 'kuberm: the AM launch context has no command' >&2; exit 1"
-	}
-
-	labels := map[string]string{
-		LabelSubCluster:  r.cfg.SubClusterID,
-		LabelApplication: at.App.String(),
-		LabelAttempt:     strconv.Itoa(int(at.Attempt)),
-		LabelRole:        RoleAM,
-	}
-	if rec.Batch {
-		labels[LabelKoordQoS] = "BE"
-	}
-	no := false
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      r.amPodName(at.App, at.Attempt),
-			Namespace: r.cfg.Namespace,
-			Labels:    labels,
-			Annotations: map[string]string{
-				AnnotationDigest:      rec.Digest,
-				AnnotationContainerID: cid.String(),
-			},
-			// Deleting the application's Secret (retention) deletes its pods.
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID,
-			}},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  &no,
-			ServiceAccountName:            r.cfg.ServiceAccountName,
-			PriorityClassName:             r.cfg.PriorityClassName,
-			EnableServiceLinks:            &no,
-			TerminationGracePeriodSeconds: ptr(int64(30)),
-			Containers: []corev1.Container{{
-				Name:      amContainerName,
-				Image:     r.cfg.Image,
-				Command:   []string{"/bin/sh", "-c", script},
-				Env:       env,
-				Resources: podResources(rec.MemoryMB, rec.VCores, rec.Batch),
-				// What Pod Security's "restricted" level asks for: a namespace
-				// that enforces it admits these pods.
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr(true),
-					RunAsUser:                ptr(r.cfg.RunAsUser),
-					AllowPrivilegeEscalation: ptr(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				},
-			}},
-		},
-	}
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID}
+	pod := r.containerPod(cid, rec, containerRequest{MemoryMB: rec.MemoryMB, VCores: rec.VCores}, owner, locality{})
+	pod.Name = r.amPodName(at.App, at.Attempt)
+	// Deleting the application's Secret (retention) deletes its pods.
+	pod.Labels[LabelRole] = RoleAM
+	delete(pod.Labels, LabelContainerID) // the NM face starts no AM container
+	pod.Annotations = map[string]string{AnnotationDigest: rec.Digest, AnnotationContainerID: cid.String()}
+	c := &pod.Spec.Containers[0]
+	c.Name = amContainerName
+	// What an RM adds for AM containers only (ApplicationConstants).
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(rec.SubmitTime, 10)},
+		corev1.EnvVar{Name: "MAX_APP_ATTEMPTS", Value: strconv.Itoa(int(rec.MaxAttempts))})
 	return pod
+}
+
+// ensureAMLaunch creates the launch Secret of an AM pod if it is missing
+// (after the pod, whose UID owns it; a crash in between leaves the pod in
+// ContainerCreating until the reconcile loop calls this again).
+func (r *RM) ensureAMLaunch(ctx context.Context, pod *corev1.Pod, sc *yarnpb.ApplicationSubmissionContextProto, at yarnid.AttemptID) error {
+	cid := r.amContainerID(at)
+	name := r.launchSecretName(cid)
+	if _, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return kubeErr("get AM launch secret", err)
+	}
+	clc, err := r.amLaunchContext(sc, at)
+	if err != nil {
+		return err
+	}
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(clc)
+	if err != nil {
+		return fmt.Errorf("%w: AM launch context: %w", ErrBadRecord, err)
+	}
+	labels := maps.Clone(pod.Labels)
+	_, err = r.kube.Secrets(r.cfg.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: r.cfg.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}},
+		},
+		Type:      corev1.SecretType(LaunchSecretType),
+		Immutable: ptr(true),
+		Data:      map[string][]byte{DataLaunchContext: raw},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return kubeErr("create AM launch secret", err)
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

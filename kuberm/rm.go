@@ -266,13 +266,16 @@ func (r *RM) launchAttempt(ctx context.Context, secret *corev1.Secret, rec *appR
 		return err
 	}
 	at := yarnid.AttemptID{App: yarnid.AppFromPB(sc.ApplicationId), Attempt: attempt}
-	_, err = r.kube.Pods(r.cfg.Namespace).Create(ctx, r.amPod(secret, rec, sc, at), metav1.CreateOptions{})
+	pod, err := r.kube.Pods(r.cfg.Namespace).Create(ctx, r.amPod(secret, rec, at), metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		r.metrics.podsCreated.Inc()
-		return nil
+		return r.ensureAMLaunch(ctx, pod, sc, at)
 	case apierrors.IsAlreadyExists(err):
-		return nil
+		if pod, err = r.kube.Pods(r.cfg.Namespace).Get(ctx, r.amPodName(at.App, at.Attempt), metav1.GetOptions{}); err != nil {
+			return kubeErr("get AM pod", err)
+		}
+		return r.ensureAMLaunch(ctx, pod, sc, at)
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
 		diag := fmt.Sprintf("Application %s failed: the AM pod of attempt %d was refused by the Kubernetes API server: %v", at.App, attempt, err)
 		if ferr := r.finish(ctx, at.App, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.FinalApplicationStatusProto_APP_FAILED, diag); ferr != nil {
@@ -492,6 +495,14 @@ func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec ap
 		return r.launchAttempt(ctx, s, &rec, latest.id.Attempt+1)
 	case v.state == yarnpb.YarnApplicationStateProto_FINISHED || v.state == yarnpb.YarnApplicationStateProto_FAILED:
 		return r.finish(ctx, id, v.state, v.final, v.diagnostics)
+	case latest.pod != nil && latest.pod.Status.Phase == corev1.PodPending && latest.pod.DeletionTimestamp == nil:
+		// A crash between the AM pod and its launch Secret leaves the pod
+		// waiting for the Secret: create it.
+		sc, err := decodeSubmission(s.Data[DataSubmission])
+		if err != nil {
+			return err
+		}
+		return r.ensureAMLaunch(ctx, latest.pod, sc, latest.id)
 	}
 	return nil
 }

@@ -25,22 +25,6 @@ func unitRM(t *testing.T) *RM {
 	return &RM{cfg: cfg, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: func() time.Time { return time.UnixMilli(1_000) }}
 }
 
-func TestExpandCommand(t *testing.T) {
-	tests := []struct{ in, cmd, env string }{
-		{"{{JAVA_HOME}}/bin/java -cp {{PWD}}<CPS>x 1><LOG_DIR>/out", "${JAVA_HOME}/bin/java -cp ${PWD}:x 1>/l/out", "$(JAVA_HOME)/bin/java -cp $(PWD):x 1>/l/out"},
-		{"no placeholders", "no placeholders", "no placeholders"},
-		{"{{not a var}} {{1X}}", "{{not a var}} {{1X}}", "{{not a var}} {{1X}}"},
-	}
-	for _, tc := range tests {
-		if got := expandCommand(tc.in, "/l"); got != tc.cmd {
-			t.Errorf("expandCommand(%q) = %q, want %q", tc.in, got, tc.cmd)
-		}
-		if got := expandEnv(tc.in, "/l"); got != tc.env {
-			t.Errorf("expandEnv(%q) = %q, want %q", tc.in, got, tc.env)
-		}
-	}
-}
-
 func TestPodResources(t *testing.T) {
 	batch := podResources(1536, 3, true)
 	if q := batch.Requests[kubebatch.BatchCPU]; q.Value() != 3000 {
