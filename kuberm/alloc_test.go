@@ -274,7 +274,7 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 		if m := mounts[LaunchMountPath]; m.Name != "launch" || !m.ReadOnly {
 			t.Errorf("launch mount %+v", m)
 		}
-		if mounts[BinDir].Name != "yarnfed-bin" || mounts[WorkDir].Name != "work" || mounts[cfg.LogDir].Name != "logs" {
+		if mounts[BinDir].Name != "yarnfed-bin" || mounts[WorkDir].Name != "work" || mounts[cfg.LogDir].Name != "logs" || mounts["/tmp"].Name != "tmp" {
 			t.Errorf("mounts %v", c.VolumeMounts)
 		}
 		env := map[string]corev1.EnvVar{}

@@ -135,6 +135,7 @@ func TestContainerConfigValidate(t *testing.T) {
 		"mount over the launcher's dir": func(c *Config) { c.HostPaths = []HostPath{{Path: "/opt", MountPath: "/var/run/yarnfed/bin"}} },
 		"mount over /var/run":           func(c *Config) { c.HostPaths = []HostPath{{Path: "/opt", MountPath: "/var/run"}} },
 		"mount over the log dir":        func(c *Config) { c.HostPaths = []HostPath{{Path: "/opt", MountPath: c.LogDir}} },
+		"mount over /tmp":               func(c *Config) { c.HostPaths = []HostPath{{Path: "/data", MountPath: "/tmp/"}} },
 		"env overriding CONTAINER_ID":   func(c *Config) { c.Env = map[string]string{"CONTAINER_ID": "x"} },
 		"env with a bad name":           func(c *Config) { c.Env = map[string]string{"A=B": "x"} },
 	} {

@@ -202,12 +202,17 @@ func (r *RM) containerPod(cid yarnid.ContainerID, rec *appRecord, req containerR
 		{Name: "yarnfed-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		// A NodeManager's containers have the host's /tmp (JVMs write
+		// hsperfdata there, frameworks their scratch files); a FROM-scratch
+		// image has none, and the runtime's mount points under /tmp are root's.
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "launch", MountPath: LaunchMountPath, ReadOnly: true},
 		{Name: "yarnfed-bin", MountPath: BinDir, ReadOnly: true},
 		{Name: "work", MountPath: WorkDir},
 		{Name: "logs", MountPath: path.Clean(r.cfg.LogDir)},
+		{Name: "tmp", MountPath: "/tmp"},
 	}
 	for i, h := range r.cfg.HostPaths {
 		name := "host-" + strconv.Itoa(i)

@@ -261,8 +261,8 @@ func (c *Config) validateContainers() []error {
 		if !path.IsAbs(h.Path) || !path.IsAbs(h.MountPath) {
 			errs = append(errs, fmt.Errorf("host_paths[%d]: path and mount_path must be absolute", i))
 		} else if mp := path.Clean(h.MountPath); mp == "/" || strings.HasPrefix(mp+"/", yarnfedDir+"/") || strings.HasPrefix(yarnfedDir+"/", mp+"/") ||
-			mp == path.Clean(c.LogDir) {
-			errs = append(errs, fmt.Errorf("host_paths[%d]: mount_path %q overlaps %s or the log dir", i, h.MountPath, yarnfedDir))
+			mp == path.Clean(c.LogDir) || mp == "/tmp" {
+			errs = append(errs, fmt.Errorf("host_paths[%d]: mount_path %q overlaps %s, the log dir or /tmp (the pods' own)", i, h.MountPath, yarnfedDir))
 		}
 	}
 	for k := range c.Env {
