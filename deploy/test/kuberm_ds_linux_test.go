@@ -132,7 +132,9 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 			done <- result{out, err}
 		}()
 		var victim string
-		waitFor(ctx, t, "a running container pod of the second application", func() (bool, string) {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer rcancel()
+		waitFor(rctx, t, "a running container pod of the second application", func() (bool, string) {
 			for _, p := range w.pods() {
 				if p.Labels[kuberm.LabelApplication] != app && p.Labels[kuberm.LabelRole] == kuberm.RoleContainer && p.Status.Phase == corev1.PodRunning {
 					victim = p.Labels[kuberm.LabelApplication]
