@@ -198,14 +198,19 @@ func writeHadoopConf(t *testing.T, hd hostDirs) {
 }
 
 // runJava runs a stock Hadoop main class inside the node's network
-// namespace (the router and kuberm listen on the node IP) with
-// HADOOP_CONF_DIR first on the classpath and the home directory the pods
-// mount, so the distributed shell's file:// staging resolves in them.
+// namespace (the router and kuberm listen on the node IP) as uid 65532, the
+// pods' user, with HADOOP_CONF_DIR first on the classpath and the home
+// directory the pods mount: the distributed shell client writes its
+// file:// staging there (AppMaster.jar 0644, the shellCommands file 0710,
+// as Client.addToLocalResources does), and the launcher in the AM's pod
+// must read both. A client of another uid gets "permission denied" on
+// shellCommands at the AM's localization (seen).
 func runJava(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd hostDirs, timeout time.Duration, class string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	argv := append(javaOptions(), "-Duser.home="+hd.home, "-cp", hd.conf+string(os.PathListSeparator)+hd.jars+"/*", class)
-	cmd := c.Command(filepath.Join(rt.javaHome, "bin", "java"), append(argv, args...)...)
+	argv := append([]string{"--reuid=" + podUID, "--regid=" + podUID, "--clear-groups", "--", filepath.Join(rt.javaHome, "bin", "java")}, javaOptions()...)
+	argv = append(argv, "-Duser.home="+hd.home, "-Djava.io.tmpdir="+hd.home, "-cp", hd.conf+string(os.PathListSeparator)+hd.jars+"/*", class)
+	cmd := c.Command("setpriv", append(argv, args...)...)
 	cmd.Dir = hd.home
 	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
 	var out bytes.Buffer
@@ -443,7 +448,9 @@ func checkAppGone(ctx context.Context, t *testing.T, kc kubernetes.Interface, ap
 			return false, err.Error()
 		}
 		for _, s := range secrets.Items {
-			if strings.Contains(s.Name, strings.ReplaceAll(strings.TrimPrefix(app, "application_"), "_", "-")) {
+			// By label (the contract: labels as the pod's) or by name (the
+			// container id's <timestamp>-<sequence> is in it).
+			if s.Labels[kuberm.LabelApplication] == app || strings.Contains(s.Name, strings.ReplaceAll(strings.TrimPrefix(app, "application_"), "_", "-")) {
 				left = append(left, "launch Secret "+s.Name)
 			}
 		}

@@ -160,8 +160,11 @@ func makeHostDirs(t *testing.T, rt javaRuntime) hostDirs {
 			t.Fatal(err)
 		}
 	}
-	// The client writes its staging files into home as whoever runs the
-	// test; the AM's pod (uid 65532) only reads them.
+	// The client runs as the pods' uid (runJava) and writes its staging
+	// files into home.
+	if err := os.Chown(h.home, podUIDNum, podUIDNum); err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]int{}
 	for _, src := range rt.classpath {
 		base := filepath.Base(src)
@@ -237,13 +240,20 @@ func yarnNamespace(ctx context.Context, t *testing.T, kc kubernetes.Interface, n
 	})
 }
 
+// podUID is the uid kuberm's pods run as (its run_as_user default) and the
+// test's Java clients too.
+const (
+	podUIDNum = 65532
+	podUID    = "65532"
+)
+
 // runtimePod is a pod of IMAGE as kuberm's container pods are (uid 65532,
 // runAsNonRoot, no privilege escalation, no capabilities, RuntimeDefault
 // seccomp, no service-account token, the pod network) that runs /bin/bash
 // -c SCRIPT with the given host paths mounted read-only at the same paths.
 func runtimePod(ns, name, image string, mounts []string, env map[string]string, script string) *corev1.Pod {
 	no, yes := false, true
-	uid := int64(65532)
+	uid := int64(podUIDNum)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
