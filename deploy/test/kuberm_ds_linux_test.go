@@ -94,7 +94,7 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 	// termination message, which the API server keeps in the pod status.
 	begin := time.Now()
 	out, err := runJava(ctx, c, rt, hd, 10*time.Minute, dsClass,
-		"-jar", dsJar, "-appname", "kuberm-ds", "-queue", "default",
+		"-jar", dsJar, "-appname", "kuberm-ds", "-queue", "default", "-log_properties", filepath.Join(hd.conf, "am-log4j.properties"),
 		"-shell_command", "echo "+marker+" $CONTAINER_ID | tee /dev/termination-log",
 		"-num_containers", "4", "-container_memory", "256", "-container_vcores", "1",
 		"-master_memory", "512", "-master_vcores", "1", "-timeout", "540000")
@@ -183,12 +183,23 @@ func writeHadoopConf(t *testing.T, hd hostDirs) {
 		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
 	}
 	b.WriteString("</configuration>\n")
+	const layout = "log4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\n" +
+		"log4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n\n"
 	files := map[string]string{
 		"yarn-site.xml": b.String(),
 		"core-site.xml": "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>fs.defaultFS</name><value>file:///</value></property>\n</configuration>\n",
-		"log4j.properties": "log4j.rootLogger=INFO,console\nlog4j.appender.console=org.apache.log4j.ConsoleAppender\n" +
-			"log4j.appender.console.target=System.err\nlog4j.appender.console.layout=org.apache.log4j.PatternLayout\n" +
-			"log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n\n",
+		// Not log4j.properties: HADOOP_CONF_DIR precedes the AM's own
+		// ./log4j.properties on its classpath. The clients name this one
+		// with -Dlog4j.configuration (runJava).
+		"client-log4j.properties": "log4j.rootLogger=INFO,console\n" + layout,
+		// The AM's (the client's -log_properties): its log goes to
+		// <LOG_DIR>/AppMaster.stderr, an emptyDir gone with the pod, so
+		// errors also go to its termination message, which the API server
+		// keeps (the first 4 KiB): where a failed run's AM says why.
+		"am-log4j.properties": "log4j.rootLogger=INFO,console,term\n" + layout +
+			"log4j.appender.term=org.apache.log4j.FileAppender\nlog4j.appender.term.File=/dev/termination-log\n" +
+			"log4j.appender.term.Threshold=ERROR\nlog4j.appender.term.layout=org.apache.log4j.PatternLayout\n" +
+			"log4j.appender.term.layout.ConversionPattern=%p %c{2}: %m%n\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(hd.conf, name), []byte(body), 0o644); err != nil {
@@ -198,7 +209,7 @@ func writeHadoopConf(t *testing.T, hd hostDirs) {
 }
 
 // runJava runs a stock Hadoop main class inside the node's network
-// namespace (the router and kuberm listen on the node IP) as uid 65532, the
+// namespace (the router and kuberm listen on the node IP) as podUID, the
 // pods' user, with HADOOP_CONF_DIR first on the classpath and the home
 // directory the pods mount: the distributed shell client writes its
 // file:// staging there (AppMaster.jar 0644, the shellCommands file 0710,
@@ -209,7 +220,7 @@ func runJava(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd hostDi
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	argv := append([]string{"--reuid=" + podUID, "--regid=" + podUID, "--clear-groups", "--", filepath.Join(rt.javaHome, "bin", "java")}, javaOptions()...)
-	argv = append(argv, "-Duser.home="+hd.home, "-Djava.io.tmpdir="+hd.home, "-cp", hd.conf+string(os.PathListSeparator)+hd.jars+"/*", class)
+	argv = append(argv, "-Dlog4j.configuration=file:"+filepath.Join(hd.conf, "client-log4j.properties"), "-Duser.home="+hd.home, "-Djava.io.tmpdir="+hd.home, "-cp", hd.conf+string(os.PathListSeparator)+hd.jars+"/*", class)
 	cmd := c.Command("setpriv", append(argv, args...)...)
 	cmd.Dir = hd.home
 	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)

@@ -59,7 +59,7 @@ var kubermPorts = map[string]string{
 // three subtests, each its own proof:
 //
 //   - host-path runtime: a pod of the FROM-scratch yarnfed image as uid
-//     65532 runs bash, java and a Hadoop class from read-only host paths;
+//     65534 (nobody) runs bash, java and Hadoop classes from read-only host paths;
 //     each system mount, dropped in turn, fails the pod with its own error
 //     (so the list in systemMounts is what is needed, not a guess);
 //   - node IP reachable: `yarnfed kuberm`, a process of the node's network
@@ -122,6 +122,7 @@ func checkHostPathRuntime(ctx context.Context, t *testing.T, kc kubernetes.Inter
 	script := `set -e
 "$JAVA_HOME/bin/java" -version
 "$JAVA_HOME/bin/java" -cp '` + hd.jars + `/*' org.apache.hadoop.util.VersionInfo
+"$JAVA_HOME/bin/java" -cp '` + hd.jars + `/*' org.apache.hadoop.security.UserGroupInformation
 id
 if touch /tmp/kuberm-probe 2>/dev/null; then echo "/tmp writable"; else echo "/tmp not writable"; fi
 echo runtime-ok >/dev/termination-log`
@@ -179,7 +180,8 @@ echo runtime-ok >/dev/termination-log`
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`openjdk version "17`),
 		regexp.MustCompile(`(?m)^Hadoop 3\.4\.\d+$`),
-		regexp.MustCompile(`uid=65532`),
+		regexp.MustCompile(`uid=` + podUID + `\(nobody\)`),
+		regexp.MustCompile(`User: nobody`),
 	} {
 		if !want.MatchString(o.logs) {
 			t.Errorf("pod runtime-all's output lacks %s:\n%s", want, o.logs)
@@ -276,6 +278,7 @@ func kubermConfig(t *testing.T, kubeconfig string, extra map[string]any) string 
 		"kubeconfig":      kubeconfig,
 		"image":           kubermImage,
 		"resync_interval": "500ms",
+		"run_as_user":     podUIDNum,
 		"log_level":       "info",
 	}
 	for k, v := range kubermPorts {

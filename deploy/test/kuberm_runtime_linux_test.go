@@ -56,6 +56,9 @@ func systemMounts(javaHome string) []runtimeMount {
 		// run (Debian's launcher falls back to lib/jvm.cfg-default, the
 		// security code to its built-in provider list), silently ignoring
 		// the host's java.security, java.policy and logging.properties.
+		{Path: "/etc/passwd", Why: "the containers' uid must have a name: Hadoop's login (UserGroupInformation, JAAS UnixLoginModule) refuses a uid getpwuid does not know",
+			FailsWith: regexp.MustCompile(`Invalid UID, could not determine effective user`)},
+		{Path: "/etc/group", Why: "group names (`id -Gn`, Hadoop's ShellBasedUnixGroupsMapping); without it Hadoop logs a warning and runs with no groups"},
 		{Path: "/etc/java-17-openjdk", Why: "the JDK's configuration that $JAVA_HOME/conf and lib/jvm.cfg link to (java.security, java.policy, logging.properties): without it the JDK runs on built-in defaults, not the host's settings"},
 	}
 }
@@ -155,7 +158,7 @@ func makeHostDirs(t *testing.T, rt javaRuntime) hostDirs {
 			t.Fatal(err)
 		}
 		// MkdirTemp makes 0700 and the umask may strip bits: the pods'
-		// uid 65532 must traverse and read.
+		// uid must traverse and read.
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -240,14 +243,20 @@ func yarnNamespace(ctx context.Context, t *testing.T, kc kubernetes.Interface, n
 	})
 }
 
-// podUID is the uid kuberm's pods run as (its run_as_user default) and the
-// test's Java clients too.
+// podUID is the uid kuberm's pods run as here (its run_as_user) and the
+// test's Java clients too: nobody, the user Hadoop's LinuxContainerExecutor
+// runs containers as in non-secure mode by default
+// (yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user),
+// and one the host's /etc/passwd (mounted) names. Hadoop cannot run as a
+// uid without a passwd entry: UserGroupInformation's login fails with
+// "Invalid UID, could not determine effective user" (seen with kuberm's
+// default 65532, which neither the image nor the host knows).
 const (
-	podUIDNum = 65532
-	podUID    = "65532"
+	podUIDNum = 65534
+	podUID    = "65534"
 )
 
-// runtimePod is a pod of IMAGE as kuberm's container pods are (uid 65532,
+// runtimePod is a pod of IMAGE as kuberm's container pods are (podUID,
 // runAsNonRoot, no privilege escalation, no capabilities, RuntimeDefault
 // seccomp, no service-account token, the pod network) that runs /bin/bash
 // -c SCRIPT with the given host paths mounted read-only at the same paths.
