@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -566,6 +567,32 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 		if _, err := am.call(&yarnpb.AllocateRequestProto{}); remoteClass(err) != hadoopipc.ClassApplicationAttemptNotFound && !loginRefused(err) {
 			t.Errorf("allocate after finish: %v", err)
 		}
+	})
+
+	t.Run("an application over keeps no container pod and no launch Secret", func(t *testing.T) {
+		// The AM exits after unregistering; the reconcile loop retires the
+		// application: ended container pods go too (their launch Secrets
+		// with them), and so does the AM's launch Secret: they hold the
+		// application's credentials.
+		amPod := rm.amPodName(app, 1)
+		kl.exit(amPod, 0, "Completed")
+		if err := rm.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range e.containerPods(t, app) {
+			if q.DeletionTimestamp == nil {
+				t.Errorf("container pod %s (phase %s) kept after the application ended", q.Name, q.Status.Phase)
+			}
+		}
+		ls := rm.launchSecretName(rm.amContainerID(yarnid.AttemptID{App: app, Attempt: 1}))
+		if _, err := e.admin.Secrets(testNS).Get(ctx, ls, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the AM's launch Secret %s after the application ended: %v, want gone", ls, err)
+		}
+		p, err := e.admin.Pods(testNS).Get(ctx, amPod, metav1.GetOptions{})
+		if err != nil || p.Annotations[AnnotationRetired] == "" {
+			t.Fatalf("AM pod %v (%v): want it kept and marked retired", p.GetAnnotations(), err)
+		}
+		wantState(t, report(t, cl, app), yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED)
 	})
 
 	t.Run("an AM that exits without unregistering fails its attempt; its containers go", func(t *testing.T) {

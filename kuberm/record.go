@@ -35,6 +35,9 @@ const (
 	// AnnotationDigest is the SHA-256 of the submission context's bytes, on
 	// the Secret and each of its pods.
 	AnnotationDigest = "yarnfed.io/submission-digest"
+	// AnnotationRetired on an AM pod says its application is over and its
+	// launch Secret (the application's credentials) deleted.
+	AnnotationRetired = "yarnfed.io/retired"
 	// AnnotationContainerID is the YARN ContainerId a pod runs.
 	AnnotationContainerID = "yarnfed.io/container-id"
 	// SecretType is the type of application Secrets.

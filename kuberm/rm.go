@@ -5,6 +5,7 @@ package kuberm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -258,6 +260,37 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 	return nil
 }
 
+// retireApp deletes what an application over no longer needs: every
+// container pod (their launch Secrets are owned by them) and the AM pods'
+// launch Secrets, once (AnnotationRetired on the AM pod records it).
+func (r *RM) retireApp(ctx context.Context, pods []*corev1.Pod) {
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if isContainerPod(p) {
+			r.deletePod(ctx, p)
+			continue
+		}
+		at, ok := podAttempt(p)
+		if !ok || p.Annotations[AnnotationRetired] != "" {
+			continue
+		}
+		if !terminated(p) {
+			continue // a kill deletes it; its Secret goes with it
+		}
+		err := r.kube.Secrets(r.cfg.Namespace).Delete(ctx, r.launchSecretName(r.amContainerID(at)), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.log.Warn("delete AM launch secret; the reconcile loop retries", "pod", p.Name, "err", err)
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationRetired: "true"}}})
+		if _, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			r.log.Warn("mark AM pod retired; the reconcile loop retries", "pod", p.Name, "err", err)
+		}
+	}
+}
+
 // launchAttempt creates the AM pod of an attempt. A pod the API server
 // refuses for good (invalid, forbidden by admission) fails the application.
 func (r *RM) launchAttempt(ctx context.Context, secret *corev1.Secret, rec *appRecord, attempt int32) error {
@@ -384,7 +417,9 @@ type appSet struct {
 }
 
 func (r *RM) listAll(ctx context.Context) (appSet, error) {
-	secrets, err := r.kube.Secrets(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
+	// Application Secrets only: launch Secrets (labelled with a role, up
+	// to 512 KiB each) stay out of the resync's List.
+	secrets, err := r.kube.Secrets(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector() + ",!" + LabelRole})
 	if err != nil {
 		return appSet{}, kubeErr("list application secrets", err)
 	}
@@ -473,8 +508,11 @@ func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec ap
 				}
 			}
 		}
-		// An application over has no containers left running.
-		r.deleteContainers(ctx, pods, yarnid.AttemptID{})
+		// An application over keeps no container pods, ended ones
+		// included, and no launch Secret: they hold its credentials
+		// (delegation tokens, AMRMTokens), which must not outlive it. The
+		// AM pods stay (attempt reports read them); their Secrets go.
+		r.retireApp(ctx, pods)
 		return nil
 	}
 	if len(v.attempts) == 0 {
