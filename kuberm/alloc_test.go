@@ -45,27 +45,12 @@ func (e *env) placeNode(name, zone, ip string) {
 }
 
 // runContainer moves a container pod to Running, its launcher installed.
-func (k *fakeKubelet) runContainer(pod string) {
-	k.t.Helper()
-	k.status(pod, func(s *corev1.PodStatus) {
-		s.Phase = corev1.PodRunning
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Ready: true, Image: "x",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	})
-}
+func (k *fakeKubelet) runContainer(pod string) { k.t.Helper(); k.runAs(pod, ContainerName, "") }
 
 // exitContainer ends a container pod's main container with code.
 func (k *fakeKubelet) exitContainer(pod string, code int32, reason string) {
 	k.t.Helper()
-	k.status(pod, func(s *corev1.PodStatus) {
-		s.Phase = corev1.PodSucceeded
-		if code != 0 {
-			s.Phase = corev1.PodFailed
-		}
-		now := metav1.Now()
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Image: "x",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}}}}
-	})
+	k.exitAs(pod, ContainerName, code, reason)
 }
 
 // evict is the kubelet's node-pressure eviction of a pod.

@@ -144,18 +144,32 @@ func (k *fakeKubelet) bind(pod, node string) {
 	}
 }
 
-// run moves the pod to Running with its AM container started.
-func (k *fakeKubelet) run(pod string) {
+// run moves an AM pod to Running with its AM container started.
+func (k *fakeKubelet) run(pod string) { k.t.Helper(); k.runAs(pod, amContainerName, "") }
+
+// exit ends an AM pod's container with code (and a reason such as OOMKilled).
+func (k *fakeKubelet) exit(pod string, code int32, reason string) {
+	k.t.Helper()
+	k.exitAs(pod, amContainerName, code, reason)
+}
+
+// runAs moves a pod to Running with its main container (named container)
+// started and, when ip is set, that pod IP.
+func (k *fakeKubelet) runAs(pod, container, ip string) {
 	k.t.Helper()
 	k.status(pod, func(s *corev1.PodStatus) {
 		s.Phase = corev1.PodRunning
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: amContainerName, Ready: true, Image: "x",
+		if ip != "" {
+			s.PodIP, s.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		}
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: container, Ready: true, Image: "x",
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	})
 }
 
-// exit ends the AM container with code (and a reason such as OOMKilled).
-func (k *fakeKubelet) exit(pod string, code int32, reason string) {
+// exitAs ends a pod's main container (named container) with code, as a
+// kubelet writes it: Succeeded for 0, else Failed.
+func (k *fakeKubelet) exitAs(pod, container string, code int32, reason string) {
 	k.t.Helper()
 	k.status(pod, func(s *corev1.PodStatus) {
 		s.Phase = corev1.PodSucceeded
@@ -163,7 +177,7 @@ func (k *fakeKubelet) exit(pod string, code int32, reason string) {
 			s.Phase = corev1.PodFailed
 		}
 		now := metav1.Now()
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: amContainerName, Image: "x",
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: container, Image: "x",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}}}}
 	})
 }

@@ -93,24 +93,12 @@ func standInContainerPod(t *testing.T, e *env, kl *fakeKubelet, rm *RM, cid yarn
 // container pod's main container.
 func containerRunning(kl *fakeKubelet, pod, ip string) {
 	kl.t.Helper()
-	kl.status(pod, func(s *corev1.PodStatus) {
-		s.Phase, s.PodIP, s.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Ready: true, Image: "x",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
-	})
+	kl.runAs(pod, ContainerName, ip)
 }
 
 func containerExit(kl *fakeKubelet, pod string, code int32, reason string) {
 	kl.t.Helper()
-	kl.status(pod, func(s *corev1.PodStatus) {
-		s.Phase = corev1.PodSucceeded
-		if code != 0 {
-			s.Phase = corev1.PodFailed
-		}
-		now := metav1.Now()
-		s.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Image: "x",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}}}}
-	})
+	kl.exitAs(pod, ContainerName, code, reason)
 }
 
 // nmClient is an AM's connection to the NM face: Hadoop IPC with the NM
