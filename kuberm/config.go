@@ -67,8 +67,9 @@ type Config struct {
 	NMAddress string `json:"nm_address"`
 	// AdvertiseNMAddress's port is the NodeIds' port (default: the bound one).
 	AdvertiseNMAddress string `json:"advertise_nm_address"`
-	// Image is the AM pods' image: it must hold what the AM's command
-	// needs (a JDK and the framework's jars, or a shell for simple AMs).
+	// Image is the runtime image of AM and container pods (the operator's):
+	// it must hold /bin/bash and what the commands need (a JDK and the
+	// framework's jars), unless host_paths bring them.
 	Image string `json:"image"`
 	// PriorityClassName is given to every pod (e.g. koord-batch); empty =
 	// none (the cluster's default).

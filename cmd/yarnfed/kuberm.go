@@ -20,15 +20,16 @@ func newKubermCmd() *cobra.Command {
 		Short: "Run a YARN ResourceManager backed by the Kubernetes API (a Kubernetes cluster as a sub-cluster)",
 		Long: `kuberm serves ApplicationClientProtocol (Hadoop IPC, the RM client port) over a Kubernetes
 namespace: a submitted application is stored as a Secret (its submission context, with the launch
-context's tokens) and its ApplicationMaster runs as a pod requesting Koordinator batch resources
-(kubernetes.io/batch-cpu/-memory) where the Nodes advertise them, else cpu/memory; kube-scheduler
-places it. Reports, attempts, kill, nodes (each Node's batch capacity YARN may use), metrics and the
+context's tokens) and its ApplicationMaster and every container it asks for run as pods requesting
+Koordinator batch resources (kubernetes.io/batch-cpu/-memory) where the Nodes advertise them, else
+cpu/memory; kube-scheduler places them, and the launcher in each pod (yarnfed kuberm launch) does a
+NodeManager's work. Reports, attempts, kill, nodes (each Node's batch capacity YARN may use), metrics and the
 one queue are read from the API server, so a restarted kuberm loses no application. It registers and
 heartbeats itself in the yarnfed state store as a sub-cluster (--no-store: standalone).
 
-The scheduler port serves the ApplicationMasterProtocol's register and finish with AMRMTokens kuberm
-issues; allocate is not served yet (AMs cannot ask for containers), nor the NodeManager face; see
-kuberm/DESIGN.md. RBAC: kuberm/rbac.yaml (cluster-wide read of nodes and pods) and
+The scheduler port serves the ApplicationMasterProtocol (register, allocate, finish) with AMRMTokens
+kuberm issues; the NM port serves ContainerManagementProtocol (start, stop, status) to AMs holding
+its NM tokens, at NodeIds <node InternalIP>:<port>; see kuberm/DESIGN.md. RBAC: kuberm/rbac.yaml (cluster-wide read of nodes and pods) and
 kuberm/rbac-namespace.yaml (secrets and pods in its namespace, bound with a RoleBinding).
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.`,
@@ -61,7 +62,7 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 			}
 			defer rm.Close()
 			a := rm.Addrs()
-			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (register/finish; allocate not served yet)\n  admin     %s (no admin method served yet)\n  nm        %s (start/stop/status of containers)\n  webapp    %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "kuberm %s: namespace %s, cluster timestamp %d\n  client    %s\n  scheduler %s (register, allocate, finish)\n  admin     %s (no admin method served yet)\n  nm        %s (start/stop/status of containers)\n  webapp    %s\n",
 				cfg.SubClusterID, cfg.Namespace, rm.ClusterTimestamp(), a.Client, a.Scheduler, a.Admin, a.NM, a.Web)
 			return rm.Run(cmd.Context())
 		},
@@ -71,14 +72,14 @@ Configuration: defaults, then --config (JSON; unknown keys are errors), then fla
 	f.StringVar(&cfg.SubClusterID, "subcluster-id", cfg.SubClusterID, "sub-cluster id (required; a Kubernetes label value), e.g. SC-k8s")
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", cfg.Kubeconfig, "kubeconfig file (empty: in-cluster service account)")
 	f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of the applications' Secrets and pods")
-	f.StringVar(&cfg.Image, "image", cfg.Image, "image of the AM pods (required): what the AM command needs, e.g. a JDK and the framework's jars")
+	f.StringVar(&cfg.Image, "image", cfg.Image, "runtime image of AM and container pods (required): /bin/bash and what the commands need, e.g. a JDK and the framework's jars (or host_paths)")
 	f.StringVar(&cfg.PriorityClassName, "priority-class", cfg.PriorityClassName, "priority class of the pods (e.g. koord-batch; empty: none)")
 	f.Int64Var(&cfg.RunAsUser, "run-as-user", cfg.RunAsUser, "uid the pods' containers run as (never root)")
 	f.StringVar(&cfg.ServiceAccountName, "service-account", cfg.ServiceAccountName, "service account of the pods (its token is not mounted)")
 	f.Int64Var(&cfg.ClusterTimestamp, "cluster-timestamp", cfg.ClusterTimestamp, "first part of application ids, ms (0: this process's start time)")
 	f.Int64Var(&cfg.Epoch, "epoch", cfg.Epoch, "epoch in container ids' high bits (0: derived from --subcluster-id)")
 	f.StringVar(&cfg.ClientAddress, "client-address", cfg.ClientAddress, "ApplicationClientProtocol address (yarn.resourcemanager.address)")
-	f.StringVar(&cfg.SchedulerAddress, "scheduler-address", cfg.SchedulerAddress, "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address); register and finish, allocate not yet")
+	f.StringVar(&cfg.SchedulerAddress, "scheduler-address", cfg.SchedulerAddress, "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address)")
 	f.StringVar(&cfg.AdvertiseSchedulerAddress, "advertise-scheduler-address", cfg.AdvertiseSchedulerAddress, "scheduler address registered in the state store (default: the bound one)")
 	f.StringVar(&cfg.AdminAddress, "admin-address", cfg.AdminAddress, "ResourceManagerAdministrationProtocol address (yarn.resourcemanager.admin.address); no admin method is served yet")
 	f.StringVar(&cfg.AdvertiseAdminAddress, "advertise-admin-address", cfg.AdvertiseAdminAddress, "admin address registered in the state store (default: the bound one)")
