@@ -9,9 +9,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=${MAVEN_REPO:-$HOME/.m2/repository}
 # fetch GROUP ARTIFACT VERSION: one Maven run per jar not already in the
 # local repository (each run is a JVM start: a warm repository needs none).
+# Maven is told the repository: its default follows the JVM's user.home (the
+# passwd entry), not $HOME, so the jar could land where the classpath below
+# does not look (seen with HOME pointed elsewhere).
 fetch() {
   local jar="$repo/${1//.//}/$2/$3/$2-$3.jar"
-  [ -f "$jar" ] || mvn -q dependency:get -Dartifact="$1:$2:$3" -Dtransitive=false
+  [ -f "$jar" ] || mvn -q dependency:get -Dmaven.repo.local="$repo" -Dartifact="$1:$2:$3" -Dtransitive=false
 }
 for a in hadoop-yarn-api hadoop-yarn-common hadoop-yarn-server-common hadoop-common; do
   fetch org.apache.hadoop $a $ver
