@@ -45,7 +45,9 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@# The Go tests run Maven themselves when the classpath is stale, and skip
 	@# with the reason when java or mvn is missing (CI sets YARNFED_INTEROP_REQUIRED=1).
 	@mkdir -p e2e/target
-	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
+	@# On failure, each failed test's whole output follows (the grep below keeps only the summary lines).
+	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; \
+	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || awk -f scripts/failed-tests.awk e2e/target/interop.log; exit $$rc
 
 deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say, run the image on a real one-node cluster.
 	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.
