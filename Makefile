@@ -15,7 +15,11 @@ build: ## Build bin/yarnfed (the server), bin/yarnfedctl, and bin/yarnfed-bench 
 dev: ## Run the embedded federation on loopback (the main job).
 	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
 
-test: lint unit deploy-test fuzz-smoke ## Lint, unit tests with -race, deploy/ manifests against a real API server, and a short smoke of every fuzz target.
+test: ## Lint, unit tests with -race, deploy/ manifests against a real API server and a real node, and a short smoke of every fuzz target: all four at once.
+	@# At once, not in turn: deploy-test mostly waits on pods and Java clients, the others
+	@# mostly compute, so together they take about the longest one's time (deploy/DESIGN.md, CI).
+	@# --output-sync prints each target's output whole when it ends, never interleaved.
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint unit deploy-test fuzz-smoke
 
 lint: ## gofmt and go vet.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
