@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,8 +44,8 @@ var sparkPiLine = regexp.MustCompile(`Pi is roughly (3\.1[0-9]*)`)
 // Python) and every executor (with its Python workers) are pods bound by
 // kube-scheduler; Spark's client stages its jars archive, its conf archive,
 // pi.py and the PySpark archives on file:// (a host path the pods mount), the
-// launcher localizes them (the archives unpacked), the executors reach the
-// driver over the pod network. The application must SUCCEED, the driver
+// launcher localizes them (the archives unpacked); the pods are in the
+// node's network (kuberm host_network), as a NodeManager's containers are. The application must SUCCEED, the driver
 // must have printed Pi, and nothing of the application may be left.
 func TestKubermSparkPiOnNode(t *testing.T) {
 	total := time.Now()
@@ -357,6 +356,11 @@ func sparkFederation(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin
 		"host_paths":        hostPaths,
 		"env":               map[string]string{"JAVA_HOME": javaHome},
 		"min_allocation_mb": 256,
+		// A YARN container's address is its NodeId's host (the node's
+		// IP): Spark's executors bind their block manager to it (their
+		// --hostname), which a pod on the pod network cannot. Found here:
+		// see kuberm/DESIGN.md "Container networking".
+		"host_network": true,
 	})
 	rm := startNodeProcess(t, c, "kuberm", bin, append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)...)
 	rm.waitOutput(ctx, t, kubermStarted)
@@ -501,10 +505,10 @@ func sparkDumpAMLogs(t *testing.T, c *kubenode.Cluster, w *podWatch, app string)
 
 // sparkCheckPods: the application's AM (the driver) and its executors ran
 // as pods of the kuberm image that kube-scheduler bound, with requests =
-// limits and the host paths mounted read-only; the driver printed Pi (its
-// stdout, in the AM pod's log directory); its log shows the executor
-// registering from a pod-network address and the ten tasks finishing on
-// the executors.
+// limits, the host paths mounted read-only and the node's network; the
+// driver printed Pi (its stdout, in the AM pod's log directory); its log
+// shows each executor registering from its NodeId's host and the ten
+// tasks finishing on the executors.
 func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, hostPaths []string) {
 	t.Helper()
 	var am *corev1.Pod
@@ -529,6 +533,9 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 		}
 		if p.Spec.NodeName != kubenode.NodeName || p.Spec.SchedulerName != corev1.DefaultSchedulerName {
 			t.Errorf("pod %s: node %q by scheduler %q, want %s by %s", p.Name, p.Spec.NodeName, p.Spec.SchedulerName, kubenode.NodeName, corev1.DefaultSchedulerName)
+		}
+		if !p.Spec.HostNetwork {
+			t.Errorf("pod %s is not in the node's network (kuberm host_network)", p.Name)
 		}
 		main := p.Spec.Containers[0]
 		if main.Image != kubermImage {
@@ -573,9 +580,8 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 		t.Errorf("the driver's log shows no executor registering:\n%s", tail(stderr, 6000))
 	}
 	for _, r := range reg {
-		ip, err := netip.ParseAddr(r[1])
-		if err != nil || !netip.MustParsePrefix(kubenode.PodCIDR).Contains(ip) {
-			t.Errorf("executor %s registered from %s, not from the pod network %s", r[2], r[1], kubenode.PodCIDR)
+		if r[1] != kubenode.NodeIP {
+			t.Errorf("executor %s registered from %s, not from its NodeId's host %s", r[2], r[1], kubenode.NodeIP)
 		}
 	}
 	done := regexp.MustCompile(`Finished task \S+ in stage \S+ \(TID \d+\) in \d+ ms on \S+ \(executor \d+\) \((\d+)/(\d+)\)`).FindAllStringSubmatch(stderr, -1)
