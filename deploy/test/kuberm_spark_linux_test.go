@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
 	"github.com/yarnfed/yarnfed/kuberm"
@@ -90,7 +91,8 @@ func TestKubermSparkPiOnNode(t *testing.T) {
 	}
 
 	begin = time.Now()
-	sparkCheckPods(t, c, w, app, hd.mounts)
+	am := sparkCheckPods(t, c, w, app, hd.mounts)
+	sparkLauncherLog(ctx, t, kc, am)
 	checkAppGone(ctx, t, kc, app, false)
 	t.Logf("step checks and leak check: %v", time.Since(begin).Round(time.Millisecond))
 	t.Logf("whole test: %v", time.Since(total).Round(time.Millisecond))
@@ -509,7 +511,7 @@ func sparkDumpAMLogs(t *testing.T, c *kubenode.Cluster, w *podWatch, app string)
 // driver printed Pi (its stdout, in the AM pod's log directory); its log
 // shows each executor registering from its NodeId's host and the ten
 // tasks finishing on the executors.
-func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, hostPaths []string) {
+func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, hostPaths []string) *corev1.Pod {
 	t.Helper()
 	var am *corev1.Pod
 	executors := 0
@@ -584,8 +586,71 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 			t.Errorf("executor %s registered from %s, not from its NodeId's host %s", r[2], r[1], kubenode.NodeIP)
 		}
 	}
+	sparkTimeline(t, stderr)
 	done := regexp.MustCompile(`Finished task \S+ in stage \S+ \(TID \d+\) in \d+ ms on \S+ \(executor \d+\) \((\d+)/(\d+)\)`).FindAllStringSubmatch(stderr, -1)
 	if len(done) == 0 || done[len(done)-1][1] != sparkPiArg || done[len(done)-1][2] != sparkPiArg {
 		t.Errorf("the driver's log does not show the %s tasks finishing on executors (%d lines)", sparkPiArg, len(done))
+	}
+	return am
+}
+
+// sparkLauncherLog logs the AM pod's start (created, launcher installed,
+// launcher started) and what its launcher said about localization (the
+// pod's log): the share of the Spark jars archive in the run.
+func sparkLauncherLog(ctx context.Context, t *testing.T, kc kubernetes.Interface, am *corev1.Pod) {
+	t.Helper()
+	created := am.CreationTimestamp.Time
+	for _, s := range am.Status.InitContainerStatuses {
+		if s.State.Terminated != nil {
+			t.Logf("AM pod: launcher installed %v after creation", s.State.Terminated.FinishedAt.Sub(created))
+		}
+	}
+	for _, s := range am.Status.ContainerStatuses {
+		if s.State.Terminated != nil {
+			t.Logf("AM pod: launcher started %v after creation, exited %v after", s.State.Terminated.StartedAt.Sub(created), s.State.Terminated.FinishedAt.Sub(created))
+		}
+	}
+	b, err := kc.CoreV1().Pods(kubermNS).GetLogs(am.Name, &corev1.PodLogOptions{Container: am.Spec.Containers[0].Name}).DoRaw(ctx)
+	if err != nil {
+		t.Logf("AM pod log: %v", err)
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "localized") {
+			t.Logf("AM launcher: %s", line)
+		}
+	}
+}
+
+// sparkTimeline logs when the driver reached each milestone (its log4j
+// timestamps, to the second): where spark-submit's time went.
+func sparkTimeline(t *testing.T, driverLog string) {
+	t.Helper()
+	marks := []struct{ what, re string }{
+		{"driver JVM logging", `.`},
+		{"registered with kuberm", `Registering the ApplicationMaster`},
+		{"first executor container launched", `Launching container \S+ on host`},
+		{"first executor registered", `Registered executor`},
+		{"job started", `Starting job`},
+		{"job finished", `Job 0 finished`},
+		{"unregistering", `Final app status|Unregistering ApplicationMaster`},
+	}
+	stamp := regexp.MustCompile(`(?m)^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d) `)
+	var first time.Time
+	for _, m := range marks {
+		re := regexp.MustCompile(`(?m)^\d\d/\d\d/\d\d \d\d:\d\d:\d\d .*` + m.re)
+		line := re.FindString(driverLog)
+		if line == "" {
+			t.Logf("driver timeline: %s: not in the log", m.what)
+			continue
+		}
+		at, err := time.Parse("06/01/02 15:04:05", stamp.FindStringSubmatch(line)[1])
+		if err != nil {
+			continue
+		}
+		if first.IsZero() {
+			first = at
+		}
+		t.Logf("driver timeline: +%3.0fs %s", at.Sub(first).Seconds(), m.what)
 	}
 }
