@@ -89,6 +89,9 @@ func TestKubermSparkPiOnNode(t *testing.T) {
 	if app == "" {
 		t.Fatalf("spark-submit printed no application id:\n%s", tail(out, 4000))
 	}
+	for _, line := range regexp.MustCompile(`(?m)^.*(Uploading resource|Submitted application|final status).*$`).FindAllString(out, -1) {
+		t.Logf("spark-submit: %s", strings.TrimSpace(line))
+	}
 
 	begin = time.Now()
 	am := sparkCheckPods(t, c, w, app, hd.mounts)
@@ -273,11 +276,11 @@ func sparkExtract(sdist, home string) (int, error) {
 	}
 }
 
-// sparkHostDirs is the test's world-readable tree, mounted into the pods
-// at the same paths: spark (SPARK_HOME, hard links into the cache, which is
-// under /root, mode 0700), conf (the client's HADOOP_CONF_DIR: Spark ships
-// it to the AM in __spark_conf__.zip) and home (the client's home and its
-// file:// staging directory).
+// sparkHostDirs is the test's world-readable tree: spark (SPARK_HOME for
+// the client, which runs as the pods' uid: hard links into the cache, which
+// is under /root, mode 0700), conf (the client's HADOOP_CONF_DIR: Spark
+// ships it to the AM in __spark_conf__.zip) and home (the client's home and
+// its file:// staging directory, the one the pods mount, at the same path).
 type sparkHostDirs struct {
 	root, spark, conf, home string
 	mounts                  []string // every host path the pods mount
@@ -323,7 +326,10 @@ func sparkMakeHostDirs(t *testing.T, cached string) sparkHostDirs {
 	for _, m := range systemMounts("") {
 		h.mounts = append(h.mounts, m.Path)
 	}
-	h.mounts = append(h.mounts, h.spark, h.home)
+	// Not SPARK_HOME: Spark's client stages its jars (the
+	// __spark_libs__ archive), pi.py and the PySpark archives, so the pods
+	// need the JDK, python3 and the staging directory only.
+	h.mounts = append(h.mounts, h.home)
 	return h
 }
 
