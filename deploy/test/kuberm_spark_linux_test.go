@@ -237,11 +237,14 @@ func sparkExtract(sdist, home string) (int, error) {
 		}
 		var dst string
 		for _, m := range maps {
-			if rest, ok := strings.CutPrefix(name, m[0]); ok && !strings.Contains(rest, "/") {
-				dst = m[1] + rest
-				if strings.HasSuffix(m[0], ".py") {
+			if !strings.HasSuffix(m[0], "/") { // one file
+				if name == m[0] {
 					dst = m[1]
 				}
+			} else if rest, ok := strings.CutPrefix(name, m[0]); ok && !strings.Contains(rest, "/") {
+				dst = m[1] + rest
+			}
+			if dst != "" {
 				break
 			}
 		}
