@@ -156,6 +156,15 @@ func (r *RM) restrictedContext() *corev1.SecurityContext {
 	}
 }
 
+// dnsPolicy keeps the cluster's DNS for pods in the node's network (the
+// default, ClusterFirst, gives them the node's resolver instead).
+func (r *RM) dnsPolicy() corev1.DNSPolicy {
+	if r.cfg.HostNetwork {
+		return corev1.DNSClusterFirstWithHostNet
+	}
+	return "" // the API server's default, ClusterFirst
+}
+
 // containerPod builds the pod of one container. owner is the application
 // Secret's owner reference (the AM pod carries it).
 func (r *RM) containerPod(cid yarnid.ContainerID, rec *appRecord, req containerRequest, owner metav1.OwnerReference, loc locality) *corev1.Pod {
@@ -232,6 +241,8 @@ func (r *RM) containerPod(cid yarnid.ContainerID, rec *appRecord, req containerR
 			ServiceAccountName:            r.cfg.ServiceAccountName,
 			PriorityClassName:             r.cfg.PriorityClassName,
 			EnableServiceLinks:            &no,
+			HostNetwork:                   r.cfg.HostNetwork,
+			DNSPolicy:                     r.dnsPolicy(),
 			TerminationGracePeriodSeconds: ptr(int64(30)),
 			Affinity:                      loc.affinity(),
 			Volumes:                       volumes,

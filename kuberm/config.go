@@ -108,6 +108,14 @@ type Config struct {
 	// variables a NodeManager sets (yarn.nodemanager.env-whitelist's
 	// role: JAVA_HOME, HADOOP_HOME, HADOOP_CONF_DIR, ...).
 	Env map[string]string `json:"env"`
+	// HostNetwork runs AM and container pods in their node's network
+	// namespace, as a NodeManager's containers share its host's network:
+	// a YARN container's address is its NodeId's host (the node's
+	// InternalIP), which frameworks bind and advertise (Spark executors
+	// bind their block manager to it). On the pod network such a container
+	// cannot bind that address. Pod Security "baseline" refuses it, as it
+	// refuses host_paths. DESIGN.md "Container networking".
+	HostNetwork bool `json:"host_network"`
 	// ResyncInterval is how often the reconcile loop lists the
 	// applications and their pods (launching next attempts, recording
 	// final states).
