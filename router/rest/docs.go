@@ -121,15 +121,17 @@ func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (r
 	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
 }
 
-// perSC runs one function per routable sub-cluster concurrently and applies
-// the partial-results rule to the failures.
-func perSC[T any](ctx context.Context, r *API, what string, fn func(fed.SubClusterInfo) (T, error)) ([]T, error) {
+// perSC runs one function per routable sub-cluster, at most
+// Config.FanOut.Limit at once and all within its deadline, and applies the
+// partial-results rule to the failures: a partial answer is reported
+// (partial) and names the sub-clusters it left out.
+func perSC[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
 	cands, err := r.core.Routable(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ok, failed := fed.FanOut(cands, func(sc fed.SubClusterInfo) (T, error) {
-		v, err := fn(sc)
+	ok, failed := fed.FanOut(ctx, r.cfg.FanOut, cands, func(ctx context.Context, sc fed.SubClusterInfo) (T, error) {
+		v, err := fn(ctx, sc)
 		if err != nil {
 			err = &fed.SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
 		}
@@ -138,7 +140,15 @@ func perSC[T any](ctx context.Context, r *API, what string, fn func(fed.SubClust
 	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
 		return ok, fed.Join(failed)
 	}
+	r.partial(ctx, what, failed)
 	return ok, nil
+}
+
+// partial reports a fan-out answered without the sub-clusters of failed.
+func (r *API) partial(ctx context.Context, what string, failed []error) {
+	if len(failed) > 0 && r.cfg.OnPartial != nil {
+		r.cfg.OnPartial(ctx, what, failed)
+	}
 }
 
 func (r *API) restApps(ctx context.Context, req *http.Request) (restReply, error) {
@@ -209,7 +219,7 @@ func (r *API) appsOverIPC(ctx context.Context, sc fed.SubClusterInfo, q rmrest.A
 }
 
 func (r *API) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
-	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) ([]rmrest.Node, error) {
+	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(ctx context.Context, sc fed.SubClusterInfo) ([]rmrest.Node, error) {
 		return r.nodesOf(ctx, sc, states)
 	})
 	if err != nil {
