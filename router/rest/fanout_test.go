@@ -1,0 +1,159 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yarnfed/yarnfed/internal/rmrest"
+	"github.com/yarnfed/yarnfed/internal/yarnid"
+	"github.com/yarnfed/yarnfed/router"
+	"github.com/yarnfed/yarnfed/router/rest"
+	"github.com/yarnfed/yarnfed/router/routertest"
+)
+
+// leftOutOf is yarnfed_router_fanout_subclusters_left_out_total{method}.
+func leftOutOf(t *testing.T, reg *prometheus.Registry, method string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "yarnfed_router_fanout_subclusters_left_out_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" && l.GetValue() == method {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// hungWeb is an RM web address that accepts connections and never
+// answers (a stuck RM web app); closed with the test.
+func hungWeb(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// scRow is id's row in s's store.
+func scRow(t *testing.T, s *routertest.SimFed, id router.SubClusterID) router.SubClusterInfo {
+	rows, err := s.Store.GetSubClusters(routertest.Ctx(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no row %s", id)
+	return router.SubClusterInfo{}
+}
+
+// putAndWait writes row and waits until the router has read membership
+// twice since (its 20 ms poll), so the next call routes by it.
+func putAndWait(t *testing.T, s *routertest.SimFed, row router.SubClusterInfo) {
+	n := s.Store.Ops("GetSubClusters")
+	s.Store.Put(row)
+	routertest.Poll(t, "the router reads the new row", func() bool { return s.Store.Ops("GetSubClusters") >= n+2 })
+}
+
+// TestRESTHungSubClusterAtFanOutDeadline: a sub-cluster whose RM web app
+// hangs costs a REST fan-out its deadline (fanout.timeout), not the call
+// timeout (a minute here, longer than the test's client waits). With
+// partial results on, the answer comes without it, names it in
+// LeftOutHeader and counts it; with them off (Hadoop's default), the call
+// fails with 503 naming it. Before the fan-out deadline the call waited
+// out call_timeout.
+func TestRESTHungSubClusterAtFanOutDeadline(t *testing.T) {
+	for _, partial := range []bool{true, false} {
+		t.Run(map[bool]string{true: "partial results on", false: "partial results off"}[partial], func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			s := routertest.NewSimFed(t, func(c *router.Config) {
+				c.PartialResults = partial
+				c.CallTimeout = router.Duration(time.Minute)
+				c.FanOut.Timeout = router.Duration(300 * time.Millisecond)
+				c.Registerer = reg
+			})
+			app := s.SubmitApp(true)
+			// SC-2's web app hangs from now on (its IPC port still answers).
+			row := scRow(t, s, "SC-2")
+			row.RMWebServiceAddress = hungWeb(t)
+			putAndWait(t, s, row)
+			start := time.Now()
+			status, hdr, body := s.Call(http.MethodGet, "/ws/v1/cluster/apps", "application/json", "", "")
+			took := time.Since(start) // printed, not asserted: the client's own 20 s limit is the bound
+			if !partial {
+				if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "SC-2") {
+					t.Fatalf("status %d after %v, body %s: want 503 naming SC-2", status, took, body)
+				}
+				if hdr.Get(rest.LeftOutHeader) != "" || leftOutOf(t, reg, "GET /ws/v1/cluster/apps") != 0 {
+					t.Fatalf("a failed call reported as partial: header %q", hdr.Get(rest.LeftOutHeader))
+				}
+				return
+			}
+			if status != http.StatusOK {
+				t.Fatalf("status %d after %v: %s", status, took, body)
+			}
+			if got := hdr.Get(rest.LeftOutHeader); got != "SC-2" {
+				t.Fatalf("%s: %q, want SC-2", rest.LeftOutHeader, got)
+			}
+			if n := leftOutOf(t, reg, "GET /ws/v1/cluster/apps"); n != 1 {
+				t.Fatalf("left-out counter %v, want 1", n)
+			}
+			var doc rmrest.AppsResponse
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if s.Store.Homes()[yarnid.AppIDString(app)] == "SC-1" {
+				want = 1
+			}
+			if len(doc.Apps.App) != want {
+				t.Fatalf("%d apps in the partial answer, want SC-1's %d: %s", len(doc.Apps.App), want, body)
+			}
+			// A whole answer carries no header.
+			row.RMWebServiceAddress = s.Sims["SC-2"].Addrs().Web
+			putAndWait(t, s, row)
+			if _, hdr, _ := s.Call(http.MethodGet, "/ws/v1/cluster/apps", "application/json", "", ""); hdr.Get(rest.LeftOutHeader) != "" {
+				t.Fatalf("a whole answer names %q as left out", hdr.Get(rest.LeftOutHeader))
+			}
+		})
+	}
+}
