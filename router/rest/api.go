@@ -53,6 +53,9 @@ type restReply struct {
 	xml      any
 	location string   // Location header (202 Accepted of a submission)
 	raw      *relayed // an RM's answer passed through as it was sent (relay.go)
+	// stream, when set, writes the JSON body itself (large lists,
+	// restwire.JSONList); xml is then the XML document.
+	stream func(io.Writer) error
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
@@ -98,6 +101,12 @@ func (r *API) serveREST(name string, mutating bool, h restHandler) func(http.Res
 		}
 		if reply.raw != nil {
 			reply.raw.write(w, req)
+			return
+		}
+		if reply.stream != nil && !asXML {
+			if err := restwire.WriteJSONStream(w, reply.status, reply.stream); err != nil {
+				r.cfg.Log.Warn("REST answer cut short", "method", method, "err", err)
+			}
 			return
 		}
 		restwire.Write(w, reply.status, asXML, reply.json, reply.xml)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -155,5 +156,54 @@ func TestRESTHungSubClusterAtFanOutDeadline(t *testing.T) {
 				t.Fatalf("a whole answer names %q as left out", hdr.Get(rest.LeftOutHeader))
 			}
 		})
+	}
+}
+
+// TestRESTNodesPassedThrough: /nodes is the RMs' node objects as they sent
+// them, so a field rmrest.Node does not model (a newer RM's) reaches the
+// client, next to another RM's nodes; XML is still rendered from the typed
+// nodes. Before, the router decoded into rmrest.Node and re-encoded, and
+// such a field was lost.
+func TestRESTNodesPassedThrough(t *testing.T) {
+	const node = `{"rack":"/r1","state":"RUNNING","id":"newer-host:45454","nodeHostName":"newer-host","nodeHTTPAddress":"newer-host:8042",` +
+		`"lastHealthUpdate":1,"version":"3.5.0","healthReport":"","numContainers":0,"usedMemoryMB":0,"availMemoryMB":8192,` +
+		`"nodeStatus":"NORMAL","futureField":{"list":[1,2,{"deep":"x"}]}}`
+	rm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != "/ws/v1/cluster/nodes" {
+			http.NotFound(w, req)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"nodes":{"node":[` + node + `]}}`))
+	}))
+	defer rm.Close()
+	s := routertest.NewSimFed(t)
+	row := scRow(t, s, "SC-1")
+	row.RMWebServiceAddress = strings.TrimPrefix(rm.URL, "http://")
+	putAndWait(t, s, row)
+
+	status, hdr, body := s.Call(http.MethodGet, "/ws/v1/cluster/nodes", "application/json", "", "")
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Fatalf("status %d %s: %s", status, hdr.Get("Content-Type"), body)
+	}
+	if !strings.Contains(string(body), node) {
+		t.Fatalf("SC-1's node not passed through as sent:\n%s", body)
+	}
+	var doc rmrest.NodesResponse
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if len(doc.Nodes.Node) < 2 || doc.Nodes.Node[0].ID != "newer-host:45454" {
+		t.Fatalf("want SC-1's node then SC-2's: %+v", doc.Nodes.Node)
+	}
+	status, _, xbody := s.Call(http.MethodGet, "/ws/v1/cluster/nodes", "application/xml", "", "")
+	if status != http.StatusOK || strings.Count(string(xbody), "<node>") != len(doc.Nodes.Node) ||
+		!strings.Contains(string(xbody), "<id>newer-host:45454</id>") {
+		t.Fatalf("XML %d: %s", status, xbody)
+	}
+	// One node by id comes from the same lists.
+	status, _, one := s.Call(http.MethodGet, "/ws/v1/cluster/nodes/newer-host:45454", "application/json", "", "")
+	if status != http.StatusOK || !strings.Contains(string(one), `"nodeHostName":"newer-host"`) {
+		t.Fatalf("node: %d %s", status, one)
 	}
 }
