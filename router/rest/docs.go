@@ -128,6 +128,19 @@ func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (r
 // partial-results rule to the failures: a partial answer is reported
 // (partial) and names the sub-clusters it left out.
 func perSC[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
+	return fanOutSC(ctx, r, what, true, fn)
+}
+
+// perSCPartial is perSC for the documents Hadoop's Router always answers
+// with what it got, whatever yarn.router.interceptor.allow-partial-result
+// says (FederationInterceptorREST's getApps and getClusterMetricsInfo skip
+// a failing sub-cluster after logging it): the call fails only when every
+// sub-cluster does. Unlike Hadoop's, the answer names what it left out.
+func perSCPartial[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
+	return fanOutSC(ctx, r, what, true, fn)
+}
+
+func fanOutSC[T any](ctx context.Context, r *API, what string, partial bool, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
 	cands, err := r.core.Routable(ctx)
 	if err != nil {
 		return nil, err
@@ -139,7 +152,7 @@ func perSC[T any](ctx context.Context, r *API, what string, fn func(context.Cont
 		}
 		return v, err
 	})
-	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
+	if len(failed) > 0 && (!partial || len(ok) == 0) {
 		return ok, fed.Join(failed)
 	}
 	r.partial(ctx, what, failed)

@@ -18,7 +18,9 @@ import (
 // restMetrics sums every routable RM's /ws/v1/cluster/metrics. An RM whose
 // REST API does not answer is counted from the clusterMetrics its agent
 // last heartbeated into the store (the capability JSON), which is seconds
-// old; only if that is missing too does the sub-cluster count as failed.
+// old; only if that is missing too does the sub-cluster count as failed,
+// and then, as in Hadoop's Router, it is left out of the sum (named in
+// LeftOutHeader) unless every sub-cluster failed.
 func (r *API) restMetrics(ctx context.Context, _ *http.Request) (restReply, error) {
 	cands, err := r.core.Routable(ctx)
 	if err != nil {
@@ -36,7 +38,9 @@ func (r *API) restMetrics(ctx context.Context, _ *http.Request) (restReply, erro
 		r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uams.go)
 		return m, nil
 	})
-	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
+	// As Hadoop's getClusterMetricsInfo: the sum of what answered; only
+	// when nothing did is it an error.
+	if len(ok) == 0 {
 		return restReply{}, fed.Join(failed)
 	}
 	r.partial(ctx, "GET /ws/v1/cluster/metrics", failed)
