@@ -128,7 +128,7 @@ func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (r
 // partial-results rule to the failures: a partial answer is reported
 // (partial) and names the sub-clusters it left out.
 func perSC[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
-	return fanOutSC(ctx, r, what, true, fn)
+	return fanOutSC(ctx, r, what, r.cfg.PartialResults, fn)
 }
 
 // perSCPartial is perSC for the documents Hadoop's Router always answers
