@@ -138,25 +138,15 @@ func skipValue(dec *json.Decoder) error {
 
 // decodeApp decodes one application from dec in one pass: into appWire,
 // which has no decoder of its own, so App.UnmarshalJSON's second parse of
-// every application does not run.
+// every application does not run; its resourceInfo (six resource blocks
+// with their resourceInformations lists, most of an application's bytes,
+// which no merge reads) is kept as the RM's bytes.
 func decodeApp(dec *json.Decoder) (App, error) {
 	var w appWire
 	if err := dec.Decode(&w); err != nil {
 		return App{}, err
 	}
 	return w.app(), nil
-}
-
-// app is the App w holds, with the label expressions' presence recorded.
-func (w *appWire) app() App {
-	a := App(w.appPlain)
-	if w.AppNodeLabelExpression != nil {
-		a.AppNodeLabelExpression, a.HasAppNodeLabelExpression = *w.AppNodeLabelExpression, true
-	}
-	if w.AMNodeLabelExpression != nil {
-		a.AMNodeLabelExpression, a.HasAMNodeLabelExpression = *w.AMNodeLabelExpression, true
-	}
-	return a
 }
 
 // AppList is /apps decoded from a stream (DecodeApps).

@@ -1,11 +1,14 @@
 package rmrest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -312,4 +315,129 @@ func BenchmarkDecodeNodes(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRelayList is what the router does with one RM's list for REST
+// (decode, then write the answer), before and after: before, the whole
+// document decoded into the typed list and the answer marshalled as one
+// []byte; after, /nodes streamed as the RM's bytes and /apps decoded
+// streaming and written one application at a time.
+func BenchmarkRelayList(b *testing.B) {
+	nodes, apps := []byte(nodesDoc(1000, "")), []byte(appsDoc(200, ""))
+	b.Run("nodes/before", func(b *testing.B) {
+		b.SetBytes(int64(len(nodes)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var r NodesResponse
+			if err := json.Unmarshal(nodes, &r); err != nil {
+				b.Fatal(err)
+			}
+			out, err := json.Marshal(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Discard.Write(out)
+		}
+	})
+	b.Run("nodes/after", func(b *testing.B) {
+		b.SetBytes(int64(len(nodes)))
+		b.ReportAllocs()
+		w := bufio.NewWriterSize(io.Discard, 64<<10)
+		for b.Loop() {
+			raw, err := DecodeRawNodes(bytes.NewReader(nodes))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = w.WriteString(`{"nodes":{"node":[`)
+			for i, n := range raw {
+				if i > 0 {
+					_ = w.WriteByte(',')
+				}
+				_, _ = w.Write(n)
+			}
+			_, _ = w.WriteString(`]}}`)
+			_ = w.Flush()
+		}
+	})
+	b.Run("apps/before", func(b *testing.B) {
+		b.SetBytes(int64(len(apps)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var r AppsResponse
+			if err := json.Unmarshal(apps, &r); err != nil {
+				b.Fatal(err)
+			}
+			out, err := json.Marshal(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Discard.Write(out)
+		}
+	})
+	b.Run("apps/after", func(b *testing.B) {
+		b.SetBytes(int64(len(apps)))
+		b.ReportAllocs()
+		w := bufio.NewWriterSize(io.Discard, 64<<10)
+		for b.Loop() {
+			list, err := DecodeApps(bytes.NewReader(apps))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = w.WriteString(`{"apps":{"app":[`)
+			for i, a := range list {
+				if i > 0 {
+					_ = w.WriteByte(',')
+				}
+				out, err := a.MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = w.Write(out)
+			}
+			_, _ = w.WriteString(`]}}`)
+			_ = w.Flush()
+		}
+	})
+}
+
+// TestAppResourceInfoKept: an application's resourceInfo (most of its
+// bytes) is kept as the RM sent it: written back byte for byte in JSON, a
+// field AppResourceInfo does not model included; XML and Resources decode
+// it; an App built in code (simrm, the IPC fallback) still renders its typed
+// ResourceInfo.
+func TestAppResourceInfoKept(t *testing.T) {
+	const ri = `{"resourceUsagesByPartition":[{"partitionName":"","used":{"memory":2048,"vCores":2},"reserved":{"memory":0,"vCores":0},` +
+		`"pending":{"memory":0,"vCores":0},"amUsed":{"memory":1024,"vCores":1},"amLimit":{"memory":4096,"vCores":1},` +
+		`"userAmLimit":{"memory":4096,"vCores":1},"futureUsage":{"gpu":1}}]}`
+	doc := appsDoc(1, `,"resourceInfo":`+ri)
+	apps, err := DecodeApps(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := apps[0].MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"resourceInfo":`+ri) {
+		t.Fatalf("resourceInfo not kept as sent: %s", out)
+	}
+	res, err := apps[0].Resources()
+	if err != nil || res == nil || res.ResourceUsagesByPartition[0].Used.Memory != 2048 {
+		t.Fatalf("Resources: %+v %v", res, err)
+	}
+	x, err := xml.Marshal(Apps{App: apps})
+	if err != nil || !strings.Contains(string(x), "<resourceInfo><resourceUsagesByPartition><partitionName></partitionName><used><memory>2048</memory>") {
+		t.Fatalf("XML: %v %s", err, x)
+	}
+	built := App{ID: "application_1_0001", ResourceInfo: res}
+	if b, err := json.Marshal(built); err != nil || !strings.Contains(string(b), `"resourceInfo":{"resourceUsagesByPartition":[{"partitionName":"","used":{"memory":2048`) {
+		t.Fatalf("typed ResourceInfo not rendered: %v %s", err, b)
+	}
+	var whole AppsResponse
+	if err := json.Unmarshal([]byte(doc), &whole); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(whole.Apps.App[0]); !strings.Contains(string(b), `"resourceInfo":`+ri) {
+		t.Fatalf("App.UnmarshalJSON does not keep resourceInfo: %s", b)
+	}
 }
