@@ -76,6 +76,17 @@ func nodesDoc(n int, extra string) string {
 	return b.String()
 }
 
+// appResourceInfo is the resourceInfo a capacity-scheduler RM sends with
+// every application: six resource blocks of the default partition, each
+// with its resourceInformations list.
+var appResourceInfo = func() string {
+	ri := `{"memory":1024,"vCores":1,"resourceInformations":{"resourceInformation":[{"attributes":{},"maximumAllocation":9223372036854775807,` +
+		`"minimumAllocation":0,"name":"memory-mb","resourceType":"COUNTABLE","units":"Mi","value":1024},{"attributes":{},` +
+		`"maximumAllocation":9223372036854775807,"minimumAllocation":0,"name":"vcores","resourceType":"COUNTABLE","units":"","value":1}]}}`
+	return `,"resourceInfo":{"resourceUsagesByPartition":[{"partitionName":"","used":` + ri + `,"reserved":` + ri + `,"pending":` + ri +
+		`,"amUsed":` + ri + `,"amLimit":` + ri + `,"userAmLimit":` + ri + `}]}`
+}()
+
 const resourceRequests = `,"resourceRequests":[{"capability":{"memory":1024,"vCores":1},"nodeLabelExpression":"","numContainers":3,` +
 	`"priority":20,"relaxLocality":true,"resourceName":"*","executionTypeRequest":{"enforceExecutionType":false,"executionType":"GUARANTEED"}}]`
 
@@ -87,6 +98,7 @@ func TestDecodeAppsAsTheWholeDocumentDecoder(t *testing.T) {
 	for _, doc := range []string{
 		appsDoc(3, ""),
 		appsDoc(2, resourceRequests),
+		appsDoc(2, appResourceInfo),
 		appsDoc(1, `,"appNodeLabelExpression":"gpu","resourceInfo":{"resourceUsagesByPartition":[{"partitionName":"","used":{"memory":1,"vCores":1}}]}`),
 		`{"apps":{}}`, `{"apps":null}`, `{"apps":{"app":[]}}`,
 		// Members Hadoop may add around the list are skipped.
@@ -257,9 +269,9 @@ func FuzzDecodeLists(f *testing.F) {
 // BenchmarkDecodeApps compares the whole-document decode (read the body,
 // json.Unmarshal into AppsResponse: a scan of the document, then App's own
 // codec re-parsing each application) with the streaming one, on one RM's
-// /apps of 200 applications (~330 KiB).
+// /apps of 200 applications with their resourceInfo (~1 MiB).
 func BenchmarkDecodeApps(b *testing.B) {
-	doc := []byte(appsDoc(200, ""))
+	doc := []byte(appsDoc(200, appResourceInfo))
 	b.Run("whole-document", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
@@ -323,7 +335,7 @@ func BenchmarkDecodeNodes(b *testing.B) {
 // []byte; after, /nodes streamed as the RM's bytes and /apps decoded
 // streaming and written one application at a time.
 func BenchmarkRelayList(b *testing.B) {
-	nodes, apps := []byte(nodesDoc(1000, "")), []byte(appsDoc(200, ""))
+	nodes, apps := []byte(nodesDoc(1000, "")), []byte(appsDoc(200, appResourceInfo))
 	b.Run("nodes/before", func(b *testing.B) {
 		b.SetBytes(int64(len(nodes)))
 		b.ReportAllocs()
