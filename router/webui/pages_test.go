@@ -119,7 +119,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 // TestUIFanOutFailureShown: when a sub-cluster fails and partial results
 // are off, the nodes page answers REST's status with the error on the page.
 // The apps page, as REST /apps (and Hadoop's Router's getApps), shows the
-// sub-clusters that answered.
+// sub-clusters that answered and names the one that did not.
 func TestUIFanOutFailureShown(t *testing.T) {
 	f := routertest.NewFed(t, 2, nil)
 	f.RMs["SC-2"].Intercept = func(method string) (error, bool) {
@@ -147,10 +147,14 @@ func TestUIFanOutFailureShown(t *testing.T) {
 	if !strings.Contains(body, `id="error"`) || !strings.Contains(body, "SC-2") {
 		t.Fatalf("page does not show the failure:\n%s", body)
 	}
-	pageStatus, _ = get("/cluster/apps")
+	pageStatus, body = get("/cluster/apps")
 	restStatus, _ = get("/ws/v1/cluster/apps")
 	if pageStatus != http.StatusOK || restStatus != http.StatusOK {
 		t.Fatalf("apps: page %d, REST %d; want both 200 with SC-1's part", pageStatus, restStatus)
+	}
+	// The page says the list is partial and which sub-cluster is missing.
+	if i := strings.Index(body, `id="apps-left-out"`); i < 0 || !strings.Contains(body[i:], "SC-2") {
+		t.Fatalf("apps page does not name the sub-cluster left out:\n%s", body)
 	}
 }
 
