@@ -403,7 +403,7 @@ func rmAdmin[Req, Resp proto.Message](r *Router, name string, needsID bool, newR
 		if err != nil {
 			return zero, err
 		}
-		resps, failed := fanOut(targets, func(sc SubClusterInfo) (Resp, error) {
+		resps, failed := fanOut(ctx, r.cfg.fan(), targets, func(ctx context.Context, sc SubClusterInfo) (Resp, error) {
 			resp := newResp()
 			cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout.D())
 			defer cancel()

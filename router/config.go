@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/router/appacl"
+	"github.com/yarnfed/yarnfed/router/fed"
 	"github.com/yarnfed/yarnfed/router/spnego"
 )
 
@@ -59,6 +61,34 @@ type WebConfig struct {
 	// MaxConnsPerAddr caps open connections from one IP address (further
 	// ones are closed at once), so one host cannot hold all MaxConns.
 	MaxConnsPerAddr int `json:"max_conns_per_addr"`
+}
+
+// FanOutConfig bounds one fan-out call: how many sub-clusters it asks at
+// once, and by when every answer must be in.
+type FanOutConfig struct {
+	// MaxConcurrency is the most sub-cluster calls one fan-out has in
+	// flight (the rest wait for a slot, within Timeout). Hadoop's
+	// FederationClientInterceptor runs its fan-outs on a per-user pool of
+	// yarn.router.interceptor.user-thread-pool.maximum-pool-size threads
+	// (5); ours is per call.
+	MaxConcurrency int `json:"max_concurrency"`
+	// Timeout is the fan-out's deadline from its start: a sub-cluster that
+	// has not answered by then (hung, or still waiting for a slot) is left
+	// out of a partial answer, or fails the call when partial results are
+	// off. 0: call_timeout.
+	Timeout Duration `json:"timeout"`
+}
+
+// RMHTTPConfig sizes the one HTTP transport the router shares for every
+// call to the RMs' web apps (REST documents, metrics, relays).
+type RMHTTPConfig struct {
+	// MaxIdleConnsPerHost is the idle keep-alive connections kept per RM.
+	// Go's default, 2, made concurrent fan-outs re-dial every RM; a
+	// fan-out holds one connection per RM, so this is the number of REST
+	// fan-outs that may run at once without dialling.
+	MaxIdleConnsPerHost int `json:"max_idle_conns_per_host"`
+	// IdleConnTimeout closes an idle connection to an RM.
+	IdleConnTimeout Duration `json:"idle_conn_timeout"`
 }
 
 // IPCConfig bounds the Hadoop IPC ports (client and admin) against peers
@@ -124,8 +154,13 @@ type Config struct {
 	PublishedCapacityTTL Duration `json:"published_capacity_ttl"`
 	// CallTimeout bounds one call to one RM.
 	CallTimeout Duration `json:"call_timeout"`
+	// FanOut bounds the calls a fan-out (lists, metrics, nodes; IPC, REST
+	// and RM admin) makes; see FanOutConfig.
+	FanOut FanOutConfig `json:"fanout"`
 	// DialTimeout bounds connecting to an RM.
 	DialTimeout Duration `json:"dial_timeout"`
+	// RMHTTP sizes the transport to the RMs' web apps.
+	RMHTTP RMHTTPConfig `json:"rm_http"`
 	// HomeCacheTTL caches app-home lookups; a stale entry is detected by
 	// ApplicationNotFound from the RM and re-read. 0 disables the cache.
 	HomeCacheTTL Duration `json:"home_cache_ttl"`
@@ -220,6 +255,8 @@ func DefaultConfig() Config {
 		PublishedCapacityTTL:      Duration(5 * time.Minute),
 		CallTimeout:               Duration(30 * time.Second),
 		DialTimeout:               Duration(5 * time.Second),
+		FanOut:                    FanOutConfig{MaxConcurrency: 32},
+		RMHTTP:                    RMHTTPConfig{MaxIdleConnsPerHost: 16, IdleConnTimeout: Duration(90 * time.Second)},
 		HomeCacheTTL:              Duration(60 * time.Second),
 		HomeCacheSize:             100_000,
 		DefaultPolicy:             PolicyUniformBroadcast,
@@ -264,6 +301,7 @@ func (c *Config) Validate() error {
 		"retry_interval": c.RetryInterval, "failover_wait": c.FailoverWait,
 		"home_cache_ttl": c.HomeCacheTTL, "breaker.interval": c.Breaker.Interval,
 		"subcluster_heartbeat_expiry": c.SubClusterHeartbeatExpiry, "published_capacity_ttl": c.PublishedCapacityTTL,
+		"fanout.timeout": c.FanOut.Timeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be >= 0", name, time.Duration(d)))
@@ -274,6 +312,7 @@ func (c *Config) Validate() error {
 		"dial_timeout": c.DialTimeout, "breaker.open_for": c.Breaker.OpenFor,
 		"web.read_header_timeout": c.Web.ReadHeaderTimeout, "web.read_timeout": c.Web.ReadTimeout,
 		"web.write_timeout": c.Web.WriteTimeout, "web.idle_timeout": c.Web.IdleTimeout,
+		"rm_http.idle_conn_timeout": c.RMHTTP.IdleConnTimeout,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, must be > 0", name, time.Duration(d)))
@@ -316,6 +355,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ipc.preauth_buffer_bytes: %d, must hold one handshake packet (%d)", c.IPC.PreAuthBufferBytes, hadoopipc.DefaultMaxPreAuthFrame))
 	}
 	errs = append(errs, c.Kerberos.validate()...)
+	if c.FanOut.MaxConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("fanout.max_concurrency: %d, must be >= 1", c.FanOut.MaxConcurrency))
+	}
+	if c.RMHTTP.MaxIdleConnsPerHost < 1 {
+		errs = append(errs, fmt.Errorf("rm_http.max_idle_conns_per_host: %d, must be >= 1", c.RMHTTP.MaxIdleConnsPerHost))
+	}
 	if c.MaxRMClients < 1 {
 		errs = append(errs, fmt.Errorf("max_rm_clients: %d, must be >= 1", c.MaxRMClients))
 	}
@@ -328,3 +373,34 @@ func (c *Config) Validate() error {
 // Duration is the duration type every role's config uses ("10s" in files
 // and flags).
 type Duration = config.Duration
+
+// fan is the fan-out bound of cfg (fed.Fan).
+func (c *Config) fan() fed.Fan {
+	t := c.FanOut.Timeout.D()
+	if t <= 0 {
+		t = c.CallTimeout.D()
+	}
+	return fed.Fan{Limit: c.FanOut.MaxConcurrency, Timeout: t}
+}
+
+// rmHTTPClient is the one client (and transport) for every call to the
+// RMs' web apps: Go's default transport keeps 2 idle connections per host,
+// so at 100 sub-clusters concurrent fan-outs re-dialled the RMs.
+func (c *Config) rmHTTPClient() *http.Client {
+	d := &net.Dialer{Timeout: c.DialTimeout.D(), KeepAlive: 30 * time.Second}
+	return &http.Client{
+		// A backstop: every call also carries a context with its deadline.
+		Timeout: c.CallTimeout.D(),
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           d.DialContext,
+			MaxIdleConns:          0, // no total cap: bounded per RM
+			MaxIdleConnsPerHost:   c.RMHTTP.MaxIdleConnsPerHost,
+			IdleConnTimeout:       c.RMHTTP.IdleConnTimeout.D(),
+			TLSHandshakeTimeout:   c.DialTimeout.D(),
+			ResponseHeaderTimeout: c.CallTimeout.D(),
+			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:     false,
+		},
+	}
+}

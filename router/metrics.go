@@ -24,6 +24,8 @@ type metrics struct {
 	webRefused prometheus.Counter
 	// appACLDenied counts calls refused by application ACLs (appacl.go).
 	appACLDenied *prometheus.CounterVec // method
+	// leftOut counts sub-clusters left out of partial fan-out answers.
+	leftOut *prometheus.CounterVec // method
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -75,9 +77,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "yarnfed_router_app_acl_denied_total",
 			Help: "Calls refused because the caller lacks the application's VIEW_APP or MODIFY_APP access, by method.",
 		}, []string{"method"}),
+		leftOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yarnfed_router_fanout_subclusters_left_out_total",
+			Help: "Sub-clusters left out of a fan-out's partial answer (failed or no answer by the fan-out deadline, partial results on), by method.",
+		}, []string{"method"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused, m.appACLDenied)
+		reg.MustRegister(m.requests, m.latency, m.scCalls, m.scLatency, m.breaker, m.retries, m.routable, m.homeLookup, m.evictions, m.webRefused, m.appACLDenied, m.leftOut)
 	}
 	return m
 }

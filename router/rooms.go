@@ -27,6 +27,7 @@ var _ rest.Core = roomCore{}
 // newREST builds the REST API room on the router.
 func (r *Router) newREST() *rest.API {
 	cfg := rest.Config{CallTimeout: r.cfg.CallTimeout.D(), PartialResults: r.cfg.PartialResults,
+		FanOut: r.cfg.fan(), OnPartial: r.partialAnswer,
 		HTTP: r.http, Started: r.started, WebUser: r.withWebUser, Log: r.log}
 	if r.appACLs != nil { // a nil *Table in the interface would not be nil
 		cfg.ACLs = r.appACLs

@@ -92,7 +92,7 @@ func New(cfg Config) (*Router, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Router{cfg: cfg, log: log, store: cfg.Store, ready: make(chan struct{}), started: time.Now(),
-		http: &http.Client{Timeout: cfg.CallTimeout.D()}}
+		http: cfg.rmHTTPClient()}
 	var err error
 	if r.authz, err = buildAuthz(cfg.Authz, cfg.AdminACL); err != nil {
 		return nil, fmt.Errorf("router authz: %w", err)

@@ -243,7 +243,7 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 	if err != nil {
 		return nil, r.unroutable(err)
 	}
-	ok, failed := fanOut(cands, func(sc SubClusterInfo) (scResult[Resp], error) {
+	ok, failed := fanOut(ctx, r.cfg.fan(), cands, func(ctx context.Context, sc SubClusterInfo) (scResult[Resp], error) {
 		resp := newResp()
 		if err := r.callSC(ctx, sc, method, req, resp); err != nil {
 			return scResult[Resp]{}, err
@@ -253,7 +253,22 @@ func fanout[Resp proto.Message](ctx context.Context, r *Router, method string, r
 	if len(failed) > 0 && (!partial || len(ok) == 0) {
 		return ok, r.unroutable(joinSC(failed))
 	}
+	r.partialAnswer(ctx, method, failed)
 	return ok, nil
+}
+
+// partialAnswer reports a fan-out answered without the sub-clusters of
+// failed (partial results on): as Hadoop's Router, a log line naming them
+// and a counter; the REST wrapper also names them in a response header
+// (through the call's audit record). Nothing when none failed.
+func (r *Router) partialAnswer(ctx context.Context, method string, failed []error) {
+	if len(failed) == 0 {
+		return
+	}
+	ids := fed.FailedIDs(failed)
+	r.metrics.leftOut.WithLabelValues(method).Add(float64(len(failed)))
+	fed.AuditOf(ctx).AddLeftOut(ids...)
+	r.log.Warn("partial answer: sub-clusters left out", "method", method, "left_out", ids, "err", joinSC(failed))
 }
 
 // routableNow is the sub-clusters a fan-out asks, waiting up to
@@ -267,9 +282,9 @@ func (r *Router) routableNow(ctx context.Context) ([]SubClusterInfo, error) {
 	return cands, err
 }
 
-// fanOut runs fn on every sub-cluster at once (fed.FanOut).
-func fanOut[T any](scs []SubClusterInfo, fn func(SubClusterInfo) (T, error)) (ok []T, failed []error) {
-	return fed.FanOut(scs, fn)
+// fanOut runs fn on every sub-cluster, bounded by fan (fed.FanOut).
+func fanOut[T any](ctx context.Context, fan fed.Fan, scs []SubClusterInfo, fn func(context.Context, SubClusterInfo) (T, error)) (ok []T, failed []error) {
+	return fed.FanOut(ctx, fan, scs, fn)
 }
 
 // unroutable marks err, a call that found no sub-cluster to serve it (none

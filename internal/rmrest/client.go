@@ -104,6 +104,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if limit <= 0 {
 		limit = MaxResponseBytes
 	}
+	if sd, ok := out.(streamDecoder); ok && resp.StatusCode >= 200 && resp.StatusCode <= 299 && !negotiateChallenge(resp) {
+		// A list: decoded as it arrives, the bound applied while reading.
+		if err := sd.decodeStream(&limitedBody{r: resp.Body, n: limit, path: path}); err != nil {
+			if errors.Is(err, ErrResponseTooLarge) {
+				return err
+			}
+			return fmt.Errorf("rmrest: decode %s: %w", path, err)
+		}
+		return nil
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("rmrest: read %s: %w", path, err)
@@ -195,13 +205,14 @@ func (c *Client) GetClusterMetrics(ctx context.Context) (*ClusterMetrics, error)
 	return &r.ClusterMetrics, nil
 }
 
-// GetApps is GET /ws/v1/cluster/apps with a filter.
+// GetApps is GET /ws/v1/cluster/apps with a filter, decoded as the body
+// arrives (AppList).
 func (c *Client) GetApps(ctx context.Context, q AppsQuery) ([]App, error) {
-	var r AppsResponse
+	var r AppList
 	if err := c.do(ctx, http.MethodGet, "/apps", q.Values(), nil, &r); err != nil {
 		return nil, err
 	}
-	return r.Apps.App, nil
+	return r, nil
 }
 
 // GetApp is GET /ws/v1/cluster/apps/{appid}.
@@ -251,17 +262,17 @@ func (c *Client) NewApplication(ctx context.Context) (*NewApplication, error) {
 }
 
 // GetNodes is GET /ws/v1/cluster/nodes, optionally filtered by states
-// (comma-separated NodeState names).
+// (comma-separated NodeState names), decoded as the body arrives.
 func (c *Client) GetNodes(ctx context.Context, states string) ([]Node, error) {
 	var q url.Values
 	if states != "" {
 		q = url.Values{"states": {states}}
 	}
-	var r NodesResponse
+	var r NodeList
 	if err := c.do(ctx, http.MethodGet, "/nodes", q, nil, &r); err != nil {
 		return nil, err
 	}
-	return r.Nodes.Node, nil
+	return r, nil
 }
 
 // GetNode is GET /ws/v1/cluster/nodes/{nodeid}.

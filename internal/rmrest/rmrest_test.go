@@ -220,6 +220,31 @@ func FuzzLongMap(f *testing.F) {
 	})
 }
 
+// FuzzLongMapFastPath: whatever the fast reader of the RMs' usual form
+// accepts, the general decoder reads the same.
+func FuzzLongMapFastPath(f *testing.F) {
+	f.Add([]byte(`{"entry":{"key":"memory-mb","value":"0"},"entry":{"key":"vcores","value":"0"}}`))
+	f.Add([]byte(` { "entry" : { "key" : "a" , "value" : "1" } } `))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"entry":{"key":"a\u0041","value":"1"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := fastLongMap(b)
+		if !ok {
+			return
+		}
+		var slow LongMap
+		if !json.Valid(b) {
+			t.Fatalf("fast path accepted invalid JSON %q", b)
+		}
+		if err := slow.decodeGeneral(b); err != nil {
+			t.Fatalf("fast path accepted %q, the decoder refuses it: %v", b, err)
+		}
+		if len(fast) != len(slow) || (len(fast) > 0 && !reflect.DeepEqual(fast, slow)) {
+			t.Fatalf("%q: fast %+v, decoder %+v", b, fast, slow)
+		}
+	})
+}
+
 // TestAppKeepsEmptyLabelExpressions: the router re-renders the RM's app
 // documents; an empty amNodeLabelExpression the RM sent must stay, a
 // missing one stay missing (it once dropped the empty ones).
@@ -284,6 +309,30 @@ func FuzzAppJSON(f *testing.F) {
 		}
 		if _, err := xml.Marshal(a); err != nil && !strings.Contains(err.Error(), "xml:") {
 			t.Fatalf("xml: %v", err)
+		}
+	})
+}
+
+// BenchmarkLongMap: an application's resourceSecondsMap through the
+// general decoder (a json.Decoder walking tokens) and the fast path.
+func BenchmarkLongMap(b *testing.B) {
+	in := []byte(`{"entry":{"key":"memory-mb","value":"10240"},"entry":{"key":"vcores","value":"10"}}`)
+	b.Run("general", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m LongMap
+			if err := m.decodeGeneral(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m LongMap
+			if err := m.UnmarshalJSON(in); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -7,7 +7,10 @@
 // the root element.
 package rmrest
 
-import "encoding/xml"
+import (
+	"encoding/json"
+	"encoding/xml"
+)
 
 // ResourceInfo is a resource amount (memory in MB, vCores) with Hadoop
 // 3's per-type breakdown.
@@ -168,14 +171,21 @@ type App struct {
 	// HasAppNodeLabelExpression and HasAMNodeLabelExpression say the
 	// expression is set even when empty: the RM omits a null expression
 	// and sends an empty one as "" (see App.MarshalJSON).
-	HasAppNodeLabelExpression bool             `json:"-" xml:"-"`
-	HasAMNodeLabelExpression  bool             `json:"-" xml:"-"`
-	ResourceInfo              *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
-	Timeouts                  *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
+	HasAppNodeLabelExpression bool `json:"-" xml:"-"`
+	HasAMNodeLabelExpression  bool `json:"-" xml:"-"`
+	// ResourceInfo is set by code that builds an App (simrm, the router's
+	// IPC fallback). An App decoded from an RM's JSON keeps that
+	// resourceInfo undecoded instead (written back byte for byte); read
+	// it with Resources.
+	ResourceInfo *AppResourceInfo `json:"resourceInfo,omitempty" xml:"resourceInfo,omitempty"`
+	Timeouts     *Timeouts        `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
 	// SubClusters is not an RM field: the yarnfed router adds it to an
 	// application that spans sub-clusters (clients that do not know it
 	// ignore it; an RM never sends it).
 	SubClusters *AppSubClusters `json:"subClusters,omitempty" xml:"subClusters,omitempty"`
+
+	// resourceInfoJSON is the resourceInfo an RM sent, undecoded.
+	resourceInfoJSON json.RawMessage
 }
 
 // AppSubClusters lists the sub-clusters an application runs in: its home

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -112,24 +113,107 @@ func TimedOut(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// FanOut runs fn on every sub-cluster in scs at once and parts the answers
-// that came from the errors, each in sub-cluster order.
-func FanOut[T any](scs []SubClusterInfo, fn func(SubClusterInfo) (T, error)) (ok []T, failed []error) {
-	out := make([]T, len(scs))
-	errs := make([]error, len(scs))
-	var wg sync.WaitGroup
-	for i, sc := range scs {
-		wg.Go(func() { out[i], errs[i] = fn(sc) })
+// Fan bounds one fan-out: at most Limit calls to sub-clusters at once (0:
+// all at once) and every call within Timeout of the fan-out's start (0: no
+// deadline of its own, the caller's context only). Sub-clusters waiting for
+// a slot wait within the same deadline, so a fan-out over N sub-clusters
+// costs at most Timeout, not N/Limit timeouts.
+type Fan struct {
+	Limit   int
+	Timeout time.Duration
+}
+
+// ErrLeftOut is the error of a sub-cluster whose call had not answered
+// when its fan-out's deadline passed.
+var ErrLeftOut = errors.New("no answer within the fan-out deadline")
+
+// FanOut runs fn on every sub-cluster in scs, at most f.Limit at once, and
+// parts the answers that came from the errors, each in sub-cluster order.
+// fn gets a context that ends at the fan-out's deadline. FanOut returns by
+// that deadline even if an fn ignores its context: a call still running
+// then counts as failed with ErrLeftOut (wrapped in a SubClusterError), and
+// what it returns later is dropped.
+func FanOut[T any](ctx context.Context, f Fan, scs []SubClusterInfo, fn func(context.Context, SubClusterInfo) (T, error)) (ok []T, failed []error) {
+	if len(scs) == 0 {
+		return nil, nil
 	}
-	wg.Wait()
-	for i := range out {
-		if errs[i] != nil {
+	cancel := context.CancelFunc(func() {})
+	if f.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, f.Timeout)
+	}
+	defer cancel()
+	workers := len(scs)
+	if f.Limit > 0 && f.Limit < workers {
+		workers = f.Limit
+	}
+	var (
+		mu     sync.Mutex
+		closed bool
+		next   int
+		out    = make([]T, len(scs))
+		errs   = make([]error, len(scs))
+		done   = make([]bool, len(scs))
+		finish = make(chan struct{})
+		left   = workers
+	)
+	// Workers take the next sub-cluster in order: at most `workers`
+	// goroutines, not one per sub-cluster parked on a semaphore.
+	for range workers {
+		go func() {
+			for {
+				mu.Lock()
+				if closed || next == len(scs) {
+					left--
+					if left == 0 && !closed {
+						close(finish)
+					}
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				v, err := fn(ctx, scs[i])
+				mu.Lock()
+				if !closed {
+					out[i], errs[i], done[i] = v, err, true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	select {
+	case <-finish:
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	closed = true
+	mu.Unlock()
+	for i := range scs {
+		switch {
+		case !done[i]:
+			failed = append(failed, &SubClusterError{SubCluster: scs[i].ID, Method: "fan-out",
+				Err: fmt.Errorf("%w: %w", ErrLeftOut, context.Cause(ctx))})
+		case errs[i] != nil:
 			failed = append(failed, errs[i])
-		} else {
+		default:
 			ok = append(ok, out[i])
 		}
 	}
 	return ok, failed
+}
+
+// FailedIDs names the sub-clusters of a fan-out's failures (the ones a
+// partial answer leaves out); failures that name none are skipped.
+func FailedIDs(failed []error) []SubClusterID {
+	var ids []SubClusterID
+	for _, err := range failed {
+		var sce *SubClusterError
+		if errors.As(err, &sce) {
+			ids = append(ids, sce.SubCluster)
+		}
+	}
+	return ids
 }
 
 // Audit carries what a call's handlers learned (the application, the
@@ -139,6 +223,24 @@ func FanOut[T any](scs []SubClusterInfo, fn func(SubClusterInfo) (T, error)) (ok
 type Audit struct {
 	App string
 	SC  SubClusterID
+
+	mu      sync.Mutex
+	leftOut []SubClusterID
+}
+
+// AddLeftOut records sub-clusters a partial answer of this call left out
+// (the REST wrapper names them in a response header).
+func (a *Audit) AddLeftOut(ids ...SubClusterID) {
+	a.mu.Lock()
+	a.leftOut = append(a.leftOut, ids...)
+	a.mu.Unlock()
+}
+
+// LeftOut is what AddLeftOut recorded.
+func (a *Audit) LeftOut() []SubClusterID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.leftOut)
 }
 
 type auditKey struct{}

@@ -53,6 +53,9 @@ type restReply struct {
 	xml      any
 	location string   // Location header (202 Accepted of a submission)
 	raw      *relayed // an RM's answer passed through as it was sent (relay.go)
+	// stream, when set, writes the JSON body itself (large lists,
+	// restwire.JSONList); xml is then the XML document.
+	stream func(io.Writer) error
 }
 
 func reply(status int, j, x any) restReply { return restReply{status: status, json: j, xml: x} }
@@ -93,12 +96,36 @@ func (r *API) serveREST(name string, mutating bool, h restHandler) func(http.Res
 		if reply.location != "" {
 			w.Header().Set("Location", reply.location)
 		}
+		if ids := a.LeftOut(); len(ids) > 0 {
+			w.Header().Set(LeftOutHeader, joinIDs(ids))
+		}
 		if reply.raw != nil {
 			reply.raw.write(w, req)
 			return
 		}
+		if reply.stream != nil && !asXML {
+			if err := restwire.WriteJSONStream(w, reply.status, reply.stream); err != nil {
+				r.cfg.Log.Warn("REST answer cut short", "method", method, "err", err)
+			}
+			return
+		}
 		restwire.Write(w, reply.status, asXML, reply.json, reply.xml)
 	}
+}
+
+// LeftOutHeader names, comma-separated, the sub-clusters a partial answer
+// left out (partial results on, some sub-clusters failed or missed the
+// fan-out deadline). The body stays the RM's document, which has no place
+// for it; Hadoop's Router only logs such answers, so its clients cannot
+// tell a partial list from a whole one.
+const LeftOutHeader = "Yarnfed-Subclusters-Left-Out"
+
+func joinIDs(ids []fed.SubClusterID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ",")
 }
 
 // restDoAs applies Hadoop's doAs query parameter (ProxyUserAuthenticationFilter;

@@ -2,8 +2,10 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -121,24 +123,47 @@ func (r *API) restAppDoc(ctx context.Context, req *http.Request, always bool) (r
 	return reply(http.StatusOK, rmrest.AppResponse{App: a}, a), nil
 }
 
-// perSC runs one function per routable sub-cluster concurrently and applies
-// the partial-results rule to the failures.
-func perSC[T any](ctx context.Context, r *API, what string, fn func(fed.SubClusterInfo) (T, error)) ([]T, error) {
+// perSC runs one function per routable sub-cluster, at most
+// Config.FanOut.Limit at once and all within its deadline, and applies the
+// partial-results rule to the failures: a partial answer is reported
+// (partial) and names the sub-clusters it left out.
+func perSC[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
+	return fanOutSC(ctx, r, what, r.cfg.PartialResults, fn)
+}
+
+// perSCPartial is perSC for the documents Hadoop's Router always answers
+// with what it got, whatever yarn.router.interceptor.allow-partial-result
+// says (FederationInterceptorREST's getApps and getClusterMetricsInfo skip
+// a failing sub-cluster after logging it): the call fails only when every
+// sub-cluster does. Unlike Hadoop's, the answer names what it left out.
+func perSCPartial[T any](ctx context.Context, r *API, what string, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
+	return fanOutSC(ctx, r, what, true, fn)
+}
+
+func fanOutSC[T any](ctx context.Context, r *API, what string, partial bool, fn func(context.Context, fed.SubClusterInfo) (T, error)) ([]T, error) {
 	cands, err := r.core.Routable(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ok, failed := fed.FanOut(cands, func(sc fed.SubClusterInfo) (T, error) {
-		v, err := fn(sc)
+	ok, failed := fed.FanOut(ctx, r.cfg.FanOut, cands, func(ctx context.Context, sc fed.SubClusterInfo) (T, error) {
+		v, err := fn(ctx, sc)
 		if err != nil {
 			err = &fed.SubClusterError{SubCluster: sc.ID, Method: what, Err: err}
 		}
 		return v, err
 	})
-	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
+	if len(failed) > 0 && (!partial || len(ok) == 0) {
 		return ok, fed.Join(failed)
 	}
+	r.partial(ctx, what, failed)
 	return ok, nil
+}
+
+// partial reports a fan-out answered without the sub-clusters of failed.
+func (r *API) partial(ctx context.Context, what string, failed []error) {
+	if len(failed) > 0 && r.cfg.OnPartial != nil {
+		r.cfg.OnPartial(ctx, what, failed)
+	}
 }
 
 func (r *API) restApps(ctx context.Context, req *http.Request) (restReply, error) {
@@ -155,7 +180,14 @@ func (r *API) restApps(ctx context.Context, req *http.Request) (restReply, error
 		out.App = out.App[:q.Limit]
 	}
 	r.FilterApps(ctx, out.App)
-	return reply(http.StatusOK, rmrest.AppsResponse{Apps: out}, out), nil
+	if restwire.WantsXML(req) {
+		return reply(http.StatusOK, nil, out), nil
+	}
+	// JSON is written one application at a time: no second copy of the
+	// whole list as bytes while it is served.
+	return restReply{status: http.StatusOK, stream: func(w io.Writer) error {
+		return restwire.JSONList(w, "apps", "app", [][]rmrest.App{out.App}, func(a rmrest.App) ([]byte, error) { return a.MarshalJSON() })
+	}}, nil
 }
 
 // appsOf is one sub-cluster's part of /apps (also the web UI's): its RM's
@@ -209,25 +241,45 @@ func (r *API) appsOverIPC(ctx context.Context, sc fed.SubClusterInfo, q rmrest.A
 }
 
 func (r *API) restNodeList(ctx context.Context, states string) ([]rmrest.Node, error) {
-	lists, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) ([]rmrest.Node, error) {
-		return r.nodesOf(ctx, sc, states)
-	})
+	lists, err := r.rawNodeLists(ctx, states)
 	if err != nil {
 		return nil, err
 	}
 	var out []rmrest.Node
 	for _, l := range lists {
-		out = append(out, l...)
+		nodes, err := l.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nodes...)
 	}
 	return out, nil
 }
 
-// nodesOf is one sub-cluster's part of /nodes (also the web UI's): its
-// RM's REST list, or its IPC node reports when the REST API does not answer.
+// rawNodeLists is every routable sub-cluster's /nodes as its RM sent it.
+func (r *API) rawNodeLists(ctx context.Context, states string) ([]rmrest.RawNodes, error) {
+	return perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(ctx context.Context, sc fed.SubClusterInfo) (rmrest.RawNodes, error) {
+		return r.rawNodesOf(ctx, sc, states)
+	})
+}
+
+// nodesOf is one sub-cluster's part of /nodes, typed (the web UI's, a
+// node's sub-cluster).
 func (r *API) nodesOf(ctx context.Context, sc fed.SubClusterInfo, states string) ([]rmrest.Node, error) {
-	var nodes []rmrest.Node
+	raw, err := r.rawNodesOf(ctx, sc, states)
+	if err != nil {
+		return nil, err
+	}
+	return raw.Nodes()
+}
+
+// rawNodesOf is one sub-cluster's part of /nodes: its RM's REST list, each
+// node's JSON as the RM sent it, or its IPC node reports rendered when the
+// REST API does not answer.
+func (r *API) rawNodesOf(ctx context.Context, sc fed.SubClusterInfo, states string) (rmrest.RawNodes, error) {
+	var nodes rmrest.RawNodes
 	if rerr := r.rmREST(ctx, sc, func(ctx context.Context, c *rmrest.Client) (err error) {
-		nodes, err = c.GetNodes(ctx, states)
+		nodes, err = c.GetRawNodes(ctx, states)
 		return err
 	}); rerr == nil {
 		return nodes, nil
@@ -245,11 +297,18 @@ func (r *API) nodesOf(ctx context.Context, sc fed.SubClusterInfo, states string)
 		return nil, err
 	}
 	for _, n := range resp.GetNodeReports() {
-		nodes = append(nodes, NodeInfo(n))
+		b, err := json.Marshal(NodeInfo(n))
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, b)
 	}
 	return nodes, nil
 }
 
+// restNodes is GET /nodes: the RMs' lists one after the other. JSON is
+// streamed to the client from the RMs' own bytes (no decode, no re-encode,
+// every field an RM sends kept); XML is rendered from the typed nodes.
 func (r *API) restNodes(ctx context.Context, req *http.Request) (restReply, error) {
 	var states []string
 	for _, raw := range req.URL.Query()["states"] {
@@ -264,12 +323,28 @@ func (r *API) restNodes(ctx context.Context, req *http.Request) (restReply, erro
 			states = append(states, s)
 		}
 	}
-	nodes, err := r.restNodeList(ctx, strings.Join(states, ","))
+	lists, err := r.rawNodeLists(ctx, strings.Join(states, ","))
 	if err != nil {
 		return restReply{}, err
 	}
-	out := rmrest.Nodes{Node: nodes}
-	return reply(http.StatusOK, rmrest.NodesResponse{Nodes: out}, out), nil
+	if restwire.WantsXML(req) {
+		var out rmrest.Nodes
+		for _, l := range lists {
+			nodes, err := l.Nodes()
+			if err != nil {
+				return restReply{}, err
+			}
+			out.Node = append(out.Node, nodes...)
+		}
+		return reply(http.StatusOK, nil, out), nil
+	}
+	var items [][]json.RawMessage
+	for _, l := range lists {
+		items = append(items, l)
+	}
+	return restReply{status: http.StatusOK, stream: func(w io.Writer) error {
+		return restwire.JSONList(w, "nodes", "node", items, func(raw json.RawMessage) ([]byte, error) { return raw, nil })
+	}}, nil
 }
 
 func (r *API) restNode(ctx context.Context, req *http.Request) (restReply, error) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"sync"
 
 	"github.com/yarnfed/yarnfed/internal/hostport"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -19,44 +18,32 @@ import (
 // restMetrics sums every routable RM's /ws/v1/cluster/metrics. An RM whose
 // REST API does not answer is counted from the clusterMetrics its agent
 // last heartbeated into the store (the capability JSON), which is seconds
-// old; only if that is missing too does the sub-cluster count as failed.
+// old; only if that is missing too does the sub-cluster count as failed,
+// and then, as in Hadoop's Router, it is left out of the sum (named in
+// LeftOutHeader) unless every sub-cluster failed.
 func (r *API) restMetrics(ctx context.Context, _ *http.Request) (restReply, error) {
 	cands, err := r.core.Routable(ctx)
 	if err != nil {
 		return restReply{}, err
 	}
-	got := make([]*rmrest.ClusterMetrics, len(cands))
-	errs := make([]error, len(cands))
-	var wg sync.WaitGroup
-	for i, sc := range cands {
-		wg.Go(func() {
-			m, err := r.fetchMetrics(ctx, sc)
-			if err != nil {
-				if cm, cerr := restwire.ParseCapability(sc.Capability); cerr == nil {
-					m, err = cm, nil
-				} else {
-					err = &fed.SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
-				}
+	ok, failed := fed.FanOut(ctx, r.cfg.FanOut, cands, func(ctx context.Context, sc fed.SubClusterInfo) (*rmrest.ClusterMetrics, error) {
+		m, err := r.fetchMetrics(ctx, sc)
+		if err != nil {
+			cm, cerr := restwire.ParseCapability(sc.Capability)
+			if cerr != nil {
+				return nil, &fed.SubClusterError{SubCluster: sc.ID, Method: "GET /ws/v1/cluster/metrics", Err: err}
 			}
-			if err == nil {
-				r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uams.go)
-			}
-			got[i], errs[i] = m, err
-		})
-	}
-	wg.Wait()
-	var ok []*rmrest.ClusterMetrics
-	var failed []error
-	for i := range cands {
-		if errs[i] != nil {
-			failed = append(failed, errs[i])
-			continue
+			m = cm
 		}
-		ok = append(ok, got[i])
-	}
-	if len(failed) > 0 && (!r.cfg.PartialResults || len(ok) == 0) {
+		r.withoutUAMs(ctx, sc, m) // an app counts once, at its home (uams.go)
+		return m, nil
+	})
+	// As Hadoop's getClusterMetricsInfo: the sum of what answered; only
+	// when nothing did is it an error.
+	if len(ok) == 0 {
 		return restReply{}, fed.Join(failed)
 	}
+	r.partial(ctx, "GET /ws/v1/cluster/metrics", failed)
 	sum := MergeClusterMetrics(ok)
 	return reply(http.StatusOK, rmrest.ClusterMetricsResponse{ClusterMetrics: sum}, sum), nil
 }

@@ -89,7 +89,7 @@ func (r *API) fetchAll(ctx context.Context, req *http.Request, path, accept stri
 	get.Header = http.Header{"Accept": {accept}}
 	var mu sync.Mutex
 	var refused *relayed
-	got, err := perSC(ctx, r, "GET "+path, func(sc fed.SubClusterInfo) (scBody, error) {
+	got, err := perSC(ctx, r, "GET "+path, func(ctx context.Context, sc fed.SubClusterInfo) (scBody, error) {
 		rl, err := r.relay(ctx, sc, get, path, nil)
 		if err != nil {
 			return scBody{}, err

@@ -43,10 +43,11 @@ func (r *API) Attempts(ctx context.Context, req *http.Request) ([]rmrest.AppAtte
 	return atts.AppAttempt, nil
 }
 
-// AppsBySC is every routable sub-cluster's part of GET /apps, unmerged,
-// under the partial-results rule.
+// AppsBySC is every routable sub-cluster's part of GET /apps, unmerged: as
+// Hadoop's Router, the parts of the sub-clusters that answered, unless none
+// did (perSCPartial).
 func (r *API) AppsBySC(ctx context.Context, q rmrest.AppsQuery) ([]fed.SubClusterID, [][]rmrest.App, error) {
-	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/apps", func(sc fed.SubClusterInfo) (scPart[rmrest.App], error) {
+	parts, err := perSCPartial(ctx, r, "GET /ws/v1/cluster/apps", func(ctx context.Context, sc fed.SubClusterInfo) (scPart[rmrest.App], error) {
 		apps, err := r.appsOf(ctx, sc, q)
 		return scPart[rmrest.App]{sc.ID, apps}, err
 	})
@@ -55,7 +56,7 @@ func (r *API) AppsBySC(ctx context.Context, q rmrest.AppsQuery) ([]fed.SubCluste
 
 // NodesBySC is every routable sub-cluster's part of GET /nodes.
 func (r *API) NodesBySC(ctx context.Context, states string) ([]fed.SubClusterID, [][]rmrest.Node, error) {
-	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) (scPart[rmrest.Node], error) {
+	parts, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(ctx context.Context, sc fed.SubClusterInfo) (scPart[rmrest.Node], error) {
 		nodes, err := r.nodesOf(ctx, sc, states)
 		return scPart[rmrest.Node]{sc.ID, nodes}, err
 	})

@@ -105,6 +105,13 @@ type Config struct {
 	CallTimeout time.Duration
 	// PartialResults: a fan-out skips failing sub-clusters unless all fail.
 	PartialResults bool
+	// FanOut bounds a fan-out's concurrency and sets its deadline.
+	FanOut fed.Fan
+	// OnPartial is told of each partial answer (the sub-clusters it left
+	// out, as failed calls): the router logs and counts them and records
+	// them on the call's audit record, which the wrapper turns into the
+	// LeftOutHeader. Nil: nothing reported.
+	OnPartial func(ctx context.Context, method string, failed []error)
 	// HTTP is the client for the RMs' web apps.
 	HTTP *http.Client
 	// Started is the router's start time (/info).

@@ -47,7 +47,7 @@ func (r *API) restActivities(ctx context.Context, req *http.Request) (restReply,
 		sc  fed.SubClusterInfo
 		has bool
 	}
-	found, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(sc fed.SubClusterInfo) (held, error) {
+	found, err := perSC(ctx, r, "GET /ws/v1/cluster/nodes", func(ctx context.Context, sc fed.SubClusterInfo) (held, error) {
 		nodes, err := r.nodesOf(ctx, sc, "")
 		if err != nil {
 			return held{}, err

@@ -6,6 +6,7 @@
 package restwire
 
 import (
+	"bufio"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -89,4 +90,56 @@ func Write(w http.ResponseWriter, status int, asXML bool, j, x any) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// WriteJSONStream answers status with a JSON body that fn writes (through
+// a buffer) as it goes, so a large list is never held whole as bytes. An
+// error after the status is sent can only cut the body short (the client
+// sees malformed JSON, not a shorter valid list); it is returned for the
+// log.
+func WriteJSONStream(w http.ResponseWriter, status int, fn func(io.Writer) error) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := fn(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// JSONList writes {"<list>":{"<item>":[...]}} with every element of parts
+// in order, each encoded by enc; no element renders {"<list>":{}}, as
+// Jersey renders an empty list (and json.Marshal of rmrest.Apps/Nodes).
+func JSONList[T any](w io.Writer, list, item string, parts [][]T, enc func(T) ([]byte, error)) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n == 0 {
+		_, err := io.WriteString(w, `{"`+list+`":{}}`)
+		return err
+	}
+	if _, err := io.WriteString(w, `{"`+list+`":{"`+item+`":[`); err != nil {
+		return err
+	}
+	first := true
+	for _, p := range parts {
+		for _, v := range p {
+			b, err := enc(v)
+			if err != nil {
+				return err
+			}
+			if !first {
+				if _, err := io.WriteString(w, ","); err != nil {
+					return err
+				}
+			}
+			first = false
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := io.WriteString(w, "]}}")
+	return err
 }

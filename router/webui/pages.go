@@ -228,6 +228,9 @@ type uiAppsData struct {
 	Shown   int
 	ByState map[string]int
 	Query   template.URL // the REST query string the page used (url.Values.Encode)
+	// LeftOut are the sub-clusters that did not answer: the list is
+	// partial (REST names them in its Yarnfed-Subclusters-Left-Out header).
+	LeftOut []fed.SubClusterID
 }
 
 func (r *UI) uiApps(ctx context.Context, req *http.Request) (string, any, error) {
@@ -235,11 +238,13 @@ func (r *UI) uiApps(ctx context.Context, req *http.Request) (string, any, error)
 	if err != nil {
 		return "Applications", nil, err
 	}
+	ctx, audit := fed.WithAudit(ctx) // collects the sub-clusters a partial list left out
 	ids, lists, err := r.rest.AppsBySC(ctx, q)
 	d := uiAppsData{ByState: map[string]int{}, Query: template.URL(restQuery(req.URL.Query()))}
 	if err != nil {
 		return "Applications", d, err
 	}
+	d.LeftOut = audit.LeftOut()
 	home := map[string]fed.SubClusterID{}
 	for i, apps := range lists {
 		for _, a := range apps {

@@ -117,33 +117,44 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 }
 
 // TestUIFanOutFailureShown: when a sub-cluster fails and partial results
-// are off, the apps page answers REST's status with the error on the page.
+// are off, the nodes page answers REST's status with the error on the page.
+// The apps page, as REST /apps (and Hadoop's Router's getApps), shows the
+// sub-clusters that answered and names the one that did not.
 func TestUIFanOutFailureShown(t *testing.T) {
 	f := routertest.NewFed(t, 2, nil)
 	f.RMs["SC-2"].Intercept = func(method string) (error, bool) {
-		if method == "getApplications" {
+		if method == "getApplications" || method == "getClusterNodes" {
 			return hadoopipc.Errorf(hadoopipc.ClassYarnException, "boom"), false
 		}
 		return nil, false
 	}
 	srv := httptest.NewServer(f.Router.Handler())
 	defer srv.Close()
-	page, err := http.Get(srv.URL + "/cluster/apps")
-	if err != nil {
-		t.Fatal(err)
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	body, _ := io.ReadAll(page.Body)
-	page.Body.Close()
-	rest, err := http.Get(srv.URL + "/ws/v1/cluster/apps")
-	if err != nil {
-		t.Fatal(err)
+	pageStatus, body := get("/cluster/nodes")
+	restStatus, _ := get("/ws/v1/cluster/nodes")
+	if pageStatus != restStatus || pageStatus == http.StatusOK {
+		t.Fatalf("page status %d, REST %d; want the same failure", pageStatus, restStatus)
 	}
-	rest.Body.Close()
-	if page.StatusCode != rest.StatusCode || page.StatusCode == http.StatusOK {
-		t.Fatalf("page status %d, REST %d; want the same failure", page.StatusCode, rest.StatusCode)
-	}
-	if !strings.Contains(string(body), `id="error"`) || !strings.Contains(string(body), "SC-2") {
+	if !strings.Contains(body, `id="error"`) || !strings.Contains(body, "SC-2") {
 		t.Fatalf("page does not show the failure:\n%s", body)
+	}
+	pageStatus, body = get("/cluster/apps")
+	restStatus, _ = get("/ws/v1/cluster/apps")
+	if pageStatus != http.StatusOK || restStatus != http.StatusOK {
+		t.Fatalf("apps: page %d, REST %d; want both 200 with SC-1's part", pageStatus, restStatus)
+	}
+	// The page says the list is partial and which sub-cluster is missing.
+	if i := strings.Index(body, `id="apps-left-out"`); i < 0 || !strings.Contains(body[i:], "SC-2") {
+		t.Fatalf("apps page does not name the sub-cluster left out:\n%s", body)
 	}
 }
 
