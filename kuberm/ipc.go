@@ -329,7 +329,7 @@ func attemptReportPB(a *attemptView) *yarnpb.ApplicationAttemptReportProto {
 		ApplicationAttemptId: yarnid.AttemptPB(a.id), Host: proto.String(orNA(a.host)), RpcPort: proto.Int32(-1),
 		TrackingUrl: proto.String("N/A"), OriginalTrackingUrl: proto.String("N/A"), Diagnostics: proto.String(a.diag),
 		YarnApplicationAttemptState: a.state.Enum(),
-		StartTime: proto.Int64(a.start), FinishTime: proto.Int64(a.finish),
+		StartTime:                   proto.Int64(a.start), FinishTime: proto.Int64(a.finish),
 	}
 	if a.container != (yarnid.ContainerID{}) { // an unmanaged attempt has no AM container
 		out.AmContainerId = yarnid.ContainerPB(a.container)

@@ -56,7 +56,7 @@ type RM struct {
 	now       func() time.Time
 	started   time.Time
 	metrics   *metrics
-	alloc     allocator // allocate's in-memory attempt states (alloc.go)
+	alloc     allocator  // allocate's in-memory attempt states (alloc.go)
 	uamLive   amLiveness // unmanaged AMs' last scheduler calls (unmanaged.go)
 
 	mu      sync.Mutex
