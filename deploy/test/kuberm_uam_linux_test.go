@@ -163,7 +163,8 @@ func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernete
 
 // uamWorkDir is the launcher's working directory, which the AM it spawns
 // inherits: the distributed shell AM reads its command from ./shellCommands
-// (the distributed shell client localizes that file for a managed AM).
+// (the distributed shell client writes and localizes that file for a
+// managed AM).
 // Owned by the pods' uid, which the launcher runs as.
 func uamWorkDir(t *testing.T, hd hostDirs, name, command string) string {
 	t.Helper()
@@ -171,7 +172,14 @@ func uamWorkDir(t *testing.T, hd hostDirs, name, command string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "shellCommands"), []byte(command), 0o644); err != nil {
+	// The client writes it with DataOutputStream.writeUTF and the AM reads
+	// it with readUTF: a 2-byte big-endian length, then the bytes (ASCII
+	// here, where modified UTF-8 is plain bytes).
+	if len(command) > 0xffff {
+		t.Fatalf("shell command of %d bytes", len(command))
+	}
+	body := append([]byte{byte(len(command) >> 8), byte(len(command))}, command...)
+	if err := os.WriteFile(filepath.Join(dir, "shellCommands"), body, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{dir, filepath.Join(dir, "shellCommands")} {
