@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopcreds"
@@ -47,6 +48,7 @@ type RM struct {
 	cfg       Config
 	log       *slog.Logger
 	kube      corev1client.CoreV1Interface
+	meta      metadata.Interface // metadata-only Lists (unmanaged.go's count)
 	epoch     int64
 	prefix    string       // of object names (namePrefix)
 	masterKey []byte       // AMRMTokens' HMAC key (amrm.go), read at Start
@@ -84,6 +86,10 @@ func New(cfg Config) (*RM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kuberm: kubernetes client: %w", err)
 	}
+	mc, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kuberm: kubernetes metadata client: %w", err)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -92,7 +98,7 @@ func New(cfg Config) (*RM, error) {
 	if now == nil {
 		now = time.Now
 	}
-	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: now, started: now()}
+	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, meta: mc, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: now, started: now()}
 	r.ts = cfg.ClusterTimestamp
 	if r.ts == 0 {
 		r.ts = r.started.UnixMilli()
@@ -357,6 +363,9 @@ func (r *RM) finish(ctx context.Context, id yarnid.AppID, st yarnpb.YarnApplicat
 		}
 		rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime = st, fs, diag, r.now().UnixMilli()
 		s.Annotations[AnnotationRecord] = encodeRecord(&rec)
+		if rec.Unmanaged && s.Labels != nil {
+			s.Labels[LabelUnmanaged] = unmanagedOver // no longer counted (unmanaged.go)
+		}
 		_, err = r.kube.Secrets(r.cfg.Namespace).Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil && !apierrors.IsConflict(err) {
 			return kubeErr("update application secret", err)

@@ -34,9 +34,12 @@ import (
 // own start (an RM registers recovered attempts with the monitor at
 // recovery), because an AM cannot heartbeat while kuberm is down.
 
-// LabelUnmanaged marks the Secret of an unmanaged application, so their
-// number can be counted with one List (max_unmanaged_applications).
+// LabelUnmanaged marks the Secret of an unmanaged application: "true" while
+// it is live, so their number can be counted (max_unmanaged_applications).
 const LabelUnmanaged = "yarnfed.io/unmanaged"
+
+// unmanagedOver is LabelUnmanaged's value once the application is over.
+const unmanagedOver = "over"
 
 // amLiveness is when each unmanaged attempt last called the scheduler port
 // in this process. Only attempts that logged in with a valid token of a
@@ -164,21 +167,26 @@ func (r *RM) registerUnmanaged(ctx context.Context, at yarnid.AttemptID, reg amR
 }
 
 // checkUnmanagedRoom refuses an unmanaged submission when
-// max_unmanaged_applications are live already. Their Secrets are counted
-// by label; concurrent submissions may pass the bound by their number.
+// max_unmanaged_applications are live already. Live ones carry
+// LabelUnmanaged=true (finish turns it to unmanagedOver), so they are
+// counted with a metadata-only List, in pages, up to the bound: the check
+// reads no submission whatever their number. Concurrent submissions may
+// pass the bound by their number.
 func (r *RM) checkUnmanagedRoom(ctx context.Context, id yarnid.AppID, user string) error {
-	list, err := r.kube.Secrets(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector(LabelUnmanaged, "true")})
-	if err != nil {
-		return kubeErr("list unmanaged applications", err)
-	}
-	live := 0
-	for i := range list.Items {
-		rec, err := decodeRecord(list.Items[i].Annotations[AnnotationRecord])
-		if err == nil && !rec.final() {
-			live++
+	limit := r.cfg.MaxUnmanagedApps
+	live, cont := 0, ""
+	for live < limit {
+		list, err := r.meta.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(r.cfg.Namespace).List(ctx,
+			metav1.ListOptions{LabelSelector: r.selector(LabelUnmanaged, "true"), Limit: int64(limit - live), Continue: cont})
+		if err != nil {
+			return kubeErr("list unmanaged applications", err)
+		}
+		live += len(list.Items)
+		if cont = list.Continue; cont == "" {
+			break
 		}
 	}
-	if live >= r.cfg.MaxUnmanagedApps {
+	if live >= limit {
 		r.metrics.uamRefused.Inc()
 		return fmt.Errorf("%w: cannot accept submission of application %s by user %s: %d unmanaged applications are live, the limit (max_unmanaged_applications)",
 			ErrInvalidSubmission, id, user, live)

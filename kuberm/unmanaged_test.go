@@ -393,7 +393,7 @@ func attempts(t *testing.T, cl *hadoopipc.Client, id yarnid.AppID) []*yarnpb.App
 // Secret is labelled unmanaged.
 func amPodsOfUnmanaged(t *testing.T, e *env, w *amPodWatch) []string {
 	t.Helper()
-	list, err := e.admin.Secrets(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: LabelUnmanaged + "=true"})
+	list, err := e.admin.Secrets(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: LabelUnmanaged})
 	if err != nil {
 		t.Fatal(err)
 	}
