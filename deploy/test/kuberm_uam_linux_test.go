@@ -210,7 +210,10 @@ func uamLaunch(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd host
 		"-appname", name, "-queue", "default", "-cmd", strings.Join(amCmd, " "))
 	cmd := c.Command("setpriv", argv...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
+	// The launcher passes its whole environment to the AM, whose USER the
+	// distributed shell AM takes as the submitter (a NodeManager sets it for
+	// a managed AM; a user's shell has it).
+	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "USER=dsuser", "LOGNAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
