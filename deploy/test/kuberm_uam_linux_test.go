@@ -110,6 +110,7 @@ func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernete
 	if app == "" {
 		t.Fatalf("the launcher printed no application id:\n%s", tail(out, 4000))
 	}
+	uamLogMilestones(t, out)
 	// The AM ran on the host with the attempt kuberm launched for it.
 	if !regexp.MustCompile(`Launching AM with application attempt id appattempt_\d+_\d+_000001`).MatchString(out) ||
 		!strings.Contains(out, "Application Master completed successfully") {
@@ -289,4 +290,13 @@ func uamCheckNoAMPod(t *testing.T, w *podWatch, app string) {
 			t.Errorf("pod %s (role %q) of the unmanaged application %s: an unmanaged AM has no pod", name, p.Labels[kuberm.LabelRole], app)
 		}
 	}
+}
+
+// uamMilestone matches the launcher's and the AM's log lines that time a
+// run: submitted, AM launched, registered containers, AM done, app ended.
+var uamMilestone = regexp.MustCompile(`(?m)^\S+ \S+ .*(Submitted application|Launching AM with|Launching shell command on a new container|Application completed|Application Master completed|AM process exited|App ended with state).*$`)
+
+func uamLogMilestones(t *testing.T, out string) {
+	t.Helper()
+	t.Logf("launcher milestones:\n%s", strings.Join(uamMilestone.FindAllString(out, -1), "\n"))
 }
