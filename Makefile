@@ -15,7 +15,11 @@ build: ## Build bin/yarnfed (the server), bin/yarnfedctl, and bin/yarnfed-bench 
 dev: ## Run the embedded federation on loopback (the main job).
 	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
 
-test: lint unit deploy-test fuzz-smoke ## Lint, unit tests with -race, deploy/ manifests against a real API server, and a short smoke of every fuzz target.
+test: ## Lint, unit tests with -race, deploy/ manifests against a real API server and a real node, and a short smoke of every fuzz target: all four at once.
+	@# At once, not in turn: deploy-test mostly waits on pods and Java clients, the others
+	@# mostly compute, so together they take about the longest one's time (deploy/DESIGN.md, CI).
+	@# --output-sync prints each target's output whole when it ends, never interleaved.
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint unit deploy-test fuzz-smoke
 
 lint: ## gofmt and go vet.
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -45,7 +49,9 @@ test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and
 	@# The Go tests run Maven themselves when the classpath is stale, and skip
 	@# with the reason when java or mvn is missing (CI sets YARNFED_INTEROP_REQUIRED=1).
 	@mkdir -p e2e/target
-	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; exit $${PIPESTATUS[0]}
+	@# On failure, each failed test's whole output follows (the grep below keeps only the summary lines).
+	$(GO) test -tags interop -count=1 -timeout 60m -v ./e2e/ 2>&1 | tee e2e/target/interop.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|SKIP)|\bSKIP\b|interop:'; \
+	  rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || awk -f scripts/failed-tests.awk e2e/target/interop.log; exit $$rc
 
 deploy-test: ## Render deploy/'s overlays, server-side dry-run them on a real kube-apiserver, run each role as the manifests say, run the image on a real one-node cluster.
 	@# A nested module (deploy/test/go.mod): kustomize stays out of yarnfed's build.

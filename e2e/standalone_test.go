@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"maps"
 	"net"
@@ -155,6 +156,9 @@ func daemonJVM(j *javaEnv, heap, confDir, class string) []string {
 	return argv
 }
 
+// nodeAttributeRootDir is YarnConfiguration.FS_NODE_ATTRIBUTE_STORE_ROOT_DIR.
+const nodeAttributeRootDir = "yarn.node-attribute.fs-store.root-dir"
+
 func (r *saRM) writeConf() error {
 	if err := os.MkdirAll(r.confDir, 0o755); err != nil {
 		return err
@@ -186,6 +190,14 @@ func (r *saRM) writeConf() error {
 		"yarn.resourcemanager.system-metrics-publisher.enabled":                  "false",
 		"yarn.nm.liveness-monitor.expiry-interval-ms":                            "20000",
 		"hadoop.tmp.dir": filepath.Join(r.dir, "tmp"),
+		// The node-attribute store does not follow hadoop.tmp.dir: its
+		// default is file:///tmp/hadoop-yarn-<user>/node-attribute, one
+		// directory for every RM of the machine. Two RMs starting at once
+		// (SC-1 and SC-2 here, or another test's) race on its mirror file
+		// and one dies with FileNotFoundException
+		// nodeattribute.mirror.writing (seen in CI-like runs).
+		// MiniYARNCluster moves it for the same reason.
+		nodeAttributeRootDir: filepath.Join(r.dir, "node-attribute"),
 	}
 	maps.Copy(props, r.extra)
 	if err := writeHadoopConf(filepath.Join(r.confDir, "yarn-site.xml"), props, nil); err != nil {
@@ -943,4 +955,50 @@ func (n *saNM) amLog(app, container, file string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// TestStandaloneRMConfsShareNoDirectory: each standalone RM keeps its local
+// state under its own directory. Hadoop defaults some of these locations to
+// one machine-wide path (the node-attribute store to
+// /tmp/hadoop-yarn-<user>), and two RMs starting together on one such path
+// kill each other's start (FileNotFoundException on the store's mirror).
+func TestStandaloneRMConfsShareNoDirectory(t *testing.T) {
+	base := t.TempDir()
+	// The locations an RM writes at start with this configuration.
+	keys := []string{"hadoop.tmp.dir", nodeAttributeRootDir, "yarn.resourcemanager.fs.state-store.uri"}
+	seen := map[string]string{}
+	for _, id := range []string{"SC-1", "SC-2"} {
+		r := &saRM{id: id, dir: filepath.Join(base, id)}
+		r.confDir = filepath.Join(r.dir, "conf")
+		if err := r.writeConf(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(r.confDir, "yarn-site.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conf struct {
+			Props []struct {
+				Name  string `xml:"name"`
+				Value string `xml:"value"`
+			} `xml:"property"`
+		}
+		if err := xml.Unmarshal(raw, &conf); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, p := range conf.Props {
+			got[p.Name] = p.Value
+		}
+		for _, k := range keys {
+			v := strings.TrimPrefix(got[k], "file://")
+			if v == "" || !strings.HasPrefix(v, r.dir+string(os.PathSeparator)) {
+				t.Errorf("%s: %s = %q, want a path under %s", id, k, got[k], r.dir)
+			}
+			if other, dup := seen[v]; dup && v != "" {
+				t.Errorf("%s: %s = %q, as %s's", id, k, v, other)
+			}
+			seen[v] = id
+		}
+	}
 }

@@ -38,8 +38,8 @@ import (
 //   - hands out the attempt's pods kube-scheduler has bound, as allocated
 //     containers with a container token and, once per node, an NM token;
 //   - reports handed-out pods that ended (exit status), were evicted or
-//     preempted (PREEMPTED), deleted by someone else (KILLED_BY_RESOURCEMANAGER)
-//     or lost their node (ABORTED), each once;
+//     preempted (PREEMPTED), deleted by someone else or lost their node
+//     (ABORTED), each once;
 //   - makes the attempt's pending pods match its outstanding asks:
 //     creates the missing ones, deletes the surplus unbound ones.
 
@@ -48,7 +48,6 @@ const (
 	exitAborted    = -100
 	exitPreempted  = -102
 	exitKilledByAM = -105
-	exitKilledByRM = -106
 )
 
 // The RM's diagnostics (SchedulerUtils).
@@ -56,8 +55,10 @@ const (
 	diagReleased  = "Container released by application"
 	diagLost      = "Container released on a *lost* node"
 	diagPreempted = "Container preempted by scheduler"
-	diagKilled    = "Container killed by the ResourceManager: its pod was deleted outside YARN"
-	diagStopped   = "Container killed by the ApplicationMaster." // the NodeManager's, for stopContainers
+	// diagDeleted: a handed-out pod deleted through the Kubernetes API by
+	// neither kuberm nor the container's AM (an operator, a controller).
+	diagDeleted = "Container aborted: its pod was deleted outside YARN, by neither the ResourceManager nor the ApplicationMaster"
+	diagStopped = "Container killed by the ApplicationMaster." // the NodeManager's, for stopContainers
 )
 
 // AnnotationStoppedByAM marks a container pod its AM stopped through the
@@ -492,8 +493,10 @@ func disruption(p *corev1.Pod) (reason, msg string) {
 // with its exit status and diagnostics: its exit code once it ended;
 // PREEMPTED when the kubelet evicted it or kube-scheduler preempted it;
 // ABORTED (a lost node) when the taint manager removed it from an
-// unreachable node or its Node is gone; KILLED_BY_RESOURCEMANAGER when
-// someone deleted it (kuberm marks the pods it deletes before deleting).
+// unreachable node or its Node is gone; ABORTED too when someone other than
+// kuberm and its AM deleted it before its container ended (DESIGN.md,
+// "Completed containers": what a Hadoop RM reports for a container that
+// vanishes for reasons outside the application, and what AMs replace).
 func completion(p *corev1.Pod, cv *clusterView) (exit int32, diag string, done bool) {
 	reason, msg := disruption(p)
 	if p.Annotations[AnnotationStoppedByAM] != "" && (terminated(p) || p.DeletionTimestamp != nil) {
@@ -510,6 +513,11 @@ func completion(p *corev1.Pod, cv *clusterView) (exit int32, diag string, done b
 			d += ": " + m
 		}
 		return exitPreempted, d, true
+	case p.DeletionTimestamp != nil && !endedBeforeDeletion(p):
+		// The deletion's SIGTERM usually ends the container (exit 143) and
+		// the pod then reads Failed: that exit code is the kill's, not the
+		// container's own, so the deletion is what is reported.
+		return exitAborted, deletedDiag(p), true
 	case terminated(p):
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; cs.Name == ContainerName && t != nil {
@@ -522,12 +530,47 @@ func completion(p *corev1.Pod, cv *clusterView) (exit int32, diag string, done b
 			}
 		}
 		return exitAborted, strings.TrimSpace("the container's pod ended without running it: " + p.Status.Reason + " " + p.Status.Message), true
-	case p.DeletionTimestamp != nil:
-		return exitKilledByRM, diagKilled, true
 	case p.Spec.NodeName != "" && cv.nodes[p.Spec.NodeName] == nil:
 		return exitAborted, diagLost + ": node " + p.Spec.NodeName + " is gone", true
 	}
 	return 0, "", false
+}
+
+// deletionRequested is when a pod's deletion was asked: its
+// deletionTimestamp is that moment plus the grace period.
+func deletionRequested(p *corev1.Pod) time.Time {
+	at := p.DeletionTimestamp.Time
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		at = at.Add(-time.Duration(*g) * time.Second)
+	}
+	return at
+}
+
+// endedBeforeDeletion reports whether the pod's main container had ended on
+// its own before its deletion was asked (then its exit code is the
+// container's). Both times have a resolution of a second: an end within the
+// deletion's second counts as caused by it.
+func endedBeforeDeletion(p *corev1.Pod) bool {
+	asked := deletionRequested(p)
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == ContainerName && t != nil {
+			return t.FinishedAt.Time.Before(asked)
+		}
+	}
+	return false
+}
+
+func deletedDiag(p *corev1.Pod) string {
+	d := fmt.Sprintf("%s: pod %s, deletion requested at %s", diagDeleted, p.Name, deletionRequested(p).UTC().Format(time.RFC3339))
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		d += fmt.Sprintf(" with a grace period of %ds", *g)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == ContainerName && t != nil {
+			d += "; the container then ended: " + terminationDiag(t)
+		}
+	}
+	return d
 }
 
 func terminationDiag(t *corev1.ContainerStateTerminated) string {
@@ -631,6 +674,7 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 			resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, completedStatus(cid, exit, diag, creq))
 			delete(st.live, cid.String())
 			r.metrics.containersCompleted.Inc()
+			r.log.Info("container completed", "container", cid, "exit", exit, "diagnostics", diag)
 		default: // not handed out yet
 			if p.DeletionTimestamp != nil {
 				continue
@@ -663,7 +707,8 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 			r.metrics.containersAllocated.Inc()
 		}
 	}
-	// Handed-out pods gone entirely (deleted with no grace by someone else).
+	// Handed-out pods gone entirely (deleted with no grace by someone else):
+	// ABORTED, as a container whose node is lost (see completion).
 	for id := range st.live {
 		if seen[id] {
 			continue
@@ -673,12 +718,13 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 			delete(st.live, id)
 			continue
 		}
-		exit, diag := int32(exitKilledByRM), diagKilled
+		exit, diag := int32(exitAborted), diagDeleted+": pod "+st.live[id]+" is gone"
 		if r.alloc.takeStopped(cid) {
 			exit, diag = exitKilledByAM, diagStopped
 		}
 		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, completedStatus(cid, exit, diag, containerRequest{}))
 		delete(st.live, id)
+		r.log.Info("container completed", "container", cid, "exit", exit, "diagnostics", diag)
 	}
 
 	r.matchAsks(ctx, st, v, a, cv, pending, npending, maxSeq)

@@ -438,7 +438,8 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp = am.allocate(t)
-		if s := completedByID(resp)[deleted.String()]; s == nil || s.GetExitStatus() != exitKilledByRM {
+		if s := completedByID(resp)[deleted.String()]; s == nil || s.GetExitStatus() != exitAborted ||
+			!strings.Contains(s.GetDiagnostics(), diagDeleted) || !strings.Contains(s.GetDiagnostics(), p[0].Name+" is gone") {
 			t.Errorf("a pod deleted by someone else: completed %v", resp.CompletedContainerStatuses)
 		}
 		stopped, _ := yarnid.ParseContainerID(p[2].Labels[LabelContainerID])

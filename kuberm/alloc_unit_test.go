@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,7 +68,13 @@ func TestAskTable(t *testing.T) {
 // exit status.
 func TestContainerCompletion(t *testing.T) {
 	cv := &clusterView{nodes: map[string]*corev1.Node{"n": {}}}
-	now := metav1.Now()
+	now := metav1.NewTime(time.Now().Truncate(time.Second)) // the API's resolution
+	grace := int64(30)
+	later := metav1.NewTime(now.Add(30 * time.Second))
+	endedAt := func(code int32, reason string, at time.Time) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Reason: reason, FinishedAt: metav1.NewTime(at)}}}}
+	}
 	pod := func(f func(p *corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		f(p)
@@ -98,7 +105,25 @@ func TestContainerCompletion(t *testing.T) {
 			p.DeletionTimestamp = &now
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
 		}), exitAborted, true, diagLost},
-		{"deleted by someone", pod(func(p *corev1.Pod) { p.DeletionTimestamp = &now }), exitKilledByRM, true, diagKilled},
+		{"deleted by someone", pod(func(p *corev1.Pod) { p.DeletionTimestamp = &now }), exitAborted, true, diagDeleted},
+		// A graceful deletion: its SIGTERM ends the container (143) and
+		// the pod reads Failed; the deletion is reported, with the exit.
+		{"deleted by someone, the container killed by it", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &later, &grace
+			p.Status.Phase = corev1.PodFailed
+			p.Status.ContainerStatuses = endedAt(143, "Error", now.Add(time.Second))
+		}), exitAborted, true, "deletion requested at " + now.UTC().Format(time.RFC3339) + " with a grace period of 30s; the container then ended: Exit code: 143"},
+		// Ended on its own, deleted afterwards: the container's own exit.
+		{"ended, then deleted by someone", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &later, &grace
+			p.Status.Phase = corev1.PodSucceeded
+			p.Status.ContainerStatuses = endedAt(0, "Completed", now.Add(-2*time.Second))
+		}), 0, true, "Exit code: 0, reason: Completed"},
+		{"ended with an error, then deleted by someone", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &later, &grace
+			p.Status.Phase = corev1.PodFailed
+			p.Status.ContainerStatuses = endedAt(3, "Error", now.Add(-2*time.Second))
+		}), 3, true, "Exit code: 3"},
 		{"stopped by its AM", pod(func(p *corev1.Pod) {
 			p.DeletionTimestamp = &now
 			p.Annotations = map[string]string{AnnotationStoppedByAM: "true"}

@@ -1,4 +1,4 @@
-package kube
+package kubebatch
 
 import (
 	"errors"
@@ -9,9 +9,18 @@ import (
 // patch Nodes; any string must decode to a non-negative amount or to
 // ErrBadOrigin, without panicking, and a decoded amount must survive
 // encode -> decode unchanged.
+//
+// It lives here, beside the decoder, not in gpg/kube or kuberm (which call
+// it): fuzzing instruments every package the test binary links, and
+// gpg/kube's tests link client-go and an API server's test harness, whose
+// instrumented build took 846 s of a cold CI run at load 10-12; this
+// package links k8s.io/api and apimachinery only.
 func FuzzDecodeOriginBatch(f *testing.F) {
+	origin := func(cpu, mem string) string {
+		return `{"resources":{"kubernetes.io/batch-cpu":"` + cpu + `","kubernetes.io/batch-memory":"` + mem + `"}}`
+	}
 	for _, s := range []string{
-		refOrigin,
+		origin("60646", "245976973438"), // the REFERENCE §6 example node
 		origin("12k", "64Gi"),
 		origin("1e3", "1Mi"),
 		origin("1500m", "1.5"),
