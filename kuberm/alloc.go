@@ -236,7 +236,7 @@ func (r *RM) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto) (*y
 	if err := r.checkAllocate(st, req); err != nil {
 		return nil, err
 	}
-	v, a, err := r.liveAttempt(ctx, at)
+	v, a, err := r.amLiveAttempt(ctx, at)
 	if errors.Is(err, ErrAttemptNotFound) {
 		r.alloc.forget(at.App, yarnid.AttemptID{})
 		return nil, err
@@ -755,11 +755,10 @@ func (r *RM) matchAsks(ctx context.Context, st *amState, v *appView, a *attemptV
 			npending--
 		}
 	}
-	if len(a.pod.OwnerReferences) == 0 {
-		r.log.Error("AM pod without an owner reference: no container pods", "pod", a.pod.Name)
+	owner, ok := r.containerOwner(v, a)
+	if !ok {
 		return
 	}
-	owner := a.pod.OwnerReferences[0]
 	created := 0
 	for _, k := range keys {
 		e := st.asks[k]

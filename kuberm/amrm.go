@@ -178,7 +178,7 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	if err != nil {
 		return nil, err
 	}
-	v, a, err := r.liveAttempt(ctx, at)
+	v, a, err := r.amLiveAttempt(ctx, at)
 	if err != nil {
 		return nil, err
 	}
@@ -192,17 +192,25 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	if len(req.GetHost()) > 1024 || len(req.GetTrackingUrl()) > 4096 {
 		return nil, fmt.Errorf("%w: host or tracking URL too long", ErrInvalidAMRequest)
 	}
-	reg, _ := json.Marshal(amRegistration{Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(), Time: r.now().UnixMilli()})
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]string{AnnotationRegistration: string(reg)},
-		"resourceVersion": a.pod.ResourceVersion, // a concurrent register loses
-	}})
-	_, err = r.kube.Pods(r.cfg.Namespace).Patch(ctx, a.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
-	}
-	if err != nil {
-		return nil, kubeErr("record the AM registration", err)
+	regRec := amRegistration{Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(), Time: r.now().UnixMilli()}
+	if a.pod == nil {
+		// An unmanaged AM: the registration goes into its record.
+		if err := r.registerUnmanaged(ctx, at, regRec); err != nil {
+			return nil, err
+		}
+	} else {
+		reg, _ := json.Marshal(regRec)
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]string{AnnotationRegistration: string(reg)},
+			"resourceVersion": a.pod.ResourceVersion, // a concurrent register loses
+		}})
+		_, err = r.kube.Pods(r.cfg.Namespace).Patch(ctx, a.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
+		}
+		if err != nil {
+			return nil, kubeErr("record the AM registration", err)
+		}
 	}
 	st, ok := r.alloc.add(at)
 	if !ok {
@@ -225,7 +233,7 @@ func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRe
 	if err != nil {
 		return nil, err
 	}
-	_, a, err := r.liveAttempt(ctx, at)
+	_, a, err := r.amLiveAttempt(ctx, at)
 	if errors.Is(err, ErrAttemptNotFound) {
 		// Already over (a resent finish after success, or a kill): as an RM
 		// that has unregistered the attempt, answer unregistered.
@@ -236,7 +244,7 @@ func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRe
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := registrationOf(a.pod); !ok {
+	if a.reg == nil { // the AM pod's registration, or an unmanaged AM's record's
 		return nil, fmt.Errorf("%w: Application Master is trying to unregister before registering for: %s", ErrAMNotRegistered, at)
 	}
 	fs := req.GetFinalApplicationStatus()

@@ -126,6 +126,15 @@ type Config struct {
 	// APITimeout bounds each call to the Kubernetes API server.
 	APITimeout config.Duration `json:"api_timeout"`
 
+	// Unmanaged AMs (unmanaged.go; DESIGN.md "Unmanaged AMs").
+	// AMLivenessExpiry is yarn.am.liveness-monitor.expiry-interval-ms: an
+	// unmanaged AM (no pod) that makes no ApplicationMasterProtocol call for
+	// this long fails its attempt, and with it the application.
+	AMLivenessExpiry config.Duration `json:"am_liveness_expiry"`
+	// MaxUnmanagedApps bounds the unmanaged applications not yet over: they
+	// hold no pod, so no quota bounds them; submissions beyond are refused.
+	MaxUnmanagedApps int `json:"max_unmanaged_applications"`
+
 	// REST is the API server connection when set (tests); otherwise it is
 	// built from Kubeconfig.
 	REST       *rest.Config          `json:"-"`
@@ -164,6 +173,8 @@ func DefaultConfig() Config {
 		ResyncInterval:      config.Duration(time.Second),
 		HeartbeatInterval:   config.Duration(10 * time.Second),
 		APITimeout:          config.Duration(15 * time.Second),
+		AMLivenessExpiry:    config.Duration(10 * time.Minute),
+		MaxUnmanagedApps:    1000,
 	}
 }
 
@@ -206,6 +217,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResyncInterval <= 0 || c.HeartbeatInterval <= 0 || c.APITimeout <= 0 {
 		errs = append(errs, errors.New("resync_interval, heartbeat_interval and api_timeout must be > 0"))
+	}
+	if c.AMLivenessExpiry <= 0 || c.MaxUnmanagedApps < 0 {
+		errs = append(errs, errors.New("am_liveness_expiry must be > 0 and max_unmanaged_applications >= 0"))
 	}
 	return errors.Join(errs...)
 }

@@ -102,7 +102,7 @@ func (r *RM) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicatio
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&v)}, nil
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: r.appReportPB(&v, hadoopipc.UserName(ctx))}, nil
 }
 
 const maxInt64 = int64(^uint64(0) >> 1)
@@ -152,7 +152,7 @@ func (r *RM) getApplications(ctx context.Context, req *yarnpb.GetApplicationsReq
 		if int64(len(out.Applications)) >= limit {
 			break
 		}
-		out.Applications = append(out.Applications, r.appReportPB(v))
+		out.Applications = append(out.Applications, r.appReportPB(v, hadoopipc.UserName(ctx)))
 	}
 	return out, nil
 }
@@ -261,7 +261,7 @@ func (r *RM) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestPr
 			stats.NumAppsKilled = proto.Int64(stats.GetNumAppsKilled() + 1)
 		}
 		if req.GetIncludeApplications() {
-			q.Applications = append(q.Applications, r.appReportPB(&apps[i]))
+			q.Applications = append(q.Applications, r.appReportPB(&apps[i], ""))
 		}
 	}
 	q.QueueStatistics = stats
@@ -328,8 +328,11 @@ func attemptReportPB(a *attemptView) *yarnpb.ApplicationAttemptReportProto {
 	out := &yarnpb.ApplicationAttemptReportProto{
 		ApplicationAttemptId: yarnid.AttemptPB(a.id), Host: proto.String(orNA(a.host)), RpcPort: proto.Int32(-1),
 		TrackingUrl: proto.String("N/A"), OriginalTrackingUrl: proto.String("N/A"), Diagnostics: proto.String(a.diag),
-		YarnApplicationAttemptState: a.state.Enum(), AmContainerId: yarnid.ContainerPB(a.container),
-		StartTime: proto.Int64(a.start), FinishTime: proto.Int64(a.finish),
+		YarnApplicationAttemptState: a.state.Enum(),
+		StartTime:                   proto.Int64(a.start), FinishTime: proto.Int64(a.finish),
+	}
+	if a.container != (yarnid.ContainerID{}) { // an unmanaged attempt has no AM container
+		out.AmContainerId = yarnid.ContainerPB(a.container)
 	}
 	if a.reg != nil {
 		out.RpcPort = proto.Int32(a.reg.RPCPort)
@@ -401,7 +404,7 @@ func (r *RM) getContainers(ctx context.Context, req *yarnpb.GetContainersRequest
 		return nil, err
 	}
 	out := &yarnpb.GetContainersResponseProto{}
-	if a.state != yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_SCHEDULED {
+	if a.state != yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_SCHEDULED && a.container != (yarnid.ContainerID{}) {
 		out.Containers = append(out.Containers, r.containerReportPB(&v, a))
 	}
 	reps, err := r.containerReports(ctx, &v, a.id, nil)
@@ -412,8 +415,10 @@ func (r *RM) getContainers(ctx context.Context, req *yarnpb.GetContainersRequest
 	return out, nil
 }
 
-// appReportPB renders an application report.
-func (r *RM) appReportPB(v *appView) *yarnpb.ApplicationReportProto {
+// appReportPB renders an application report for caller (the user the
+// client logged in as; "" for none): an unmanaged application's AMRMToken
+// goes to its owner only (reportToken, unmanaged.go).
+func (r *RM) appReportPB(v *appView, caller string) *yarnpb.ApplicationReportProto {
 	out := &yarnpb.ApplicationReportProto{
 		ApplicationId: yarnid.AppPB(v.id), User: proto.String(v.rec.User), Queue: proto.String("root." + v.rec.Queue),
 		Name: proto.String(v.rec.Name), Host: proto.String(orNA(v.host)), RpcPort: proto.Int32(-1),
@@ -421,8 +426,9 @@ func (r *RM) appReportPB(v *appView) *yarnpb.ApplicationReportProto {
 		Diagnostics: proto.String(v.diagnostics), StartTime: proto.Int64(v.rec.SubmitTime), SubmitTime: proto.Int64(v.rec.SubmitTime),
 		LaunchTime: proto.Int64(v.launch), FinishTime: proto.Int64(v.finish),
 		FinalApplicationStatus: v.final.Enum(), Progress: proto.Float32(progress(v.state)),
-		ApplicationType: proto.String(v.rec.Type), ApplicationTags: v.rec.Tags, UnmanagedApplication: proto.Bool(false),
+		ApplicationType: proto.String(v.rec.Type), ApplicationTags: v.rec.Tags, UnmanagedApplication: proto.Bool(v.rec.Unmanaged),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(v.rec.Priority)}, RmClusterId: proto.String(r.cfg.SubClusterID),
+		AmRmToken: r.reportToken(v, caller),
 	}
 	if n := len(v.attempts); n > 0 {
 		out.CurrentApplicationAttemptId = yarnid.AttemptPB(v.attempts[n-1].id)
@@ -435,7 +441,7 @@ func (r *RM) appReportPB(v *appView) *yarnpb.ApplicationReportProto {
 	}
 	running := int32(0)
 	var used kubebatch.Resources
-	if v.state == yarnpb.YarnApplicationStateProto_RUNNING {
+	if v.state == yarnpb.YarnApplicationStateProto_RUNNING && !v.rec.Unmanaged { // an unmanaged AM holds no container
 		running, used = 1, kubebatch.Resources{MemoryMB: v.rec.MemoryMB, VCores: int64(v.rec.VCores)}
 	}
 	out.AppResource_Usage = &yarnpb.ApplicationResourceUsageReportProto{

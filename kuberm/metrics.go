@@ -15,6 +15,10 @@ type metrics struct {
 	nmStarted prometheus.Counter
 	nmStopped prometheus.Counter
 	nmRefused *prometheus.CounterVec
+	// Unmanaged AMs (unmanaged.go).
+	uamTokens  prometheus.Counter
+	uamExpired prometheus.Counter
+	uamRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,10 +44,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		nmRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "yarnfed_kuberm_nm_refused_total",
 			Help: "NM face refusals by method (login, startContainers, stopContainers, getContainerStatuses) and reason. A forged password is refused by DIGEST-MD5 itself and not counted here."},
 			[]string{"method", "reason"}),
+		uamTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_unmanaged_am_tokens_total",
+			Help: "AMRMTokens handed to the owner of an unmanaged application in an application report (attempt LAUNCHED)."}),
+		uamExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_unmanaged_am_expired_total",
+			Help: "Unmanaged applications failed because their AM made no scheduler call for am_liveness_expiry."}),
+		uamRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "yarnfed_kuberm_unmanaged_am_refused_total",
+			Help: "Unmanaged submissions refused because max_unmanaged_applications were live."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.submitted, m.podsCreated, m.podsDeleted, m.containersAllocated, m.containersCompleted,
-			m.reconciles, m.heartbeats, m.nmStarted, m.nmStopped, m.nmRefused)
+			m.reconciles, m.heartbeats, m.nmStarted, m.nmStopped, m.nmRefused,
+			m.uamTokens, m.uamExpired, m.uamRefused)
 	}
 	return m
 }

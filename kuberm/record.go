@@ -83,6 +83,9 @@ type appRecord struct {
 	Unmanaged   bool     `json:"unmanaged,omitempty"`
 	Batch       bool     `json:"batch,omitempty"` // pods request kubernetes.io/batch-*
 	Digest      string   `json:"digest"`
+	// AMRegistration is an unmanaged AM's registration (it has no pod to
+	// carry one): set by registerApplicationMaster (unmanaged.go).
+	AMRegistration *amRegistration `json:"amRegistration,omitempty"`
 	// ContainerSeq is the highest container sequence reserved (alloc.go's
 	// nextSeq): ids above it were never handed out.
 	ContainerSeq int64 `json:"containerSeq,omitempty"`

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopcreds"
@@ -47,6 +48,7 @@ type RM struct {
 	cfg       Config
 	log       *slog.Logger
 	kube      corev1client.CoreV1Interface
+	meta      metadata.Interface // metadata-only Lists (unmanaged.go's count)
 	epoch     int64
 	prefix    string       // of object names (namePrefix)
 	masterKey []byte       // AMRMTokens' HMAC key (amrm.go), read at Start
@@ -56,7 +58,8 @@ type RM struct {
 	now       func() time.Time
 	started   time.Time
 	metrics   *metrics
-	alloc     allocator // allocate's in-memory attempt states (alloc.go)
+	alloc     allocator  // allocate's in-memory attempt states (alloc.go)
+	uamLive   amLiveness // unmanaged AMs' last scheduler calls (unmanaged.go)
 
 	mu      sync.Mutex
 	servers []*hadoopipc.Server
@@ -83,6 +86,10 @@ func New(cfg Config) (*RM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kuberm: kubernetes client: %w", err)
 	}
+	mc, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kuberm: kubernetes metadata client: %w", err)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -91,7 +98,7 @@ func New(cfg Config) (*RM, error) {
 	if now == nil {
 		now = time.Now
 	}
-	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: now, started: now()}
+	r := &RM{cfg: cfg, log: log.With("subcluster", cfg.SubClusterID), kube: kc, meta: mc, epoch: cfg.epoch(), prefix: namePrefix(cfg.SubClusterID), now: now, started: now()}
 	r.ts = cfg.ClusterTimestamp
 	if r.ts == 0 {
 		r.ts = r.started.UnixMilli()
@@ -151,10 +158,6 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if id.ClusterTimestamp <= 0 || id.ID <= 0 {
 		return submission{}, fmt.Errorf("%w: invalid application id %s", ErrInvalidSubmission, id)
 	}
-	if sc.GetUnmanagedAm() {
-		// Unmanaged AMs need allocate and their token in the report (DESIGN.md, Left 1).
-		return submission{}, fmt.Errorf("%w: unmanaged AMs are not supported by kuberm yet", ErrInvalidSubmission)
-	}
 	if len(sc.GetApplicationName()) > maxNameLen {
 		return submission{}, fmt.Errorf("%w: application name longer than %d", ErrInvalidSubmission, maxNameLen)
 	}
@@ -188,6 +191,10 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if mem == -1 && vc == -1 {
 		mem, vc = r.cfg.MinAllocationMB, r.cfg.MinAllocationVCores
 	}
+	if sc.GetUnmanagedAm() {
+		// No AM container: RMAppManager validates no AM resource request.
+		mem, vc = 0, 0
+	}
 	if mem < 0 || vc < 0 {
 		return submission{}, fmt.Errorf("%w: Invalid resource request, requested resource <memory:%d, vCores:%d> has a negative value", ErrInvalidResource, mem, vc)
 	}
@@ -196,8 +203,10 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 			ErrInvalidResource, mem, vc, r.cfg.MaxAllocationMB, r.cfg.MaxAllocationVCores)
 	}
 	// Round up to the minimum allocation, as the scheduler normalizes.
-	mem = roundUp(max(mem, r.cfg.MinAllocationMB), r.cfg.MinAllocationMB)
-	vc = int32(roundUp(int64(max(vc, r.cfg.MinAllocationVCores)), int64(r.cfg.MinAllocationVCores)))
+	if !sc.GetUnmanagedAm() {
+		mem = roundUp(max(mem, r.cfg.MinAllocationMB), r.cfg.MinAllocationMB)
+		vc = int32(roundUp(int64(max(vc, r.cfg.MinAllocationVCores)), int64(r.cfg.MinAllocationVCores)))
+	}
 
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sc)
 	if err != nil {
@@ -210,10 +219,13 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if attempts <= 0 || attempts > r.cfg.MaxAppAttempts {
 		attempts = r.cfg.MaxAppAttempts
 	}
+	if sc.GetUnmanagedAm() {
+		attempts = 1 // an unmanaged application is never retried
+	}
 	rec := appRecord{
 		User: user, Queue: r.cfg.Queue, Name: sc.GetApplicationName(), Type: sc.GetApplicationType(),
 		Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(), SubmitTime: r.now().UnixMilli(),
-		MaxAttempts: attempts, MemoryMB: mem, VCores: vc, Batch: batch, Digest: digest(raw),
+		MaxAttempts: attempts, MemoryMB: mem, VCores: vc, Batch: batch, Digest: digest(raw), Unmanaged: sc.GetUnmanagedAm(),
 	}
 	return submission{id: id, rec: rec, raw: raw}, nil
 }
@@ -232,10 +244,17 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 	if err != nil {
 		return err
 	}
+	labels := map[string]string{LabelSubCluster: r.cfg.SubClusterID, LabelApplication: sub.id.String()}
+	if sub.rec.Unmanaged {
+		if err := r.checkUnmanagedRoom(ctx, sub.id, user); err != nil {
+			return err
+		}
+		labels[LabelUnmanaged] = "true"
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: r.objectName(sub.id), Namespace: r.cfg.Namespace,
-			Labels:      map[string]string{LabelSubCluster: r.cfg.SubClusterID, LabelApplication: sub.id.String()},
+			Labels:      labels,
 			Annotations: map[string]string{AnnotationRecord: encodeRecord(&sub.rec), AnnotationDigest: sub.rec.Digest},
 		},
 		Type: SecretType,
@@ -251,7 +270,10 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 		return kubeErr("create application secret", err)
 	}
 	r.metrics.submitted.Inc()
-	r.log.Info("application submitted", "app", sub.id, "user", user, "memory_mb", sub.rec.MemoryMB, "vcores", sub.rec.VCores, "batch", sub.rec.Batch)
+	r.log.Info("application submitted", "app", sub.id, "user", user, "memory_mb", sub.rec.MemoryMB, "vcores", sub.rec.VCores, "batch", sub.rec.Batch, "unmanaged", sub.rec.Unmanaged)
+	if sub.rec.Unmanaged {
+		return nil // no AM pod: its submitter launches the AM (unmanaged.go)
+	}
 	// The first attempt now; should this fail or the process die, the
 	// reconcile loop creates it from the Secret.
 	if err := r.launchAttempt(ctx, created, &sub.rec, 1); err != nil {
@@ -341,6 +363,9 @@ func (r *RM) finish(ctx context.Context, id yarnid.AppID, st yarnpb.YarnApplicat
 		}
 		rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime = st, fs, diag, r.now().UnixMilli()
 		s.Annotations[AnnotationRecord] = encodeRecord(&rec)
+		if rec.Unmanaged && s.Labels != nil {
+			s.Labels[LabelUnmanaged] = unmanagedOver // no longer counted (unmanaged.go)
+		}
 		_, err = r.kube.Secrets(r.cfg.Namespace).Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil && !apierrors.IsConflict(err) {
 			return kubeErr("update application secret", err)
@@ -399,7 +424,9 @@ func (r *RM) App(ctx context.Context, id yarnid.AppID) (appView, error) {
 	if err != nil {
 		return appView{}, kubeErr("list application pods", err)
 	}
-	return r.view(id, rec, podPtrs(pods.Items)), nil
+	v := r.view(id, rec, podPtrs(pods.Items))
+	v.uid = s.UID
+	return v, nil
 }
 
 func podPtrs(items []corev1.Pod) []*corev1.Pod {
@@ -459,7 +486,9 @@ func (r *RM) Apps(ctx context.Context) ([]appView, error) {
 			r.log.Warn("skipping an application whose record cannot be read", "app", id, "err", err)
 			continue
 		}
-		out = append(out, r.view(id, rec, set.pods[id.String()]))
+		v := r.view(id, rec, set.pods[id.String()])
+		v.uid = s.UID
+		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].rec.SubmitTime != out[j].rec.SubmitTime {
@@ -501,6 +530,7 @@ func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec ap
 	v := r.view(id, rec, pods)
 	if rec.final() {
 		r.alloc.forget(id, yarnid.AttemptID{})
+		r.uamLive.forget(id)
 		if rec.State == yarnpb.YarnApplicationStateProto_KILLED {
 			for _, p := range pods { // AM and container pods
 				if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -514,6 +544,9 @@ func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec ap
 		// AM pods stay (attempt reports read them); their Secrets go.
 		r.retireApp(ctx, pods)
 		return nil
+	}
+	if rec.Unmanaged {
+		return r.syncUnmanaged(ctx, &v)
 	}
 	if len(v.attempts) == 0 {
 		return r.launchAttempt(ctx, s, &rec, 1)

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
@@ -33,6 +34,7 @@ type appView struct {
 	rec         appRecord
 	attempts    []attemptView // by attempt number
 	pods        []*corev1.Pod // every pod of the application (AM and container pods)
+	uid         types.UID     // the application Secret's (App and Apps set it)
 	state       yarnpb.YarnApplicationStateProto
 	final       yarnpb.FinalApplicationStatusProto
 	diagnostics string
@@ -117,6 +119,9 @@ func (r *RM) viewAttempt(id yarnid.AttemptID, p *corev1.Pod) attemptView {
 // view derives the application's state: a recorded final state wins;
 // otherwise its latest attempt's pod decides.
 func (r *RM) view(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
+	if rec.Unmanaged {
+		return r.viewUnmanaged(id, rec, pods) // no AM pod (unmanaged.go)
+	}
 	v := appView{id: id, rec: rec, pods: pods}
 	for _, p := range pods {
 		at, ok := podAttempt(p)

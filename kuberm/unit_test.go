@@ -71,10 +71,13 @@ func TestCheckSubmissionNormalizes(t *testing.T) {
 	if sub, err = r.checkSubmission(sc, "bob", false); err != nil || sub.rec.MemoryMB != 1024 || sub.rec.VCores != 1 {
 		t.Errorf("no resource: %+v, %v", sub.rec, err)
 	}
+	// An unmanaged AM has no AM container: no size, one attempt.
 	sc.UnmanagedAm = proto.Bool(true)
-	if _, err := r.checkSubmission(sc, "bob", false); !errors.Is(err, ErrInvalidSubmission) {
-		t.Errorf("unmanaged AM: %v, want ErrInvalidSubmission until the AM protocol exists", err)
+	sc.Resource = &yarnpb.ResourceProto{Memory: proto.Int64(1 << 40), VirtualCores: proto.Int32(1)}
+	if sub, err = r.checkSubmission(sc, "bob", false); err != nil || !sub.rec.Unmanaged || sub.rec.MemoryMB != 0 || sub.rec.VCores != 0 || sub.rec.MaxAttempts != 1 {
+		t.Errorf("unmanaged AM: %+v, %v; want unmanaged, no AM size, 1 attempt", sub.rec, err)
 	}
+	sc.Resource = nil
 	sc.UnmanagedAm = nil
 	sc.ApplicationTags = make([]string, maxTags+1)
 	if _, err := r.checkSubmission(sc, "bob", false); !errors.Is(err, ErrInvalidSubmission) {

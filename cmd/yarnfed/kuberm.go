@@ -29,7 +29,9 @@ heartbeats itself in the yarnfed state store as a sub-cluster (--no-store: stand
 
 The scheduler port serves the ApplicationMasterProtocol (register, allocate, finish) with AMRMTokens
 kuberm issues; the NM port serves ContainerManagementProtocol (start, stop, status) to AMs holding
-its NM tokens, at NodeIds <node InternalIP>:<port>; see kuberm/DESIGN.md. RBAC: kuberm/rbac.yaml (cluster-wide read of nodes and pods) and
+its NM tokens, at NodeIds <node InternalIP>:<port>. An unmanaged AM (unmanaged_am) gets no pod: its
+submitter takes the AMRMToken from the application report, and one silent for am_liveness_expiry
+fails; see kuberm/DESIGN.md. RBAC: kuberm/rbac.yaml (cluster-wide read of nodes and pods) and
 kuberm/rbac-namespace.yaml (secrets and pods in its namespace, bound with a RoleBinding).
 
 Configuration: defaults, then --config (JSON; unknown keys are errors), then flags.`,

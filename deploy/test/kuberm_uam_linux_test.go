@@ -1,0 +1,302 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
+	"github.com/yarnfed/yarnfed/kuberm"
+)
+
+const (
+	uamLauncherClass = "org.apache.hadoop.yarn.applications.unmanagedamlauncher.UnmanagedAMLauncher"
+	uamDSAMClass     = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
+)
+
+// TestKubermUnmanagedAMOnNode is the unmanaged-AM proof on the one-node
+// Kubernetes (its own cluster): Hadoop's own UnmanagedAMLauncher submits an
+// unmanaged application through the router to `yarnfed kuberm`, waits for
+// its attempt to be LAUNCHED, takes the AMRMToken from the application
+// report and runs the stock distributed shell ApplicationMaster as a
+// process on the host (the node's network namespace), not in a pod. The AM
+// registers and allocates at kuberm's scheduler port and starts its two
+// containers through kuberm's NodeManager face at the node's IP; they run
+// as pods. The application SUCCEEDS, no AM pod ever exists, and nothing of
+// it is left. A second unmanaged application, killed through the router
+// while its container runs, leaves no pod either.
+//
+// Why through the router: the launcher is a plain YarnClient
+// (yarn.resourcemanager.address), and every call it makes (getNewApplication,
+// submitApplication, getApplicationReport, getApplicationAttemptReport) is
+// one the router forwards to the home sub-cluster as the calling user, so
+// kuberm sees the owner and hands the token over in the report the router
+// relays. The AM itself talks to kuberm's scheduler port directly (the
+// token's RM), as any AM of a sub-cluster does.
+func TestKubermUnmanagedAMOnNode(t *testing.T) {
+	rt := needJavaRuntime(t)
+	archive := makeKubermImage(t)
+	bin := filepath.Join(repoRoot(t), "bin", "linux", "yarnfed")
+	hd := makeHostDirs(t, rt)
+
+	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
+	kc := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	yarnNamespace(ctx, t, kc, kubermNS)
+	kubeconfig := kubermKubeconfig(ctx, t, c, kc)
+	uamRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
+}
+
+// uamRun: state store, kuberm and router as processes of the node (as
+// runDistributedShell starts them), then the launcher runs.
+func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) {
+	pki := filepath.Join(t.TempDir(), "pki")
+	if out, err := exec.Command(bin, "certs", "--dir", pki, "ss1=replica", "router-1=router", kubermSubCluster+"=agent").CombinedOutput(); err != nil {
+		t.Fatalf("yarnfed certs: %v\n%s", err, out)
+	}
+	tlsFlags := func(prefix, party string) []string {
+		d := filepath.Join(pki, party)
+		return []string{"--" + prefix + "tls-cert", filepath.Join(d, "cert.crt"), "--" + prefix + "tls-key", filepath.Join(d, "cert.key"), "--" + prefix + "tls-ca", filepath.Join(d, "ca.crt")}
+	}
+	store := startNodeProcess(t, c, "statestore", bin, append([]string{"statestore", "--node-id", "ss1",
+		"--data-dir", filepath.Join(t.TempDir(), "store"), "--grpc-address", storeAddr, "--raft-address", raftAddr,
+		"--http-address", "", "--bootstrap", "--log-level", "info"}, tlsFlags("", "ss1")...)...)
+	waitDial(ctx, t, c, store, storeAddr)
+
+	var hostPaths []map[string]string
+	for _, p := range hd.mountPaths(rt) {
+		hostPaths = append(hostPaths, map[string]string{"path": p, "mount_path": p})
+	}
+	writeHadoopConf(t, hd)
+	cfg := kubermConfig(t, kubeconfig, map[string]any{
+		"launcher_image":    kubermImage,
+		"host_paths":        hostPaths,
+		"env":               map[string]string{"JAVA_HOME": rt.javaHome, "HADOOP_CONF_DIR": hd.conf},
+		"min_allocation_mb": 256,
+	})
+	rm := startNodeProcess(t, c, "kuberm", bin, append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)...)
+	rm.waitOutput(ctx, t, kubermStarted)
+	rm.waitOutput(ctx, t, regexp.MustCompile(`sub-cluster registered`))
+	router := startNodeProcess(t, c, "router", bin, append([]string{"router", "--store", storeAddr,
+		"--clientrm-address", routerAddr, "--web-address", "", "--admin-address", "", "--log-level", "info"}, tlsFlags("store-", "router-1")...)...)
+	waitDial(ctx, t, c, router, routerAddr)
+
+	w := watchPods(ctx, t, kc)
+	marker := fmt.Sprintf("kuberm-uam-%d", time.Now().UnixNano())
+	dir := uamWorkDir(t, hd, "run", "echo "+marker+" $CONTAINER_ID | tee /dev/termination-log")
+	begin := time.Now()
+	out, err := uamLaunch(ctx, c, rt, hd, dir, 10*time.Minute, "kuberm-uam", 2)
+	t.Logf("UnmanagedAMLauncher: %v after %v", err, time.Since(begin).Round(time.Millisecond))
+	app := regexp.MustCompile(`application_\d+_\d+`).FindString(out)
+	if err != nil || !strings.Contains(out, "Application has completed successfully.") ||
+		!strings.Contains(out, "App ended with state: FINISHED and status: SUCCEEDED") {
+		// The launcher's main exits 0 whatever the outcome: its log says.
+		t.Errorf("UnmanagedAMLauncher through the router: %v, no success in its log\n%s", err, tail(out, 12000))
+		w.dump(t, app)
+		rm.stop()
+		t.Fatalf("kuberm log:\n%s", rm.tail(12000))
+	}
+	if app == "" {
+		t.Fatalf("the launcher printed no application id:\n%s", tail(out, 4000))
+	}
+	uamLogMilestones(t, out)
+	// The AM ran on the host with the attempt kuberm launched for it.
+	if !regexp.MustCompile(`Launching AM with application attempt id appattempt_\d+_\d+_000001`).MatchString(out) ||
+		!strings.Contains(out, "Application Master completed successfully") {
+		t.Errorf("the launcher's log does not show the AM launched on the host and succeeding:\n%s", tail(out, 6000))
+	}
+	uamCheckPods(t, w, app, marker, hd.mountPaths(rt), 2)
+	checkAppGone(ctx, t, kc, app, false)
+
+	t.Run("kill through the router", func(t *testing.T) {
+		kctx, kcancel := context.WithCancel(ctx)
+		defer kcancel()
+		type result struct {
+			out string
+			err error
+		}
+		done := make(chan result, 1)
+		kdir := uamWorkDir(t, hd, "kill", "sleep 600")
+		go func() {
+			out, err := uamLaunch(kctx, c, rt, hd, kdir, 10*time.Minute, "kuberm-uam-kill", 1)
+			done <- result{out, err}
+		}()
+		var victim string
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer rcancel()
+		waitFor(rctx, t, "a running container pod of the second application", func() (bool, string) {
+			for _, p := range w.pods() {
+				if p.Labels[kuberm.LabelApplication] != app && p.Labels[kuberm.LabelRole] == kuberm.RoleContainer && p.Status.Phase == corev1.PodRunning {
+					victim = p.Labels[kuberm.LabelApplication]
+					return true, ""
+				}
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("the second launcher ended before any container ran: %v\n%s", r.err, tail(r.out, 6000))
+			default:
+			}
+			return false, "none yet"
+		})
+		kout, err := runJava(ctx, c, rt, hd, 3*time.Minute, cliClass, "application", "-kill", victim)
+		if err != nil {
+			t.Fatalf("yarn application -kill %s through the router: %v\n%s", victim, err, tail(kout, 4000))
+		}
+		checkAppGone(ctx, t, kc, victim, true)
+		r := <-done
+		if !strings.Contains(r.out, "App ended with state: KILLED") {
+			t.Errorf("the killed application's launcher did not see KILLED:\n%s", tail(r.out, 4000))
+		}
+		uamCheckNoAMPod(t, w, victim)
+	})
+}
+
+// uamWorkDir is the launcher's working directory, which the AM it spawns
+// inherits: the distributed shell AM reads its command from ./shellCommands
+// (the distributed shell client writes and localizes that file for a
+// managed AM).
+// Owned by the pods' uid, which the launcher runs as.
+func uamWorkDir(t *testing.T, hd hostDirs, name, command string) string {
+	t.Helper()
+	dir := filepath.Join(hd.home, "uam-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The client writes it with DataOutputStream.writeUTF and the AM reads
+	// it with readUTF: a 2-byte big-endian length, then the bytes (ASCII
+	// here, where modified UTF-8 is plain bytes).
+	if len(command) > 0xffff {
+		t.Fatalf("shell command of %d bytes", len(command))
+	}
+	body := append([]byte{byte(len(command) >> 8), byte(len(command))}, command...)
+	if err := os.WriteFile(filepath.Join(dir, "shellCommands"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "shellCommands")} {
+		if err := os.Chown(p, podUIDNum, podUIDNum); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// uamLaunch runs Hadoop's UnmanagedAMLauncher (as runJava runs a client: the
+// node's network namespace, the pods' uid, HADOOP_CONF_DIR first on the
+// classpath) in dir, with the stock distributed shell ApplicationMaster as
+// the AM command. The launcher splits -cmd on whitespace and execs it
+// without a shell, so the command is plain words; java expands the
+// classpath's `jars/*` itself.
+func uamLaunch(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd hostDirs, dir string, timeout time.Duration, name string, containers int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	java := filepath.Join(rt.javaHome, "bin", "java")
+	cp := hd.conf + string(os.PathListSeparator) + hd.jars + "/*"
+	logConf := "-Dlog4j.configuration=file:" + filepath.Join(hd.conf, "client-log4j.properties")
+	amCmd := append([]string{java}, javaOptions()...)
+	amCmd = append(amCmd, logConf, "-Djava.io.tmpdir="+dir, "-cp", cp, uamDSAMClass,
+		"-num_containers", fmt.Sprint(containers), "-container_memory", "256", "-container_vcores", "1", "-priority", "0")
+	argv := append([]string{"--reuid=" + podUID, "--regid=" + podUID, "--clear-groups", "--", java}, javaOptions()...)
+	argv = append(argv, logConf, "-Duser.home="+hd.home, "-Djava.io.tmpdir="+dir, "-cp", cp, uamLauncherClass,
+		"-appname", name, "-queue", "default", "-cmd", strings.Join(amCmd, " "))
+	cmd := c.Command("setpriv", argv...)
+	cmd.Dir = dir
+	// The launcher passes its whole environment to the AM, whose USER the
+	// distributed shell AM takes as the submitter (a NodeManager sets it for
+	// a managed AM; a user's shell has it).
+	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "USER=dsuser", "LOGNAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-errc
+		err = fmt.Errorf("%s: %w", uamLauncherClass, ctx.Err())
+	}
+	return out.String(), err
+}
+
+// uamCheckPods: the application's n containers ran as pods bound by
+// kube-scheduler, each with the host paths and the marker with its own
+// container id as termination message (the AM's command, started through
+// the NM face); no AM pod ever existed.
+func uamCheckPods(t *testing.T, w *podWatch, app, marker string, hostPaths []string, n int) {
+	t.Helper()
+	uamCheckNoAMPod(t, w, app)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	containers := 0
+	for name, last := range w.last {
+		if last.Labels[kuberm.LabelApplication] != app || last.Labels[kuberm.LabelRole] != kuberm.RoleContainer {
+			continue
+		}
+		containers++
+		if w.first[name].Spec.NodeName != "" || last.Spec.NodeName != kubenode.NodeName {
+			t.Errorf("pod %s: created on %q, ended on %q; want created unbound and placed on %s", name, w.first[name].Spec.NodeName, last.Spec.NodeName, kubenode.NodeName)
+		}
+		main := last.Spec.Containers[0]
+		mounted := map[string]bool{}
+		for _, m := range main.VolumeMounts {
+			if m.ReadOnly {
+				mounted[m.MountPath] = true
+			}
+		}
+		for _, hp := range hostPaths {
+			if !mounted[hp] {
+				t.Errorf("pod %s does not mount host path %s", name, hp)
+			}
+		}
+		want := marker + " " + last.Labels[kuberm.LabelContainerID] + "\n"
+		var got string
+		for _, s := range last.Status.ContainerStatuses {
+			if s.Name == main.Name && s.State.Terminated != nil {
+				got = s.State.Terminated.Message
+			}
+		}
+		if got != want {
+			t.Errorf("container pod %s: termination message %q, want %q (the shell command's output)", name, got, want)
+		}
+	}
+	if containers != n {
+		t.Errorf("application %s ran %d container pods, want %d", app, containers, n)
+	}
+}
+
+// uamCheckNoAMPod: the watch (from before the submission) never saw a pod
+// of app other than container pods.
+func uamCheckNoAMPod(t *testing.T, w *podWatch, app string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, p := range w.last {
+		if p.Labels[kuberm.LabelApplication] == app && p.Labels[kuberm.LabelRole] != kuberm.RoleContainer {
+			t.Errorf("pod %s (role %q) of the unmanaged application %s: an unmanaged AM has no pod", name, p.Labels[kuberm.LabelRole], app)
+		}
+	}
+}
+
+// uamMilestone matches the launcher's and the AM's log lines that time a
+// run: submitted, AM launched, registered containers, AM done, app ended.
+var uamMilestone = regexp.MustCompile(`(?m)^\S+ \S+ .*(Submitted application|Launching AM with|Launching shell command on a new container|Application completed|Application Master completed|AM process exited|App ended with state).*$`)
+
+func uamLogMilestones(t *testing.T, out string) {
+	t.Helper()
+	t.Logf("launcher milestones:\n%s", strings.Join(uamMilestone.FindAllString(out, -1), "\n"))
+}
