@@ -242,13 +242,55 @@ func runJava(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd hostDi
 	return out.String(), err
 }
 
-// javaOptions are e2e's JVM flags (the --add-opens Hadoop needs on 17).
+// javaOptions are e2e's JVM flags (the --add-opens Hadoop needs on 17),
+// and a hosts file as the JVM's only name service (javaHostsFile).
 func javaOptions() []string {
-	b, err := os.ReadFile(filepath.Join(repoRootDir(), "e2e", "jvm.options"))
-	if err != nil {
-		return nil
+	var opts []string
+	if b, err := os.ReadFile(filepath.Join(repoRootDir(), "e2e", "jvm.options")); err == nil {
+		opts = strings.Fields(string(b))
 	}
-	return strings.Fields(string(b))
+	if f := javaHostsFile(); f != "" {
+		opts = append(opts, "-Djdk.net.hosts.file="+f)
+	}
+	return opts
+}
+
+var javaHosts struct {
+	once sync.Once
+	path string
+}
+
+// javaHostsFile writes, once per test process, a hosts file naming this
+// machine and the node, for the JVMs the tests run in the node's network
+// namespace. Their /etc/resolv.conf is the host's, whose name server that
+// namespace cannot reach, so every lookup Hadoop makes of a name or an
+// address (its own host name, the reverse lookup of a NodeId's IP before
+// an NM call) waited out the resolver's timeouts: about 10 s before a
+// client's first call and about 12 s per container the distributed shell
+// AM stopped. With jdk.net.hosts.file the JDK answers from the file alone,
+// at once, and an unknown name fails at once.
+func javaHostsFile() string {
+	javaHosts.once.Do(func() {
+		host, err := os.Hostname()
+		if err != nil {
+			return
+		}
+		// One fixed path, replaced whole (rename), so runs leave one file
+		// and a JVM of another test process never reads half of it.
+		path := filepath.Join(os.TempDir(), "yarnfed-java-hosts")
+		f, err := os.CreateTemp(os.TempDir(), "yarnfed-java-hosts-")
+		if err != nil {
+			return
+		}
+		_, werr := fmt.Fprintf(f, "127.0.0.1 localhost %s\n%s %s\n", host, kubenode.NodeIP, kubenode.NodeName)
+		cerr := f.Close()
+		if werr != nil || cerr != nil || os.Chmod(f.Name(), 0o644) != nil || os.Rename(f.Name(), path) != nil {
+			_ = os.Remove(f.Name()) // the JVMs then resolve as before
+			return
+		}
+		javaHosts.path = path
+	})
+	return javaHosts.path
 }
 
 func waitDial(ctx context.Context, t *testing.T, c *kubenode.Cluster, p *nodeProcess, addr string) {
