@@ -118,9 +118,11 @@ func (c *cache) apply(e *pb.WatchEvent) {
 // cache's watch stream, a RESET, the stream (re)synced or gone down, or a
 // membership write through this client. Signals coalesce (the channel
 // holds one); the first is there at once, so a consumer starts with a
-// read and misses no change made before it subscribed. The signal is sent after the cached list is dropped, so a
-// ListSubClusters made after receiving it reads the store, never the list
-// from before the change: this is how a consumer that keeps its own view
+// read and misses no change made before it subscribed. The signal is sent
+// after the cached list is dropped, so a ListSubClusters made after
+// receiving it reads the store, never the list from before the change
+// (while the stream is down reads bypass the cache; the consumer's own
+// poll covers that gap). This is how a consumer that keeps its own view
 // (the router's membership) follows the store without a second watch
 // stream racing the cache's. The channel is never closed; the
 // subscription ends with ctx. ErrCacheDisabled if the client has no cache
