@@ -127,9 +127,21 @@ func (s *ClientStore) GetReservationHome(ctx context.Context, id string) (SubClu
 	return SubClusterID(h.GetHomeSubClusterId()), nil
 }
 
-// WatchSubClusters follows membership events, reopening the stream after
-// a failure; every event and every reopen is one notification.
+// WatchSubClusters signals whenever the client's cache drops its
+// membership list (a watch event, a resync, the stream going down). The
+// signal comes after the drop, so the refresh it triggers reads the store,
+// not the list from before the change. (It used to open a second watch
+// stream of its own; an event on that stream could arrive before the
+// cache's own stream had dropped the list, and the refresh then cached
+// the old rows until the next poll: the 1 s tail of LOST propagation in
+// `bench federation`.) A client without a cache gets a stream of its own:
+// its reads are never cached, so nothing races.
 func (s *ClientStore) WatchSubClusters(ctx context.Context) (<-chan struct{}, error) {
+	if ch, err := s.c.MembershipChanges(ctx); err == nil {
+		return ch, nil
+	} else if !errors.Is(err, client.ErrCacheDisabled) {
+		return nil, fmt.Errorf("membership changes: %w", err)
+	}
 	out := make(chan struct{}, 1)
 	notify := func() {
 		select {

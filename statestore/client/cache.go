@@ -21,6 +21,9 @@ type cache struct {
 	synced     bool
 	membership entry[[]*pb.SubClusterInfo]
 	policies   entry[[]*pb.PolicyConfiguration]
+	// memberSubs are told (after the list is dropped, under mu) whenever
+	// the membership list may have changed: see MembershipChanges.
+	memberSubs map[chan struct{}]struct{}
 }
 
 type entry[T any] struct {
@@ -29,7 +32,20 @@ type entry[T any] struct {
 	val T
 }
 
-func newCache() *cache { return &cache{} }
+func newCache() *cache { return &cache{memberSubs: map[chan struct{}]struct{}{}} }
+
+// dropMembershipLocked empties the membership list and then tells the
+// subscribers, so a read a subscriber makes after the signal cannot be
+// served the list from before the change. c.mu must be held.
+func (c *cache) dropMembershipLocked() {
+	c.membership.invalidate()
+	for ch := range c.memberSubs {
+		select {
+		case ch <- struct{}{}:
+		default: // a signal is pending: it covers this change too
+		}
+	}
+}
 
 func (e *entry[T]) invalidate() {
 	var zero T
@@ -64,7 +80,7 @@ func (c *cache) wrote(membership, policies bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if membership {
-		c.membership.invalidate()
+		c.dropMembershipLocked()
 	}
 	if policies {
 		c.policies.invalidate()
@@ -75,7 +91,7 @@ func (c *cache) setSynced(s bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.synced = s
-	c.membership.invalidate()
+	c.dropMembershipLocked()
 	c.policies.invalidate()
 }
 
@@ -84,17 +100,52 @@ func (c *cache) apply(e *pb.WatchEvent) {
 	defer c.mu.Unlock()
 	switch e.GetKind() {
 	case pb.WatchEvent_SUB_CLUSTER_PUT, pb.WatchEvent_SUB_CLUSTER_DELETED:
-		c.membership.invalidate()
+		c.dropMembershipLocked()
 	case pb.WatchEvent_POLICY_PUT, pb.WatchEvent_POLICY_DELETED:
 		c.policies.invalidate()
 	case pb.WatchEvent_RESET:
-		c.membership.invalidate()
+		c.dropMembershipLocked()
 		c.policies.invalidate()
 	case pb.WatchEvent_SYNCED:
 		c.synced = true
-		c.membership.invalidate()
+		c.dropMembershipLocked()
 		c.policies.invalidate()
 	}
+}
+
+// MembershipChanges returns a channel that receives a value whenever the
+// client's membership list may have changed: a sub-cluster event on the
+// cache's watch stream, a RESET, the stream (re)synced or gone down, or a
+// membership write through this client. Signals coalesce (the channel
+// holds one); the first is there at once, so a consumer starts with a
+// read and misses no change made before it subscribed. The signal is sent
+// after the cached list is dropped, so a ListSubClusters made after
+// receiving it reads the store, never the list from before the change
+// (while the stream is down reads bypass the cache; the consumer's own
+// poll covers that gap). This is how a consumer that keeps its own view
+// (the router's membership) follows the store without a second watch
+// stream racing the cache's. The channel is never closed; the
+// subscription ends with ctx. ErrCacheDisabled if the client has no cache
+// (and so no watch).
+func (c *Client) MembershipChanges(ctx context.Context) (<-chan struct{}, error) {
+	if c.cfg.DisableCache {
+		return nil, ErrCacheDisabled
+	}
+	ch := make(chan struct{}, 1)
+	ch <- struct{}{}
+	c.cache.mu.Lock()
+	c.cache.memberSubs[ch] = struct{}{}
+	c.cache.mu.Unlock()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-c.closed:
+		}
+		c.cache.mu.Lock()
+		delete(c.cache.memberSubs, ch)
+		c.cache.mu.Unlock()
+	}()
+	return ch, nil
 }
 
 // Synced reports whether the cache is currently backed by a live watch

@@ -51,6 +51,9 @@ var (
 	ErrPermissionDenied = errors.New("statestore: permission denied")
 	// ErrInternal: anything else the server reported.
 	ErrInternal = errors.New("statestore: internal error")
+	// ErrCacheDisabled: the call needs the watch-fed cache, which
+	// Config.DisableCache turned off.
+	ErrCacheDisabled = errors.New("statestore: cache disabled")
 )
 
 // Config configures a Client.

@@ -161,7 +161,7 @@ func TestLostReplyResentPerOperation(t *testing.T) {
 		"PolicyFor":     "reads ListPolicies' list",
 		"CheckVersion":  "calls GetVersion",
 		"Close":         "sends nothing", "Raw": "sends nothing", "Synced": "sends nothing",
-		"WatchEvents": "the Watch stream",
+		"WatchEvents": "the Watch stream", "MembershipChanges": "sends nothing (signals from the cache's watch)",
 	}
 	ct := reflect.TypeOf(&client.Client{})
 	for i := range ct.NumMethod() {

@@ -22,6 +22,7 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.BoolVar(&cfg.NoSync, "unsafe-no-sync", cfg.NoSync, "skip fsync of the Raft log (loses acknowledged writes on power failure)")
 	f.Var(&cfg.HeartbeatTimeout, "heartbeat-timeout", "Raft heartbeat timeout")
 	f.Var(&cfg.ElectionTimeout, "election-timeout", "Raft election timeout")
+	f.Var(&cfg.CommitTimeout, "commit-timeout", "longest quiet time (1-2x) before the leader tells followers what committed, and so before their watchers see a write")
 	f.Var(&cfg.SnapshotInterval, "snapshot-interval", "how often to check whether to snapshot")
 	f.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "log entries between snapshots")
 	f.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept after a snapshot (0: Raft's default, 10240); a follower further behind installs the snapshot")
