@@ -86,26 +86,10 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 // the application id.
 func writeHadoopConf(t *testing.T, hd hostDirs) {
 	t.Helper()
-	props := [][2]string{
-		{"yarn.resourcemanager.address", routerAddr},
-		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
-		{"yarn.application.classpath", "$HADOOP_CONF_DIR," + hd.jars + "/*"},
-		{"yarn.timeline-service.enabled", "false"},
-		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
-		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
-		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
-		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
-	}
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, p := range props {
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
-	}
-	b.WriteString("</configuration>\n")
 	const layout = "log4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\n" +
 		"log4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n\n"
 	files := map[string]string{
-		"yarn-site.xml": b.String(),
+		"yarn-site.xml": clientSiteXML([2]string{"yarn.application.classpath", "$HADOOP_CONF_DIR," + hd.jars + "/*"}),
 		"core-site.xml": "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>fs.defaultFS</name><value>file:///</value></property>\n</configuration>\n",
 		// Not log4j.properties: HADOOP_CONF_DIR precedes the AM's own
 		// ./log4j.properties on its classpath. The clients name this one
@@ -125,6 +109,30 @@ func writeHadoopConf(t *testing.T, hd hostDirs) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// clientSiteXML is a Hadoop configuration file for the clients and AMs
+// here: clients reach the router, AMs kuberm's scheduler port (their
+// AMRMToken's service is that address), no timeline service, and short
+// connection retries (a test fails in seconds, not in Hadoop's 15
+// minutes); extra properties follow.
+func clientSiteXML(extra ...[2]string) string {
+	props := append([][2]string{
+		{"yarn.resourcemanager.address", routerAddr},
+		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
+		{"yarn.timeline-service.enabled", "false"},
+		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
+		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
+		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
+		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
+	}, extra...)
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+	for _, p := range props {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
+	}
+	b.WriteString("</configuration>\n")
+	return b.String()
 }
 
 // runJava runs a stock Hadoop main class inside the node's network
@@ -352,12 +360,7 @@ func checkAppPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 		if req.Cpu().IsZero() || req.Memory().IsZero() || !req.Cpu().Equal(*lim.Cpu()) || !req.Memory().Equal(*lim.Memory()) {
 			t.Errorf("pod %s: requests %v, limits %v: want a size with requests = limits", name, req, lim)
 		}
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, v := range last.Spec.Volumes {
 			if v.HostPath != nil && !mounted[v.HostPath.Path] {
 				t.Errorf("pod %s: host path %s is not mounted read-only at its own path", name, v.HostPath.Path)
@@ -377,19 +380,35 @@ func checkAppPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 			t.Errorf("container pod %s ended %s", name, last.Status.Phase)
 		}
 		want := marker + " " + last.Labels[kuberm.LabelContainerID] + "\n"
-		var got string
-		for _, s := range last.Status.ContainerStatuses {
-			if s.Name == main.Name && s.State.Terminated != nil {
-				got = s.State.Terminated.Message
-			}
-		}
-		if got != want {
+		if got := termination(last, main.Name); got != want {
 			t.Errorf("container pod %s: termination message %q, want %q (the shell command's output)", name, got, want)
 		}
 	}
 	if ams != 1 || containers != n {
 		t.Errorf("application %s ran %d AM and %d container pods, want 1 and %d", app, ams, containers, n)
 	}
+}
+
+// readOnlyMounts is the set of paths c mounts read-only.
+func readOnlyMounts(c corev1.Container) map[string]bool {
+	mounted := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if m.ReadOnly {
+			mounted[m.MountPath] = true
+		}
+	}
+	return mounted
+}
+
+// termination is a container's termination message ("" if it has none or
+// did not end).
+func termination(p *corev1.Pod, container string) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return s.State.Terminated.Message
+		}
+	}
+	return ""
 }
 
 // checkAppGone waits (up to 2 minutes) until nothing of app holds the

@@ -255,13 +255,7 @@ func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kub
 	}
 	t.Logf("deleted container pod %s (%s) of %s while it ran", victim.Name, victimID, app)
 
-	r := <-done
-	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
-	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
-		w.dump(t, app)
-		t.Fatalf("the application must SUCCEED after one of its container pods was deleted: %v\n%s\nkuberm log:\n%s", r.err, tail(r.out, 6000), f.rm.tail(8000))
-	}
-	failCheckReport(ctx, t, f, app)
+	f.waitSucceeded(ctx, t, w, app, done, "after one of its container pods was deleted")
 
 	// The pods: the two first and one replacement, each with batch
 	// resources, bound by kube-scheduler and run by the kubelet; the
@@ -273,7 +267,7 @@ func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kub
 			continue
 		}
 		id := p.Labels[kuberm.LabelContainerID]
-		msg := failTermination(p, kuberm.ContainerName)
+		msg := termination(p, kuberm.ContainerName)
 		if id == victimID {
 			if msg == marker+" "+id+"\n" {
 				t.Errorf("the deleted container %s ran to its end: its deletion did not stop it", id)
@@ -351,13 +345,7 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 		}
 	}
 
-	r := <-done
-	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
-	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
-		w.dump(t, app)
-		t.Fatalf("the application must SUCCEED across two kuberm restarts: %v\n%s\nkuberm log:\n%s", r.err, tail(r.out, 6000), f.rm.tail(8000))
-	}
-	failCheckReport(ctx, t, f, app)
+	f.waitSucceeded(ctx, t, w, app, done, "across two kuberm restarts")
 	pods := failCheckBatchPods(t, w, app, 2)
 	for _, p := range pods {
 		if p.Labels[kuberm.LabelRole] != kuberm.RoleContainer {
@@ -367,7 +355,7 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 			t.Errorf("container pod %s was made after the restarts: the running ones must be adopted, not duplicated", p.Name)
 		}
 		id := p.Labels[kuberm.LabelContainerID]
-		if msg := failTermination(p, kuberm.ContainerName); msg != marker+" "+id+"\n" {
+		if msg := termination(p, kuberm.ContainerName); msg != marker+" "+id+"\n" {
 			t.Errorf("container pod %s: termination message %q, want the shell command's %q", p.Name, msg, marker+" "+id)
 		}
 	}
@@ -380,6 +368,19 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 	}
 	t.Logf("the AM's log lines:\n%s", am)
 	return app
+}
+
+// waitSucceeded waits for the client's end: it must say the application
+// SUCCEEDED (why: what it had to survive), and so must the router.
+func (f *failFederation) waitSucceeded(ctx context.Context, t *testing.T, w *podWatch, app string, done <-chan clientResult, why string) {
+	t.Helper()
+	r := <-done
+	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
+	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
+		w.dump(t, app)
+		t.Fatalf("the application must SUCCEED %s: %v\n%s\nkuberm log:\n%s", why, r.err, tail(r.out, 6000), f.rm.tail(8000))
+	}
+	failCheckReport(ctx, t, f, app)
 }
 
 // failRegistration is the AM registration kuberm recorded on app's AM pod
@@ -499,17 +500,6 @@ func failCheckBatchPods(t *testing.T, w *podWatch, app string, n int) []*corev1.
 		t.Errorf("application %s ran %d AM and %d container pods, want 1 and %d", app, ams, containers, n)
 	}
 	return out
-}
-
-// failTermination is a container's termination message ("" if it has
-// none or did not end).
-func failTermination(p *corev1.Pod, container string) string {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return s.State.Terminated.Message
-		}
-	}
-	return ""
 }
 
 // failAMTermination waits (up to 2 minutes: the AM's JVM may still be

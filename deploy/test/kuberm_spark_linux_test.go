@@ -319,24 +319,9 @@ func sparkMakeHostDirs(t *testing.T, cached string) sparkHostDirs {
 // scheduler port, staging on file:// (no HDFS here).
 func sparkWriteHadoopConf(t *testing.T, hd sparkHostDirs) {
 	t.Helper()
-	props := [][2]string{
-		{"fs.defaultFS", "file:///"},
-		{"yarn.resourcemanager.address", routerAddr},
-		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
-		{"yarn.timeline-service.enabled", "false"},
-		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
-		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
-		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
-		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
-	}
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, p := range props {
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
-	}
-	b.WriteString("</configuration>\n")
+	site := clientSiteXML([2]string{"fs.defaultFS", "file:///"})
 	for _, name := range []string{"yarn-site.xml", "core-site.xml"} {
-		if err := os.WriteFile(filepath.Join(hd.conf, name), []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(hd.conf, name), []byte(site), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -473,12 +458,7 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 		if req.Cpu().IsZero() || req.Memory().IsZero() || !req.Cpu().Equal(*lim.Cpu()) || !req.Memory().Equal(*lim.Memory()) {
 			t.Errorf("pod %s: requests %v, limits %v: want a size with requests = limits", p.Name, req, lim)
 		}
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, hp := range hostPaths {
 			if !mounted[hp] {
 				t.Errorf("pod %s does not mount host path %s read-only", p.Name, hp)

@@ -156,25 +156,14 @@ func uamCheckPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 			t.Errorf("pod %s: created on %q, ended on %q; want created unbound and placed on %s", name, w.first[name].Spec.NodeName, last.Spec.NodeName, kubenode.NodeName)
 		}
 		main := last.Spec.Containers[0]
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, hp := range hostPaths {
 			if !mounted[hp] {
 				t.Errorf("pod %s does not mount host path %s", name, hp)
 			}
 		}
 		want := marker + " " + last.Labels[kuberm.LabelContainerID] + "\n"
-		var got string
-		for _, s := range last.Status.ContainerStatuses {
-			if s.Name == main.Name && s.State.Terminated != nil {
-				got = s.State.Terminated.Message
-			}
-		}
-		if got != want {
+		if got := termination(last, main.Name); got != want {
 			t.Errorf("container pod %s: termination message %q, want %q (the shell command's output)", name, got, want)
 		}
 	}
