@@ -1,11 +1,9 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -32,62 +30,14 @@ const (
 )
 
 // runDistributedShell: a federation of one kube sub-cluster on the node
-// (state store, kuberm registered in it, router; each a process of the
-// node's network namespace, mutual TLS from `yarnfed certs`), then the
-// stock distributed shell client (-num_containers 4) through the router.
-// Every pod kuberm makes is watched from before the submission, so the
-// checks see each one as it was created (unbound), bound, and ended.
+// (startDSFed), then the stock distributed shell client (-num_containers 4)
+// through the router. Every pod kuberm makes is watched from before the
+// submission, so the checks see each one as it was created (unbound),
+// bound, and ended.
 func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) {
-	pki := filepath.Join(t.TempDir(), "pki")
-	if out, err := exec.Command(bin, "certs", "--dir", pki, "ss1=replica", "router-1=router", kubermSubCluster+"=agent").CombinedOutput(); err != nil {
-		t.Fatalf("yarnfed certs: %v\n%s", err, out)
-	}
-	tlsFlags := func(prefix, party string) []string {
-		d := filepath.Join(pki, party)
-		return []string{"--" + prefix + "tls-cert", filepath.Join(d, "cert.crt"), "--" + prefix + "tls-key", filepath.Join(d, "cert.key"), "--" + prefix + "tls-ca", filepath.Join(d, "ca.crt")}
-	}
-
-	store := startNodeProcess(t, c, "statestore", bin, append([]string{"statestore", "--node-id", "ss1",
-		"--data-dir", filepath.Join(t.TempDir(), "store"), "--grpc-address", storeAddr, "--raft-address", raftAddr,
-		"--http-address", "", "--bootstrap", "--log-level", "info"}, tlsFlags("", "ss1")...)...)
-	waitDial(ctx, t, c, store, storeAddr)
-
-	// The pods' runtime: every system mount, the jars, HADOOP_CONF_DIR and
-	// the client's home (its staging directory: AppMaster.jar and the
-	// shell command file, file:// local resources).
-	var hostPaths []map[string]string
-	for _, p := range hd.mountPaths(rt) {
-		hostPaths = append(hostPaths, map[string]string{"path": p, "mount_path": p})
-	}
-	writeHadoopConf(t, hd)
-	cfg := kubermConfig(t, kubeconfig, map[string]any{
-		"launcher_image": kubermImage,
-		"host_paths":     hostPaths,
-		"env":            map[string]string{"JAVA_HOME": rt.javaHome, "HADOOP_CONF_DIR": hd.conf},
-		// One vcore and 1 GiB are the smallest YARN container here; the
-		// node has 2 cores for the AM and four containers, so they take
-		// turns.
-		"min_allocation_mb": 256,
-	})
-	rm := startNodeProcess(t, c, "kuberm", bin, append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)...)
-	rm.waitOutput(ctx, t, kubermStarted)
-	rm.waitOutput(ctx, t, regexp.MustCompile(`sub-cluster registered`))
-
-	router := startNodeProcess(t, c, "router", bin, append([]string{"router", "--store", storeAddr,
-		"--clientrm-address", routerAddr, "--web-address", "", "--admin-address", "", "--log-level", "info"}, tlsFlags("store-", "router-1")...)...)
-	waitDial(ctx, t, c, router, routerAddr)
-
+	f := startDSFed(ctx, t, c, bin, kubeconfig, rt, hd)
 	w := watchPods(ctx, t, kc)
-
-	var dsJar string
-	for _, p := range hd.jarPaths {
-		if strings.Contains(filepath.Base(p), "distributedshell") {
-			dsJar = p
-		}
-	}
-	if dsJar == "" {
-		t.Fatal("no distributedshell jar on e2e's classpath")
-	}
+	dsJar := hd.dsJar(t)
 	marker := fmt.Sprintf("kuberm-ds-%d", time.Now().UnixNano())
 	// The shell command's stdout goes to <LOG_DIR>/stdout, an emptyDir
 	// that dies with the pod; tee also writes it to the container's
@@ -103,8 +53,8 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 	if err != nil {
 		t.Errorf("distributed shell through the router: %v (exit 0 means the application SUCCEEDED)\n%s", err, tail(out, 8000))
 		w.dump(t, app)
-		rm.stop()
-		t.Fatalf("kuberm log:\n%s", rm.tail(12000))
+		f.rm.stop()
+		t.Fatalf("kuberm log:\n%s", f.rm.tail(12000))
 	}
 	if app == "" {
 		t.Fatalf("the client printed no application id:\n%s", tail(out, 4000))
@@ -118,42 +68,11 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 	// Kill through the router: every pod of the application goes, the AM
 	// pod too, and so do the launch Secrets (owned by the container pods).
 	t.Run("kill through the router", func(t *testing.T) {
-		kctx, kcancel := context.WithCancel(ctx)
-		defer kcancel()
-		type result struct {
-			out string
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			out, err := runJava(kctx, c, rt, hd, 10*time.Minute, dsClass,
+		_, r := killThroughRouter(ctx, t, c, kc, rt, hd, w, func(ctx context.Context) (string, error) {
+			return runJava(ctx, c, rt, hd, 10*time.Minute, dsClass,
 				"-jar", dsJar, "-appname", "kuberm-ds-kill", "-queue", "default", "-shell_command", "sleep 600",
 				"-num_containers", "1", "-container_memory", "256", "-master_memory", "512", "-timeout", "540000")
-			done <- result{out, err}
-		}()
-		var victim string
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer rcancel()
-		waitFor(rctx, t, "a running container pod of the second application", func() (bool, string) {
-			for _, p := range w.pods() {
-				if p.Labels[kuberm.LabelApplication] != app && p.Labels[kuberm.LabelRole] == kuberm.RoleContainer && p.Status.Phase == corev1.PodRunning {
-					victim = p.Labels[kuberm.LabelApplication]
-					return true, ""
-				}
-			}
-			select {
-			case r := <-done:
-				t.Fatalf("the second client ended before any container ran: %v\n%s", r.err, tail(r.out, 6000))
-			default:
-			}
-			return false, "none yet"
 		})
-		kout, err := runJava(ctx, c, rt, hd, 3*time.Minute, cliClass, "application", "-kill", victim)
-		if err != nil {
-			t.Fatalf("yarn application -kill %s through the router: %v\n%s", victim, err, tail(kout, 4000))
-		}
-		checkAppGone(ctx, t, kc, victim, true)
-		r := <-done
 		if r.err == nil {
 			t.Errorf("the killed application's client exited 0:\n%s", tail(r.out, 4000))
 		}
@@ -167,26 +86,10 @@ func runDistributedShell(ctx context.Context, t *testing.T, c *kubenode.Cluster,
 // the application id.
 func writeHadoopConf(t *testing.T, hd hostDirs) {
 	t.Helper()
-	props := [][2]string{
-		{"yarn.resourcemanager.address", routerAddr},
-		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
-		{"yarn.application.classpath", "$HADOOP_CONF_DIR," + hd.jars + "/*"},
-		{"yarn.timeline-service.enabled", "false"},
-		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
-		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
-		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
-		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
-	}
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, p := range props {
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
-	}
-	b.WriteString("</configuration>\n")
 	const layout = "log4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\n" +
 		"log4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n\n"
 	files := map[string]string{
-		"yarn-site.xml": b.String(),
+		"yarn-site.xml": clientSiteXML([2]string{"yarn.application.classpath", "$HADOOP_CONF_DIR," + hd.jars + "/*"}),
 		"core-site.xml": "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>fs.defaultFS</name><value>file:///</value></property>\n</configuration>\n",
 		// Not log4j.properties: HADOOP_CONF_DIR precedes the AM's own
 		// ./log4j.properties on its classpath. The clients name this one
@@ -208,6 +111,30 @@ func writeHadoopConf(t *testing.T, hd hostDirs) {
 	}
 }
 
+// clientSiteXML is a Hadoop configuration file for the clients and AMs
+// here: clients reach the router, AMs kuberm's scheduler port (their
+// AMRMToken's service is that address), no timeline service, and short
+// connection retries (a test fails in seconds, not in Hadoop's 15
+// minutes); extra properties follow.
+func clientSiteXML(extra ...[2]string) string {
+	props := append([][2]string{
+		{"yarn.resourcemanager.address", routerAddr},
+		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
+		{"yarn.timeline-service.enabled", "false"},
+		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
+		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
+		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
+		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
+	}, extra...)
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+	for _, p := range props {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
+	}
+	b.WriteString("</configuration>\n")
+	return b.String()
+}
+
 // runJava runs a stock Hadoop main class inside the node's network
 // namespace (the router and kuberm listen on the node IP) as podUID, the
 // pods' user, with HADOOP_CONF_DIR first on the classpath and the home
@@ -224,22 +151,7 @@ func runJava(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd hostDi
 	cmd := c.Command("setpriv", append(argv, args...)...)
 	cmd.Dir = hd.home
 	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-errc
-		err = fmt.Errorf("%s: %w", class, ctx.Err())
-	}
-	return out.String(), err
+	return runClient(ctx, cmd, class)
 }
 
 // javaOptions are e2e's JVM flags (the --add-opens Hadoop needs on 17),
@@ -351,6 +263,17 @@ func watchPods(ctx context.Context, t *testing.T, kc kubernetes.Interface) *podW
 	return w
 }
 
+// apps is the set of applications the watch has seen pods of.
+func (w *podWatch) apps() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	apps := map[string]bool{}
+	for _, p := range w.last {
+		apps[p.Labels[kuberm.LabelApplication]] = true
+	}
+	return apps
+}
+
 func (w *podWatch) pods() []*corev1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -437,12 +360,7 @@ func checkAppPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 		if req.Cpu().IsZero() || req.Memory().IsZero() || !req.Cpu().Equal(*lim.Cpu()) || !req.Memory().Equal(*lim.Memory()) {
 			t.Errorf("pod %s: requests %v, limits %v: want a size with requests = limits", name, req, lim)
 		}
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, v := range last.Spec.Volumes {
 			if v.HostPath != nil && !mounted[v.HostPath.Path] {
 				t.Errorf("pod %s: host path %s is not mounted read-only at its own path", name, v.HostPath.Path)
@@ -462,19 +380,35 @@ func checkAppPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 			t.Errorf("container pod %s ended %s", name, last.Status.Phase)
 		}
 		want := marker + " " + last.Labels[kuberm.LabelContainerID] + "\n"
-		var got string
-		for _, s := range last.Status.ContainerStatuses {
-			if s.Name == main.Name && s.State.Terminated != nil {
-				got = s.State.Terminated.Message
-			}
-		}
-		if got != want {
+		if got := termination(last, main.Name); got != want {
 			t.Errorf("container pod %s: termination message %q, want %q (the shell command's output)", name, got, want)
 		}
 	}
 	if ams != 1 || containers != n {
 		t.Errorf("application %s ran %d AM and %d container pods, want 1 and %d", app, ams, containers, n)
 	}
+}
+
+// readOnlyMounts is the set of paths c mounts read-only.
+func readOnlyMounts(c corev1.Container) map[string]bool {
+	mounted := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if m.ReadOnly {
+			mounted[m.MountPath] = true
+		}
+	}
+	return mounted
+}
+
+// termination is a container's termination message ("" if it has none or
+// did not end).
+func termination(p *corev1.Pod, container string) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return s.State.Terminated.Message
+		}
+	}
+	return ""
 }
 
 // checkAppGone waits (up to 2 minutes) until nothing of app holds the

@@ -41,16 +41,16 @@ const (
 	failAllocMemory    = failOriginMemory - failThirdMemory
 )
 
-// TestKubermFailuresOnNode is issue 24's failure paths of a Kubernetes
-// sub-cluster on the one-node Kubernetes (real kubelet, containerd,
-// kube-scheduler), one federation (state store, kuberm, router as
-// processes of the node) and the stock Hadoop distributed shell:
+// failRun is issue 24's failure paths of a Kubernetes sub-cluster
+// (TestKubermOnNode's "failures"), one federation (startDSFed) and the
+// stock Hadoop distributed shell:
 //
 //   - batch resources: the Node's status carries Koordinator's
 //     kubernetes.io/batch-cpu and -memory (patched as koord-manager does,
-//     before kuberm starts); every pod kuberm makes requests them and no
-//     cpu/memory, the kubelet admits and runs each, and the capability the
-//     router reports for the node is the batch figure;
+//     before this scenario's kuberm starts); every pod kuberm makes
+//     requests them and no cpu/memory, the kubelet admits and runs each,
+//     and the capability the router reports for the node is the batch
+//     figure;
 //   - a container pod deleted through the API mid-application: its AM
 //     gets it as a completed container, ABORTED with diagnostics saying
 //     why, asks again, and the application SUCCEEDS with a replacement pod
@@ -61,20 +61,9 @@ const (
 //     duplicated, and the router still reports it;
 //
 // then nothing of any application is left (container pods, launch
-// Secrets, AM pods still running).
-func TestKubermFailuresOnNode(t *testing.T) {
-	rt := needJavaRuntime(t)
-	archive := makeKubermImage(t)
-	bin := filepath.Join(repoRoot(t), "bin", "linux", "yarnfed")
-	hd := makeHostDirs(t, rt)
-
-	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
-	kc := c.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	yarnNamespace(ctx, t, kc, kubermNS)
-	kubeconfig := kubermKubeconfig(ctx, t, c, kc)
-
+// Secrets, AM pods still running). The patch stays on the Node (the
+// scenario runs last).
+func failRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) {
 	failPatchBatch(ctx, t, kc)
 	f := failStartFederation(ctx, t, c, bin, kubeconfig, rt, hd)
 	w := watchPods(ctx, t, kc)
@@ -153,85 +142,22 @@ func failCheckNodeBatch(t *testing.T, n *corev1.Node) {
 	}
 }
 
-// failFederation is runDistributedShell's federation, with kuberm
-// restartable: state store, kuberm, router, each a process of the node.
+// failFederation is the scenario's federation (kuberm restartable) with
+// what its checks use: the distributed shell's jar and a client of the
+// router's ApplicationClientProtocol.
 type failFederation struct {
-	t      *testing.T // the top-level test: processes outlive subtests
-	c      *kubenode.Cluster
-	bin    string
-	rmArgs []string
-	rm     *nodeProcess
-	starts int
-	rt     javaRuntime
-	hd     hostDirs
-	dsJar  string
-	yc     *hadoopipc.Client // ApplicationClientProtocol through the router
+	*kubeFed
+	rt    javaRuntime
+	hd    hostDirs
+	dsJar string
+	yc    *hadoopipc.Client // ApplicationClientProtocol through the router
 }
 
 func failStartFederation(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kubeconfig string, rt javaRuntime, hd hostDirs) *failFederation {
-	pki := filepath.Join(t.TempDir(), "pki")
-	if out, err := c.Command(bin, "certs", "--dir", pki, "ss1=replica", "router-1=router", kubermSubCluster+"=agent").CombinedOutput(); err != nil {
-		t.Fatalf("yarnfed certs: %v\n%s", err, out)
-	}
-	tlsFlags := func(prefix, party string) []string {
-		d := filepath.Join(pki, party)
-		return []string{"--" + prefix + "tls-cert", filepath.Join(d, "cert.crt"), "--" + prefix + "tls-key", filepath.Join(d, "cert.key"), "--" + prefix + "tls-ca", filepath.Join(d, "ca.crt")}
-	}
-	store := startNodeProcess(t, c, "statestore", bin, append([]string{"statestore", "--node-id", "ss1",
-		"--data-dir", filepath.Join(t.TempDir(), "store"), "--grpc-address", storeAddr, "--raft-address", raftAddr,
-		"--http-address", "", "--bootstrap", "--log-level", "info"}, tlsFlags("", "ss1")...)...)
-	waitDial(ctx, t, c, store, storeAddr)
-
-	var hostPaths []map[string]string
-	for _, p := range hd.mountPaths(rt) {
-		hostPaths = append(hostPaths, map[string]string{"path": p, "mount_path": p})
-	}
-	writeHadoopConf(t, hd)
-	failWriteAMLog4j(t, hd)
-	cfg := kubermConfig(t, kubeconfig, map[string]any{
-		"launcher_image":    kubermImage,
-		"host_paths":        hostPaths,
-		"env":               map[string]string{"JAVA_HOME": rt.javaHome, "HADOOP_CONF_DIR": hd.conf},
-		"min_allocation_mb": 256,
-	})
-	f := &failFederation{t: t, c: c, bin: bin, rt: rt, hd: hd,
-		rmArgs: append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)}
-	f.startKuberm(ctx, t)
-
-	router := startNodeProcess(t, c, "router", bin, append([]string{"router", "--store", storeAddr,
-		"--clientrm-address", routerAddr, "--web-address", "", "--admin-address", "", "--log-level", "info"}, tlsFlags("store-", "router-1")...)...)
-	waitDial(ctx, t, c, router, routerAddr)
-
-	for _, p := range hd.jarPaths {
-		if strings.Contains(filepath.Base(p), "distributedshell") {
-			f.dsJar = p
-		}
-	}
-	if f.dsJar == "" {
-		t.Fatal("no distributedshell jar on e2e's classpath")
-	}
-	fw := forward(t, c.DialContext, func() (string, error) { return routerAddr, nil })
-	yc, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{fw.l.Addr().String()}, Protocol: hadoopipc.ProtocolApplicationClient, User: "dsuser"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { yc.Close() })
-	f.yc = yc
-	return f
-}
-
-// startKuberm starts `yarnfed kuberm` with the federation's arguments and
-// waits until it serves and is registered in the state store.
-func (f *failFederation) startKuberm(ctx context.Context, t *testing.T) {
 	t.Helper()
-	f.starts++
-	name := "kuberm"
-	if f.starts > 1 {
-		name = fmt.Sprintf("kuberm-%d", f.starts)
-	}
-	f.rm = startNodeProcess(f.t, f.c, name, f.bin, f.rmArgs...)
-	f.rm.waitOutput(ctx, t, kubermStarted)
-	f.rm.waitOutput(ctx, t, regexp.MustCompile(`sub-cluster registered`))
+	fed := startDSFed(ctx, t, c, bin, kubeconfig, rt, hd)
+	failWriteAMLog4j(t, hd)
+	return &failFederation{kubeFed: fed, rt: rt, hd: hd, dsJar: hd.dsJar(t), yc: fed.routerClient(t)}
 }
 
 // failWriteAMLog4j is the AM's log configuration for these runs:
@@ -264,39 +190,20 @@ func failWriteAMLog4j(t *testing.T, hd hostDirs) {
 // ds runs the stock distributed shell client through the router in the
 // background: two containers of 1 vcore and 256 MB running the shell
 // command, an AM of 512 MB.
-func (f *failFederation) ds(ctx context.Context, name, shell string) <-chan failDSResult {
-	done := make(chan failDSResult, 1)
-	go func() {
-		begin := time.Now()
-		out, err := runJava(ctx, f.c, f.rt, f.hd, 15*time.Minute, dsClass,
+func (f *failFederation) ds(ctx context.Context, name, shell string) <-chan clientResult {
+	return runInBackground(func() (string, error) {
+		return runJava(ctx, f.c, f.rt, f.hd, 15*time.Minute, dsClass,
 			"-jar", f.dsJar, "-appname", name, "-queue", "default", "-log_properties", filepath.Join(f.hd.conf, "fail-am-log4j.properties"),
 			"-shell_command", shell, "-num_containers", "2", "-container_memory", "256", "-container_vcores", "1",
 			"-master_memory", "512", "-master_vcores", "1", "-timeout", "840000")
-		done <- failDSResult{out: out, err: err, took: time.Since(begin)}
-	}()
-	return done
-}
-
-type failDSResult struct {
-	out  string
-	err  error
-	took time.Duration
-}
-
-// failApps is the set of applications the watch has seen pods of.
-func failApps(w *podWatch) map[string]bool {
-	apps := map[string]bool{}
-	for _, p := range w.pods() {
-		apps[p.Labels[kuberm.LabelApplication]] = true
-	}
-	return apps
+	})
 }
 
 // failWaitContainersRunning waits for n container pods of one application
 // not in known (the applications run one at a time) whose main container
 // runs (the shell command started), failing if the client ends first; it
 // returns the application and those pods.
-func failWaitContainersRunning(ctx context.Context, t *testing.T, w *podWatch, known map[string]bool, done <-chan failDSResult, n int) (string, []*corev1.Pod) {
+func failWaitContainersRunning(ctx context.Context, t *testing.T, w *podWatch, known map[string]bool, done <-chan clientResult, n int) (string, []*corev1.Pod) {
 	t.Helper()
 	var app string
 	var running []*corev1.Pod
@@ -338,7 +245,7 @@ func failWaitContainersRunning(ctx context.Context, t *testing.T, w *podWatch, k
 // again, and finish SUCCEEDED with a third container pod that ran.
 func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kubernetes.Interface, w *podWatch) string {
 	marker := fmt.Sprintf("kuberm-fail-del-%d", time.Now().UnixNano())
-	known := failApps(w)
+	known := w.apps()
 	done := f.ds(ctx, "kuberm-fail-delete", "sleep 45; echo "+marker+" $CONTAINER_ID | tee /dev/termination-log")
 	app, running := failWaitContainersRunning(ctx, t, w, known, done, 2)
 	victim := running[0]
@@ -348,13 +255,7 @@ func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kub
 	}
 	t.Logf("deleted container pod %s (%s) of %s while it ran", victim.Name, victimID, app)
 
-	r := <-done
-	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
-	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
-		w.dump(t, app)
-		t.Fatalf("the application must SUCCEED after one of its container pods was deleted: %v\n%s\nkuberm log:\n%s", r.err, tail(r.out, 6000), f.rm.tail(8000))
-	}
-	failCheckReport(ctx, t, f, app)
+	f.waitSucceeded(ctx, t, w, app, done, "after one of its container pods was deleted")
 
 	// The pods: the two first and one replacement, each with batch
 	// resources, bound by kube-scheduler and run by the kubelet; the
@@ -366,7 +267,7 @@ func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kub
 			continue
 		}
 		id := p.Labels[kuberm.LabelContainerID]
-		msg := failTermination(p, kuberm.ContainerName)
+		msg := termination(p, kuberm.ContainerName)
 		if id == victimID {
 			if msg == marker+" "+id+"\n" {
 				t.Errorf("the deleted container %s ran to its end: its deletion did not stop it", id)
@@ -412,7 +313,7 @@ func failPodDeleted(ctx context.Context, t *testing.T, f *failFederation, kc kub
 // pods: adopted, not recreated.
 func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kubernetes.Interface, w *podWatch) string {
 	marker := fmt.Sprintf("kuberm-fail-restart-%d", time.Now().UnixNano())
-	known := failApps(w)
+	known := w.apps()
 	done := f.ds(ctx, "kuberm-fail-restart", "sleep 100; echo "+marker+" $CONTAINER_ID | tee /dev/termination-log")
 	app, running := failWaitContainersRunning(ctx, t, w, known, done, 2)
 	uids := map[string]types.UID{}
@@ -422,18 +323,8 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		before := failRegistration(ctx, t, kc, app)
 		begin := time.Now()
-		old := f.rm
-		if err := old.cmd.Process.Signal(sig); err != nil {
-			t.Fatalf("signal kuberm: %v", err)
-		}
-		select {
-		case <-old.done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("kuberm did not exit within 30 s of %v:\n%s", sig, old.tail(4000))
-		}
-		t.Logf("kuberm after %v: %v (%v)", sig, old.err, time.Since(begin).Round(time.Millisecond))
-		f.startKuberm(ctx, t)
-		t.Logf("kuberm serving again %v after %v", time.Since(begin).Round(time.Millisecond), sig)
+		away := f.restartKuberm(ctx, t, sig)
+		t.Logf("kuberm serving again %v after %v", away.Round(time.Millisecond), sig)
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		waitFor(rctx, t, "the AM to register again with the new kuberm after "+sig.String(), func() (bool, string) {
 			select {
@@ -454,13 +345,7 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 		}
 	}
 
-	r := <-done
-	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
-	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
-		w.dump(t, app)
-		t.Fatalf("the application must SUCCEED across two kuberm restarts: %v\n%s\nkuberm log:\n%s", r.err, tail(r.out, 6000), f.rm.tail(8000))
-	}
-	failCheckReport(ctx, t, f, app)
+	f.waitSucceeded(ctx, t, w, app, done, "across two kuberm restarts")
 	pods := failCheckBatchPods(t, w, app, 2)
 	for _, p := range pods {
 		if p.Labels[kuberm.LabelRole] != kuberm.RoleContainer {
@@ -470,7 +355,7 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 			t.Errorf("container pod %s was made after the restarts: the running ones must be adopted, not duplicated", p.Name)
 		}
 		id := p.Labels[kuberm.LabelContainerID]
-		if msg := failTermination(p, kuberm.ContainerName); msg != marker+" "+id+"\n" {
+		if msg := termination(p, kuberm.ContainerName); msg != marker+" "+id+"\n" {
 			t.Errorf("container pod %s: termination message %q, want the shell command's %q", p.Name, msg, marker+" "+id)
 		}
 	}
@@ -483,6 +368,19 @@ func failRestarted(ctx context.Context, t *testing.T, f *failFederation, kc kube
 	}
 	t.Logf("the AM's log lines:\n%s", am)
 	return app
+}
+
+// waitSucceeded waits for the client's end: it must say the application
+// SUCCEEDED (why: what it had to survive), and so must the router.
+func (f *failFederation) waitSucceeded(ctx context.Context, t *testing.T, w *podWatch, app string, done <-chan clientResult, why string) {
+	t.Helper()
+	r := <-done
+	t.Logf("distributed shell client: %v after %v", r.err, r.took.Round(time.Millisecond))
+	if r.err != nil || !strings.Contains(r.out, "Application completed successfully") {
+		w.dump(t, app)
+		t.Fatalf("the application must SUCCEED %s: %v\n%s\nkuberm log:\n%s", why, r.err, tail(r.out, 6000), f.rm.tail(8000))
+	}
+	failCheckReport(ctx, t, f, app)
 }
 
 // failRegistration is the AM registration kuberm recorded on app's AM pod
@@ -602,17 +500,6 @@ func failCheckBatchPods(t *testing.T, w *podWatch, app string, n int) []*corev1.
 		t.Errorf("application %s ran %d AM and %d container pods, want 1 and %d", app, ams, containers, n)
 	}
 	return out
-}
-
-// failTermination is a container's termination message ("" if it has
-// none or did not end).
-func failTermination(p *corev1.Pod, container string) string {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return s.State.Terminated.Message
-		}
-	}
-	return ""
 }
 
 // failAMTermination waits (up to 2 minutes: the AM's JVM may still be

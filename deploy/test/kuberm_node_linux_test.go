@@ -52,11 +52,13 @@ var kubermPorts = map[string]string{
 	"web_address":       kubenode.NodeIP + ":8088",
 }
 
-// TestKubermDistributedShellOnNode is issue 24's proof on the one-node
-// Kubernetes with a real kubelet and containerd: unmodified Hadoop
-// distributed shell submitted through the router to `yarnfed kuberm`, the
-// AM and each container a pod bound by kube-scheduler. One cluster serves
-// three subtests, each its own proof:
+// TestKubermOnNode is issue 24's proof on the one-node Kubernetes with a
+// real kubelet, containerd and kube-scheduler: `yarnfed kuberm` runs YARN
+// applications, unmodified, as pods of our FROM-scratch image, with no YARN
+// process anywhere. One cluster and one image serve every scenario, each a
+// subtest and its own proof; each scenario that needs a federation starts
+// its own (startKubeFed: a fresh state store, a kuberm with the scenario's
+// configuration, a router) and stops it at its end, after its leak check:
 //
 //   - host-path runtime: a pod of the FROM-scratch yarnfed image as uid
 //     65534 (nobody) runs bash, java and Hadoop classes from read-only host paths;
@@ -65,33 +67,77 @@ var kubermPorts = map[string]string{
 //   - node IP reachable: `yarnfed kuberm`, a process of the node's network
 //     namespace bound to the node's InternalIP, is reached at every port it
 //     prints from a pod on the pod network and from the test process;
-//   - distributed shell: state store, kuberm (registered as a sub-cluster)
-//     and router as processes of the node, the stock DS client through the
-//     router, the pods checked as they come and go, then no container pod
-//     or launch Secret left; and a second application killed through the
-//     router leaves no pod at all.
-func TestKubermDistributedShellOnNode(t *testing.T) {
+//   - distributed shell: the stock DS client through the router, the pods
+//     checked as they come and go, then no container pod or launch Secret
+//     left; and a second application killed through the router leaves no
+//     pod at all (kuberm_ds_linux_test.go);
+//   - unmanaged AM: Hadoop's UnmanagedAMLauncher through the router, the
+//     distributed shell AM on the host, its containers pods
+//     (kuberm_uam_linux_test.go);
+//   - Spark Pi: Spark's own spark-submit in cluster mode, kuberm with
+//     host_network (kuberm_spark_linux_test.go);
+//   - failures: Koordinator batch resources patched on the Node before that
+//     scenario's kuberm starts, a container pod deleted mid-application,
+//     kuberm restarted mid-application (kuberm_fail_linux_test.go). Last:
+//     the patch stays on the Node, and with it every later pod would be a
+//     batch pod.
+//
+// A scenario that fails does not stop the later ones (each has its own
+// federation and context); `-run 'TestKubermOnNode/<scenario>'` runs one
+// scenario on a cluster of its own.
+func TestKubermOnNode(t *testing.T) {
+	total := time.Now()
 	rt := needJavaRuntime(t)
 	archive := makeKubermImage(t)
 	bin := filepath.Join(repoRoot(t), "bin", "linux", "yarnfed")
 	hd := makeHostDirs(t, rt)
 
-	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
+	starting := time.Now()
+	t.Logf("step java runtime, image and host directories: %v", starting.Sub(total).Round(time.Millisecond))
+	var locked time.Time
+	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}, Locked: func() { locked = time.Now() }})
 	kc := c.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	// Each scenario has a deadline of its own within this one (the
+	// package's -timeout is 60 minutes), so a stuck one leaves time for
+	// the next.
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
 	yarnNamespace(ctx, t, kc, kubermNS)
 	kubeconfig := kubermKubeconfig(ctx, t, c, kc)
+	t.Logf("step cluster up: %v after the lock (%v waiting for it)", time.Since(locked).Round(time.Millisecond), locked.Sub(starting).Round(time.Millisecond))
 
-	t.Run("host-path runtime", func(t *testing.T) {
+	scenario := func(name string, limit time.Duration, run func(ctx context.Context, t *testing.T)) {
+		begin := time.Now()
+		ran := false // not when -run leaves it out
+		t.Run(name, func(t *testing.T) {
+			ran = true
+			sctx, scancel := context.WithTimeout(ctx, limit)
+			defer scancel()
+			run(sctx, t)
+		})
+		if ran {
+			t.Logf("step %s: %v", name, time.Since(begin).Round(time.Millisecond))
+		}
+	}
+	scenario("host-path runtime", 10*time.Minute, func(ctx context.Context, t *testing.T) {
 		checkHostPathRuntime(ctx, t, kc, rt, hd)
 	})
-	t.Run("node IP reachable", func(t *testing.T) {
+	scenario("node IP reachable", 5*time.Minute, func(ctx context.Context, t *testing.T) {
 		checkNodeIPReachable(ctx, t, c, kc, bin, kubeconfig, rt)
 	})
-	t.Run("distributed shell", func(t *testing.T) {
+	scenario("distributed shell", 20*time.Minute, func(ctx context.Context, t *testing.T) {
 		runDistributedShell(ctx, t, c, kc, bin, kubeconfig, rt, hd)
 	})
+	scenario("unmanaged AM", 20*time.Minute, func(ctx context.Context, t *testing.T) {
+		uamRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
+	})
+	scenario("Spark Pi", 20*time.Minute, func(ctx context.Context, t *testing.T) {
+		sparkRun(ctx, t, c, kc, bin, kubeconfig, rt)
+	})
+	scenario("failures", 35*time.Minute, func(ctx context.Context, t *testing.T) {
+		failRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
+	})
+	t.Logf("whole test: %v (%v of it waiting for the node's lock)", time.Since(total).Round(time.Millisecond), locked.Sub(starting).Round(time.Millisecond))
 }
 
 // makeKubermImage runs the operator's `make image` for this test's tag; it

@@ -25,7 +25,7 @@ import (
 // (FROM scratch, only /yarnfed) and the JDK, the shell and Hadoop are the
 // operator's, on every host, as a NodeManager host has them: "host paths",
 // mounted read-only at the same paths. Found by running pods without each
-// one (TestKubermDistributedShellOnNode/host-path runtime); kuberm's
+// one (TestKubermOnNode/host-path runtime); kuberm's
 // host_paths setting takes this list.
 
 // runtimeMount is one read-only hostPath mount of a YARN container pod.

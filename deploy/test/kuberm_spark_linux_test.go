@@ -2,7 +2,6 @@ package test
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -38,53 +37,49 @@ const (
 // sparkPiLine is what pi.py prints on the driver's stdout.
 var sparkPiLine = regexp.MustCompile(`Pi is roughly (3\.1[0-9]*)`)
 
-// TestKubermSparkPiOnNode is issue 24's Spark proof on the one-node
-// Kubernetes: Spark 3.5's own Pi example (pi.py), submitted unmodified by
-// Spark's own spark-submit in YARN cluster mode through the router to the
-// kube sub-cluster (`yarnfed kuberm`). The AM (the Spark driver, with its
-// Python) and every executor (with its Python workers) are pods bound by
-// kube-scheduler; Spark's client stages its jars archive, its conf archive,
-// pi.py and the PySpark archives on file:// (a host path the pods mount), the
-// launcher localizes them (the archives unpacked); the pods are in the
-// node's network (kuberm host_network), as a NodeManager's containers are. The application must SUCCEED, the driver
-// must have printed Pi, and nothing of the application may be left.
-func TestKubermSparkPiOnNode(t *testing.T) {
-	total := time.Now()
-	javaHome := sparkNeedJava(t)
+// sparkRun is the Spark proof (TestKubermOnNode's "Spark Pi"): Spark 3.5's
+// own Pi example (pi.py), submitted unmodified by Spark's own spark-submit
+// in YARN cluster mode through the router to the kube sub-cluster
+// (`yarnfed kuberm`). The AM (the Spark driver, with its Python) and every
+// executor (with its Python workers) are pods bound by kube-scheduler;
+// Spark's client stages its jars archive, its conf archive, pi.py and the
+// PySpark archives on file:// (a host path the pods mount), the launcher
+// localizes them (the archives unpacked); the pods are in the node's
+// network (kuberm host_network), as a NodeManager's containers are. The
+// application must SUCCEED, the driver must have printed Pi, and nothing
+// of the application may be left.
+func sparkRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime) {
 	begin := time.Now()
 	cached := sparkFetch(t)
-	t.Logf("step spark %s distribution ready: %v", sparkVersion, time.Since(begin).Round(time.Millisecond))
-
-	begin = time.Now()
-	archive := makeKubermImage(t)
-	bin := filepath.Join(repoRoot(t), "bin", "linux", "yarnfed")
 	hd := sparkMakeHostDirs(t, cached)
-	t.Logf("step image and host directories: %v", time.Since(begin).Round(time.Millisecond))
+	t.Logf("step spark %s distribution and host directories ready: %v", sparkVersion, time.Since(begin).Round(time.Millisecond))
 
+	// The pods' runtime for Spark: the system host paths (the JDK and
+	// /usr/bin/python3 under /usr) and the client's home (its staging);
+	// JAVA_HOME in their environment. No HADOOP_CONF_DIR: Spark ships the
+	// client's in __spark_conf__.zip.
 	begin = time.Now()
-	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
-	kc := c.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	yarnNamespace(ctx, t, kc, kubermNS)
-	kubeconfig := kubermKubeconfig(ctx, t, c, kc)
-	t.Logf("step cluster up: %v", time.Since(begin).Round(time.Millisecond))
-
-	begin = time.Now()
-	rm := sparkFederation(ctx, t, c, bin, kubeconfig, javaHome, hd)
+	sparkWriteHadoopConf(t, hd)
+	f := startKubeFed(ctx, t, c, bin, kubeconfig, hd.mounts, map[string]string{"JAVA_HOME": rt.javaHome}, map[string]any{
+		// A YARN container's address is its NodeId's host (the node's
+		// IP): Spark's executors bind their block manager to it (their
+		// --hostname), which a pod on the pod network cannot. Found here:
+		// see kuberm/DESIGN.md "Container networking".
+		"host_network": true,
+	})
 	t.Logf("step federation up (state store, kuberm registered, router): %v", time.Since(begin).Round(time.Millisecond))
 
 	w := watchPods(ctx, t, kc)
 	begin = time.Now()
-	out, err := sparkSubmit(ctx, c, javaHome, hd, 15*time.Minute)
+	out, err := sparkSubmit(ctx, c, rt.javaHome, hd, 15*time.Minute)
 	t.Logf("step spark-submit (cluster mode, pi.py %s): %v after %v", sparkPiArg, err, time.Since(begin).Round(time.Millisecond))
 	app := regexp.MustCompile(`application_\d+_\d+`).FindString(out)
 	if err != nil || !regexp.MustCompile(`final status: SUCCEEDED`).MatchString(out) {
 		t.Errorf("spark-submit through the router: %v (it exits 0 only when the application SUCCEEDED)\n%s", err, tail(out, 10000))
 		w.dump(t, app)
 		sparkDumpAMLogs(t, c, w, app)
-		rm.stop()
-		t.Fatalf("kuberm log:\n%s", rm.tail(12000))
+		f.rm.stop()
+		t.Fatalf("kuberm log:\n%s", f.rm.tail(12000))
 	}
 	if app == "" {
 		t.Fatalf("spark-submit printed no application id:\n%s", tail(out, 4000))
@@ -98,22 +93,6 @@ func TestKubermSparkPiOnNode(t *testing.T) {
 	sparkLauncherLog(ctx, t, kc, am)
 	checkAppGone(ctx, t, kc, app, false)
 	t.Logf("step checks and leak check: %v", time.Since(begin).Round(time.Millisecond))
-	t.Logf("whole test: %v", time.Since(total).Round(time.Millisecond))
-}
-
-// sparkNeedJava finds the host's JDK (Spark 3.5 runs on 17). Missing java
-// skips with the reason, or fails under YARNFED_KUBENODE_REQUIRED=1.
-func sparkNeedJava(t *testing.T) string {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	if err == nil {
-		var real string
-		if real, err = filepath.EvalSymlinks(java); err == nil {
-			return filepath.Dir(filepath.Dir(real))
-		}
-	}
-	sparkMissing(t, "java on PATH (apt-get install openjdk-17-jdk-headless): "+fmt.Sprint(err))
-	return ""
 }
 
 func sparkMissing(t *testing.T, what string) {
@@ -336,75 +315,13 @@ func sparkMakeHostDirs(t *testing.T, cached string) sparkHostDirs {
 	return h
 }
 
-// sparkFederation starts what runDistributedShell starts (state store,
-// kuberm registered as sub-cluster SC-kube, router: processes of the node
-// on its IP, mutual TLS) with the pods' runtime for Spark: the system host
-// paths (the JDK and /usr/bin/python3 under /usr), SPARK_HOME and the
-// client's home; JAVA_HOME in the pods' environment. It writes the
-// client's HADOOP_CONF_DIR and returns kuberm's process.
-func sparkFederation(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kubeconfig, javaHome string, hd sparkHostDirs) *nodeProcess {
-	t.Helper()
-	pki := filepath.Join(t.TempDir(), "pki")
-	if out, err := exec.Command(bin, "certs", "--dir", pki, "ss1=replica", "router-1=router", kubermSubCluster+"=agent").CombinedOutput(); err != nil {
-		t.Fatalf("yarnfed certs: %v\n%s", err, out)
-	}
-	tlsFlags := func(prefix, party string) []string {
-		d := filepath.Join(pki, party)
-		return []string{"--" + prefix + "tls-cert", filepath.Join(d, "cert.crt"), "--" + prefix + "tls-key", filepath.Join(d, "cert.key"), "--" + prefix + "tls-ca", filepath.Join(d, "ca.crt")}
-	}
-	store := startNodeProcess(t, c, "statestore", bin, append([]string{"statestore", "--node-id", "ss1",
-		"--data-dir", filepath.Join(t.TempDir(), "store"), "--grpc-address", storeAddr, "--raft-address", raftAddr,
-		"--http-address", "", "--bootstrap", "--log-level", "info"}, tlsFlags("", "ss1")...)...)
-	waitDial(ctx, t, c, store, storeAddr)
-
-	var hostPaths []map[string]string
-	for _, p := range hd.mounts {
-		hostPaths = append(hostPaths, map[string]string{"path": p, "mount_path": p})
-	}
-	sparkWriteHadoopConf(t, hd)
-	cfg := kubermConfig(t, kubeconfig, map[string]any{
-		"launcher_image":    kubermImage,
-		"host_paths":        hostPaths,
-		"env":               map[string]string{"JAVA_HOME": javaHome},
-		"min_allocation_mb": 256,
-		// A YARN container's address is its NodeId's host (the node's
-		// IP): Spark's executors bind their block manager to it (their
-		// --hostname), which a pod on the pod network cannot. Found here:
-		// see kuberm/DESIGN.md "Container networking".
-		"host_network": true,
-	})
-	rm := startNodeProcess(t, c, "kuberm", bin, append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)...)
-	rm.waitOutput(ctx, t, kubermStarted)
-	rm.waitOutput(ctx, t, regexp.MustCompile(`sub-cluster registered`))
-
-	router := startNodeProcess(t, c, "router", bin, append([]string{"router", "--store", storeAddr,
-		"--clientrm-address", routerAddr, "--web-address", "", "--admin-address", "", "--log-level", "info"}, tlsFlags("store-", "router-1")...)...)
-	waitDial(ctx, t, c, router, routerAddr)
-	return rm
-}
-
 // sparkWriteHadoopConf: clients reach the router, the AM kuberm's
 // scheduler port, staging on file:// (no HDFS here).
 func sparkWriteHadoopConf(t *testing.T, hd sparkHostDirs) {
 	t.Helper()
-	props := [][2]string{
-		{"fs.defaultFS", "file:///"},
-		{"yarn.resourcemanager.address", routerAddr},
-		{"yarn.resourcemanager.scheduler.address", kubermPorts["scheduler_address"]},
-		{"yarn.timeline-service.enabled", "false"},
-		{"yarn.resourcemanager.connect.max-wait.ms", "30000"},
-		{"yarn.resourcemanager.connect.retry-interval.ms", "500"},
-		{"yarn.client.nodemanager-connect.max-wait-ms", "30000"},
-		{"yarn.client.nodemanager-connect.retry-interval-ms", "500"},
-	}
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, p := range props {
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
-	}
-	b.WriteString("</configuration>\n")
+	site := clientSiteXML([2]string{"fs.defaultFS", "file:///"})
 	for _, name := range []string{"yarn-site.xml", "core-site.xml"} {
-		if err := os.WriteFile(filepath.Join(hd.conf, name), []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(hd.conf, name), []byte(site), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -455,22 +372,7 @@ func sparkSubmit(ctx context.Context, c *kubenode.Cluster, javaHome string, hd s
 	cmd.Dir = hd.home
 	cmd.Env = append(cmd.Env, "HOME="+hd.home, "JAVA_HOME="+javaHome, "SPARK_HOME="+hd.spark, "HADOOP_CONF_DIR="+hd.conf,
 		"HADOOP_USER_NAME=sparkuser", "SPARK_SUBMIT_OPTS=-Djava.io.tmpdir="+tmp+" -Duser.home="+hd.home)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-errc
-		err = fmt.Errorf("spark-submit: %w", ctx.Err())
-	}
-	return out.String(), err
+	return runClient(ctx, cmd, "spark-submit")
 }
 
 // sparkLogFile reads a file of a pod's log directory (kuberm's `logs`
@@ -556,12 +458,7 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 		if req.Cpu().IsZero() || req.Memory().IsZero() || !req.Cpu().Equal(*lim.Cpu()) || !req.Memory().Equal(*lim.Memory()) {
 			t.Errorf("pod %s: requests %v, limits %v: want a size with requests = limits", p.Name, req, lim)
 		}
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, hp := range hostPaths {
 			if !mounted[hp] {
 				t.Errorf("pod %s does not mount host path %s read-only", p.Name, hp)

@@ -1,18 +1,15 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
@@ -24,17 +21,17 @@ const (
 	uamDSAMClass     = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
 )
 
-// TestKubermUnmanagedAMOnNode is the unmanaged-AM proof on the one-node
-// Kubernetes (its own cluster): Hadoop's own UnmanagedAMLauncher submits an
-// unmanaged application through the router to `yarnfed kuberm`, waits for
-// its attempt to be LAUNCHED, takes the AMRMToken from the application
-// report and runs the stock distributed shell ApplicationMaster as a
-// process on the host (the node's network namespace), not in a pod. The AM
-// registers and allocates at kuberm's scheduler port and starts its two
-// containers through kuberm's NodeManager face at the node's IP; they run
-// as pods. The application SUCCEEDS, no AM pod ever exists, and nothing of
-// it is left. A second unmanaged application, killed through the router
-// while its container runs, leaves no pod either.
+// uamRun is the unmanaged-AM proof (TestKubermOnNode's "unmanaged AM"):
+// Hadoop's own UnmanagedAMLauncher submits an unmanaged application
+// through the router to `yarnfed kuberm`, waits for its attempt to be
+// LAUNCHED, takes the AMRMToken from the application report and runs the
+// stock distributed shell ApplicationMaster as a process on the host (the
+// node's network namespace), not in a pod. The AM registers and allocates
+// at kuberm's scheduler port and starts its two containers through
+// kuberm's NodeManager face at the node's IP; they run as pods. The
+// application SUCCEEDS, no AM pod ever exists, and nothing of it is left.
+// A second unmanaged application, killed through the router while its
+// container runs, leaves no pod either.
 //
 // Why through the router: the launcher is a plain YarnClient
 // (yarn.resourcemanager.address), and every call it makes (getNewApplication,
@@ -43,55 +40,8 @@ const (
 // kuberm sees the owner and hands the token over in the report the router
 // relays. The AM itself talks to kuberm's scheduler port directly (the
 // token's RM), as any AM of a sub-cluster does.
-func TestKubermUnmanagedAMOnNode(t *testing.T) {
-	rt := needJavaRuntime(t)
-	archive := makeKubermImage(t)
-	bin := filepath.Join(repoRoot(t), "bin", "linux", "yarnfed")
-	hd := makeHostDirs(t, rt)
-
-	c := kubenode.Start(t, kubenode.Options{Images: []string{archive}})
-	kc := c.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	yarnNamespace(ctx, t, kc, kubermNS)
-	kubeconfig := kubermKubeconfig(ctx, t, c, kc)
-	uamRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
-}
-
-// uamRun: state store, kuberm and router as processes of the node (as
-// runDistributedShell starts them), then the launcher runs.
 func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) {
-	pki := filepath.Join(t.TempDir(), "pki")
-	if out, err := exec.Command(bin, "certs", "--dir", pki, "ss1=replica", "router-1=router", kubermSubCluster+"=agent").CombinedOutput(); err != nil {
-		t.Fatalf("yarnfed certs: %v\n%s", err, out)
-	}
-	tlsFlags := func(prefix, party string) []string {
-		d := filepath.Join(pki, party)
-		return []string{"--" + prefix + "tls-cert", filepath.Join(d, "cert.crt"), "--" + prefix + "tls-key", filepath.Join(d, "cert.key"), "--" + prefix + "tls-ca", filepath.Join(d, "ca.crt")}
-	}
-	store := startNodeProcess(t, c, "statestore", bin, append([]string{"statestore", "--node-id", "ss1",
-		"--data-dir", filepath.Join(t.TempDir(), "store"), "--grpc-address", storeAddr, "--raft-address", raftAddr,
-		"--http-address", "", "--bootstrap", "--log-level", "info"}, tlsFlags("", "ss1")...)...)
-	waitDial(ctx, t, c, store, storeAddr)
-
-	var hostPaths []map[string]string
-	for _, p := range hd.mountPaths(rt) {
-		hostPaths = append(hostPaths, map[string]string{"path": p, "mount_path": p})
-	}
-	writeHadoopConf(t, hd)
-	cfg := kubermConfig(t, kubeconfig, map[string]any{
-		"launcher_image":    kubermImage,
-		"host_paths":        hostPaths,
-		"env":               map[string]string{"JAVA_HOME": rt.javaHome, "HADOOP_CONF_DIR": hd.conf},
-		"min_allocation_mb": 256,
-	})
-	rm := startNodeProcess(t, c, "kuberm", bin, append([]string{"kuberm", "--config", cfg, "--store", storeAddr}, tlsFlags("store-", kubermSubCluster)...)...)
-	rm.waitOutput(ctx, t, kubermStarted)
-	rm.waitOutput(ctx, t, regexp.MustCompile(`sub-cluster registered`))
-	router := startNodeProcess(t, c, "router", bin, append([]string{"router", "--store", storeAddr,
-		"--clientrm-address", routerAddr, "--web-address", "", "--admin-address", "", "--log-level", "info"}, tlsFlags("store-", "router-1")...)...)
-	waitDial(ctx, t, c, router, routerAddr)
-
+	f := startDSFed(ctx, t, c, bin, kubeconfig, rt, hd)
 	w := watchPods(ctx, t, kc)
 	marker := fmt.Sprintf("kuberm-uam-%d", time.Now().UnixNano())
 	dir := uamWorkDir(t, hd, "run", "echo "+marker+" $CONTAINER_ID | tee /dev/termination-log")
@@ -104,8 +54,8 @@ func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernete
 		// The launcher's main exits 0 whatever the outcome: its log says.
 		t.Errorf("UnmanagedAMLauncher through the router: %v, no success in its log\n%s", err, tail(out, 12000))
 		w.dump(t, app)
-		rm.stop()
-		t.Fatalf("kuberm log:\n%s", rm.tail(12000))
+		f.rm.stop()
+		t.Fatalf("kuberm log:\n%s", f.rm.tail(12000))
 	}
 	if app == "" {
 		t.Fatalf("the launcher printed no application id:\n%s", tail(out, 4000))
@@ -120,41 +70,10 @@ func uamRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernete
 	checkAppGone(ctx, t, kc, app, false)
 
 	t.Run("kill through the router", func(t *testing.T) {
-		kctx, kcancel := context.WithCancel(ctx)
-		defer kcancel()
-		type result struct {
-			out string
-			err error
-		}
-		done := make(chan result, 1)
 		kdir := uamWorkDir(t, hd, "kill", "sleep 600")
-		go func() {
-			out, err := uamLaunch(kctx, c, rt, hd, kdir, 10*time.Minute, "kuberm-uam-kill", 1)
-			done <- result{out, err}
-		}()
-		var victim string
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer rcancel()
-		waitFor(rctx, t, "a running container pod of the second application", func() (bool, string) {
-			for _, p := range w.pods() {
-				if p.Labels[kuberm.LabelApplication] != app && p.Labels[kuberm.LabelRole] == kuberm.RoleContainer && p.Status.Phase == corev1.PodRunning {
-					victim = p.Labels[kuberm.LabelApplication]
-					return true, ""
-				}
-			}
-			select {
-			case r := <-done:
-				t.Fatalf("the second launcher ended before any container ran: %v\n%s", r.err, tail(r.out, 6000))
-			default:
-			}
-			return false, "none yet"
+		victim, r := killThroughRouter(ctx, t, c, kc, rt, hd, w, func(ctx context.Context) (string, error) {
+			return uamLaunch(ctx, c, rt, hd, kdir, 10*time.Minute, "kuberm-uam-kill", 1)
 		})
-		kout, err := runJava(ctx, c, rt, hd, 3*time.Minute, cliClass, "application", "-kill", victim)
-		if err != nil {
-			t.Fatalf("yarn application -kill %s through the router: %v\n%s", victim, err, tail(kout, 4000))
-		}
-		checkAppGone(ctx, t, kc, victim, true)
-		r := <-done
 		if !strings.Contains(r.out, "App ended with state: KILLED") {
 			t.Errorf("the killed application's launcher did not see KILLED:\n%s", tail(r.out, 4000))
 		}
@@ -215,22 +134,7 @@ func uamLaunch(ctx context.Context, c *kubenode.Cluster, rt javaRuntime, hd host
 	// distributed shell AM takes as the submitter (a NodeManager sets it for
 	// a managed AM; a user's shell has it).
 	cmd.Env = append(cmd.Env, "HOME="+hd.home, "HADOOP_USER_NAME=dsuser", "USER=dsuser", "LOGNAME=dsuser", "HADOOP_CONF_DIR="+hd.conf)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-errc
-		err = fmt.Errorf("%s: %w", uamLauncherClass, ctx.Err())
-	}
-	return out.String(), err
+	return runClient(ctx, cmd, uamLauncherClass)
 }
 
 // uamCheckPods: the application's n containers ran as pods bound by
@@ -252,25 +156,14 @@ func uamCheckPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 			t.Errorf("pod %s: created on %q, ended on %q; want created unbound and placed on %s", name, w.first[name].Spec.NodeName, last.Spec.NodeName, kubenode.NodeName)
 		}
 		main := last.Spec.Containers[0]
-		mounted := map[string]bool{}
-		for _, m := range main.VolumeMounts {
-			if m.ReadOnly {
-				mounted[m.MountPath] = true
-			}
-		}
+		mounted := readOnlyMounts(main)
 		for _, hp := range hostPaths {
 			if !mounted[hp] {
 				t.Errorf("pod %s does not mount host path %s", name, hp)
 			}
 		}
 		want := marker + " " + last.Labels[kuberm.LabelContainerID] + "\n"
-		var got string
-		for _, s := range last.Status.ContainerStatuses {
-			if s.Name == main.Name && s.State.Terminated != nil {
-				got = s.State.Terminated.Message
-			}
-		}
-		if got != want {
+		if got := termination(last, main.Name); got != want {
 			t.Errorf("container pod %s: termination message %q, want %q (the shell command's output)", name, got, want)
 		}
 	}
