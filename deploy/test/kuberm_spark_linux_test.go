@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,8 +71,10 @@ func sparkRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kuberne
 	t.Logf("step federation up (state store, kuberm registered, router): %v", time.Since(begin).Round(time.Millisecond))
 
 	w := watchPods(ctx, t, kc)
+	logs := sparkKeepAMLogs(ctx, c, w)
 	begin = time.Now()
 	out, err := sparkSubmit(ctx, c, rt.javaHome, hd, 15*time.Minute)
+	logs.stop()
 	t.Logf("step spark-submit (cluster mode, pi.py %s): %v after %v", sparkPiArg, err, time.Since(begin).Round(time.Millisecond))
 	app := regexp.MustCompile(`application_\d+_\d+`).FindString(out)
 	if err != nil || !regexp.MustCompile(`final status: SUCCEEDED`).MatchString(out) {
@@ -89,7 +92,7 @@ func sparkRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kuberne
 	}
 
 	begin = time.Now()
-	am := sparkCheckPods(t, c, w, app, hd.mounts)
+	am := sparkCheckPods(t, c, w, logs, app, hd.mounts)
 	sparkLauncherLog(ctx, t, kc, am)
 	checkAppGone(ctx, t, kc, app, false)
 	t.Logf("step checks and leak check: %v", time.Since(begin).Round(time.Millisecond))
@@ -397,6 +400,72 @@ func sparkLogFile(c *kubenode.Cluster, p *corev1.Pod, name string) (string, erro
 	return string(b), err
 }
 
+// sparkAMLogs keeps the last copy of each AM pod's stdout and stderr read
+// while the application ran. The files live in the pod's emptyDir, which
+// the kubelet removes with the rest of a terminated pod's volumes, sometimes
+// before the test reads them (seen in a CI run: the application SUCCEEDED
+// and "no stdout under .../empty-dir/logs").
+type sparkAMLogs struct {
+	mu   sync.Mutex
+	last map[string]string // pod UID/file -> content
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func sparkKeepAMLogs(ctx context.Context, c *kubenode.Cluster, w *podWatch) *sparkAMLogs {
+	l := &sparkAMLogs{last: map[string]string{}, done: make(chan struct{})}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, p := range w.pods() {
+				if p.Labels[kuberm.LabelRole] != kuberm.RoleAM {
+					continue
+				}
+				for _, f := range []string{"stdout", "stderr"} {
+					if s, err := sparkLogFile(c, p, f); err == nil {
+						l.mu.Lock()
+						if k := string(p.UID) + "/" + f; len(s) >= len(l.last[k]) {
+							l.last[k] = s
+						}
+						l.mu.Unlock()
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return l
+}
+
+// stop ends the copying.
+func (l *sparkAMLogs) stop() {
+	close(l.done)
+	l.wg.Wait()
+}
+
+// read is the pod's file as it is now, or else its last copy.
+func (l *sparkAMLogs) read(c *kubenode.Cluster, p *corev1.Pod, name string) (string, error) {
+	s, err := sparkLogFile(c, p, name)
+	l.mu.Lock()
+	kept := l.last[string(p.UID)+"/"+name]
+	l.mu.Unlock()
+	if err != nil || len(kept) > len(s) {
+		if kept != "" {
+			return kept, nil
+		}
+	}
+	return s, err
+}
+
 // sparkDumpAMLogs logs the AM pods' stdout and stderr (what the driver
 // said) for a failed run.
 func sparkDumpAMLogs(t *testing.T, c *kubenode.Cluster, w *podWatch, app string) {
@@ -422,7 +491,7 @@ func sparkDumpAMLogs(t *testing.T, c *kubenode.Cluster, w *podWatch, app string)
 // driver printed Pi (its stdout, in the AM pod's log directory); its log
 // shows each executor registering from its NodeId's host and the ten
 // tasks finishing on the executors.
-func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, hostPaths []string) *corev1.Pod {
+func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, logs *sparkAMLogs, app string, hostPaths []string) *corev1.Pod {
 	t.Helper()
 	var am *corev1.Pod
 	executors := 0
@@ -469,7 +538,7 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 		t.Fatalf("application %s: AM pod %v, %d executor pods; want one AM and at least one executor", app, am != nil, executors)
 	}
 	t.Logf("application %s: AM pod %s, %d executor pod(s)", app, am.Name, executors)
-	stdout, err := sparkLogFile(c, am, "stdout")
+	stdout, err := logs.read(c, am, "stdout")
 	if err != nil {
 		t.Fatalf("the driver's stdout: %v", err)
 	}
@@ -479,7 +548,7 @@ func sparkCheckPods(t *testing.T, c *kubenode.Cluster, w *podWatch, app string, 
 	} else {
 		t.Logf("the driver printed: %s", m[0])
 	}
-	stderr, err := sparkLogFile(c, am, "stderr")
+	stderr, err := logs.read(c, am, "stderr")
 	if err != nil {
 		t.Fatalf("the driver's stderr: %v", err)
 	}
