@@ -22,23 +22,7 @@ import (
 // leftOutOf is yarnfed_router_fanout_subclusters_left_out_total{method}.
 func leftOutOf(t *testing.T, reg *prometheus.Registry, method string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "yarnfed_router_fanout_subclusters_left_out_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" && l.GetValue() == method {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return counterByMethod(t, reg, "yarnfed_router_fanout_subclusters_left_out_total", method)
 }
 
 // hungWeb is an RM web address that accepts connections and never
