@@ -12,28 +12,6 @@ import (
 	"github.com/yarnfed/yarnfed/router/routertest"
 )
 
-// counterOf is the value of counter name{method} in reg (0 if absent).
-func counterOf(t *testing.T, reg *prometheus.Registry, name, method string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" && l.GetValue() == method {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // TestIPCFanOutDeadline: an RM that hangs costs an IPC fan-out
 // (getApplications, getClusterNodes, getClusterMetrics) the fan-out's
 // deadline, not call_timeout (a minute: longer than the test's client
@@ -58,7 +36,7 @@ func TestIPCFanOutDeadline(t *testing.T) {
 			ctx := routertest.Ctx(t)
 			resp := &yarnpb.GetApplicationsResponseProto{}
 			err := f.Client.Call(ctx, "getApplications", &yarnpb.GetApplicationsRequestProto{}, resp)
-			left := counterOf(t, reg, "yarnfed_router_fanout_subclusters_left_out_total", "getApplications")
+			left := routertest.CounterByMethod(t, reg, "yarnfed_router_fanout_subclusters_left_out_total", "getApplications")
 			if !partial {
 				if err == nil || !strings.Contains(err.Error(), "SC-2") {
 					t.Fatalf("getApplications: %v; want a failure naming SC-2", err)

@@ -22,7 +22,7 @@ import (
 // leftOutOf is yarnfed_router_fanout_subclusters_left_out_total{method}.
 func leftOutOf(t *testing.T, reg *prometheus.Registry, method string) float64 {
 	t.Helper()
-	return counterByMethod(t, reg, "yarnfed_router_fanout_subclusters_left_out_total", method)
+	return routertest.CounterByMethod(t, reg, "yarnfed_router_fanout_subclusters_left_out_total", method)
 }
 
 // hungWeb is an RM web address that accepts connections and never

@@ -18,29 +18,7 @@ import (
 // retriesOf is yarnfed_router_retries_total{method} in reg (0 if absent).
 func retriesOf(t *testing.T, reg *prometheus.Registry, method string) float64 {
 	t.Helper()
-	return counterByMethod(t, reg, "yarnfed_router_retries_total", method)
-}
-
-// counterByMethod is the counter name{method} in reg (0 if absent).
-func counterByMethod(t *testing.T, reg *prometheus.Registry, name, method string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "method" && l.GetValue() == method {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return routertest.CounterByMethod(t, reg, "yarnfed_router_retries_total", method)
 }
 
 // TestRESTNewReservationRelaysRMRefusal: an RM that refuses
