@@ -23,6 +23,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // allocate: the AM's heartbeat, with the rules of Hadoop 3.4's
@@ -842,7 +843,7 @@ func appendUnique(s []string, v string) []string {
 }
 
 // nextSeq hands out a container sequence number, reserving a block in the
-// application Secret (appRecord.ContainerSeq) when the attempt has none
+// application Secret (record.App.ContainerSeq) when the attempt has none
 // left: ids then stay unique across attempts and kuberm restarts, even for
 // containers whose pods are gone.
 func (r *RM) nextSeq(ctx context.Context, st *amState, seen int64) (int64, error) {
@@ -856,13 +857,13 @@ func (r *RM) nextSeq(ctx context.Context, st *amState, seen int64) (int64, error
 		if err != nil {
 			return kubeErr("get application secret", err)
 		}
-		rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+		rec, err := record.Decode(s.Annotations[AnnotationRecord])
 		if err != nil {
 			return err
 		}
 		base = max(rec.ContainerSeq, seen, st.seqEnd-1, 1)
 		rec.ContainerSeq = base + seqBlock
-		s.Annotations[AnnotationRecord] = encodeRecord(&rec)
+		s.Annotations[AnnotationRecord] = record.Encode(&rec)
 		_, err = r.kube.Secrets(r.cfg.Namespace).Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil && !apierrors.IsConflict(err) {
 			return kubeErr("reserve container ids", err)

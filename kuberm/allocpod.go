@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/yarnfed/yarnfed/internal/yarnid"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // The pod of one allocated YARN container (the contract in container.go
@@ -167,7 +168,7 @@ func (r *RM) dnsPolicy() corev1.DNSPolicy {
 
 // containerPod builds the pod of one container. owner is the application
 // Secret's owner reference (the AM pod carries it).
-func (r *RM) containerPod(cid yarnid.ContainerID, rec *appRecord, req containerRequest, owner metav1.OwnerReference, loc locality) *corev1.Pod {
+func (r *RM) containerPod(cid yarnid.ContainerID, rec *record.App, req containerRequest, owner metav1.OwnerReference, loc locality) *corev1.Pod {
 	logDir := r.containerLogDir(cid)
 	env := []corev1.EnvVar{
 		{Name: "CONTAINER_ID", Value: cid.String()},

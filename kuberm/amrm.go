@@ -20,6 +20,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // The ApplicationMasterProtocol: AMRMTokens kuberm issues and verifies,
@@ -29,7 +30,7 @@ import (
 const (
 	// KindAMRMToken is the AMRMToken's kind, as Hadoop names it.
 	KindAMRMToken = "YARN_AM_RM_TOKEN"
-	// AnnotationRegistration on an AM pod is the JSON amRegistration of its
+	// AnnotationRegistration on an AM pod is the JSON record.AMRegistration of its
 	// attempt once the AM registered (pod metadata is mutable; the spec is not).
 	AnnotationRegistration = "yarnfed.io/am-registration"
 	masterKeyBytes         = 32
@@ -41,14 +42,6 @@ var (
 	ErrAMNotRegistered  = errors.New("application master not registered")
 	ErrInvalidToken     = errors.New("invalid token")
 )
-
-// amRegistration is what a registered AM told kuberm.
-type amRegistration struct {
-	Host        string `json:"host"`
-	RPCPort     int32  `json:"rpcPort"`
-	TrackingURL string `json:"trackingUrl,omitempty"`
-	Time        int64  `json:"time"`
-}
 
 func (r *RM) masterKeyName() string { return r.prefix + "-amrm-master-key" }
 
@@ -141,7 +134,7 @@ func (r *RM) liveAttempt(ctx context.Context, at yarnid.AttemptID) (appView, *at
 	if err != nil {
 		return appView{}, nil, err
 	}
-	if n := len(v.attempts); n == 0 || v.attempts[n-1].id != at || v.rec.final() {
+	if n := len(v.attempts); n == 0 || v.attempts[n-1].id != at || v.rec.Final() {
 		return appView{}, nil, fmt.Errorf("%w: %s is not the live attempt", ErrAttemptNotFound, at)
 	}
 	return v, &v.attempts[len(v.attempts)-1], nil
@@ -161,14 +154,14 @@ func (r *RM) amAttempt(ctx context.Context) (yarnid.AttemptID, error) {
 	return at, nil
 }
 
-func registrationOf(p *corev1.Pod) (amRegistration, bool) {
+func registrationOf(p *corev1.Pod) (record.AMRegistration, bool) {
 	s, ok := p.Annotations[AnnotationRegistration]
 	if !ok {
-		return amRegistration{}, false
+		return record.AMRegistration{}, false
 	}
-	var reg amRegistration
-	if len(s) > maxRecordBytes || json.Unmarshal([]byte(s), &reg) != nil {
-		return amRegistration{}, false
+	var reg record.AMRegistration
+	if len(s) > record.MaxRecordBytes || json.Unmarshal([]byte(s), &reg) != nil {
+		return record.AMRegistration{}, false
 	}
 	return reg, true
 }
@@ -192,7 +185,7 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 	if len(req.GetHost()) > 1024 || len(req.GetTrackingUrl()) > 4096 {
 		return nil, fmt.Errorf("%w: host or tracking URL too long", ErrInvalidAMRequest)
 	}
-	regRec := amRegistration{Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(), Time: r.now().UnixMilli()}
+	regRec := record.AMRegistration{Host: req.GetHost(), RPCPort: req.GetRpcPort(), TrackingURL: req.GetTrackingUrl(), Time: r.now().UnixMilli()}
 	if a.pod == nil {
 		// An unmanaged AM: the registration goes into its record.
 		if err := r.registerUnmanaged(ctx, at, regRec); err != nil {
@@ -237,7 +230,7 @@ func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRe
 	if errors.Is(err, ErrAttemptNotFound) {
 		// Already over (a resent finish after success, or a kill): as an RM
 		// that has unregistered the attempt, answer unregistered.
-		if v, aerr := r.App(ctx, at.App); aerr == nil && v.rec.final() {
+		if v, aerr := r.App(ctx, at.App); aerr == nil && v.rec.Final() {
 			return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/yarnfed/yarnfed/internal/yarnid"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // TestHostNetworkPods: with host_network, AM and container pods run in the
@@ -17,7 +18,7 @@ import (
 func TestHostNetworkPods(t *testing.T) {
 	app := yarnid.AppID{ClusterTimestamp: 1_000, ID: 7}
 	at := yarnid.AttemptID{App: app, Attempt: 1}
-	rec := &appRecord{User: "u", MemoryMB: 1024, VCores: 1}
+	rec := &record.App{User: "u", MemoryMB: 1024, VCores: 1}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid"}}
 	for _, hostNet := range []bool{false, true} {
 		r := unitRM(t)

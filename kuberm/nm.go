@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // The NodeManager face (DESIGN.md, "NM face"): ContainerManagementProtocol
@@ -33,7 +34,7 @@ const (
 	// encoding), as submissions are bounded: it becomes a Secret (at most
 	// 1 MiB in the API server) that the kubelet keeps in the node's memory
 	// for the pod's life.
-	maxLaunchContextBytes = maxSubmissionBytes
+	maxLaunchContextBytes = record.MaxSubmissionBytes
 
 	classInvalidAuxService = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
 

@@ -19,6 +19,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // nodeWithIP creates a Ready node whose InternalIP is ip (NodeIds name it).
@@ -541,7 +542,7 @@ func TestViewIgnoresContainerPods(t *testing.T) {
 	am := amPodFor(r, id, 1, corev1.PodRunning, "n", nil)
 	c := amPodFor(r, id, 1, corev1.PodFailed, "n", &one)
 	c.Name, c.Labels[LabelRole] = "container-pod", RoleContainer
-	v := r.view(id, appRecord{MaxAttempts: 1}, []*corev1.Pod{am, c})
+	v := r.view(id, record.App{MaxAttempts: 1}, []*corev1.Pod{am, c})
 	if len(v.attempts) != 1 || v.state != yarnpb.YarnApplicationStateProto_RUNNING {
 		t.Errorf("%d attempts, state %v (%s); want the AM pod's one attempt, RUNNING", len(v.attempts), v.state, v.diagnostics)
 	}

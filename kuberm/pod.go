@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // podResources is a YARN container size as the pod's requests and limits
@@ -38,7 +39,7 @@ func podResources(memoryMB int64, vcores int32, batch bool) corev1.ResourceRequi
 // submission (ensureAMLaunch), as an RM's AMLauncher calls startContainers.
 // The launcher then localizes the AM's resources and hands it its
 // credentials, the AMRMToken among them.
-func (r *RM) amPod(secret *corev1.Secret, rec *appRecord, at yarnid.AttemptID) *corev1.Pod {
+func (r *RM) amPod(secret *corev1.Secret, rec *record.App, at yarnid.AttemptID) *corev1.Pod {
 	cid := r.amContainerID(at)
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID}
 	pod := r.containerPod(cid, rec, containerRequest{MemoryMB: rec.MemoryMB, VCores: rec.VCores}, owner, locality{})

@@ -3,18 +3,15 @@ package kuberm
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/yarnfed/yarnfed/internal/yarnid"
-	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // What kuberm writes into the Kubernetes API. Everything a restarted
@@ -30,7 +27,7 @@ const (
 	LabelRole = "yarnfed.io/role"
 	// RoleAM is LabelRole's value on AM pods.
 	RoleAM = "am"
-	// AnnotationRecord on the application Secret is the JSON appRecord.
+	// AnnotationRecord on the application Secret is the JSON record.App.
 	AnnotationRecord = "yarnfed.io/application"
 	// AnnotationDigest is the SHA-256 of the submission context's bytes, on
 	// the Secret and each of its pods.
@@ -52,110 +49,8 @@ const (
 	amContainerName = "am"
 )
 
-// Limits on what a client can make us store. A Secret holds at most 1 MiB;
-// these keep an application well inside it.
-const (
-	maxSubmissionBytes = 512 << 10
-	maxRecordBytes     = 64 << 10
-	maxTags            = 10 // Hadoop's yarn.resourcemanager.application-tag limit
-	maxTagLen          = 100
-	maxNameLen         = 1024
-)
-
 // ErrBadRecord is wrapped by every failure to read what kuberm stored.
-var ErrBadRecord = errors.New("kuberm: bad application record")
-
-// appRecord is what kuberm knows of an application beyond its pods, stored
-// as JSON in the Secret's AnnotationRecord. State and FinalStatus are set
-// only once the application is over (killed, or its last attempt ended):
-// until then the state is read from the pods.
-type appRecord struct {
-	User        string   `json:"user"`
-	Queue       string   `json:"queue"`
-	Name        string   `json:"name"`
-	Type        string   `json:"type"`
-	Tags        []string `json:"tags,omitempty"`
-	Priority    int32    `json:"priority"`
-	SubmitTime  int64    `json:"submitTime"`
-	MaxAttempts int32    `json:"maxAttempts"`
-	MemoryMB    int64    `json:"memoryMB"`
-	VCores      int32    `json:"vcores"`
-	Unmanaged   bool     `json:"unmanaged,omitempty"`
-	Batch       bool     `json:"batch,omitempty"` // pods request kubernetes.io/batch-*
-	Digest      string   `json:"digest"`
-	// AMRegistration is an unmanaged AM's registration (it has no pod to
-	// carry one): set by registerApplicationMaster (unmanaged.go).
-	AMRegistration *amRegistration `json:"amRegistration,omitempty"`
-	// ContainerSeq is the highest container sequence reserved (alloc.go's
-	// nextSeq): ids above it were never handed out.
-	ContainerSeq int64 `json:"containerSeq,omitempty"`
-
-	State       yarnpb.YarnApplicationStateProto   `json:"state,omitempty"`
-	FinalStatus yarnpb.FinalApplicationStatusProto `json:"finalStatus,omitempty"`
-	Diagnostics string                             `json:"diagnostics,omitempty"`
-	FinishTime  int64                              `json:"finishTime,omitempty"`
-}
-
-func (r *appRecord) final() bool {
-	switch r.State {
-	case yarnpb.YarnApplicationStateProto_FINISHED, yarnpb.YarnApplicationStateProto_FAILED, yarnpb.YarnApplicationStateProto_KILLED:
-		return true
-	}
-	return false
-}
-
-func encodeRecord(r *appRecord) string {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic(err) // plain fields always marshal
-	}
-	return string(b)
-}
-
-// decodeRecord reads a Secret's record. Anyone who may edit Secrets in
-// the namespace writes it too, so it is checked like wire input.
-func decodeRecord(s string) (appRecord, error) {
-	var r appRecord
-	if len(s) > maxRecordBytes {
-		return appRecord{}, fmt.Errorf("%w: %d bytes, more than %d", ErrBadRecord, len(s), maxRecordBytes)
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return appRecord{}, fmt.Errorf("%w: %v", ErrBadRecord, err)
-	}
-	if dec.More() {
-		return appRecord{}, fmt.Errorf("%w: trailing data", ErrBadRecord)
-	}
-	switch {
-	case r.MemoryMB < 0 || r.VCores < 0 || r.ContainerSeq < 0:
-		return appRecord{}, fmt.Errorf("%w: negative resource", ErrBadRecord)
-	case r.MaxAttempts < 1:
-		return appRecord{}, fmt.Errorf("%w: maxAttempts %d", ErrBadRecord, r.MaxAttempts)
-	case len(r.Tags) > maxTags:
-		return appRecord{}, fmt.Errorf("%w: %d tags", ErrBadRecord, len(r.Tags))
-	case r.State != 0 && yarnpb.YarnApplicationStateProto_name[int32(r.State)] == "":
-		return appRecord{}, fmt.Errorf("%w: state %d", ErrBadRecord, r.State)
-	case r.FinalStatus != 0 && yarnpb.FinalApplicationStatusProto_name[int32(r.FinalStatus)] == "":
-		return appRecord{}, fmt.Errorf("%w: final status %d", ErrBadRecord, r.FinalStatus)
-	}
-	return r, nil
-}
-
-// submission reads the Secret's stored submission context.
-func decodeSubmission(b []byte) (*yarnpb.ApplicationSubmissionContextProto, error) {
-	if len(b) > maxSubmissionBytes {
-		return nil, fmt.Errorf("%w: submission of %d bytes", ErrBadRecord, len(b))
-	}
-	sc := &yarnpb.ApplicationSubmissionContextProto{}
-	if err := proto.Unmarshal(b, sc); err != nil {
-		return nil, fmt.Errorf("%w: submission: %v", ErrBadRecord, err)
-	}
-	if sc.ApplicationId == nil {
-		return nil, fmt.Errorf("%w: submission without an application id", ErrBadRecord)
-	}
-	return sc, nil
-}
+var ErrBadRecord = record.ErrBad
 
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)

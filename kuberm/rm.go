@@ -29,6 +29,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // Sentinel errors; ipc.go turns them into Hadoop exception classes.
@@ -145,7 +146,7 @@ func (r *RM) NewApplication() yarnid.AppID {
 // submission is a checked ApplicationSubmissionContext.
 type submission struct {
 	id  yarnid.AppID
-	rec appRecord
+	rec record.App
 	raw []byte
 }
 
@@ -158,15 +159,15 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if id.ClusterTimestamp <= 0 || id.ID <= 0 {
 		return submission{}, fmt.Errorf("%w: invalid application id %s", ErrInvalidSubmission, id)
 	}
-	if len(sc.GetApplicationName()) > maxNameLen {
-		return submission{}, fmt.Errorf("%w: application name longer than %d", ErrInvalidSubmission, maxNameLen)
+	if len(sc.GetApplicationName()) > record.MaxNameLen {
+		return submission{}, fmt.Errorf("%w: application name longer than %d", ErrInvalidSubmission, record.MaxNameLen)
 	}
-	if len(sc.GetApplicationTags()) > maxTags {
-		return submission{}, fmt.Errorf("%w: more than %d application tags", ErrInvalidSubmission, maxTags)
+	if len(sc.GetApplicationTags()) > record.MaxTags {
+		return submission{}, fmt.Errorf("%w: more than %d application tags", ErrInvalidSubmission, record.MaxTags)
 	}
 	for _, t := range sc.GetApplicationTags() {
-		if len(t) > maxTagLen {
-			return submission{}, fmt.Errorf("%w: an application tag is longer than %d", ErrInvalidSubmission, maxTagLen)
+		if len(t) > record.MaxTagLen {
+			return submission{}, fmt.Errorf("%w: an application tag is longer than %d", ErrInvalidSubmission, record.MaxTagLen)
 		}
 	}
 	// The RM reads these when it launches the AM (AMLauncher); kuberm reads
@@ -212,8 +213,8 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if err != nil {
 		return submission{}, fmt.Errorf("%w: %v", ErrInvalidSubmission, err)
 	}
-	if len(raw) > maxSubmissionBytes {
-		return submission{}, fmt.Errorf("%w: submission context of %d bytes exceeds %d", ErrInvalidSubmission, len(raw), maxSubmissionBytes)
+	if len(raw) > record.MaxSubmissionBytes {
+		return submission{}, fmt.Errorf("%w: submission context of %d bytes exceeds %d", ErrInvalidSubmission, len(raw), record.MaxSubmissionBytes)
 	}
 	attempts := sc.GetMaxAppAttempts()
 	if attempts <= 0 || attempts > r.cfg.MaxAppAttempts {
@@ -222,7 +223,7 @@ func (r *RM) checkSubmission(sc *yarnpb.ApplicationSubmissionContextProto, user 
 	if sc.GetUnmanagedAm() {
 		attempts = 1 // an unmanaged application is never retried
 	}
-	rec := appRecord{
+	rec := record.App{
 		User: user, Queue: r.cfg.Queue, Name: sc.GetApplicationName(), Type: sc.GetApplicationType(),
 		Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(), SubmitTime: r.now().UnixMilli(),
 		MaxAttempts: attempts, MemoryMB: mem, VCores: vc, Batch: batch, Digest: digest(raw), Unmanaged: sc.GetUnmanagedAm(),
@@ -255,7 +256,7 @@ func (r *RM) Submit(ctx context.Context, sc *yarnpb.ApplicationSubmissionContext
 		ObjectMeta: metav1.ObjectMeta{
 			Name: r.objectName(sub.id), Namespace: r.cfg.Namespace,
 			Labels:      labels,
-			Annotations: map[string]string{AnnotationRecord: encodeRecord(&sub.rec), AnnotationDigest: sub.rec.Digest},
+			Annotations: map[string]string{AnnotationRecord: record.Encode(&sub.rec), AnnotationDigest: sub.rec.Digest},
 		},
 		Type: SecretType,
 		Data: map[string][]byte{DataSubmission: sub.raw},
@@ -315,8 +316,8 @@ func (r *RM) retireApp(ctx context.Context, pods []*corev1.Pod) {
 
 // launchAttempt creates the AM pod of an attempt. A pod the API server
 // refuses for good (invalid, forbidden by admission) fails the application.
-func (r *RM) launchAttempt(ctx context.Context, secret *corev1.Secret, rec *appRecord, attempt int32) error {
-	sc, err := decodeSubmission(secret.Data[DataSubmission])
+func (r *RM) launchAttempt(ctx context.Context, secret *corev1.Secret, rec *record.App, attempt int32) error {
+	sc, err := record.DecodeSubmission(secret.Data[DataSubmission])
 	if err != nil {
 		return err
 	}
@@ -354,15 +355,15 @@ func (r *RM) finish(ctx context.Context, id yarnid.AppID, st yarnpb.YarnApplicat
 		if err != nil {
 			return kubeErr("get application secret", err)
 		}
-		rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+		rec, err := record.Decode(s.Annotations[AnnotationRecord])
 		if err != nil {
 			return err
 		}
-		if rec.final() {
+		if rec.Final() {
 			return nil
 		}
 		rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime = st, fs, diag, r.now().UnixMilli()
-		s.Annotations[AnnotationRecord] = encodeRecord(&rec)
+		s.Annotations[AnnotationRecord] = record.Encode(&rec)
 		if rec.Unmanaged && s.Labels != nil {
 			s.Labels[LabelUnmanaged] = unmanagedOver // no longer counted (unmanaged.go)
 		}
@@ -416,7 +417,7 @@ func (r *RM) App(ctx context.Context, id yarnid.AppID) (appView, error) {
 	if err != nil {
 		return appView{}, kubeErr("get application secret", err)
 	}
-	rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+	rec, err := record.Decode(s.Annotations[AnnotationRecord])
 	if err != nil {
 		return appView{}, err
 	}
@@ -481,7 +482,7 @@ func (r *RM) Apps(ctx context.Context) ([]appView, error) {
 			r.log.Warn("skipping a secret with a bad application id label", "secret", s.Name, "err", err)
 			continue
 		}
-		rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+		rec, err := record.Decode(s.Annotations[AnnotationRecord])
 		if err != nil {
 			r.log.Warn("skipping an application whose record cannot be read", "app", id, "err", err)
 			continue
@@ -515,7 +516,7 @@ func (r *RM) Reconcile(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+		rec, err := record.Decode(s.Annotations[AnnotationRecord])
 		if err != nil {
 			continue // logged by Apps; nothing safe to do with it
 		}
@@ -526,9 +527,9 @@ func (r *RM) Reconcile(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec appRecord, pods []*corev1.Pod) error {
+func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec record.App, pods []*corev1.Pod) error {
 	v := r.view(id, rec, pods)
-	if rec.final() {
+	if rec.Final() {
 		r.alloc.forget(id, yarnid.AttemptID{})
 		r.uamLive.forget(id)
 		if rec.State == yarnpb.YarnApplicationStateProto_KILLED {
@@ -569,7 +570,7 @@ func (r *RM) sync(ctx context.Context, s *corev1.Secret, id yarnid.AppID, rec ap
 	case latest.pod != nil && latest.pod.Status.Phase == corev1.PodPending && latest.pod.DeletionTimestamp == nil:
 		// A crash between the AM pod and its launch Secret leaves the pod
 		// waiting for the Secret: create it.
-		sc, err := decodeSubmission(s.Data[DataSubmission])
+		sc, err := record.DecodeSubmission(s.Data[DataSubmission])
 		if err != nil {
 			return err
 		}

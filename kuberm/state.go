@@ -9,6 +9,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // How pods become YARN states (DESIGN.md, "Pod phases").
@@ -19,9 +20,9 @@ type attemptView struct {
 	container yarnid.ContainerID
 	pod       *corev1.Pod
 	state     yarnpb.YarnApplicationAttemptStateProto
-	host      string          // the node the pod is bound to
-	reg       *amRegistration // set once the AM registered
-	exitCode  int32           // the AM container's, -1000 (ContainerExitStatus.INVALID) until it ends
+	host      string                 // the node the pod is bound to
+	reg       *record.AMRegistration // set once the AM registered
+	exitCode  int32                  // the AM container's, -1000 (ContainerExitStatus.INVALID) until it ends
 	diag      string
 	start     int64 // pod creation, ms
 	launch    int64 // AM container started, ms (0 = not yet)
@@ -31,7 +32,7 @@ type attemptView struct {
 // appView is an application: its record plus its attempts' pods.
 type appView struct {
 	id          yarnid.AppID
-	rec         appRecord
+	rec         record.App
 	attempts    []attemptView // by attempt number
 	pods        []*corev1.Pod // every pod of the application (AM and container pods)
 	uid         types.UID     // the application Secret's (App and Apps set it)
@@ -118,7 +119,7 @@ func (r *RM) viewAttempt(id yarnid.AttemptID, p *corev1.Pod) attemptView {
 
 // view derives the application's state: a recorded final state wins;
 // otherwise its latest attempt's pod decides.
-func (r *RM) view(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
+func (r *RM) view(id yarnid.AppID, rec record.App, pods []*corev1.Pod) appView {
 	if rec.Unmanaged {
 		return r.viewUnmanaged(id, rec, pods) // no AM pod (unmanaged.go)
 	}
@@ -137,7 +138,7 @@ func (r *RM) view(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
 		v.host = latest.host
 		v.finish = latest.finish
 	}
-	if rec.final() {
+	if rec.Final() {
 		v.state, v.final, v.diagnostics, v.finish = rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime
 		if n := len(v.attempts); n > 0 && rec.State == yarnpb.YarnApplicationStateProto_FINISHED {
 			// The AM unregistered: its attempt finished once its pod ended.

@@ -15,6 +15,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // unitRM is an RM with no API server, for the pure parts.
@@ -79,7 +80,7 @@ func TestCheckSubmissionNormalizes(t *testing.T) {
 	}
 	sc.Resource = nil
 	sc.UnmanagedAm = nil
-	sc.ApplicationTags = make([]string, maxTags+1)
+	sc.ApplicationTags = make([]string, record.MaxTags+1)
 	if _, err := r.checkSubmission(sc, "bob", false); !errors.Is(err, ErrInvalidSubmission) {
 		t.Errorf("too many tags: %v", err)
 	}
@@ -107,7 +108,7 @@ func containerPodFor(r *RM, id yarnid.AppID, attempt int32, phase corev1.PodPhas
 func TestViewStates(t *testing.T) {
 	r := unitRM(t)
 	id := yarnid.AppID{ClusterTimestamp: 9, ID: 4}
-	rec := appRecord{MaxAttempts: 2}
+	rec := record.App{MaxAttempts: 2}
 	one, zero := int32(1), int32(0)
 	type want struct {
 		st yarnpb.YarnApplicationStateProto
@@ -119,7 +120,7 @@ func TestViewStates(t *testing.T) {
 		yarnpb.FinalApplicationStatusProto_APP_FAILED, yarnpb.FinalApplicationStatusProto_APP_KILLED
 	tests := []struct {
 		name string
-		rec  appRecord
+		rec  record.App
 		pods []*corev1.Pod
 		want want
 	}{
@@ -131,11 +132,11 @@ func TestViewStates(t *testing.T) {
 		// An AM that exits 0 without unregistering fails its attempt.
 		{"succeeded without unregistering", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{A, U}},
 		{"succeeded without unregistering, last attempt", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one), amPodFor(r, id, 2, corev1.PodSucceeded, "n", &zero)}, want{FL, FF}},
-		{"unregistered, then exited", appRecord{MaxAttempts: 2, State: F, FinalStatus: S}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{F, S}},
+		{"unregistered, then exited", record.App{MaxAttempts: 2, State: F, FinalStatus: S}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodSucceeded, "n", &zero)}, want{F, S}},
 		{"failed with attempts left", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one)}, want{A, U}},
 		{"failed, last attempt", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodFailed, "n", &one), amPodFor(r, id, 2, corev1.PodFailed, "n", &one)}, want{FL, FF}},
 		{"second attempt running", rec, []*corev1.Pod{amPodFor(r, id, 2, corev1.PodRunning, "n", nil), amPodFor(r, id, 1, corev1.PodFailed, "n", &one)}, want{R, U}},
-		{"recorded kill wins over a running pod", appRecord{MaxAttempts: 2, State: K, FinalStatus: KK}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil)}, want{K, KK}},
+		{"recorded kill wins over a running pod", record.App{MaxAttempts: 2, State: K, FinalStatus: KK}, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil)}, want{K, KK}},
 		{"container pods are not attempts", rec, []*corev1.Pod{amPodFor(r, id, 1, corev1.PodRunning, "n", nil), containerPodFor(r, id, 2, corev1.PodSucceeded)}, want{R, U}},
 		{"a pod of another application is ignored", rec, []*corev1.Pod{amPodFor(r, yarnid.AppID{ClusterTimestamp: 9, ID: 5}, 1, corev1.PodRunning, "n", nil)}, want{A, U}},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+	"github.com/yarnfed/yarnfed/kuberm/record"
 )
 
 // Unmanaged AMs (ApplicationSubmissionContext.unmanaged_am), as Hadoop's RM
@@ -83,7 +84,7 @@ func unmanagedAttempt(id yarnid.AppID) yarnid.AttemptID {
 // viewUnmanaged derives an unmanaged application's state from its record:
 // LAUNCHED (ACCEPTED) until the AM registers, then RUNNING; the recorded
 // final state once over. The attempt has no AM container (zero id).
-func (r *RM) viewUnmanaged(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) appView {
+func (r *RM) viewUnmanaged(id yarnid.AppID, rec record.App, pods []*corev1.Pod) appView {
 	v := appView{id: id, rec: rec, pods: pods, launch: rec.SubmitTime}
 	a := attemptView{id: unmanagedAttempt(id), exitCode: exitInvalid, start: rec.SubmitTime, launch: rec.SubmitTime,
 		state: yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_LAUNCHED,
@@ -96,7 +97,7 @@ func (r *RM) viewUnmanaged(id yarnid.AppID, rec appRecord, pods []*corev1.Pod) a
 		v.state, v.host = yarnpb.YarnApplicationStateProto_RUNNING, reg.Host
 	}
 	v.diagnostics = a.diag
-	if rec.final() {
+	if rec.Final() {
 		v.state, v.final, v.diagnostics, v.finish = rec.State, rec.FinalStatus, rec.Diagnostics, rec.FinishTime
 		a.finish, a.diag = rec.FinishTime, rec.Diagnostics
 		switch rec.State {
@@ -142,20 +143,20 @@ func (r *RM) amLiveAttempt(ctx context.Context, at yarnid.AttemptID) (appView, *
 // registerUnmanaged records an unmanaged AM's registration in its
 // application's record, with the Secret's resourceVersion as read here: of
 // two concurrent registers one loses (Conflict), as for AM pods.
-func (r *RM) registerUnmanaged(ctx context.Context, at yarnid.AttemptID, reg amRegistration) error {
+func (r *RM) registerUnmanaged(ctx context.Context, at yarnid.AttemptID, reg record.AMRegistration) error {
 	s, err := r.kube.Secrets(r.cfg.Namespace).Get(ctx, r.objectName(at.App), metav1.GetOptions{})
 	if err != nil {
 		return kubeErr("get application secret", err)
 	}
-	rec, err := decodeRecord(s.Annotations[AnnotationRecord])
+	rec, err := record.Decode(s.Annotations[AnnotationRecord])
 	if err != nil {
 		return err
 	}
-	if rec.final() {
+	if rec.Final() {
 		return fmt.Errorf("%w: %s is not the live attempt", ErrAttemptNotFound, at)
 	}
 	rec.AMRegistration = &reg
-	s.Annotations[AnnotationRecord] = encodeRecord(&rec)
+	s.Annotations[AnnotationRecord] = record.Encode(&rec)
 	_, err = r.kube.Secrets(r.cfg.Namespace).Update(ctx, s, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
