@@ -2,6 +2,11 @@
 GO ?= go
 SHELL := /bin/bash
 PKGS ?= ./...
+# VERSION is what `yarnfed version` prints: the commit (a tag when there is
+# one), "-dirty" for uncommitted changes, "dev" outside a git checkout. The
+# same commit gives the same version, so the image stays reproducible.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_LDFLAGS := -X main.version=$(VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -9,8 +14,8 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build bin/yarnfed (the server), bin/yarnfedctl, and bin/yarnfed-bench (the same with the benchmarks).
-	$(GO) build -o bin/ ./cmd/...
-	$(GO) build -tags bench -o bin/yarnfed-bench ./cmd/yarnfed
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
+	$(GO) build -tags bench -ldflags "$(VERSION_LDFLAGS)" -o bin/yarnfed-bench ./cmd/yarnfed
 
 dev: ## Run the embedded federation on loopback (the main job).
 	$(GO) run ./cmd/yarnfed dev $(DEV_ARGS)
@@ -68,7 +73,7 @@ image: ## Build the container image $(IMAGE) as an OCI archive ($(IMAGE_ARCHIVE)
 	@# Dockerfile, same digest; SOURCE_DATE_EPOCH sets the creation time (default 0).
 	@# Load it: ctr -n k8s.io images import $(IMAGE_ARCHIVE); skopeo copy oci-archive:$(IMAGE_ARCHIVE) docker://...
 	mkdir -p bin/linux
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/linux/yarnfed ./cmd/yarnfed
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/linux/yarnfed ./cmd/yarnfed
 	cd hack/image && $(GO) run . -dockerfile $(CURDIR)/deploy/Dockerfile -context $(CURDIR)/bin/linux -name $(IMAGE) -out $(abspath $(IMAGE_ARCHIVE))
 
 kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -controller-manager, -scheduler, kubelet and kube-proxy in one go build, and CoreDNS.

@@ -3,9 +3,11 @@ package test
 import (
 	"debug/elf"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +60,40 @@ func TestImageContract(t *testing.T) {
 		if p.Type == elf.PT_INTERP {
 			t.Fatalf("%s has a dynamic loader: it would not start FROM scratch", bin)
 		}
+	}
+}
+
+// TestMakeStampsVersion: every yarnfed binary the Makefile builds, the
+// image's included, carries the version `yarnfed version` prints, and the
+// variable the linker sets is the one cmd/yarnfed declares (an unknown -X
+// name is silently ignored, which would leave every image saying "dev").
+func TestMakeStampsVersion(t *testing.T) {
+	root := repoRoot(t)
+	src, err := os.ReadFile(filepath.Join(root, "cmd", "yarnfed", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^var version = "dev"$`).Match(src) {
+		t.Fatal(`cmd/yarnfed/main.go: no package-level "var version", the variable -X main.version sets`)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make: %v", err)
+	}
+	out, err := exec.Command("make", "-n", "-C", root, "build", "image", "VERSION=v9.9.9-stamp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n build image: %v\n%s", err, out)
+	}
+	builds := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, " build ") || !strings.Contains(line, "./cmd/") {
+			continue
+		}
+		builds++
+		if !strings.Contains(line, "-X main.version=v9.9.9-stamp") {
+			t.Errorf("a build without the version: %s", line)
+		}
+	}
+	if builds < 3 {
+		t.Errorf("found %d go build lines in make -n build image, want the three (bin/, yarnfed-bench, the image's):\n%s", builds, out)
 	}
 }
