@@ -69,6 +69,8 @@ const (
 	spanProxyWeb     = kubenode.NodeIP + ":18070"
 	spanPolicyString = "default;" + spanHome + ":1.0;" + spanHome + ":0.5," + kubermSubCluster + ":0.5;0.0"
 	spanManager      = "WeightedLocality"
+	// spanSleep (seconds) is how long each shell container runs.
+	spanSleep = 15
 )
 
 // spanFed is the spanning federation: kubeFed (store, kuberm, router) plus
@@ -95,7 +97,9 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 	// Grouped: the distributed shell appends the stdout redirection to the
 	// command line. A pod also writes its termination message (its stdout
 	// goes with its emptyDir); a NodeManager container has no such file.
-	command := fmt.Sprintf("{ echo %[1]s $CONTAINER_ID; if [ -w /dev/termination-log ]; then echo %[1]s $CONTAINER_ID >/dev/termination-log; fi; }", marker)
+	// Each container sleeps first, so SC-1's two slots stay taken while
+	// kuberm's pods are placed.
+	command := fmt.Sprintf("{ sleep %[2]d; echo %[1]s $CONTAINER_ID; if [ -w /dev/termination-log ]; then echo %[1]s $CONTAINER_ID >/dev/termination-log; fi; }", marker, spanSleep)
 	begin = time.Now()
 	out, err := runJava(ctx, c, rt, hd, 10*time.Minute, dsClass,
 		"-jar", dsJar, "-appname", "kuberm-span", "-queue", "default", "-shell_command", command,
@@ -112,6 +116,11 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 		t.Errorf("the client did not report success:\n%s", tail(out, 4000))
 	}
 	f.checkHomeApp(ctx, t, app, "FINISHED", "SUCCEEDED")
+	// Nothing of it left on kuberm (no pod at all: an unmanaged AM has
+	// none, and the ended containers' pods go), and the watch saw every
+	// pod's end, before the pods are judged.
+	checkAppGone(ctx, t, kc, app, true)
+	spanWaitWatchedGone(ctx, t, w, app)
 	home := f.homeEvidence(t, app, marker)
 	kube := spanCheckKubePods(t, w, app, marker, hd.mountPaths(rt), batch)
 	t.Logf("containers of %s: %d on %s %v, %d on %s %v", app, len(home), spanHome, home, len(kube), kubermSubCluster, kube)
@@ -119,7 +128,6 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 		t.Errorf("application %s ran %d containers on %s and %d on %s: want 4 in all, on both", app, len(home), spanHome, len(kube), kubermSubCluster)
 	}
 	uamCheckNoAMPod(t, w, app)
-	checkAppGone(ctx, t, kc, app, true)
 	f.checkKubeApp(ctx, t, app, false)
 	f.checkNoLeaks(ctx, t)
 
@@ -136,6 +144,14 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 		}
 		uamCheckNoAMPod(t, w, victim)
 		f.checkHomeApp(ctx, t, victim, "KILLED", "KILLED")
+		// The router ended the UAM on kuberm with the kill (its
+		// killUnmanagedAMs); the proxy, finding the AM silent and the
+		// application over at its home, ends the attempt and its UAM
+		// too (kuberm's kill of a KILLED application succeeds).
+		attempt := "appattempt_" + strings.TrimPrefix(victim, "application_") + "_000001"
+		pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+		defer pcancel()
+		f.proxy.waitOutput(pctx, t, regexp.MustCompile(`msg=attempt-end .*attempt=`+attempt+` reason=killed .*uams=1 uams_ended=1`))
 		f.checkKubeApp(ctx, t, victim, true)
 		f.checkNoLeaks(ctx, t)
 		if t.Failed() {
@@ -304,18 +320,23 @@ func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
 		"yarn.scheduler.capacity.root.queues":                   "default",
 		"yarn.scheduler.capacity.root.default.capacity":         "100",
 		"yarn.scheduler.capacity.root.default.maximum-capacity": "100",
-		"yarn.scheduler.capacity.maximum-am-resource-percent":   "0.5",
+		"yarn.scheduler.capacity.maximum-am-resource-percent":   "1.0",
 	}, nil)
 
 	nm := maps.Clone(common)
 	maps.Copy(nm, map[string]string{
-		"yarn.nodemanager.hostname":                                                     kubenode.NodeIP,
-		"yarn.nodemanager.address":                                                      spanNMAddr,
-		"yarn.nodemanager.localizer.address":                                            spanNMLocalizer,
-		"yarn.nodemanager.webapp.address":                                               spanNMWeb,
-		"yarn.nodemanager.local-dirs":                                                   f.nmLocalDir,
-		"yarn.nodemanager.log-dirs":                                                     f.nmLogDir,
-		"yarn.nodemanager.resource.memory-mb":                                           "4096",
+		"yarn.nodemanager.hostname":          kubenode.NodeIP,
+		"yarn.nodemanager.address":           spanNMAddr,
+		"yarn.nodemanager.localizer.address": spanNMLocalizer,
+		"yarn.nodemanager.webapp.address":    spanNMWeb,
+		"yarn.nodemanager.local-dirs":        f.nmLocalDir,
+		"yarn.nodemanager.log-dirs":          f.nmLogDir,
+		// Room for the AM (512 MB) and two of its 256 MB containers: the
+		// home cannot run the whole application at once, which is why it
+		// spans. With room for all, the home's RM (a container per NM
+		// heartbeat, 250 ms) handed out all four before kuberm's first
+		// pod was bound, and the AM released kuberm's (seen).
+		"yarn.nodemanager.resource.memory-mb":                                           "1024",
 		"yarn.nodemanager.resource.cpu-vcores":                                          "4",
 		"yarn.nodemanager.pmem-check-enabled":                                           "false",
 		"yarn.nodemanager.vmem-check-enabled":                                           "false",
@@ -538,7 +559,7 @@ func spanCheckKubePods(t *testing.T, w *podWatch, app, marker string, hostPaths 
 		}
 		main := last.Spec.Containers[0]
 		if termination(last, main.Name) == "" && last.Status.Phase != corev1.PodSucceeded && last.Status.Phase != corev1.PodFailed {
-			if last.DeletionTimestamp == nil {
+			if !spanDeleted(w, name) {
 				t.Errorf("container pod %s neither ran nor was deleted: %s", name, strings.Join(w.events[name], " -> "))
 			}
 			released = append(released, last.Labels[kuberm.LabelContainerID])
@@ -587,6 +608,39 @@ func spanCheckKubePods(t *testing.T, w *podWatch, app, marker string, hostPaths 
 	t.Logf("container pods of %s deleted unstarted (released by the AM): %v", app, released)
 	sort.Strings(ids)
 	return ids
+}
+
+// spanDeleted: the watch saw pod name deleted (w.mu held).
+func spanDeleted(w *podWatch, name string) bool {
+	if p := w.last[name]; p != nil && p.DeletionTimestamp != nil {
+		return true
+	}
+	for _, e := range w.events[name] {
+		if strings.HasPrefix(e, "DELETED ") {
+			return true
+		}
+	}
+	return false
+}
+
+// spanWaitWatchedGone waits (up to 30 s) until the watch has seen every pod
+// of app deleted (checkAppGone saw them gone from the API server; the
+// watch's events may trail it).
+func spanWaitWatchedGone(ctx context.Context, t *testing.T, w *podWatch, app string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	waitFor(wctx, t, "the watch to see every pod of "+app+" deleted", func() (bool, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var live []string
+		for name, p := range w.last {
+			if p.Labels[kuberm.LabelApplication] == app && !spanDeleted(w, name) {
+				live = append(live, name)
+			}
+		}
+		return len(live) == 0, fmt.Sprint(live)
+	})
 }
 
 // checkNoLeaks: SC-1 holds nothing the test's applications left (the
