@@ -106,6 +106,7 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 		"-num_containers", "4", "-container_memory", "256", "-container_vcores", "1",
 		"-master_memory", "512", "-master_vcores", "1", "-timeout", "540000")
 	t.Logf("distributed shell client: %v after %v", err, time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
 	app := regexp.MustCompile(`application_\d+_\d+`).FindString(out)
 	if err != nil || app == "" {
 		t.Errorf("distributed shell through the router: %v (exit 0 means the application SUCCEEDED)\n%s", err, tail(out, 8000))
@@ -133,7 +134,10 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 
 	// Kill through the router while the application runs on both: the home
 	// RM kills it (KILLED), the proxy ends its UAM on kuberm, whose pods go.
+	t.Logf("checks of %s: %v", app, time.Since(begin).Round(time.Millisecond))
 	t.Run("kill through the router", func(t *testing.T) {
+		begin := time.Now()
+		defer func() { t.Logf("kill subtest: %v", time.Since(begin).Round(time.Millisecond)) }()
 		victim, r := killThroughRouter(ctx, t, c, kc, rt, hd, w, func(ctx context.Context) (string, error) {
 			return runJava(ctx, c, rt, hd, 10*time.Minute, dsClass,
 				"-jar", dsJar, "-appname", "kuberm-span-kill", "-queue", "default", "-shell_command", "sleep 600",
