@@ -38,8 +38,9 @@ import (
 //     JVM of its main class with its own conf dir and directories, run as
 //     processes of the node's network namespace on the node IP (ports
 //     18xxx: kuberm has Hadoop's defaults), recovery on so the RM's epoch
-//     (7) is in its container ids; its `yarnfed subcluster-agent`
-//     registers it in the federation's store.
+//     (7) is in its container ids, room on the NodeManager for the AM and
+//     two containers (so the application must span); its `yarnfed
+//     subcluster-agent` registers it in the federation's store.
 //   - SC-kube: `yarnfed kuberm` (startKubeFed), epoch 1007.
 //   - `yarnfed amrmproxy` on the NodeManager's host; the NodeManager's
 //     conf dir, its containers' HADOOP_CONF_DIR, names it as the
@@ -87,7 +88,7 @@ type spanFed struct {
 // spanRun is TestKubermOnNode's "spanning".
 func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) {
 	begin := time.Now()
-	f := spanStart(ctx, t, c, kc, bin, kubeconfig, rt, hd)
+	f := spanStart(ctx, t, c, bin, kubeconfig, rt, hd)
 	t.Logf("spanning federation up in %v", time.Since(begin).Round(time.Millisecond))
 	batch := spanNodeHasBatch(ctx, t, kc)
 	w := watchPods(ctx, t, kc)
@@ -132,9 +133,11 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 	f.checkKubeApp(ctx, t, app, false)
 	f.checkNoLeaks(ctx, t)
 
-	// Kill through the router while the application runs on both: the home
-	// RM kills it (KILLED), the proxy ends its UAM on kuberm, whose pods go.
 	t.Logf("checks of %s: %v", app, time.Since(begin).Round(time.Millisecond))
+
+	// Kill through the router while the application runs on both: the
+	// router kills the UAM on kuberm, whose pods go, and the application at
+	// its home (KILLED); the proxy then ends the attempt.
 	t.Run("kill through the router", func(t *testing.T) {
 		begin := time.Now()
 		defer func() { t.Logf("kill subtest: %v", time.Since(begin).Round(time.Millisecond)) }()
@@ -169,7 +172,7 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 // (the store's CA is reused), SC-1's RM and NodeManager, the agent, the
 // queue policy (yarnfedctl) and the proxy; it returns once the router sees
 // both sub-clusters' nodes and the proxy is ready.
-func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernetes.Interface, bin, kubeconfig string, rt javaRuntime, hd hostDirs) *spanFed {
+func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kubeconfig string, rt javaRuntime, hd hostDirs) *spanFed {
 	t.Helper()
 	writeHadoopConf(t, hd)
 	kf := startKubeFed(ctx, t, c, bin, kubeconfig, hd.mountPaths(rt),
@@ -198,8 +201,8 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubern
 	}
 
 	f.proxy = startNodeProcess(t, c, "amrmproxy", bin, append([]string{"amrmproxy", "--store", storeAddr, "--subcluster-id", spanHome,
-		"--amrm-address", spanProxyAddr, "--web-address", spanProxyWeb, "--data-dir", filepath.Join(f.dir, "amrmproxy"),
-		"--subcluster-timeout", "20s"}, f.tlsFlags("store-", "nm-1")...)...)
+		"--amrm-address", spanProxyAddr, "--web-address", spanProxyWeb, "--data-dir", filepath.Join(f.dir, "amrmproxy")},
+		f.tlsFlags("store-", "nm-1")...)...)
 
 	waitFor(ctx, t, "SC-1's RM active with its NodeManager RUNNING", func() (bool, string) {
 		f.mustRun(t)
@@ -233,13 +236,18 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubern
 		if err := yc.Call(cctx, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, resp); err != nil {
 			return false, err.Error()
 		}
+		// SC-1's NodeManager and kuberm's NM face, by their ports.
 		var ids []string
+		ports := map[string]bool{}
 		for _, n := range resp.GetNodeReports() {
 			if n.GetNodeState() == yarnpb.NodeStateProto_NS_RUNNING {
 				ids = append(ids, fmt.Sprintf("%s:%d", n.GetNodeId().GetHost(), n.GetNodeId().GetPort()))
+				ports[fmt.Sprint(n.GetNodeId().GetPort())] = true
 			}
 		}
-		return len(ids) >= 2, fmt.Sprintf("running nodes %v", ids)
+		_, nmPort, _ := strings.Cut(spanNMAddr, ":")
+		_, facePort, _ := strings.Cut(kubermPorts["nm_address"], ":")
+		return ports[nmPort] && ports[facePort], fmt.Sprintf("running nodes %v", ids)
 	})
 	return f
 }
