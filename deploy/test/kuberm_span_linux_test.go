@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"maps"
@@ -288,16 +289,23 @@ func spanWriteConf(t *testing.T, path string, props map[string]string, final map
 	}
 }
 
-// startHadoop writes SC-1's conf dirs and starts its RM and NodeManager.
-// Every directory either writes is its own (hadoop.tmp.dir, the RM state
-// store, the node-attribute store, whose default is one machine-wide
-// /tmp path: e2e's TestStandaloneRMConfsShareNoDirectory).
-func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
+// spanHadoopDirs are SC-1's conf dirs and the NodeManager's directories.
+type spanHadoopDirs struct {
+	rmConf, nmConf, nmLogDir, nmLocalDir string
+}
+
+// spanHadoopConf writes SC-1's conf dirs under dir. Every directory either
+// daemon writes is its own, under dir (hadoop.tmp.dir, the RM state store,
+// the node-attribute store, whose default is one machine-wide /tmp path:
+// e2e's TestStandaloneRMConfsShareNoDirectory); TestSpanHadoopConf checks
+// it.
+func spanHadoopConf(t *testing.T, dir string) spanHadoopDirs {
 	t.Helper()
-	rmDir, nmDir := filepath.Join(f.dir, "rm"), filepath.Join(f.dir, "nm")
-	rmConf, nmConf := filepath.Join(rmDir, "conf"), filepath.Join(nmDir, "conf")
-	f.nmLogDir, f.nmLocalDir = filepath.Join(nmDir, "logs"), filepath.Join(nmDir, "local")
-	for _, d := range []string{rmConf, nmConf, f.nmLogDir, f.nmLocalDir} {
+	rmDir, nmDir := filepath.Join(dir, "rm"), filepath.Join(dir, "nm")
+	hc := spanHadoopDirs{rmConf: filepath.Join(rmDir, "conf"), nmConf: filepath.Join(nmDir, "conf"),
+		nmLogDir: filepath.Join(nmDir, "logs"), nmLocalDir: filepath.Join(nmDir, "local")}
+	rmConf, nmConf := hc.rmConf, hc.nmConf
+	for _, d := range []string{rmConf, nmConf, hc.nmLogDir, hc.nmLocalDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -341,8 +349,8 @@ func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
 		"yarn.nodemanager.address":           spanNMAddr,
 		"yarn.nodemanager.localizer.address": spanNMLocalizer,
 		"yarn.nodemanager.webapp.address":    spanNMWeb,
-		"yarn.nodemanager.local-dirs":        f.nmLocalDir,
-		"yarn.nodemanager.log-dirs":          f.nmLogDir,
+		"yarn.nodemanager.local-dirs":        hc.nmLocalDir,
+		"yarn.nodemanager.log-dirs":          hc.nmLogDir,
 		// Room for the AM (512 MB) and two of its 256 MB containers: the
 		// home cannot run the whole application at once, which is why it
 		// spans. With room for all, the home's RM (a container per NM
@@ -376,7 +384,16 @@ func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
 			t.Fatal(err)
 		}
 	}
+	return hc
+}
 
+// startHadoop writes SC-1's conf dirs (spanHadoopConf) and starts its RM
+// and NodeManager.
+func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
+	t.Helper()
+	hc := spanHadoopConf(t, f.dir)
+	f.nmLogDir, f.nmLocalDir = hc.nmLogDir, hc.nmLocalDir
+	rmConf, nmConf := hc.rmConf, hc.nmConf
 	hosts := javaHostsFile()
 	if hosts == "" {
 		t.Fatal("no hosts file for the JVMs in the node's network namespace")
@@ -765,5 +782,59 @@ func (f *spanFed) dump(t *testing.T, w *podWatch, app string) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestSpanHadoopConf: SC-1's daemons keep every directory they write under
+// their own dir (two RMs of one machine on Hadoop's default
+// node-attribute store, /tmp/hadoop-yarn-<user>, kill each other's start),
+// and the NodeManager's containers dial the proxy as their scheduler, a
+// final setting (a job's own configuration cannot point its AM elsewhere).
+func TestSpanHadoopConf(t *testing.T) {
+	dir := t.TempDir()
+	hc := spanHadoopConf(t, dir)
+	type prop struct{ value, final string }
+	read := func(conf string) map[string]prop {
+		raw, err := os.ReadFile(filepath.Join(conf, "yarn-site.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Props []struct {
+				Name  string `xml:"name"`
+				Value string `xml:"value"`
+				Final string `xml:"final"`
+			} `xml:"property"`
+		}
+		if err := xml.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]prop{}
+		for _, p := range c.Props {
+			out[p.Name] = prop{p.Value, p.Final}
+		}
+		return out
+	}
+	rm, nm := read(hc.rmConf), read(hc.nmConf)
+	for _, c := range []struct {
+		conf map[string]prop
+		keys []string
+		own  string
+	}{
+		{rm, []string{"hadoop.tmp.dir", "yarn.node-attribute.fs-store.root-dir", "yarn.resourcemanager.fs.state-store.uri"}, filepath.Join(dir, "rm")},
+		{nm, []string{"hadoop.tmp.dir", "yarn.nodemanager.local-dirs", "yarn.nodemanager.log-dirs"}, filepath.Join(dir, "nm")},
+	} {
+		for _, k := range c.keys {
+			v := strings.TrimPrefix(c.conf[k].value, "file://")
+			if !strings.HasPrefix(v, c.own+string(os.PathSeparator)) {
+				t.Errorf("%s = %q, want a path under %s", k, c.conf[k].value, c.own)
+			}
+		}
+	}
+	if p := nm["yarn.resourcemanager.scheduler.address"]; p.value != spanProxyAddr || p.final != "true" {
+		t.Errorf("the NodeManager's scheduler address is %+v, want the proxy's %s, final", p, spanProxyAddr)
+	}
+	if p := rm["yarn.resourcemanager.epoch"]; p.value != fmt.Sprint(spanHomeEpoch) || rm["yarn.resourcemanager.recovery.enabled"].value != "true" {
+		t.Errorf("the RM's epoch is %q with recovery %q: the epoch is in container ids only with recovery on", p.value, rm["yarn.resourcemanager.recovery.enabled"].value)
 	}
 }
