@@ -40,7 +40,7 @@ import (
 //     processes of the node's network namespace on the node IP (ports
 //     18xxx: kuberm has Hadoop's defaults), recovery on so the RM's epoch
 //     (7) is in its container ids, room on the NodeManager for the AM and
-//     two containers (so the application must span); its `yarnfed
+//     one container at a time (so the application must span); its `yarnfed
 //     subcluster-agent` registers it in the federation's store.
 //   - SC-kube: `yarnfed kuberm` (startKubeFed), epoch 1007.
 //   - `yarnfed amrmproxy` on the NodeManager's host; the NodeManager's
@@ -99,7 +99,7 @@ func spanRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubernet
 	// Grouped: the distributed shell appends the stdout redirection to the
 	// command line. A pod also writes its termination message (its stdout
 	// goes with its emptyDir); a NodeManager container has no such file.
-	// Each container sleeps first, so SC-1's two slots stay taken while
+	// Each container sleeps first, so SC-1's one slot stays taken while
 	// kuberm's pods are placed.
 	command := fmt.Sprintf("{ sleep %[2]d; echo %[1]s $CONTAINER_ID; if [ -w /dev/termination-log ]; then echo %[1]s $CONTAINER_ID >/dev/termination-log; fi; }", marker, spanSleep)
 	begin = time.Now()
@@ -351,12 +351,14 @@ func spanHadoopConf(t *testing.T, dir string) spanHadoopDirs {
 		"yarn.nodemanager.webapp.address":    spanNMWeb,
 		"yarn.nodemanager.local-dirs":        hc.nmLocalDir,
 		"yarn.nodemanager.log-dirs":          hc.nmLogDir,
-		// Room for the AM (512 MB) and two of its 256 MB containers: the
-		// home cannot run the whole application at once, which is why it
-		// spans. With room for all, the home's RM (a container per NM
-		// heartbeat, 250 ms) handed out all four before kuberm's first
-		// pod was bound, and the AM released kuberm's (seen).
-		"yarn.nodemanager.resource.memory-mb":                                           "1024",
+		// Room for the AM (512 MB) and one 256 MB container at a time:
+		// the home cannot run the whole application at once, which is
+		// why it spans. With room for all, the home's RM (a container per
+		// NM heartbeat, 250 ms) handed out all four before kuberm's first
+		// pod was bound, and the AM released kuberm's (seen); with room
+		// for two, kuberm ran one or two of the four (3+1 once): one slot
+		// leaves the home 4 x 15 s alone, kuberm's pods far less.
+		"yarn.nodemanager.resource.memory-mb":                                           "768",
 		"yarn.nodemanager.resource.cpu-vcores":                                          "4",
 		"yarn.nodemanager.pmem-check-enabled":                                           "false",
 		"yarn.nodemanager.vmem-check-enabled":                                           "false",
