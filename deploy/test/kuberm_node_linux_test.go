@@ -76,6 +76,10 @@ var kubermPorts = map[string]string{
 //     (kuberm_uam_linux_test.go);
 //   - Spark Pi: Spark's own spark-submit in cluster mode, kuberm with
 //     host_network (kuberm_spark_linux_test.go);
+//   - spanning: the distributed shell through the router and the
+//     AMRMProxy, its AM on a real Hadoop NodeManager (SC-1: Hadoop's own
+//     RM and NM), its containers on that NodeManager and on kuberm
+//     (kuberm_span_linux_test.go);
 //   - failures: Koordinator batch resources patched on the Node before that
 //     scenario's kuberm starts, a container pod deleted mid-application,
 //     kuberm restarted mid-application (kuberm_fail_linux_test.go). Last:
@@ -133,6 +137,9 @@ func TestKubermOnNode(t *testing.T) {
 	})
 	scenario("Spark Pi", 20*time.Minute, func(ctx context.Context, t *testing.T) {
 		sparkRun(ctx, t, c, kc, bin, kubeconfig, rt)
+	})
+	scenario("spanning", 20*time.Minute, func(ctx context.Context, t *testing.T) {
+		spanRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
 	})
 	scenario("failures", 35*time.Minute, func(ctx context.Context, t *testing.T) {
 		failRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
