@@ -40,8 +40,9 @@ const fetcherKillSlack = 30 * time.Second
 
 // execFetcher runs the yarnfed-hdfs-fetch binary.
 type execFetcher struct {
-	path string   // the binary; "" = not installed
-	env  []string // the container's environment (HADOOP_CONF_DIR for HA nameservices)
+	path      string        // the binary; "" = not installed
+	env       []string      // the container's environment (HADOOP_CONF_DIR for HA nameservices)
+	killSlack time.Duration // 0: fetcherKillSlack
 }
 
 // fetcherBeside is the fetcher's path beside the running launcher (both
@@ -76,7 +77,11 @@ func (e execFetcher) Fetch(ctx context.Context, req fetchwire.Request) (fetchwir
 	if e.path == "" {
 		return fetchwire.Report{}, fmt.Errorf("%s is not installed beside the launcher (the image must carry it; DESIGN.md \"Launcher\")", fetchwire.BinaryName)
 	}
-	ctx, cancel := context.WithTimeout(ctx, req.Timeout+fetcherKillSlack)
+	slack := e.killSlack
+	if slack <= 0 {
+		slack = fetcherKillSlack
+	}
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout+slack)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.path, req.Args()...)
 	cmd.Env = e.env
@@ -96,7 +101,7 @@ func (e execFetcher) Fetch(ctx context.Context, req fetchwire.Request) (fetchwir
 	var why string
 	switch {
 	case ctx.Err() != nil:
-		why = fmt.Sprintf("stopped after %v", req.Timeout+fetcherKillSlack)
+		why = fmt.Sprintf("stopped after %v", req.Timeout+slack)
 	case err != nil:
 		why = err.Error()
 	default:

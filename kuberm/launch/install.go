@@ -25,6 +25,12 @@ func Install(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: locating the launcher's executable: %v", ErrLaunch, err)
 	}
+	return installBeside(self, dir)
+}
+
+// installBeside installs self as the launcher and the fetcher found beside
+// self, if any.
+func installBeside(self, dir string) ([]string, error) {
 	dst, err := InstallFrom(self, dir)
 	if err != nil {
 		return nil, err

@@ -59,7 +59,9 @@ func Fetch(ctx context.Context, req fetchwire.Request, hadoopConfDir string) fet
 		switch {
 		case errors.As(err, &fl):
 			return fl.rep
-		case ctx.Err() != nil:
+		case errors.Is(ctx.Err(), context.Canceled):
+			return fetchwire.Report{Status: fetchwire.StatusFailed, Kind: fetchwire.KindIO, Message: fmt.Sprintf("%s: stopped: %v", req.URL, err)}
+		case f.timedOut(err):
 			return fetchwire.Report{Status: fetchwire.StatusFailed, Kind: fetchwire.KindTimeout,
 				Message: fmt.Sprintf("%s: not done after %v: %v", req.URL, req.Timeout, err)}
 		}
@@ -76,6 +78,13 @@ type fetcher struct {
 	bytes    int64
 	files    int
 	entries  int
+}
+
+// timedOut: the fetch's deadline has passed (the connections' deadlines
+// are the context's, so a read may fail on it a moment before ctx says).
+func (f *fetcher) timedOut(err error) bool {
+	var ne net.Error
+	return f.ctx.Err() != nil || !time.Now().Before(f.deadline) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // dial connects within the fetch's context and puts its deadline on the
@@ -138,7 +147,7 @@ func (f *fetcher) run(hadoopConfDir string) (fetchwire.Report, error) {
 		DatanodeDialFunc:    f.dial,
 	})
 	if err != nil {
-		if f.ctx.Err() != nil {
+		if f.timedOut(err) {
 			return fetchwire.Report{}, err // reported as the timeout
 		}
 		return fetchwire.Report{}, fail(fetchwire.KindUnreachable, "no NameNode reachable at %s for %s: %v", strings.Join(addrs, ","), f.req.URL, err)
@@ -187,7 +196,7 @@ func (f *fetcher) run(hadoopConfDir string) (fetchwire.Report, error) {
 func (f *fetcher) remote(err error, op, file string) error {
 	var ne net.Error
 	switch {
-	case f.ctx.Err() != nil:
+	case f.timedOut(err):
 		return err // the timeout
 	case errors.Is(err, os.ErrNotExist):
 		return fail(fetchwire.KindNotFound, "java.io.FileNotFoundException: File does not exist: %s (%s)", file, op)
