@@ -54,7 +54,9 @@ func Fetch(ctx context.Context, req fetchwire.Request, hadoopConfDir string) fet
 	f.deadline, _ = ctx.Deadline()
 	rep, err := f.run(hadoopConfDir)
 	if err != nil {
-		os.RemoveAll(req.Dest) // created by us (O_EXCL / Mkdir): a half fetch is no result
+		if f.created {
+			os.RemoveAll(req.Dest) // a half fetch is no result; never what was there before
+		}
 		var fl *failure
 		switch {
 		case errors.As(err, &fl):
@@ -75,6 +77,7 @@ type fetcher struct {
 	ctx      context.Context
 	deadline time.Time
 	client   *hdfs.Client
+	created  bool // Dest was created by this fetch
 	bytes    int64
 	files    int
 	entries  int
@@ -166,6 +169,7 @@ func (f *fetcher) run(hadoopConfDir string) (fetchwire.Report, error) {
 		if err := os.Mkdir(f.req.Dest, 0o700); err != nil {
 			return fetchwire.Report{}, err
 		}
+		f.created = true
 		root, err := os.OpenRoot(f.req.Dest)
 		if err != nil {
 			return fetchwire.Report{}, err
@@ -186,6 +190,7 @@ func (f *fetcher) run(hadoopConfDir string) (fetchwire.Report, error) {
 	if err != nil {
 		return fetchwire.Report{}, err
 	}
+	f.created = true
 	if err := f.copyFile(out, file, st.Size()); err != nil {
 		return fetchwire.Report{}, err
 	}

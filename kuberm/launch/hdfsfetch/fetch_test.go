@@ -45,7 +45,8 @@ func TestNamenodes(t *testing.T) {
 }
 
 // TestUnreachableNameNode: nothing listens at the NameNode's address: a
-// failure of kind unreachable naming the address, and nothing written.
+// failure of kind unreachable naming the address, nothing written, and
+// nothing removed that was at the destination before.
 func TestUnreachableNameNode(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,6 +62,20 @@ func TestUnreachableNameNode(t *testing.T) {
 	}
 	if _, err := os.Lstat(req.Dest); !os.IsNotExist(err) {
 		t.Fatalf("the destination exists: %v", err)
+	}
+	// A failed fetch removes only what it created, never what was there.
+	if err := os.MkdirAll(req.Dest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(req.Dest, "keep")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep := Fetch(context.Background(), req, ""); rep.Kind != fetchwire.KindUnreachable {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("a failed fetch removed what was at its destination: %v", err)
 	}
 }
 
