@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,22 +85,46 @@ func startHDFS(t *testing.T, j *javaEnv) *hdfsCluster {
 			t.Fatal(err)
 		}
 	}
+	// The web servers look their webapps up on the classpath; Hadoop's
+	// distribution ships them beside the jars (share/hadoop/hdfs/webapps),
+	// the Maven jars do not. Empty ones do: no test reads a web page.
+	for _, w := range []string{"hdfs", "datanode", "static"} {
+		if err := os.MkdirAll(filepath.Join(conf, "webapps", w), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The configuration directory first on the classpath, as Hadoop's
-	// scripts put HADOOP_CONF_DIR; a modest heap for a 2-core machine.
-	jvm := append(append([]string{}, j.jvmArgs...), "-Xmx384m", "-cp", conf+string(os.PathListSeparator)+j.classpath)
+	// scripts put HADOOP_CONF_DIR; a modest heap for a 2-core machine. The
+	// JVM options go in an argument file, so the process logs stay readable.
+	argFile := filepath.Join(dir, "jvm.args")
+	args := append(append([]string{}, j.jvmArgs...), "-Xmx384m", "-cp", conf+string(os.PathListSeparator)+j.classpath)
+	if err := os.WriteFile(argFile, []byte(strings.Join(args, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const nnClass, dnClass = "org.apache.hadoop.hdfs.server.namenode.NameNode", "org.apache.hadoop.hdfs.server.datanode.DataNode"
 	start := time.Now()
-	format := exec.Command(j.java, append(append([]string{}, jvm...), "org.apache.hadoop.hdfs.server.namenode.NameNode",
-		"-format", "-force", "-nonInteractive")...)
+	format := exec.Command(j.java, "@"+argFile, nnClass, "-format", "-force", "-nonInteractive")
 	if out, err := format.CombinedOutput(); err != nil {
 		t.Fatalf("NameNode -format: %v\n%s", err, tail(string(out), 4000))
 	}
 	t.Logf("NameNode -format: %v", time.Since(start).Round(time.Millisecond))
-	startProc(t, dir, "namenode", j.java, append(append([]string{}, jvm...), "org.apache.hadoop.hdfs.server.namenode.NameNode")...)
-	startProc(t, dir, "datanode", j.java, append(append([]string{}, jvm...), "org.apache.hadoop.hdfs.server.datanode.DataNode")...)
 	start = time.Now()
-	run := j.runDriver(t, "HdfsDriver", uri, "ready\t120")
+	nn := startProc(t, dir, "namenode", j.java, "@"+argFile, nnClass)
+	dn := startProc(t, dir, "datanode", j.java, "@"+argFile, dnClass)
+	waitUntil(t, 90*time.Second, "the NameNode's RPC port", nn, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		if dead, err := dn.Exited(); dead {
+			t.Fatalf("the DataNode exited (%v):\n%s", err, dn.Tail(30))
+		}
+		return true, ""
+	})
+	run := j.runDriver(t, "HdfsDriver", uri, "ready\t90")
 	var ready struct{ Tries int }
-	run.op(t, "ready:120").decode(t, &ready)
+	run.op(t, "ready:90").decode(t, &ready)
 	t.Logf("HDFS takes writes %v after the start (%d tries)", time.Since(start).Round(time.Millisecond), ready.Tries)
 	return &hdfsCluster{uri: uri, addr: addr}
 }
