@@ -306,9 +306,18 @@ func TestLauncherFetchesFromHDFS(t *testing.T) {
 	h := startHDFS(t, j)
 
 	src := t.TempDir()
-	const bigMB = 24
+	// YARNFED_HDFS_FETCH_MB sizes the large file (default 24 MiB: six
+	// 4 MiB blocks); a larger one measures the fetch rate.
+	bigMB := 24
+	if v := os.Getenv("YARNFED_HDFS_FETCH_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 4096 {
+			t.Fatalf("YARNFED_HDFS_FETCH_MB=%q: want 1..4096", v)
+		}
+		bigMB = n
+	}
 	big := filepath.Join(src, "big.bin")
-	os.WriteFile(big, randomBytes(t, bigMB<<20), 0o644) // 6 blocks of 4 MiB
+	os.WriteFile(big, randomBytes(t, bigMB<<20), 0o644)
 	tree := filepath.Join(src, "tree")
 	os.MkdirAll(filepath.Join(tree, "sub", "deeper"), 0o755)
 	os.WriteFile(filepath.Join(tree, "a.txt"), []byte("alpha\n"), 0o644)
@@ -352,7 +361,7 @@ func TestLauncherFetchesFromHDFS(t *testing.T) {
 			t.Fatalf("HdfsDriver %s: %s: %s", l.Op, l.Exception, l.Message)
 		}
 	}
-	if home.Owner != "alice" || bigSt.Len != bigMB<<20 || bigSt.Owner != "alice" || !treeSt.Dir || tgzSt.Len != int64(tgz.Len()) {
+	if home.Owner != "alice" || bigSt.Len != int64(bigMB)<<20 || bigSt.Owner != "alice" || !treeSt.Dir || tgzSt.Len != int64(tgz.Len()) {
 		t.Fatalf("uploaded: home %+v, big %+v, tree %+v, tgz %+v", home, bigSt, treeSt, tgzSt)
 	}
 
@@ -379,7 +388,7 @@ func TestLauncherFetchesFromHDFS(t *testing.T) {
 			sec, _ := strconv.ParseFloat(m[2], 64)
 			t.Logf("measured: localized %s in %.3f s", m[1], sec)
 			if strings.HasSuffix(m[1], "/big.bin") && sec > 0 {
-				t.Logf("measured: %d MiB from HDFS at %.1f MiB/s (launcher, fetcher process and checks included)", bigMB, bigMB/sec)
+				t.Logf("measured: %d MiB from HDFS at %.1f MiB/s (launcher, fetcher process and checks included)", bigMB, float64(bigMB)/sec)
 			}
 		}
 	})
