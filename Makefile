@@ -74,6 +74,7 @@ image: ## Build the container image $(IMAGE) as an OCI archive ($(IMAGE_ARCHIVE)
 	@# Load it: ctr -n k8s.io images import $(IMAGE_ARCHIVE); skopeo copy oci-archive:$(IMAGE_ARCHIVE) docker://...
 	mkdir -p bin/linux
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/linux/yarnfed ./cmd/yarnfed
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/linux/yarnfed-hdfs-fetch ./cmd/yarnfed-hdfs-fetch
 	cd hack/image && $(GO) run . -dockerfile $(CURDIR)/deploy/Dockerfile -context $(CURDIR)/bin/linux -name $(IMAGE) -out $(abspath $(IMAGE_ARCHIVE))
 
 kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -controller-manager, -scheduler, kubelet and kube-proxy in one go build, and CoreDNS.

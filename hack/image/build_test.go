@@ -243,3 +243,68 @@ func TestNormalizeRef(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployDockerfileCarriesTheHDFSFetcher: the repository's own
+// deploy/Dockerfile builds, and its image holds /yarnfed (the entrypoint)
+// and /yarnfed-hdfs-fetch beside it, both executable: the launcher's
+// --install copies the fetcher from beside its own executable, so an image
+// without it localizes no hdfs:// resource (kuberm/DESIGN.md, "Launcher").
+func TestDeployDockerfileCarriesTheHDFSFetcher(t *testing.T) {
+	o := fixture(t)
+	o.dockerfile = filepath.Join("..", "..", "deploy", "Dockerfile")
+	exe, _ := os.ReadFile(filepath.Join(o.context, "yarnfed"))
+	if err := os.WriteFile(filepath.Join(o.context, "yarnfed-hdfs-fetch"), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(o); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	untar(t, o.out, dir)
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("index %+v, %v", im, err)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/yarnfed" {
+		t.Fatalf("config %+v, %v", cf, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]int64{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				files[h.Name] = h.Mode
+			}
+		}
+		rc.Close()
+	}
+	for _, name := range []string{"yarnfed", "yarnfed-hdfs-fetch"} {
+		if mode, ok := files[name]; !ok || mode&0o111 == 0 {
+			t.Errorf("the image has no executable /%s (files: %v)", name, files)
+		}
+	}
+}

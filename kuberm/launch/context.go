@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -49,6 +50,9 @@ type Limits struct {
 	PatternBytes    int   // a PATTERN resource's regular expression
 	LinkNameBytes   int   // a local resource's link name
 	CommandLineByte int   // the commands joined
+	// FetchTimeout bounds one hdfs:// fetch (yarnfed-hdfs-fetch's
+	// --timeout); zero means DefaultFetchTimeout.
+	FetchTimeout time.Duration
 }
 
 // DefaultLimits are generous for real frameworks (Spark ships a few hundred
@@ -69,6 +73,7 @@ func DefaultLimits() Limits {
 		PatternBytes:    4096,
 		LinkNameBytes:   1024,
 		CommandLineByte: 1 << 20,
+		FetchTimeout:    DefaultFetchTimeout,
 	}
 }
 
@@ -82,7 +87,7 @@ var (
 	// changed on its source, larger than declared, an unsafe archive).
 	ErrLocalize = errors.New("localization failed")
 	// ErrUnsupportedScheme: a resource URL whose scheme the launcher does
-	// not fetch (hdfs://, s3a://, ...; DESIGN.md "Launcher").
+	// not fetch (s3a://, viewfs://, ...; DESIGN.md "Launcher").
 	ErrUnsupportedScheme = errors.New("unsupported resource scheme")
 	// ErrLaunch: the environment, the script or the process could not be
 	// set up.

@@ -52,11 +52,17 @@ type Config struct {
 	// terminationMessagePath; "" = none).
 	TerminationLog string
 	HTTPClient     *http.Client
-	Logger         *slog.Logger
+	// HDFSFetcher is the yarnfed-hdfs-fetch binary hdfs:// resources are
+	// fetched with (default: the file of that name beside the launcher's
+	// own executable, where --install puts it).
+	HDFSFetcher string
+	Logger      *slog.Logger
 	// ReapAll makes the launcher reap every child it inherits, as PID 1 of
 	// a container must (orphans of the command are reparented to it).
 	// Default: only when the launcher is PID 1.
 	ReapAll bool
+
+	fetcher remoteFetcher // tests: replaces the HDFSFetcher process
 }
 
 func (c *Config) defaults() error {
@@ -91,6 +97,12 @@ func (c *Config) defaults() error {
 			TLSHandshakeTimeout:   30 * time.Second,
 			ResponseHeaderTimeout: 60 * time.Second,
 		}}
+	}
+	if c.HDFSFetcher == "" {
+		c.HDFSFetcher = fetcherBeside()
+	}
+	if c.fetcher == nil {
+		c.fetcher = execFetcher{path: c.HDFSFetcher, env: c.Env}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -190,7 +202,8 @@ func prepare(ctx context.Context, cfg *Config) (*prepared, error) {
 
 	// Local resources, into the first local dir's file cache, linked into
 	// the working directory under their keys.
-	loc := &localizer{cache: filepath.Join(localDirs[0], "filecache"), lim: cfg.Limits, client: cfg.HTTPClient, log: log}
+	loc := &localizer{cache: filepath.Join(localDirs[0], "filecache"), lim: cfg.Limits, client: cfg.HTTPClient,
+		fetcher: cfg.fetcher, user: env["USER"], log: log}
 	work, err := os.OpenRoot(cfg.WorkDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLaunch, err)

@@ -291,8 +291,8 @@ func TestChangedResourceRefused(t *testing.T) {
 			r.Value.Resource.Port = proto.Int32(1) // nothing listens
 			return r
 		}()},
-		{"hdfs", &yarnpb.StringLocalResourceMapProto{Key: proto.String("r"), Value: &yarnpb.LocalResourceProto{
-			Resource: &yarnpb.URLProto{Scheme: proto.String("hdfs"), Host: proto.String("nn"), Port: proto.Int32(8020), File: proto.String("/user/a/x.jar")}}}},
+		{"s3a", &yarnpb.StringLocalResourceMapProto{Key: proto.String("r"), Value: &yarnpb.LocalResourceProto{
+			Resource: &yarnpb.URLProto{Scheme: proto.String("s3a"), Host: proto.String("bucket"), Port: proto.Int32(-1), File: proto.String("/user/a/x.jar")}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)

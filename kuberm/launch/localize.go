@@ -28,12 +28,14 @@ import (
 // whatever its link is called.
 
 type localizer struct {
-	cache  string // <first LOCAL_DIR>/filecache
-	lim    Limits
-	client *http.Client
-	log    *slog.Logger
-	seq    int
-	total  int64 // bytes fetched so far, against lim.TotalBytes
+	cache   string // <first LOCAL_DIR>/filecache
+	lim     Limits
+	client  *http.Client
+	fetcher remoteFetcher // hdfs://
+	user    string        // the container's user (USER): whom the NameNode sees
+	log     *slog.Logger
+	seq     int
+	total   int64 // bytes fetched so far, against lim.TotalBytes
 }
 
 // localize fetches r and returns the path its link must point at.
@@ -53,8 +55,10 @@ func (l *localizer) localize(ctx context.Context, r Resource) (string, error) {
 		err = l.fetchFile(r, fetched)
 	case "http", "https":
 		err = l.fetchHTTP(ctx, r, fetched)
+	case "hdfs":
+		err = l.fetchHDFS(ctx, r, fetched)
 	default:
-		err = fmt.Errorf("%w: %s (resource %q: %s); the launcher fetches file://, http:// and https:// only",
+		err = fmt.Errorf("%w: %s (resource %q: %s); the launcher fetches file://, http://, https:// and hdfs:// only",
 			ErrUnsupportedScheme, r.Scheme, r.Link, r.URL)
 	}
 	if err != nil {
@@ -90,9 +94,18 @@ func archiveKind(name string) string {
 	return ""
 }
 
-// place moves or unpacks the fetched file to out.
+// place moves or unpacks the fetched file to out. A directory is moved
+// whatever the resource's type, as FSDownload copies a directory and
+// unpacks only files.
 func (l *localizer) place(r Resource, fetched, out string) error {
 	kind := archiveKind(fetched)
+	st, err := os.Lstat(fetched)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrLocalize, err)
+	}
+	if st.IsDir() {
+		return rename(fetched, out)
+	}
 	if r.Type == yarnpb.LocalResourceTypeProto_FILE || kind == "" {
 		if r.Type != yarnpb.LocalResourceTypeProto_FILE {
 			l.log.Warn("cannot unpack, localized as a file", "resource", r.URL, "type", r.Type.String())
@@ -114,7 +127,6 @@ func (l *localizer) place(r Resource, fetched, out string) error {
 	if err := os.Mkdir(out, 0o700); err != nil {
 		return fmt.Errorf("%w: %v", ErrLocalize, err)
 	}
-	var err error
 	switch kind {
 	case "jar", "zip":
 		err = unzip(fetched, out, match, l.lim)
