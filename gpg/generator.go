@@ -218,9 +218,14 @@ func (g *GPG) capacitiesToPublish(scs []*pb.SubClusterInfo, snap map[string]capa
 		}
 		u := g.usable(m, now)
 		cur := sc.GetPublishedCapacity()
+		// The node count moves with the same threshold as the capacity: in
+		// a cluster of thousands of nodes one leaves or returns every few
+		// seconds, and routers only display the count, so an exact match
+		// would cost a store write per round for nothing; the republish
+		// brings it up to date.
 		due := cur == nil || now.Sub(time.UnixMilli(cur.GetPublishedMs())) >= cfg.Republish.D() ||
 			moved(cur.GetMemoryMb(), u.MemoryMB, cfg.PublishThreshold) || moved(cur.GetVcores(), u.VCores, cfg.PublishThreshold) ||
-			cur.GetNodes() != int32(m.Nodes)
+			moved(int64(cur.GetNodes()), int64(m.Nodes), cfg.PublishThreshold)
 		if !due {
 			continue
 		}

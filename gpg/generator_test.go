@@ -248,3 +248,44 @@ func TestGeneratorWarnsOnceAboutUnknownSubCluster(t *testing.T) {
 	}
 	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
 }
+
+// TestGeneratorNodeChurnWritesNothing: in a large cluster nodes leave and
+// return all the time; one node of 1,000 moves neither the weights nor the
+// published capacity past their thresholds, so the round writes nothing
+// (the node count, which routers only display, moves with the same
+// threshold as the capacity, and catches up at the next republish).
+func TestGeneratorNodeChurnWritesNothing(t *testing.T) {
+	e := newGenEnv(t, nil)
+	set := func(nodes int64) {
+		e.src.Set(capacity.SubCluster{ID: "SC-1", Usable: capacity.Resources{MemoryMB: 30 * nodes, VCores: nodes / 10}, Nodes: int(nodes), ObservedAt: e.clk.Now()})
+	}
+	set(1000)
+	if res := e.round(t); res.Writes != 1 || len(res.Capacities) != 1 {
+		t.Fatalf("first figure: %d writes, %d capacities", res.Writes, len(res.Capacities))
+	}
+	for _, nodes := range []int64{999, 1000, 990, 1000} {
+		set(nodes)
+		if res := e.round(t); res.Writes != 0 {
+			t.Fatalf("%d of 1000 nodes: %d writes (capacities %v), want none", nodes, res.Writes, res.Capacities)
+		}
+	}
+	if got := e.st.SubCluster("SC-1").GetPublishedCapacity().GetNodes(); got != 1000 {
+		t.Fatalf("published nodes %d, want 1000", got)
+	}
+	// Past the threshold the count is published, with the capacity.
+	set(900)
+	if res := e.round(t); res.Writes != 1 || len(res.Capacities) != 1 || res.Capacities[0].GetNodes() != 900 {
+		t.Fatalf("900 of 1000 nodes: %d writes, capacities %v", res.Writes, res.Capacities)
+	}
+	// A small move is published at the next republish.
+	set(899)
+	e.round(t)
+	e.clk.Add(time.Minute)
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0))
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(10000, 10, 0))
+	set(899)
+	e.round(t)
+	if got := e.st.SubCluster("SC-1").GetPublishedCapacity().GetNodes(); got != 899 {
+		t.Fatalf("published nodes %d after the republish, want 899", got)
+	}
+}
