@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
@@ -66,6 +69,13 @@ func (f fakeCore) WatchPods(ctx context.Context, o metav1.ListOptions) (watch.In
 // clock at testNow.
 func newFixture(t *testing.T, mutate func(*Config), objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, mutate, nil, objs...)
+}
+
+// newFixtureWith is newFixture with beforeRun called on the Source before
+// it runs.
+func newFixtureWith(t *testing.T, mutate func(*Config), beforeRun func(*Source), objs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{t: t, client: fake.NewClientset(objs...), clock: clocktesting.NewFakeClock(testNow)}
 	cfg := DefaultConfig()
 	cfg.Name = "test"
@@ -81,6 +91,9 @@ func newFixture(t *testing.T, mutate func(*Config), objs ...runtime.Object) *fix
 	}
 	t.Cleanup(src.Close)
 	f.src = src
+	if beforeRun != nil {
+		beforeRun(src)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, 2) }()
@@ -275,6 +288,60 @@ func TestStaleNodeDropsToZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+}
+
+// deadlineRecorder counts the staleness looks queued per node (AddAfter).
+type deadlineRecorder struct {
+	workqueue.TypedDelayingInterface[string]
+	mu    sync.Mutex
+	after map[string]int
+}
+
+func (r *deadlineRecorder) AddAfter(name string, d time.Duration) {
+	r.mu.Lock()
+	r.after[name]++
+	r.mu.Unlock()
+	r.TypedDelayingInterface.AddAfter(name, d)
+}
+
+func (r *deadlineRecorder) counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.after)
+}
+
+// A resync re-queues no staleness look whose deadline did not move (each
+// node has one pending from its last computation; at 100,000 nodes
+// re-queueing all of them cost more than the recompute), and the looks
+// queued before still turn a silent node stale on time.
+func TestRecomputeQueuesOnlyMovedDeadlines(t *testing.T) {
+	rec := &deadlineRecorder{after: map[string]int{}}
+	f := newFixtureWith(t, func(c *Config) {
+		c.StaleAfter = Duration(10 * time.Minute)
+		c.ResyncPeriod = Duration(24 * time.Hour) // only the Recomputes below
+	}, func(s *Source) { rec.TypedDelayingInterface, s.queue = s.queue, rec },
+		mkNode("n1", origin("4000", "4Gi")),
+		mkNode("n2", origin("4000", "4Gi"), ready(corev1.ConditionTrue, testNow.Add(5*time.Minute))),
+		mkPod("yarn", "nm1", "n1", "", "", nodeManager("")),
+		mkPod("yarn", "nm2", "n2", "", "", nodeManager("")),
+	)
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 8, 8192, 2)})
+	// The initial Recompute and the workers' syncs have queued their looks.
+	testPoll(t, "initial syncs done", func() bool {
+		c := rec.counts()
+		return c["n1"] >= 2 && c["n2"] >= 2 && rec.Len() == 0 && f.clock.HasWaiters()
+	})
+	before := rec.counts()
+	for range 3 {
+		f.src.Recompute()
+	}
+	if after := rec.counts(); !maps.Equal(after, before) {
+		t.Fatalf("resyncs with no deadline moved queued looks: %v, before %v", after, before)
+	}
+	f.clock.Step(10 * time.Minute) // n1 turns stale; n2 has 5 minutes left
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	f.clock.Step(5 * time.Minute)
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 0, 0, 0)})
 }
 
 // Random changes through the API: once the queue drains, the incrementally
