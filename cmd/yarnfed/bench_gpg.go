@@ -181,9 +181,9 @@ func benchGPGPoint(ctx context.Context, cfg bench.Config, kcfg kubebench.Config,
 	}
 	fmt.Fprintf(out, "1. Kubernetes full recompute (gpg/kube Source, in-memory informer feed): %d nodes, %d pods, %d sub-clusters, figures checked\n",
 		kres.Nodes, kres.Pods, kres.SubClustersReported)
-	fmt.Fprintf(out, "   initial sync %v, live heap %.1f MiB; %d recomputes: min %v, median %v, max %v\n\n",
+	fmt.Fprintf(out, "   initial sync %v, live heap %.1f MiB; %d recomputes: min %v, median %v, max %v, CPU %v each\n\n",
 		kres.InitialSync.Round(time.Millisecond), float64(kres.HeapBytes)/(1<<20), kres.Rounds,
-		kres.Min.Round(time.Microsecond), kres.Median.Round(time.Microsecond), kres.Max.Round(time.Microsecond))
+		kres.Min.Round(time.Microsecond), kres.Median.Round(time.Microsecond), kres.Max.Round(time.Microsecond), kres.CPU.Round(time.Microsecond))
 	fmt.Fprint(out, "2. ")
 	res, err := bench.Run(ctx, cfg, out)
 	if err != nil {
@@ -222,22 +222,23 @@ func printGPGTargets(out io.Writer, p gpgPoint) {
 // printGPGCurve prints every size in one table.
 func printGPGCurve(out io.Writer, ps []gpgPoint) {
 	fmt.Fprintf(out, "=== curve (%s)\n", procstat.LoadAvg())
-	fmt.Fprintf(out, "%5s %7s %7s | %9s %9s %8s %9s | %9s %9s %9s %9s | %-7s %-6s %-6s %9s | %9s %9s\n",
-		"subcl", "nodes", "pods", "recomp50", "recompmax", "sync", "src heap",
-		"round p50", "p99", "steady50", "churn50", "w/chg", "w/std", "w/chrn", "write B", "RSS", "RSS peak")
+	fmt.Fprintf(out, "%5s %7s %7s | %9s %9s %9s %8s %9s | %9s %9s %9s %9s %9s | %-7s %-6s %-6s %9s | %9s %9s\n",
+		"subcl", "nodes", "pods", "recomp50", "recompmax", "recompCPU", "sync", "src heap",
+		"round p50", "p99", "roundCPU", "steady50", "churn50", "w/chg", "w/std", "w/chrn", "write B", "RSS", "RSS peak")
 	for _, p := range ps {
 		r := p.round
 		peak := mib(p.rssPeak)
 		if !p.rssPeakPerSize {
 			peak += "*"
 		}
-		fmt.Fprintf(out, "%5d %7d %7d | %9s %9s %8s %9s | %9s %9s %9s %9s | %-7s %-6s %-6s %9d | %9s %9s\n",
-			p.subClusters, p.nodes, p.kube.Pods, ms(p.kube.Median), ms(p.kube.Max), p.kube.InitialSync.Round(time.Millisecond), mib(p.kube.HeapBytes),
-			ms(r.Changing.P50), ms(r.Changing.P99), ms(r.Steady.P50), ms(r.Churn.P50),
+		fmt.Fprintf(out, "%5d %7d %7d | %9s %9s %9s %8s %9s | %9s %9s %9s %9s %9s | %-7s %-6s %-6s %9d | %9s %9s\n",
+			p.subClusters, p.nodes, p.kube.Pods, ms(p.kube.Median), ms(p.kube.Max), ms(p.kube.CPU), p.kube.InitialSync.Round(time.Millisecond), mib(p.kube.HeapBytes),
+			ms(r.Changing.P50), ms(r.Changing.P99), ms(r.Changing.CPU), ms(r.Steady.P50), ms(r.Churn.P50),
 			writesRange(r.Changing), writesRange(r.Steady), writesRange(r.Churn), r.Changing.MaxWriteBytes, mib(p.rss), peak)
 	}
-	fmt.Fprintln(out, "recomp = Kubernetes full recompute (median, max); sync = informers' list + first recompute; src heap = the synced Source's live heap;")
-	fmt.Fprintln(out, "round = GPG policy round while capacity changes (p50, p99), steady and one-node-churn p50; w/ = store writes per round")
+	fmt.Fprintln(out, "recomp = Kubernetes full recompute (median, max, process CPU each); sync = informers' list + first recompute; src heap =")
+	fmt.Fprintln(out, "the synced Source's live heap; round = GPG policy round while capacity changes (p50, p99, process CPU per round: the")
+	fmt.Fprintln(out, "GPG and the in-process store), steady and one-node-churn p50; w/ = store writes per round")
 	fmt.Fprintln(out, "(changing, steady, churn); write B = largest SetPolicies request; RSS = this process after the size (the synthetic API")
 	fmt.Fprintln(out, "objects included), peak since the size started (* = could not reset: peak since the process started).")
 }

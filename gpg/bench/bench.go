@@ -18,6 +18,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/gpg"
 	"github.com/yarnfed/yarnfed/gpg/capacity"
+	"github.com/yarnfed/yarnfed/internal/procstat"
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 )
@@ -123,6 +124,7 @@ func (c *countingStore) DeleteApplicationHomes(ctx context.Context, ids []string
 
 type sample struct {
 	round, compute time.Duration
+	cpu            time.Duration // the process's: the GPG and the in-process store
 	writes, bytes  int64
 	queues, caps   int
 }
@@ -137,6 +139,9 @@ type Phase struct {
 	// MaxWriteBytes is the largest policy write (the SetPolicies request's
 	// protobuf size: queues' weights and published capacities).
 	MaxWriteBytes int64
+	// CPU is the process's mean CPU time per round: the GPG and, when the
+	// command started it, the store (Raft, bbolt, gRPC) in this process.
+	CPU time.Duration
 }
 
 // Result is what Run measured.
@@ -199,13 +204,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 			return sample{}, fmt.Errorf("bench gpg: lost the lease")
 		}
 		before := st.writes.Load()
-		start := time.Now()
+		cpu0, start := procstat.Self(), time.Now()
 		res, err := g.PolicyRound(ctx)
-		took := time.Since(start)
+		took, cpu := time.Since(start), procstat.Self()-cpu0
 		if err != nil {
 			return sample{}, err
 		}
-		s := sample{round: took, compute: res.Compute, writes: st.writes.Load() - before, queues: len(res.Policies), caps: len(res.Capacities)}
+		s := sample{round: took, cpu: cpu, compute: res.Compute, writes: st.writes.Load() - before, queues: len(res.Policies), caps: len(res.Capacities)}
 		if res.Writes > 0 { // the request the round sent, sized outside the timing
 			s.bytes = int64(proto.Size(&pb.SetPoliciesRequest{Policies: res.Policies, Capacities: res.Capacities, SkipPinned: true}))
 		}
@@ -219,7 +224,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 	}
 	fmt.Fprintf(out, "GPG policy round: %d sub-clusters, %d Kubernetes nodes (summed every round), %d queues + '*', real state store\n\n",
 		cfg.SubClusters, cfg.Nodes, cfg.Queues)
-	fmt.Fprintf(out, "%-30s %6s %9s %9s %9s %11s %11s %12s %10s %11s\n", "phase", "rounds", "round p50", "p99", "max", "compute p50", "compute p99", "writes/round", "queues/rnd", "write bytes")
+	fmt.Fprintf(out, "%-30s %6s %9s %9s %9s %9s %11s %11s %12s %10s %11s\n", "phase", "rounds", "round p50", "p99", "max", "cpu/round", "compute p50", "compute p99", "writes/round", "queues/rnd", "write bytes")
 	var changing, steady []sample
 	// Phase 1: capacity moves every round (half the sub-clusters lose or
 	// regain 60% of their batch capacity): every round must write, once.
@@ -269,6 +274,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 		// moved() is strict: one node of exactly 1/threshold is not a move.
 		NodeChurnSilent: perSub > 0 && 1/float64(perSub) <= gcfg.Generator.PublishThreshold}
 	fmt.Fprintln(out, "\nround = read membership and policies (watch-fed client cache), sum every node, weights for every queue, one fenced write;")
+	fmt.Fprintln(out, "cpu/round = this process's CPU time per round (the GPG and, unless --store, the store: Raft, bbolt, gRPC);")
 	fmt.Fprintln(out, "compute = the capacity snapshot and the weights alone; write bytes = the largest SetPolicies request.")
 	fmt.Fprintln(out, "Target: round <= 100ms, one store write per changing round, none while steady or while one node churns.")
 	return res, nil
@@ -280,7 +286,9 @@ func report(out io.Writer, name string, ss []sample) Phase {
 	var minW, maxW int64 = 1 << 62, 0
 	var queues int
 	var maxBytes int64
+	var cpu time.Duration
 	for i, s := range ss {
+		cpu += s.cpu
 		rounds[i], comp[i] = s.round, s.compute
 		minW, maxW = min(minW, s.writes), max(maxW, s.writes)
 		queues += s.queues
@@ -291,12 +299,12 @@ func report(out io.Writer, name string, ss []sample) Phase {
 	pct := func(d []time.Duration, p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
 	ph := Phase{Rounds: len(ss), P50: pct(rounds, 0.5), P99: pct(rounds, 0.99), Max: rounds[len(rounds)-1],
 		ComputeP50: pct(comp, 0.5), ComputeP99: pct(comp, 0.99), MinWrites: minW, MaxWrites: maxW,
-		QueuesWrittenPerRound: float64(queues) / float64(len(ss)), MaxWriteBytes: maxBytes}
+		QueuesWrittenPerRound: float64(queues) / float64(len(ss)), MaxWriteBytes: maxBytes, CPU: cpu / time.Duration(len(ss))}
 	writes := fmt.Sprintf("%d", minW)
 	if minW != maxW {
 		writes = fmt.Sprintf("%d-%d", minW, maxW)
 	}
-	fmt.Fprintf(out, "%-30s %6d %9s %9s %9s %11s %11s %12s %10.1f %11d\n", name, ph.Rounds, ms(ph.P50), ms(ph.P99), ms(ph.Max),
+	fmt.Fprintf(out, "%-30s %6d %9s %9s %9s %9s %11s %11s %12s %10.1f %11d\n", name, ph.Rounds, ms(ph.P50), ms(ph.P99), ms(ph.Max), ms(ph.CPU),
 		ms(ph.ComputeP50), ms(ph.ComputeP99), writes, ph.QueuesWrittenPerRound, ph.MaxWriteBytes)
 	return ph
 }
