@@ -3,6 +3,7 @@ package gpg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -287,5 +288,59 @@ func TestGeneratorNodeChurnWritesNothing(t *testing.T) {
 	e.round(t)
 	if got := e.st.SubCluster("SC-1").GetPublishedCapacity().GetNodes(); got != 899 {
 		t.Fatalf("published nodes %d after the republish, want 899", got)
+	}
+}
+
+// TestGeneratorRereadsChangedStoredWeights: a round reuses what it parsed
+// from unchanged JSON (a steady round at 100 sub-clusters and 21 queues
+// allocates almost nothing), but an operator's new weights for a queue, or
+// a new capability, are read at the next round.
+func TestGeneratorRereadsChangedStoredWeights(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	if res := e.round(t); res.Writes != 0 {
+		t.Fatalf("steady round wrote %d times", res.Writes)
+	}
+	// An operator (unpinned) writes other weights: the GPG sees them and
+	// moves the queue back to its target.
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "*", Type: DefaultManager,
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.1"},{"key":{"id":"SC-2"},"value":"0.9"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.1"},{"key":{"id":"SC-2"},"value":"0.9"}]},"headroomAlpha":"0.5"}`)})
+	if res := e.round(t); res.Writes != 1 {
+		t.Fatalf("round after the operator's write: %d writes, want 1", res.Writes)
+	}
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	info, _ := policies.ParseWeightedPolicyInfo(e.st.Policy("*").GetParams())
+	if info.HeadroomAlpha != 0.5 {
+		t.Fatalf("alpha %v, want the operator's 0.5 kept", info.HeadroomAlpha)
+	}
+	// A new capability is read too.
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0))
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.5, "SC-2": 0.5})
+}
+
+// TestSteadyComputeAllocatesLittle pins the parse reuse at issue 25's
+// size: a steady round's compute at 100 sub-clusters and 21 queues made
+// 32,642 allocations when every stored policy and capability was parsed
+// again (107 with reuse). An allocation count, not a time.
+func TestSteadyComputeAllocatesLittle(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	for i := range 98 {
+		e.st.Register(subCluster(fmt.Sprintf("SC-%03d", i+3), pb.SubClusterState_SC_RUNNING, metricsJSON(int64(100000+1000*i), int64(100+i), int64(i%7))))
+	}
+	for q := range 20 {
+		e.st.PutPolicy(&pb.PolicyConfiguration{Queue: fmt.Sprintf("root.q%02d", q), Type: DefaultManager, Params: []byte(`{"headroomAlpha":"1.0"}`)})
+	}
+	e.round(t)
+	ctx := context.Background()
+	scs, _ := e.st.ListSubClusters(ctx, false)
+	stored, _ := e.st.ListPolicies(ctx)
+	snap := e.src.Snapshot()
+	if res := e.g.compute(scs, stored, snap); len(res.Policies) != 0 {
+		t.Fatalf("not steady: %d policies to write", len(res.Policies))
+	}
+	if n := testing.AllocsPerRun(5, func() { e.g.compute(scs, stored, snap) }); n > 2000 {
+		t.Fatalf("a steady compute over %d sub-clusters and %d queues made %.0f allocations, want <= 2000 (stored JSON parsed again?)", len(scs), len(stored), n)
 	}
 }
