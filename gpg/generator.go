@@ -156,7 +156,13 @@ func (g *GPG) compute(scs []*pb.SubClusterInfo, stored []*pb.PolicyConfiguration
 			}
 			ws := toPolicyWeights(next)
 			info := policies.WeightedPolicyInfo{RouterWeights: ws, AMRMWeights: ws, HeadroomAlpha: alpha}
-			res.Policies = append(res.Policies, &pb.PolicyConfiguration{Queue: q, Type: typ, Params: info.MarshalHadoopJSON()})
+			params := info.MarshalHadoopJSON()
+			res.Policies = append(res.Policies, &pb.PolicyConfiguration{Queue: q, Type: typ, Params: params})
+			// What this round writes is what the next one reads back (the
+			// store keeps params verbatim): recorded as parsed, so a round
+			// after a change does not parse every queue again. A failed
+			// write leaves other bytes stored, which then miss.
+			parsed.policies[q] = parsedPolicy{params: string(params), weights: normalized(fromPolicyWeights(ws)), alpha: alpha}
 		}
 	}
 	if cfg.PublishCapacity {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -342,5 +343,47 @@ func TestSteadyComputeAllocatesLittle(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(5, func() { e.g.compute(scs, stored, snap) }); n > 2000 {
 		t.Fatalf("a steady compute over %d sub-clusters and %d queues made %.0f allocations, want <= 2000 (stored JSON parsed again?)", len(scs), len(stored), n)
+	}
+}
+
+// TestRecordedWritesParseBack: what a round records as parsed for the
+// queues it writes equals what parsing the stored params gives, through
+// moves, a drain to zero and a sub-cluster leaving the target, so the next
+// round's reuse changes no decision.
+func TestRecordedWritesParseBack(t *testing.T) {
+	e := newGenEnv(t, nil) // bounded steps: several writes per change
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "root.a", Type: DefaultManager, Params: []byte(`{"headroomAlpha":"0.7"}`)})
+	check := func(step string) {
+		t.Helper()
+		for _, q := range []string{"*", "root.a"} {
+			p := e.st.Policy(q)
+			info, err := policies.ParseWeightedPolicyInfo(p.GetParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := parsedPolicy{params: string(p.GetParams()), weights: normalized(fromPolicyWeights(info.RouterWeights)), alpha: info.HeadroomAlpha}
+			e.g.parsedMu.Lock()
+			got, ok := e.g.parsed.policies[q]
+			e.g.parsedMu.Unlock()
+			if !ok || got.params != want.params || got.alpha != want.alpha || !maps.Equal(got.weights, want.weights) {
+				t.Fatalf("%s, queue %s: recorded %+v, parsed %+v", step, q, got, want)
+			}
+		}
+	}
+	writes := 0
+	for i, hb := range []string{metricsJSON(30000, 30, 0), metricsJSON(0, 0, 0), metricsJSON(5000, 7, 3)} {
+		e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, hb)
+		for r := range 6 {
+			writes += e.round(t).Writes
+			check(fmt.Sprintf("heartbeat %d, round %d", i, r))
+		}
+	}
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_DECOMMISSIONED, metricsJSON(10000, 10, 0))
+	for r := range 6 {
+		writes += e.round(t).Writes
+		check(fmt.Sprintf("SC-2 gone, round %d", r))
+	}
+	if writes < 8 {
+		t.Fatalf("only %d writes: the rounds did not move the weights", writes)
 	}
 }

@@ -61,18 +61,24 @@ func (s *nodeSource) Snapshot() map[string]capacity.SubCluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	out := make(map[string]capacity.SubCluster, len(s.subs))
+	// Summed by index, then one map entry per sub-cluster: a map update
+	// per node cost ~10 ms at 100,000 nodes, the bench's own overhead.
+	sums := make([]capacity.SubCluster, len(s.subs))
 	for _, n := range s.nodes {
 		if n.gone {
 			continue
 		}
-		id := s.subs[n.sub]
-		sc := out[id]
-		sc.ID, sc.ObservedAt = id, now
+		sc := &sums[n.sub]
 		sc.Usable.MemoryMB += n.mem
 		sc.Usable.VCores += n.vcore
 		sc.Nodes++
-		out[id] = sc
+	}
+	out := make(map[string]capacity.SubCluster, len(s.subs))
+	for i, sc := range sums {
+		if sc.Nodes > 0 {
+			sc.ID, sc.ObservedAt = s.subs[i], now
+			out[sc.ID] = sc
+		}
 	}
 	return out
 }
