@@ -225,6 +225,54 @@ func TestSourceFollowsEvents(t *testing.T) {
 	}
 }
 
+// A node's entry (facts, pods, result) lives while any of them does: pods
+// seen before their Node count once it arrives, and a deleted Node whose
+// pods are gone leaves nothing behind (a cluster replacing nodes for months
+// must not grow the Source).
+func TestNodeEntriesComeAndGo(t *testing.T) {
+	ctx := context.Background()
+	cs := func(f *fixture) corev1client.CoreV1Interface { return f.client.CoreV1() }
+	f := newFixture(t, nil, mkNode("n1", origin("4000", "4Gi")), mkPod("yarn", "nm1", "n1", "", "", nodeManager("")))
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	entries := func() int {
+		f.src.mu.Lock()
+		defer f.src.mu.Unlock()
+		return len(f.src.nodes)
+	}
+	// Pods before their Node: counted once the Node arrives.
+	if _, err := cs(f).Pods("yarn").Create(ctx, mkPod("yarn", "nm2", "n2", "", "", nodeManager("")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs(f).Pods("spark").Create(ctx, mkPod("spark", "a", "n2", "1000", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testPoll(t, "n2's pods recorded", func() bool { return entries() == 2 })
+	f.src.Recompute() // a Node-less entry gets no result
+	if got := f.src.Nodes(); len(got) != 1 {
+		t.Fatalf("Nodes() = %v, want n1 only", got)
+	}
+	if _, err := cs(f).Nodes().Create(ctx, mkNode("n2", origin("4000", "4Gi")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 7, 7168, 2)})
+	// n2 goes, then its pods: nothing of it is left; a resync in between
+	// drops its result.
+	if err := cs(f).Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.src.Recompute()
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	for _, p := range [][2]string{{"yarn", "nm2"}, {"spark", "a"}} {
+		if err := cs(f).Pods(p[0]).Delete(ctx, p[1], metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testPoll(t, "n2's entry gone", func() bool { return entries() == 1 })
+	if got := f.src.Nodes(); len(got) != 1 || len(f.src.Allocations()) != 1 {
+		t.Fatalf("Nodes() = %v, Allocations() = %v, want n1 only", got, f.src.Allocations())
+	}
+}
+
 // The Source reads, and only lists and watches nodes and pods: what the
 // read-only ClusterRole grants (the real API server test proves it with RBAC).
 func TestSourceOnlyListsAndWatches(t *testing.T) {
