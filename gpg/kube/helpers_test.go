@@ -139,5 +139,6 @@ func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time)
 	for _, p := range pods {
 		facts = facts.with(p.Namespace+"/"+p.Name, factsOfPod(p))
 	}
-	return r.evaluate(factsOfNode(node), facts, now)
+	nf := factsOfNode(node)
+	return r.evaluate(&nf, facts, now)
 }

@@ -199,7 +199,7 @@ func factsOfPod(pod *corev1.Pod) podFacts {
 // non-terminated pods, NodeManager pods included, floored at 0, in YARN
 // units, for the sub-cluster of its running NodeManagers; 0 when the node
 // is unusable or its figures are untrustworthy.
-func (r nodeRules) evaluate(node nodeFacts, pods podList, now time.Time) NodeResult {
+func (r nodeRules) evaluate(node *nodeFacts, pods podList, now time.Time) NodeResult {
 	sc, nodeID, nms := "", "", 0
 	var used Batch
 	for i := range pods {

@@ -59,10 +59,15 @@ type Source struct {
 	nodes    map[string]*nodeState
 	numNodes int               // entries whose Node exists
 	podNode  map[string]string // pod key -> node name
-	synced   bool
-	resyncAt time.Time             // last Recompute
-	agg      map[string]*aggregate // sub-cluster -> sum over its nodes
-	counts   [numNodeStatus]int
+	// subClusterNames interns NodeManagers' cluster ids: a full recompute
+	// sums each node into its sub-cluster by that string, and 100,000
+	// copies of a handful of names scattered over the heap cost a cache
+	// miss per node (a fifth of the recompute at 100,000 nodes).
+	subClusterNames map[string]string
+	synced          bool
+	resyncAt        time.Time             // last Recompute
+	agg             map[string]*aggregate // sub-cluster -> sum over its nodes
+	counts          [numNodeStatus]int
 }
 
 // nodeState is one node name's facts, pods and last result. An entry
@@ -127,6 +132,8 @@ func New(cfg Config) (*Source, error) {
 		nodes:   make(map[string]*nodeState),
 		podNode: make(map[string]string),
 		agg:     make(map[string]*aggregate),
+
+		subClusterNames: make(map[string]string),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -249,6 +256,7 @@ func (s *Source) onPod(obj any, deleted bool) {
 		node, facts = rec.node, rec.facts
 	}
 	s.mu.Lock()
+	facts.clusterID = s.internLocked(facts.clusterID)
 	prev := s.podNode[key]
 	if prev == node && node != "" {
 		if st := s.nodes[node]; st != nil {
@@ -279,6 +287,23 @@ func (s *Source) onPod(obj any, deleted bool) {
 	if node != "" {
 		s.queue.Add(node)
 	}
+}
+
+// maxInternedNames bounds subClusterNames (one entry per distinct cluster-id
+// annotation ever seen); past it names are kept as they come.
+const maxInternedNames = 10_000
+
+func (s *Source) internLocked(name string) string {
+	if name == "" {
+		return ""
+	}
+	if n, ok := s.subClusterNames[name]; ok {
+		return n
+	}
+	if len(s.subClusterNames) < maxInternedNames {
+		s.subClusterNames[name] = name
+	}
+	return name
 }
 
 // Close stops the work queue (its delaying goroutine starts in New). Run
@@ -395,7 +420,7 @@ func (s *Source) computeLocked(st *nodeState, now time.Time) (NodeResult, bool) 
 	if st == nil || !st.present {
 		return NodeResult{}, false
 	}
-	return s.rules.evaluate(st.facts, st.pods, now), true
+	return s.rules.evaluate(&st.facts, st.pods, now), true
 }
 
 // sync brings one node's contribution up to date with the facts recorded
@@ -509,7 +534,7 @@ func (s *Source) Recompute() {
 			}
 			continue
 		}
-		res := s.rules.evaluate(st.facts, st.pods, now)
+		res := s.rules.evaluate(&st.facts, st.pods, now)
 		if contributes(res) && (!st.hasResult || !contributes(st.result) || !st.result.FreshUntil.Equal(res.FreshUntil)) {
 			deadlines = append(deadlines, deadline{name, res.FreshUntil.Sub(now)})
 		}

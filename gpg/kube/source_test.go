@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -615,4 +616,29 @@ func TestSyncedGauge(t *testing.T) {
 		var m dto.Metric
 		return f.src.m.synced.Write(&m) == nil && m.GetGauge().GetValue() == 1
 	})
+}
+
+// NodeManagers' cluster ids are interned (one copy per name, so a full
+// recompute's per-node sum reads hot memory), up to maxInternedNames
+// distinct names: a flood of distinct annotations is kept as it comes,
+// not remembered.
+func TestClusterIDsInternedBounded(t *testing.T) {
+	s := &Source{subClusterNames: map[string]string{}}
+	a := s.internLocked(strings.Clone("sc-a"))
+	b := s.internLocked(strings.Clone("sc-a"))
+	if a != "sc-a" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("sc-a not interned: %q %q", a, b)
+	}
+	if s.internLocked("") != "" {
+		t.Fatal("empty id changed")
+	}
+	for i := range maxInternedNames + 5 {
+		name := fmt.Sprintf("flood-%d", i)
+		if got := s.internLocked(name); got != name {
+			t.Fatalf("internLocked(%q) = %q", name, got)
+		}
+	}
+	if len(s.subClusterNames) != maxInternedNames {
+		t.Fatalf("%d names kept, want the bound %d", len(s.subClusterNames), maxInternedNames)
+	}
 }
