@@ -3,7 +3,9 @@ package gpg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -247,4 +249,141 @@ func TestGeneratorWarnsOnceAboutUnknownSubCluster(t *testing.T) {
 		t.Fatalf("warned about a known sub-cluster:\n%s", logs.String())
 	}
 	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+}
+
+// TestGeneratorNodeChurnWritesNothing: in a large cluster nodes leave and
+// return all the time; one node of 1,000 moves neither the weights nor the
+// published capacity past their thresholds, so the round writes nothing
+// (the node count, which routers only display, moves with the same
+// threshold as the capacity, and catches up at the next republish).
+func TestGeneratorNodeChurnWritesNothing(t *testing.T) {
+	e := newGenEnv(t, nil)
+	set := func(nodes int64) {
+		e.src.Set(capacity.SubCluster{ID: "SC-1", Usable: capacity.Resources{MemoryMB: 30 * nodes, VCores: nodes / 10}, Nodes: int(nodes), ObservedAt: e.clk.Now()})
+	}
+	set(1000)
+	if res := e.round(t); res.Writes != 1 || len(res.Capacities) != 1 {
+		t.Fatalf("first figure: %d writes, %d capacities", res.Writes, len(res.Capacities))
+	}
+	for _, nodes := range []int64{999, 1000, 990, 1000} {
+		set(nodes)
+		if res := e.round(t); res.Writes != 0 {
+			t.Fatalf("%d of 1000 nodes: %d writes (capacities %v), want none", nodes, res.Writes, res.Capacities)
+		}
+	}
+	if got := e.st.SubCluster("SC-1").GetPublishedCapacity().GetNodes(); got != 1000 {
+		t.Fatalf("published nodes %d, want 1000", got)
+	}
+	// Past the threshold the count is published, with the capacity.
+	set(900)
+	if res := e.round(t); res.Writes != 1 || len(res.Capacities) != 1 || res.Capacities[0].GetNodes() != 900 {
+		t.Fatalf("900 of 1000 nodes: %d writes, capacities %v", res.Writes, res.Capacities)
+	}
+	// A small move is published at the next republish.
+	set(899)
+	e.round(t)
+	e.clk.Add(time.Minute)
+	e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0))
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(10000, 10, 0))
+	set(899)
+	e.round(t)
+	if got := e.st.SubCluster("SC-1").GetPublishedCapacity().GetNodes(); got != 899 {
+		t.Fatalf("published nodes %d after the republish, want 899", got)
+	}
+}
+
+// TestGeneratorRereadsChangedStoredWeights: a round reuses what it parsed
+// from unchanged JSON (a steady round at 100 sub-clusters and 21 queues
+// allocates almost nothing), but an operator's new weights for a queue, or
+// a new capability, are read at the next round.
+func TestGeneratorRereadsChangedStoredWeights(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	if res := e.round(t); res.Writes != 0 {
+		t.Fatalf("steady round wrote %d times", res.Writes)
+	}
+	// An operator (unpinned) writes other weights: the GPG sees them and
+	// moves the queue back to its target.
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "*", Type: DefaultManager,
+		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.1"},{"key":{"id":"SC-2"},"value":"0.9"}]},"amrmPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0.1"},{"key":{"id":"SC-2"},"value":"0.9"}]},"headroomAlpha":"0.5"}`)})
+	if res := e.round(t); res.Writes != 1 {
+		t.Fatalf("round after the operator's write: %d writes, want 1", res.Writes)
+	}
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.75, "SC-2": 0.25})
+	info, _ := policies.ParseWeightedPolicyInfo(e.st.Policy("*").GetParams())
+	if info.HeadroomAlpha != 0.5 {
+		t.Fatalf("alpha %v, want the operator's 0.5 kept", info.HeadroomAlpha)
+	}
+	// A new capability is read too.
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_RUNNING, metricsJSON(30000, 30, 0))
+	e.round(t)
+	approx(t, storedWeights(t, e.st, "*"), Weights{"SC-1": 0.5, "SC-2": 0.5})
+}
+
+// TestSteadyComputeAllocatesLittle pins the parse reuse at issue 25's
+// size: a steady round's compute at 100 sub-clusters and 21 queues made
+// 32,642 allocations when every stored policy and capability was parsed
+// again (107 with reuse). An allocation count, not a time.
+func TestSteadyComputeAllocatesLittle(t *testing.T) {
+	e := newGenEnv(t, func(c *Config) { c.Generator.MaxStep = 1 })
+	for i := range 98 {
+		e.st.Register(subCluster(fmt.Sprintf("SC-%03d", i+3), pb.SubClusterState_SC_RUNNING, metricsJSON(int64(100000+1000*i), int64(100+i), int64(i%7))))
+	}
+	for q := range 20 {
+		e.st.PutPolicy(&pb.PolicyConfiguration{Queue: fmt.Sprintf("root.q%02d", q), Type: DefaultManager, Params: []byte(`{"headroomAlpha":"1.0"}`)})
+	}
+	e.round(t)
+	ctx := context.Background()
+	scs, _ := e.st.ListSubClusters(ctx, false)
+	stored, _ := e.st.ListPolicies(ctx)
+	snap := e.src.Snapshot()
+	if res := e.g.compute(scs, stored, snap); len(res.Policies) != 0 {
+		t.Fatalf("not steady: %d policies to write", len(res.Policies))
+	}
+	if n := testing.AllocsPerRun(5, func() { e.g.compute(scs, stored, snap) }); n > 2000 {
+		t.Fatalf("a steady compute over %d sub-clusters and %d queues made %.0f allocations, want <= 2000 (stored JSON parsed again?)", len(scs), len(stored), n)
+	}
+}
+
+// TestRecordedWritesParseBack: what a round records as parsed for the
+// queues it writes equals what parsing the stored params gives, through
+// moves, a drain to zero and a sub-cluster leaving the target, so the next
+// round's reuse changes no decision.
+func TestRecordedWritesParseBack(t *testing.T) {
+	e := newGenEnv(t, nil) // bounded steps: several writes per change
+	e.st.PutPolicy(&pb.PolicyConfiguration{Queue: "root.a", Type: DefaultManager, Params: []byte(`{"headroomAlpha":"0.7"}`)})
+	check := func(step string) {
+		t.Helper()
+		for _, q := range []string{"*", "root.a"} {
+			p := e.st.Policy(q)
+			info, err := policies.ParseWeightedPolicyInfo(p.GetParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := parsedPolicy{params: string(p.GetParams()), weights: normalized(fromPolicyWeights(info.RouterWeights)), alpha: info.HeadroomAlpha}
+			e.g.parsedMu.Lock()
+			got, ok := e.g.parsed.policies[q]
+			e.g.parsedMu.Unlock()
+			if !ok || got.params != want.params || got.alpha != want.alpha || !maps.Equal(got.weights, want.weights) {
+				t.Fatalf("%s, queue %s: recorded %+v, parsed %+v", step, q, got, want)
+			}
+		}
+	}
+	writes := 0
+	for i, hb := range []string{metricsJSON(30000, 30, 0), metricsJSON(0, 0, 0), metricsJSON(5000, 7, 3)} {
+		e.st.Heartbeat("SC-1", pb.SubClusterState_SC_RUNNING, hb)
+		for r := range 6 {
+			writes += e.round(t).Writes
+			check(fmt.Sprintf("heartbeat %d, round %d", i, r))
+		}
+	}
+	e.st.Heartbeat("SC-2", pb.SubClusterState_SC_DECOMMISSIONED, metricsJSON(10000, 10, 0))
+	for r := range 6 {
+		writes += e.round(t).Writes
+		check(fmt.Sprintf("SC-2 gone, round %d", r))
+	}
+	if writes < 8 {
+		t.Fatalf("only %d writes: the rounds did not move the weights", writes)
+	}
 }

@@ -79,6 +79,11 @@ type GPG struct {
 	// already warned about.
 	warnedUnknown map[string]bool
 
+	// parsed: what the last round parsed from the store's JSON (queues'
+	// weights, capabilities; generator.go, parsedRound).
+	parsedMu sync.Mutex
+	parsed   parsedRound
+
 	reapMu            sync.Mutex
 	pendingUAMDeletes map[uamKey]struct{} // killed UAMs whose registry row is still to delete
 }

@@ -135,9 +135,10 @@ func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
 // compute is the rule over API objects (see evaluate); the source keeps
 // facts, not objects, so only tests start from objects.
 func (r nodeRules) compute(node *corev1.Node, pods []*corev1.Pod, now time.Time) NodeResult {
-	facts := make(map[string]podFacts, len(pods))
+	var facts podList
 	for _, p := range pods {
-		facts[p.Namespace+"/"+p.Name] = factsOfPod(p)
+		facts = facts.with(p.Namespace+"/"+p.Name, factsOfPod(p))
 	}
-	return r.evaluate(factsOfNode(node), facts, now)
+	nf := factsOfNode(node)
+	return r.evaluate(&nf, facts, now)
 }

@@ -199,10 +199,11 @@ func factsOfPod(pod *corev1.Pod) podFacts {
 // non-terminated pods, NodeManager pods included, floored at 0, in YARN
 // units, for the sub-cluster of its running NodeManagers; 0 when the node
 // is unusable or its figures are untrustworthy.
-func (r nodeRules) evaluate(node nodeFacts, pods map[string]podFacts, now time.Time) NodeResult {
+func (r nodeRules) evaluate(node *nodeFacts, pods podList, now time.Time) NodeResult {
 	sc, nodeID, nms := "", "", 0
 	var used Batch
-	for _, p := range pods {
+	for i := range pods {
+		p := &pods[i].facts
 		if !p.terminated {
 			// Every non-terminated pod's request, a NodeManager's own (its
 			// daemon and sidecars) included: Pending ones too, since the

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"sync"
 	"time"
 
@@ -54,15 +53,49 @@ type Source struct {
 	// one computed from newer facts.
 	mu sync.Mutex
 	// The facts the rule needs, extracted once per event: recomputing a node
-	// reads these small structs, not API objects or annotation JSON.
-	nodes    map[string]nodeFacts           // node name -> facts
-	podsOn   map[string]map[string]podFacts // node name -> pod key -> facts
-	podNode  map[string]string              // pod key -> node name
-	synced   bool
-	resyncAt time.Time             // last Recompute
-	results  map[string]NodeResult // node name -> last result
-	agg      map[string]*aggregate // sub-cluster -> sum over its nodes
-	counts   [numNodeStatus]int
+	// reads these small structs, not API objects or annotation JSON. One
+	// entry per node name holds its facts, its pods' and its last result,
+	// so a full recompute makes one map walk and no lookups (100,000 nodes).
+	nodes    map[string]*nodeState
+	numNodes int               // entries whose Node exists
+	podNode  map[string]string // pod key -> node name
+	// subClusterNames interns NodeManagers' cluster ids: a full recompute
+	// sums each node into its sub-cluster by that string, and 100,000
+	// copies of a handful of names scattered over the heap cost a cache
+	// miss per node (a fifth of the recompute at 100,000 nodes).
+	subClusterNames map[string]string
+	synced          bool
+	resyncAt        time.Time             // last Recompute
+	agg             map[string]*aggregate // sub-cluster -> sum over its nodes
+	counts          [numNodeStatus]int
+}
+
+// nodeState is one node name's facts, pods and last result. An entry
+// exists while any of the three does: pods may be seen before their Node,
+// and a deleted Node keeps its result until its sync removes it.
+type nodeState struct {
+	facts     nodeFacts
+	present   bool // the Node exists (facts are its)
+	pods      podList
+	result    NodeResult
+	hasResult bool
+}
+
+// stateLocked returns name's entry, created if missing.
+func (s *Source) stateLocked(name string) *nodeState {
+	st := s.nodes[name]
+	if st == nil {
+		st = &nodeState{}
+		s.nodes[name] = st
+	}
+	return st
+}
+
+// dropIfEmptyLocked removes name's entry once nothing is left in it.
+func (s *Source) dropIfEmptyLocked(name string, st *nodeState) {
+	if !st.present && len(st.pods) == 0 && !st.hasResult {
+		delete(s.nodes, name)
+	}
 }
 
 type aggregate struct {
@@ -96,11 +129,11 @@ func New(cfg Config) (*Source, error) {
 		rules:   nodeRules{defaultSubCluster: cfg.DefaultSubCluster, staleAfter: cfg.StaleAfter.D()},
 		m:       newMetrics(cfg.Registerer, cfg.Name),
 		changed: make(chan struct{}, 1),
-		nodes:   make(map[string]nodeFacts),
-		podsOn:  make(map[string]map[string]podFacts),
+		nodes:   make(map[string]*nodeState),
 		podNode: make(map[string]string),
-		results: make(map[string]NodeResult),
 		agg:     make(map[string]*aggregate),
+
+		subClusterNames: make(map[string]string),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -186,10 +219,16 @@ func (s *Source) onNode(obj any, deleted bool) {
 		return
 	}
 	s.mu.Lock()
+	st := s.stateLocked(name)
+	if st.present {
+		s.numNodes--
+	}
 	if deleted {
-		delete(s.nodes, name)
+		st.facts, st.present = nodeFacts{}, false
+		s.dropIfEmptyLocked(name, st)
 	} else {
-		s.nodes[name] = rec.facts
+		st.facts, st.present = rec.facts, true
+		s.numNodes++
 	}
 	s.mu.Unlock()
 	s.queue.Add(name)
@@ -217,27 +256,28 @@ func (s *Source) onPod(obj any, deleted bool) {
 		node, facts = rec.node, rec.facts
 	}
 	s.mu.Lock()
+	facts.clusterID = s.internLocked(facts.clusterID)
 	prev := s.podNode[key]
-	if prev == node && node != "" && s.podsOn[node][key] == facts {
-		// Most pod updates (conditions, container statuses) change nothing
-		// the rule reads: no work for the queue.
-		s.mu.Unlock()
-		return
+	if prev == node && node != "" {
+		if st := s.nodes[node]; st != nil {
+			if i := st.pods.find(key); i >= 0 && st.pods[i].facts == facts {
+				// Most pod updates (conditions, container statuses) change
+				// nothing the rule reads: no work for the queue.
+				s.mu.Unlock()
+				return
+			}
+		}
 	}
 	if prev != "" && prev != node {
-		delete(s.podsOn[prev], key)
-		if len(s.podsOn[prev]) == 0 {
-			delete(s.podsOn, prev)
+		if st := s.nodes[prev]; st != nil {
+			st.pods = st.pods.without(key)
+			s.dropIfEmptyLocked(prev, st)
 		}
 		delete(s.podNode, key)
 	}
 	if node != "" {
-		on := s.podsOn[node]
-		if on == nil {
-			on = make(map[string]podFacts)
-			s.podsOn[node] = on
-		}
-		on[key] = facts
+		st := s.stateLocked(node)
+		st.pods = st.pods.with(key, facts)
 		s.podNode[key] = node
 	}
 	s.mu.Unlock()
@@ -247,6 +287,23 @@ func (s *Source) onPod(obj any, deleted bool) {
 	if node != "" {
 		s.queue.Add(node)
 	}
+}
+
+// maxInternedNames bounds subClusterNames (one entry per distinct cluster-id
+// annotation ever seen); past it names are kept as they come.
+const maxInternedNames = 10_000
+
+func (s *Source) internLocked(name string) string {
+	if name == "" {
+		return ""
+	}
+	if n, ok := s.subClusterNames[name]; ok {
+		return n
+	}
+	if len(s.subClusterNames) < maxInternedNames {
+		s.subClusterNames[name] = name
+	}
+	return name
 }
 
 // Close stops the work queue (its delaying goroutine starts in New). Run
@@ -318,13 +375,52 @@ func (s *Source) processNext() bool {
 	return true
 }
 
+// podList is one node's pods' facts. A slice, not a map: a node runs tens
+// of pods, and a full recompute reads every node's list, where walking a
+// slice costs a fraction of iterating a map (issue 25: 100,000 nodes).
+type podList []podEntry
+
+type podEntry struct {
+	key   string // namespace/name
+	facts podFacts
+}
+
+func (l podList) find(key string) int {
+	for i := range l {
+		if l[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// with returns l with key's facts set (added, or replaced in place).
+func (l podList) with(key string, f podFacts) podList {
+	if i := l.find(key); i >= 0 {
+		l[i].facts = f
+		return l
+	}
+	return append(l, podEntry{key, f})
+}
+
+// without returns l without key (the last entry takes its place).
+func (l podList) without(key string) podList {
+	i := l.find(key)
+	if i < 0 {
+		return l
+	}
+	last := len(l) - 1
+	l[i] = l[last]
+	l[last] = podEntry{} // drop the strings for the collector
+	return l[:last]
+}
+
 // computeLocked evaluates one node from the recorded facts.
-func (s *Source) computeLocked(name string, now time.Time) (NodeResult, bool) {
-	nf, ok := s.nodes[name]
-	if !ok {
+func (s *Source) computeLocked(st *nodeState, now time.Time) (NodeResult, bool) {
+	if st == nil || !st.present {
 		return NodeResult{}, false
 	}
-	return s.rules.evaluate(nf, s.podsOn[name], now), true
+	return s.rules.evaluate(&st.facts, st.pods, now), true
 }
 
 // sync brings one node's contribution up to date with the facts recorded
@@ -333,9 +429,14 @@ func (s *Source) computeLocked(name string, now time.Time) (NodeResult, bool) {
 func (s *Source) sync(name string) {
 	now := s.clock.Now()
 	s.mu.Lock()
-	res, exists := s.computeLocked(name, now)
-	prev, had := s.results[name]
-	changed := s.applyLocked(name, res, exists, now)
+	st := s.nodes[name]
+	res, exists := s.computeLocked(st, now)
+	var prev NodeResult
+	var had bool
+	if st != nil {
+		prev, had = st.result, st.hasResult
+	}
+	changed := s.applyLocked(name, st, res, exists, now)
 	s.mu.Unlock()
 	if exists && res.Status == NodeConflict && (!had || prev.Status != NodeConflict) {
 		s.log.Warn("NodeManagers of two sub-clusters run on one node; it counts for neither", "node", name)
@@ -352,18 +453,23 @@ func (s *Source) sync(name string) {
 
 func contributes(r NodeResult) bool { return r.Status.Contributes() }
 
-// applyLocked records a node's result and reports whether any sub-cluster's
-// figures changed.
-func (s *Source) applyLocked(name string, res NodeResult, exists bool, now time.Time) bool {
-	old, had := s.results[name]
+// applyLocked records a node's result (st is its entry, nil if none) and
+// reports whether any sub-cluster's figures changed.
+func (s *Source) applyLocked(name string, st *nodeState, res NodeResult, exists bool, now time.Time) bool {
+	var old NodeResult
+	var had bool
+	if st != nil {
+		old, had = st.result, st.hasResult
+	}
 	if had {
 		s.counts[old.Status]--
 	}
 	if exists {
-		s.results[name] = res
+		st.result, st.hasResult = res, true
 		s.counts[res.Status]++
-	} else {
-		delete(s.results, name)
+	} else if st != nil {
+		st.result, st.hasResult = NodeResult{}, false
+		s.dropIfEmptyLocked(name, st)
 	}
 	s.m.setNodeCounts(&s.counts)
 	oldC, newC := had && contributes(old), exists && contributes(res)
@@ -402,14 +508,37 @@ func (s *Source) aggFor(sc string) *aggregate {
 func (s *Source) Recompute() {
 	start := time.Now()
 	now := s.clock.Now()
+	// Staleness deadlines for the contributing nodes, queued after
+	// unlocking: only those not queued already. A node keeps one pending
+	// look at its FreshUntil from whoever computed it last (sync, or an
+	// earlier Recompute), so a node whose deadline did not move needs none;
+	// re-queueing all of them cost more than the computation at 100,000
+	// nodes (the queue's heap and its goroutine).
+	type deadline struct {
+		name string
+		in   time.Duration
+	}
+	var deadlines []deadline
 	s.mu.Lock()
-	results := make(map[string]NodeResult, len(s.results))
 	agg := make(map[string]*aggregate, len(s.agg))
 	var counts [numNodeStatus]int
-	// O(nodes + pods): each node reads its own pods' facts.
-	for name := range s.nodes {
-		res, _ := s.computeLocked(name, now)
-		results[name] = res
+	// O(nodes + pods): each node reads its own pods' facts. The results
+	// are updated in place (no second map of every node per resync).
+	for name, st := range s.nodes {
+		if !st.present {
+			// Deleted since its last sync (which is queued), or only pods
+			// seen so far: no result.
+			if st.hasResult {
+				st.result, st.hasResult = NodeResult{}, false
+				s.dropIfEmptyLocked(name, st)
+			}
+			continue
+		}
+		res := s.rules.evaluate(&st.facts, st.pods, now)
+		if contributes(res) && (!st.hasResult || !contributes(st.result) || !st.result.FreshUntil.Equal(res.FreshUntil)) {
+			deadlines = append(deadlines, deadline{name, res.FreshUntil.Sub(now)})
+		}
+		st.result, st.hasResult = res, true
 		counts[res.Status]++
 		if contributes(res) {
 			a := agg[res.SubCluster]
@@ -436,20 +565,8 @@ func (s *Source) Recompute() {
 			agg[sc] = &aggregate{observedAt: now}
 		}
 	}
-	s.results, s.agg, s.counts, s.synced, s.resyncAt = results, agg, counts, true, now
+	s.agg, s.counts, s.synced, s.resyncAt = agg, counts, true, now
 	s.m.setNodeCounts(&s.counts)
-	// Staleness deadlines for the contributing nodes, queued after unlocking
-	// (results belongs to the workers once published).
-	type deadline struct {
-		name string
-		in   time.Duration
-	}
-	deadlines := make([]deadline, 0, len(results))
-	for name, res := range results {
-		if contributes(res) {
-			deadlines = append(deadlines, deadline{name, res.FreshUntil.Sub(now)})
-		}
-	}
 	s.mu.Unlock()
 	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
 	if changed {
@@ -515,7 +632,13 @@ func (s *Source) NodeCounts() map[NodeStatus]int {
 func (s *Source) Nodes() map[string]NodeResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.results)
+	out := make(map[string]NodeResult, s.numNodes)
+	for name, st := range s.nodes {
+		if st.hasResult {
+			out[name] = st.result
+		}
+	}
+	return out
 }
 
 // NodeAllocation is what the thirdPartyAllocations write-back
@@ -538,9 +661,12 @@ type NodeAllocation struct {
 func (s *Source) Allocations() []NodeAllocation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]NodeAllocation, 0, len(s.nodes))
-	for name, f := range s.nodes {
-		r := s.results[name]
+	out := make([]NodeAllocation, 0, s.numNodes)
+	for name, st := range s.nodes {
+		if !st.present {
+			continue
+		}
+		f, r := st.facts, st.result
 		a := NodeAllocation{Node: name, ResourceVersion: f.resourceVersion,
 			NoNodeManager: r.Status == NodeNoNodeManager,
 			ThirdParty:    f.thirdParty, ThirdPartyPresent: f.thirdPartyPresent,

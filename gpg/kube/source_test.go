@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
@@ -66,6 +70,13 @@ func (f fakeCore) WatchPods(ctx context.Context, o metav1.ListOptions) (watch.In
 // clock at testNow.
 func newFixture(t *testing.T, mutate func(*Config), objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, mutate, nil, objs...)
+}
+
+// newFixtureWith is newFixture with beforeRun called on the Source before
+// it runs.
+func newFixtureWith(t *testing.T, mutate func(*Config), beforeRun func(*Source), objs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{t: t, client: fake.NewClientset(objs...), clock: clocktesting.NewFakeClock(testNow)}
 	cfg := DefaultConfig()
 	cfg.Name = "test"
@@ -81,6 +92,9 @@ func newFixture(t *testing.T, mutate func(*Config), objs ...runtime.Object) *fix
 	}
 	t.Cleanup(src.Close)
 	f.src = src
+	if beforeRun != nil {
+		beforeRun(src)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, 2) }()
@@ -212,6 +226,54 @@ func TestSourceFollowsEvents(t *testing.T) {
 	}
 }
 
+// A node's entry (facts, pods, result) lives while any of them does: pods
+// seen before their Node count once it arrives, and a deleted Node whose
+// pods are gone leaves nothing behind (a cluster replacing nodes for months
+// must not grow the Source).
+func TestNodeEntriesComeAndGo(t *testing.T) {
+	ctx := context.Background()
+	cs := func(f *fixture) corev1client.CoreV1Interface { return f.client.CoreV1() }
+	f := newFixture(t, nil, mkNode("n1", origin("4000", "4Gi")), mkPod("yarn", "nm1", "n1", "", "", nodeManager("")))
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	entries := func() int {
+		f.src.mu.Lock()
+		defer f.src.mu.Unlock()
+		return len(f.src.nodes)
+	}
+	// Pods before their Node: counted once the Node arrives.
+	if _, err := cs(f).Pods("yarn").Create(ctx, mkPod("yarn", "nm2", "n2", "", "", nodeManager("")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs(f).Pods("spark").Create(ctx, mkPod("spark", "a", "n2", "1000", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testPoll(t, "n2's pods recorded", func() bool { return entries() == 2 })
+	f.src.Recompute() // a Node-less entry gets no result
+	if got := f.src.Nodes(); len(got) != 1 {
+		t.Fatalf("Nodes() = %v, want n1 only", got)
+	}
+	if _, err := cs(f).Nodes().Create(ctx, mkNode("n2", origin("4000", "4Gi")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 7, 7168, 2)})
+	// n2 goes, then its pods: nothing of it is left; a resync in between
+	// drops its result.
+	if err := cs(f).Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.src.Recompute()
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	for _, p := range [][2]string{{"yarn", "nm2"}, {"spark", "a"}} {
+		if err := cs(f).Pods(p[0]).Delete(ctx, p[1], metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testPoll(t, "n2's entry gone", func() bool { return entries() == 1 })
+	if got := f.src.Nodes(); len(got) != 1 || len(f.src.Allocations()) != 1 {
+		t.Fatalf("Nodes() = %v, Allocations() = %v, want n1 only", got, f.src.Allocations())
+	}
+}
+
 // The Source reads, and only lists and watches nodes and pods: what the
 // read-only ClusterRole grants (the real API server test proves it with RBAC).
 func TestSourceOnlyListsAndWatches(t *testing.T) {
@@ -275,6 +337,60 @@ func TestStaleNodeDropsToZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+}
+
+// deadlineRecorder counts the staleness looks queued per node (AddAfter).
+type deadlineRecorder struct {
+	workqueue.TypedDelayingInterface[string]
+	mu    sync.Mutex
+	after map[string]int
+}
+
+func (r *deadlineRecorder) AddAfter(name string, d time.Duration) {
+	r.mu.Lock()
+	r.after[name]++
+	r.mu.Unlock()
+	r.TypedDelayingInterface.AddAfter(name, d)
+}
+
+func (r *deadlineRecorder) counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.after)
+}
+
+// A resync re-queues no staleness look whose deadline did not move (each
+// node has one pending from its last computation; at 100,000 nodes
+// re-queueing all of them cost more than the recompute), and the looks
+// queued before still turn a silent node stale on time.
+func TestRecomputeQueuesOnlyMovedDeadlines(t *testing.T) {
+	rec := &deadlineRecorder{after: map[string]int{}}
+	f := newFixtureWith(t, func(c *Config) {
+		c.StaleAfter = Duration(10 * time.Minute)
+		c.ResyncPeriod = Duration(24 * time.Hour) // only the Recomputes below
+	}, func(s *Source) { rec.TypedDelayingInterface, s.queue = s.queue, rec },
+		mkNode("n1", origin("4000", "4Gi")),
+		mkNode("n2", origin("4000", "4Gi"), ready(corev1.ConditionTrue, testNow.Add(5*time.Minute))),
+		mkPod("yarn", "nm1", "n1", "", "", nodeManager("")),
+		mkPod("yarn", "nm2", "n2", "", "", nodeManager("")),
+	)
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 8, 8192, 2)})
+	// The initial Recompute and the workers' syncs have queued their looks.
+	testPoll(t, "initial syncs done", func() bool {
+		c := rec.counts()
+		return c["n1"] >= 2 && c["n2"] >= 2 && rec.Len() == 0 && f.clock.HasWaiters()
+	})
+	before := rec.counts()
+	for range 3 {
+		f.src.Recompute()
+	}
+	if after := rec.counts(); !maps.Equal(after, before) {
+		t.Fatalf("resyncs with no deadline moved queued looks: %v, before %v", after, before)
+	}
+	f.clock.Step(10 * time.Minute) // n1 turns stale; n2 has 5 minutes left
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 4, 4096, 1)})
+	f.clock.Step(5 * time.Minute)
+	f.waitSnapshot(map[string]capacity.SubCluster{"sc-a": sc("sc-a", 0, 0, 0)})
 }
 
 // Random changes through the API: once the queue drains, the incrementally
@@ -500,4 +616,29 @@ func TestSyncedGauge(t *testing.T) {
 		var m dto.Metric
 		return f.src.m.synced.Write(&m) == nil && m.GetGauge().GetValue() == 1
 	})
+}
+
+// NodeManagers' cluster ids are interned (one copy per name, so a full
+// recompute's per-node sum reads hot memory), up to maxInternedNames
+// distinct names: a flood of distinct annotations is kept as it comes,
+// not remembered.
+func TestClusterIDsInternedBounded(t *testing.T) {
+	s := &Source{subClusterNames: map[string]string{}}
+	a := s.internLocked(strings.Clone("sc-a"))
+	b := s.internLocked(strings.Clone("sc-a"))
+	if a != "sc-a" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("sc-a not interned: %q %q", a, b)
+	}
+	if s.internLocked("") != "" {
+		t.Fatal("empty id changed")
+	}
+	for i := range maxInternedNames + 5 {
+		name := fmt.Sprintf("flood-%d", i)
+		if got := s.internLocked(name); got != name {
+			t.Fatalf("internLocked(%q) = %q", name, got)
+		}
+	}
+	if len(s.subClusterNames) != maxInternedNames {
+		t.Fatalf("%d names kept, want the bound %d", len(s.subClusterNames), maxInternedNames)
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/yarnfed/yarnfed/gpg/capacity"
 	"github.com/yarnfed/yarnfed/gpg/kube"
+	"github.com/yarnfed/yarnfed/internal/procstat"
 )
 
 // Target is the bound for one full recomputation.
@@ -131,11 +132,15 @@ func Expected(cfg Config) map[string]capacity.SubCluster {
 // Result is one run's measurements.
 type Result struct {
 	Config
-	Pods                int
-	InitialSync         time.Duration // informers' list + transform + first recompute
-	HeapBytes           int64         // live heap the synced Source added (stored records, facts)
-	Min, Median, Max    time.Duration // per full recomputation
-	RatioToTarget       float64       // Median / Target
+	Pods             int
+	InitialSync      time.Duration // informers' list + transform + first recompute
+	HeapBytes        int64         // live heap the synced Source added (stored records, facts)
+	Min, Median, Max time.Duration // per full recomputation
+	// CPU is the process's CPU time per recomputation (the delaying
+	// queue's goroutine included): on a shared machine, what the wall
+	// times cannot show.
+	CPU                 time.Duration
+	RatioToTarget       float64 // Median / Target
 	SubClustersReported int
 }
 
@@ -171,11 +176,13 @@ func Measure(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Config: cfg, Pods: len(pods), InitialSync: time.Since(start)}
 	res.HeapBytes = int64(liveHeap()) - int64(before)
 	times := make([]time.Duration, cfg.Rounds)
+	cpu0 := procstat.Self()
 	for i := range times {
 		t0 := time.Now()
 		src.Recompute()
 		times[i] = time.Since(t0)
 	}
+	res.CPU = (procstat.Self() - cpu0) / time.Duration(cfg.Rounds)
 	slices.Sort(times)
 	res.Min, res.Median, res.Max = times[0], times[len(times)/2], times[len(times)-1]
 	res.RatioToTarget = float64(res.Median) / float64(Target)

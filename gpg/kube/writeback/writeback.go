@@ -86,6 +86,12 @@ type Writer struct {
 	mu sync.Mutex
 	// foreign: Nodes left to another writer for this tenure (node -> why).
 	foreign map[string]string
+	// reads: each Node's annotations as the last round read them (parsed,
+	// and who owns the entry), reused while both are byte for byte the
+	// same. Parsing every Node's JSON each round cost ~2 s of CPU and
+	// 4.8 million allocations per round at 100,000 Nodes
+	// (BenchmarkWriteOnceSteady), every 2 s by default.
+	reads map[string]nodeRead
 	// lastRound is when the last active round finished.
 	lastRound time.Time
 }
@@ -131,6 +137,31 @@ func (w *Writer) Run(ctx context.Context) error {
 }
 
 func (w *Writer) active() bool { return w.cfg.Active == nil || w.cfg.Active() }
+
+// nodeRead is one Node's annotations and what the round made of them.
+type nodeRead struct {
+	thirdParty, written               string
+	thirdPartyPresent, writtenPresent bool
+	p                                 parsed // read only: with() copies
+	own                               ownership
+	why                               string
+}
+
+// readLocked returns a's parse and ownership, reusing the last round's when
+// its annotations are unchanged, and records it in next (which becomes the
+// cache, so Nodes gone drop out).
+func (w *Writer) readLocked(a kube.NodeAllocation, next map[string]nodeRead) nodeRead {
+	r, ok := w.reads[a.Node]
+	if !ok || r.thirdParty != a.ThirdParty || r.thirdPartyPresent != a.ThirdPartyPresent ||
+		r.written != a.Written || r.writtenPresent != a.WrittenPresent {
+		p, perr := parseAllocations(a.ThirdParty, a.ThirdPartyPresent)
+		own, why := owner(p, perr, a.Written, a.WrittenPresent)
+		r = nodeRead{thirdParty: a.ThirdParty, written: a.Written, thirdPartyPresent: a.ThirdPartyPresent,
+			writtenPresent: a.WrittenPresent, p: p, own: own, why: why}
+	}
+	next[a.Node] = r
+	return r
+}
 
 // todo is one Node to patch.
 type todo struct {
@@ -181,9 +212,10 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 
 	var work []todo
 	w.mu.Lock()
+	next := make(map[string]nodeRead, len(allocs))
 	for _, a := range allocs {
-		p, perr := parseAllocations(a.ThirdParty, a.ThirdPartyPresent)
-		own, why := owner(p, perr, a.Written, a.WrittenPresent)
+		r := w.readLocked(a, next)
+		p, own, why := r.p, r.own, r.why
 		if _, ok := w.foreign[a.Node]; ok {
 			if own != free {
 				continue
@@ -224,6 +256,7 @@ func (w *Writer) WriteOnce(ctx context.Context) int {
 		}
 		work = append(work, todo{node: a.Node, rv: a.ResourceVersion, want: want, parsed: p})
 	}
+	w.reads = next
 	w.mu.Unlock()
 
 	sort.Slice(work, func(i, j int) bool { return work[i].node < work[j].node })
