@@ -437,6 +437,9 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 		if !registered {
 			err = u.register(p.ctx, p) // writes the registry row too
 		} else {
+			// The RM's last answer to this attempt's UAM may have been on its
+			// way when the proxy died: the first heartbeat fetches it again.
+			u.rel.replayLost()
 			// Not used until its registry row names this proxy and attempt.
 			err = u.putRow(p.ctx, true)
 		}

@@ -1,0 +1,280 @@
+package amrmproxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
+	"github.com/yarnfed/yarnfed/internal/simrm"
+	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/internal/yarnpb/commonpb"
+)
+
+// fakeLossyLink is a fake network path in front of an RM's port: it
+// forwards both ways until dropAnswers is set, then swallows what the RM
+// sends back. The RM has acted on the call; the proxy never hears its
+// answer, as when the proxy is killed while the answer is on its way.
+type fakeLossyLink struct {
+	ln          net.Listener
+	target      string
+	dropAnswers atomic.Bool
+	dropped     atomic.Int64 // bytes swallowed
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newFakeLossyLink(t *testing.T, target string) *fakeLossyLink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &fakeLossyLink{ln: ln, target: target}
+	go l.serve()
+	t.Cleanup(l.close)
+	return l
+}
+
+func (l *fakeLossyLink) addr() string { return l.ln.Addr().String() }
+
+func (l *fakeLossyLink) serve() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", l.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		l.mu.Lock()
+		l.conns = append(l.conns, c, d)
+		l.mu.Unlock()
+		go func() { _, _ = io.Copy(d, c); d.Close() }()
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := d.Read(buf)
+				if n > 0 {
+					if l.dropAnswers.Load() {
+						l.dropped.Add(int64(n))
+					} else if _, werr := c.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			c.Close()
+		}()
+	}
+}
+
+func (l *fakeLossyLink) close() {
+	l.ln.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+// sameAMAt is am, with all it knows, reconnected to the current proxy (a
+// restarted proxy listens on a new port).
+func (f *fed) sameAMAt(am *testAM, tok *commonpb.TokenProto) *testAM {
+	f.t.Helper()
+	am.c.Close()
+	n := f.newAM(tok)
+	n.got, n.completed, n.asks, n.responseID, n.nmTokens, n.mapReduce, n.reRegs = am.got, am.completed, am.asks, am.responseID, am.nmTokens, am.mapReduce, am.reRegs
+	return n
+}
+
+// rmContainerIDs lists the containers sc's RM holds for attempt 1 of app
+// (the UAM on a secondary, the test AM's attempt at the home).
+func (f *fed) rmContainerIDs(t *testing.T, sc string, app *yarnpb.ApplicationIdProto) []*yarnpb.ContainerIdProto {
+	t.Helper()
+	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.rms[sc].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "yarnfed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp := &yarnpb.GetContainersResponseProto{}
+	if err := c.Call(context.Background(), "getContainers", &yarnpb.GetContainersRequestProto{
+		ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(1)}}, resp); err != nil {
+		t.Fatalf("getContainers on %s: %v", sc, err)
+	}
+	var out []*yarnpb.ContainerIdProto
+	for _, r := range resp.Containers {
+		out = append(out, r.GetContainerId())
+	}
+	return out
+}
+
+// The proxy is killed after an RM acted on its allocate, with the answer
+// on its way: the first containers on a node and that node's NM token,
+// which the RM counts as sent and never sends to the attempt again (the
+// recorded e2e TestAMRMProxyRestart failure: the SC-2 RM logged "output
+// error" for the UAM's allocate as the proxy died; after the restart the
+// three containers SC-2 allocated on that node came without a token, the AM
+// could not start them and the distributed shell FAILED).
+//
+// After the restart the proxy fetches that answer again (an allocate with
+// the id before the one the RM expects returns the RM's last answer
+// unchanged), so the AM gets the lost containers (no leak until the RM's
+// allocation expiry) and every container it gets, then or later on that
+// node, comes with the node's token. Both legs: the UAM on the secondary
+// and the home, each RM with one node.
+func TestRestartFetchesTheAnswerLostInFlight(t *testing.T) {
+	for _, lossy := range []string{"SC-2", "SC-1"} {
+		t.Run(lossy, func(t *testing.T) {
+			reg := newFakeUAMRegistry()
+			f := newFedRMs(t, 2, weightedLocality, weights(lossy), func(c *Config) {
+				c.SecondaryWait = Duration(100 * time.Millisecond)
+				c.CallTimeout = Duration(3 * time.Second)
+			}, func(_ string, c *simrm.Config) { c.Nodes = 1 }, reg)
+			link := newFakeLossyLink(t, f.rms[lossy].Addrs().Scheduler)
+			row, _ := f.proxy.members.get(lossy)
+			row.AMRMServiceAddress = link.addr()
+			f.store.set(row)
+			if err := f.proxy.RefreshNow(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			app, tok := f.newApp("alice")
+			am := f.newAM(tok)
+			am.mapReduce = true // NM tokens from allocate answers only
+			am.mustRegister()
+			// The RM's answer to the allocate carrying the asks never holds
+			// containers (it schedules afterwards), so the next allocate's
+			// answer is the one with the first containers and the token.
+			am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
+			var lost []*yarnpb.ContainerIdProto
+			poll(t, lossy+" allocated both containers", func() bool {
+				lost = f.rmContainerIDs(t, lossy, app)
+				return len(lost) == 2
+			})
+			if len(am.got) != 0 {
+				t.Fatalf("the AM has containers before the lost answer: %v", am.got)
+			}
+			link.dropAnswers.Store(true)
+			if lossy == "SC-1" {
+				// The AM's call waits on the home, whose answer never comes:
+				// a second connection of the same AM makes it and is cut off
+				// by the kill below.
+				other := f.newAM(tok)
+				go func() { _, _ = other.rawAllocate(am.responseID, nil, nil) }()
+			} else {
+				am.heartbeat(nil, nil) // its UAM heartbeat's answer is lost
+			}
+			poll(t, "the RM's answer swallowed", func() bool { return link.dropped.Load() > 0 })
+
+			f.stop() // killed: what it never received is not on disk
+			link.dropAnswers.Store(false)
+			f.start()
+			am = f.sameAMAt(am, tok)
+
+			am.until("the lost containers", func() bool {
+				for _, id := range lost {
+					if am.got[keyOf(id)] == nil {
+						return false
+					}
+				}
+				return true
+			})
+			if am.reRegs != 1 {
+				t.Fatalf("re-registrations %d, want 1 (the restart)", am.reRegs)
+			}
+			for _, c := range am.got {
+				if !am.nmTokens[c.GetNodeId().GetHost()] {
+					t.Fatalf("container %v on %s came without the node's NM token: the AM cannot start it", c.GetId(), c.GetNodeId().GetHost())
+				}
+			}
+			if n := counterValue(f.proxy.metrics.nmTokensMissing.WithLabelValues("SC-2")); n != 0 {
+				t.Fatalf("nm_tokens_missing_total{SC-2} = %v", n)
+			}
+			if lossy == "SC-2" {
+				// The token recovered is saved like any other: a later AM
+				// attempt finds it in the registry row.
+				if row := reg.row(appKey(app), "SC-2"); len(row.GetNmTokens()) != 1 {
+					t.Fatalf("registry row holds %d NM tokens after the restart, want SC-2's node's", len(row.GetNmTokens()))
+				}
+			}
+			if r, err := am.finish(); err != nil || !r.GetIsUnregistered() {
+				t.Fatalf("finish: %v %v", r, err)
+			}
+		})
+	}
+}
+
+// An answer that brings a node's NM token is not handed to the AM until
+// the token is saved (on disk and in the registry row): with the registry
+// failing, the SC-2 containers wait, the UAM keeps heartbeating its RM with
+// resends of that answer (alive there, its sequence unmoved), and a proxy
+// killed meanwhile fetches the same answer again after its restart. Once
+// the save succeeds the containers reach the AM with the token, and the
+// row holds it.
+func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		name := "save recovers"
+		if crash {
+			name = "proxy killed while holding"
+		}
+		t.Run(name, func(t *testing.T) {
+			reg := newFakeUAMRegistry()
+			f := newFedRMs(t, 2, weightedLocality, weights("SC-2"), func(c *Config) {
+				c.SecondaryWait = Duration(100 * time.Millisecond)
+			}, func(_ string, c *simrm.Config) { c.Nodes = 1 }, reg)
+			app, tok := f.newApp("alice")
+			am := f.newAM(tok)
+			am.mapReduce = true
+			am.mustRegister()
+			am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
+			poll(t, "the UAM up", func() bool { r := reg.row(appKey(app), "SC-2"); return r != nil && r.GetRegistered() })
+			poll(t, "SC-2 allocated both containers", func() bool { return len(f.rmContainerIDs(t, "SC-2", app)) == 2 })
+			reg.setFailPut(errors.New("fake: store unavailable"))
+			a := f.proxyAttempt(t)
+			a.mu.Lock()
+			u := a.uams["SC-2"]
+			a.mu.Unlock()
+			poll(t, "the answer with the token held", func() bool {
+				am.heartbeat(nil, nil)
+				u.mu.Lock()
+				defer u.mu.Unlock()
+				return len(u.held) > 0
+			})
+			for i := 0; i < 3; i++ {
+				am.heartbeat(nil, nil)
+			}
+			if n := f.bySC(am)["SC-2"]; n != 0 {
+				t.Fatalf("the AM got %d SC-2 containers whose node's NM token is not saved", n)
+			}
+			if crash {
+				f.stop()
+			}
+			reg.setFailPut(nil)
+			if crash {
+				f.start()
+				am = f.sameAMAt(am, tok)
+			}
+			am.until("both SC-2 containers", func() bool { return f.bySC(am)["SC-2"] == 2 })
+			for _, c := range am.got {
+				if !am.nmTokens[c.GetNodeId().GetHost()] {
+					t.Fatalf("container %v on %s came without the node's NM token", c.GetId(), c.GetNodeId().GetHost())
+				}
+			}
+			if row := reg.row(appKey(app), "SC-2"); len(row.GetNmTokens()) != 1 {
+				t.Fatalf("registry row holds %d NM tokens, want SC-2's node's", len(row.GetNmTokens()))
+			}
+		})
+	}
+}
