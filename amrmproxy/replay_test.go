@@ -183,7 +183,13 @@ func TestRestartFetchesTheAnswerLostInFlight(t *testing.T) {
 			f.start()
 			am = f.sameAMAt(am, tok)
 
-			am.until("the lost containers", func() bool {
+			am.until("two containers from "+lossy, func() bool { return f.bySC(am)[lossy] >= 2 })
+			for _, c := range am.got {
+				if !am.nmTokens[c.GetNodeId().GetHost()] {
+					t.Fatalf("container %s on %s came without the node's NM token: the AM cannot start it", keyOf(c.GetId()), c.GetNodeId().GetHost())
+				}
+			}
+			am.until("the containers of the lost answer", func() bool {
 				for _, id := range lost {
 					if am.got[keyOf(id)] == nil {
 						return false
@@ -193,11 +199,6 @@ func TestRestartFetchesTheAnswerLostInFlight(t *testing.T) {
 			})
 			if am.reRegs != 1 {
 				t.Fatalf("re-registrations %d, want 1 (the restart)", am.reRegs)
-			}
-			for _, c := range am.got {
-				if !am.nmTokens[c.GetNodeId().GetHost()] {
-					t.Fatalf("container %v on %s came without the node's NM token: the AM cannot start it", c.GetId(), c.GetNodeId().GetHost())
-				}
 			}
 			if n := counterValue(f.proxy.metrics.nmTokensMissing.WithLabelValues("SC-2")); n != 0 {
 				t.Fatalf("nm_tokens_missing_total{SC-2} = %v", n)
@@ -240,7 +241,11 @@ func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
 			am.mustRegister()
 			am.heartbeat([]*yarnpb.ResourceRequestProto{ask("*", 2, 1024, 0)}, nil)
 			poll(t, "the UAM up", func() bool { r := reg.row(appKey(app), "SC-2"); return r != nil && r.GetRegistered() })
-			poll(t, "SC-2 allocated both containers", func() bool { return len(f.rmContainerIDs(t, "SC-2", app)) == 2 })
+			var first []*yarnpb.ContainerIdProto
+			poll(t, "SC-2 allocated both containers", func() bool {
+				first = f.rmContainerIDs(t, "SC-2", app)
+				return len(first) == 2
+			})
 			reg.setFailPut(errors.New("fake: store unavailable"))
 			a := f.proxyAttempt(t)
 			a.mu.Lock()
@@ -266,10 +271,18 @@ func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
 				f.start()
 				am = f.sameAMAt(am, tok)
 			}
+			// Exactly the held ones: had the UAM moved on while holding, a
+			// restarted proxy could fetch only the last answer, and these
+			// two would be lost (the AM's re-sent asks would get others).
 			am.until("both SC-2 containers", func() bool { return f.bySC(am)["SC-2"] == 2 })
+			for _, id := range first {
+				if am.got[keyOf(id)] == nil {
+					t.Fatalf("SC-2 container %s of the held answer never reached the AM (got %v)", keyOf(id), f.bySC(am))
+				}
+			}
 			for _, c := range am.got {
 				if !am.nmTokens[c.GetNodeId().GetHost()] {
-					t.Fatalf("container %v on %s came without the node's NM token", c.GetId(), c.GetNodeId().GetHost())
+					t.Fatalf("container %s on %s came without the node's NM token", keyOf(c.GetId()), c.GetNodeId().GetHost())
 				}
 			}
 			if row := reg.row(appKey(app), "SC-2"); len(row.GetNmTokens()) != 1 {
