@@ -251,11 +251,11 @@ func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
 			a.mu.Lock()
 			u := a.uams["SC-2"]
 			a.mu.Unlock()
-			poll(t, "the answer with the token held", func() bool {
+			poll(t, "SC-2's answer with the containers and the token", func() bool {
 				am.heartbeat(nil, nil)
 				u.mu.Lock()
 				defer u.mu.Unlock()
-				return len(u.held) > 0
+				return len(u.held) > 0 || f.bySC(am)["SC-2"] > 0
 			})
 			for i := 0; i < 3; i++ {
 				am.heartbeat(nil, nil)
