@@ -291,3 +291,81 @@ func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
 		})
 	}
 }
+
+// fakeRulesRM is a fake ApplicationMasterProtocol with Hadoop 3.4's
+// responseId rules only (ApplicationMasterService.allocate): the id before
+// the last gets the last answer back, any other but the last is refused
+// naming the id expected. failReplays fails that many resend calls.
+type fakeRulesRM struct {
+	last        *yarnpb.AllocateResponseProto
+	failReplays int
+	sent        []int32
+}
+
+func (f *fakeRulesRM) Register(context.Context, *yarnpb.RegisterApplicationMasterRequestProto) (*yarnpb.RegisterApplicationMasterResponseProto, error) {
+	f.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0), AllocatedContainers: f.last.GetAllocatedContainers()}
+	return &yarnpb.RegisterApplicationMasterResponseProto{}, nil
+}
+
+func (f *fakeRulesRM) Allocate(_ context.Context, req *yarnpb.AllocateRequestProto) (*yarnpb.AllocateResponseProto, error) {
+	f.sent = append(f.sent, req.GetResponseId())
+	if nextResponseID(req.GetResponseId()) == f.last.GetResponseId() {
+		if f.failReplays > 0 {
+			f.failReplays--
+			return nil, errors.New("fake: connection reset")
+		}
+		return f.last, nil
+	}
+	if req.GetResponseId() != f.last.GetResponseId() {
+		return nil, hadoopipc.Errorf(hadoopipc.ClassInvalidApplicationMasterRequest,
+			"Invalid responseId in AllocateRequest from application attempt: x, expect responseId to be %d, but get %d", f.last.GetResponseId(), req.GetResponseId())
+	}
+	f.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(nextResponseID(f.last.GetResponseId()))}
+	return f.last, nil
+}
+
+func (f *fakeRulesRM) Finish(context.Context, *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
+	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+}
+
+// The relayer's recovery: a relayer marked replayLost fetches the RM's
+// last answer once, even when that fetch fails the first time (it probes
+// again rather than skip it); one not marked, or whose RM expects id 0
+// (nothing allocated since the registration: after a re-register Hadoop's
+// RM keeps an older answer's content under id 0), replays nothing.
+func TestRelayerReplaysTheLastAnswerOnce(t *testing.T) {
+	lostAnswer := func() *yarnpb.AllocateResponseProto {
+		return &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(3), AllocatedContainers: []*yarnpb.ContainerProto{{Id: &yarnpb.ContainerIdProto{Id: proto.Int64(7)}}}}
+	}
+	ctx := context.Background()
+
+	rm := &fakeRulesRM{last: lostAnswer(), failReplays: 1}
+	r := newRelayer(rm, false)
+	r.replayLost()
+	if _, replayed, err := r.allocate(ctx, &yarnpb.AllocateRequestProto{}); err == nil || replayed != nil {
+		t.Fatalf("failed fetch: %v %v", replayed, err)
+	}
+	resp, replayed, err := r.allocate(ctx, &yarnpb.AllocateRequestProto{})
+	if err != nil || replayed.GetResponseId() != 3 || len(replayed.GetAllocatedContainers()) != 1 || resp.GetResponseId() != 4 {
+		t.Fatalf("second call: replayed %v, answer %v, %v (sent %v)", replayed, resp, err, rm.sent)
+	}
+	if _, replayed, err := r.allocate(ctx, &yarnpb.AllocateRequestProto{}); err != nil || replayed != nil {
+		t.Fatalf("replayed twice: %v %v", replayed, err)
+	}
+
+	rm = &fakeRulesRM{last: lostAnswer()}
+	r = newRelayer(rm, false) // not recovering: probe only
+	if resp, replayed, err := r.allocate(ctx, &yarnpb.AllocateRequestProto{}); err != nil || replayed != nil || resp.GetResponseId() != 4 {
+		t.Fatalf("without replayLost: replayed %v, answer %v, %v", replayed, resp, err)
+	}
+
+	rm = &fakeRulesRM{last: lostAnswer()}
+	if _, err := rm.Register(ctx, nil); err != nil { // re-registered: id 0, older content
+		t.Fatal(err)
+	}
+	r = newRelayer(rm, false)
+	r.replayLost()
+	if resp, replayed, err := r.allocate(ctx, &yarnpb.AllocateRequestProto{}); err != nil || replayed != nil || resp.GetResponseId() != 1 {
+		t.Fatalf("after a re-register: replayed %v, answer %v, %v", replayed, resp, err)
+	}
+}

@@ -169,15 +169,16 @@ func (r *relayer) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			return nil, replayed, err
 		}
 		if n, ok := expectedResponseID(err); ok {
-			r.responseID = n
 			if r.recover && n != 0 {
 				last, rerr := r.rm.Allocate(ctx, &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(previousResponseID(n)), Progress: req.Progress})
 				if rerr != nil {
-					return nil, nil, rerr // still recovering: the next call tries again
+					// Still recovering, still probing: the next call fetches
+					// it again (sending n would skip it for good).
+					return nil, nil, rerr
 				}
 				replayed = last
 			}
-			r.recover = false
+			r.responseID, r.recover = n, false
 			continue
 		}
 		if remoteClass(err) == hadoopipc.ClassApplicationMasterNotRegistered && r.register != nil {
