@@ -369,3 +369,34 @@ func TestRelayerReplaysTheLastAnswerOnce(t *testing.T) {
 		t.Fatalf("after a re-register: replayed %v, answer %v, %v", replayed, resp, err)
 	}
 }
+
+// What of a fetched-again answer reaches merge: the completion of a
+// container the proxy no longer holds was delivered before (distributed
+// shell counts completions: a second one would count twice), a container
+// allocated and completed in that same answer is dropped whole, and what
+// is still live or new passes with the NM tokens (container 1: live here,
+// so the AM had its allocation; its completion is news). Containers already
+// recorded are dropped by merge itself (TestLostSecondaryContainersAreAbortedOnce).
+func TestTrimReplay(t *testing.T) {
+	cid := func(n int64) *yarnpb.ContainerIdProto { return &yarnpb.ContainerIdProto{Id: proto.Int64(n)} }
+	done := func(n int64) *yarnpb.ContainerStatusProto { return &yarnpb.ContainerStatusProto{ContainerId: cid(n)} }
+	a := newAttempt(nil, AttemptID{}, "SC-1")
+	a.containers[keyOf(cid(1))] = "SC-2" // live here
+	r := &yarnpb.AllocateResponseProto{
+		AllocatedContainers:        []*yarnpb.ContainerProto{{Id: cid(1)}, {Id: cid(3)}, {Id: cid(4)}},
+		CompletedContainerStatuses: []*yarnpb.ContainerStatusProto{done(1), done(2), done(4)},
+		NmTokens:                   []*yarnpb.NMTokenProto{testNMToken("n1", 1, "p")},
+		Preempt:                    &yarnpb.PreemptionMessageProto{},
+	}
+	got := a.trimReplay(r)
+	var alloc, compl []int64
+	for _, c := range got.GetAllocatedContainers() {
+		alloc = append(alloc, c.GetId().GetId())
+	}
+	for _, s := range got.GetCompletedContainerStatuses() {
+		compl = append(compl, s.GetContainerId().GetId())
+	}
+	if len(alloc) != 1 || alloc[0] != 3 || len(compl) != 1 || compl[0] != 1 || len(got.GetNmTokens()) != 1 || got.Preempt != nil {
+		t.Fatalf("trimmed: allocated %v, completed %v, %d NM tokens, preempt %v", alloc, compl, len(got.GetNmTokens()), got.Preempt)
+	}
+}
