@@ -277,6 +277,7 @@ func (p *Proxy) refreshLoop(ctx context.Context) {
 		}
 		p.expire(time.Now())
 		p.checkSilent(time.Now())
+		p.saveHeld()
 		nodesEvery++
 		select {
 		case <-ctx.Done():

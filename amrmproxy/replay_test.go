@@ -223,14 +223,21 @@ func TestRestartFetchesTheAnswerLostInFlight(t *testing.T) {
 // resends of that answer (alive there, its sequence unmoved), and a proxy
 // killed meanwhile fetches the same answer again after its restart. Once
 // the save succeeds the containers reach the AM with the token, and the
-// row holds it.
+// row holds it; with the AM silent, the membership tick saves it.
 func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
-	for _, crash := range []bool{false, true} {
-		name := "save recovers"
-		if crash {
-			name = "proxy killed while holding"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		crash, silent bool
+	}{
+		{"save recovers", false, false},
+		{"proxy killed while holding", true, false},
+		// The save is retried on the membership tick too: the row gets
+		// the token while the AM sends nothing (had it died, a later
+		// attempt on another proxy would need it).
+		{"AM silent", false, true},
+	} {
+		crash := tc.crash
+		t.Run(tc.name, func(t *testing.T) {
 			reg := newFakeUAMRegistry()
 			f := newFedRMs(t, 2, weightedLocality, weights("SC-2"), func(c *Config) {
 				c.SecondaryWait = Duration(100 * time.Millisecond)
@@ -267,6 +274,11 @@ func TestAnswerWithNewNMTokensWaitsForTheirSave(t *testing.T) {
 				f.stop()
 			}
 			reg.setFailPut(nil)
+			if tc.silent {
+				poll(t, "the NM token in the registry row, the AM silent", func() bool {
+					return len(reg.row(appKey(app), "SC-2").GetNmTokens()) == 1
+				})
+			}
 			if crash {
 				f.start()
 				am = f.sameAMAt(am, tok)

@@ -408,7 +408,7 @@ func (u *uamConn) releaseHeld(p *Proxy) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.nmGen != u.nmSaved {
-		p.log.Error("secondary's answer still held back: its NM tokens cannot be saved", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		p.log.Debug("secondary's answer still held back: its NM tokens cannot be saved", "attempt", u.a.id, "subcluster", u.sc, "err", err)
 		return false
 	}
 	u.results = append(u.results, u.held...)
