@@ -79,6 +79,9 @@ type attempt struct {
 	// persisted: after a restart a token is given once more, which an AM
 	// takes as an update.
 	nmGiven map[string]bool
+	// homeReplay: the home RM's last answer before a restart, fetched again
+	// (relayer.replayLost); merged once, dropping what was delivered.
+	homeReplay *yarnpb.AllocateResponseProto
 }
 
 func newAttempt(p *Proxy, id AttemptID, home string) *attempt {
@@ -202,8 +205,11 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		return nil, err
 	}
 	if a.homeRel == nil {
-		a.homeRel = newRelayer(rm, false) // recovered: the RM's sequence is unknown
+		// Recovered: the RM's sequence is unknown, and its last answer may
+		// have been lost with the proxy: it is fetched again.
+		a.homeRel = newRelayer(rm, false)
 		a.homeRel.setRegister(a.regReq)
+		a.homeRel.replayLost()
 	} else {
 		a.homeRel.setRM(rm)
 	}
@@ -244,7 +250,12 @@ func (a *attempt) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	// the home gets them, so an AM using them works as without federation.
 	homeReq.SchedulingRequests = req.SchedulingRequests
 	hstart := time.Now()
-	homeResp, err := a.homeRel.allocate(ctx, homeReq)
+	homeResp, replayed, err := a.homeRel.allocate(ctx, homeReq)
+	if replayed != nil {
+		a.p.log.Info("fetched the home's last answer again after a restart", "attempt", a.id,
+			"containers", len(replayed.GetAllocatedContainers()), "nm_tokens", len(replayed.GetNmTokens()))
+		a.homeReplay = replayed // merged with the next answer, this one's if it succeeds
+	}
 	a.p.metrics.rmAllocate.WithLabelValues(a.home).Observe(time.Since(hstart).Seconds())
 	if err != nil && !errors.Is(err, context.Canceled) {
 		a.p.metrics.rmErrors.WithLabelValues(a.home).Inc()
@@ -497,6 +508,10 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 			_ = a.policy.NotifyOfResponse(policies.SubClusterID(sc), hr)
 		}
 	}
+	if a.homeReplay != nil {
+		take(a.home, a.trimReplay(a.homeReplay))
+		a.homeReplay = nil
+	}
 	take(a.home, home)
 	scs := make([]string, 0, len(a.uams))
 	for sc := range a.uams {
@@ -505,7 +520,11 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 	sort.Strings(scs)
 	for _, sc := range scs {
 		for _, r := range a.uams[sc].take() {
-			take(sc, r)
+			if r.replayed {
+				take(sc, a.trimReplay(r.resp))
+			} else {
+				take(sc, r.resp)
+			}
 		}
 	}
 	// Containers of a lost secondary: the AM hears they were ABORTED and
@@ -583,6 +602,36 @@ func (a *attempt) merge(home *yarnpb.AllocateResponseProto, responseID int32) *y
 		a.unsaved, a.unsavedDel, a.unsavedAborted = add, del, aborted
 	} else {
 		a.unsaved, a.unsavedDel, a.unsavedAborted = nil, nil, nil
+	}
+	return out
+}
+
+// trimReplay keeps of an RM's last answer fetched again after a restart
+// (relayer.replayLost) what the AM may have missed and needs, without
+// repeating what it has: allocated containers (merge drops those already
+// recorded, which the AM got), the completions of containers still live
+// here (a completion of one the proxy no longer holds was delivered), NM
+// tokens (a repeated one is harmless), node updates and headroom. A
+// container allocated and completed in that same answer is dropped either
+// way. Preemption, container updates and their errors, rejected scheduling
+// requests, an AMRMToken and an AM command are not repeated: the AM acted
+// on them if it got them, and an RM repeats an AMRMToken roll-over itself
+// while the old token is in use.
+func (a *attempt) trimReplay(r *yarnpb.AllocateResponseProto) *yarnpb.AllocateResponseProto {
+	out := &yarnpb.AllocateResponseProto{ResponseId: r.ResponseId, Limit: r.Limit, NumClusterNodes: r.NumClusterNodes,
+		NmTokens: r.NmTokens, UpdatedNodes: r.UpdatedNodes}
+	done := map[containerKey]bool{}
+	for _, st := range r.GetCompletedContainerStatuses() {
+		k := keyOf(st.GetContainerId())
+		done[k] = true
+		if _, live := a.containers[k]; live {
+			out.CompletedContainerStatuses = append(out.CompletedContainerStatuses, st)
+		}
+	}
+	for _, c := range r.GetAllocatedContainers() {
+		if !done[keyOf(c.GetId())] {
+			out.AllocatedContainers = append(out.AllocatedContainers, c)
+		}
 	}
 	return out
 }

@@ -271,3 +271,48 @@ func (p *Proxy) killUAM(ctx context.Context, u *uamConn, why string) error {
 		return err
 	})
 }
+
+// saveHeld retries, on the membership tick, the saves that UAM answers are
+// held for (their NM tokens; see uamConn.heartbeat). UAM heartbeats ride
+// the AM's: an AM that died while the registry could not be written must
+// not leave the row without tokens only the proxy holds, which a later
+// attempt on another proxy needs. An attempt busy with an AM call is
+// skipped (its heartbeats retry); a UAM with a call in flight too.
+func (p *Proxy) saveHeld() {
+	p.mu.Lock()
+	atts := make([]*attempt, 0, len(p.attempts))
+	for _, a := range p.attempts {
+		atts = append(atts, a)
+	}
+	p.mu.Unlock()
+	for _, a := range atts {
+		if !a.mu.TryLock() {
+			continue
+		}
+		uams := make([]*uamConn, 0, len(a.uams))
+		for _, u := range a.uams {
+			uams = append(uams, u)
+		}
+		a.mu.Unlock()
+		for _, u := range uams {
+			u.mu.Lock()
+			due := len(u.held) > 0 && !u.inflight && !u.closed
+			if due {
+				u.inflight = true // no heartbeat meanwhile
+			}
+			u.mu.Unlock()
+			if !due {
+				continue
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				u.releaseHeld(p)
+				u.mu.Lock()
+				u.inflight = false
+				u.mu.Unlock()
+				u.kick() // what the AM asked meanwhile
+			}()
+		}
+	}
+}

@@ -191,7 +191,7 @@ func TestLostSecondaryContainersAreAbortedOnce(t *testing.T) {
 			u := a.uams["SC-2"]
 			a.mu.Unlock()
 			u.mu.Lock()
-			u.results = append(u.results, &yarnpb.AllocateResponseProto{AllocatedContainers: []*yarnpb.ContainerProto{victim}})
+			u.results = append(u.results, rmAnswer{resp: &yarnpb.AllocateResponseProto{AllocatedContainers: []*yarnpb.ContainerProto{victim}}})
 			u.mu.Unlock()
 			am.heartbeat(nil, nil)
 			a.mu.Lock()

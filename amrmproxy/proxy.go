@@ -277,6 +277,7 @@ func (p *Proxy) refreshLoop(ctx context.Context) {
 		}
 		p.expire(time.Now())
 		p.checkSilent(time.Now())
+		p.saveHeld()
 		nodesEvery++
 		select {
 		case <-ctx.Done():
@@ -437,6 +438,9 @@ func (u *uamConn) reattach(p *Proxy, tok *commonpb.TokenProto, registered bool) 
 		if !registered {
 			err = u.register(p.ctx, p) // writes the registry row too
 		} else {
+			// The RM's last answer to this attempt's UAM may have been on its
+			// way when the proxy died: the first heartbeat fetches it again.
+			u.rel.replayLost()
 			// Not used until its registry row names this proxy and attempt.
 			err = u.putRow(p.ctx, true)
 		}

@@ -296,9 +296,7 @@ func (u *uamConn) doAdopt(ctx context.Context, p *Proxy, tok *commonpb.TokenProt
 	})
 	switch {
 	case err == nil:
-		u.rel.mu.Lock()
-		u.rel.responseID = 0
-		u.rel.mu.Unlock()
+		u.rel.registered()
 	case alreadyRegistered(err):
 		// An RM without the re-register rule for unmanaged keep-containers
 		// attempts: attached (the relayer finds the responseId), but its
@@ -315,9 +313,18 @@ func (u *uamConn) doAdopt(ctx context.Context, p *Proxy, tok *commonpb.TokenProt
 		for _, c := range resp.GetContainersFromPreviousAttempts() {
 			rel.Release = append(rel.Release, c.GetId())
 		}
-		if err := p.brk.do(u.sc, func() error { _, err := u.rel.allocate(cctx, rel); return err }); err != nil {
+		var relResp *yarnpb.AllocateResponseProto
+		if err := p.brk.do(u.sc, func() error {
+			var err error
+			relResp, _, err = u.rel.allocate(cctx, rel) // a fresh relayer: nothing to replay
+			return err
+		}); err != nil {
 			return nil, fmt.Errorf("release the earlier attempt's containers: %w", err)
 		}
+		// Tokens the RM sent with this answer are sent once: keep them.
+		u.mu.Lock()
+		u.nm.putAll(relResp.GetNmTokens())
+		u.mu.Unlock()
 	}
 	// The tokens the re-register minted are the newest for their nodes.
 	u.mu.Lock()

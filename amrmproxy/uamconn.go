@@ -34,7 +34,10 @@ type uamConn struct {
 	pending  *yarnpb.AllocateRequestProto
 	pendDone chan struct{} // closed when pending has been answered (or failed)
 	inflight bool
-	results  []*yarnpb.AllocateResponseProto
+	results  []rmAnswer
+	// held: answers whose NM tokens are not saved yet; handed to merge
+	// (results) once they are (releaseHeld).
+	held     []rmAnswer
 	lastOK   time.Time
 	failedAt time.Time // when launch or re-attach failed
 	// unansweredSince is when the oldest call the RM has not answered
@@ -216,9 +219,7 @@ func (u *uamConn) register(ctx context.Context, p *Proxy) error {
 	rec := u.stateRecord(true)
 	if resp != nil {
 		rec.Response = mustMarshal(resp)
-		u.rel.mu.Lock()
-		u.rel.responseID = 0
-		u.rel.mu.Unlock()
+		u.rel.registered()
 	}
 	if err := p.state.PutUAM(u.a.id.String(), rec); err != nil {
 		return fmt.Errorf("persist UAM registration: %w", err)
@@ -281,13 +282,29 @@ func (u *uamConn) kick() {
 func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}) {
 	p := u.a.p
 	u.followMembership(p)
+	if !u.releaseHeld(p) {
+		// An answer is held back (its NM tokens are not saved yet) and the
+		// save failed again: keep the UAM alive at its RM without moving
+		// its sequence on, so that answer stays the RM's last one, the one
+		// a restarted proxy fetches again. The request waits.
+		u.keepAlive(p)
+		u.mu.Lock()
+		u.inflight = false
+		u.pending = mergeRequest(req, orEmpty(u.pending))
+		if u.pendDone == nil {
+			u.pendDone = make(chan struct{})
+		}
+		u.mu.Unlock()
+		close(done)
+		return
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.CallTimeout.D())
 	start := time.Now()
 	u.callStarted(start)
-	var resp *yarnpb.AllocateResponseProto
+	var resp, replayed *yarnpb.AllocateResponseProto
 	err := p.brk.do(u.sc, func() error {
 		var err error
-		resp, err = u.rel.allocate(ctx, req)
+		resp, replayed, err = u.rel.allocate(ctx, req)
 		return err
 	})
 	cancel()
@@ -296,28 +313,37 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
 	}
-	if err == nil && resp.GetAmRmToken() != nil && len(resp.GetAmRmToken().GetIdentifier()) > 0 {
-		// The secondary rolled its master key: use and keep the new token,
-		// on disk and in the registry. The RM sends it once; a write that
-		// fails is retried on every heartbeat until it succeeds.
-		if aerr := u.attach(p, resp.GetAmRmToken(), true); aerr != nil {
-			p.log.Error("cannot use the UAM's rolled AMRMToken", "attempt", u.a.id, "subcluster", u.sc, "err", aerr)
-		} else {
-			u.mu.Lock()
-			u.tokenUnsaved = true
-			u.mu.Unlock()
-		}
+	var answers []rmAnswer
+	if replayed != nil {
+		// The RM's last answer before the proxy restarted, fetched again:
+		// the proxy may never have seen it (killed while it was on its
+		// way), and the RM will not send its NM tokens again.
+		p.log.Info("fetched the secondary's last answer again after a restart", "attempt", u.a.id, "subcluster", u.sc,
+			"containers", len(replayed.GetAllocatedContainers()), "nm_tokens", len(replayed.GetNmTokens()))
+		answers = append(answers, rmAnswer{resp: replayed, replayed: true})
 	}
 	if err == nil {
-		// Kept (and saved below, before the AM can see the containers they
-		// go with) for later AM attempts, which the RM will not send them.
-		u.learnNMTokens(resp.GetNmTokens())
+		answers = append(answers, rmAnswer{resp: resp})
 	}
-	u.saveToken(p)
+	for _, r := range answers {
+		u.takeRolledToken(p, r.resp)
+		// Kept for later AM attempts, which the RM will not send them;
+		// saved below before the AM can see the containers they go with.
+		u.learnNMTokens(r.resp.GetNmTokens())
+	}
+	saveErr := u.saveToken(p)
 	u.mu.Lock()
 	u.inflight = false
+	if u.nmGen != u.nmSaved {
+		// Not handed to the AM until its NM tokens are saved (on disk and
+		// in the registry row): a crash would otherwise lose the only copy
+		// a later AM attempt could get.
+		u.held = append(u.held, answers...)
+		p.log.Error("holding back the secondary's answer until its NM tokens are saved", "attempt", u.a.id, "subcluster", u.sc, "err", saveErr)
+	} else {
+		u.results = append(u.results, answers...)
+	}
 	if err == nil {
-		u.results = append(u.results, resp)
 		u.lastOK = time.Now()
 	} else if errors.Is(err, errRMForgotRegistration) {
 		// The secondary restarted: its asks are gone. The AM re-sends its
@@ -338,11 +364,69 @@ func (u *uamConn) heartbeat(req *yarnpb.AllocateRequestProto, done chan struct{}
 		}
 		p.log.Debug("UAM heartbeat failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
 	}
-	retry := err == nil && u.pending != nil
+	retry := err == nil && u.pending != nil && len(u.held) == 0
 	u.mu.Unlock()
 	close(done)
 	if retry {
 		u.kick()
+	}
+}
+
+// takeRolledToken: the secondary rolled its master key and sent the UAM a
+// new AMRMToken. Use and keep it, on disk and in the registry; the write
+// is retried on every heartbeat until it succeeds (saveToken).
+func (u *uamConn) takeRolledToken(p *Proxy, r *yarnpb.AllocateResponseProto) {
+	t := r.GetAmRmToken()
+	if t == nil || len(t.GetIdentifier()) == 0 {
+		return
+	}
+	u.mu.Lock()
+	same := proto.Equal(t, u.token)
+	u.mu.Unlock()
+	if same {
+		return // a replayed answer with the token already in use
+	}
+	if err := u.attach(p, t, true); err != nil {
+		p.log.Error("cannot use the UAM's rolled AMRMToken", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		return
+	}
+	u.mu.Lock()
+	u.tokenUnsaved = true
+	u.mu.Unlock()
+}
+
+// releaseHeld saves what held answers need and hands them on; it reports
+// whether nothing is held any more.
+func (u *uamConn) releaseHeld(p *Proxy) bool {
+	u.mu.Lock()
+	n := len(u.held)
+	u.mu.Unlock()
+	if n == 0 {
+		return true
+	}
+	err := u.saveToken(p)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.nmGen != u.nmSaved {
+		p.log.Debug("secondary's answer still held back: its NM tokens cannot be saved", "attempt", u.a.id, "subcluster", u.sc, "err", err)
+		return false
+	}
+	u.results = append(u.results, u.held...)
+	u.held = nil
+	return true
+}
+
+// keepAlive resends the RM's last answer request (see relayer.resendLast)
+// as the UAM's heartbeat while an answer is held.
+func (u *uamConn) keepAlive(p *Proxy) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.CallTimeout.D())
+	defer cancel()
+	u.callStarted(time.Now())
+	err := p.brk.do(u.sc, func() error { return u.rel.resendLast(ctx) })
+	u.callEnded(err)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.metrics.rmErrors.WithLabelValues(u.sc).Inc()
+		p.log.Debug("UAM keep-alive failed", "attempt", u.a.id, "subcluster", u.sc, "err", err)
 	}
 }
 
@@ -382,8 +466,16 @@ func (u *uamConn) failedLongAgo(now time.Time, after time.Duration) bool {
 	return u.err != nil && now.Sub(u.failedAt) > after
 }
 
+// rmAnswer is an RM's answer to a UAM heartbeat; replayed: the RM's last
+// answer before a restart, fetched again (relayer.replayLost), which may
+// repeat what the AM already has.
+type rmAnswer struct {
+	resp     *yarnpb.AllocateResponseProto
+	replayed bool
+}
+
 // take returns and clears the responses received since the last merge.
-func (u *uamConn) take() []*yarnpb.AllocateResponseProto {
+func (u *uamConn) take() []rmAnswer {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	out := u.results
@@ -533,23 +625,27 @@ func (u *uamConn) finish(ctx context.Context, p *Proxy, req *yarnpb.FinishApplic
 }
 
 // saveToken writes a rolled AMRMToken or new NM tokens (or a stale row)
-// to disk and to the registry; on failure they stay pending for the next
-// heartbeat. Never dropped: a restarted proxy, the next AM attempt and
+// to disk and to the registry; on failure they stay pending (nmGen above
+// nmSaved, tokenUnsaved, rowStale) for the next heartbeat, and the error
+// is returned. Never dropped: a restarted proxy, the next AM attempt and
 // the router's kill need the current token, and the next AM attempt the
-// NM tokens. Nothing is written when nothing changed.
-func (u *uamConn) saveToken(p *Proxy) {
+// NM tokens (an answer that brought new ones is held until they are saved,
+// see heartbeat). Nothing is written when nothing changed, nor before the
+// UAM has a token (no heartbeat runs before it has one).
+func (u *uamConn) saveToken(p *Proxy) error {
 	u.mu.Lock()
 	gen := u.nmGen
 	dirty, stale, tok, registered := u.tokenUnsaved || gen != u.nmSaved, u.rowStale, u.token, u.registered
 	u.mu.Unlock()
 	if !dirty && !stale || tok == nil {
-		return
+		return nil
 	}
 	var err error
 	if dirty {
 		err = p.state.PutUAM(u.a.id.String(), u.stateRecord(registered))
 		if err != nil {
 			p.metrics.stateErrors.Inc()
+			err = fmt.Errorf("persist UAM tokens: %w", err)
 		}
 	}
 	if err == nil {
@@ -557,7 +653,7 @@ func (u *uamConn) saveToken(p *Proxy) {
 	}
 	if err != nil {
 		p.log.Error("cannot save the UAM's current AMRMToken and NM tokens; will retry", "attempt", u.a.id, "subcluster", u.sc, "err", err)
-		return
+		return err
 	}
 	u.mu.Lock()
 	if u.token == tok {
@@ -567,6 +663,7 @@ func (u *uamConn) saveToken(p *Proxy) {
 		u.nmSaved = gen
 	}
 	u.mu.Unlock()
+	return nil
 }
 
 func (u *uamConn) close() {
