@@ -338,6 +338,11 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 		"--cluster-id", opts.clusterID,
 		"--epoch", fmt.Sprint(opts.epoch),
 		"--nms", fmt.Sprint(opts.nms))
+	// An NM marks its disks bad above 90% use (Hadoop's default) and the
+	// cluster then runs nothing: CI and developer machines with a fuller
+	// disk than that saw applications stay ACCEPTED. The standalone NMs
+	// set the same. A test's own --set comes after and wins.
+	argv = append(argv, "--set", "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage=99")
 	for _, kv := range opts.set {
 		argv = append(argv, "--set", kv)
 	}
