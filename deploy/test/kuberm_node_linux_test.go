@@ -76,6 +76,8 @@ var kubermPorts = map[string]string{
 //     (kuberm_uam_linux_test.go);
 //   - Spark Pi: Spark's own spark-submit in cluster mode, kuberm with
 //     host_network (kuberm_spark_linux_test.go);
+//   - bench: the CI smoke of `yarnfed bench kuberm` against a standalone
+//     Hadoop RM + NM beside kuberm (kuberm_bench_linux_test.go);
 //   - failures: Koordinator batch resources patched on the Node before that
 //     scenario's kuberm starts, a container pod deleted mid-application,
 //     kuberm restarted mid-application (kuberm_fail_linux_test.go). Last:
@@ -133,6 +135,9 @@ func TestKubermOnNode(t *testing.T) {
 	})
 	scenario("Spark Pi", 20*time.Minute, func(ctx context.Context, t *testing.T) {
 		sparkRun(ctx, t, c, kc, bin, kubeconfig, rt)
+	})
+	scenario("bench", 20*time.Minute, func(ctx context.Context, t *testing.T) {
+		kbenchRun(ctx, t, c, kc, bin, kubeconfig, rt)
 	})
 	scenario("failures", 35*time.Minute, func(ctx context.Context, t *testing.T) {
 		failRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
