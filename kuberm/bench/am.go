@@ -498,10 +498,15 @@ func (a *am) abort() {
 		}
 		req := &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_FAILED.Enum(),
 			Diagnostics: proto.String("yarnfed bench kuberm: aborted")}
-		if err := a.amrm.Call(ctx, "finishApplicationMaster", req, &yarnpb.FinishApplicationMasterResponseProto{}); err == nil {
-			a.finished = true
-		} else {
-			a.log.Warn("abort: finishApplicationMaster", "err", err)
+		for tries := 0; tries < 50 && !a.finished; tries++ { // false until the RM stored it
+			resp := &yarnpb.FinishApplicationMasterResponseProto{}
+			if err := a.amrm.Call(ctx, "finishApplicationMaster", req, resp); err != nil {
+				a.log.Warn("abort: finishApplicationMaster", "err", err)
+				break
+			}
+			if a.finished = resp.GetIsUnregistered(); !a.finished {
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 	}
 	if a.app != nil && !a.finished {
