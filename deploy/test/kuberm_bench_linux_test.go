@@ -241,7 +241,7 @@ func kbenchStartHadoop(t *testing.T, c *kubenode.Cluster, rt javaRuntime) *kbenc
 		"yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
 		"hadoop.tmp.dir":                                                                filepath.Join(dir, "nm", "tmp"),
 	}
-	start := func(name, class string, props map[string]string) *nodeProcess {
+	start := func(name, class, heap string, props map[string]string) *nodeProcess {
 		conf := filepath.Join(dir, name, "conf")
 		if err := os.MkdirAll(conf, 0o755); err != nil {
 			t.Fatal(err)
@@ -270,11 +270,11 @@ func kbenchStartHadoop(t *testing.T, c *kubenode.Cluster, rt javaRuntime) *kbenc
 				opts = append(opts, o)
 			}
 		}
-		args := append(opts, "-Djdk.net.hosts.file="+hosts, "-Xmx512m", "-cp", conf+string(os.PathListSeparator)+strings.Join(rt.classpath, string(os.PathListSeparator)), class)
+		args := append(opts, "-Djdk.net.hosts.file="+hosts, heap, "-cp", conf+string(os.PathListSeparator)+strings.Join(rt.classpath, string(os.PathListSeparator)), class)
 		return startNodeProcess(t, c, "kbench-"+name, filepath.Join(rt.javaHome, "bin", "java"), args...)
 	}
-	h.rm = start("rm", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager", rm)
-	h.nm = start("nm", "org.apache.hadoop.yarn.server.nodemanager.NodeManager", nm)
+	h.rm = start("rm", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager", "-Xmx768m", rm)
+	h.nm = start("nm", "org.apache.hadoop.yarn.server.nodemanager.NodeManager", "-Xmx512m", nm)
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,8 +342,7 @@ func (a *am) start(ctx context.Context, c *container) error {
 	if err != nil {
 		return err
 	}
-	// The NodeManager expands <LOG_DIR> (kuberm's launcher does too).
-	clc := &yarnpb.ContainerLaunchContextProto{Command: []string{a.cfg.Command, "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"}}
+	clc := &yarnpb.ContainerLaunchContextProto{Command: []string{launchCommand(a.cfg.Command)}}
 	req := &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{{ContainerLaunchContext: clc, ContainerToken: c.token}}}
 	resp := &yarnpb.StartContainersResponseProto{}
 	if err := nm.Call(ctx, "startContainers", req, resp); err != nil {
@@ -355,6 +355,14 @@ func (a *am) start(ctx context.Context, c *container) error {
 	c.started = true
 	a.mu.Unlock()
 	return nil
+}
+
+// launchCommand is the container's command line: the command as a group
+// whose output goes to the container's stdout and stderr files (the
+// NodeManager expands <LOG_DIR>, kuberm's launcher too; the launch
+// script's own output goes elsewhere).
+func launchCommand(cmd string) string {
+	return "{ " + strings.TrimRight(strings.TrimSpace(cmd), "; ") + "; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
 }
 
 // waitRunning polls getContainerStatuses until the container runs

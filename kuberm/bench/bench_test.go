@@ -205,8 +205,8 @@ func (f *fakeYARN) nmProtocol() hadoopipc.Protocol {
 						f.t.Errorf("start without the container token")
 					}
 					cmd := strings.Join(r.GetContainerLaunchContext().GetCommand(), " ")
-					if !strings.Contains(cmd, "1><LOG_DIR>/stdout") {
-						f.t.Errorf("command %q does not send its output to the log dir", cmd)
+					if want := "{ sleep 30; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"; cmd != want {
+						f.t.Errorf("command %q, want %q", cmd, want)
 					}
 					f.startedAll++
 				}
@@ -323,6 +323,19 @@ func TestRunFailureEndsApplications(t *testing.T) {
 			t.Errorf("%s: %d containers left live", name, len(f.live))
 		}
 		f.mu.Unlock()
+	}
+}
+
+// TestLaunchCommand: the whole command's output goes to the log dir's
+// files, whatever its trailing separators.
+func TestLaunchCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"sleep 30":                     "{ sleep 30; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
+		" echo a $X; exec sleep 30 ; ": "{ echo a $X; exec sleep 30; } 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr",
+	} {
+		if got := launchCommand(in); got != want {
+			t.Errorf("launchCommand(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
