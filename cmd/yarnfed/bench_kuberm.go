@@ -26,8 +26,8 @@ func newBenchKubermCmd() *cobra.Command {
 an unmanaged application (ApplicationClientProtocol), takes its AMRMToken from the report, registers,
 asks for --containers containers at once, starts each through its NodeManager (startContainers with the
 NM and container tokens; kuberm's NM face for kuberm) as soon as it is handed out, and polls
-getContainerStatuses until it runs (RUNNING/RUNNING). Then it stops them and waits until the RM reports
-each completed. --rounds rounds per target, alternating between the targets. At the end both
+getContainerStatuses until it runs (RUNNING/RUNNING). --hold later it stops them and waits until the RM
+reports each completed. --rounds rounds per target, alternating between the targets. At the end both
 applications unregister SUCCEEDED and must report FINISHED/SUCCEEDED, and every container handed out
 must have been reported completed.
 
@@ -37,8 +37,9 @@ kuberm/hadoop ratio of the request -> running median.
 
 The kuberm side needs a real cluster (kube-scheduler, a kubelet) whose pods can run --command; the
 hadoop side a ResourceManager with a NodeManager. The AM heartbeat (--heartbeat) and the status poll
-(--status-poll) bound each phase's resolution; a Hadoop RM also allocates only on NodeManager
-heartbeats (yarn.resourcemanager.nodemanagers.heartbeat-interval-ms).`,
+(--status-poll) bound each phase's resolution, and every call is load on what is measured (each of
+kuberm's is Kubernetes API requests); a Hadoop RM also allocates only on NodeManager heartbeats
+(yarn.resourcemanager.nodemanagers.heartbeat-interval-ms).`,
 		Example: `  yarnfed bench kuberm --kuberm clientrm=10.0.0.2:8032,amrm=10.0.0.2:8030 \
       --hadoop clientrm=10.0.0.2:18032,amrm=10.0.0.2:18030 --containers 2 --rounds 10`,
 		Args: cobra.NoArgs,
@@ -69,6 +70,7 @@ heartbeats (yarn.resourcemanager.nodemanagers.heartbeat-interval-ms).`,
 	f.StringVar(&cfg.Command, "command", cfg.Command, "what each container runs (still running when observed: it is stopped then)")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "pause between the AM's allocate calls")
 	f.DurationVar(&cfg.StatusPoll, "status-poll", cfg.StatusPoll, "pause between getContainerStatuses calls")
+	f.DurationVar(&cfg.Hold, "hold", cfg.Hold, "how long the containers keep running once all run, before the stop")
 	f.DurationVar(&cfg.RoundTimeout, "round-timeout", cfg.RoundTimeout, "bound on one round")
 	f.DurationVar(&cfg.Setup, "setup-timeout", cfg.Setup, "bound on each AM's submission and registration, and on its finish")
 	f.BoolVar(&verbose, "verbose", false, "log the AMs' steps to stderr")

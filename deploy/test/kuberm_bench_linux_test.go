@@ -45,6 +45,9 @@ const (
 	// recorded in kuberm/DESIGN.md): the cluster lives only as long as the
 	// test, so the bench is run here.
 	kbenchRoundsEnv = "YARNFED_KBENCH_ROUNDS"
+	// kbenchArgsEnv adds flags to the bench (space-separated), e.g.
+	// "--heartbeat 1s --status-poll 1s" for a measured run at other rates.
+	kbenchArgsEnv = "YARNFED_KBENCH_ARGS"
 )
 
 // kbenchRun is TestKubermOnNode's "bench": the CI smoke of `yarnfed bench
@@ -80,12 +83,14 @@ func kbenchRun(ctx context.Context, t *testing.T, c *kubenode.Cluster, kc kubern
 		}
 		rounds = n
 	}
-	begin := time.Now()
-	cmd := c.Command(benchBin, "bench", "kuberm",
-		"--kuberm", "clientrm="+kubermPorts["client_address"]+",amrm="+kubermPorts["scheduler_address"],
-		"--hadoop", "clientrm="+kbenchRMClient+",amrm="+kbenchRMScheduler,
+	args := []string{"bench", "kuberm",
+		"--kuberm", "clientrm=" + kubermPorts["client_address"] + ",amrm=" + kubermPorts["scheduler_address"],
+		"--hadoop", "clientrm=" + kbenchRMClient + ",amrm=" + kbenchRMScheduler,
 		"--containers", strconv.Itoa(kbenchContainers), "--rounds", strconv.Itoa(rounds),
-		"--command", "echo kbench-ran $CONTAINER_ID; exec sleep 30", "--round-timeout", "4m")
+		"--command", "echo kbench-ran $CONTAINER_ID; exec sleep 30", "--round-timeout", "4m"}
+	args = append(args, strings.Fields(os.Getenv(kbenchArgsEnv))...)
+	begin := time.Now()
+	cmd := c.Command(benchBin, args...)
 	out, err := runClient(ctx, cmd, "yarnfed bench kuberm")
 	t.Logf("yarnfed bench kuberm (%v, %v):\n%s", time.Since(begin).Round(time.Millisecond), err, out)
 	if err != nil {

@@ -289,6 +289,11 @@ func (a *am) round(ctx context.Context, n int) (time.Duration, error) {
 		}
 	}
 	took := time.Since(asked)
+	select {
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%s: round %d: %w", a.t.Name, n, ctx.Err())
+	case <-time.After(a.cfg.Hold):
+	}
 	if err := a.stop(ctx, round); err != nil {
 		return 0, fmt.Errorf("%s: round %d: %w", a.t.Name, n, err)
 	}

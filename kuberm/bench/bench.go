@@ -88,9 +88,15 @@ type Config struct {
 	// still run when its container is observed running: it is stopped then.
 	Command string
 	// Heartbeat is the pause between allocate calls; StatusPoll between
-	// getContainerStatuses calls. Each bounds the resolution of its phase.
+	// getContainerStatuses calls. Each bounds the resolution of its phase,
+	// and each call is load on the RM and NodeManager measured.
 	Heartbeat  time.Duration
 	StatusPoll time.Duration
+	// Hold is how long the round's containers keep running once all are
+	// seen running, before the stop: a NodeManager reports RUNNING as it
+	// launches the script, so a stop at once can kill the command before
+	// it did anything.
+	Hold time.Duration
 	// RoundTimeout bounds one round (request to every container completed)
 	// and Setup the submission and registration of each AM.
 	RoundTimeout time.Duration
@@ -105,9 +111,13 @@ func DefaultConfig() Config {
 		User: "kbench", Queue: "default",
 		Containers: 2, Rounds: 5,
 		MemoryMB: 256, VCores: 1,
-		Command:      "sleep 30",
-		Heartbeat:    100 * time.Millisecond,
-		StatusPoll:   50 * time.Millisecond,
+		Command: "sleep 30",
+		// Spark's AM heartbeat while containers are pending
+		// (spark.yarn.scheduler.initial-allocation.interval); AMRMClientAsync
+		// users (distributed shell, MapReduce) beat every second.
+		Heartbeat:    200 * time.Millisecond,
+		StatusPoll:   200 * time.Millisecond,
+		Hold:         time.Second,
 		RoundTimeout: 5 * time.Minute,
 		Setup:        2 * time.Minute,
 	}
@@ -128,7 +138,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: a container needs memory and a vcore", ErrConfig)
 	case strings.TrimSpace(c.Command) == "":
 		return fmt.Errorf("%w: no command", ErrConfig)
-	case c.Heartbeat <= 0 || c.StatusPoll <= 0 || c.RoundTimeout <= 0 || c.Setup <= 0:
+	case c.Heartbeat <= 0 || c.StatusPoll <= 0 || c.RoundTimeout <= 0 || c.Setup <= 0 || c.Hold < 0:
 		return fmt.Errorf("%w: intervals and timeouts must be positive", ErrConfig)
 	}
 	return nil
@@ -187,8 +197,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 	cfg.Subject.Name = nameOr(cfg.Subject.Name, "kuberm")
 	cfg.Peer.Name = nameOr(cfg.Peer.Name, "hadoop")
 	loadStart := procstat.LoadAvg()
-	fmt.Fprintf(w, "yarnfed bench kuberm: container request -> running, %d container(s) of <%d MB, %d vcores> asked at once per round, %d rounds per target, alternating; command %q; AM heartbeat %v, status poll %v; %s at start\n",
-		cfg.Containers, cfg.MemoryMB, cfg.VCores, cfg.Rounds, cfg.Command, cfg.Heartbeat, cfg.StatusPoll, loadStart)
+	fmt.Fprintf(w, "yarnfed bench kuberm: container request -> running, %d container(s) of <%d MB, %d vcores> asked at once per round, %d rounds per target, alternating; command %q; AM heartbeat %v, status poll %v, hold %v; %s at start\n",
+		cfg.Containers, cfg.MemoryMB, cfg.VCores, cfg.Rounds, cfg.Command, cfg.Heartbeat, cfg.StatusPoll, cfg.Hold, loadStart)
 	fmt.Fprintf(w, "  %s: client %s, scheduler %s\n  %s: client %s, scheduler %s\n",
 		cfg.Subject.Name, cfg.Subject.ClientRM, cfg.Subject.Scheduler, cfg.Peer.Name, cfg.Peer.ClientRM, cfg.Peer.Scheduler)
 

@@ -247,7 +247,7 @@ func fastConfig(subject, peer *fakeYARN) Config {
 	cfg := DefaultConfig()
 	cfg.Subject, cfg.Peer = subject.target("kuberm"), peer.target("hadoop")
 	cfg.Rounds, cfg.Containers = 3, 2
-	cfg.Heartbeat, cfg.StatusPoll = 5*time.Millisecond, 5*time.Millisecond
+	cfg.Heartbeat, cfg.StatusPoll, cfg.Hold = 5*time.Millisecond, 5*time.Millisecond, time.Millisecond
 	cfg.RoundTimeout, cfg.Setup = 20*time.Second, 20*time.Second
 	return cfg
 }
