@@ -263,8 +263,21 @@ func (c *Config) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc.UserAgent = "yarnfed-kuberm"
+	// Not client-go's default limiter (5 requests/s, burst 10): every
+	// request kuberm makes waits in it (reconcile, allocate, and each
+	// NM-face call is several), so under `yarnfed bench kuberm`'s two AMs
+	// a startContainers took 4.8 s and a container 16.5 s from request to
+	// running; at 50/s 0.06 s and 4.0 s (DESIGN.md "Benchmark").
+	// kube-scheduler's own client defaults.
+	rc.QPS, rc.Burst = kubeQPS, kubeBurst
 	return rc, nil
 }
+
+// kubeQPS and kubeBurst bound kuberm's requests to the API server.
+const (
+	kubeQPS   = 50
+	kubeBurst = 100
+)
 
 // epoch is the configured epoch or one derived from the sub-cluster id
 // (FNV-1a, 1..4095), so sub-clusters differ without configuration.

@@ -18,7 +18,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure a component against a baseline in the same run",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchStatestoreScaleCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd(), newBenchFederationCmd())
+	cmd.AddCommand(newBenchRouterCmd(), newBenchStatestoreCmd(), newBenchStatestoreScaleCmd(), newBenchAMRMProxyCmd(), newBenchGPGCmd(), newBenchFederationCmd(), newBenchKubermCmd())
 	return cmd
 }
 

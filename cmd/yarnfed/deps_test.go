@@ -17,6 +17,7 @@ func TestServerBinaryLinksNoBenchCode(t *testing.T) {
 		"github.com/yarnfed/yarnfed/router/bench",
 		"github.com/yarnfed/yarnfed/router/routertest",
 		"github.com/yarnfed/yarnfed/statestore/bench",
+		"github.com/yarnfed/yarnfed/kuberm/bench",
 		"github.com/go-zookeeper/zk",
 		"go.etcd.io/etcd/client/v3",
 	}

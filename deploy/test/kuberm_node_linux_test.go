@@ -80,6 +80,8 @@ var kubermPorts = map[string]string{
 //     AMRMProxy, its AM on a real Hadoop NodeManager (SC-1: Hadoop's own
 //     RM and NM), its containers on that NodeManager and on kuberm
 //     (kuberm_span_linux_test.go);
+//   - bench: the CI smoke of `yarnfed bench kuberm` against a standalone
+//     Hadoop RM + NM beside kuberm (kuberm_bench_linux_test.go);
 //   - failures: Koordinator batch resources patched on the Node before that
 //     scenario's kuberm starts, a container pod deleted mid-application,
 //     kuberm restarted mid-application (kuberm_fail_linux_test.go). Last:
@@ -140,6 +142,9 @@ func TestKubermOnNode(t *testing.T) {
 	})
 	scenario("spanning", 20*time.Minute, func(ctx context.Context, t *testing.T) {
 		spanRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
+	})
+	scenario("bench", 20*time.Minute, func(ctx context.Context, t *testing.T) {
+		kbenchRun(ctx, t, c, kc, bin, kubeconfig, rt)
 	})
 	scenario("failures", 35*time.Minute, func(ctx context.Context, t *testing.T) {
 		failRun(ctx, t, c, kc, bin, kubeconfig, rt, hd)
