@@ -225,6 +225,18 @@ func (f *fed) proxyAttempt(t *testing.T) *attempt {
 // rmContainerDone: sc's RM reports container id of app's UAM completed.
 func (f *fed) rmContainerDone(t *testing.T, sc string, app *yarnpb.ApplicationIdProto, id *yarnpb.ContainerIdProto) bool {
 	t.Helper()
+	for _, r := range f.rmContainers(t, sc, app) {
+		if r.GetContainerId().GetId() == id.GetId() {
+			return r.GetContainerState() == yarnpb.ContainerStateProto_C_COMPLETE
+		}
+	}
+	return false
+}
+
+// rmContainers: the container reports sc's RM holds for attempt 1 of app
+// (the UAM on a secondary, the test AM's attempt at the home).
+func (f *fed) rmContainers(t *testing.T, sc string, app *yarnpb.ApplicationIdProto) []*yarnpb.ContainerReportProto {
+	t.Helper()
 	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.rms[sc].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "yarnfed"})
 	if err != nil {
 		t.Fatal(err)
@@ -235,12 +247,7 @@ func (f *fed) rmContainerDone(t *testing.T, sc string, app *yarnpb.ApplicationId
 		ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(1)}}, resp); err != nil {
 		t.Fatalf("getContainers on %s: %v", sc, err)
 	}
-	for _, r := range resp.Containers {
-		if r.GetContainerId().GetId() == id.GetId() {
-			return r.GetContainerState() == yarnpb.ContainerStateProto_C_COMPLETE
-		}
-	}
-	return false
+	return resp.Containers
 }
 
 func counterValue(c prometheus.Counter) float64 {

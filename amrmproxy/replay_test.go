@@ -100,22 +100,11 @@ func (f *fed) sameAMAt(am *testAM, tok *commonpb.TokenProto) *testAM {
 	return n
 }
 
-// rmContainerIDs lists the containers sc's RM holds for attempt 1 of app
-// (the UAM on a secondary, the test AM's attempt at the home).
+// rmContainerIDs lists the containers sc's RM holds for attempt 1 of app.
 func (f *fed) rmContainerIDs(t *testing.T, sc string, app *yarnpb.ApplicationIdProto) []*yarnpb.ContainerIdProto {
 	t.Helper()
-	c, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{f.rms[sc].Addrs().Client}, Protocol: hadoopipc.ProtocolApplicationClient, User: "yarnfed"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	resp := &yarnpb.GetContainersResponseProto{}
-	if err := c.Call(context.Background(), "getContainers", &yarnpb.GetContainersRequestProto{
-		ApplicationAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(1)}}, resp); err != nil {
-		t.Fatalf("getContainers on %s: %v", sc, err)
-	}
 	var out []*yarnpb.ContainerIdProto
-	for _, r := range resp.Containers {
+	for _, r := range f.rmContainers(t, sc, app) {
 		out = append(out, r.GetContainerId())
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -95,16 +96,7 @@ func TestArchiveIsAValidOCILayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	untar(t, o.out, dir)
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, im := readArchive(t, o.out)
 	if len(im.Manifests) != 1 || im.Manifests[0].Digest != d {
 		t.Fatalf("index %+v, want one manifest %v", im.Manifests, d)
 	}
@@ -259,15 +251,9 @@ func TestDeployDockerfileCarriesTheHDFSFetcher(t *testing.T) {
 	if _, err := build(o); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	untar(t, o.out, dir)
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil || len(im.Manifests) != 1 {
-		t.Fatalf("index %+v, %v", im, err)
+	idx, im := readArchive(t, o.out)
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index %+v, want one manifest", im)
 	}
 	img, err := idx.Image(im.Manifests[0].Digest)
 	if err != nil {
@@ -307,4 +293,20 @@ func TestDeployDockerfileCarriesTheHDFSFetcher(t *testing.T) {
 			t.Errorf("the image has no executable /%s (files: %v)", name, files)
 		}
 	}
+}
+
+// readArchive unpacks an OCI archive and reads its image index.
+func readArchive(t *testing.T, archive string) (v1.ImageIndex, *v1.IndexManifest) {
+	t.Helper()
+	dir := t.TempDir()
+	untar(t, archive, dir)
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, im
 }
