@@ -112,3 +112,8 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// statestore/third_party/raft is hashicorp/raft v1.7.3 with one change: the
+// leader writes its log in parallel with replication
+// (Config.ParallelLeaderAppend; statestore/third_party/raft/FORK.md).
+replace github.com/hashicorp/raft v1.7.3 => ./statestore/third_party/raft

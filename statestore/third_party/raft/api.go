@@ -130,6 +130,11 @@ type Raft struct {
 	// leaderState used only while state is leader
 	leaderState leaderState
 
+	// localAppend is the leader's appender while it has one (yarnfed fork,
+	// Config.ParallelLeaderAppend); the replicators read pending entries
+	// through it.
+	localAppend atomic.Pointer[localAppender]
+
 	// candidateFromLeadershipTransfer is used to indicate that this server became
 	// candidate because the leader tries to transfer leadership. This flag is
 	// used in RequestVoteRequest to express that a leadership transfer is going

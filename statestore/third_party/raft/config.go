@@ -173,6 +173,18 @@ type Config struct {
 	// processed until after the specified timeout.
 	BatchApplyCh bool
 
+	// ParallelLeaderAppend (yarnfed fork) makes the leader write new entries
+	// to its own log in parallel with replicating them (Raft thesis, section
+	// 10.2.1; etcd's leader does the same), instead of writing first and
+	// replicating after the write returns. The leader counts itself towards
+	// the commit quorum only once its own write has returned, so an entry
+	// is still committed only when a majority holds it durably; it may be
+	// committed by followers alone before the leader's write finishes. A
+	// failed local write makes the leader step down (its in-flight Apply
+	// futures get ErrLeadershipLost: the entries may be committed by the
+	// followers) rather than reuse the index. Read once per leadership term.
+	ParallelLeaderAppend bool
+
 	// If we are a member of a cluster, and RemovePeer is invoked for the
 	// local node, then we forget all peers and transition into the follower state.
 	// If ShutdownOnRemove is set, we additional shutdown Raft. Otherwise,

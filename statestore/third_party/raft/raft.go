@@ -94,6 +94,9 @@ type leaderState struct {
 	replState                    map[ServerID]*followerReplication
 	notify                       map[*verifyFuture]struct{}
 	stepDown                     chan struct{}
+	// appender writes the leader's log when Config.ParallelLeaderAppend
+	// is set (yarnfed fork); nil otherwise.
+	appender *localAppender
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -559,6 +562,26 @@ func (r *Raft) runLeader() {
 		}
 	}()
 
+	// yarnfed fork: with ParallelLeaderAppend the leader's own log writes
+	// run on the appender, in parallel with replication. Registered after
+	// the cleanup above so that it runs first: every queued write has
+	// finished (and the log store is the leader's alone again) before the
+	// in-flight futures are answered and the follower loop starts.
+	if r.config().ParallelLeaderAppend {
+		a := newLocalAppender(r)
+		r.leaderState.appender = a
+		r.localAppend.Store(a)
+		defer func() {
+			a.stop()
+			r.localAppend.Store(nil)
+			r.leaderState.appender = nil
+			if index, term, err := a.status(); err != nil {
+				// Entries after index were never written here.
+				r.setLastLog(index, term)
+			}
+		}()
+	}
+
 	// Start a replication routine for each peer
 	r.startStopReplication()
 
@@ -676,12 +699,26 @@ func (r *Raft) leaderLoop() {
 	// based on the current config value.
 	lease := time.After(r.config().LeaderLeaseTimeout)
 
+	// yarnfed fork: the appender's notifications (nil channel without it).
+	var localAppended chan struct{}
+	if a := r.leaderState.appender; a != nil {
+		localAppended = a.notifyCh
+	}
+
 	for r.getState() == Leader {
 		r.mainThreadSaturation.sleeping()
 
 		select {
+		case <-localAppended:
+			r.mainThreadSaturation.working()
+			r.localAppendDone(r.leaderState.appender)
+
 		case rpc := <-r.rpcCh:
 			r.mainThreadSaturation.working()
+			// An RPC to a leader may make it a follower that truncates or
+			// appends to its log in the same call: no local write may be
+			// in flight then.
+			r.settleLocalAppends()
 			r.processRPC(rpc)
 
 		case <-r.leaderState.stepDown:
@@ -874,6 +911,11 @@ func (r *Raft) leaderLoop() {
 			if r.getLeadershipTransferInProgress() {
 				r.logger.Debug(ErrLeadershipTransferInProgress.Error())
 				future.respond(ErrLeadershipTransferInProgress)
+				continue
+			}
+			r.settleLocalAppends() // the restore rewrites the log
+			if r.getState() != Leader {
+				future.respond(ErrNotLeader)
 				continue
 			}
 			err := r.restoreUserSnapshot(future.meta, future.reader)
@@ -1260,6 +1302,19 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		applyLog.log.AppendedAt = now
 		logs[idx] = &applyLog.log
 		r.leaderState.inflight.PushBack(applyLog)
+	}
+
+	if a := r.leaderState.appender; a != nil {
+		// yarnfed fork: write locally while replicating. The entries are
+		// readable by the replicators (from the appender) before lastLog
+		// moves; the leader counts itself once the appender reports the
+		// write done (localAppendDone).
+		a.enqueue(logs)
+		r.setLastLog(lastIndex, term)
+		for _, f := range r.leaderState.replState {
+			asyncNotifyCh(f.triggerCh)
+		}
+		return
 	}
 
 	// Write the log entry locally

@@ -253,6 +253,13 @@ func (r *Raft) compactLogs(snapIdx uint64) error {
 	defer metrics.MeasureSince([]string{"raft", "compactLogs"}, time.Now())
 
 	lastLogIdx, _ := r.getLastLog()
+	// yarnfed fork: a leader's lastLog may include entries its appender
+	// has not written yet; count trailing logs from what is written.
+	if a := r.localAppend.Load(); a != nil {
+		if written, _, _ := a.status(); written < lastLogIdx {
+			lastLogIdx = written
+		}
+	}
 	trailingLogs := r.config().TrailingLogs
 
 	return r.compactLogsWithTrailing(snapIdx, lastLogIdx, trailingLogs)

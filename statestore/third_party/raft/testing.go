@@ -28,6 +28,9 @@ func inmemConfig(t testing.TB) *Config {
 	conf.LeaderLeaseTimeout = 50 * time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
 	conf.Logger = newTestLogger(t)
+	// yarnfed fork: upstream's own tests run with the leader's parallel
+	// append (what yarnfed uses); RAFT_SERIAL_APPEND=1 runs them as upstream.
+	conf.ParallelLeaderAppend = os.Getenv("RAFT_SERIAL_APPEND") == ""
 	return conf
 }
 
