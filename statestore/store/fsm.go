@@ -76,10 +76,9 @@ type fsm struct {
 	// it, before bbolt commits: the leader's waiting proposals are answered
 	// without waiting for the commit's page writes (which queue behind the
 	// Raft log's fsyncs on a shared filesystem). Runs on the FSM goroutine.
-	answer func(l *raft.Log, resp any, batchLast uint64)
-	// answered is the last index of the last batch whose results were
-	// handed out before their commit (the answer func sets it before it
-	// answers); view waits until applied reaches it, so a read that
+	answer func(l *raft.Log, resp any)
+	// answered is the last index whose results were handed out before
+	// their commit; view waits until applied reaches it, so a read that
 	// follows an answer sees the write (read-your-writes, as before).
 	answered atomic.Uint64
 	// beforeCommit, when set (tests), runs just before the batch
@@ -267,9 +266,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	// see the batch only after the commit: applied moves after it, and
 	// view waits for answered.
 	if f.answer != nil {
+		f.answered.Store(last)
 		for i, l := range logs {
 			if out[i] != nil {
-				f.answer(l, out[i], last)
+				f.answer(l, out[i])
 			}
 		}
 	}

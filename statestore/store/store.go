@@ -686,13 +686,11 @@ func (s *Store) runProposer() {
 // replica's proposer is waiting for, its proposals get their results now,
 // before the FSM's transaction commits, and the group commit may send the
 // next entry.
-func (s *Store) answer(l *raft.Log, resp any, batchLast uint64) {
+func (s *Store) answer(l *raft.Log, resp any) {
 	if len(l.Data) == 0 {
 		return
 	}
 	if v, ok := s.waiting.LoadAndDelete(unsafe.SliceData(l.Data)); ok {
-		// Before the answer: a read that follows it waits for the commit.
-		s.fsm.answered.Store(batchLast)
 		fl := v.(*inflight)
 		s.finish(fl.batch, resp, nil)
 		fl.release()
