@@ -70,21 +70,6 @@ type fsm struct {
 	appliedCh chan struct{} // closed and replaced whenever applied advances
 
 	batches, commands atomic.Uint64
-
-	// answer, when set (the Store sets it before Raft starts), is offered
-	// each applied entry's final result while the batch transaction holds
-	// it, before bbolt commits: the leader's waiting proposals are answered
-	// without waiting for the commit's page writes (which queue behind the
-	// Raft log's fsyncs on a shared filesystem). Runs on the FSM goroutine.
-	answer func(l *raft.Log, resp any)
-	// answered is the last index whose results were handed out before
-	// their commit; view waits until applied reaches it, so a read that
-	// follows an answer sees the write (read-your-writes, as before).
-	answered atomic.Uint64
-	// beforeCommit, when set (tests), runs just before the batch
-	// transaction commits; onWait (tests) when a read starts to wait for
-	// answered results to commit.
-	beforeCommit, onWait atomic.Pointer[func()]
 }
 
 func openDB(path string, noSync bool) (*bolt.DB, error) {
@@ -199,28 +184,11 @@ func (f *fsm) appliedNotify() <-chan struct{} {
 	return f.appliedCh
 }
 
-// view runs fn in a read transaction, once every result already handed
-// out is committed.
+// view runs fn in a read transaction.
 func (f *fsm) view(fn func(tx *bolt.Tx) error) error {
-	f.waitAnswered()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.db.View(fn)
-}
-
-// waitAnswered waits until the batch whose results were handed out before
-// its commit has committed (at most one commit: the FSM goroutine is in it).
-func (f *fsm) waitAnswered() {
-	for {
-		ch := f.appliedNotify()
-		if f.appliedIndex() >= f.answered.Load() {
-			return
-		}
-		if fn := f.onWait.Load(); fn != nil {
-			(*fn)()
-		}
-		<-ch
-	}
 }
 
 // Apply implements raft.FSM for single entries.
@@ -259,22 +227,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	binary.BigEndian.PutUint64(ib[:], last)
 	if err := tx.Bucket(bMeta).Put(kApplied, ib[:]); err != nil {
 		panic(fmt.Sprintf("statestore: record applied index: %v", err))
-	}
-	// The results are final: every entry is committed in the Raft log and
-	// nothing below changes them (a failed commit stops the replica, which
-	// then rebuilds this file from the log with the same results). Reads
-	// see the batch only after the commit: applied moves after it, and
-	// view waits for answered.
-	if f.answer != nil {
-		f.answered.Store(last)
-		for i, l := range logs {
-			if out[i] != nil {
-				f.answer(l, out[i])
-			}
-		}
-	}
-	if fn := f.beforeCommit.Load(); fn != nil {
-		(*fn)()
 	}
 	if err := tx.Commit(); err != nil {
 		// The state on disk no longer matches the log; continuing would
@@ -337,7 +289,6 @@ func (f *fsm) applyDecoded(tx *bolt.Tx, index uint64, t CommandType, m proto.Mes
 // whole database file taken from a read transaction, so Apply continues
 // while it is written.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	f.waitAnswered() // Raft calls it between batches: no wait there
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	tx, err := f.db.Begin(false)

@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -111,13 +109,8 @@ type Store struct {
 
 	notifyCh chan bool
 	propCh   chan []*proposal // a request's proposals travel together
-	// waiting holds each Raft entry the proposer handed to Raft and has
-	// not answered yet, by the address of its data's first byte: on the
-	// leader the FSM applies the very slice passed to raft.Apply, and
-	// answers its proposals through it (Store.answer) before its commit.
-	waiting sync.Map // *byte -> *inflight
-	done    chan struct{}
-	wg      sync.WaitGroup
+	done     chan struct{}
+	wg       sync.WaitGroup
 
 	ri struct {
 		sync.Mutex
@@ -172,7 +165,6 @@ func Open(cfg Config) (*Store, error) {
 	if s.fsm, trusted, err = openFSM(filepath.Join(cfg.Dir, "fsm.db"), !cfg.FSMSync, s.logger); err != nil {
 		return nil, err
 	}
-	s.fsm.answer = s.answer
 	hlog := hclog.FromStandardLogger(slog.NewLogLogger(s.logger.Handler(), slog.LevelInfo), &hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
 	if s.logs, err = openLogStore(cfg.Dir, s.logKind, cfg.NoSync, hlog); err != nil {
 		s.logs = nil // a typed nil would pass cleanup's check
@@ -568,17 +560,6 @@ type proposal struct {
 	data  []byte
 	done  chan *result
 	start time.Time
-	// answered: done has its result (from the FSM before its commit, or
-	// from the Raft future); the other path leaves it alone.
-	answered atomic.Bool
-}
-
-// inflight is one Raft entry the proposer is waiting for.
-type inflight struct {
-	batch []*proposal
-	// release frees the entry's place in the group commit (once): when
-	// the FSM answers, the next entry may go to Raft while bbolt commits.
-	release func()
 }
 
 const (
@@ -651,20 +632,14 @@ func (s *Store) runProposer() {
 			}
 		}
 		s.batchSize.Observe(float64(len(batch)))
-		key := unsafe.SliceData(data)
-		fl := &inflight{batch: batch, release: sync.OnceFunc(func() { <-sem })}
-		s.waiting.Store(key, fl)
 		f := s.raft.Apply(data, s.cfg.ApplyTimeout)
 		sent := time.Now()
 		go func() {
-			defer fl.release()
+			defer func() { <-sem }()
 			defer func() { s.raftSeconds.Observe(time.Since(sent).Seconds()) }()
 			// Raft does not answer futures still queued when it shuts
 			// down; Close stops waiting through s.done instead.
-			err := f.Error()
-			// Answered by the FSM already, unless not applied here.
-			s.waiting.Delete(key)
-			if err != nil {
+			if err := f.Error(); err != nil {
 				if errors.Is(err, raft.ErrRaftShutdown) {
 					// Raft answers a committed entry's future with
 					// ErrRaftShutdown when it stops before applying it
@@ -682,29 +657,10 @@ func (s *Store) runProposer() {
 	}
 }
 
-// answer is the FSM's early answer (fsm.answer): when l is an entry this
-// replica's proposer is waiting for, its proposals get their results now,
-// before the FSM's transaction commits, and the group commit may send the
-// next entry.
-func (s *Store) answer(l *raft.Log, resp any) {
-	if len(l.Data) == 0 {
-		return
-	}
-	if v, ok := s.waiting.LoadAndDelete(unsafe.SliceData(l.Data)); ok {
-		fl := v.(*inflight)
-		s.finish(fl.batch, resp, nil)
-		fl.release()
-	}
-}
-
-// finish hands each proposal of a batch its result, unless it already has
-// one.
+// finish hands each proposal of a batch its result.
 func (s *Store) finish(batch []*proposal, resp any, err error) {
 	now := time.Now()
 	for i, p := range batch {
-		if !p.answered.CompareAndSwap(false, true) {
-			continue
-		}
 		r := &result{err: err}
 		if err == nil {
 			switch v := resp.(type) {

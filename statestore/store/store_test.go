@@ -780,7 +780,7 @@ func TestAppHomePagesFilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := s.fsm.view(func(tx *bolt.Tx) error {
+	err := s.fsm.db.View(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bApps, bAppsByTime, bAppContexts} {
 			st := tx.Bucket(name).Stats()
 			if st.KeyN != 5000 {
