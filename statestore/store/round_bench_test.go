@@ -30,7 +30,8 @@ import (
 //
 // go test -run '^$' -bench BenchmarkOneClientRound -benchtime 2000x ./statestore/store/
 func BenchmarkOneClientRound(b *testing.B) {
-	for _, mode := range []string{"serial", "parallel", "serial", "parallel"} {
+	// Interleaved, three times each: the shared machine's load drifts.
+	for _, mode := range []string{"serial", "parallel", "serial", "parallel", "serial", "parallel"} {
 		b.Run(mode, func(b *testing.B) {
 			inm := metrics.NewInmemSink(time.Hour, time.Hour)
 			mc := metrics.DefaultConfig("b")
