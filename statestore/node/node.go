@@ -65,6 +65,11 @@ type Config struct {
 	// refuses to start (store.ErrLogStoreMismatch).
 	RaftLogStore string `json:"raft_log_store"`
 
+	// SerialLeaderAppend: the leader writes its log before replicating
+	// (upstream hashicorp/raft's order) instead of in parallel with it
+	// (store.Config.SerialLeaderAppend). For comparison.
+	SerialLeaderAppend bool `json:"serial_leader_append"`
+
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout"`
 	ElectionTimeout  config.Duration `json:"election_timeout"`
 	// CommitTimeout is how long the leader lets a follower go without an
@@ -264,6 +269,7 @@ func (c Config) setRaftTimings(s *store.Config) {
 	s.HeartbeatTimeout, s.ElectionTimeout = time.Duration(c.HeartbeatTimeout), time.Duration(c.ElectionTimeout)
 	s.LeaderLeaseTimeout = time.Duration(c.HeartbeatTimeout) / 2
 	s.CommitTimeout = time.Duration(c.CommitTimeout)
+	s.SerialLeaderAppend = c.SerialLeaderAppend
 }
 
 // Start opens the store and starts serving. The caller runs Wait or Close.

@@ -182,6 +182,27 @@ func TestCommitTimeoutReachesRaft(t *testing.T) {
 	}
 }
 
+// TestSerialLeaderAppendReachesStore: by default the store's leader writes
+// its log in parallel with replication; serial_leader_append (the
+// comparison setting) reaches the store.
+func TestSerialLeaderAppendReachesStore(t *testing.T) {
+	var s store.Config
+	DefaultConfig().setRaftTimings(&s)
+	if s.SerialLeaderAppend {
+		t.Fatal("the default configuration asks the store for serial leader appends")
+	}
+	p := filepath.Join(t.TempDir(), "ss.json")
+	os.WriteFile(p, []byte(`{"serial_leader_append":true}`), 0o600)
+	c := DefaultConfig()
+	if err := configtest.DecodeFile(p, &c); err != nil {
+		t.Fatal(err)
+	}
+	c.setRaftTimings(&s)
+	if !s.SerialLeaderAppend {
+		t.Fatal("serial_leader_append: true does not reach the store")
+	}
+}
+
 // TestConfigFileKeys: node.Config's keys as a file names them (the
 // statestore role reads the file with internal/config).
 func TestConfigFileKeys(t *testing.T) {
