@@ -49,6 +49,9 @@ deadcode: ## Functions no binary (bench included) reaches (golang.org/x/tools de
 
 unit: ## Unit and in-process integration tests with the race detector.
 	$(GO) test -race -count=1 -timeout 20m -tags bench $(PKGS)
+	@# The raft fork is a module of its own (statestore/third_party/raft/FORK.md):
+	@# its change's tests run here; upstream's whole suite is run by hand per rebase.
+	cd statestore/third_party/raft && $(GO) test -race -count=1 -run 'ParallelAppend' .
 
 test-interop: ## Real Apache Hadoop 3.4 (Maven-fetched) against our servers, and our client against a real RM.
 	@# The Go tests run Maven themselves when the classpath is stale, and skip
