@@ -436,15 +436,14 @@ func (s *Source) sync(name string) {
 	if st != nil {
 		prev, had = st.result, st.hasResult
 	}
-	changed := s.applyLocked(name, st, res, exists, now)
+	if s.applyLocked(name, st, res, exists, now) {
+		s.notify() // before unlocking: see recompute
+	}
 	s.mu.Unlock()
 	if exists && res.Status == NodeConflict && (!had || prev.Status != NodeConflict) {
 		s.log.Warn("NodeManagers of two sub-clusters run on one node; it counts for neither", "node", name)
 	}
 	s.m.syncs.Inc()
-	if changed {
-		s.notify()
-	}
 	if exists && contributes(res) {
 		// Level-based staleness: look again when the node would turn stale.
 		s.queue.AddAfter(name, res.FreshUntil.Sub(now))
@@ -567,11 +566,14 @@ func (s *Source) Recompute() {
 	}
 	s.agg, s.counts, s.synced, s.resyncAt = agg, counts, true, now
 	s.m.setNodeCounts(&s.counts)
-	s.mu.Unlock()
-	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
+	// Signalled before unlocking (notify never blocks), so whoever sees
+	// HasSynced or the new Snapshot also finds the Changed signal: after
+	// the unlock, a caller could read synced and find no signal yet.
 	if changed {
 		s.notify()
 	}
+	s.mu.Unlock()
+	s.m.recomputeSeconds.Observe(time.Since(start).Seconds())
 	for _, d := range deadlines {
 		s.queue.AddAfter(d.name, d.in)
 	}
