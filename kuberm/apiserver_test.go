@@ -2,7 +2,6 @@ package kuberm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -16,9 +15,9 @@ import (
 	"github.com/yarnfed/yarnfed/internal/hadoopcreds"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
-	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
+	"github.com/yarnfed/yarnfed/policies"
 )
 
 // TestAgainstRealAPIServer drives kuberm through Hadoop IPC (our Go YARN
@@ -426,8 +425,8 @@ func TestAgainstRealAPIServer(t *testing.T) {
 		if row.ClientRMServiceAddress != r3.Addrs().Client || row.AMRMServiceAddress != r3.Addrs().Scheduler || row.RMWebServiceAddress != r3.Addrs().Web {
 			t.Errorf("registered addresses %+v, want %+v", row, r3.Addrs())
 		}
-		var m rmrest.ClusterMetrics
-		if err := json.Unmarshal([]byte(row.Capability), &m); err != nil || m.TotalMB != 88<<10 || m.ActiveNodes != 2 {
+		// As the GPG and the routers read it (the RM REST envelope).
+		if m, err := policies.ParseCapability([]byte(row.Capability)); err != nil || m.TotalMB != 88<<10 || m.ActiveNodes != 2 {
 			t.Errorf("capability %s (%v)", row.Capability, err)
 		}
 		if !r3.Heartbeat(ctx, true) || st.heartbeats != 1 || !st.lastState {

@@ -22,7 +22,11 @@ type Registration struct {
 	RMAdminServiceAddress  string
 	RMWebServiceAddress    string
 	LastStartTime          time.Time
-	Capability             string // JSON of the clusterMetrics object
+	// Capability is the RM REST API's /ws/v1/cluster/metrics answer,
+	// {"clusterMetrics":{...}}: what the sub-cluster agent registers for a
+	// stock RM, and what the GPG and the routers parse
+	// (policies.ParseCapability, which refuses the bare object).
+	Capability string
 }
 
 // ErrNotRegistered is what a Store returns for a heartbeat of a row it
@@ -129,7 +133,10 @@ func (r *RM) heartbeatOnce(ctx context.Context, registered bool) bool {
 	if err != nil {
 		r.log.Warn("cannot compute cluster metrics; heartbeating UNHEALTHY", "err", err)
 	}
-	capJSON, jerr := json.Marshal(m)
+	// The envelope, as the RM's REST API answers and the agent registers:
+	// the GPG and the routers parse nothing else, so a bare object made
+	// kuberm's capability zero to them (no weight, whatever its batch).
+	capJSON, jerr := json.Marshal(rmrest.ClusterMetricsResponse{ClusterMetrics: m})
 	if jerr != nil {
 		capJSON = []byte("{}")
 	}
