@@ -20,7 +20,7 @@ func BindFlags(f *pflag.FlagSet, cfg *Config) {
 	f.BoolVar(&cfg.FSMSync, "fsm-sync", cfg.FSMSync, "fsync the FSM database per batch (otherwise rebuilt from the log after a crash)")
 	f.StringVar(&cfg.RaftLogStore, "raft-log-store", cfg.RaftLogStore, "Raft log store for a new data dir: wal or bolt (default: what the data dir holds, else wal); a data dir keeps the kind it was created with, a different value refuses to start")
 	f.BoolVar(&cfg.NoSync, "unsafe-no-sync", cfg.NoSync, "skip fsync of the Raft log (loses acknowledged writes on power failure)")
-	f.BoolVar(&cfg.SerialLeaderAppend, "raft-serial-append", cfg.SerialLeaderAppend, "the leader writes its log before replicating (upstream hashicorp/raft) instead of in parallel with it (for comparison)")
+	f.BoolVar(&cfg.ParallelLeaderAppend, "raft-parallel-append", cfg.ParallelLeaderAppend, "the leader writes its log in parallel with replicating it (the raft fork's option; off: upstream hashicorp/raft's order, write then replicate)")
 	f.Var(&cfg.HeartbeatTimeout, "heartbeat-timeout", "Raft heartbeat timeout")
 	f.Var(&cfg.ElectionTimeout, "election-timeout", "Raft election timeout")
 	f.Var(&cfg.CommitTimeout, "commit-timeout", "longest quiet time (1-2x) before the leader tells followers what committed, and so before their watchers see a write")

@@ -65,10 +65,9 @@ type Config struct {
 	// refuses to start (store.ErrLogStoreMismatch).
 	RaftLogStore string `json:"raft_log_store"`
 
-	// SerialLeaderAppend: the leader writes its log before replicating
-	// (upstream hashicorp/raft's order) instead of in parallel with it
-	// (store.Config.SerialLeaderAppend). For comparison.
-	SerialLeaderAppend bool `json:"serial_leader_append"`
+	// ParallelLeaderAppend: the leader writes its log in parallel with
+	// replicating it (store.Config.ParallelLeaderAppend). Off by default.
+	ParallelLeaderAppend bool `json:"parallel_leader_append"`
 
 	HeartbeatTimeout config.Duration `json:"heartbeat_timeout"`
 	ElectionTimeout  config.Duration `json:"election_timeout"`
@@ -269,7 +268,7 @@ func (c Config) setRaftTimings(s *store.Config) {
 	s.HeartbeatTimeout, s.ElectionTimeout = time.Duration(c.HeartbeatTimeout), time.Duration(c.ElectionTimeout)
 	s.LeaderLeaseTimeout = time.Duration(c.HeartbeatTimeout) / 2
 	s.CommitTimeout = time.Duration(c.CommitTimeout)
-	s.SerialLeaderAppend = c.SerialLeaderAppend
+	s.ParallelLeaderAppend = c.ParallelLeaderAppend
 }
 
 // Start opens the store and starts serving. The caller runs Wait or Close.

@@ -182,24 +182,24 @@ func TestCommitTimeoutReachesRaft(t *testing.T) {
 	}
 }
 
-// TestSerialLeaderAppendReachesStore: by default the store's leader writes
-// its log in parallel with replication; serial_leader_append (the
-// comparison setting) reaches the store.
-func TestSerialLeaderAppendReachesStore(t *testing.T) {
+// TestParallelLeaderAppendReachesStore: by default the store's leader
+// writes its log before replicating (upstream's order);
+// parallel_leader_append reaches the store.
+func TestParallelLeaderAppendReachesStore(t *testing.T) {
 	var s store.Config
 	DefaultConfig().setRaftTimings(&s)
-	if s.SerialLeaderAppend {
-		t.Fatal("the default configuration asks the store for serial leader appends")
+	if s.ParallelLeaderAppend {
+		t.Fatal("the default configuration asks the store for parallel leader appends")
 	}
 	p := filepath.Join(t.TempDir(), "ss.json")
-	os.WriteFile(p, []byte(`{"serial_leader_append":true}`), 0o600)
+	os.WriteFile(p, []byte(`{"parallel_leader_append":true}`), 0o600)
 	c := DefaultConfig()
 	if err := configtest.DecodeFile(p, &c); err != nil {
 		t.Fatal(err)
 	}
 	c.setRaftTimings(&s)
-	if !s.SerialLeaderAppend {
-		t.Fatal("serial_leader_append: true does not reach the store")
+	if !s.ParallelLeaderAppend {
+		t.Fatal("parallel_leader_append: true does not reach the store")
 	}
 }
 

@@ -108,7 +108,7 @@ func startTCPCluster(b *testing.B, serial bool) *Store {
 	for _, p := range peers {
 		s, err := Open(Config{
 			NodeID: p.ID, Dir: b.TempDir(), RaftAddr: p.RaftAddr, GRPCAddr: "127.0.0.1:1",
-			Bootstrap: true, Peers: peers, SerialLeaderAppend: serial,
+			Bootstrap: true, Peers: peers, ParallelLeaderAppend: !serial,
 			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 			LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
 			Logger: discardLogger(), LogStore: testLogStore,
