@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/proctest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 )
 
@@ -341,7 +342,7 @@ func promValue(text, metric string) float64 {
 func killContainerProcesses(t *testing.T, mc *miniCluster) int {
 	t.Helper()
 	n := 0
-	for container, pid := range containerPids(mc.dir) {
+	for container, pid := range proctest.NMContainerPids(mc.dir) {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			t.Logf("kill process group of %s (%d): %v", container, pid, err)
 			continue

@@ -28,6 +28,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubetest"
+	"github.com/yarnfed/yarnfed/internal/proctest"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/policies"
@@ -391,7 +392,7 @@ func startKoordFed(t *testing.T, kc *kubetest.Cluster) *koordFed {
 		}
 		t.Cleanup(func() {
 			n.proc.stop(15 * time.Second)
-			for _, pid := range containerPids(n.localDir) { // their own sessions
+			for _, pid := range proctest.NMContainerPids(n.localDir) { // their own sessions
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
 		})

@@ -393,7 +393,7 @@ func (n *saNM) registrations() int {
 // whose process still names that container in its environment.
 func killContainersUnder(t testing.TB, dir string) int {
 	n := 0
-	for container, pid := range containerPids(dir) {
+	for container, pid := range proctest.NMContainerPids(dir) {
 		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 			t.Logf("kill process group of %s (%d): %v", container, pid, err)
 			continue
@@ -401,33 +401,6 @@ func killContainersUnder(t testing.TB, dir string) int {
 		n++
 	}
 	return n
-}
-
-// containerPids maps each live container under an NM's local dir to its
-// pid (DefaultContainerExecutor: its own session, so pid = process group).
-func containerPids(dir string) map[string]int {
-	out := map[string]int{}
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".pid") || !strings.Contains(p, "nmPrivate") {
-			return nil
-		}
-		container := strings.TrimSuffix(d.Name(), ".pid")
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			return nil
-		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !strings.Contains(string(env), "CONTAINER_ID="+container+"\x00") {
-			return nil // gone already, or the pid is someone else's now
-		}
-		out[container] = pid
-		return nil
-	})
-	return out
 }
 
 // ---- the federation ----
@@ -575,7 +548,7 @@ func (f *uamFed) stopAll() {
 				defer wg.Done()
 				n.proc.stop(15 * time.Second)
 				// Containers it started run in their own sessions.
-				for _, pid := range containerPids(n.localDir) {
+				for _, pid := range proctest.NMContainerPids(n.localDir) {
 					_ = syscall.Kill(-pid, syscall.SIGKILL)
 				}
 				if n.proxy != nil {
@@ -936,7 +909,7 @@ func (f *uamFed) killAM(t testing.TB, app string) (appAttempt, *saNM) {
 	if n == nil {
 		t.Fatalf("attempt %s runs on %s, which is none of the harness's NMs", cur.AppAttemptID, cur.NodeID)
 	}
-	pid, ok := containerPids(n.localDir)[cur.ContainerID]
+	pid, ok := proctest.NMContainerPids(n.localDir)[cur.ContainerID]
 	if !ok {
 		t.Fatalf("no live pid for AM container %s under %s", cur.ContainerID, n.localDir)
 	}

@@ -311,6 +311,24 @@ func (w *podWatch) dump(t *testing.T, app string) {
 	}
 }
 
+// checkKubeScheduled: pod name, last seen as last, is on the node, placed
+// by kube-scheduler (the default scheduler, PodScheduled=True).
+func checkKubeScheduled(t *testing.T, name string, last *corev1.Pod) {
+	t.Helper()
+	if last.Spec.NodeName != kubenode.NodeName || last.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		t.Errorf("pod %s: node %q by scheduler %q, want %s by %s", name, last.Spec.NodeName, last.Spec.SchedulerName, kubenode.NodeName, corev1.DefaultSchedulerName)
+	}
+	scheduled := false
+	for _, cond := range last.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+			scheduled = true
+		}
+	}
+	if !scheduled {
+		t.Errorf("pod %s: no PodScheduled=True condition (%v)", name, last.Status.Conditions)
+	}
+}
+
 // checkAppPods: the application's AM and its n containers ran as pods of
 // the kuberm image that kube-scheduler bound (created without a node, later
 // on the node with PodScheduled true), each requesting its size with
@@ -340,18 +358,7 @@ func checkAppPods(t *testing.T, w *podWatch, app, marker string, hostPaths []str
 		if first.Spec.NodeName != "" {
 			t.Errorf("pod %s was created bound to %q: kuberm must leave placement to kube-scheduler", name, first.Spec.NodeName)
 		}
-		if last.Spec.NodeName != kubenode.NodeName || last.Spec.SchedulerName != corev1.DefaultSchedulerName {
-			t.Errorf("pod %s: node %q by scheduler %q, want %s by %s", name, last.Spec.NodeName, last.Spec.SchedulerName, kubenode.NodeName, corev1.DefaultSchedulerName)
-		}
-		scheduled := false
-		for _, cond := range last.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
-				scheduled = true
-			}
-		}
-		if !scheduled {
-			t.Errorf("pod %s: no PodScheduled=True condition (%v)", name, last.Status.Conditions)
-		}
+		checkKubeScheduled(t, name, last)
 		main := last.Spec.Containers[0]
 		if main.Image != kubermImage {
 			t.Errorf("pod %s runs %s, want %s", name, main.Image, kubermImage)

@@ -2,20 +2,16 @@ package test
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,14 +55,6 @@ const (
 	spanHome         = "SC-1"
 	spanHomeEpoch    = 7
 	spanKubeEpoch    = 1007
-	spanRMClient     = kubenode.NodeIP + ":18032"
-	spanRMScheduler  = kubenode.NodeIP + ":18030"
-	spanRMTracker    = kubenode.NodeIP + ":18031"
-	spanRMAdmin      = kubenode.NodeIP + ":18033"
-	spanRMWeb        = kubenode.NodeIP + ":18088"
-	spanNMAddr       = kubenode.NodeIP + ":18041"
-	spanNMLocalizer  = kubenode.NodeIP + ":18040"
-	spanNMWeb        = kubenode.NodeIP + ":18042"
 	spanProxyAddr    = kubenode.NodeIP + ":18049"
 	spanProxyWeb     = kubenode.NodeIP + ":18070"
 	spanPolicyString = "default;" + spanHome + ":1.0;" + spanHome + ":0.5," + kubermSubCluster + ":0.5;0.0"
@@ -75,15 +63,16 @@ const (
 	spanSleep = 15
 )
 
+// spanAddrs are SC-1's RM's and NodeManager's addresses (standaloneHadoop).
+var spanAddrs = hadoopAddrsAt(10000)
+
 // spanFed is the spanning federation: kubeFed (store, kuberm, router) plus
 // SC-1's daemons, its agent and the AMRMProxy.
 type spanFed struct {
 	*kubeFed
-	rm, nm, agent, proxy *nodeProcess
-	dir                  string // SC-1's directories
-	nmLogDir             string
-	nmLocalDir           string
-	web                  *http.Client // through the node's network namespace
+	sc1          *standaloneHadoop
+	agent, proxy *nodeProcess
+	dir          string // SC-1's directories, the proxy's data dir
 }
 
 // spanRun is TestKubermOnNode's "spanning".
@@ -178,16 +167,17 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kube
 	writeHadoopConf(t, hd)
 	kf := startKubeFed(ctx, t, c, bin, kubeconfig, hd.mountPaths(rt),
 		map[string]string{"JAVA_HOME": rt.javaHome, "HADOOP_CONF_DIR": hd.conf}, map[string]any{"epoch": spanKubeEpoch})
-	f := &spanFed{kubeFed: kf, dir: t.TempDir(),
-		web: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: c.DialContext, DisableKeepAlives: true}}}
+	f := &spanFed{kubeFed: kf, dir: t.TempDir()}
 	if out, err := exec.Command(bin, "certs", "--dir", f.pki, spanHome+"=agent", "nm-1=amrmproxy", "ops=admin").CombinedOutput(); err != nil {
 		t.Fatalf("yarnfed certs: %v\n%s", err, out)
 	}
 
 	// SC-1's daemons: the JVMs take longest, so first.
-	f.startHadoop(t, rt, hd)
+	o := spanHadoopOptions()
+	o.hostsFile, o.classpath = javaHostsFile(), []string{hd.jars + "/*"}
+	f.sc1 = startStandaloneHadoop(t, c, rt.javaHome, f.dir, o)
 	f.agent = startNodeProcess(t, c, "agent-"+spanHome, bin, append([]string{"subcluster-agent", "--subcluster-id", spanHome, "--store", storeAddr,
-		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", spanRMClient, spanRMScheduler, spanRMAdmin, spanRMWeb),
+		"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s", spanAddrs.rmClient, spanAddrs.rmScheduler, spanAddrs.rmAdmin, spanAddrs.rmWeb),
 		"--probe-interval", "500ms", "--heartbeat-interval", "2s"}, f.tlsFlags("store-", spanHome)...)...)
 
 	ctl := filepath.Join(t.TempDir(), "yarnfedctl")
@@ -205,22 +195,10 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kube
 		"--amrm-address", spanProxyAddr, "--web-address", spanProxyWeb, "--data-dir", filepath.Join(f.dir, "amrmproxy")},
 		f.tlsFlags("store-", "nm-1")...)...)
 
-	waitFor(ctx, t, "SC-1's RM active with its NodeManager RUNNING", func() (bool, string) {
-		f.mustRun(t)
-		var nodes rmrest.NodesResponse
-		if err := f.getJSON(spanRMWeb, "/ws/v1/cluster/nodes", &nodes); err != nil {
-			return false, err.Error()
-		}
-		for _, n := range nodes.Nodes.Node {
-			if n.State == "RUNNING" {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("nodes %v", nodes.Nodes.Node)
-	})
+	f.sc1.waitReady(ctx, t, "", f.agent, f.proxy)
 	waitFor(ctx, t, "the amrmproxy ready", func() (bool, string) {
 		f.mustRun(t)
-		resp, err := f.web.Get("http://" + spanProxyWeb + "/readyz")
+		resp, err := f.sc1.web.Get("http://" + spanProxyWeb + "/readyz")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -246,111 +224,21 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kube
 				ports[fmt.Sprint(n.GetNodeId().GetPort())] = true
 			}
 		}
-		_, nmPort, _ := strings.Cut(spanNMAddr, ":")
+		_, nmPort, _ := strings.Cut(spanAddrs.nmAddr, ":")
 		_, facePort, _ := strings.Cut(kubermPorts["nm_address"], ":")
 		return ports[nmPort] && ports[facePort], fmt.Sprintf("running nodes %v", ids)
 	})
 	return f
 }
 
-// spanDaemonLog4j: the Hadoop daemons' (and the AM's, from the NodeManager's
-// conf dir) log: INFO to stderr.
-const spanDaemonLog4j = `log4j.rootLogger=INFO, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=%d{ISO8601} %p [%t] %c{1}: %m%n
-log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
-log4j.logger.org.eclipse.jetty=WARN
-log4j.logger.com.sun.jersey=WARN
-`
-
-// spanWriteConf writes a Hadoop XML configuration file; keys in final are
-// <final>true</final>.
-func spanWriteConf(t *testing.T, path string, props map[string]string, final map[string]bool) {
-	t.Helper()
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, k := range keys {
-		fin := ""
-		if final[k] {
-			fin = "<final>true</final>"
-		}
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value>%s</property>\n", k, props[k], fin)
-	}
-	b.WriteString("</configuration>\n")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// spanHadoopDirs are SC-1's conf dirs and the NodeManager's directories.
-type spanHadoopDirs struct {
-	rmConf, nmConf, nmLogDir, nmLocalDir string
-}
-
-// spanHadoopConf writes SC-1's conf dirs under dir. Every directory either
-// daemon writes is its own, under dir (hadoop.tmp.dir, the RM state store,
-// the node-attribute store, whose default is one machine-wide /tmp path:
-// e2e's TestStandaloneRMConfsShareNoDirectory); TestSpanHadoopConf checks
-// it.
-func spanHadoopConf(t *testing.T, dir string) spanHadoopDirs {
-	t.Helper()
-	rmDir, nmDir := filepath.Join(dir, "rm"), filepath.Join(dir, "nm")
-	hc := spanHadoopDirs{rmConf: filepath.Join(rmDir, "conf"), nmConf: filepath.Join(nmDir, "conf"),
-		nmLogDir: filepath.Join(nmDir, "logs"), nmLocalDir: filepath.Join(nmDir, "local")}
-	rmConf, nmConf := hc.rmConf, hc.nmConf
-	for _, d := range []string{rmConf, nmConf, hc.nmLogDir, hc.nmLocalDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	common := map[string]string{
-		"yarn.resourcemanager.hostname":                 kubenode.NodeIP,
-		"yarn.resourcemanager.address":                  spanRMClient,
-		"yarn.resourcemanager.resource-tracker.address": spanRMTracker,
-		"yarn.resourcemanager.admin.address":            spanRMAdmin,
-		"yarn.resourcemanager.webapp.address":           spanRMWeb,
-		"yarn.timeline-service.enabled":                 "false",
-	}
-	rm := maps.Clone(common)
-	maps.Copy(rm, map[string]string{
-		"yarn.resourcemanager.scheduler.address": spanRMScheduler,
-		"yarn.resourcemanager.cluster-id":        "kubenode-span-sc1",
-		// The epoch is in the container ids only with recovery on and a
-		// state store.
-		"yarn.resourcemanager.recovery.enabled":                   "true",
-		"yarn.resourcemanager.store.class":                        "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore",
-		"yarn.resourcemanager.fs.state-store.uri":                 "file://" + filepath.Join(rmDir, "rmstore"),
-		"yarn.resourcemanager.epoch":                              fmt.Sprint(spanHomeEpoch),
-		"yarn.resourcemanager.am.max-attempts":                    "1",
-		"yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": "250",
-		"yarn.resourcemanager.system-metrics-publisher.enabled":   "false",
-		"yarn.scheduler.minimum-allocation-mb":                    "128",
-		"hadoop.tmp.dir":                                          filepath.Join(rmDir, "tmp"),
-		"yarn.node-attribute.fs-store.root-dir":                   filepath.Join(rmDir, "node-attribute"),
-	})
-	spanWriteConf(t, filepath.Join(rmConf, "yarn-site.xml"), rm, nil)
-	spanWriteConf(t, filepath.Join(rmConf, "capacity-scheduler.xml"), map[string]string{
-		"yarn.scheduler.capacity.root.queues":                   "default",
-		"yarn.scheduler.capacity.root.default.capacity":         "100",
-		"yarn.scheduler.capacity.root.default.maximum-capacity": "100",
-		"yarn.scheduler.capacity.maximum-am-resource-percent":   "1.0",
-	}, nil)
-
-	nm := maps.Clone(common)
-	maps.Copy(nm, map[string]string{
-		"yarn.nodemanager.hostname":          kubenode.NodeIP,
-		"yarn.nodemanager.address":           spanNMAddr,
-		"yarn.nodemanager.localizer.address": spanNMLocalizer,
-		"yarn.nodemanager.webapp.address":    spanNMWeb,
-		"yarn.nodemanager.local-dirs":        hc.nmLocalDir,
-		"yarn.nodemanager.log-dirs":          hc.nmLogDir,
+// spanHadoopOptions are SC-1's: recovery on with its epoch, room on the
+// NodeManager for the AM and one container at a time, the proxy as the
+// scheduler of the NodeManager's containers; TestSpanHadoopConf checks
+// them. spanStart adds the hosts file and the classpath.
+func spanHadoopOptions() standaloneHadoopOptions {
+	return standaloneHadoopOptions{
+		name: "sc1", addrs: spanAddrs, clusterID: "kubenode-span-sc1",
+		minAllocationMB: 128,
 		// Room for the AM (512 MB) and one 256 MB container at a time:
 		// the home cannot run the whole application at once, which is
 		// why it spans. With room for all, the home's RM (a container per
@@ -358,96 +246,32 @@ func spanHadoopConf(t *testing.T, dir string) spanHadoopDirs {
 		// pod was bound, and the AM released kuberm's (seen); with room
 		// for two, kuberm ran one or two of the four (3+1 once): one slot
 		// leaves the home 4 x 15 s alone, kuberm's pods far less.
-		"yarn.nodemanager.resource.memory-mb":                                           "768",
-		"yarn.nodemanager.resource.cpu-vcores":                                          "4",
-		"yarn.nodemanager.pmem-check-enabled":                                           "false",
-		"yarn.nodemanager.vmem-check-enabled":                                           "false",
-		"yarn.nodemanager.container-executor.class":                                     "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor",
-		"yarn.nodemanager.process-kill-wait.ms":                                         "500",
-		"yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
-		// The containers get JAVA_TOOL_OPTIONS from the NodeManager: the
-		// AM's JVM, in the node's network namespace, must resolve the
-		// NodeIds' host from the hosts file as ours do (javaHostsFile).
-		"yarn.nodemanager.env-whitelist": "JAVA_HOME,HADOOP_CONF_DIR,JAVA_TOOL_OPTIONS,PATH,LANG,TZ",
-		"hadoop.tmp.dir":                 filepath.Join(nmDir, "tmp"),
+		nmMemoryMB: 768,
+		rmHeap:     "512m", nmHeap: "384m",
+		epoch: spanHomeEpoch,
 		// AM-facing (final): the AMs on this host dial its proxy.
-		"yarn.resourcemanager.scheduler.address":            spanProxyAddr,
-		"yarn.resourcemanager.connect.retry-interval.ms":    "1000",
-		"yarn.client.nodemanager-connect.max-wait-ms":       "30000",
-		"yarn.client.nodemanager-connect.retry-interval-ms": "1000",
-	})
-	spanWriteConf(t, filepath.Join(nmConf, "yarn-site.xml"), nm, map[string]bool{
-		"yarn.resourcemanager.scheduler.address":         true,
-		"yarn.resourcemanager.connect.retry-interval.ms": true,
-	})
-	spanWriteConf(t, filepath.Join(nmConf, "core-site.xml"), map[string]string{"fs.defaultFS": "file:///"}, nil)
-	for _, d := range []string{rmConf, nmConf} {
-		if err := os.WriteFile(filepath.Join(d, "log4j.properties"), []byte(spanDaemonLog4j), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		amScheduler: spanProxyAddr,
+		// The AM's JVM, in the node's network namespace, must resolve the
+		// NodeIds' host from the hosts file as the daemons do.
+		javaContainers: true,
+		rmProps: map[string]string{
+			"yarn.resourcemanager.am.max-attempts":                    "1",
+			"yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": "250",
+		},
+		capacityProps: map[string]string{"yarn.scheduler.capacity.maximum-am-resource-percent": "1.0"},
+		nmProps: map[string]string{
+			"yarn.nodemanager.hostname":                         kubenode.NodeIP,
+			"yarn.nodemanager.process-kill-wait.ms":             "500",
+			"yarn.client.nodemanager-connect.max-wait-ms":       "30000",
+			"yarn.client.nodemanager-connect.retry-interval-ms": "1000",
+		},
 	}
-	return hc
-}
-
-// startHadoop writes SC-1's conf dirs (spanHadoopConf) and starts its RM
-// and NodeManager.
-func (f *spanFed) startHadoop(t *testing.T, rt javaRuntime, hd hostDirs) {
-	t.Helper()
-	hc := spanHadoopConf(t, f.dir)
-	f.nmLogDir, f.nmLocalDir = hc.nmLogDir, hc.nmLocalDir
-	rmConf, nmConf := hc.rmConf, hc.nmConf
-	hosts := javaHostsFile()
-	if hosts == "" {
-		t.Fatal("no hosts file for the JVMs in the node's network namespace")
-	}
-	daemon := func(name, conf, heap, class string, env ...string) *nodeProcess {
-		java := filepath.Join(rt.javaHome, "bin", "java")
-		argv := append([]string{"JAVA_HOME=" + rt.javaHome, "HADOOP_CONF_DIR=" + conf}, env...)
-		argv = append(append(argv, java), javaOptions()...)
-		argv = append(argv, "-Xmx"+heap, "-cp", conf+string(os.PathListSeparator)+hd.jars+"/*", class)
-		// env: the JVM gets JAVA_HOME and HADOOP_CONF_DIR (the
-		// NodeManager passes both to its containers).
-		return startNodeProcess(t, f.c, name, "/usr/bin/env", argv...)
-	}
-	f.rm = daemon("sc1-rm", rmConf, "512m", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager")
-	f.nm = daemon("sc1-nm", nmConf, "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager",
-		"JAVA_TOOL_OPTIONS=-Djdk.net.hosts.file="+hosts+" -Djava.net.preferIPv4Stack=true")
-	// The NodeManager's containers run in sessions of their own: whatever
-	// is left when the test ends is killed (after the NodeManager's stop,
-	// which cleanups run first).
-	t.Cleanup(func() {
-		for id, pid := range spanContainerPids(f.nmLocalDir) {
-			t.Logf("killing container %s left running (pid %d)", id, pid)
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-	})
 }
 
 // mustRun fails the test if one of SC-1's processes or the proxy exited.
 func (f *spanFed) mustRun(t *testing.T) {
 	t.Helper()
-	for _, p := range []*nodeProcess{f.rm, f.nm, f.agent, f.proxy} {
-		if p != nil && p.exited() {
-			t.Fatalf("%s exited (%v):\n%s", p.name, p.err, p.tail(8000))
-		}
-	}
-}
-
-// getJSON GETs path from a REST address in the node's network namespace.
-func (f *spanFed) getJSON(addr, path string, v any) error {
-	resp, err := f.web.Get("http://" + addr + path)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s%s: %s %s", addr, path, resp.Status, tail(string(b), 300))
-	}
-	return json.Unmarshal(b, v)
+	f.sc1.mustRun(t, f.agent, f.proxy)
 }
 
 // checkHomeApp: SC-1's RM has app in state/finalStatus (polled: a kill
@@ -457,7 +281,7 @@ func (f *spanFed) checkHomeApp(ctx context.Context, t *testing.T, app, state, fi
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var r rmrest.AppResponse
-		err := f.getJSON(spanRMWeb, "/ws/v1/cluster/apps/"+app, &r)
+		err := f.sc1.get(ctx, spanAddrs.rmWeb, "/ws/v1/cluster/apps/"+app, &r)
 		if err == nil && r.App.State == state && r.App.FinalStatus == final {
 			t.Logf("%s on %s: %s / %s", app, spanHome, r.App.State, r.App.FinalStatus)
 			return
@@ -524,7 +348,7 @@ func spanContainerEpoch(t *testing.T, id string) int64 {
 func (f *spanFed) homeEvidence(t *testing.T, app, marker string) []string {
 	t.Helper()
 	var ids []string
-	_ = filepath.WalkDir(filepath.Join(f.nmLogDir, app), func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(f.sc1.dirs.nmLogs, app), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "stdout" {
 			return nil
 		}
@@ -596,18 +420,7 @@ func spanCheckKubePods(t *testing.T, w *podWatch, app, marker string, hostPaths 
 			released = append(released, last.Labels[kuberm.LabelContainerID])
 			continue
 		}
-		if last.Spec.NodeName != kubenode.NodeName || last.Spec.SchedulerName != corev1.DefaultSchedulerName {
-			t.Errorf("pod %s: node %q by scheduler %q, want %s by %s", name, last.Spec.NodeName, last.Spec.SchedulerName, kubenode.NodeName, corev1.DefaultSchedulerName)
-		}
-		scheduled := false
-		for _, cond := range last.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
-				scheduled = true
-			}
-		}
-		if !scheduled {
-			t.Errorf("pod %s: no PodScheduled=True condition (%v)", name, last.Status.Conditions)
-		}
+		checkKubeScheduled(t, name, last)
 		req, lim := main.Resources.Requests, main.Resources.Limits
 		if batch {
 			cpu, mem := req[kubebatch.BatchCPU], req[kubebatch.BatchMemory]
@@ -681,12 +494,10 @@ func spanWaitWatchedGone(ctx context.Context, t *testing.T, w *podWatch, app str
 // NodeManager.
 func (f *spanFed) checkNoLeaks(ctx context.Context, t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var left []string
-	for {
-		left = left[:0]
+	if !waitNothingLeft(ctx, t, time.Minute, "leak check: "+spanHome+" holds", func() []string {
+		var left []string
 		var apps rmrest.AppsResponse
-		if err := f.getJSON(spanRMWeb, "/ws/v1/cluster/apps", &apps); err != nil {
+		if err := f.sc1.get(ctx, spanAddrs.rmWeb, "/ws/v1/cluster/apps", &apps); err != nil {
 			left = append(left, err.Error())
 		}
 		for _, a := range apps.Apps.App {
@@ -698,72 +509,16 @@ func (f *spanFed) checkNoLeaks(ctx context.Context, t *testing.T) {
 			}
 		}
 		var m rmrest.ClusterMetricsResponse
-		if err := f.getJSON(spanRMWeb, "/ws/v1/cluster/metrics", &m); err != nil {
+		if err := f.sc1.get(ctx, spanAddrs.rmWeb, "/ws/v1/cluster/metrics", &m); err != nil {
 			left = append(left, err.Error())
 		} else if m.ClusterMetrics.ContainersAllocated != 0 {
 			left = append(left, fmt.Sprintf("%d containers allocated", m.ClusterMetrics.ContainersAllocated))
 		}
-		var cs struct {
-			Containers struct {
-				Container []struct {
-					ID    string `json:"id"`
-					State string `json:"state"`
-				} `json:"container"`
-			} `json:"containers"`
-		}
-		if err := f.getJSON(spanNMWeb, "/ws/v1/node/containers", &cs); err != nil {
-			left = append(left, err.Error())
-		}
-		for _, c := range cs.Containers.Container {
-			switch c.State {
-			case "DONE", "EXITED_WITH_SUCCESS", "EXITED_WITH_FAILURE", "CONTAINER_CLEANEDUP_AFTER_KILL",
-				"CONTAINER_RESOURCES_CLEANINGUP", "LOCALIZATION_FAILED", "COMPLETE":
-			default:
-				left = append(left, fmt.Sprintf("NodeManager container %s is %s", c.ID, c.State))
-			}
-		}
-		if pids := spanContainerPids(f.nmLocalDir); len(pids) > 0 {
-			left = append(left, fmt.Sprintf("container processes still running: %v", pids))
-		}
-		if len(left) == 0 {
-			t.Logf("leak check: nothing left on %s", spanHome)
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Errorf("leak check: %s holds: %s", spanHome, strings.Join(left, "; "))
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
+		return append(left, f.sc1.nmLeft(ctx)...)
+	}) {
+		return
 	}
-}
-
-// spanContainerPids maps each live container under the NodeManager's local
-// dir to its pid (DefaultContainerExecutor: its own session, pid = process
-// group), by the pid files the NodeManager writes, checked against the
-// process's environment (a pid reused by another process is not it).
-func spanContainerPids(dir string) map[string]int {
-	out := map[string]int{}
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".pid") || !strings.Contains(p, "nmPrivate") {
-			return nil
-		}
-		container := strings.TrimSuffix(d.Name(), ".pid")
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			return nil
-		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !strings.Contains(string(env), "CONTAINER_ID="+container+"\x00") {
-			return nil
-		}
-		out[container] = pid
-		return nil
-	})
-	return out
+	t.Logf("leak check: nothing left on %s", spanHome)
 }
 
 // dump logs what a failed run leaves to read: the pods of app, the tails
@@ -774,10 +529,10 @@ func (f *spanFed) dump(t *testing.T, w *podWatch, app string) {
 	for _, p := range []*nodeProcess{f.proxy, f.kubeFed.rm, f.router, f.agent} {
 		t.Logf("---- %s ----\n%s", p.name, p.tail(6000))
 	}
-	t.Logf("---- sc1-nm ----\n%s", f.nm.tail(4000))
-	t.Logf("---- sc1-rm ----\n%s", f.rm.tail(4000))
+	t.Logf("---- sc1-nm ----\n%s", f.sc1.nm.tail(4000))
+	t.Logf("---- sc1-rm ----\n%s", f.sc1.rm.tail(4000))
 	if app != "" {
-		_ = filepath.WalkDir(filepath.Join(f.nmLogDir, app), func(p string, d os.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(f.sc1.dirs.nmLogs, app), func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && (d.Name() == "AppMaster.stderr" || d.Name() == "stderr") {
 				b, _ := os.ReadFile(p)
 				t.Logf("---- %s ----\n%s", p, tail(string(b), 6000))
@@ -794,7 +549,7 @@ func (f *spanFed) dump(t *testing.T, w *podWatch, app string) {
 // final setting (a job's own configuration cannot point its AM elsewhere).
 func TestSpanHadoopConf(t *testing.T) {
 	dir := t.TempDir()
-	hc := spanHadoopConf(t, dir)
+	hc := spanHadoopOptions().writeConfs(t, dir)
 	type prop struct{ value, final string }
 	read := func(conf string) map[string]prop {
 		raw, err := os.ReadFile(filepath.Join(conf, "yarn-site.xml"))
