@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/yarnfed/yarnfed/gpg/kube"
-	"github.com/yarnfed/yarnfed/internal/config"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubetest"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
@@ -50,28 +48,7 @@ func TestGPGWeightsKubermByBatchCapacity(t *testing.T) {
 	k := newKoordCluster(t, kc) // namespaces "yarn" (kuberm's) and "spark"
 	k.node("koord-1", "8000", "16Gi")
 
-	cfg := kuberm.DefaultConfig()
-	cfg.SubClusterID, cfg.Namespace, cfg.Image = "SC-kube", "yarn", "registry.example/am:1"
-	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress, cfg.NMAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ClusterTimestamp = 1_800_000_000_000
-	cfg.REST = kc.RESTConfig(kc.AdminToken)
-	cfg.Store = kuberm.NewClientStore(f.Store.Client())
-	cfg.HeartbeatInterval, cfg.ResyncInterval = config.Duration(100*time.Millisecond), config.Duration(100*time.Millisecond)
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rm, err := kuberm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = rm.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; rm.Close() })
-	storetest.Poll(t, 30*time.Second, func() bool {
-		l, err := f.SC.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
+	rm := startTestKuberm(ctx, cancel, t, f, kc)
 	// SC-1's RM: 2 NodeManagers of 8 GiB and 8 vcores, nothing running.
 	if c := storedCapability(t, f.SC, "SC-1"); c.AvailableMB != 16384 || c.AvailableVCores != 16 {
 		t.Fatalf("SC-1 capability %+v, want 16384 MiB and 16 vcores available", c)

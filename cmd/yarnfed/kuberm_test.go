@@ -53,29 +53,7 @@ func TestKubermThroughRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := kuberm.DefaultConfig()
-	cfg.SubClusterID, cfg.Namespace, cfg.Image = "SC-kube", "yarn", "registry.example/am:1"
-	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress, cfg.NMAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.ClusterTimestamp = 1_800_000_000_000
-	cfg.REST = kc.RESTConfig(kc.AdminToken)
-	cfg.Store = kuberm.NewClientStore(f.Store.Client())
-	cfg.HeartbeatInterval, cfg.ResyncInterval = config.Duration(100*time.Millisecond), config.Duration(100*time.Millisecond)
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rm, err := kuberm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = rm.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; rm.Close() })
-
-	storetest.Poll(t, 30*time.Second, func() bool {
-		l, err := f.SC.ListSubClusters(ctx, true)
-		return err == nil && len(l) == 2
-	})
+	startTestKuberm(ctx, cancel, t, f, kc)
 	if err := f.SC.SetPolicy(ctx, &storepb.PolicyConfiguration{Queue: "*",
 		Type: "org.apache.hadoop.yarn.server.federation.policies.manager.WeightedLocalityPolicyManager",
 		Params: []byte(`{"routerPolicyWeights":{"entry":[{"key":{"id":"SC-1"},"value":"0"},{"key":{"id":"SC-kube"},"value":"1"}]},` +
@@ -159,4 +137,35 @@ func TestKubermRoleConfig(t *testing.T) {
 		{name: "the advertised NM port is a real port", args: []string{"--subcluster-id", "SC-k", "--image", "x", "--no-store", "--advertise-nm-address", "10.0.0.1:0"},
 			wantErr: "advertise_nm_address"},
 	})
+}
+
+// startTestKuberm runs kuberm in-process as sub-cluster SC-kube of f, on
+// the real API server kc (namespace "yarn"), until ctx ends (cancel stops
+// it at cleanup), and waits until the store lists both SC-1 and SC-kube.
+// It returns kuberm, whose Addrs a test dials.
+func startTestKuberm(ctx context.Context, cancel context.CancelFunc, t *testing.T, f *testFederation, kc *kubetest.Cluster) *kuberm.RM {
+	t.Helper()
+	cfg := kuberm.DefaultConfig()
+	cfg.SubClusterID, cfg.Namespace, cfg.Image = "SC-kube", "yarn", "registry.example/am:1"
+	cfg.ClientAddress, cfg.SchedulerAddress, cfg.AdminAddress, cfg.WebAddress, cfg.NMAddress = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ClusterTimestamp = 1_800_000_000_000
+	cfg.REST = kc.RESTConfig(kc.AdminToken)
+	cfg.Store = kuberm.NewClientStore(f.Store.Client())
+	cfg.HeartbeatInterval, cfg.ResyncInterval = config.Duration(100*time.Millisecond), config.Duration(100*time.Millisecond)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rm, err := kuberm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = rm.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; rm.Close() })
+	storetest.Poll(t, 30*time.Second, func() bool {
+		l, err := f.SC.ListSubClusters(ctx, true)
+		return err == nil && len(l) == 2
+	})
+	return rm
 }
