@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/gpg/kube"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc/ipctest"
+	"github.com/yarnfed/yarnfed/internal/metrictest"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 )
 
@@ -243,7 +244,7 @@ func TestOnlyTheActiveGPGPushes(t *testing.T) {
 	if got, want := fmt.Sprint(rm.takeCalls()), "[[n1.example:8041=8/8192/-1] [n1.example:8041=8/8192/-1]]"; got != want {
 		t.Errorf("RM calls %s, want %s", got, want)
 	}
-	if got := counterValue(t, reg, "yarnfed_gpg_kube_node_resource_push_rounds_total", "standby"); got != 2 {
+	if got := metrictest.Counter(t, reg, "yarnfed_gpg_kube_node_resource_push_rounds_total", "result", "standby"); got != 2 {
 		t.Errorf("standby rounds %v, want 2", got)
 	}
 }
@@ -312,26 +313,4 @@ func TestUnknownNodeManagerDoesNotBlockOthers(t *testing.T) {
 	if got, want := fmt.Sprint(rm.takeCalls()), "[[n2.example:8041=4/4096/-1]]"; got != want {
 		t.Errorf("RM calls %s, want %s", got, want)
 	}
-}
-
-func counterValue(t *testing.T, g prometheus.Gatherer, name, label string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{%s}", name, label)
-	return 0
 }
