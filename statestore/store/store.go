@@ -218,9 +218,9 @@ func Open(cfg Config) (*Store, error) {
 	// applies them in one bbolt transaction.
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 1024
-	// The leader's log write runs while the entries travel to the
-	// followers: a round is one fsync and a round trip, not two fsyncs
-	// in a row (DESIGN.md, Performance).
+	// When set, the leader's log write runs while the entries travel to
+	// the followers: a round is one fsync and a round trip, not two
+	// fsyncs in a row (off by default: DESIGN.md, Performance).
 	rc.ParallelLeaderAppend = cfg.ParallelLeaderAppend
 	// The FSM file already holds everything up to its applied index; only
 	// restore the snapshot when the file is missing or older.
