@@ -364,7 +364,43 @@ func (s *Store) watchLeadership() {
 // nil. Stopping a leader without it leaves the cluster leaderless for an
 // election timeout; with it, the pause is one round trip (a rolling
 // restart of a StatefulSet stops every leader in turn).
+//
+// One attempt gives the target an election timeout to win, and a loaded
+// target, or a TimeoutNow lost on the way, misses it; the attempt then
+// fails while this replica still leads. So a failed attempt is tried
+// again, after a short pause, for as long as this replica leads and ctx
+// allows: only ctx's end, or a stopped Raft, ends it with an error.
 func (s *Store) TransferLeadership(ctx context.Context) error {
+	pause := transferRetryPause
+	for {
+		err := s.transferLeadershipOnce(ctx)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("statestore: leadership transfer: %w (last attempt: %w)", ctx.Err(), err)
+		case errors.Is(err, ErrUnavailable):
+			return fmt.Errorf("statestore: leadership transfer: %w", err)
+		case !s.IsLeader():
+			return nil // the target won after all, or another voter did
+		}
+		s.logger.Info("statestore: leadership transfer failed; trying again", "node", s.cfg.NodeID, "error", err, "pause", pause)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("statestore: leadership transfer: %w (last attempt: %w)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// transferRetryPause is the first pause between transfer attempts; it
+// doubles up to a second.
+const transferRetryPause = 50 * time.Millisecond
+
+// transferLeadershipOnce is one attempt: nil once this replica no longer
+// leads (or never did, or leads alone).
+func (s *Store) transferLeadershipOnce(ctx context.Context) error {
 	if !s.IsLeader() {
 		return nil
 	}
@@ -386,12 +422,9 @@ func (s *Store) TransferLeadership(ctx context.Context) error {
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("statestore: leadership transfer: %w", mapRaftError(err))
-		}
-		return nil
+		return mapRaftError(err)
 	case <-ctx.Done():
-		return fmt.Errorf("statestore: leadership transfer: %w", ctx.Err())
+		return ctx.Err()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -652,50 +653,10 @@ func TestDeregisterKeepsLastHeartbeat(t *testing.T) {
 // leader can only come from the transfer. A follower and a lone leader have
 // nothing to hand over.
 func TestTransferLeadership(t *testing.T) {
-	ids := []string{"n1", "n2", "n3"}
-	var trans []*raft.InmemTransport
-	var peers []Peer
-	for _, id := range ids {
-		_, tr := raft.NewInmemTransport(raft.ServerAddress(id))
-		trans = append(trans, tr)
-		peers = append(peers, Peer{ID: id, RaftAddr: id})
-	}
-	for i := range trans {
-		for j := range trans {
-			if i != j {
-				trans[i].Connect(trans[j].LocalAddr(), trans[j])
-			}
-		}
-	}
-	var stores []*Store
-	for i, id := range ids {
-		s, err := Open(Config{
-			NodeID: id, Dir: t.TempDir(), Transport: trans[i], GRPCAddr: "127.0.0.1:1",
-			Bootstrap: true, Peers: peers,
-			HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,
-			LeaderLeaseTimeout: 50 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
-			Logger: discardLogger(), LogStore: testLogStore,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		stores = append(stores, s)
-	}
+	stores := openInmemTrio(t, 50*time.Millisecond, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	leader := -1
-	for leader < 0 {
-		for i, s := range stores {
-			if s.IsLeader() {
-				leader = i
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no leader")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	leader := waitTrioLeader(ctx, t, stores)
 	for i, s := range stores {
 		if i == leader {
 			continue
@@ -732,6 +693,116 @@ func TestTransferLeadership(t *testing.T) {
 	defer lone.Close()
 	if err := lone.TransferLeadership(ctx); err != nil || !lone.IsLeader() {
 		t.Fatalf("lone leader: err %v, still leader %v", err, lone.IsLeader())
+	}
+}
+
+// openInmemTrio opens three bootstrapped replicas over raft's in-memory
+// transport, each wrapped by wrap when it is not nil, with timeout as
+// their heartbeat, election and lease timeouts, and closes them at
+// cleanup.
+func openInmemTrio(t *testing.T, timeout time.Duration, wrap func(*raft.InmemTransport) raft.Transport) []*Store {
+	t.Helper()
+	ids := []string{"n1", "n2", "n3"}
+	var trans []*raft.InmemTransport
+	var peers []Peer
+	for _, id := range ids {
+		_, tr := raft.NewInmemTransport(raft.ServerAddress(id))
+		trans = append(trans, tr)
+		peers = append(peers, Peer{ID: id, RaftAddr: id})
+	}
+	for i := range trans {
+		for j := range trans {
+			if i != j {
+				trans[i].Connect(trans[j].LocalAddr(), trans[j])
+			}
+		}
+	}
+	var stores []*Store
+	for i, id := range ids {
+		var tr raft.Transport = trans[i]
+		if wrap != nil {
+			tr = wrap(trans[i])
+		}
+		s, err := Open(Config{
+			NodeID: id, Dir: t.TempDir(), Transport: tr, GRPCAddr: "127.0.0.1:1",
+			Bootstrap: true, Peers: peers,
+			HeartbeatTimeout: timeout, ElectionTimeout: timeout,
+			LeaderLeaseTimeout: timeout, CommitTimeout: 5 * time.Millisecond,
+			Logger: discardLogger(), LogStore: testLogStore,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	return stores
+}
+
+// waitTrioLeader polls until one of stores leads and returns its index.
+func waitTrioLeader(ctx context.Context, t *testing.T, stores []*Store) int {
+	t.Helper()
+	for {
+		for i, s := range stores {
+			if s.IsLeader() {
+				return i
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// timeoutNowLossFake is a test fake: raft's in-memory transport whose
+// first n TimeoutNow RPCs (over every replica sharing it) fail, as a
+// message lost to a loaded or briefly unreachable target would.
+type timeoutNowLossFake struct {
+	*raft.InmemTransport
+	left *atomic.Int32
+}
+
+func (f timeoutNowLossFake) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	if f.left.Add(-1) >= 0 {
+		return errors.New("timeoutNowLossFake: TimeoutNow lost")
+	}
+	return f.InmemTransport.TimeoutNow(id, target, args, resp)
+}
+
+// TestTransferLeadershipRetriesAFailedAttempt: an attempt that fails while
+// this replica still leads (here its TimeoutNow is lost twice; under load,
+// the target misses the election timeout) is tried again, so a stopping
+// leader still hands over instead of leaving the cluster leaderless for
+// an election timeout.
+func TestTransferLeadershipRetriesAFailedAttempt(t *testing.T) {
+	left := &atomic.Int32{}
+	// Timeouts long enough that leadership moves only when handed over
+	// (a lost TimeoutNow fails at once; no timeout is involved).
+	stores := openInmemTrio(t, time.Second, func(tr *raft.InmemTransport) raft.Transport {
+		return timeoutNowLossFake{InmemTransport: tr, left: left}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader := waitTrioLeader(ctx, t, stores)
+	left.Store(2)
+	if err := stores[leader].TransferLeadership(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stores[leader].IsLeader() {
+		t.Fatal("TransferLeadership returned nil while the replica still leads")
+	}
+	if n := left.Load(); n > -1 {
+		t.Fatalf("%d lost TimeoutNow RPCs left, want both spent and one delivered", n+1)
+	}
+
+	// ctx's end stops the retries with ctx's error, not a hang.
+	leader = waitTrioLeader(ctx, t, stores)
+	left.Store(1 << 30)
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if err := stores[leader].TransferLeadership(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("transfer that cannot succeed: %v, want the context's deadline", err)
 	}
 }
 
