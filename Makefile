@@ -84,7 +84,10 @@ kube-binaries: ## Build (or reuse from ~/.cache/yarnfed) etcd, kube-apiserver, -
 	scripts/kube-binaries.sh
 
 fuzz-smoke: ## Run each fuzz target briefly (FUZZTIME, default 1000x: executions, not seconds).
-	scripts/fuzz-smoke.sh
+	@# At a lower priority: under `make test` it shares two cores with deploy-test and the
+	@# interop tests, which wait on pods and heartbeats and set the run's length; the smoke
+	@# computes and has no deadline, so it takes the cores they leave.
+	nice -n 10 scripts/fuzz-smoke.sh
 
 fuzz: ## Fuzz one target for long: make fuzz FUZZ=FuzzReadFrame PKG=./internal/hadoopipc FUZZTIME=5m
 	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(or $(FUZZTIME),1m) $(PKG)
