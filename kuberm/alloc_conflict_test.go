@@ -15,9 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/kuberm/record"
@@ -180,6 +183,7 @@ func TestHandOutFailureCreatesNoReplacement(t *testing.T) {
 		}
 	}
 	take(f.heartbeat(amAsks(n, 0)))
+	created := func() float64 { return counterValue(t, f.r.metrics.podsCreated) }
 	pods := f.pods()
 	if len(pods) != n {
 		t.Fatalf("%d container pods after asking for %d", len(pods), n)
@@ -204,8 +208,8 @@ func TestHandOutFailureCreatesNoReplacement(t *testing.T) {
 	if len(got) != n {
 		t.Errorf("%d containers handed out, want %d", len(got), n)
 	}
-	if pods := f.pods(); len(pods) != n {
-		t.Errorf("%d container pods in total, want %d", len(pods), n)
+	if pods := f.pods(); len(pods) != n || created() != n {
+		t.Errorf("%d container pods, %v created in total, want %d", len(pods), created(), n)
 	}
 }
 
@@ -371,3 +375,149 @@ func TestHeldPodsCountFirst(t *testing.T) {
 type tlog struct{ t *testing.T }
 
 func (w tlog) Write(b []byte) (int, error) { w.t.Helper(); w.t.Log(string(b)); return len(b), nil }
+
+// racingKube is kuberm's client with a hook run before each pod patch, so
+// a test can write the pod between kuberm's view and its patch.
+type racingKube struct {
+	corev1client.CoreV1Interface
+	before func(pod string, patch []byte)
+}
+
+func (k racingKube) Pods(ns string) corev1client.PodInterface {
+	return racingPods{PodInterface: k.CoreV1Interface.Pods(ns), before: k.before}
+}
+
+type racingPods struct {
+	corev1client.PodInterface
+	before func(pod string, patch []byte)
+}
+
+func (p racingPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.Pod, error) {
+	p.before(name, data)
+	return p.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// TestHandOutConflictAgainstRealAPIServer is the cold CI run's failure
+// against a real kube-apiserver: the kubelet writes a bound pod's status
+// between kuberm's view and its hand-out patch, so the API server answers
+// that patch 409 Conflict (the resourceVersion moved). The AM asked for 3:
+// it gets exactly 3 containers, in one answer, from exactly 3 pods, and the
+// kubelet's write is kept.
+func TestHandOutConflictAgainstRealAPIServer(t *testing.T) {
+	const n = 3
+	e := newEnv(t)
+	kl := e.fakeKubelet()
+	ctx := context.Background()
+	rm, err := New(testConfig(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		victim  string
+		raced   bool
+		sent    int // hand-out patches of victim
+		raceErr error
+		stale   bool
+	)
+	inner := rm.kube
+	rm.kube = racingKube{CoreV1Interface: inner, before: func(pod string, patch []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if victim == "" || pod != victim || !patchSetsState(patch, stateAllocated) {
+			return
+		}
+		if sent++; raced {
+			return
+		}
+		raced = true
+		p, err := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
+		if err == nil {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+			_, err = e.admin.Pods(testNS).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		}
+		raceErr = err
+		// The patch itself now goes to the API server with a stale
+		// resourceVersion: check it does conflict there.
+		var m struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(patch, &m) == nil && err == nil {
+			cur, gerr := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
+			stale = gerr == nil && cur.ResourceVersion != m.Metadata.ResourceVersion
+		}
+	}}
+	if err := rm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rm.Close)
+	cl, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client},
+		Protocol: hadoopipc.ProtocolApplicationClient, User: testUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	e.node("n1", nil, "8", "32Gi")
+	app := newApp(t, cl)
+	if err := submit(t, cl, submissionFor(app, 1024, 1)); err != nil {
+		t.Fatal(err)
+	}
+	at := yarnid.AttemptID{App: app, Attempt: 1}
+	kl.bind(rm.amPodName(app, 1), "n1")
+	kl.run(rm.amPodName(app, 1))
+	am := &testAM{cl: amClient(t, rm, rm.AMRMToken(at), "")}
+	if err := am.register(); err != nil {
+		t.Fatal(err)
+	}
+
+	created0 := counterValue(t, rm.metrics.podsCreated)
+	if resp := am.allocate(t, anyAsk(1, 1024, 1, n, true)); len(resp.AllocatedContainers) != 0 {
+		t.Fatalf("%d containers before any binding", len(resp.AllocatedContainers))
+	}
+	pods := e.containerPods(t, app)
+	if len(pods) != n {
+		t.Fatalf("%d container pods after asking for %d", len(pods), n)
+	}
+	for _, p := range pods {
+		kl.bind(p.Name, "n1")
+	}
+	mu.Lock()
+	victim = pods[1].Name
+	mu.Unlock()
+	got := 0
+	resp := am.allocate(t, anyAsk(1, 1024, 1, n, true))
+	got += len(resp.AllocatedContainers)
+	mu.Lock()
+	if raceErr != nil || !raced || !stale {
+		t.Fatalf("the kubelet's write between view and patch: raced %v, stale patch %v, err %v", raced, stale, raceErr)
+	}
+	if sent != 2 {
+		t.Errorf("%d hand-out patches of %s, want 2 (the conflict, then the retry)", sent, victim)
+	}
+	mu.Unlock()
+	if got != n {
+		t.Errorf("%d containers in the answer, want %d: the conflict is retried on the fresh version", got, n)
+	}
+	if pods := e.containerPods(t, app); len(pods) != n {
+		t.Errorf("%d container pods %v after the conflict, want %d", len(pods), names(pods), n)
+	}
+	for range 2 {
+		resp := am.allocate(t, anyAsk(1, 1024, 1, int32(max(n-got, 0)), true))
+		got += len(resp.AllocatedContainers)
+	}
+	if got != n {
+		t.Errorf("%d containers handed out in all, want %d", got, n)
+	}
+	pods = e.containerPods(t, app)
+	if c := counterValue(t, rm.metrics.podsCreated) - created0; len(pods) != n || c != n {
+		t.Errorf("%d container pods %v, %v created, want %d", len(pods), names(pods), c, n)
+	}
+	for _, p := range pods {
+		if p.Name == victim && (len(p.Status.Conditions) == 0 || p.Annotations[AnnotationContainerState] != stateAllocated) {
+			t.Errorf("%s: state %q, conditions %v: want allocated and the kubelet's write kept", p.Name, p.Annotations[AnnotationContainerState], p.Status.Conditions)
+		}
+	}
+}
