@@ -446,22 +446,55 @@ func terminated(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// markPod records what the AM was told of a pod (AnnotationContainerState),
-// conditioned on the pod's resourceVersion so two writers cannot both win.
+// errStateChanged: a pod's container state is no longer the one the caller
+// saw in its view (another writer marked it first), or the pod changed so
+// the transition no longer applies.
+var errStateChanged = errors.New("container state changed since the view")
+
+// markTries bounds markPod's patches: a conflict from an unrelated write (the
+// scheduler's binding, the kubelet's status) is re-read and retried.
+const markTries = 3
+
+// markPod records what the AM was told of a pod (AnnotationContainerState)
+// as a compare-and-set of that annotation: each patch is conditioned on the
+// resourceVersion of a version of the pod whose state is the one the caller
+// saw, so of two writers at most one makes a transition (DESIGN.md,
+// "Hand-out at most once"). A conflict re-reads the pod and retries only
+// while its state is still the one seen (and, for a hand-out, the pod is
+// still bound to the same node and neither ending nor being deleted);
+// otherwise the answer is errStateChanged and nothing is written.
 func (r *RM) markPod(ctx context.Context, p *corev1.Pod, state string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]string{AnnotationContainerState: state},
-		"resourceVersion": p.ResourceVersion,
-	}})
-	_, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return kubeErr("mark pod "+p.Name+" "+state, err)
+	from := p.Annotations[AnnotationContainerState]
+	rv := p.ResourceVersion
+	for try := 1; ; try++ {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]string{AnnotationContainerState: state},
+			"resourceVersion": rv,
+		}})
+		out, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[AnnotationContainerState] = state
+			p.ResourceVersion = out.ResourceVersion
+			return nil
+		}
+		if !apierrors.IsConflict(err) || try == markTries {
+			return kubeErr("mark pod "+p.Name+" "+state, err)
+		}
+		fresh, err := r.kube.Pods(r.cfg.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return kubeErr("get pod "+p.Name, err)
+		}
+		if got := fresh.Annotations[AnnotationContainerState]; fresh.UID != p.UID || got != from {
+			return fmt.Errorf("%w: pod %s is %q, was %q", errStateChanged, p.Name, got, from)
+		}
+		if state == stateAllocated && (fresh.Spec.NodeName != p.Spec.NodeName || fresh.DeletionTimestamp != nil || terminated(fresh)) {
+			return fmt.Errorf("%w: pod %s is no longer bound and live", errStateChanged, p.Name)
+		}
+		rv = fresh.ResourceVersion
 	}
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[AnnotationContainerState] = state
-	return nil
 }
 
 func (r *RM) deletePod(ctx context.Context, p *corev1.Pod) {
@@ -645,6 +678,7 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 	}
 
 	pending := map[askKey][]*corev1.Pod{}
+	held := map[askKey]int{} // bound, not handed out yet: count toward their asks
 	seen := map[string]bool{}
 	npending := 0
 	names := make([]string, 0, len(byName))
@@ -691,10 +725,12 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 			}
 			n := cv.nodes[p.Spec.NodeName]
 			if n == nil {
+				held[creq.key()]++
 				continue // a node newer than the view, or one going: see next time
 			}
 			if err := r.markPod(ctx, p, stateAllocated); err != nil {
 				r.log.Warn("hand out: the next heartbeat retries", "container", cid, "err", err)
+				held[creq.key()]++
 				continue
 			}
 			c := r.containerPB(cid, n, creq, v.rec.User, now)
@@ -728,7 +764,7 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 		r.log.Info("container completed", "container", cid, "exit", exit, "diagnostics", diag)
 	}
 
-	r.matchAsks(ctx, st, v, a, cv, pending, npending, maxSeq)
+	r.matchAsks(ctx, st, v, a, cv, pending, held, npending, maxSeq)
 
 	resp.NumClusterNodes = proto.Int32(cv.running)
 	resp.Limit = resourcePB(cv.free)
@@ -736,11 +772,12 @@ func (r *RM) step(ctx context.Context, st *amState, v *appView, a *attemptView, 
 	return resp
 }
 
-// matchAsks makes the pending (unbound, not handed out) pods of each ask
-// match its outstanding count: the surplus unbound pods are deleted
-// (newest first), the missing ones created, within maxPendingPods and
-// maxCreatePerAllocate.
-func (r *RM) matchAsks(ctx context.Context, st *amState, v *appView, a *attemptView, cv *clusterView, pending map[askKey][]*corev1.Pod, npending int, maxSeq int64) {
+// matchAsks makes the pods not handed out of each ask match its outstanding
+// count: the bound ones (held: their hand-out failed or waits for their
+// node) count first and are never surplus, then the unbound ones (pending);
+// the surplus unbound pods are deleted (newest first), the missing ones
+// created, within maxPendingPods and maxCreatePerAllocate.
+func (r *RM) matchAsks(ctx context.Context, st *amState, v *appView, a *attemptView, cv *clusterView, pending map[askKey][]*corev1.Pod, held map[askKey]int, npending int, maxSeq int64) {
 	keys := make([]askKey, 0, len(st.asks))
 	for k := range st.asks {
 		keys = append(keys, k)
@@ -749,7 +786,7 @@ func (r *RM) matchAsks(ctx context.Context, st *amState, v *appView, a *attemptV
 	for k, pods := range pending {
 		want := int32(0)
 		if e := st.asks[k]; e != nil {
-			want = max(e.num, 0)
+			want = max(e.num-int32(held[k]), 0)
 		}
 		for i := len(pods) - 1; i >= 0 && int32(i) >= want; i-- { // pods are in sequence order
 			r.deletePod(ctx, pods[i])
@@ -763,7 +800,7 @@ func (r *RM) matchAsks(ctx context.Context, st *amState, v *appView, a *attemptV
 	created := 0
 	for _, k := range keys {
 		e := st.asks[k]
-		missing := int(e.num) - len(pending[k])
+		missing := int(e.num) - held[k] - len(pending[k])
 		if missing <= 0 {
 			continue
 		}
