@@ -192,17 +192,8 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 			return nil, err
 		}
 	} else {
-		reg, _ := json.Marshal(regRec)
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]string{AnnotationRegistration: string(reg)},
-			"resourceVersion": a.pod.ResourceVersion, // a concurrent register loses
-		}})
-		_, err = r.kube.Pods(r.cfg.Namespace).Patch(ctx, a.pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
-		}
-		if err != nil {
-			return nil, kubeErr("record the AM registration", err)
+		if err := r.recordRegistration(ctx, at, a.pod, regRec); err != nil {
+			return nil, err
 		}
 	}
 	st, ok := r.alloc.add(at)
@@ -219,6 +210,41 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 		// list breaks every Resource it builds afterwards.
 		ResourceTypes: rmdefaults.ResourceTypes(),
 	}, nil
+}
+
+// recordRegistration writes the AM's registration on its pod. The patch
+// carries the pod's resourceVersion, so of two concurrent registers one
+// loses. A conflict is mostly not that, though: the kubelet writes the AM
+// pod's status just as the AM starts and registers. So a conflict re-reads
+// the pod and patches again while the registration on it is still the one
+// seen (none, or an earlier kuberm's before a resync); a registration that
+// changed meanwhile is a concurrent register, and this one is refused as
+// the RM refuses a second one.
+func (r *RM) recordRegistration(ctx context.Context, at yarnid.AttemptID, p *corev1.Pod, regRec record.AMRegistration) error {
+	reg, _ := json.Marshal(regRec)
+	seen := p.Annotations[AnnotationRegistration]
+	rv := p.ResourceVersion
+	for try := 1; ; try++ {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]string{AnnotationRegistration: string(reg)},
+			"resourceVersion": rv,
+		}})
+		_, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || try == markTries {
+			return kubeErr("record the AM registration", err)
+		}
+		fresh, err := r.kube.Pods(r.cfg.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return kubeErr("get AM pod "+p.Name, err)
+		}
+		if fresh.UID != p.UID || fresh.Annotations[AnnotationRegistration] != seen {
+			return fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
+		}
+		rv = fresh.ResourceVersion
+	}
 }
 
 func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
