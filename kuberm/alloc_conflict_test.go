@@ -20,7 +20,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/yarnid"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/kuberm/record"
@@ -408,10 +407,6 @@ func TestHandOutConflictAgainstRealAPIServer(t *testing.T) {
 	e := newEnv(t)
 	kl := e.fakeKubelet()
 	ctx := context.Background()
-	rm, err := New(testConfig(e))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var (
 		mu      sync.Mutex
 		victim  string
@@ -420,55 +415,39 @@ func TestHandOutConflictAgainstRealAPIServer(t *testing.T) {
 		raceErr error
 		stale   bool
 	)
-	inner := rm.kube
-	rm.kube = racingKube{CoreV1Interface: inner, before: func(pod string, patch []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		if victim == "" || pod != victim || !patchSetsState(patch, stateAllocated) {
-			return
-		}
-		if sent++; raced {
-			return
-		}
-		raced = true
-		p, err := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
-		if err == nil {
-			p.Status.Phase = corev1.PodPending
-			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-			_, err = e.admin.Pods(testNS).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		}
-		raceErr = err
-		// The patch itself now goes to the API server with a stale
-		// resourceVersion: check it does conflict there.
-		var m struct {
-			Metadata struct {
-				ResourceVersion string `json:"resourceVersion"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(patch, &m) == nil && err == nil {
-			cur, gerr := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
-			stale = gerr == nil && cur.ResourceVersion != m.Metadata.ResourceVersion
-		}
-	}}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rm.Close)
-	cl, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client},
-		Protocol: hadoopipc.ProtocolApplicationClient, User: testUser})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	rm, cl := startRMWith(t, testConfig(e), func(rm *RM) {
+		rm.kube = racingKube{CoreV1Interface: rm.kube, before: func(pod string, patch []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			if victim == "" || pod != victim || !patchSetsState(patch, stateAllocated) {
+				return
+			}
+			if sent++; raced {
+				return
+			}
+			raced = true
+			p, err := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
+			if err == nil {
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+				_, err = e.admin.Pods(testNS).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			}
+			raceErr = err
+			// The patch itself now goes to the API server with a stale
+			// resourceVersion: check it does conflict there.
+			var m struct {
+				Metadata struct {
+					ResourceVersion string `json:"resourceVersion"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(patch, &m) == nil && err == nil {
+				cur, gerr := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
+				stale = gerr == nil && cur.ResourceVersion != m.Metadata.ResourceVersion
+			}
+		}}
+	})
 	e.node("n1", nil, "8", "32Gi")
-	app := newApp(t, cl)
-	if err := submit(t, cl, submissionFor(app, 1024, 1)); err != nil {
-		t.Fatal(err)
-	}
-	at := yarnid.AttemptID{App: app, Attempt: 1}
-	kl.bind(rm.amPodName(app, 1), "n1")
-	kl.run(rm.amPodName(app, 1))
-	am := &testAM{cl: amClient(t, rm, rm.AMRMToken(at), "")}
+	app, am := runningAM(t, kl, rm, cl, "n1")
 	if err := am.register(); err != nil {
 		t.Fatal(err)
 	}

@@ -184,14 +184,8 @@ func TestAllocateAgainstRealAPIServer(t *testing.T) {
 	e.placeNode("n1", "z1", "10.0.0.1")
 	e.placeNode("n2", "z2", "10.0.0.2")
 
-	app := newApp(t, cl)
-	if err := submit(t, cl, submissionFor(app, 1024, 1)); err != nil {
-		t.Fatal(err)
-	}
+	app, am := runningAM(t, kl, rm, cl, "n1")
 	at := yarnid.AttemptID{App: app, Attempt: 1}
-	kl.bind(rm.amPodName(app, 1), "n1")
-	kl.run(rm.amPodName(app, 1))
-	am := &testAM{cl: amClient(t, rm, rm.AMRMToken(at), "")}
 
 	if _, err := am.call(&yarnpb.AllocateRequestProto{}); remoteClass(err) != hadoopipc.ClassApplicationMasterNotRegistered {
 		t.Fatalf("allocate before register: %v, want ApplicationMasterNotRegisteredException", err)

@@ -82,9 +82,19 @@ func testConfig(e *env) Config {
 // startRM starts a kuberm and an IPC client to it, as testUser.
 func startRM(t *testing.T, cfg Config) (*RM, *hadoopipc.Client) {
 	t.Helper()
+	return startRMWith(t, cfg, nil)
+}
+
+// startRMWith is startRM with prepare run on the RM before it starts (a
+// test's own API client, say).
+func startRMWith(t *testing.T, cfg Config, prepare func(*RM)) (*RM, *hadoopipc.Client) {
+	t.Helper()
 	rm, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(rm)
 	}
 	if err := rm.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -97,6 +107,21 @@ func startRM(t *testing.T, cfg Config) (*RM, *hadoopipc.Client) {
 	}
 	t.Cleanup(func() { cl.Close() })
 	return rm, cl
+}
+
+// runningAM submits an application as testUser, binds its AM pod to node
+// and runs it (kl plays the kubelet), and returns an AM client holding the
+// attempt's token, not registered yet.
+func runningAM(t *testing.T, kl *fakeKubelet, rm *RM, cl *hadoopipc.Client, node string) (yarnid.AppID, *testAM) {
+	t.Helper()
+	app := newApp(t, cl)
+	if err := submit(t, cl, submissionFor(app, 1024, 1)); err != nil {
+		t.Fatal(err)
+	}
+	at := yarnid.AttemptID{App: app, Attempt: 1}
+	kl.bind(rm.amPodName(app, 1), node)
+	kl.run(rm.amPodName(app, 1))
+	return app, &testAM{cl: amClient(t, rm, rm.AMRMToken(at), "")}
 }
 
 // node creates a Ready Node; with batch set, Koordinator-shaped (batch

@@ -22,10 +22,6 @@ func registerRace(t *testing.T, write func(ctx context.Context, e *env, p *corev
 	e := newEnv(t)
 	kl := e.fakeKubelet()
 	ctx := context.Background()
-	rm, err := New(testConfig(e))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var (
 		mu       sync.Mutex
 		amPod    string
@@ -33,45 +29,29 @@ func registerRace(t *testing.T, write func(ctx context.Context, e *env, p *corev
 		patches  int
 		writeErr error
 	)
-	inner := rm.kube
-	rm.kube = racingKube{CoreV1Interface: inner, before: func(pod string, patch []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		if pod != amPod || !strings.Contains(string(patch), AnnotationRegistration) {
-			return
-		}
-		if patches++; raced {
-			return
-		}
-		raced = true
-		p, err := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
-		if err == nil {
-			err = write(ctx, e, p)
-		}
-		writeErr = err
-	}}
-	if err := rm.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rm.Close)
-	cl, err := hadoopipc.NewClient(hadoopipc.ClientConfig{Addresses: []string{rm.Addrs().Client},
-		Protocol: hadoopipc.ProtocolApplicationClient, User: testUser})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	rm, cl := startRMWith(t, testConfig(e), func(rm *RM) {
+		rm.kube = racingKube{CoreV1Interface: rm.kube, before: func(pod string, patch []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			if pod != amPod || !strings.Contains(string(patch), AnnotationRegistration) {
+				return
+			}
+			if patches++; raced {
+				return
+			}
+			raced = true
+			p, err := e.admin.Pods(testNS).Get(ctx, pod, metav1.GetOptions{})
+			if err == nil {
+				err = write(ctx, e, p)
+			}
+			writeErr = err
+		}}
+	})
 	e.node("n1", nil, "8", "32Gi")
-	app := newApp(t, cl)
-	if err := submit(t, cl, submissionFor(app, 1024, 1)); err != nil {
-		t.Fatal(err)
-	}
-	at := yarnid.AttemptID{App: app, Attempt: 1}
+	app, am := runningAM(t, kl, rm, cl, "n1")
 	mu.Lock()
 	amPod = rm.amPodName(app, 1)
 	mu.Unlock()
-	kl.bind(amPod, "n1")
-	kl.run(amPod)
-	am := &testAM{cl: amClient(t, rm, rm.AMRMToken(at), "")}
 	regErr := am.register()
 	mu.Lock()
 	defer mu.Unlock()
