@@ -465,33 +465,53 @@ const markTries = 3
 // otherwise the answer is errStateChanged and nothing is written.
 func (r *RM) markPod(ctx context.Context, p *corev1.Pod, state string) error {
 	from := p.Annotations[AnnotationContainerState]
-	rv := p.ResourceVersion
-	for try := 1; ; try++ {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]string{AnnotationContainerState: state},
-			"resourceVersion": rv,
-		}})
-		out, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err == nil {
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			p.Annotations[AnnotationContainerState] = state
-			p.ResourceVersion = out.ResourceVersion
-			return nil
-		}
-		if !apierrors.IsConflict(err) || try == markTries {
-			return kubeErr("mark pod "+p.Name+" "+state, err)
-		}
-		fresh, err := r.kube.Pods(r.cfg.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil {
-			return kubeErr("get pod "+p.Name, err)
-		}
+	rv, err := r.setAnnotationCAS(ctx, p, AnnotationContainerState, state, func(fresh *corev1.Pod) error {
 		if got := fresh.Annotations[AnnotationContainerState]; fresh.UID != p.UID || got != from {
 			return fmt.Errorf("%w: pod %s is %q, was %q", errStateChanged, p.Name, got, from)
 		}
 		if state == stateAllocated && (fresh.Spec.NodeName != p.Spec.NodeName || fresh.DeletionTimestamp != nil || terminated(fresh)) {
 			return fmt.Errorf("%w: pod %s is no longer bound and live", errStateChanged, p.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[AnnotationContainerState] = state
+	p.ResourceVersion = rv
+	return nil
+}
+
+// setAnnotationCAS sets one annotation of p with a merge patch conditioned
+// on the resourceVersion of a version of the pod that still holds: first
+// p's own, then, after each Conflict (an unrelated write such as the
+// scheduler's binding or the kubelet's status, or a competing writer), a
+// fresh read's, while still(fresh) accepts it; still's error is returned
+// as it is and nothing is written. At most markTries patches. It returns
+// the patched pod's resourceVersion.
+func (r *RM) setAnnotationCAS(ctx context.Context, p *corev1.Pod, key, value string, still func(fresh *corev1.Pod) error) (string, error) {
+	rv := p.ResourceVersion
+	for try := 1; ; try++ {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]string{key: value},
+			"resourceVersion": rv,
+		}})
+		out, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			return out.ResourceVersion, nil
+		}
+		if !apierrors.IsConflict(err) || try == markTries {
+			return "", kubeErr("set "+key+" on pod "+p.Name, err)
+		}
+		fresh, err := r.kube.Pods(r.cfg.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", kubeErr("get pod "+p.Name, err)
+		}
+		if err := still(fresh); err != nil {
+			return "", err
 		}
 		rv = fresh.ResourceVersion
 	}

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/rmdefaults"
@@ -223,28 +222,13 @@ func (r *RM) registerAM(ctx context.Context, req *yarnpb.RegisterApplicationMast
 func (r *RM) recordRegistration(ctx context.Context, at yarnid.AttemptID, p *corev1.Pod, regRec record.AMRegistration) error {
 	reg, _ := json.Marshal(regRec)
 	seen := p.Annotations[AnnotationRegistration]
-	rv := p.ResourceVersion
-	for try := 1; ; try++ {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]string{AnnotationRegistration: string(reg)},
-			"resourceVersion": rv,
-		}})
-		_, err := r.kube.Pods(r.cfg.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsConflict(err) || try == markTries {
-			return kubeErr("record the AM registration", err)
-		}
-		fresh, err := r.kube.Pods(r.cfg.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil {
-			return kubeErr("get AM pod "+p.Name, err)
-		}
+	_, err := r.setAnnotationCAS(ctx, p, AnnotationRegistration, string(reg), func(fresh *corev1.Pod) error {
 		if fresh.UID != p.UID || fresh.Annotations[AnnotationRegistration] != seen {
 			return fmt.Errorf("%w: Application Master is already registered : %s", ErrInvalidAMRequest, at.App)
 		}
-		rv = fresh.ResourceVersion
-	}
+		return nil
+	})
+	return err
 }
 
 func (r *RM) finishAM(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {

@@ -378,7 +378,7 @@ func (s *Store) TransferLeadership(ctx context.Context) error {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil:
-			return fmt.Errorf("statestore: leadership transfer: %w (last attempt: %w)", ctx.Err(), err)
+			return fmt.Errorf("statestore: leadership transfer: %w", err)
 		case errors.Is(err, ErrUnavailable):
 			return fmt.Errorf("statestore: leadership transfer: %w", err)
 		case !s.IsLeader():
@@ -400,6 +400,9 @@ const transferRetryPause = 50 * time.Millisecond
 
 // transferLeadershipOnce is one attempt: nil once this replica no longer
 // leads (or never did, or leads alone).
+//
+// ctx's end is its answer too: it ended the attempt, or the attempt
+// failed as ctx ended, and the caller is told of ctx either way.
 func (s *Store) transferLeadershipOnce(ctx context.Context) error {
 	if !s.IsLeader() {
 		return nil
@@ -422,6 +425,9 @@ func (s *Store) transferLeadershipOnce(ctx context.Context) error {
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), mapRaftError(err))
+		}
 		return mapRaftError(err)
 	case <-ctx.Done():
 		return ctx.Err()
