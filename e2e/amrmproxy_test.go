@@ -75,7 +75,7 @@ func (f *spanFed) secondaryUAM(id string) (string, bool) {
 }
 
 func TestAMSchedulerAddressThroughRelay(t *testing.T) {
-	f := startSpan(t, withRelay)
+	f := startSpan(t, withRelay, spanOptions{})
 	home := f.relays[0]
 
 	t.Run("distributed shell", func(t *testing.T) {
@@ -129,14 +129,50 @@ func TestAMSchedulerAddressThroughRelay(t *testing.T) {
 	f.waitQuiet(t, f.clusters[0], f.clusters[1])
 }
 
+// Where the containers of a spanning application run depends on the home's
+// room, not on timing. Each spanning test gives SC-1's NodeManager room for
+// the AM and fewer containers than it asks (homeRoom), so SC-2 has to run
+// the rest however late its UAM registers; the sleep makes the home alone
+// need several rounds. The roomy home of before (4096 MB: every container
+// at once) failed a cold CI run at load 15: SC-1 handed out all six in the
+// 5.5 s before SC-2's UAM registered, and the distributed shell AM released
+// SC-2's.
+const (
+	spanContainers = 6
+	// spansHomeRoom shell containers fit beside the AM at home: with
+	// spansSleep each, SC-1 alone needs spanContainers/spansHomeRoom = 3
+	// rounds (60 s), several times the secondary's late start below.
+	spansHomeRoom = 2
+	spansSleep    = 20
+	// spansSecondaryHold: SC-2's scheduler port takes the UAM's connection
+	// this late, twice the 5.5 s CI saw, so every run is the slow case.
+	spansSecondaryHold = 10 * time.Second
+	// restartHomeRoom: TestAMRMProxyRestart's 6 containers of 15 s.
+	restartHomeRoom = 2
+	// rmDiesHomeRoom: TestAMRMProxySecondaryRMDies' containers sleep 45 s
+	// and the ones lost with SC-2 run again at home: room for 3 lets them
+	// (at least 3) run in one more round, within the client's 4 min.
+	rmDiesHomeRoom = 3
+)
+
 func TestAMRMProxySpansSubClusters(t *testing.T) {
 	needAMRMProxy(t)
-	f := startSpan(t, withAMRMProxy)
+	f := startSpan(t, withAMRMProxy, spanOptions{
+		homeNMMemoryMB:    homeRoom(t, dsAMMB, spansHomeRoom, dsContainerMB),
+		secondaryAMRMHold: spansSecondaryHold,
+	})
 	d := dsRun{name: "span-ds", marker: uniqueMarker("span-ds")}
-	out, err := f.runDS(d, 6, 0)
+	submitted := time.Now()
+	out, err := f.runDS(d, spanContainers, spansSleep)
 	id := f.requireSucceeded(t, "distributed shell", d.name, out, err)
-	per := f.checkEvidence(t, d.marker, 6)
+	per := f.checkEvidence(t, d.marker, spanContainers)
 	t.Logf("containers per sub-cluster: %v", per)
+	if h := f.secondaryHold.heldSince(); h.IsZero() {
+		t.Errorf("nothing dialled %s's scheduler port through the holding relay (%v)", spanSecondary, f.secondaryHold)
+	} else {
+		t.Logf("%s's scheduler port held its first connection %s after the submission, for %s",
+			spanSecondary, h.Sub(submitted).Round(time.Millisecond), spansSecondaryHold)
+	}
 	if per[spanHome] == 0 || per[spanSecondary] == 0 {
 		t.Errorf("containers ran on %v, want NodeManagers of both %s and %s "+
 			"(the policy is stored for queue \"default\", the name the app was submitted with and the router matched; "+
@@ -152,7 +188,8 @@ func TestAMRMProxySpansSubClusters(t *testing.T) {
 
 func TestAMRMProxyMapReduce(t *testing.T) {
 	needAMRMProxy(t)
-	f := startSpan(t, withAMRMProxy)
+	// A roomy home: this test checks the job, not where its tasks ran.
+	f := startSpan(t, withAMRMProxy, spanOptions{})
 	out, err := f.runPi("proxy-pi", 2, 10)
 	id := f.requireSucceeded(t, "pi", "", out, err)
 	if !strings.Contains(out.stdout, "Estimated value of Pi is") {
@@ -215,9 +252,9 @@ func (f *spanFed) startDS(t *testing.T, d dsRun, containers, sleep int, spanning
 
 func TestAMRMProxyRestart(t *testing.T) {
 	needAMRMProxy(t)
-	f := startSpan(t, withAMRMProxy)
+	f := startSpan(t, withAMRMProxy, spanOptions{homeNMMemoryMB: homeRoom(t, dsAMMB, restartHomeRoom, dsContainerMB)})
 	d := dsRun{name: "restart-ds", marker: uniqueMarker("restart-ds")}
-	done, _ := f.startDS(t, d, 6, 15, true)
+	done, _ := f.startDS(t, d, spanContainers, 15, true)
 
 	// kill -9 the AM's proxy (its NodeManager's: SC-1's), then start it
 	// again with the same command line and data dir.
@@ -233,8 +270,8 @@ func TestAMRMProxyRestart(t *testing.T) {
 	r := <-done
 	f.requireSucceeded(t, "distributed shell", d.name, r.out, r.err)
 	ev := f.containerEvidence(d.marker)
-	if len(ev) < 6 {
-		t.Errorf("%d shell containers finished (%v), want 6", len(ev), sortedKeys(ev))
+	if len(ev) < spanContainers {
+		t.Errorf("%d shell containers finished (%v), want %d", len(ev), sortedKeys(ev), spanContainers)
 	}
 	f.waitQuiet(t, f.clusters[0], f.clusters[1])
 }
@@ -249,8 +286,9 @@ func TestAMRMProxyRestart(t *testing.T) {
 func TestAMRMProxySecondaryRMDies(t *testing.T) {
 	needAMRMProxy(t)
 	const subClusterTimeout = 10 * time.Second
-	f := startSpan(t, withAMRMProxy, "--subcluster-timeout", subClusterTimeout.String())
-	const n = 6
+	f := startSpan(t, withAMRMProxy, spanOptions{homeNMMemoryMB: homeRoom(t, dsAMMB, rmDiesHomeRoom, dsContainerMB),
+		proxyArgs: []string{"--subcluster-timeout", subClusterTimeout.String()}})
+	const n = spanContainers
 	// Every container prints a start line, sleeps, then prints its
 	// evidence: SC-2 is killed while its containers sleep.
 	d := dsRun{name: "rmdies-ds", marker: uniqueMarker("rmdies-ds"), startMarker: true}

@@ -316,7 +316,10 @@ type clusterOptions struct {
 	clusterID string
 	epoch     int64
 	nms       int
-	set       []string // extra key=value configuration
+	// nmMemoryMB is each NodeManager's memory (--nm-memory-mb); 0 keeps
+	// the launcher's 4096 MB.
+	nmMemoryMB int
+	set        []string // extra key=value configuration
 	// amSet is key=value configuration only the AMs (and other containers)
 	// on this cluster's NodeManagers see, marked final: e.g. the scheduler
 	// address of an AMRMProxy while the RM binds its own. See DESIGN.md.
@@ -338,6 +341,9 @@ func (j *javaEnv) startMiniCluster(opts clusterOptions, dir string) (*miniCluste
 		"--cluster-id", opts.clusterID,
 		"--epoch", fmt.Sprint(opts.epoch),
 		"--nms", fmt.Sprint(opts.nms))
+	if opts.nmMemoryMB > 0 {
+		argv = append(argv, "--nm-memory-mb", fmt.Sprint(opts.nmMemoryMB))
+	}
 	// An NM marks its disks bad above 90% use (Hadoop's default) and the
 	// cluster then runs nothing: CI and developer machines with a fuller
 	// disk than that saw applications stay ACCEPTED. The standalone NMs

@@ -66,6 +66,9 @@ type spanFed struct {
 	routerWS string // the router's REST address
 	proxies  [2]*proc
 	relays   [2]*tcpRelayFake
+	// secondaryHold is the relay in front of SC-2's scheduler port
+	// (spanOptions.secondaryAMRMHold), if any.
+	secondaryHold *tcpRelayFake
 	// proxyArgs are extra flags for every proxy (a test's own tuning).
 	proxyArgs []string
 }
@@ -91,13 +94,61 @@ var spanClusterSettings = []string{
 	"yarn.nodemanager.process-kill-wait.ms=500",
 }
 
+// spanOptions are one test's settings of the spanning federation.
+type spanOptions struct {
+	// homeNMMemoryMB is SC-1's NodeManager memory (0: the launcher's
+	// 4096 MB). A spanning test gives the home room for its AM and fewer
+	// containers than it asks (homeRoom): SC-1's RM allocates on every
+	// NM heartbeat (100 ms) from the AM's first ask, while SC-2 allocates
+	// only once the proxy has launched and registered its UAM, seconds
+	// later (5.5 s in a cold CI run at load 15). A roomy home hands out
+	// every container first, the distributed shell AM releases SC-2's, and
+	// nothing runs on SC-2 ("roomy home", deploy/DESIGN.md).
+	homeNMMemoryMB int
+	// secondaryAMRMHold puts SC-2's scheduler port behind a relay that
+	// holds every connection until this long after its first one, so
+	// SC-2's UAM (the only client of that port) registers that much later:
+	// a slow secondary on demand (0: the agent registers the RM's own port).
+	secondaryAMRMHold time.Duration
+	// proxyArgs are added to each `yarnfed amrmproxy` command line.
+	proxyArgs []string
+}
+
+// Sizes as the RMs allocate them. The scheduler rounds every ask up to a
+// multiple of yarn.scheduler.minimum-allocation-mb (128 in
+// MiniCluster.java); each size below already is one, so it is both what the
+// tests ask and what the NM gives.
+const (
+	minAllocMB    = 128
+	dsAMMB        = 256 // runDSClient's -master_memory
+	dsContainerMB = 128 // runDSClient's -container_memory
+	// spanMaxAMShare is spanClusterSettings' maximum-am-resource-percent:
+	// an AM is admitted while it fits in that share of the cluster (the
+	// home's one NM); a lone AM beyond it runs only by the capacity
+	// scheduler's first-AM exception, which the home size must not rely on.
+	spanMaxAMShare = 0.5
+)
+
+// homeRoom is the home NodeManager memory for one AM of amMB and n
+// containers of containerMB beside it, both rounded up to the minimum
+// allocation as the scheduler does. It fails the test if the AM would
+// need the first-AM exception (amMB above spanMaxAMShare of the node).
+func homeRoom(t *testing.T, amMB, n, containerMB int) int {
+	t.Helper()
+	round := func(mb int) int { return (mb + minAllocMB - 1) / minAllocMB * minAllocMB }
+	mb := round(amMB) + n*round(containerMB)
+	if float64(round(amMB)) > spanMaxAMShare*float64(mb) {
+		t.Fatalf("home NM of %d MB admits AMs up to %.0f MB, not the %d MB AM", mb, spanMaxAMShare*float64(mb), round(amMB))
+	}
+	return mb
+}
+
 // startSpan starts the spanning federation and waits until the router sees
-// both sub-clusters; everything stops at cleanup. proxyArgs are added to
-// each `yarnfed amrmproxy` command line.
-func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed {
+// both sub-clusters; everything stops at cleanup.
+func startSpan(t *testing.T, kind amSchedulerKind, o spanOptions) *spanFed {
 	t.Helper()
 	j := needJava(t)
-	f := &spanFed{t: t, j: j, ids: [2]string{spanHome, spanSecondary}, proxyArgs: proxyArgs}
+	f := &spanFed{t: t, j: j, ids: [2]string{spanHome, spanSecondary}, proxyArgs: o.proxyArgs}
 	start := time.Now()
 	f.yarnfed, f.ctl = yarnfedBinaries(t)
 	t.Logf("yarnfed binaries ready in %s", time.Since(start).Round(time.Millisecond))
@@ -147,6 +198,7 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 			},
 		})
 	}
+	opts[0].nmMemoryMB = o.homeNMMemoryMB
 	copy(f.clusters[:], newClusters(t, opts...))
 
 	grpcAddr, raftAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
@@ -162,10 +214,15 @@ func startSpan(t *testing.T, kind amSchedulerKind, proxyArgs ...string) *spanFed
 	})
 
 	for i, mc := range f.clusters {
+		amrm := loopback(mc.info.Scheduler)
+		if i == 1 && o.secondaryAMRMHold > 0 {
+			f.secondaryHold = startHeldRelay(t, amrm, o.secondaryAMRMHold)
+			amrm = f.secondaryHold.ln.Addr().String()
+		}
 		f.agents[i] = startProc(t, dir, "agent-"+f.ids[i], f.yarnfed, "subcluster-agent",
 			"--subcluster-id", f.ids[i], "--store", f.store, "--store-insecure",
 			"--rm", fmt.Sprintf("clientrm=%s,amrm=%s,admin=%s,web=%s",
-				loopback(mc.info.RM), loopback(mc.info.Scheduler), loopback(mc.info.Admin), loopback(mc.info.Web)),
+				loopback(mc.info.RM), amrm, loopback(mc.info.Admin), loopback(mc.info.Web)),
 			"--probe-interval", "500ms", "--probe-timeout", "2s", "--heartbeat-interval", "2s")
 	}
 	runCtl(t, f.ctl, "--store", f.store, "policy", "save", "--manager", spanManager, "-s", spanPolicy)
@@ -568,6 +625,12 @@ type tcpRelayFake struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	open   map[net.Conn]struct{}
+	// hold, when set, delays every connection until hold after the first
+	// one was accepted (startHeldRelay); heldUntil is that time.
+	hold      time.Duration
+	heldUntil time.Time // guarded by mu
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 func startRelay(t testing.TB, addr, target string) *tcpRelayFake {
@@ -582,11 +645,61 @@ func startRelay(t testing.TB, addr, target string) *tcpRelayFake {
 // startRelayOn relays connections accepted on ln to target.
 func startRelayOn(t testing.TB, ln net.Listener, target string) *tcpRelayFake {
 	t.Helper()
-	r := &tcpRelayFake{ln: ln, target: target, open: map[net.Conn]struct{}{}}
+	return startRelayHolding(t, ln, target, 0)
+}
+
+// startHeldRelay relays a new loopback port to target, holding every
+// connection (accepted, nothing read or sent) until hold after the first
+// one: a peer that answers late, e.g. a secondary RM whose scheduler port
+// is slow to take a UAM's register.
+func startHeldRelay(t testing.TB, target string, hold time.Duration) *tcpRelayFake {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startRelayHolding(t, ln, target, hold)
+}
+
+func startRelayHolding(t testing.TB, ln net.Listener, target string, hold time.Duration) *tcpRelayFake {
+	t.Helper()
+	r := &tcpRelayFake{ln: ln, target: target, open: map[net.Conn]struct{}{}, hold: hold, done: make(chan struct{})}
 	r.wg.Add(1)
 	go r.serve()
 	t.Cleanup(r.close)
 	return r
+}
+
+// heldSince is when the relay accepted its first connection (zero: none
+// yet, or no hold).
+func (r *tcpRelayFake) heldSince() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heldUntil.IsZero() {
+		return time.Time{}
+	}
+	return r.heldUntil.Add(-r.hold)
+}
+
+// waitHold blocks until the relay's hold has passed (or it closes).
+func (r *tcpRelayFake) waitHold() bool {
+	if r.hold <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	if r.heldUntil.IsZero() {
+		r.heldUntil = time.Now().Add(r.hold)
+	}
+	until := r.heldUntil
+	r.mu.Unlock()
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-r.done:
+		return false
+	}
 }
 
 func (r *tcpRelayFake) serve() {
@@ -601,6 +714,11 @@ func (r *tcpRelayFake) serve() {
 		go func() {
 			defer r.wg.Done()
 			defer c.Close()
+			r.track(c)
+			defer r.untrack(c)
+			if !r.waitHold() {
+				return
+			}
 			up, err := net.DialTimeout("tcp", r.target, 5*time.Second)
 			if err != nil {
 				return
@@ -654,6 +772,7 @@ func (r *tcpRelayFake) untrack(cs ...net.Conn) {
 }
 
 func (r *tcpRelayFake) close() {
+	r.closeOnce.Do(func() { close(r.done) })
 	_ = r.ln.Close()
 	r.mu.Lock()
 	for c := range r.open {
