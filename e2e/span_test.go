@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,6 +401,41 @@ func (f *spanFed) containerEvidence(marker string) map[string]string {
 			out[id] = f.ids[i]
 		}
 	}
+	return out
+}
+
+// startedContainer is a timed container's start (dsRun.timed).
+type startedContainer struct {
+	id string
+	sc string // the sub-cluster whose NodeManager ran it
+	at time.Time
+}
+
+// startTimes lists the containers that printed startedMarker (a timed
+// run's "<marker>-started <id>" line, then the time in ns), by start time.
+func (f *spanFed) startTimes(startedMarker string) []startedContainer {
+	var out []startedContainer
+	for i, mc := range f.clusters {
+		_ = filepath.WalkDir(mc.dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "stdout" {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			lines := strings.Split(string(b), "\n")
+			for j, line := range lines {
+				if fs := strings.Fields(line); len(fs) == 2 && fs[0] == startedMarker && j+1 < len(lines) {
+					if ns, err := strconv.ParseInt(strings.TrimSpace(lines[j+1]), 10, 64); err == nil {
+						out = append(out, startedContainer{id: fs[1], sc: f.ids[i], at: time.Unix(0, ns)})
+					}
+				}
+			}
+			return nil
+		})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].at.Before(out[b].at) })
 	return out
 }
 
