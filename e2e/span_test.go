@@ -240,6 +240,18 @@ func startSpan(t *testing.T, kind amSchedulerKind, o spanOptions) *spanFed {
 		}
 		return int(m.TotalNodes) == wantNodes, fmt.Sprintf("%d of %d nodes", m.TotalNodes, wantNodes)
 	})
+	if o.homeNMMemoryMB > 0 {
+		// The home's size is what the test is about: check the RM counts
+		// exactly that (MiniYARNCluster has an NM memory key of its own,
+		// which once made --nm-memory-mb a silent no-op).
+		m, err := clusterMetricsAt(loopback(f.clusters[0].info.Web))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.TotalMB != int64(o.homeNMMemoryMB) {
+			t.Fatalf("%s's RM has %d MB of NodeManager memory, want the %d MB asked", spanHome, m.TotalMB, o.homeNMMemoryMB)
+		}
+	}
 
 	for i, mc := range f.clusters {
 		switch kind {

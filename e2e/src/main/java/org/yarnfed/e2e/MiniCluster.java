@@ -98,7 +98,10 @@ public final class MiniCluster {
     conf.set(YarnConfiguration.RM_STORE,
         "org.apache.hadoop.yarn.server.resourcemanager.recovery.MemoryRMStateStore");
     conf.setLong(YarnConfiguration.RM_EPOCH, epoch);
+    // MiniYARNCluster gives each NM the memory of its own key (4096 by default) over
+    // yarn.nodemanager.resource.memory-mb: both are set, so the RM and the NMs agree.
     conf.setInt(YarnConfiguration.NM_PMEM_MB, nmMemoryMb);
+    conf.setInt(YarnConfiguration.YARN_MINICLUSTER_NM_PMEM_MB, nmMemoryMb);
     conf.setInt(YarnConfiguration.NM_VCORES, nmVcores);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
