@@ -166,9 +166,9 @@ const (
 // TestAMRMProxySpansSubClusters: distributed shell's six containers run on
 // both sub-clusters, with SC-2 slow to register its UAM. It wants more than
 // one on SC-2: one can be the last container's coin flip after a roomy home
-// served all it could (TestAMRMProxySpansSubClusters with the launcher's
-// 4096 MB home ran 5+1 here and 6+0 in CI); more come only from SC-2's share
-// of the asks a full home cannot hold (2+4 or 3+3 expected).
+// served all it could (with a 4096 MB home this test ran 5+1 once and 6+0
+// once, as CI did); more come only from SC-2's share of the asks a full
+// home cannot hold (3+3 or 2+4 expected).
 func TestAMRMProxySpansSubClusters(t *testing.T) {
 	needAMRMProxy(t)
 	f := startSpan(t, withAMRMProxy, spanOptions{

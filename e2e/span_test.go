@@ -102,9 +102,10 @@ type spanOptions struct {
 	// containers than it asks (homeRoom): SC-1's RM allocates on every
 	// NM heartbeat (100 ms) from the AM's first ask, while SC-2 allocates
 	// only once the proxy has launched and registered its UAM, seconds
-	// later (5.5 s in a cold CI run at load 15). A roomy home hands out
-	// every container first, the distributed shell AM releases SC-2's, and
-	// nothing runs on SC-2 ("roomy home", deploy/DESIGN.md).
+	// later (5.5 s in a cold CI run at load 15). A roomy home can hand out
+	// every container first; the distributed shell AM then releases SC-2's,
+	// and nothing runs on SC-2 ("roomy home", deploy/DESIGN.md; the split
+	// is in TestAMRMProxySpansSubClusters' notes).
 	homeNMMemoryMB int
 	// secondaryAMRMHold puts SC-2's scheduler port behind a relay that
 	// holds every connection until this long after its first one, so
