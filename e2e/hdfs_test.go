@@ -23,6 +23,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/kuberm/launch"
 	"github.com/yarnfed/yarnfed/kuberm/launch/fetchwire"
@@ -155,7 +156,7 @@ func podLauncher(t *testing.T) string {
 		if fetcherErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", fetcherDir+string(os.PathSeparator), "./cmd/yarnfed-hdfs-fetch")
+		cmd := gobuild.Command(fetcherDir+string(os.PathSeparator), "", "./cmd/yarnfed-hdfs-fetch")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fetcherErr = fmt.Errorf("go build ./cmd/yarnfed-hdfs-fetch: %v\n%s", err, out)

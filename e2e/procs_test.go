@@ -9,12 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/proctest"
 )
 
@@ -42,7 +42,7 @@ func yarnfedBinaries(t testing.TB) (yarnfed, yarnfedctl string) {
 			return
 		}
 		for _, pkg := range []string{"./cmd/yarnfed", "./cmd/yarnfedctl"} {
-			cmd := exec.Command("go", "build", "-o", binDir+string(os.PathSeparator), pkg)
+			cmd := gobuild.Command(binDir+string(os.PathSeparator), "", pkg)
 			cmd.Dir = ".." // the module root
 			if out, err := cmd.CombinedOutput(); err != nil {
 				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

@@ -5,13 +5,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/statestore/bench"
 )
 
@@ -23,7 +23,7 @@ func TestBenchStatestoreScaleSmoke(t *testing.T) {
 		t.Skip("starts three replicas and two routers")
 	}
 	exe := filepath.Join(t.TempDir(), "yarnfed")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(exe, "", "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cfg := bench.ScaleConfig{Executable: exe, Rows: 2000, Duration: 200 * time.Millisecond, Concurrency: []int{1, 4}, TrailingLogs: 16,

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/testpoll"
 	"github.com/yarnfed/yarnfed/internal/yarnpb"
 	"github.com/yarnfed/yarnfed/kuberm/launch"
@@ -32,7 +33,7 @@ func TestKubermLaunchBinary(t *testing.T) {
 	}
 	root := t.TempDir()
 	exe := filepath.Join(root, "yarnfed-image")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(exe, "", "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	binDir := filepath.Join(root, "bin")

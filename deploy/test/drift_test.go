@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/kubetest"
 )
 
@@ -84,9 +85,8 @@ func TestManifestsRunTheBinaries(t *testing.T) {
 func buildYarnfed(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "yarnfed")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/yarnfed")
+	cmd := gobuild.Command(out, "", "./cmd/yarnfed")
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/yarnfed: %v\n%s", err, b)
 	}

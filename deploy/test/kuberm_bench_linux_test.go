@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
 	"github.com/yarnfed/yarnfed/kuberm"
 )
@@ -106,7 +106,7 @@ func kbenchBuild(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "yarnfed-bench")
 	begin := time.Now()
-	cmd := exec.Command("go", "build", "-tags", "bench", "-o", out, "./cmd/yarnfed")
+	cmd := gobuild.Command(out, "bench", "./cmd/yarnfed")
 	cmd.Dir = repoRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags bench ./cmd/yarnfed: %v\n%s", err, b)

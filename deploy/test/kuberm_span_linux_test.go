@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/yarnfed/yarnfed/deploy/test/kubenode"
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/hadoopipc"
 	"github.com/yarnfed/yarnfed/internal/kubebatch"
 	"github.com/yarnfed/yarnfed/internal/rmrest"
@@ -181,7 +182,7 @@ func spanStart(ctx context.Context, t *testing.T, c *kubenode.Cluster, bin, kube
 		"--probe-interval", "500ms", "--heartbeat-interval", "2s"}, f.tlsFlags("store-", spanHome)...)...)
 
 	ctl := filepath.Join(t.TempDir(), "yarnfedctl")
-	build := exec.Command("go", "build", "-o", ctl, "./cmd/yarnfedctl")
+	build := gobuild.Command(ctl, "", "./cmd/yarnfedctl")
 	build.Dir = repoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build yarnfedctl: %v\n%s", err, out)

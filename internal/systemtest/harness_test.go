@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/proctest"
 	"github.com/yarnfed/yarnfed/internal/testenv"
 )
@@ -47,9 +47,10 @@ func TestMain(m *testing.M) {
 		}
 		*b.dst = filepath.Join(dir, filepath.Base(b.pkg))
 		// Built without -race even when the test runs with it: the
-		// processes are the operator's binaries, and a race build would
-		// double the CPU these tests need on a shared machine.
-		build := exec.Command("go", "build", "-o", *b.dst, b.pkg)
+		// processes are the operator's binaries (built as the image's),
+		// and a race build would double the CPU these tests need on a
+		// shared machine.
+		build := gobuild.Command(*b.dst, "", b.pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "systemtest: go build %s: %v\n%s", b.pkg, err, out)
 			os.RemoveAll(dir)

@@ -16,6 +16,7 @@ import (
 	"github.com/yarnfed/yarnfed/statestore/client"
 	pb "github.com/yarnfed/yarnfed/statestore/storepb"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
@@ -92,7 +93,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 func buildYarnfed(t *testing.T) string {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "yarnfed")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(exe, "", "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 )
 
 // TestFederationSmoke is `bench federation` small and short, as CI runs it
@@ -23,7 +24,7 @@ func TestFederationSmoke(t *testing.T) {
 		t.Skip("starts four processes per size")
 	}
 	exe := filepath.Join(t.TempDir(), "yarnfed")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(exe, "", "github.com/yarnfed/yarnfed/cmd/yarnfed").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cfg := FedConfig{SubClusters: []int{2, 3}, Routers: 2, NodesPerSubCluster: 50, AppsPerSubCluster: 6,

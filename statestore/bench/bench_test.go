@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/testenv"
 )
 
@@ -136,7 +136,7 @@ func TestAppIDsUniquePerRun(t *testing.T) {
 func buildYarnfed(t *testing.T) string {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "yarnfed")
-	cmd := exec.Command("go", "build", "-o", exe, "github.com/yarnfed/yarnfed/cmd/yarnfed")
+	cmd := gobuild.Command(exe, "", "github.com/yarnfed/yarnfed/cmd/yarnfed")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

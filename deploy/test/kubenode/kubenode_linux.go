@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 	"github.com/yarnfed/yarnfed/internal/kubetest"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -147,15 +148,11 @@ func prerequisites() error {
 		missing = append(missing, "root (containerd, runc, cgroups and network namespaces need it)")
 	}
 	bin := kubetest.BinaryDir()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
+	// CoreDNS (the cluster DNS) is built beside them, in the same go build.
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			missing = append(missing, fmt.Sprintf("%s in %s (make kube-binaries, or set %s)", b, bin, kubetest.EnvAssets))
 		}
-	}
-	if d, err := CoreDNSDir(); err != nil {
-		missing = append(missing, fmt.Sprintf("coredns: %v", err))
-	} else if _, err := os.Stat(filepath.Join(d, "coredns")); err != nil {
-		missing = append(missing, fmt.Sprintf("coredns in %s (make kube-binaries, or set %s)", d, EnvCoreDNSAssets))
 	}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "nsenter", "nft", "iptables", "go", "make"} {
 		if _, err := lookPath(b); err != nil {
@@ -519,9 +516,8 @@ func (c *Cluster) buildImages() []string {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin+"/", "./pause", "./netcheck")
+	build := gobuild.Command(bin+"/", "", "./pause", "./netcheck")
 	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("kubenode: go build ./pause ./netcheck: %v\n%s", err, out)
 	}
@@ -539,8 +535,10 @@ func (c *Cluster) buildImages() []string {
 			t.Fatal(err)
 		}
 		archive := c.path("images", img.bin+".oci.tar")
-		cmd := exec.Command("go", "run", ".", "-dockerfile", df, "-context", ctx, "-name", img.name, "-out", archive)
+		// As make image runs it, with the image's build flags.
+		cmd := exec.Command("go", append(append([]string{"run"}, gobuild.Flags...), ".", "-dockerfile", df, "-context", ctx, "-name", img.name, "-out", archive)...)
 		cmd.Dir = filepath.Join(root, "hack", "image")
+		cmd.Env = append(os.Environ(), gobuild.Env)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubenode: hack/image (%s): %v\n%s", img.bin, err, out)
 		}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -94,49 +92,6 @@ func (c *Cluster) Command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// repoDir is the yarnfed repository's root (this file is in
-// deploy/test/kubenode).
-func repoDir() string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "..")
-}
-
-// EnvCoreDNSAssets names a directory holding the coredns binary, overriding
-// the cache directory scripts/kube-binaries.sh builds it into.
-const EnvCoreDNSAssets = "YARNFED_COREDNS_ASSETS"
-
-// CoreDNSDir is where the coredns binary is looked for: $YARNFED_COREDNS_ASSETS,
-// else ${YARNFED_CACHE:-$HOME/.cache/yarnfed}/coredns/<version hack/coredns
-// pins>, as scripts/kube-binaries.sh builds it.
-func CoreDNSDir() (string, error) {
-	if d := os.Getenv(EnvCoreDNSAssets); d != "" {
-		return d, nil
-	}
-	b, err := os.ReadFile(filepath.Join(repoDir(), "hack", "coredns", "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	version := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 3 && f[0] == "require" && f[1] == "github.com/coredns/coredns" {
-			version = f[2]
-		}
-	}
-	if version == "" {
-		return "", fmt.Errorf("no 'require github.com/coredns/coredns' line in hack/coredns/go.mod")
-	}
-	cache := os.Getenv("YARNFED_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache", "yarnfed")
-	}
-	return filepath.Join(cache, "coredns", version), nil
-}
-
 // corefile serves cluster.local (and reverse lookups of pod and Service IPs)
 // from the API server; `pods insecure` answers the a-b-c-d.<ns>.pod names.
 // No forward plugin: nothing outside the namespace is reachable anyway.
@@ -160,10 +115,7 @@ const corefile = `.:53 {
 // kubernetes plugin watches.
 func (c *Cluster) startCoreDNS(token string) *process {
 	t := c.t
-	dir, err := CoreDNSDir()
-	if err != nil {
-		t.Fatalf("kubenode: %v", err)
-	}
+	dir := kubetest.BinaryDir() // scripts/kube-binaries.sh builds coredns there
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	kc := c.Client()

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/yarnfed/yarnfed/internal/gobuild"
 )
 
 const noSuchProtocol = "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
@@ -21,7 +23,7 @@ const noSuchProtocol = "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
 func startIPCServer(t *testing.T) (addr string, stop func() map[string]string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ipctestserver")
-	build := exec.Command("go", "build", "-o", bin, "github.com/yarnfed/yarnfed/internal/hadoopipc/internal/ipctestserver")
+	build := gobuild.Command(bin, "", "github.com/yarnfed/yarnfed/internal/hadoopipc/internal/ipctestserver")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build ipctestserver: %v", err)

@@ -3,7 +3,9 @@
 // CoreDNS's own order: what upstream's plugin.cfg mechanism produces for that
 // list, without the cloud back ends (route53, azure, clouddns, etcd, nomad,
 // ...) whose dependencies would triple the build. The server is upstream's
-// coremain, unchanged. scripts/kube-binaries.sh builds it.
+// coremain, unchanged. scripts/kube-binaries.sh builds it in the same go
+// build as the Kubernetes binaries, against Kubernetes' versions of the
+// modules they share (hack/kube/go.mod says why).
 package main
 
 import (
