@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -625,6 +626,9 @@ func TestKoordWritebackRealRM(t *testing.T) {
 	k.withinOneRound(t, "containers stopped", func() (bool, string) { return k.entriesMatch(t) })
 	k.restore(t, drained)
 	waitUntil(t, 60*time.Second, "the restored NodeManager resized", k.gpg, totals)
+	// The timings below take the stored weights as each change's starting
+	// point, so the restore's own weights must be written first.
+	k.weightsSettled(t, time.Now())
 
 	// 4. Timings.
 	k.timings(t)
@@ -765,6 +769,51 @@ func (k *koordFed) storedWeightOf(t *testing.T, sc string) float64 {
 		}
 	}
 	return 0
+}
+
+// gpgThreshold is the GPG's default generator.threshold (the test's GPG
+// config leaves it): weights within it of the target are not rewritten.
+const gpgThreshold = 0.05
+
+// weightsSettled waits until the GPG's stored weights agree with the
+// federation as it is now: a round after a heartbeat of SC-K8S's agent
+// that carries a probe made after since, whose target the stored weight is
+// within gpgThreshold of (nothing left to write). Measured without it, a
+// change can race the previous step's own round: in the cold CI run of
+// 2026-11-28 the restore's round came after change 0 had landed, saw
+// change 0's capacity, and wrote nothing, since that target was within the
+// threshold of the drained weights still stored; change 0 then waited 90 s
+// for weights that had no reason to move.
+func (k *koordFed) weightsSettled(t *testing.T, since time.Time) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, "the GPG's weights to agree with the restored capacity", k.gpg, func() (bool, string) {
+		info, err := k.sc.GetSubCluster(context.Background(), "SC-K8S")
+		if err != nil {
+			return false, err.Error()
+		}
+		// The agent probes every 500 ms: a heartbeat a second after since
+		// carries a probe made after it.
+		hb := time.UnixMilli(info.GetLastHeartbeatMs())
+		if hb.Before(since.Add(time.Second)) {
+			return false, fmt.Sprintf("SC-K8S's last heartbeat %v, want after %v", hb.Format(time.StampMilli), since.Add(time.Second).Format(time.StampMilli))
+		}
+		b, ok := tryRESTAt(k.gpgWeb, "/gpg/v1/status")
+		if !ok {
+			return false, string(b)
+		}
+		var st struct {
+			LastRound time.Time          `json:"lastRound"`
+			Target    map[string]float64 `json:"targetWeights"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return false, err.Error()
+		}
+		if !st.LastRound.After(hb) {
+			return false, fmt.Sprintf("last round %v, not after the heartbeat %v", st.LastRound.Format(time.StampMilli), hb.Format(time.StampMilli))
+		}
+		w := k.storedWeightOf(t, "SC-K8S")
+		return math.Abs(st.Target["SC-K8S"]-w) <= gpgThreshold, fmt.Sprintf("target %v, stored %v", st.Target["SC-K8S"], w)
+	})
 }
 
 // timings measures the loop's stages over 20 changes each and logs median
