@@ -43,6 +43,10 @@ type am struct {
 	setupTook time.Duration
 	respID    int32
 
+	// workers are the round's startAndWait goroutines; abort waits for
+	// them, so a start still in flight when a round fails is stopped too.
+	workers sync.WaitGroup
+
 	mu       sync.Mutex
 	nmTokens map[string]*commonpb.TokenProto // NodeId -> the latest NM token the RM sent
 	nms      map[string]*hadoopipc.Client    // NodeId -> client with that token
@@ -62,7 +66,10 @@ type container struct {
 	key   string // its id's text
 	node  string // NodeId host:port
 	token *commonpb.TokenProto
-	// started: startContainers succeeded, so it must be stopped.
+	// sent: startContainers was sent, so the NodeManager may run it even
+	// if no answer came back, and it must be stopped.
+	sent bool
+	// started: startContainers succeeded.
 	started bool
 }
 
@@ -261,7 +268,7 @@ func (a *am) round(ctx context.Context, n int) (time.Duration, error) {
 			}
 			wanted--
 			round = append(round, c)
-			go a.startAndWait(ctx, c, Sample{Asked: asked, Allocated: got}, results)
+			a.workers.Go(func() { a.startAndWait(ctx, c, Sample{Asked: asked, Allocated: got}, results) })
 		}
 	drain:
 		for {
@@ -350,6 +357,9 @@ func (a *am) start(ctx context.Context, c *container) error {
 	clc := &yarnpb.ContainerLaunchContextProto{Command: []string{launchCommand(a.cfg.Command)}}
 	req := &yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{{ContainerLaunchContext: clc, ContainerToken: c.token}}}
 	resp := &yarnpb.StartContainersResponseProto{}
+	a.mu.Lock()
+	c.sent = true
+	a.mu.Unlock()
 	if err := nm.Call(ctx, "startContainers", req, resp); err != nil {
 		return fmt.Errorf("startContainers at %s: %w", c.node, err)
 	}
@@ -405,12 +415,13 @@ func (a *am) waitRunning(ctx context.Context, c *container) (time.Time, error) {
 	}
 }
 
-// stop stops the started containers of cs, one call per NodeManager.
+// stop stops the containers of cs whose start was sent, one call per
+// NodeManager.
 func (a *am) stop(ctx context.Context, cs []*container) error {
 	byNode := map[string][]*yarnpb.ContainerIdProto{}
 	a.mu.Lock()
 	for _, c := range cs {
-		if c.started && a.outstanding[c.key] != nil {
+		if c.sent && a.outstanding[c.key] != nil {
 			byNode[c.node] = append(byNode[c.node], c.id)
 		}
 	}
@@ -493,21 +504,35 @@ func (a *am) outcome() Outcome {
 		Completed: a.completed, FinalState: a.finalState, FinalStatus: a.finalStatus}
 }
 
-// abort ends what a failed run left: stops started containers, unregisters
-// FAILED, or else kills the application; then closes the clients. Best
-// effort, with its own deadline (the run's context may be over).
+// abort ends what a failed run left: once the round's starts have
+// returned, stops every container whose start was sent, releases the ones
+// never started, unregisters FAILED, or else kills the application; then
+// closes the clients. Best effort, with its own deadline (the run's
+// context may be over). An RM would take the containers back at the
+// unregistration anyway; the bench does not leave that to it, so a
+// failed run ends what it holds the same way on every RM.
 func (a *am) abort() {
+	a.workers.Wait() // the failed round's context is cancelled: they end soon
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if a.registered && !a.finished {
-		var live []*container
+		var held []*container
+		var unstarted []*yarnpb.ContainerIdProto
 		a.mu.Lock()
 		for _, c := range a.outstanding {
-			live = append(live, c)
+			held = append(held, c)
+			if !c.sent {
+				unstarted = append(unstarted, c.id)
+			}
 		}
 		a.mu.Unlock()
-		if err := a.stop(ctx, live); err != nil {
+		if err := a.stop(ctx, held); err != nil {
 			a.log.Warn("abort: stop", "err", err)
+		}
+		if len(unstarted) > 0 {
+			if _, err := a.allocate(ctx, nil, unstarted); err != nil {
+				a.log.Warn("abort: release", "err", err)
+			}
 		}
 		req := &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_FAILED.Enum(),
 			Diagnostics: proto.String("yarnfed bench kuberm: aborted")}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -34,6 +36,9 @@ type fakeYARN struct {
 	extra int
 	// failStart makes every container report COMPLETE instead of running.
 	failStart bool
+	// lateStart holds every startContainers after the first this long
+	// before it answers, so a round can fail while a start is in flight.
+	lateStart time.Duration
 
 	mu          sync.Mutex
 	state       yarnpb.YarnApplicationStateProto
@@ -199,6 +204,11 @@ func (f *fakeYARN) nmProtocol() hadoopipc.Protocol {
 			func(_ context.Context, req *yarnpb.StartContainersRequestProto) (*yarnpb.StartContainersResponseProto, error) {
 				f.mu.Lock()
 				defer f.mu.Unlock()
+				if f.lateStart > 0 && f.startedAll > 0 {
+					f.mu.Unlock()
+					time.Sleep(f.lateStart)
+					f.mu.Lock()
+				}
 				resp := &yarnpb.StartContainersResponseProto{}
 				for _, r := range req.GetStartContainerRequest() {
 					if string(r.GetContainerToken().GetIdentifier()) != "container" {
@@ -304,13 +314,56 @@ func TestRunAgainstFakes(t *testing.T) {
 // running fails the run with ErrContainer, and neither side is left with
 // anything: both applications ended (unregistered FAILED, or killed), the
 // failing side's started containers stopped.
+//
+// With lateStart, the round fails on the first container while the second
+// one's startContainers is still unanswered: the NodeManager may run it,
+// so abort must wait for that start and stop it (CI once saw it left).
 func TestRunFailureEndsApplications(t *testing.T) {
-	subject, peer := startFake(t), startFake(t)
-	peer.failStart = true
-	_, err := Run(context.Background(), fastConfig(subject, peer), &bytes.Buffer{})
-	if !errors.Is(err, ErrContainer) {
-		t.Fatalf("Run: %v, want ErrContainer", err)
+	for _, late := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprintf("lateStart=%v", late), func(t *testing.T) {
+			subject, peer := startFake(t), startFake(t)
+			peer.failStart, peer.lateStart = true, late
+			_, err := Run(context.Background(), fastConfig(subject, peer), &bytes.Buffer{})
+			if !errors.Is(err, ErrContainer) {
+				t.Fatalf("Run: %v, want ErrContainer", err)
+			}
+			checkEnded(t, subject, peer)
+		})
 	}
+}
+
+// TestAbortReleasesUnstarted: containers handed out but never started
+// (the round failed first) are released by abort, not left to the RM.
+func TestAbortReleasesUnstarted(t *testing.T) {
+	f := startFake(t)
+	cfg := fastConfig(f, f)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	a, err := launch(context.Background(), cfg, f.target("hadoop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(256), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(2)}
+	resp, err := a.allocate(context.Background(), []*yarnpb.ResourceRequestProto{ask}, nil)
+	if err != nil || len(resp.GetAllocatedContainers()) != 2 {
+		t.Fatalf("allocate: %v, %d containers", err, len(resp.GetAllocatedContainers()))
+	}
+	for _, ct := range resp.GetAllocatedContainers() {
+		c := &container{id: ct.GetId(), key: yarnid.ContainerFromPB(ct.GetId()).String(), node: nodeKey(ct.GetNodeId())}
+		a.outstanding[c.key] = c
+	}
+	a.abort()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.live) != 0 || f.startedAll != 0 || f.final != yarnpb.FinalApplicationStatusProto_APP_FAILED {
+		t.Errorf("after abort: %d containers live, %d started, unregistered %s", len(f.live), f.startedAll, f.final)
+	}
+}
+
+// checkEnded: neither fake is left with a live application, a SUCCEEDED
+// unregistration of a failed run or a container not completed.
+func checkEnded(t *testing.T, subject, peer *fakeYARN) {
+	t.Helper()
 	for name, f := range map[string]*fakeYARN{"subject": subject, "peer": peer} {
 		f.mu.Lock()
 		if f.state == yarnpb.YarnApplicationStateProto_RUNNING || f.state == yarnpb.YarnApplicationStateProto_ACCEPTED {
