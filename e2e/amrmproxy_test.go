@@ -292,6 +292,11 @@ func TestAMRMProxyRestart(t *testing.T) {
 	if len(ev) < spanContainers {
 		t.Errorf("%d shell containers finished (%v), want %d", len(ev), sortedKeys(ev), spanContainers)
 	}
+	per := map[string]int{}
+	for _, sc := range ev {
+		per[sc]++
+	}
+	t.Logf("shell containers finished per sub-cluster: %v", per)
 	f.waitQuiet(t, f.clusters[0], f.clusters[1])
 }
 

@@ -91,16 +91,31 @@ func raftPair(t *testing.T, lim HandshakeLimits) (srv, cli *StreamLayer, accepte
 
 // TestRaftLayerSilentFloodCannotKeepPeersOut: 70 silent sockets, reopened
 // as soon as they are closed, against a Raft port; a replica still
-// authenticates 20 times in a row. From an address that is not a
-// replica's (the peer pool keeps the flood out of the replicas' room),
-// and from the replica's own address (eviction of the oldest silent
-// handshake makes room: a replica speaks at once). Before the gate the
-// 64 handshake slots stayed full of silent sockets for 10 s and every
-// replica connection beyond them was closed on accept.
+// authenticates 20 times, each within a few tries. From an address that
+// is not a replica's (the peer pool keeps the flood out of the replicas'
+// room), and from the replica's own address (eviction of the oldest
+// silent handshake makes room: a replica speaks at once). With the old
+// limits (64 handshake slots, newcomers closed, 10 s deadline) the slots
+// stay full of silent sockets and no try gets through.
+//
+// Tries, not one dial each: a replica's ClientHello follows its connect
+// at once, but under CI load (server, client and flood share this process
+// and two busy cores) its goroutine can stall long enough for 63 flood
+// reconnects to make its socket the oldest silent one, and it is evicted
+// (CI saw "dial 13 under the flood: EOF"; 7 of 40 runs beside six busy
+// loops). hashicorp/raft retries a failed dial at its next heartbeat, so
+// what must hold is that tries get through, not that none is lost.
 func TestRaftLayerSilentFloodCannotKeepPeersOut(t *testing.T) {
-	for _, tc := range []struct{ name, src string }{{"other-address", "127.0.0.2"}, {"peer-address", "127.0.0.1"}} {
+	old := HandshakeLimits{MaxPending: 64, MaxPendingPerAddr: 1 << 20, MaxPendingPerPeer: 1 << 20,
+		HelloTimeout: 10 * time.Second, HandshakeTimeout: 10 * time.Second, RefuseNew: true, NoPeerPool: true}
+	for _, tc := range []struct {
+		name, src string
+		lim       HandshakeLimits
+		old       bool
+	}{{"other-address", "127.0.0.2", HandshakeLimits{}, false}, {"peer-address", "127.0.0.1", HandshakeLimits{}, false},
+		{"peer-address-old-limits", "127.0.0.1", old, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, cli, accepted := raftPair(t, HandshakeLimits{})
+			srv, cli, accepted := raftPair(t, tc.lim)
 			srv.SetPeers(context.Background(), []string{"127.0.0.1:1"}) // the dialling replica's host
 			dials := holdSilent(t, srv.Addr().String(), tc.src, 70)
 			deadline := time.Now().Add(30 * time.Second)
@@ -110,17 +125,34 @@ func TestRaftLayerSilentFloodCannotKeepPeersOut(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			for i := range 20 {
-				c, err := cli.Dial(raft.ServerAddress(srv.Addr().String()), 2*time.Second)
-				if err != nil {
-					t.Fatalf("dial %d under the flood: %v", i, err)
+			const conns, tries = 20, 5
+			lost := 0
+			for i := range conns {
+				var err error
+				for try := 0; try < tries; try++ {
+					var c net.Conn
+					if c, err = cli.Dial(raft.ServerAddress(srv.Addr().String()), 2*time.Second); err == nil {
+						c.Close()
+						break
+					}
+					lost++
+					time.Sleep(50 * time.Millisecond)
 				}
-				c.Close()
+				if tc.old {
+					if err == nil {
+						t.Fatalf("connection %d got through the old limits' full slots", i)
+					}
+					return // refused every try, as before the gate
+				}
+				if err != nil {
+					t.Fatalf("connection %d under the flood: %d tries failed, the last: %v", i, tries, err)
+				}
 			}
+			t.Logf("%d connections under the flood, %d tries lost", conns, lost)
 			deadline = time.Now().Add(10 * time.Second)
-			for accepted.Load() < 20 {
+			for accepted.Load() < conns {
 				if time.Now().After(deadline) {
-					t.Fatalf("the layer accepted %d of 20 replica connections", accepted.Load())
+					t.Fatalf("the layer accepted %d of %d replica connections", accepted.Load(), conns)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -128,8 +160,8 @@ func TestRaftLayerSilentFloodCannotKeepPeersOut(t *testing.T) {
 			if tc.src == "127.0.0.1" {
 				pool = "peer"
 			}
-			if ok := value(srv.gate.outcomes.WithLabelValues(hsOK, "peer")); ok < 20 {
-				t.Errorf("handshakes ok in the peer pool = %v, want >= 20", ok)
+			if ok := value(srv.gate.outcomes.WithLabelValues(hsOK, "peer")); ok < conns {
+				t.Errorf("handshakes ok in the peer pool = %v, want >= %d", ok, conns)
 			}
 			if ev := value(srv.gate.outcomes.WithLabelValues(hsEvicted, pool)); ev == 0 {
 				t.Errorf("no silent socket evicted in pool %s", pool)
