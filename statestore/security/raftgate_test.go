@@ -102,9 +102,10 @@ func raftPair(t *testing.T, lim HandshakeLimits) (srv, cli *StreamLayer, accepte
 // at once, but under CI load (server, client and flood share this process
 // and two busy cores) its goroutine can stall long enough for 63 flood
 // reconnects to make its socket the oldest silent one, and it is evicted
-// (CI saw "dial 13 under the flood: EOF"; 7 of 40 runs beside six busy
-// loops). hashicorp/raft retries a failed dial at its next heartbeat, so
-// what must hold is that tries get through, not that none is lost.
+// (a run of .ci/run saw "dial 13 under the flood: EOF"; 7 of 40 runs
+// beside six busy loops). hashicorp/raft retries a failed dial at its
+// next heartbeat, so what must hold is that tries get through, not that
+// none is lost.
 func TestRaftLayerSilentFloodCannotKeepPeersOut(t *testing.T) {
 	old := HandshakeLimits{MaxPending: 64, MaxPendingPerAddr: 1 << 20, MaxPendingPerPeer: 1 << 20,
 		HelloTimeout: 10 * time.Second, HandshakeTimeout: 10 * time.Second, RefuseNew: true, NoPeerPool: true}
