@@ -235,20 +235,13 @@ func (a *am) round(ctx context.Context, n int) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RoundTimeout)
 	defer cancel()
 	k := a.cfg.Containers
-	ask := &yarnpb.ResourceRequestProto{
-		Priority:      &yarnpb.PriorityProto{Priority: proto.Int32(0)},
-		ResourceName:  proto.String("*"),
-		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(a.cfg.MemoryMB), VirtualCores: proto.Int32(a.cfg.VCores)},
-		NumContainers: proto.Int32(int32(k)),
-		RelaxLocality: proto.Bool(true),
-	}
 	results := make(chan result, k)
 	var round []*container
 	var release []*yarnpb.ContainerIdProto
 	wanted, running := k, 0
 	asked := time.Now()
 	a.asked += k
-	asks := []*yarnpb.ResourceRequestProto{ask}
+	asks := []*yarnpb.ResourceRequestProto{a.ask(k)}
 	for running < k {
 		resp, err := a.allocate(ctx, asks, release)
 		if err != nil {
@@ -257,11 +250,7 @@ func (a *am) round(ctx context.Context, n int) (time.Duration, error) {
 		got := time.Now()
 		asks, release = nil, nil
 		for _, ct := range resp.GetAllocatedContainers() {
-			c := &container{id: ct.GetId(), key: yarnid.ContainerFromPB(ct.GetId()).String(), node: nodeKey(ct.GetNodeId()), token: ct.GetContainerToken()}
-			a.mu.Lock()
-			a.allocated++
-			a.outstanding[c.key] = c
-			a.mu.Unlock()
+			c := a.handedOut(ct)
 			if wanted == 0 { // more than asked: give it back
 				release = append(release, c.id)
 				continue
@@ -323,6 +312,28 @@ func (a *am) round(ctx context.Context, n int) (time.Duration, error) {
 		}
 		release = nil
 	}
+}
+
+// ask is the resource request for k containers of the configured size.
+func (a *am) ask(k int) *yarnpb.ResourceRequestProto {
+	return &yarnpb.ResourceRequestProto{
+		Priority:      &yarnpb.PriorityProto{Priority: proto.Int32(0)},
+		ResourceName:  proto.String("*"),
+		Capability:    &yarnpb.ResourceProto{Memory: proto.Int64(a.cfg.MemoryMB), VirtualCores: proto.Int32(a.cfg.VCores)},
+		NumContainers: proto.Int32(int32(k)),
+		RelaxLocality: proto.Bool(true),
+	}
+}
+
+// handedOut records a container the RM allocated as outstanding until the
+// RM reports it completed.
+func (a *am) handedOut(ct *yarnpb.ContainerProto) *container {
+	c := &container{id: ct.GetId(), key: yarnid.ContainerFromPB(ct.GetId()).String(), node: nodeKey(ct.GetNodeId()), token: ct.GetContainerToken()}
+	a.mu.Lock()
+	a.allocated++
+	a.outstanding[c.key] = c
+	a.mu.Unlock()
+	return c
 }
 
 // completedEarly fails the round if one of its containers was reported

@@ -327,7 +327,19 @@ func TestRunFailureEndsApplications(t *testing.T) {
 			if !errors.Is(err, ErrContainer) {
 				t.Fatalf("Run: %v, want ErrContainer", err)
 			}
-			checkEnded(t, subject, peer)
+			for name, f := range map[string]*fakeYARN{"subject": subject, "peer": peer} {
+				f.mu.Lock()
+				if f.state == yarnpb.YarnApplicationStateProto_RUNNING || f.state == yarnpb.YarnApplicationStateProto_ACCEPTED {
+					t.Errorf("%s: application left %s", name, f.state)
+				}
+				if f.final == yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED {
+					t.Errorf("%s: a failed run unregistered SUCCEEDED", name)
+				}
+				if len(f.live) != 0 {
+					t.Errorf("%s: %d containers left live", name, len(f.live))
+				}
+				f.mu.Unlock()
+			}
 		})
 	}
 }
@@ -342,40 +354,18 @@ func TestAbortReleasesUnstarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
-		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(256), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(2)}
-	resp, err := a.allocate(context.Background(), []*yarnpb.ResourceRequestProto{ask}, nil)
+	resp, err := a.allocate(context.Background(), []*yarnpb.ResourceRequestProto{a.ask(2)}, nil)
 	if err != nil || len(resp.GetAllocatedContainers()) != 2 {
 		t.Fatalf("allocate: %v, %d containers", err, len(resp.GetAllocatedContainers()))
 	}
 	for _, ct := range resp.GetAllocatedContainers() {
-		c := &container{id: ct.GetId(), key: yarnid.ContainerFromPB(ct.GetId()).String(), node: nodeKey(ct.GetNodeId())}
-		a.outstanding[c.key] = c
+		a.handedOut(ct)
 	}
 	a.abort()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.live) != 0 || f.startedAll != 0 || f.final != yarnpb.FinalApplicationStatusProto_APP_FAILED {
 		t.Errorf("after abort: %d containers live, %d started, unregistered %s", len(f.live), f.startedAll, f.final)
-	}
-}
-
-// checkEnded: neither fake is left with a live application, a SUCCEEDED
-// unregistration of a failed run or a container not completed.
-func checkEnded(t *testing.T, subject, peer *fakeYARN) {
-	t.Helper()
-	for name, f := range map[string]*fakeYARN{"subject": subject, "peer": peer} {
-		f.mu.Lock()
-		if f.state == yarnpb.YarnApplicationStateProto_RUNNING || f.state == yarnpb.YarnApplicationStateProto_ACCEPTED {
-			t.Errorf("%s: application left %s", name, f.state)
-		}
-		if f.final == yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED {
-			t.Errorf("%s: a failed run unregistered SUCCEEDED", name)
-		}
-		if len(f.live) != 0 {
-			t.Errorf("%s: %d containers left live", name, len(f.live))
-		}
-		f.mu.Unlock()
 	}
 }
 
